@@ -1,0 +1,16 @@
+"""rillet: an event-stream agent development kit for Python with a Rust core."""
+
+from rillet._native import EMPTY, ChannelClosed, RilletError, __version__
+from rillet.channel import Channel
+from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
+
+__all__ = [
+    "EMPTY",
+    "Channel",
+    "ChannelClosed",
+    "EventGenerator",
+    "EventIterator",
+    "RilletError",
+    "__version__",
+    "new_event_pair",
+]

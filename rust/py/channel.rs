@@ -1,0 +1,335 @@
+//! `rillet.Channel`: Python bindings over [`crate::channel::Channel`].
+//!
+//! Items, the close error and asyncio waiters are Python objects. Three rules keep this
+//! correct on GIL and free-threaded builds alike:
+//! 1. Python is never called while the channel lock is held: waiters are taken out of the
+//!    channel, the lock is released, then they are woken.
+//! 2. The interpreter is released only on the blocking path (an empty queue), never on send.
+//! 3. Queued items are only dropped while attached (in `Drop` of the pyclass).
+
+use std::sync::Arc;
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyType};
+
+use crate::channel::{self as core, Ended, Park, TryRecv, Waited, Wakeups};
+use crate::py::errors::ChannelClosed;
+
+/// How long a blocked `recv` sleeps before re-checking for Ctrl-C.
+const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
+
+/// A parked asyncio receiver: the future to resolve and the loop it belongs to.
+pub struct AsyncWaiter {
+    fut: Py<PyAny>,
+    event_loop: Py<PyAny>,
+    thread: ThreadId,
+}
+
+type Core = core::Channel<Py<PyAny>, Arc<Py<PyAny>>, AsyncWaiter>;
+
+/// The type of the `EMPTY` sentinel that `try_recv` returns when nothing is queued.
+#[pyclass(frozen, module = "rillet")]
+pub struct Empty;
+
+#[pymethods]
+impl Empty {
+    fn __repr__(&self) -> &'static str {
+        "rillet.EMPTY"
+    }
+
+    fn __bool__(&self) -> bool {
+        false
+    }
+}
+
+static EMPTY: PyOnceLock<Py<Empty>> = PyOnceLock::new();
+
+pub fn empty(py: Python<'_>) -> &Py<Empty> {
+    EMPTY.get_or_init(py, || Py::new(py, Empty).expect("allocating the EMPTY sentinel"))
+}
+
+/// An unbounded multi-producer, multi-consumer FIFO of Python objects.
+#[pyclass(frozen, subclass, module = "rillet", name = "Channel")]
+pub struct Channel {
+    core: Core,
+}
+
+#[pymethods]
+impl Channel {
+    #[new]
+    fn new() -> Self {
+        Channel { core: Core::new() }
+    }
+
+    /// Appends `item`; never blocks. Raises ChannelClosed once the channel is closed.
+    fn send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
+        match self.core.send(item) {
+            Ok(wakeups) => wake_all(py, &self.core, wakeups),
+            Err(_) => Err(closed_for_send()),
+        }
+    }
+
+    /// Appends `item` and returns True, or returns False if the channel is closed.
+    fn try_send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
+        match self.core.send(item) {
+            Ok(wakeups) => wake_all(py, &self.core, wakeups).map(|()| true),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Appends every item of `items` in order, atomically with respect to receivers.
+    fn send_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
+        let batch: Vec<Py<PyAny>> = items
+            .try_iter()?
+            .map(|item| item.map(Bound::unbind))
+            .collect::<PyResult<_>>()?;
+        match self.core.send_many(batch) {
+            Ok(wakeups) => wake_all(py, &self.core, wakeups),
+            Err(_) => Err(closed_for_send()),
+        }
+    }
+
+    /// Takes the next item, waiting up to `timeout` seconds (forever if None).
+    ///
+    /// Raises TimeoutError when the time is up, ChannelClosed (or the close error) at the end.
+    #[pyo3(signature = (timeout=None))]
+    fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        let deadline = deadline_after(timeout)?;
+        match self.recv_until(py, deadline)? {
+            Some(item) => Ok(item),
+            None => Err(PyTimeoutError::new_err(format!(
+                "no item arrived within {} s",
+                timeout.unwrap_or_default()
+            ))),
+        }
+    }
+
+    /// Takes the next item if one is queued, else returns `rillet.EMPTY`.
+    fn try_recv(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.core.try_recv() {
+            TryRecv::Item(item) => Ok(item),
+            TryRecv::Empty => Ok(empty(py).clone_ref(py).into_any()),
+            TryRecv::Ended(end) => Err(ended_error(py, end)),
+        }
+    }
+
+    /// Waits for at least one item, then returns up to `max_items` in a list.
+    #[pyo3(signature = (max_items, timeout=None))]
+    fn recv_many<'py>(
+        &self,
+        py: Python<'py>,
+        max_items: i64,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let max_items = check_max_items(max_items)?;
+        let deadline = deadline_after(timeout)?;
+        let batch = self.core.try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
+        if !batch.is_empty() {
+            return PyList::new(py, batch);
+        }
+        let Some(first) = self.recv_until(py, deadline)? else {
+            return Err(PyTimeoutError::new_err("no item arrived in time"));
+        };
+        let rest = self.core.try_recv_many(max_items - 1).unwrap_or_default();
+        PyList::new(py, std::iter::once(first).chain(rest))
+    }
+
+    /// Returns up to `max_items` queued items without waiting (possibly an empty list).
+    fn try_recv_many<'py>(&self, py: Python<'py>, max_items: i64) -> PyResult<Bound<'py, PyList>> {
+        let max_items = check_max_items(max_items)?;
+        let batch = self.core.try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
+        PyList::new(py, batch)
+    }
+
+    /// Ends the channel. Receivers drain what is queued, then get ChannelClosed, or `error`
+    /// raised if one is given. Idempotent: only the first close counts.
+    #[pyo3(signature = (error=None))]
+    fn close(&self, py: Python<'_>, error: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let end = match error {
+            None => Ended::Closed,
+            Some(err) => Ended::Failed(Arc::new(exception_instance(&err)?)),
+        };
+        match self.core.close(end) {
+            Some(waiters) => wake_all(py, &self.core, waiters.into_iter().collect()),
+            None => Ok(()),
+        }
+    }
+
+    /// True once `close` has been called (items may still be queued).
+    #[getter]
+    fn closed(&self) -> bool {
+        self.core.is_closed()
+    }
+
+    fn __len__(&self) -> usize {
+        self.core.len()
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.core.is_closed() { "closed" } else { "open" };
+        format!("<rillet.Channel {state}, {} queued>", self.core.len())
+    }
+
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        match self.recv_until(py, None) {
+            Ok(item) => Ok(item),
+            Err(err) if err.is_instance_of::<ChannelClosed>(py) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Registers `fut` (of `event_loop`) to be resolved when an item may be ready.
+    ///
+    /// Returns False, without registering, if an item is ready or the channel ended: the
+    /// caller should call `try_recv` again. Used by the asyncio receive path in Python.
+    fn _park(&self, fut: Py<PyAny>, event_loop: Py<PyAny>) -> bool {
+        let waiter = AsyncWaiter { fut, event_loop, thread: thread::current().id() };
+        matches!(self.core.park(waiter), Park::Parked)
+    }
+
+    /// Withdraws `fut` after its receiver gave up; passes an unused wakeup on.
+    fn _unpark(&self, py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+        let next = self.core.unpark(|w| w.fut.as_ptr() == fut.as_ptr());
+        match next {
+            Some(w) => wake_all(py, &self.core, Wakeups::from_iter([w])),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Channel {
+    /// Blocks until an item arrives (`Some`), the deadline passes (`None`) or the channel
+    /// ends (Err). Releases the interpreter only while actually waiting, and wakes regularly
+    /// so that Ctrl-C on the main thread raises KeyboardInterrupt promptly.
+    fn recv_until(&self, py: Python<'_>, deadline: Option<Instant>) -> PyResult<Option<Py<PyAny>>> {
+        match self.core.try_recv() {
+            TryRecv::Item(item) => return Ok(Some(item)),
+            TryRecv::Ended(end) => return Err(ended_error(py, end)),
+            TryRecv::Empty => {}
+        }
+        loop {
+            let slice = match deadline {
+                None => SIGNAL_CHECK_INTERVAL,
+                Some(d) => d.saturating_duration_since(Instant::now()).min(SIGNAL_CHECK_INTERVAL),
+            };
+            match py.detach(|| self.core.wait_recv(slice)) {
+                Waited::Item(item) => return Ok(Some(item)),
+                Waited::Ended(end) => return Err(ended_error(py, end)),
+                Waited::TimedOut => {
+                    py.check_signals()?;
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Resolves the futures of woken async receivers, outside the channel lock.
+///
+/// On the waiter's own thread the future is resolved directly (no syscall); elsewhere the
+/// wakeup goes through `loop.call_soon_threadsafe`. A waiter whose loop has closed cannot
+/// take its item, so its wakeup is passed to the next parked receiver.
+fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
+    if wakeups.is_empty() {
+        return Ok(());
+    }
+    let me = thread::current().id();
+    let mut pending: Vec<AsyncWaiter> = wakeups.into_vec();
+    while let Some(w) = pending.pop() {
+        let fut = w.fut.bind(py);
+        let delivered = if w.thread == me {
+            resolve_future(fut)
+        } else {
+            w.event_loop
+                .bind(py)
+                .call_method1(pyo3::intern!(py, "call_soon_threadsafe"), (resolver(py), fut))
+                .is_ok()
+        };
+        if !delivered {
+            pending.extend(core.pass_on());
+        }
+    }
+    Ok(())
+}
+
+/// `fut.set_result(None)` unless it is already done (cancelled receivers are).
+fn resolve_future(fut: &Bound<'_, PyAny>) -> bool {
+    let py = fut.py();
+    match fut.call_method0(pyo3::intern!(py, "done")) {
+        Ok(done) if done.is_truthy().unwrap_or(true) => true,
+        Ok(_) => fut.call_method1(pyo3::intern!(py, "set_result"), (py.None(),)).is_ok(),
+        Err(_) => false,
+    }
+}
+
+#[pyfunction]
+fn _resolve_future(fut: &Bound<'_, PyAny>) {
+    resolve_future(fut);
+}
+
+static RESOLVER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
+    RESOLVER
+        .get_or_init(py, || {
+            wrap_pyfunction!(_resolve_future, py).expect("creating the wakeup callback").into_any().unbind()
+        })
+        .bind(py)
+}
+
+fn ended_error(py: Python<'_>, end: Ended<Arc<Py<PyAny>>>) -> PyErr {
+    match end {
+        Ended::Closed => ChannelClosed::new_err("the channel is closed and has no items left"),
+        Ended::Failed(err) => PyErr::from_value(err.bind(py).clone()),
+    }
+}
+
+fn closed_for_send() -> PyErr {
+    ChannelClosed::new_err("cannot send: the channel is closed (use try_send to drop items silently)")
+}
+
+/// Accepts an exception instance, or an exception class (instantiated with no arguments).
+fn exception_instance(err: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let py = err.py();
+    let base = py.get_type::<pyo3::exceptions::PyBaseException>();
+    if err.is_instance(&base)? {
+        return Ok(err.clone().unbind());
+    }
+    if let Ok(cls) = err.cast::<PyType>() {
+        if cls.is_subclass(&base)? {
+            return Ok(cls.call0()?.unbind());
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "close(error=...) takes an exception instance or class, not {}",
+        err.get_type().name()?
+    )))
+}
+
+fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> {
+    let Some(secs) = timeout else { return Ok(None) };
+    if !(secs >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "timeout must be None or a non-negative number of seconds, got {secs}"
+        )));
+    }
+    // A timeout too large to represent means "wait forever".
+    Ok(Duration::try_from_secs_f64(secs).ok().and_then(|d| Instant::now().checked_add(d)))
+}
+
+fn check_max_items(max_items: i64) -> PyResult<usize> {
+    if max_items < 1 {
+        return Err(PyValueError::new_err(format!("max_items must be at least 1, got {max_items}")));
+    }
+    Ok(usize::try_from(max_items).unwrap_or(usize::MAX))
+}

@@ -1,0 +1,4 @@
+//! Thin PyO3 bindings over the pure-Rust modules. Logic lives in the parent modules.
+
+pub mod channel;
+pub mod errors;
