@@ -118,8 +118,11 @@ impl<T, E: Clone, W> Channel<T, E, W> {
                 }
             }
         }
-        let take = added.min(st.async_waiters.len());
-        st.async_waiters.drain(..take).collect()
+        match added.min(st.async_waiters.len()) {
+            0 => Wakeups::new(),
+            1 => st.async_waiters.pop_front().into_iter().collect(),
+            n => st.async_waiters.drain(..n).collect(),
+        }
     }
 
     pub fn try_recv(&self) -> TryRecv<T, E> {
