@@ -15,10 +15,14 @@ mod _native {
     #[pymodule_export]
     use crate::py::channel::{Channel, Empty};
     #[pymodule_export]
+    use crate::py::recv_awaitable::Recv;
+    #[pymodule_export]
     use crate::py::errors::{ChannelClosed, RilletError};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        crate::py::recv_awaitable::install_am_send(m.py());
+        crate::py::fast_paths::install(m.py())?;
         m.add("EMPTY", crate::py::channel::empty(m.py()))?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         Ok(())

@@ -387,19 +387,22 @@ def test_receiver_on_another_event_loop_than_the_sender() -> None:
 def test_a_receiver_whose_loop_closed_passes_its_wakeup_on() -> None:
     ch: Channel[int] = Channel()
     dead_loop = asyncio.new_event_loop()
-    dead = dead_loop.create_future()
-    assert ch._park(dead, dead_loop)
-    dead_loop.close()  # the parked receiver can never run again
 
-    async def live() -> int:
+    async def receive() -> int:
         return await ch.recv_async()
+
+    stranded = dead_loop.create_task(receive())
+    dead_loop.run_until_complete(asyncio.sleep(0.01))  # the task parks in the channel
+    assert ch._parks == 1
+    dead_loop.close()  # ... and can never run again
 
     def send_later() -> None:
         time.sleep(0.05)
         ch.send(5)  # wakes the dead waiter first, which must hand the item on
 
     threading.Thread(target=send_later).start()
-    assert asyncio.run(asyncio.wait_for(live(), 5)) == 5
+    assert asyncio.run(asyncio.wait_for(receive(), 5)) == 5
+    del stranded
 
 
 class CountingLoop(asyncio.SelectorEventLoop):
@@ -412,18 +415,8 @@ class CountingLoop(asyncio.SelectorEventLoop):
         return super().call_soon_threadsafe(*args, **kwargs)
 
 
-class CountingChannel(Channel[int]):
-    parks = 0
-
-    def _park(self, fut: Any, event_loop: Any) -> bool:
-        parked = super()._park(fut, event_loop)
-        CountingChannel.parks += parked
-        return parked
-
-
 def test_cross_thread_wakeups_are_one_per_parked_waiter_not_per_item() -> None:
-    ch = CountingChannel()
-    CountingChannel.parks = 0
+    ch: Channel[int] = Channel()
     loop = CountingLoop()
     items = 20_000
 
@@ -440,13 +433,12 @@ def test_cross_thread_wakeups_are_one_per_parked_waiter_not_per_item() -> None:
         assert loop.run_until_complete(consume()) == list(range(items))
     finally:
         loop.close()
-    assert loop.threadsafe_calls <= CountingChannel.parks
+    assert loop.threadsafe_calls <= ch._parks
     assert loop.threadsafe_calls < items // 10
 
 
 def test_a_sender_on_the_receivers_loop_thread_wakes_it_without_a_syscall() -> None:
-    ch = CountingChannel()
-    CountingChannel.parks = 0
+    ch: Channel[int] = Channel()
     loop = CountingLoop()
 
     async def main() -> list[int]:
@@ -465,7 +457,7 @@ def test_a_sender_on_the_receivers_loop_thread_wakes_it_without_a_syscall() -> N
         assert loop.run_until_complete(main()) == list(range(100))
     finally:
         loop.close()
-    assert CountingChannel.parks > 0
+    assert ch._parks > 0
     assert loop.threadsafe_calls == 0
 
 

@@ -7,6 +7,7 @@
 //! 2. The interpreter is released only on the blocking path (an empty queue), never on send.
 //! 3. Queued items are only dropped while attached (in `Drop` of the pyclass).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
@@ -14,22 +15,26 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyType};
+use pyo3::types::{PyList, PyTuple, PyType};
 
 use crate::channel::{self as core, Ended, Park, TryRecv, Waited, Wakeups};
 use crate::py::errors::ChannelClosed;
+use crate::py::recv_awaitable::{EndAs, Recv, Want};
 
 /// How long a blocked `recv` sleeps before re-checking for Ctrl-C.
 const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
 /// A parked asyncio receiver: the future to resolve and the loop it belongs to.
 pub struct AsyncWaiter {
-    fut: Py<PyAny>,
-    event_loop: Py<PyAny>,
-    thread: ThreadId,
+    pub fut: Py<PyAny>,
+    pub event_loop: Py<PyAny>,
+    pub thread: ThreadId,
 }
 
-type Core = core::Channel<Py<PyAny>, Arc<Py<PyAny>>, AsyncWaiter>;
+/// The error a channel was closed with, shared by every receiver that reports it.
+pub type EndError = Arc<Py<PyAny>>;
+
+pub type Core = core::Channel<Py<PyAny>, EndError, AsyncWaiter>;
 
 /// The type of the `EMPTY` sentinel that `try_recv` returns when nothing is queued.
 #[pyclass(frozen, module = "rillet")]
@@ -56,38 +61,75 @@ pub fn empty(py: Python<'_>) -> &Py<Empty> {
 #[pyclass(frozen, subclass, module = "rillet", name = "Channel")]
 pub struct Channel {
     core: Core,
+    /// How often an async receiver had to park (tests use it to check wakeup coalescing).
+    parks: AtomicU64,
 }
 
-#[pymethods]
 impl Channel {
-    #[new]
-    fn new() -> Self {
-        Channel { core: Core::new() }
+    pub fn core(&self) -> &Core {
+        &self.core
     }
 
-    /// Appends `item`; never blocks. Raises ChannelClosed once the channel is closed.
-    fn send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
+    pub fn send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
         match self.core.send(item) {
             Ok(wakeups) => wake_all(py, &self.core, wakeups),
             Err(_) => Err(closed_for_send()),
         }
     }
 
-    /// Appends `item` and returns True, or returns False if the channel is closed.
-    fn try_send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
+    pub fn try_send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
         match self.core.send(item) {
             Ok(wakeups) => wake_all(py, &self.core, wakeups).map(|()| true),
             Err(_) => Ok(false),
         }
     }
 
+    /// The next item for `for x in ch`: `None` ends the iteration at a normal close.
+    pub fn next_item(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        match self.recv_until(py, None) {
+            Ok(item) => Ok(item),
+            Err(err) if err.is_instance_of::<ChannelClosed>(py) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    pub fn park(&self, waiter: AsyncWaiter) -> Park<AsyncWaiter> {
+        let parked = self.core.park(waiter);
+        if let Park::Parked = parked {
+            self.parks.fetch_add(1, Ordering::Relaxed);
+        }
+        parked
+    }
+}
+
+#[pymethods]
+impl Channel {
+    #[new]
+    fn new() -> Self {
+        Channel { core: Core::new(), parks: AtomicU64::new(0) }
+    }
+
+    /// `Channel[int]` in annotations.
+    #[classmethod]
+    #[pyo3(signature = (item, /))]
+    fn __class_getitem__<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = cls.py();
+        py.import("types")?.getattr("GenericAlias")?.call1((cls, item))
+    }
+
+    /// Appends `item`; never blocks. Raises ChannelClosed once the channel is closed.
+    fn send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
+        self.send_item(py, item)
+    }
+
+    /// Appends `item` and returns True, or returns False if the channel is closed.
+    fn try_send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
+        self.try_send_item(py, item)
+    }
+
     /// Appends every item of `items` in order, atomically with respect to receivers.
     fn send_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
-        let batch: Vec<Py<PyAny>> = items
-            .try_iter()?
-            .map(|item| item.map(Bound::unbind))
-            .collect::<PyResult<_>>()?;
-        match self.core.send_many(batch) {
+        match self.core.send_many(collect_items(items)?) {
             Ok(wakeups) => wake_all(py, &self.core, wakeups),
             Err(_) => Err(closed_for_send()),
         }
@@ -179,29 +221,31 @@ impl Channel {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        match self.recv_until(py, None) {
-            Ok(item) => Ok(item),
-            Err(err) if err.is_instance_of::<ChannelClosed>(py) => Ok(None),
-            Err(err) => Err(err),
-        }
+        self.next_item(py)
     }
 
-    /// Registers `fut` (of `event_loop`) to be resolved when an item may be ready.
-    ///
-    /// Returns False, without registering, if an item is ready or the channel ended: the
-    /// caller should call `try_recv` again. Used by the asyncio receive path in Python.
-    fn _park(&self, fut: Py<PyAny>, event_loop: Py<PyAny>) -> bool {
-        let waiter = AsyncWaiter { fut, event_loop, thread: thread::current().id() };
-        matches!(self.core.park(waiter), Park::Parked)
+    /// Awaitable: the next item, waiting for one if the channel is empty.
+    fn recv_async(slf: Py<Self>) -> Recv {
+        Recv::new(slf, Want::One, EndAs::ChannelClosed)
     }
 
-    /// Withdraws `fut` after its receiver gave up; passes an unused wakeup on.
-    fn _unpark(&self, py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<()> {
-        let next = self.core.unpark(|w| w.fut.as_ptr() == fut.as_ptr());
-        match next {
-            Some(w) => wake_all(py, &self.core, Wakeups::from_iter([w])),
-            None => Ok(()),
-        }
+    /// Awaitable: waits for at least one item, then returns up to `max_items` in a list.
+    fn recv_many_async(slf: Py<Self>, max_items: i64) -> PyResult<Recv> {
+        Ok(Recv::new(slf, Want::Many(check_max_items(max_items)?), EndAs::ChannelClosed))
+    }
+
+    fn __aiter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __anext__(slf: Py<Self>) -> Recv {
+        Recv::new(slf, Want::One, EndAs::StopAsyncIteration)
+    }
+
+    /// How many times an async receiver parked (waited for an empty channel).
+    #[getter]
+    fn _parks(&self) -> u64 {
+        self.parks.load(Ordering::Relaxed)
     }
 }
 
@@ -239,7 +283,7 @@ impl Channel {
 /// On the waiter's own thread the future is resolved directly (no syscall); elsewhere the
 /// wakeup goes through `loop.call_soon_threadsafe`. A waiter whose loop has closed cannot
 /// take its item, so its wakeup is passed to the next parked receiver.
-fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
+pub fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
     if wakeups.is_empty() {
         return Ok(());
     }
@@ -286,11 +330,26 @@ fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
         .bind(py)
 }
 
-fn ended_error(py: Python<'_>, end: Ended<Arc<Py<PyAny>>>) -> PyErr {
+pub fn ended_error(py: Python<'_>, end: Ended<EndError>) -> PyErr {
     match end {
         Ended::Closed => ChannelClosed::new_err("the channel is closed and has no items left"),
         Ended::Failed(err) => PyErr::from_value(err.bind(py).clone()),
     }
+}
+
+/// The items of an iterable, in order. Lists and tuples (what batching producers pass) are
+/// read directly, without the iterator protocol.
+fn collect_items(items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+    if let Ok(list) = items.cast::<PyList>() {
+        // A snapshot under the list's lock, so a concurrent mutation cannot tear it.
+        return Ok(pyo3::sync::critical_section::with_critical_section(list, || {
+            list.iter().map(Bound::unbind).collect()
+        }));
+    }
+    if let Ok(tuple) = items.cast::<PyTuple>() {
+        return Ok(tuple.iter().map(Bound::unbind).collect());
+    }
+    items.try_iter()?.map(|item| item.map(Bound::unbind)).collect()
 }
 
 fn closed_for_send() -> PyErr {

@@ -2,3 +2,5 @@
 
 pub mod channel;
 pub mod errors;
+pub mod fast_paths;
+pub mod recv_awaitable;
