@@ -16,10 +16,10 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use smallvec::SmallVec;
 
 /// Waiters taken out of the channel under its lock, to be woken after the lock is released.
-pub type Wakeups<W> = SmallVec<[W; 2]>;
+/// Usually empty, which a Vec represents without allocating or costing anything to drop.
+pub type Wakeups<W> = Vec<W>;
 
 /// What a receiver finds when the queue is empty and will stay so.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +87,7 @@ impl<T, E: Clone, W> Channel<T, E, W> {
     }
 
     /// Appends one item. Gives the item back if the channel is closed.
+    #[inline]
     pub fn send(&self, item: T) -> Result<Wakeups<W>, T> {
         let mut st = self.state.lock();
         if st.ended.is_some() {
@@ -108,6 +109,7 @@ impl<T, E: Clone, W> Channel<T, E, W> {
     }
 
     /// Takes the waiters that `added` new items should wake; notifies blocked threads.
+    #[inline]
     fn wake_for(&self, st: &mut State<T, E, W>, added: usize) -> Wakeups<W> {
         if st.sync_waiters > 0 {
             if added >= st.sync_waiters {
@@ -125,6 +127,7 @@ impl<T, E: Clone, W> Channel<T, E, W> {
         }
     }
 
+    #[inline]
     pub fn try_recv(&self) -> TryRecv<T, E> {
         let mut st = self.state.lock();
         match st.queue.pop_front() {
@@ -225,7 +228,7 @@ impl<T, E: Clone, W> Channel<T, E, W> {
 
     /// Ends the channel. Returns the parked waiters to wake, or `None` if it was already
     /// ended (close is idempotent: the first end wins).
-    pub fn close(&self, end: Ended<E>) -> Option<Vec<W>> {
+    pub fn close(&self, end: Ended<E>) -> Option<Wakeups<W>> {
         let mut st = self.state.lock();
         if st.ended.is_some() {
             return None;
@@ -317,11 +320,11 @@ mod tests {
         assert_eq!(ch.park(2), Park::Parked);
         assert_eq!(ch.park(3), Park::Parked);
         // One item wakes exactly one waiter, the oldest.
-        assert_eq!(ch.send(10).unwrap().to_vec(), vec![1]);
+        assert_eq!(ch.send(10).unwrap(), vec![1]);
         // With an item queued a new waiter is refused: it should just take the item.
         assert_eq!(ch.park(4), Park::Ready(4));
         // Two more items wake the two remaining waiters, no more.
-        assert_eq!(ch.send_many(vec![11, 12]).unwrap().to_vec(), vec![2, 3]);
+        assert_eq!(ch.send_many(vec![11, 12]).unwrap(), vec![2, 3]);
         assert!(ch.send(13).unwrap().is_empty());
         assert_eq!(ch.parked_async_waiters(), 0);
     }
@@ -331,7 +334,7 @@ mod tests {
         let ch = Ch::new();
         ch.park(1);
         ch.park(2);
-        assert_eq!(ch.send(10).unwrap().to_vec(), vec![1]);
+        assert_eq!(ch.send(10).unwrap(), vec![1]);
         // Waiter 1 was woken but its receiver was cancelled: waiter 2 must get the wakeup.
         assert_eq!(ch.unpark(|w| *w == 1), Some(2));
         // A waiter still parked is simply withdrawn.

@@ -21,7 +21,7 @@ mod _native {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        crate::py::recv_awaitable::install_am_send(m.py());
+        crate::py::recv_awaitable::install_slots(m.py());
         crate::py::fast_paths::install(m.py())?;
         m.add("EMPTY", crate::py::channel::empty(m.py()))?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import gc
 import math
 import signal
 import subprocess
@@ -497,3 +498,80 @@ def test_sigint_interrupts_a_blocked_recv_in_a_real_process() -> None:
     assert proc.wait(timeout=5) == 3
     assert time.monotonic() - start < 1.0
     assert proc.stdout.read().strip() == "interrupted"
+
+
+# -- the native awaitable -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("item", [1, None, (1, 2), ValueError("an item, not an error")], ids=repr)
+def test_await_protocol_without_am_send(item: object) -> None:
+    """Debuggers and tracers drive awaitables through __next__/send; values survive intact."""
+    ch: Channel[object] = Channel()
+    ch.send_many([item, item])
+    for step in (lambda it: next(it), lambda it: it.send(None)):
+        with pytest.raises(StopIteration) as stop:
+            step(ch.recv_async().__await__())
+        assert stop.value.value == item or stop.value.value is item
+
+
+def test_awaiting_under_a_tracer_takes_the_slow_path_correctly() -> None:
+    async def main() -> list[object]:
+        ch: Channel[object] = Channel()
+        asyncio.get_running_loop().call_later(0.01, ch.send_many, [(1, 2), None])
+        return [await ch.recv_async(), await ch.recv_async()]
+
+    sys.settrace(lambda *args: None)
+    try:
+        got = asyncio.run(main())
+    finally:
+        sys.settrace(None)
+    assert got == [(1, 2), None]
+
+
+def test_an_abandoned_wait_does_not_swallow_a_wakeup() -> None:
+    async def main() -> int:
+        ch: Channel[int] = Channel()
+        abandoned = ch.recv_async().__await__()
+        abandoned.send(None)  # parks first in line, then its owner forgets it
+        waiting = asyncio.create_task(ch.recv_async())  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        assert ch._parks == 2
+        del abandoned
+        gc.collect()
+        ch.send(1)  # one item, one wakeup: it must reach the live receiver
+        return await asyncio.wait_for(waiting, 5)
+
+    assert asyncio.run(main()) == 1
+
+
+def test_closing_an_awaiting_coroutine_withdraws_it() -> None:
+    async def main() -> int:
+        ch: Channel[int] = Channel()
+
+        async def receive() -> int:
+            return await ch.recv_async()
+
+        coro = receive()
+        coro.send(None)  # parked
+        waiting = asyncio.create_task(receive())
+        await asyncio.sleep(0)
+        coro.close()  # GeneratorExit reaches the awaitable's close()
+        ch.send(2)
+        return await asyncio.wait_for(waiting, 5)
+
+    assert asyncio.run(main()) == 2
+
+
+def test_recv_async_needs_a_running_loop_only_to_wait() -> None:
+    ch: Channel[int] = Channel()
+    ch.send(1)
+    with pytest.raises(StopIteration):
+        next(ch.recv_async().__await__())  # ready: no loop needed
+    with pytest.raises(RuntimeError, match="no running event loop"):
+        next(ch.recv_async().__await__())
+
+
+def test_channel_is_generic_in_annotations() -> None:
+    alias = Channel[int]
+    assert alias.__origin__ is Channel and alias.__args__ == (int,)
+    assert isinstance(alias(), Channel)

@@ -13,6 +13,7 @@ use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
+use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple, PyType};
@@ -60,37 +61,23 @@ pub fn empty(py: Python<'_>) -> &Py<Empty> {
 /// An unbounded multi-producer, multi-consumer FIFO of Python objects.
 #[pyclass(frozen, subclass, module = "rillet", name = "Channel")]
 pub struct Channel {
+    inner: Arc<Shared>,
+    /// The awaitables `async for` and `recv_async` hand out, reused once their await is over.
+    next_awaitable: Mutex<Option<Py<Recv>>>,
+    recv_awaitable: Mutex<Option<Py<Recv>>>,
+}
+
+/// What a Channel shares with its pending receive awaitables (which must not keep the
+/// Python object alive, or the awaitable cache would form a reference cycle).
+pub struct Shared {
     core: Core,
     /// How often an async receiver had to park (tests use it to check wakeup coalescing).
     parks: AtomicU64,
 }
 
-impl Channel {
+impl Shared {
     pub fn core(&self) -> &Core {
         &self.core
-    }
-
-    pub fn send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
-        match self.core.send(item) {
-            Ok(wakeups) => wake_all(py, &self.core, wakeups),
-            Err(_) => Err(closed_for_send()),
-        }
-    }
-
-    pub fn try_send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
-        match self.core.send(item) {
-            Ok(wakeups) => wake_all(py, &self.core, wakeups).map(|()| true),
-            Err(_) => Ok(false),
-        }
-    }
-
-    /// The next item for `for x in ch`: `None` ends the iteration at a normal close.
-    pub fn next_item(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        match self.recv_until(py, None) {
-            Ok(item) => Ok(item),
-            Err(err) if err.is_instance_of::<ChannelClosed>(py) => Ok(None),
-            Err(err) => Err(err),
-        }
     }
 
     pub fn park(&self, waiter: AsyncWaiter) -> Park<AsyncWaiter> {
@@ -100,13 +87,72 @@ impl Channel {
         }
         parked
     }
+
+}
+
+impl Channel {
+    fn core(&self) -> &Core {
+        &self.inner.core
+    }
+
+    /// The awaitable of one step of `async for`.
+    #[inline]
+    pub fn next_awaitable(&self, py: Python<'_>) -> PyResult<Py<Recv>> {
+        self.awaitable(py, &self.next_awaitable, EndAs::StopAsyncIteration)
+    }
+
+    /// The cached awaitable if its previous await is over (nothing else refers to it), or a
+    /// new one. Allocating an awaitable per item would cost more than the receive itself.
+    fn awaitable(&self, py: Python<'_>, cache: &Mutex<Option<Py<Recv>>>, end_as: EndAs) -> PyResult<Py<Recv>> {
+        let mut slot = cache.lock();
+        if let Some(cached) = slot.as_ref() {
+            // Only the cache holds it. Refcounts are exact only with the GIL; free-threaded
+            // builds always allocate.
+            // SAFETY: reading the reference count of a live object we hold.
+            if !cfg!(Py_GIL_DISABLED) && unsafe { pyo3::ffi::Py_REFCNT(cached.as_ptr()) } == 1 {
+                return Ok(cached.clone_ref(py));
+            }
+        }
+        let fresh = Py::new(py, Recv::new(self.inner.clone(), Want::One, end_as))?;
+        *slot = Some(fresh.clone_ref(py));
+        Ok(fresh)
+    }
+
+    #[inline]
+    pub fn send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
+        match self.core().send(item) {
+            Ok(wakeups) => wake_all(py, self.core(), wakeups),
+            Err(_) => Err(closed_for_send()),
+        }
+    }
+
+    pub fn try_send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
+        match self.core().send(item) {
+            Ok(wakeups) => wake_all(py, self.core(), wakeups).map(|()| true),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// The next item for `for x in ch`: `None` ends the iteration at a normal close.
+    #[inline]
+    pub fn next_item(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        match self.recv_until(py, None) {
+            Ok(item) => Ok(item),
+            Err(err) if err.is_instance_of::<ChannelClosed>(py) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
 }
 
 #[pymethods]
 impl Channel {
     #[new]
     fn new() -> Self {
-        Channel { core: Core::new(), parks: AtomicU64::new(0) }
+        Channel {
+            inner: Arc::new(Shared { core: Core::new(), parks: AtomicU64::new(0) }),
+            next_awaitable: Mutex::new(None),
+            recv_awaitable: Mutex::new(None),
+        }
     }
 
     /// `Channel[int]` in annotations.
@@ -129,8 +175,8 @@ impl Channel {
 
     /// Appends every item of `items` in order, atomically with respect to receivers.
     fn send_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
-        match self.core.send_many(collect_items(items)?) {
-            Ok(wakeups) => wake_all(py, &self.core, wakeups),
+        match self.core().send_many(collect_items(items)?) {
+            Ok(wakeups) => wake_all(py, self.core(), wakeups),
             Err(_) => Err(closed_for_send()),
         }
     }
@@ -152,7 +198,7 @@ impl Channel {
 
     /// Takes the next item if one is queued, else returns `rillet.EMPTY`.
     fn try_recv(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        match self.core.try_recv() {
+        match self.core().try_recv() {
             TryRecv::Item(item) => Ok(item),
             TryRecv::Empty => Ok(empty(py).clone_ref(py).into_any()),
             TryRecv::Ended(end) => Err(ended_error(py, end)),
@@ -169,21 +215,21 @@ impl Channel {
     ) -> PyResult<Bound<'py, PyList>> {
         let max_items = check_max_items(max_items)?;
         let deadline = deadline_after(timeout)?;
-        let batch = self.core.try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
+        let batch = self.core().try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
         if !batch.is_empty() {
             return PyList::new(py, batch);
         }
         let Some(first) = self.recv_until(py, deadline)? else {
             return Err(PyTimeoutError::new_err("no item arrived in time"));
         };
-        let rest = self.core.try_recv_many(max_items - 1).unwrap_or_default();
+        let rest = self.core().try_recv_many(max_items - 1).unwrap_or_default();
         PyList::new(py, std::iter::once(first).chain(rest))
     }
 
     /// Returns up to `max_items` queued items without waiting (possibly an empty list).
     fn try_recv_many<'py>(&self, py: Python<'py>, max_items: i64) -> PyResult<Bound<'py, PyList>> {
         let max_items = check_max_items(max_items)?;
-        let batch = self.core.try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
+        let batch = self.core().try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
         PyList::new(py, batch)
     }
 
@@ -195,8 +241,8 @@ impl Channel {
             None => Ended::Closed,
             Some(err) => Ended::Failed(Arc::new(exception_instance(&err)?)),
         };
-        match self.core.close(end) {
-            Some(waiters) => wake_all(py, &self.core, waiters.into_iter().collect()),
+        match self.core().close(end) {
+            Some(waiters) => wake_all(py, self.core(), waiters),
             None => Ok(()),
         }
     }
@@ -204,16 +250,16 @@ impl Channel {
     /// True once `close` has been called (items may still be queued).
     #[getter]
     fn closed(&self) -> bool {
-        self.core.is_closed()
+        self.core().is_closed()
     }
 
     fn __len__(&self) -> usize {
-        self.core.len()
+        self.core().len()
     }
 
     fn __repr__(&self) -> String {
-        let state = if self.core.is_closed() { "closed" } else { "open" };
-        format!("<rillet.Channel {state}, {} queued>", self.core.len())
+        let state = if self.core().is_closed() { "closed" } else { "open" };
+        format!("<rillet.Channel {state}, {} queued>", self.core().len())
     }
 
     fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -225,27 +271,27 @@ impl Channel {
     }
 
     /// Awaitable: the next item, waiting for one if the channel is empty.
-    fn recv_async(slf: Py<Self>) -> Recv {
-        Recv::new(slf, Want::One, EndAs::ChannelClosed)
+    fn recv_async(&self, py: Python<'_>) -> PyResult<Py<Recv>> {
+        self.awaitable(py, &self.recv_awaitable, EndAs::ChannelClosed)
     }
 
     /// Awaitable: waits for at least one item, then returns up to `max_items` in a list.
-    fn recv_many_async(slf: Py<Self>, max_items: i64) -> PyResult<Recv> {
-        Ok(Recv::new(slf, Want::Many(check_max_items(max_items)?), EndAs::ChannelClosed))
+    fn recv_many_async(&self, max_items: i64) -> PyResult<Recv> {
+        Ok(Recv::new(self.inner.clone(), Want::Many(check_max_items(max_items)?), EndAs::ChannelClosed))
     }
 
     fn __aiter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
 
-    fn __anext__(slf: Py<Self>) -> Recv {
-        Recv::new(slf, Want::One, EndAs::StopAsyncIteration)
+    fn __anext__(&self, py: Python<'_>) -> PyResult<Py<Recv>> {
+        self.next_awaitable(py)
     }
 
     /// How many times an async receiver parked (waited for an empty channel).
     #[getter]
     fn _parks(&self) -> u64 {
-        self.parks.load(Ordering::Relaxed)
+        self.inner.parks.load(Ordering::Relaxed)
     }
 }
 
@@ -254,7 +300,7 @@ impl Channel {
     /// ends (Err). Releases the interpreter only while actually waiting, and wakes regularly
     /// so that Ctrl-C on the main thread raises KeyboardInterrupt promptly.
     fn recv_until(&self, py: Python<'_>, deadline: Option<Instant>) -> PyResult<Option<Py<PyAny>>> {
-        match self.core.try_recv() {
+        match self.core().try_recv() {
             TryRecv::Item(item) => return Ok(Some(item)),
             TryRecv::Ended(end) => return Err(ended_error(py, end)),
             TryRecv::Empty => {}
@@ -264,7 +310,7 @@ impl Channel {
                 None => SIGNAL_CHECK_INTERVAL,
                 Some(d) => d.saturating_duration_since(Instant::now()).min(SIGNAL_CHECK_INTERVAL),
             };
-            match py.detach(|| self.core.wait_recv(slice)) {
+            match py.detach(|| self.core().wait_recv(slice)) {
                 Waited::Item(item) => return Ok(Some(item)),
                 Waited::Ended(end) => return Err(ended_error(py, end)),
                 Waited::TimedOut => {
@@ -283,12 +329,18 @@ impl Channel {
 /// On the waiter's own thread the future is resolved directly (no syscall); elsewhere the
 /// wakeup goes through `loop.call_soon_threadsafe`. A waiter whose loop has closed cannot
 /// take its item, so its wakeup is passed to the next parked receiver.
+#[inline]
 pub fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
     if wakeups.is_empty() {
-        return Ok(());
+        return Ok(()); // the common case: nobody was parked
     }
+    wake_parked(py, core, wakeups)
+}
+
+#[inline(never)]
+fn wake_parked(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
     let me = thread::current().id();
-    let mut pending: Vec<AsyncWaiter> = wakeups.into_vec();
+    let mut pending = wakeups;
     while let Some(w) = pending.pop() {
         let fut = w.fut.bind(py);
         let delivered = if w.thread == me {

@@ -1,8 +1,8 @@
 //! Direct CPython entry points for the per-item channel operations.
 //!
-//! `send`, `try_send` and `for x in ch` run once per event, and PyO3's generic argument
+//! `send`, `try_send`, `for x in ch` and `async for x in ch` run once per event, and PyO3's generic argument
 //! handling costs more than the channel operation itself. These functions take the
-//! interpreter's own calling conventions (METH_O, tp_iternext) and call the same Rust methods
+//! interpreter's own calling conventions (METH_O, tp_iternext, am_anext) and call the same Rust methods
 //! the PyO3 bindings call, so the behaviour is identical; only the call overhead goes.
 //! They are installed once at module init, before any Channel exists.
 
@@ -66,11 +66,17 @@ unsafe extern "C" fn next(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
     unsafe { with_channel(slf, |py, ch| Ok(ch.next_item(py)?.map_or(ptr::null_mut(), Py::into_ptr))) }
 }
 
+/// am_anext: one step of `async for`.
+unsafe extern "C" fn anext(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    unsafe { with_channel(slf, |py, ch| Ok(ch.next_awaitable(py)?.into_ptr())) }
+}
+
 const SEND_DOC: &CStr = c"send($self, item, /)\n--\n\nAppends `item`; never blocks. Raises ChannelClosed once the channel is closed.";
 const TRY_SEND_DOC: &CStr =
     c"try_send($self, item, /)\n--\n\nAppends `item` and returns True, or returns False if the channel is closed.";
 
-/// Replaces Channel's `send`, `try_send` and `tp_iternext` with the direct entry points.
+/// Replaces Channel's `send`, `try_send`, `tp_iternext` and `am_anext` with the direct entry
+/// points.
 pub fn install(py: Python<'_>) -> PyResult<()> {
     let tp = Channel::type_object_raw(py);
     for (name, meth, doc) in [(c"send", send as ffi::PyCFunction, SEND_DOC), (c"try_send", try_send, TRY_SEND_DOC)] {
@@ -88,9 +94,12 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
             dict.set_item(name.to_str().expect("ASCII name"), descr)?;
         }
     }
-    // SAFETY: as above; subclasses created later inherit the slot.
+    // SAFETY: as above. Channel defines __anext__, so tp_as_async is the heap type's own.
+    // Python subclasses get PyO3's equivalent slot functions, which behave the same.
     unsafe {
         (*tp).tp_iternext = Some(next);
+        assert!(!(*tp).tp_as_async.is_null(), "Channel must define __anext__");
+        (*(*tp).tp_as_async).am_anext = Some(anext);
         ffi::PyType_Modified(tp);
     }
     Ok(())

@@ -12,6 +12,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
+use std::sync::Arc;
 use std::thread;
 
 use parking_lot::Mutex;
@@ -22,7 +23,7 @@ use pyo3::types::PyList;
 use pyo3::{ffi, intern, PyTypeInfo};
 
 use crate::channel::{Ended, Park, TryRecv};
-use crate::py::channel::{ended_error, wake_all, AsyncWaiter, Channel, EndError};
+use crate::py::channel::{ended_error, wake_all, AsyncWaiter, EndError, Shared};
 
 /// How many items one await takes.
 pub enum Want {
@@ -46,7 +47,7 @@ enum Polled {
 
 #[pyclass(frozen, module = "rillet", name = "ChannelRecv")]
 pub struct Recv {
-    chan: Py<Channel>,
+    chan: Arc<Shared>,
     want: Want,
     end_as: EndAs,
     /// The future yielded to the task while parked in the channel.
@@ -54,7 +55,7 @@ pub struct Recv {
 }
 
 impl Recv {
-    pub fn new(chan: Py<Channel>, want: Want, end_as: EndAs) -> Self {
+    pub fn new(chan: Arc<Shared>, want: Want, end_as: EndAs) -> Self {
         Recv { chan, want, end_as, parked: Mutex::new(None) }
     }
 
@@ -62,7 +63,7 @@ impl Recv {
     fn poll(&self, py: Python<'_>) -> PyResult<Polled> {
         // Resumed after a wakeup: the sender already took our future out of the channel.
         drop(self.parked.lock().take());
-        let chan = self.chan.get();
+        let chan = &self.chan;
         loop {
             if let Some(ready) = self.take_ready(py, chan)? {
                 return Ok(Polled::Ready(ready));
@@ -84,7 +85,7 @@ impl Recv {
         }
     }
 
-    fn take_ready(&self, py: Python<'_>, chan: &Channel) -> PyResult<Option<Py<PyAny>>> {
+    fn take_ready(&self, py: Python<'_>, chan: &Shared) -> PyResult<Option<Py<PyAny>>> {
         match self.want {
             Want::One => match chan.core().try_recv() {
                 TryRecv::Item(item) => Ok(Some(item)),
@@ -110,9 +111,9 @@ impl Recv {
     /// wakeup it may already have been given.
     fn withdraw(&self, py: Python<'_>) -> PyResult<()> {
         let Some(fut) = self.parked.lock().take() else { return Ok(()) };
-        let chan = self.chan.get();
+        let chan = &self.chan;
         match chan.core().unpark(|w| w.fut.is(&fut)) {
-            Some(next) => wake_all(py, chan.core(), [next].into_iter().collect()),
+            Some(next) => wake_all(py, chan.core(), vec![next]),
             None => Ok(()),
         }
     }
@@ -219,9 +220,16 @@ unsafe extern "C" fn recv_am_send(
     status
 }
 
-/// Installs `am_send` on the ChannelRecv type. PyO3 has no attribute for this slot, so it is
+/// `am_await`: the awaitable is its own iterator.
+unsafe extern "C" fn recv_am_await(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: a new reference to a live object, as the slot must return.
+    unsafe { ffi::Py_IncRef(slf) };
+    slf
+}
+
+/// Installs `am_send` (and a direct `am_await`) on the ChannelRecv type. PyO3 has no attribute for this slot, so it is
 /// set once at module init, before any instance exists; the type is final (not subclassable).
-pub fn install_am_send(py: Python<'_>) {
+pub fn install_slots(py: Python<'_>) {
     let tp = Recv::type_object_raw(py);
     // SAFETY: ChannelRecv defines __await__, so tp_as_async points at the heap type's own
     // PyAsyncMethods, which lives as long as the type. We hold the interpreter.
@@ -229,6 +237,7 @@ pub fn install_am_send(py: Python<'_>) {
         let as_async = (*tp).tp_as_async;
         assert!(!as_async.is_null(), "ChannelRecv must define __await__");
         (*as_async).am_send = Some(recv_am_send);
+        (*as_async).am_await = Some(recv_am_await);
         ffi::PyType_Modified(tp);
     }
 }
