@@ -55,6 +55,20 @@ pub enum Park<W> {
     Ready(W),
 }
 
+/// One reference held by a channel, as shown to a garbage collector.
+pub enum Held<'a, T, E, W> {
+    Item(&'a T),
+    Error(&'a E),
+    Waiter(&'a W),
+}
+
+/// What `clear` took out of a channel.
+pub struct Cleared<T, E, W> {
+    pub items: VecDeque<T>,
+    pub error: Option<E>,
+    pub waiters: VecDeque<W>,
+}
+
 struct State<T, E, W> {
     queue: VecDeque<T>,
     ended: Option<Ended<E>>,
@@ -254,9 +268,32 @@ impl<T, E: Clone, W> Channel<T, E, W> {
         self.state.lock().async_waiters.len()
     }
 
-    /// Removes everything still queued (used when the owner drops the channel).
-    pub fn drain(&self) -> Vec<T> {
-        self.state.lock().queue.drain(..).collect()
+    /// Shows everything the channel holds to `visit`, for a garbage collector. Visits
+    /// nothing if another thread holds the lock right now: a collector must never block, and
+    /// under-reporting references only keeps objects alive.
+    pub fn try_visit<X>(&self, mut visit: impl FnMut(Held<'_, T, E, W>) -> Result<(), X>) -> Result<(), X> {
+        let Some(st) = self.state.try_lock() else { return Ok(()) };
+        st.queue.iter().try_for_each(|item| visit(Held::Item(item)))?;
+        if let Some(Ended::Failed(err)) = &st.ended {
+            visit(Held::Error(err))?;
+        }
+        st.async_waiters.iter().try_for_each(|w| visit(Held::Waiter(w)))
+    }
+
+    /// Empties the channel for a garbage collector breaking a reference cycle. What it held
+    /// is returned, to be dropped after the lock is released.
+    pub fn clear(&self) -> Cleared<T, E, W> {
+        let mut st = self.state.lock();
+        let error = match st.ended.take() {
+            Some(Ended::Failed(err)) => Some(err),
+            _ => None,
+        };
+        st.ended = Some(Ended::Closed);
+        Cleared {
+            items: std::mem::take(&mut st.queue),
+            error,
+            waiters: std::mem::take(&mut st.async_waiters),
+        }
     }
 }
 
@@ -293,6 +330,28 @@ mod tests {
         assert_eq!(ch.try_recv_many(10), Ok(vec![1, 2]));
         assert_eq!(ch.try_recv(), TryRecv::Ended(Ended::Failed("boom".into())));
         assert_eq!(ch.wait_recv(Duration::from_secs(5)), Waited::Ended(Ended::Failed("boom".into())));
+    }
+
+    #[test]
+    fn clear_empties_and_ends_the_channel() {
+        let ch = Ch::new();
+        ch.send_many(vec![1, 2]).unwrap();
+        ch.park(7);
+        ch.close(Ended::Failed("boom".into()));
+        let mut seen = Vec::new();
+        ch.try_visit(|held| {
+            seen.push(match held {
+                Held::Item(i) => format!("item {i}"),
+                Held::Error(e) => format!("error {e}"),
+                Held::Waiter(w) => format!("waiter {w}"),
+            });
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(seen, ["item 1", "item 2", "error boom"], "close woke and removed the waiter");
+        let cleared = ch.clear();
+        assert_eq!((cleared.items.len(), cleared.error.as_deref()), (2, Some("boom")));
+        assert_eq!(ch.try_recv(), TryRecv::Ended(Ended::Closed));
     }
 
     #[test]

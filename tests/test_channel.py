@@ -575,3 +575,52 @@ def test_channel_is_generic_in_annotations() -> None:
     alias = Channel[int]
     assert alias.__origin__ is Channel and alias.__args__ == (int,)
     assert isinstance(alias(), Channel)
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+class Tracked:
+    """An item that records when it is freed."""
+
+    freed: list[str] = []
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ref: object = None
+
+    def __del__(self) -> None:
+        Tracked.freed.append(self.name)
+
+
+def test_items_of_a_dropped_channel_are_freed() -> None:
+    Tracked.freed.clear()
+    ch: Channel[Tracked] = Channel()
+    ch.send_many([Tracked("a"), Tracked("b")])
+    del ch
+    assert sorted(Tracked.freed) == ["a", "b"]
+
+
+def test_reference_cycles_through_a_channel_are_collected() -> None:
+    Tracked.freed.clear()
+    gc.disable()
+    try:
+        ch: Channel[Tracked] = Channel()
+
+        async def use_async_paths() -> None:
+            ch.send(Tracked("warm-up"))
+            async for _ in ch:
+                break  # leaves the cached awaitable in place
+
+        asyncio.run(use_async_paths())
+        item = Tracked("in a cycle")
+        item.ref = ch  # channel -> item -> channel
+        ch.send(item)
+        error = RuntimeError("closing error")
+        error.args = (ch,)  # channel -> error -> channel
+        ch.close(error)
+        del ch, item, error
+        gc.collect()
+    finally:
+        gc.enable()
+    assert "in a cycle" in Tracked.freed

@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
 use parking_lot::Mutex;
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple, PyType};
 
-use crate::channel::{self as core, Ended, Park, TryRecv, Waited, Wakeups};
+use crate::channel::{self as core, Ended, Held, Park, TryRecv, Waited, Wakeups};
 use crate::py::errors::ChannelClosed;
 use crate::py::recv_awaitable::{EndAs, Recv, Want};
 
@@ -61,21 +63,15 @@ pub fn empty(py: Python<'_>) -> &Py<Empty> {
 /// An unbounded multi-producer, multi-consumer FIFO of Python objects.
 #[pyclass(frozen, subclass, module = "rillet", name = "Channel")]
 pub struct Channel {
-    inner: Arc<Shared>,
+    core: Core,
+    /// How often an async receiver had to park (tests use it to check wakeup coalescing).
+    parks: AtomicU64,
     /// The awaitables `async for` and `recv_async` hand out, reused once their await is over.
     next_awaitable: Mutex<Option<Py<Recv>>>,
     recv_awaitable: Mutex<Option<Py<Recv>>>,
 }
 
-/// What a Channel shares with its pending receive awaitables (which must not keep the
-/// Python object alive, or the awaitable cache would form a reference cycle).
-pub struct Shared {
-    core: Core,
-    /// How often an async receiver had to park (tests use it to check wakeup coalescing).
-    parks: AtomicU64,
-}
-
-impl Shared {
+impl Channel {
     pub fn core(&self) -> &Core {
         &self.core
     }
@@ -88,33 +84,33 @@ impl Shared {
         parked
     }
 
-}
-
-impl Channel {
-    fn core(&self) -> &Core {
-        &self.inner.core
-    }
-
     /// The awaitable of one step of `async for`.
     #[inline]
-    pub fn next_awaitable(&self, py: Python<'_>) -> PyResult<Py<Recv>> {
-        self.awaitable(py, &self.next_awaitable, EndAs::StopAsyncIteration)
+    pub fn next_awaitable(slf: &Bound<'_, Self>) -> PyResult<Py<Recv>> {
+        Self::awaitable(slf, |ch| &ch.next_awaitable, EndAs::StopAsyncIteration)
     }
 
     /// The cached awaitable if its previous await is over (nothing else refers to it), or a
     /// new one. Allocating an awaitable per item would cost more than the receive itself.
-    fn awaitable(&self, py: Python<'_>, cache: &Mutex<Option<Py<Recv>>>, end_as: EndAs) -> PyResult<Py<Recv>> {
-        let mut slot = cache.lock();
-        if let Some(cached) = slot.as_ref() {
+    fn awaitable(
+        slf: &Bound<'_, Self>,
+        cache: fn(&Channel) -> &Mutex<Option<Py<Recv>>>,
+        end_as: EndAs,
+    ) -> PyResult<Py<Recv>> {
+        let py = slf.py();
+        let slot = cache(slf.get());
+        if let Some(cached) = slot.lock().as_ref() {
             // Only the cache holds it. Refcounts are exact only with the GIL; free-threaded
             // builds always allocate.
             // SAFETY: reading the reference count of a live object we hold.
-            if !cfg!(Py_GIL_DISABLED) && unsafe { pyo3::ffi::Py_REFCNT(cached.as_ptr()) } == 1 {
+            if !cfg!(Py_GIL_DISABLED) && unsafe { ffi::Py_REFCNT(cached.as_ptr()) } == 1 {
                 return Ok(cached.clone_ref(py));
             }
         }
-        let fresh = Py::new(py, Recv::new(self.inner.clone(), Want::One, end_as))?;
-        *slot = Some(fresh.clone_ref(py));
+        // Allocate outside the lock: allocation may run the garbage collector.
+        let fresh = Py::new(py, Recv::new(slf.clone().unbind(), Want::One, end_as))?;
+        let previous = slot.lock().replace(fresh.clone_ref(py));
+        drop(previous); // outside the lock too: dropping may run a finalizer
         Ok(fresh)
     }
 
@@ -149,10 +145,33 @@ impl Channel {
     #[new]
     fn new() -> Self {
         Channel {
-            inner: Arc::new(Shared { core: Core::new(), parks: AtomicU64::new(0) }),
+            core: Core::new(),
+            parks: AtomicU64::new(0),
             next_awaitable: Mutex::new(None),
             recv_awaitable: Mutex::new(None),
         }
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for cache in [&self.next_awaitable, &self.recv_awaitable] {
+            if let Some(cached) = cache.try_lock() {
+                visit.call(cached.as_ref())?;
+            }
+        }
+        self.core.try_visit(|held| match held {
+            Held::Item(item) => visit.call(item),
+            Held::Error(err) => visit.call(&**err),
+            Held::Waiter(w) => {
+                visit.call(&w.fut)?;
+                visit.call(&w.event_loop)
+            }
+        })
+    }
+
+    fn __clear__(&self) {
+        let caches = [self.next_awaitable.lock().take(), self.recv_awaitable.lock().take()];
+        let cleared = self.core.clear();
+        drop((caches, cleared)); // after the locks are released: finalizers may run
     }
 
     /// `Channel[int]` in annotations.
@@ -271,27 +290,28 @@ impl Channel {
     }
 
     /// Awaitable: the next item, waiting for one if the channel is empty.
-    fn recv_async(&self, py: Python<'_>) -> PyResult<Py<Recv>> {
-        self.awaitable(py, &self.recv_awaitable, EndAs::ChannelClosed)
+    fn recv_async(slf: &Bound<'_, Self>) -> PyResult<Py<Recv>> {
+        Self::awaitable(slf, |ch| &ch.recv_awaitable, EndAs::ChannelClosed)
     }
 
     /// Awaitable: waits for at least one item, then returns up to `max_items` in a list.
-    fn recv_many_async(&self, max_items: i64) -> PyResult<Recv> {
-        Ok(Recv::new(self.inner.clone(), Want::Many(check_max_items(max_items)?), EndAs::ChannelClosed))
+    fn recv_many_async(slf: &Bound<'_, Self>, max_items: i64) -> PyResult<Recv> {
+        let want = Want::Many(check_max_items(max_items)?);
+        Ok(Recv::new(slf.clone().unbind(), want, EndAs::ChannelClosed))
     }
 
     fn __aiter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
 
-    fn __anext__(&self, py: Python<'_>) -> PyResult<Py<Recv>> {
-        self.next_awaitable(py)
+    fn __anext__(slf: &Bound<'_, Self>) -> PyResult<Py<Recv>> {
+        Self::next_awaitable(slf)
     }
 
     /// How many times an async receiver parked (waited for an empty channel).
     #[getter]
     fn _parks(&self) -> u64 {
-        self.inner.parks.load(Ordering::Relaxed)
+        self.parks.load(Ordering::Relaxed)
     }
 }
 
@@ -395,7 +415,15 @@ fn collect_items(items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
     if let Ok(list) = items.cast::<PyList>() {
         // A snapshot under the list's lock, so a concurrent mutation cannot tear it.
         return Ok(pyo3::sync::critical_section::with_critical_section(list, || {
-            list.iter().map(Bound::unbind).collect()
+            let py = list.py();
+            (0..list.len())
+                .map(|i| {
+                    // SAFETY: i < len, and the list cannot change while we hold its lock (the
+                    // GIL, or the critical section on free-threaded builds).
+                    unsafe { Bound::from_borrowed_ptr(py, ffi::PyList_GET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t)) }
+                        .unbind()
+                })
+                .collect()
         }));
     }
     if let Ok(tuple) = items.cast::<PyTuple>() {

@@ -20,14 +20,14 @@ use crate::py::channel::Channel;
 /// exception and a null return, as CPython expects.
 unsafe fn with_channel(
     slf: *mut ffi::PyObject,
-    body: impl FnOnce(Python<'_>, &Channel) -> PyResult<*mut ffi::PyObject>,
+    body: impl FnOnce(Python<'_>, &Bound<'_, Channel>) -> PyResult<*mut ffi::PyObject>,
 ) -> *mut ffi::PyObject {
     // SAFETY: CPython calls these with the thread attached and `slf` an instance of Channel
     // or of a subclass (same layout).
     let py = unsafe { Python::assume_attached() };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let ch = unsafe { Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<Channel>() };
-        body(py, ch.get())
+        body(py, &ch)
     }));
     match outcome {
         Ok(Ok(result)) => result,
@@ -46,7 +46,7 @@ unsafe fn with_channel(
 unsafe extern "C" fn send(slf: *mut ffi::PyObject, item: *mut ffi::PyObject) -> *mut ffi::PyObject {
     unsafe {
         with_channel(slf, |py, ch| {
-            ch.send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
+            ch.get().send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
             Ok(py.None().into_ptr())
         })
     }
@@ -55,7 +55,7 @@ unsafe extern "C" fn send(slf: *mut ffi::PyObject, item: *mut ffi::PyObject) -> 
 unsafe extern "C" fn try_send(slf: *mut ffi::PyObject, item: *mut ffi::PyObject) -> *mut ffi::PyObject {
     unsafe {
         with_channel(slf, |py, ch| {
-            let sent = ch.try_send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
+            let sent = ch.get().try_send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
             Ok(pyo3::types::PyBool::new(py, sent).to_owned().into_ptr())
         })
     }
@@ -63,12 +63,12 @@ unsafe extern "C" fn try_send(slf: *mut ffi::PyObject, item: *mut ffi::PyObject)
 
 /// tp_iternext: null without an exception set means "iteration ended".
 unsafe extern "C" fn next(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    unsafe { with_channel(slf, |py, ch| Ok(ch.next_item(py)?.map_or(ptr::null_mut(), Py::into_ptr))) }
+    unsafe { with_channel(slf, |py, ch| Ok(ch.get().next_item(py)?.map_or(ptr::null_mut(), Py::into_ptr))) }
 }
 
 /// am_anext: one step of `async for`.
 unsafe extern "C" fn anext(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    unsafe { with_channel(slf, |py, ch| Ok(ch.next_awaitable(py)?.into_ptr())) }
+unsafe { with_channel(slf, |_, ch| Ok(Channel::next_awaitable(ch)?.into_ptr())) }
 }
 
 const SEND_DOC: &CStr = c"send($self, item, /)\n--\n\nAppends `item`; never blocks. Raises ChannelClosed once the channel is closed.";

@@ -12,7 +12,6 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
-use std::sync::Arc;
 use std::thread;
 
 use parking_lot::Mutex;
@@ -20,10 +19,10 @@ use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
-use pyo3::{ffi, intern, PyTypeInfo};
+use pyo3::{ffi, intern, PyTraverseError, PyTypeInfo, PyVisit};
 
 use crate::channel::{Ended, Park, TryRecv};
-use crate::py::channel::{ended_error, wake_all, AsyncWaiter, EndError, Shared};
+use crate::py::channel::{ended_error, wake_all, AsyncWaiter, Channel, EndError};
 
 /// How many items one await takes.
 pub enum Want {
@@ -47,7 +46,7 @@ enum Polled {
 
 #[pyclass(frozen, module = "rillet", name = "ChannelRecv")]
 pub struct Recv {
-    chan: Arc<Shared>,
+    chan: Py<Channel>,
     want: Want,
     end_as: EndAs,
     /// The future yielded to the task while parked in the channel.
@@ -55,7 +54,7 @@ pub struct Recv {
 }
 
 impl Recv {
-    pub fn new(chan: Arc<Shared>, want: Want, end_as: EndAs) -> Self {
+    pub fn new(chan: Py<Channel>, want: Want, end_as: EndAs) -> Self {
         Recv { chan, want, end_as, parked: Mutex::new(None) }
     }
 
@@ -63,7 +62,7 @@ impl Recv {
     fn poll(&self, py: Python<'_>) -> PyResult<Polled> {
         // Resumed after a wakeup: the sender already took our future out of the channel.
         drop(self.parked.lock().take());
-        let chan = &self.chan;
+        let chan = self.chan.get();
         loop {
             if let Some(ready) = self.take_ready(py, chan)? {
                 return Ok(Polled::Ready(ready));
@@ -85,7 +84,7 @@ impl Recv {
         }
     }
 
-    fn take_ready(&self, py: Python<'_>, chan: &Shared) -> PyResult<Option<Py<PyAny>>> {
+    fn take_ready(&self, py: Python<'_>, chan: &Channel) -> PyResult<Option<Py<PyAny>>> {
         match self.want {
             Want::One => match chan.core().try_recv() {
                 TryRecv::Item(item) => Ok(Some(item)),
@@ -111,7 +110,7 @@ impl Recv {
     /// wakeup it may already have been given.
     fn withdraw(&self, py: Python<'_>) -> PyResult<()> {
         let Some(fut) = self.parked.lock().take() else { return Ok(()) };
-        let chan = &self.chan;
+        let chan = self.chan.get();
         match chan.core().unpark(|w| w.fut.is(&fut)) {
             Some(next) => wake_all(py, chan.core(), vec![next]),
             None => Ok(()),
@@ -167,6 +166,19 @@ impl Recv {
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.withdraw(py)
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.chan)?;
+        match self.parked.try_lock() {
+            Some(parked) => visit.call(parked.as_ref()),
+            None => Ok(()),
+        }
+    }
+
+    fn __clear__(&self) {
+        let parked = self.parked.lock().take();
+        drop(parked);
     }
 }
 
