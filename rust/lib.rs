@@ -4,6 +4,8 @@
 //! `py` holds the thin PyO3 bindings, exposed to Python as `rillet._native`.
 
 pub mod channel;
+pub mod concat;
+pub mod message;
 pub mod py;
 
 use pyo3::prelude::*;
