@@ -62,7 +62,7 @@ impl ConcatError {
         ConcatError {
             field: field.into(),
             message: format!(
-                "cannot concat messages with different {what}: {first:?} and {other:?} (chunk {index})"
+                "cannot concat messages with different {what}: '{first}' and '{other}' (chunk {index})"
             ),
         }
     }
@@ -300,7 +300,7 @@ fn merge_value(acc: &mut Value, new: &Value, path: &str) -> Result<(), ConcatErr
                 return Err(ConcatError::extra(
                     path,
                     format!(
-                        "cannot concat multiple non-zero values of type {} in extra key {path:?}: {a:?} and {b:?}",
+                        "cannot concat multiple non-zero values of type {} in extra key '{path}': {a:?} and {b:?}",
                         a.type_name
                     ),
                 ));
@@ -383,7 +383,7 @@ mod tests {
             set(&mut b, "beta");
             let err = concat(&[a.clone(), Message::default(), b]).unwrap_err();
             assert_eq!(err.field, field);
-            assert!(err.message.contains("\"alpha\"") && err.message.contains("\"beta\""), "{err}");
+            assert!(err.message.contains("'alpha' and 'beta'"), "{err}");
             assert!(err.message.contains("chunk 2"), "{err}");
             // The same value twice is fine.
             assert!(concat(&[a.clone(), a]).is_ok());

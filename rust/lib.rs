@@ -6,6 +6,7 @@
 pub mod channel;
 pub mod concat;
 pub mod message;
+pub mod stream;
 pub mod py;
 
 use pyo3::prelude::*;
@@ -18,11 +19,16 @@ mod _native {
     use crate::py::channel::{Channel, Empty};
     #[pymodule_export]
     use crate::py::errors::{ChannelClosed, RilletError};
+    #[pymodule_export]
+    use crate::py::message::{ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage};
+    #[pymodule_export]
+    use crate::py::concat::{concat_messages, MessageAccumulator};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("EMPTY", crate::py::channel::empty(m.py()))?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("ConcatError", crate::py::errors::concat_error_type(m.py())?)?;
         Ok(())
     }
 }

@@ -2,3 +2,5 @@
 
 pub mod channel;
 pub mod errors;
+pub mod concat;
+pub mod message;
