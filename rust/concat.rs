@@ -313,7 +313,7 @@ fn merge_value(acc: &mut Value, new: &Value, path: &str) -> Result<(), ConcatErr
             return Err(ConcatError::extra(
                 path,
                 format!(
-                    "cannot concat extra key {path:?}: a {} value and a {} value",
+                    "cannot concat extra key '{path}': a {} value and a {} value",
                     old.type_name(),
                     new.type_name()
                 ),
