@@ -18,7 +18,12 @@ mod _native {
     #[pymodule_export]
     use crate::py::channel::{Channel, Empty};
     #[pymodule_export]
-    use crate::py::errors::{ChannelClosed, RilletError};
+    use crate::py::errors::{ChannelClosed, RilletError, StreamEOF};
+    #[pymodule_export]
+    use crate::py::stream::{
+        concat_message_stream, convert_stream, merge_named_streams, merge_streams, pipe, stream_from_list,
+        NoValue, SourceEOF, StreamReader, StreamWriter,
+    };
     #[pymodule_export]
     use crate::py::message::{ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage};
     #[pymodule_export]
@@ -28,6 +33,7 @@ mod _native {
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("EMPTY", crate::py::channel::empty(m.py()))?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("NO_VALUE", crate::py::stream::no_value(m.py()))?;
         m.add("ConcatError", crate::py::errors::concat_error_type(m.py())?)?;
         Ok(())
     }

@@ -263,7 +263,7 @@ fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyRes
 }
 
 /// `fut.set_result(None)` unless it is already done (cancelled receivers are).
-fn resolve_future(fut: &Bound<'_, PyAny>) -> bool {
+pub(crate) fn resolve_future(fut: &Bound<'_, PyAny>) -> bool {
     let py = fut.py();
     match fut.call_method0(pyo3::intern!(py, "done")) {
         Ok(done) if done.is_truthy().unwrap_or(true) => true,
@@ -279,7 +279,7 @@ fn _resolve_future(fut: &Bound<'_, PyAny>) {
 
 static RESOLVER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
+pub(crate) fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
     RESOLVER
         .get_or_init(py, || {
             wrap_pyfunction!(_resolve_future, py).expect("creating the wakeup callback").into_any().unbind()

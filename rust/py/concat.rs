@@ -80,7 +80,7 @@ impl MessageAccumulator {
         Ok(MessageAccumulator { acc: Mutex::new(Accumulator::new(policy)), policy })
     }
 
-    fn push(&self, chunk: &Bound<'_, PyAny>) -> PyResult<()> {
+    pub(crate) fn push(&self, chunk: &Bound<'_, PyAny>) -> PyResult<()> {
         push_chunk(&mut self.acc.lock_py_attached(chunk.py()), chunk)
     }
 

@@ -487,17 +487,16 @@ pub struct ContentPart(pub Part);
 
 #[pymethods]
 impl ContentPart {
-    #[staticmethod]
-    #[pyo3(name = "text")]
-    fn new_text(text: String) -> Self {
-        ContentPart(Part::Text(text))
-    }
-
-    /// An image by URL (``https://...`` or a ``data:`` URL); `detail` is "auto", "low" or "high".
-    #[staticmethod]
-    #[pyo3(signature = (url, detail="".to_owned()))]
-    fn image(url: String, detail: String) -> Self {
-        ContentPart(Part::ImageUrl { url, detail })
+    /// A text part (`ContentPart(text="...")`) or an image part (`ContentPart(image_url=url,
+    /// detail="auto"|"low"|"high")`; the URL may be a ``data:`` URL).
+    #[new]
+    #[pyo3(signature = (text=None, *, image_url=None, detail="".to_owned()))]
+    fn new(text: Option<String>, image_url: Option<String>, detail: String) -> PyResult<Self> {
+        match (text, image_url) {
+            (Some(t), None) => Ok(ContentPart(Part::Text(t))),
+            (None, Some(url)) => Ok(ContentPart(Part::ImageUrl { url, detail })),
+            _ => Err(PyValueError::new_err("ContentPart takes exactly one of text= or image_url=")),
+        }
     }
 
     /// "text" or "image_url", as in OpenAI's content parts.
@@ -545,10 +544,10 @@ impl ContentPart {
 
     fn __repr__(&self) -> String {
         match &self.0 {
-            Part::Text(t) => format!("ContentPart.text({})", repr_str(t)),
-            Part::ImageUrl { url, detail } if detail.is_empty() => format!("ContentPart.image({})", repr_str(url)),
+            Part::Text(t) => format!("ContentPart(text={})", repr_str(t)),
+            Part::ImageUrl { url, detail } if detail.is_empty() => format!("ContentPart(image_url={})", repr_str(url)),
             Part::ImageUrl { url, detail } => {
-                format!("ContentPart.image({}, detail={})", repr_str(url), repr_str(detail))
+                format!("ContentPart(image_url={}, detail={})", repr_str(url), repr_str(detail))
             }
         }
     }

@@ -4,3 +4,4 @@ pub mod channel;
 pub mod errors;
 pub mod concat;
 pub mod message;
+pub mod stream;
