@@ -143,9 +143,9 @@ pub struct FunctionCall(pub core::FunctionCall);
 #[pymethods]
 impl FunctionCall {
     #[new]
-    #[pyo3(signature = (name="".to_owned(), arguments="".to_owned()))]
-    fn new(name: String, arguments: String) -> Self {
-        FunctionCall(core::FunctionCall { name, arguments })
+    #[pyo3(signature = (name="", arguments=""))]
+    fn new(name: &str, arguments: &str) -> Self {
+        FunctionCall(core::FunctionCall { name: name.into(), arguments: arguments.into() })
     }
 
     #[getter]
@@ -193,18 +193,18 @@ pub struct ToolCall(pub core::ToolCall);
 #[pymethods]
 impl ToolCall {
     #[new]
-    #[pyo3(signature = (index=None, id="".to_owned(), r#type=core::ToolCall::FUNCTION.to_owned(), function=None, extra=None))]
+    #[pyo3(signature = (index=None, id="", r#type="function", function=None, extra=None))]
     fn new(
         index: Option<i64>,
-        id: String,
-        r#type: String,
+        id: &str,
+        r#type: &str,
         function: Option<FunctionCall>,
         extra: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         Ok(ToolCall(core::ToolCall {
             index,
-            id,
-            kind: r#type,
+            id: id.into(),
+            kind: r#type.into(),
             function: function.map(|f| f.0).unwrap_or_default(),
             extra: extra_from_py(extra)?,
         }))
@@ -427,9 +427,9 @@ pub struct ResponseMeta(pub core::ResponseMeta);
 #[pymethods]
 impl ResponseMeta {
     #[new]
-    #[pyo3(signature = (finish_reason="".to_owned(), usage=None))]
-    fn new(finish_reason: String, usage: Option<Usage>) -> Self {
-        ResponseMeta(core::ResponseMeta { finish_reason, usage: usage.map(|u| u.0) })
+    #[pyo3(signature = (finish_reason="", usage=None))]
+    fn new(finish_reason: &str, usage: Option<Usage>) -> Self {
+        ResponseMeta(core::ResponseMeta { finish_reason: finish_reason.into(), usage: usage.map(|u| u.0) })
     }
 
     #[getter]
@@ -490,8 +490,9 @@ impl ContentPart {
     /// A text part (`ContentPart(text="...")`) or an image part (`ContentPart(image_url=url,
     /// detail="auto"|"low"|"high")`; the URL may be a ``data:`` URL).
     #[new]
-    #[pyo3(signature = (text=None, *, image_url=None, detail="".to_owned()))]
-    fn new(text: Option<String>, image_url: Option<String>, detail: String) -> PyResult<Self> {
+    #[pyo3(signature = (text=None, *, image_url=None, detail=""))]
+    fn new(text: Option<String>, image_url: Option<String>, detail: &str) -> PyResult<Self> {
+        let detail = detail.to_owned();
         match (text, image_url) {
             (Some(t), None) => Ok(ContentPart(Part::Text(t))),
             (None, Some(url)) => Ok(ContentPart(Part::ImageUrl { url, detail })),
@@ -676,30 +677,30 @@ fn set_content(m: &mut core::Message, content: &Bound<'_, PyAny>) -> PyResult<()
 impl Message {
     #[new]
     #[pyo3(signature = (
-        role="".to_owned(), content=None, name="".to_owned(), reasoning_content="".to_owned(),
-        tool_calls=None, tool_call_id="".to_owned(), tool_name="".to_owned(), response_meta=None,
+        role="", content=None, name="", reasoning_content="",
+        tool_calls=None, tool_call_id="", tool_name="", response_meta=None,
         extra=None, *, user_input_multi_content=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        role: String,
+        role: &str,
         content: Option<&Bound<'_, PyAny>>,
-        name: String,
-        reasoning_content: String,
+        name: &str,
+        reasoning_content: &str,
         tool_calls: Option<&Bound<'_, PyAny>>,
-        tool_call_id: String,
-        tool_name: String,
+        tool_call_id: &str,
+        tool_name: &str,
         response_meta: Option<ResponseMeta>,
         extra: Option<&Bound<'_, PyDict>>,
         user_input_multi_content: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut m = core::Message {
-            role,
-            name,
-            reasoning_content,
+            role: role.into(),
+            name: name.into(),
+            reasoning_content: reasoning_content.into(),
             tool_calls: tool_calls_from_py(tool_calls)?,
-            tool_call_id,
-            tool_name,
+            tool_call_id: tool_call_id.into(),
+            tool_name: tool_name.into(),
             response_meta: response_meta.map(|r| r.0),
             extra: extra_from_py(extra)?,
             ..Default::default()
@@ -715,34 +716,34 @@ impl Message {
 
     /// A system message.
     #[staticmethod]
-    #[pyo3(signature = (content, *, name="".to_owned()))]
-    fn system(content: String, name: String) -> Self {
-        Message::wrap(core::Message { role: "system".into(), content, name, ..Default::default() })
+    #[pyo3(signature = (content, *, name=""))]
+    fn system(content: String, name: &str) -> Self {
+        Message::wrap(core::Message { role: "system".into(), content, name: name.into(), ..Default::default() })
     }
 
     /// A user message; `content` is a str or a list of parts (ContentPart, dict or str).
     #[staticmethod]
-    #[pyo3(signature = (content, *, name="".to_owned()))]
-    fn user(content: &Bound<'_, PyAny>, name: String) -> PyResult<Self> {
-        let mut m = core::Message { role: "user".into(), name, ..Default::default() };
+    #[pyo3(signature = (content, *, name=""))]
+    fn user(content: &Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
+        let mut m = core::Message { role: "user".into(), name: name.into(), ..Default::default() };
         set_content(&mut m, content)?;
         Ok(Message::wrap(m))
     }
 
     /// An assistant message, optionally with tool calls.
     #[staticmethod]
-    #[pyo3(signature = (content="".to_owned(), tool_calls=None, *, name="".to_owned(), reasoning_content="".to_owned()))]
+    #[pyo3(signature = (content="", tool_calls=None, *, name="", reasoning_content=""))]
     fn assistant(
-        content: String,
+        content: &str,
         tool_calls: Option<&Bound<'_, PyAny>>,
-        name: String,
-        reasoning_content: String,
+        name: &str,
+        reasoning_content: &str,
     ) -> PyResult<Self> {
         Ok(Message::wrap(core::Message {
             role: "assistant".into(),
-            content,
-            name,
-            reasoning_content,
+            content: content.into(),
+            name: name.into(),
+            reasoning_content: reasoning_content.into(),
             tool_calls: tool_calls_from_py(tool_calls)?,
             ..Default::default()
         }))
@@ -750,8 +751,9 @@ impl Message {
 
     /// The result of the tool call `tool_call_id`.
     #[staticmethod]
-    #[pyo3(signature = (content, tool_call_id, tool_name="".to_owned()))]
-    fn tool_message(content: String, tool_call_id: String, tool_name: String) -> Self {
+    #[pyo3(signature = (content, tool_call_id, tool_name=""))]
+    fn tool_message(content: String, tool_call_id: String, tool_name: &str) -> Self {
+        let tool_name = tool_name.into();
         Message::wrap(core::Message { role: "tool".into(), content, tool_call_id, tool_name, ..Default::default() })
     }
 
