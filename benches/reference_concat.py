@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+IDENT_KEYS = ("role", "name", "tool_call_id", "tool_name")
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens")
 
 
@@ -67,35 +68,35 @@ def reference_concat(chunks: Iterable[dict[str, Any] | None], usage: str = "max"
     total: dict[str, int] | None = None
     has_meta = False
     extra: dict[str, Any] | None = None
+    content_append, reasoning_append = content.append, reasoning.append
     for i, c in enumerate(chunks):
         if c is None:
             raise ReferenceConcatError(f"unexpected None chunk in message stream, index: {i}")
-        get = c.get
-        _first(ident, "role", get("role"), i)
-        _first(ident, "name", get("name"), i)
-        _first(ident, "tool_call_id", get("tool_call_id"), i)
-        _first(ident, "tool_name", get("tool_name"), i)
-        text = get("content")
-        if text:
-            content.append(text)
-        text = get("reasoning_content")
-        if text:
-            reasoning.append(text)
-        calls = get("tool_calls")
-        if calls:
-            for tc in calls:
-                _merge_call(tc, unindexed, indexed, args, i)
-        meta = get("response_meta")
-        if meta is not None:
-            has_meta = True
-            if meta.get("finish_reason"):
-                finish = meta["finish_reason"]
-            u = meta.get("usage")
-            if u is not None:
-                total = _merge_usage(total, u, usage)
-        e = get("extra")
-        if e is not None:
-            extra = dict(e) if extra is None else _merge_extra(extra, e)
+        # A chunk holds one or two keys: walking its items beats ten dict lookups.
+        for key, value in c.items():
+            if key == "content":
+                if value:
+                    content_append(value)
+            elif key == "tool_calls":
+                for tc in value or ():
+                    _merge_call(tc, unindexed, indexed, args, i)
+            elif key == "reasoning_content":
+                if value:
+                    reasoning_append(value)
+            elif key in IDENT_KEYS:
+                if value:
+                    _first(ident, key, value, i)
+            elif key == "response_meta":
+                if value is not None:
+                    has_meta = True
+                    if value.get("finish_reason"):
+                        finish = value["finish_reason"]
+                    u = value.get("usage")
+                    if u is not None:
+                        total = _merge_usage(total, u, usage)
+            elif key == "extra":
+                if value is not None:
+                    extra = dict(value) if extra is None else _merge_extra(extra, value)
     out: dict[str, Any] = {k: ident.get(k, "") for k in ("role", "name", "tool_call_id", "tool_name")}
     out["content"] = "".join(content)
     out["reasoning_content"] = "".join(reasoning)

@@ -148,14 +148,12 @@ impl Accumulator {
     }
 
     fn check_tool_calls(&self, c: &Message, i: usize) -> Result<(), ConcatError> {
-        // Merge the chunk's calls among themselves too: one chunk may carry two deltas of a call.
-        let mut seen: Vec<&ToolCall> = Vec::new();
-        for tc in c.tool_calls.iter().filter(|tc| tc.index.is_some()) {
-            let earlier = self.indexed.iter().chain(seen.iter().copied());
+        for (j, tc) in c.tool_calls.iter().enumerate().filter(|(_, tc)| tc.index.is_some()) {
+            // Merge the chunk's calls among themselves too: one chunk may carry two deltas.
+            let earlier = self.indexed.iter().chain(&c.tool_calls[..j]);
             for base in earlier.filter(|b| b.index == tc.index) {
                 check_tool_call(base, tc, i)?;
             }
-            seen.push(tc);
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
@@ -177,8 +178,8 @@ impl FunctionCall {
 
 fn function_to_dict<'py>(py: Python<'py>, f: &core::FunctionCall) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("name", &f.name)?;
-    d.set_item("arguments", &f.arguments)?;
+    d.set_item(intern!(py, "name"), &f.name)?;
+    d.set_item(intern!(py, "arguments"), &f.arguments)?;
     Ok(d)
 }
 
@@ -273,31 +274,31 @@ impl ToolCall {
 fn tool_call_to_dict<'py>(py: Python<'py>, t: &core::ToolCall) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     if let Some(i) = t.index {
-        d.set_item("index", i)?;
+        d.set_item(intern!(py, "index"), i)?;
     }
-    d.set_item("id", &t.id)?;
-    d.set_item("type", &t.kind)?;
-    d.set_item("function", function_to_dict(py, &t.function)?)?;
+    d.set_item(intern!(py, "id"), &t.id)?;
+    d.set_item(intern!(py, "type"), &t.kind)?;
+    d.set_item(intern!(py, "function"), function_to_dict(py, &t.function)?)?;
     if let Some(extra) = &t.extra {
-        d.set_item("extra", map_to_py(py, extra)?)?;
+        d.set_item(intern!(py, "extra"), map_to_py(py, extra)?)?;
     }
     Ok(d)
 }
 
 fn tool_call_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::ToolCall> {
-    let function = match d.get_item("function")? {
+    let function = match d.get_item(intern!(d.py(), "function"))? {
         Some(f) if !f.is_none() => {
             let f = f.cast::<PyDict>()?;
-            core::FunctionCall { name: get_str(f, "name")?, arguments: get_str(f, "arguments")? }
+            core::FunctionCall { name: get_str(f, intern!(f.py(), "name"))?, arguments: get_str(f, intern!(f.py(), "arguments"))? }
         }
         _ => core::FunctionCall::default(),
     };
     Ok(core::ToolCall {
-        index: get_opt(d, "index")?,
-        id: get_str(d, "id")?,
-        kind: get_opt(d, "type")?.unwrap_or_else(|| core::ToolCall::FUNCTION.to_owned()),
+        index: get_opt(d, intern!(d.py(), "index"))?,
+        id: get_str(d, intern!(d.py(), "id"))?,
+        kind: get_opt(d, intern!(d.py(), "type"))?.unwrap_or_else(|| core::ToolCall::FUNCTION.to_owned()),
         function,
-        extra: get_dict(d, "extra")?.as_ref().map(map_from_py).transpose()?,
+        extra: get_dict(d, intern!(d.py(), "extra"))?.as_ref().map(map_from_py).transpose()?,
     })
 }
 
@@ -391,31 +392,32 @@ impl Usage {
 /// OpenAI's usage shape: cached and reasoning tokens sit in `*_tokens_details`.
 fn usage_to_dict<'py>(py: Python<'py>, u: &core::Usage) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("prompt_tokens", u.prompt_tokens)?;
-    d.set_item("completion_tokens", u.completion_tokens)?;
-    d.set_item("total_tokens", u.total_tokens)?;
+    d.set_item(intern!(py, "prompt_tokens"), u.prompt_tokens)?;
+    d.set_item(intern!(py, "completion_tokens"), u.completion_tokens)?;
+    d.set_item(intern!(py, "total_tokens"), u.total_tokens)?;
     let cached = PyDict::new(py);
-    cached.set_item("cached_tokens", u.cached_tokens)?;
-    d.set_item("prompt_tokens_details", cached)?;
+    cached.set_item(intern!(py, "cached_tokens"), u.cached_tokens)?;
+    d.set_item(intern!(py, "prompt_tokens_details"), cached)?;
     let reasoning = PyDict::new(py);
-    reasoning.set_item("reasoning_tokens", u.reasoning_tokens)?;
-    d.set_item("completion_tokens_details", reasoning)?;
+    reasoning.set_item(intern!(py, "reasoning_tokens"), u.reasoning_tokens)?;
+    d.set_item(intern!(py, "completion_tokens_details"), reasoning)?;
     Ok(d)
 }
 
-fn usage_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::Usage> {
-    let detail = |outer: &str, inner: &str| -> PyResult<u64> {
+fn usage_from_dict<'py>(d: &Bound<'py, PyDict>) -> PyResult<core::Usage> {
+    let py = d.py();
+    let detail = |outer: &Bound<'py, PyString>, inner: &Bound<'py, PyString>| -> PyResult<u64> {
         match get_dict(d, outer)? {
             Some(details) => Ok(get_opt(&details, inner)?.unwrap_or(0)),
             None => Ok(get_opt(d, inner)?.unwrap_or(0)),
         }
     };
     Ok(core::Usage {
-        prompt_tokens: get_opt(d, "prompt_tokens")?.unwrap_or(0),
-        completion_tokens: get_opt(d, "completion_tokens")?.unwrap_or(0),
-        total_tokens: get_opt(d, "total_tokens")?.unwrap_or(0),
-        cached_tokens: detail("prompt_tokens_details", "cached_tokens")?,
-        reasoning_tokens: detail("completion_tokens_details", "reasoning_tokens")?,
+        prompt_tokens: get_opt(d, intern!(d.py(), "prompt_tokens"))?.unwrap_or(0),
+        completion_tokens: get_opt(d, intern!(d.py(), "completion_tokens"))?.unwrap_or(0),
+        total_tokens: get_opt(d, intern!(d.py(), "total_tokens"))?.unwrap_or(0),
+        cached_tokens: detail(intern!(py, "prompt_tokens_details"), intern!(py, "cached_tokens"))?,
+        reasoning_tokens: detail(intern!(py, "completion_tokens_details"), intern!(py, "reasoning_tokens"))?,
     })
 }
 
@@ -462,18 +464,18 @@ impl ResponseMeta {
 
 fn meta_to_dict<'py>(py: Python<'py>, m: &core::ResponseMeta) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("finish_reason", &m.finish_reason)?;
+    d.set_item(intern!(py, "finish_reason"), &m.finish_reason)?;
     match &m.usage {
-        Some(u) => d.set_item("usage", usage_to_dict(py, u)?)?,
-        None => d.set_item("usage", py.None())?,
+        Some(u) => d.set_item(intern!(py, "usage"), usage_to_dict(py, u)?)?,
+        None => d.set_item(intern!(py, "usage"), py.None())?,
     }
     Ok(d)
 }
 
 fn meta_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::ResponseMeta> {
     Ok(core::ResponseMeta {
-        finish_reason: get_str(d, "finish_reason")?,
-        usage: get_dict(d, "usage")?.as_ref().map(usage_from_dict).transpose()?,
+        finish_reason: get_str(d, intern!(d.py(), "finish_reason"))?,
+        usage: get_dict(d, intern!(d.py(), "usage"))?.as_ref().map(usage_from_dict).transpose()?,
     })
 }
 
@@ -558,29 +560,29 @@ fn part_to_dict<'py>(py: Python<'py>, p: &Part) -> PyResult<Bound<'py, PyDict>> 
     let d = PyDict::new(py);
     match p {
         Part::Text(t) => {
-            d.set_item("type", "text")?;
-            d.set_item("text", t)?;
+            d.set_item(intern!(py, "type"), "text")?;
+            d.set_item(intern!(py, "text"), t)?;
         }
         Part::ImageUrl { url, detail } => {
-            d.set_item("type", "image_url")?;
+            d.set_item(intern!(py, "type"), "image_url")?;
             let image = PyDict::new(py);
-            image.set_item("url", url)?;
+            image.set_item(intern!(py, "url"), url)?;
             if !detail.is_empty() {
-                image.set_item("detail", detail)?;
+                image.set_item(intern!(py, "detail"), detail)?;
             }
-            d.set_item("image_url", image)?;
+            d.set_item(intern!(py, "image_url"), image)?;
         }
     }
     Ok(d)
 }
 
 fn part_from_dict(d: &Bound<'_, PyDict>) -> PyResult<Part> {
-    match get_str(d, "type")?.as_str() {
-        "text" => Ok(Part::Text(get_str(d, "text")?)),
+    match get_str(d, intern!(d.py(), "type"))?.as_str() {
+        "text" => Ok(Part::Text(get_str(d, intern!(d.py(), "text"))?)),
         "image_url" => {
-            let image = get_dict(d, "image_url")?
+            let image = get_dict(d, intern!(d.py(), "image_url"))?
                 .ok_or_else(|| PyValueError::new_err("an image_url part needs an 'image_url' dict"))?;
-            Ok(Part::ImageUrl { url: get_str(&image, "url")?, detail: get_str(&image, "detail")? })
+            Ok(Part::ImageUrl { url: get_str(&image, intern!(image.py(), "url"))?, detail: get_str(&image, intern!(image.py(), "detail"))? })
         }
         other => Err(PyValueError::new_err(format!(
             "unsupported content part type {other:?}: expected 'text' or 'image_url'"
@@ -611,7 +613,7 @@ fn parts_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Part>> {
 // ---------------------------------------------------------------------------------------
 // dict access helpers
 
-fn get_opt<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>>
+fn get_opt<'py, T>(d: &Bound<'py, PyDict>, key: &Bound<'py, PyString>) -> PyResult<Option<T>>
 where
     T: for<'a> FromPyObject<'a, 'py>,
     for<'a> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
@@ -625,11 +627,11 @@ where
     }
 }
 
-fn get_str(d: &Bound<'_, PyDict>, key: &str) -> PyResult<String> {
+fn get_str<'py>(d: &Bound<'py, PyDict>, key: &Bound<'py, PyString>) -> PyResult<String> {
     Ok(get_opt::<String>(d, key)?.unwrap_or_default())
 }
 
-fn get_dict<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
+fn get_dict<'py>(d: &Bound<'py, PyDict>, key: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyDict>>> {
     match d.get_item(key)? {
         Some(v) if !v.is_none() => Ok(Some(v.cast_into::<PyDict>().map_err(|e| {
             PyTypeError::new_err(format!("{key:?} must be a dict: {}", PyErr::from(e)))
@@ -950,15 +952,15 @@ fn message_repr(py: Python<'_>, m: &core::Message) -> PyResult<String> {
 
 pub(crate) fn message_to_dict<'py>(py: Python<'py>, m: &core::Message) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("role", &m.role)?;
+    d.set_item(intern!(py, "role"), &m.role)?;
     if m.user_input_multi_content.is_empty() {
-        d.set_item("content", &m.content)?;
+        d.set_item(intern!(py, "content"), &m.content)?;
     } else {
         let parts: PyResult<Vec<_>> = m.user_input_multi_content.iter().map(|p| part_to_dict(py, p)).collect();
-        d.set_item("content", PyList::new(py, parts?)?)?;
+        d.set_item(intern!(py, "content"), PyList::new(py, parts?)?)?;
         if !m.content.is_empty() {
             // Both set: keep the text too, so the dict round-trips exactly.
-            d.set_item("content_text", &m.content)?;
+            d.set_item(intern!(py, "content_text"), &m.content)?;
         }
     }
     let text = |key: &str, v: &str| if v.is_empty() { Ok(()) } else { d.set_item(key, v) };
@@ -968,33 +970,33 @@ pub(crate) fn message_to_dict<'py>(py: Python<'py>, m: &core::Message) -> PyResu
     text("tool_name", &m.tool_name)?;
     if !m.tool_calls.is_empty() {
         let calls: PyResult<Vec<_>> = m.tool_calls.iter().map(|t| tool_call_to_dict(py, t)).collect();
-        d.set_item("tool_calls", PyList::new(py, calls?)?)?;
+        d.set_item(intern!(py, "tool_calls"), PyList::new(py, calls?)?)?;
     }
     if let Some(meta) = &m.response_meta {
-        d.set_item("response_meta", meta_to_dict(py, meta)?)?;
+        d.set_item(intern!(py, "response_meta"), meta_to_dict(py, meta)?)?;
     }
     if let Some(extra) = &m.extra {
-        d.set_item("extra", map_to_py(py, extra)?)?;
+        d.set_item(intern!(py, "extra"), map_to_py(py, extra)?)?;
     }
     Ok(d)
 }
 
 pub(crate) fn message_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::Message> {
     let mut m = core::Message {
-        role: get_str(d, "role")?,
-        name: get_str(d, "name")?,
-        reasoning_content: get_str(d, "reasoning_content")?,
-        tool_calls: tool_calls_from_py(d.get_item("tool_calls")?.as_ref())?,
-        tool_call_id: get_str(d, "tool_call_id")?,
-        tool_name: get_str(d, "tool_name")?,
-        response_meta: get_dict(d, "response_meta")?.as_ref().map(meta_from_dict).transpose()?,
-        extra: get_dict(d, "extra")?.as_ref().map(map_from_py).transpose()?,
+        role: get_str(d, intern!(d.py(), "role"))?,
+        name: get_str(d, intern!(d.py(), "name"))?,
+        reasoning_content: get_str(d, intern!(d.py(), "reasoning_content"))?,
+        tool_calls: tool_calls_from_py(d.get_item(intern!(d.py(), "tool_calls"))?.as_ref())?,
+        tool_call_id: get_str(d, intern!(d.py(), "tool_call_id"))?,
+        tool_name: get_str(d, intern!(d.py(), "tool_name"))?,
+        response_meta: get_dict(d, intern!(d.py(), "response_meta"))?.as_ref().map(meta_from_dict).transpose()?,
+        extra: get_dict(d, intern!(d.py(), "extra"))?.as_ref().map(map_from_py).transpose()?,
         ..Default::default()
     };
-    if let Some(content) = d.get_item("content")? {
+    if let Some(content) = d.get_item(intern!(d.py(), "content"))? {
         set_content(&mut m, &content)?;
     }
-    if let Some(text) = get_opt::<String>(d, "content_text")? {
+    if let Some(text) = get_opt::<String>(d, intern!(d.py(), "content_text"))? {
         m.content = text;
     }
     Ok(m)
