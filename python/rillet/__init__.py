@@ -1,60 +1,19 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
+from rillet import schema
 from rillet._native import EMPTY, ChannelClosed, RilletError, __version__
 from rillet.channel import Channel
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
-from rillet.schema import (
-    NO_VALUE,
-    ConcatError,
-    ContentPart,
-    FunctionCall,
-    Message,
-    MessageAccumulator,
-    ResponseMeta,
-    SourceEOF,
-    StreamEOF,
-    StreamReader,
-    StreamWriter,
-    ToolCall,
-    Usage,
-    aconcat_message_stream,
-    concat_message_stream,
-    concat_messages,
-    convert_stream,
-    merge_named_streams,
-    merge_streams,
-    pipe,
-    stream_from_list,
-)
+from rillet.schema import *  # noqa: F403  (messages and streams: see schema.__all__)
 
 __all__ = [
     "EMPTY",
-    "NO_VALUE",
     "Channel",
     "ChannelClosed",
-    "ConcatError",
-    "ContentPart",
     "EventGenerator",
     "EventIterator",
-    "FunctionCall",
-    "Message",
-    "MessageAccumulator",
-    "ResponseMeta",
     "RilletError",
-    "SourceEOF",
-    "StreamEOF",
-    "StreamReader",
-    "StreamWriter",
-    "ToolCall",
-    "Usage",
     "__version__",
-    "aconcat_message_stream",
-    "concat_message_stream",
-    "concat_messages",
-    "convert_stream",
-    "merge_named_streams",
-    "merge_streams",
     "new_event_pair",
-    "pipe",
-    "stream_from_list",
 ]
+__all__ += schema.__all__
