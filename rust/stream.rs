@@ -303,7 +303,55 @@ struct TeeState<C> {
 /// every open child has passed it.
 pub struct Tee<C, A> {
     state: Mutex<TeeState<C>>,
-    waiting: WakerList<A>,
+    /// Children waiting for a chunk: woken when a pull brings one (or the end).
+    waiting_data: WakerList<A>,
+    /// Children that found another child pulling: woken when that pull finishes, even
+    /// empty-handed, so that one of them pulls next and subscribes to the source.
+    waiting_pull: WakerList<A>,
+}
+
+/// How a copy child that got no chunk should wait.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TeeWait {
+    /// Poll again now: a chunk is buffered for it, or the source ended.
+    Retry,
+    /// Registered until the current pull finishes.
+    PullInProgress,
+    /// Registered for the next chunk; the caller must also subscribe to the source.
+    SourceIdle,
+}
+
+impl<T, E, A> Tee<Chunk<T, E>, A> {
+    /// One non-blocking receive for `child`: a buffered chunk, or a pull from the source
+    /// through `pull` when this child is furthest ahead. `pull` runs with no lock held (it
+    /// may call into Python). Returns the wakers to fire.
+    pub fn poll_child(
+        &self,
+        child: usize,
+        clone: impl Fn(&Chunk<T, E>) -> Chunk<T, E>,
+        mut pull: impl FnMut() -> Poll<T, E>,
+    ) -> (Poll<T, E>, Wakeups<A>) {
+        let mut wakeups = Vec::new();
+        loop {
+            match self.next(child, &clone) {
+                TeeNext::Ready(chunk) => return (Poll::Ready(chunk), wakeups),
+                TeeNext::Ended | TeeNext::Closed => return (Poll::Ended, wakeups),
+                TeeNext::Busy => return (Poll::Pending, wakeups),
+                TeeNext::Pull => {
+                    let (chunk, ended) = match pull() {
+                        Poll::Ready(chunk) => (Some(chunk), false),
+                        Poll::Ended => (None, true),
+                        Poll::Pending => (None, false),
+                    };
+                    let pending = chunk.is_none() && !ended;
+                    wakeups.extend(self.finish_pull(chunk, ended));
+                    if pending {
+                        return (Poll::Pending, wakeups);
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl<C, A> Tee<C, A> {
@@ -316,7 +364,8 @@ impl<C, A> Tee<C, A> {
                 ended: false,
                 pulling: false,
             }),
-            waiting: WakerList::default(),
+            waiting_data: WakerList::default(),
+            waiting_pull: WakerList::default(),
         }
     }
 
@@ -343,7 +392,7 @@ impl<C, A> Tee<C, A> {
     }
 
     /// Ends a pull: `Some(chunk)` appends it, `ended` records the source's end. Returns the
-    /// waiting children to wake (only if something changed).
+    /// children to wake: those waiting for the pull, and on progress those waiting for data.
     pub fn finish_pull(&self, chunk: Option<C>, ended: bool) -> Wakeups<A> {
         let mut st = self.state.lock();
         st.pulling = false;
@@ -354,23 +403,28 @@ impl<C, A> Tee<C, A> {
         st.ended |= ended;
         Self::trim(&mut st);
         drop(st);
+        let mut wakeups = self.waiting_pull.take();
         if progressed {
-            self.waiting.take()
-        } else {
-            Vec::new()
+            wakeups.extend(self.waiting_data.take());
         }
+        wakeups
     }
 
-    /// Registers a child waiting for another child's pull to bring a chunk. Returns false if
-    /// it should poll again now (a chunk is buffered for it, or the source ended).
-    ///
-    /// A waiting child also subscribes to the source itself, so that it pulls when the
-    /// source becomes ready even if the child holding the token stopped reading.
-    pub fn subscribe(&self, child: usize, waker: &Arc<Waker<A>>) -> bool {
-        self.waiting.register(waker);
+    /// Registers a child that got no chunk; see [`TeeWait`]. A pull never waits (polling
+    /// the source does not block), so a child waiting on a pull is woken promptly.
+    pub fn subscribe(&self, child: usize, waker: &Arc<Waker<A>>) -> TeeWait {
+        // Registering under the state lock: a pull cannot finish between the check and it.
         let st = self.state.lock();
         let behind = st.cursors[child].is_some_and(|pos| pos < st.base + st.buf.len() as u64);
-        !(behind || st.ended)
+        if behind || st.ended {
+            return TeeWait::Retry;
+        }
+        if st.pulling {
+            self.waiting_pull.register(waker);
+            return TeeWait::PullInProgress;
+        }
+        self.waiting_data.register(waker);
+        TeeWait::SourceIdle
     }
 
     /// Closes `child` (idempotent). Returns true when that closed the last open child: the
@@ -499,16 +553,23 @@ mod tests {
         assert_eq!(tee.next(0, c), TeeNext::Pull);
         assert_eq!(tee.next(1, c), TeeNext::Busy);
         let w = Waker::asynchronous(1);
-        assert!(tee.subscribe(1, &w));
+        assert_eq!(tee.subscribe(1, &w), TeeWait::PullInProgress);
         assert_eq!(tee.finish_pull(Some(10), false).len(), 1);
+        assert_eq!(tee.subscribe(1, &w), TeeWait::Retry, "a chunk is buffered for it");
         assert_eq!(tee.next(0, c), TeeNext::Ready(10));
         assert_eq!(tee.next(1, c), TeeNext::Ready(10));
         assert_eq!(tee.buffered(), 1, "child 2 has not read it yet");
         assert_eq!(tee.next(2, c), TeeNext::Ready(10));
         assert_eq!(tee.buffered(), 0);
-        // A pull that finds nothing wakes nobody and releases the token.
+        // A pull that finds nothing wakes only the children waiting for that pull.
         assert_eq!(tee.next(2, c), TeeNext::Pull);
-        assert!(tee.finish_pull(None, false).is_empty());
+        let (busy, idle) = (Waker::asynchronous(2), Waker::asynchronous(3));
+        assert_eq!(tee.subscribe(0, &busy), TeeWait::PullInProgress);
+        let woken = tee.finish_pull(None, false);
+        assert_eq!(tee.subscribe(1, &idle), TeeWait::SourceIdle);
+        assert_eq!(woken.len(), 1);
+        assert_eq!(woken[0].fire(), Some(&2));
+        assert!(tee.finish_pull(None, false).is_empty(), "nobody waits for a pull");
         assert_eq!(tee.next(0, c), TeeNext::Pull);
         tee.finish_pull(None, true);
         for child in 0..3 {
@@ -527,6 +588,57 @@ mod tests {
         assert_eq!(tee.next(1, |x| *x), TeeNext::Closed);
         assert_eq!(tee.buffered(), 1);
         assert!(tee.close_child(0));
+        assert_eq!(tee.buffered(), 0);
+    }
+
+    #[test]
+    fn copy_children_on_threads_each_see_every_item_of_a_piped_source() {
+        const N: u32 = 20_000;
+        let source: Arc<P> = Arc::new(P::new(None));
+        let tee: Arc<Tee<Chunk<u32, String>, u8>> = Arc::new(Tee::new(3));
+        let fire = |wakeups: Wakeups<u8>| wakeups.iter().for_each(|w| assert!(w.fire().is_none()));
+        let children: Vec<_> = (0..3)
+            .map(|child| {
+                let (source, tee) = (source.clone(), tee.clone());
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    loop {
+                        let (poll, wakeups) = tee.poll_child(child, Clone::clone, || {
+                            let (poll, wakeups) = source.poll();
+                            fire(wakeups);
+                            poll
+                        });
+                        fire(wakeups);
+                        match poll {
+                            Poll::Ready(Chunk::Item(x)) => got.push(x),
+                            Poll::Ready(Chunk::Error(e)) => panic!("{e}"),
+                            Poll::Ended => return got,
+                            Poll::Pending => {
+                                let w = Waker::thread();
+                                let wait = match tee.subscribe(child, &w) {
+                                    TeeWait::Retry => false,
+                                    TeeWait::PullInProgress => true,
+                                    TeeWait::SourceIdle => source.subscribe(&w),
+                                };
+                                if wait {
+                                    assert!(w.wait(Duration::from_secs(10)), "child {child} was never woken");
+                                }
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for i in 0..N {
+            fire(source.try_send(Chunk::Item(i)).unwrap());
+            if i % 1000 == 0 {
+                thread::yield_now();
+            }
+        }
+        fire(source.close_writer());
+        for child in children {
+            assert_eq!(child.join().unwrap(), (0..N).collect::<Vec<_>>());
+        }
         assert_eq!(tee.buffered(), 0);
     }
 }

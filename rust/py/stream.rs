@@ -22,7 +22,7 @@ use crate::py::channel::{empty, resolve_future, resolver};
 use crate::py::concat::{push_chunk, MessageAccumulator};
 use crate::py::errors::{ChannelClosed, StreamEOF};
 use crate::py::message::Message;
-use crate::stream::{Chunk, Pipe, Poll, SendError, Tee, TeeNext, Waker};
+use crate::stream::{Chunk, Pipe, Poll, SendError, Tee, TeeWait, Waker};
 
 /// How long a blocked call sleeps before re-checking for Ctrl-C.
 const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
@@ -211,7 +211,11 @@ impl Kind {
                 let open = sources.iter().filter(|s| !s.ended.load(Ordering::Acquire));
                 open.fold(true, |wait, s| s.kind.subscribe(w) && wait)
             }
-            Kind::Copy { shared, child } => shared.tee.subscribe(*child, w) && shared.source.subscribe(w),
+            Kind::Copy { shared, child } => match shared.tee.subscribe(*child, w) {
+                TeeWait::Retry => false,
+                TeeWait::PullInProgress => true,
+                TeeWait::SourceIdle => shared.source.subscribe(w),
+            },
         }
     }
 
@@ -292,26 +296,9 @@ fn poll_merge(py: Python<'_>, sources: &[Source], next: &AtomicUsize) -> PyPoll 
 }
 
 fn poll_copy(py: Python<'_>, shared: &TeeShared, child: usize) -> PyPoll {
-    loop {
-        match shared.tee.next(child, |c| clone_chunk(py, c)) {
-            TeeNext::Ready(chunk) => return Poll::Ready(chunk),
-            TeeNext::Ended | TeeNext::Closed => return Poll::Ended,
-            TeeNext::Busy => return Poll::Pending,
-            TeeNext::Pull => {
-                // This child holds the pull token; finish_pull always gives it back.
-                let (chunk, ended) = match shared.source.poll(py) {
-                    Poll::Ready(chunk) => (Some(chunk), false),
-                    Poll::Ended => (None, true),
-                    Poll::Pending => (None, false),
-                };
-                let pending = chunk.is_none() && !ended;
-                deliver(py, shared.tee.finish_pull(chunk, ended));
-                if pending {
-                    return Poll::Pending;
-                }
-            }
-        }
-    }
+    let (poll, wakeups) = shared.tee.poll_child(child, |c| clone_chunk(py, c), || shared.source.poll(py));
+    deliver(py, wakeups);
+    poll
 }
 
 // ---------------------------------------------------------------------------------------
