@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -116,6 +118,20 @@ def test_recv_timeout_and_blocking_recv_across_threads() -> None:
     t = start(lambda: (time.sleep(0.05), w.send("late"), w.close()))
     assert r.recv(timeout=T) == "late"
     t.join(T)
+
+
+def test_a_blocked_recv_is_interruptible_with_ctrl_c() -> None:
+    code = (
+        "import os, signal, threading, rillet\n"
+        "r, w = rillet.pipe()\n"
+        "threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        "try:\n"
+        "    r.recv()\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=T)
+    assert out.stdout.strip() == "interrupted", out.stderr
 
 
 def test_bounded_send_blocks_a_thread_until_space() -> None:

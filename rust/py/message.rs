@@ -286,20 +286,25 @@ fn tool_call_to_dict<'py>(py: Python<'py>, t: &core::ToolCall) -> PyResult<Bound
 }
 
 fn tool_call_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::ToolCall> {
-    let function = match d.get_item(intern!(d.py(), "function"))? {
-        Some(f) if !f.is_none() => {
-            let f = f.cast::<PyDict>()?;
-            core::FunctionCall { name: get_str(f, intern!(f.py(), "name"))?, arguments: get_str(f, intern!(f.py(), "arguments"))? }
+    let mut tc = core::ToolCall { kind: core::ToolCall::FUNCTION.to_owned(), ..Default::default() };
+    for (k, v) in d.iter() {
+        let Ok(key) = k.cast::<PyString>() else { continue };
+        let key = key.to_str()?;
+        match key {
+            "index" => tc.index = v.extract()?,
+            "id" => tc.id = str_value(&v, key)?,
+            "type" if !v.is_none() => tc.kind = str_value(&v, key)?,
+            "function" => {
+                if let Some(f) = dict_value(&v, key)? {
+                    tc.function.name = get_str(&f, intern!(f.py(), "name"))?;
+                    tc.function.arguments = get_str(&f, intern!(f.py(), "arguments"))?;
+                }
+            }
+            "extra" => tc.extra = dict_value(&v, key)?.map(|e| map_from_py(&e)).transpose()?,
+            _ => {}
         }
-        _ => core::FunctionCall::default(),
-    };
-    Ok(core::ToolCall {
-        index: get_opt(d, intern!(d.py(), "index"))?,
-        id: get_str(d, intern!(d.py(), "id"))?,
-        kind: get_opt(d, intern!(d.py(), "type"))?.unwrap_or_else(|| core::ToolCall::FUNCTION.to_owned()),
-        function,
-        extra: get_dict(d, intern!(d.py(), "extra"))?.as_ref().map(map_from_py).transpose()?,
-    })
+    }
+    Ok(tc)
 }
 
 /// Accepts a ToolCall or its dict form.
@@ -981,25 +986,53 @@ pub(crate) fn message_to_dict<'py>(py: Python<'py>, m: &core::Message) -> PyResu
     Ok(d)
 }
 
+/// Reads the dict form. It walks the dict's items rather than looking up every field: a
+/// streamed chunk holds one or two keys. Unknown keys (OpenAI's `refusal`, ...) are ignored.
 pub(crate) fn message_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::Message> {
-    let mut m = core::Message {
-        role: get_str(d, intern!(d.py(), "role"))?,
-        name: get_str(d, intern!(d.py(), "name"))?,
-        reasoning_content: get_str(d, intern!(d.py(), "reasoning_content"))?,
-        tool_calls: tool_calls_from_py(d.get_item(intern!(d.py(), "tool_calls"))?.as_ref())?,
-        tool_call_id: get_str(d, intern!(d.py(), "tool_call_id"))?,
-        tool_name: get_str(d, intern!(d.py(), "tool_name"))?,
-        response_meta: get_dict(d, intern!(d.py(), "response_meta"))?.as_ref().map(meta_from_dict).transpose()?,
-        extra: get_dict(d, intern!(d.py(), "extra"))?.as_ref().map(map_from_py).transpose()?,
-        ..Default::default()
-    };
-    if let Some(content) = d.get_item(intern!(d.py(), "content"))? {
-        set_content(&mut m, &content)?;
+    let mut m = core::Message::default();
+    let mut content_text = None;
+    for (k, v) in d.iter() {
+        let Ok(key) = k.cast::<PyString>() else { continue };
+        let key = key.to_str()?;
+        match key {
+            "role" => m.role = str_value(&v, key)?,
+            "content" => set_content(&mut m, &v)?,
+            "content_text" => content_text = Some(str_value(&v, key)?),
+            "name" => m.name = str_value(&v, key)?,
+            "reasoning_content" => m.reasoning_content = str_value(&v, key)?,
+            "tool_calls" => m.tool_calls = tool_calls_from_py(Some(&v))?,
+            "tool_call_id" => m.tool_call_id = str_value(&v, key)?,
+            "tool_name" => m.tool_name = str_value(&v, key)?,
+            "response_meta" => m.response_meta = dict_value(&v, key)?.map(|d| meta_from_dict(&d)).transpose()?,
+            "extra" => m.extra = dict_value(&v, key)?.map(|d| map_from_py(&d)).transpose()?,
+            _ => {}
+        }
     }
-    if let Some(text) = get_opt::<String>(d, intern!(d.py(), "content_text"))? {
+    if let Some(text) = content_text {
         m.content = text;
     }
     Ok(m)
+}
+
+/// A str field of a dict form; None reads as "".
+fn str_value(v: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
+    if v.is_none() {
+        return Ok(String::new());
+    }
+    match v.cast::<PyString>() {
+        Ok(s) => Ok(s.to_str()?.to_owned()),
+        Err(_) => Err(PyTypeError::new_err(format!("{key:?} must be a str, not {}", v.get_type().name()?))),
+    }
+}
+
+fn dict_value<'py>(v: &Bound<'py, PyAny>, key: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    match v.cast::<PyDict>() {
+        Ok(d) => Ok(Some(d.clone())),
+        Err(_) => Err(PyTypeError::new_err(format!("{key:?} must be a dict, not {}", v.get_type().name()?))),
+    }
 }
 
 /// Reads a chunk for concatenation: a Message (borrowed, no copy) or its dict form.
