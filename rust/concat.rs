@@ -121,7 +121,9 @@ impl Accumulator {
     pub fn push(&mut self, chunk: &Message) -> Result<(), ConcatError> {
         let index = self.pushed;
         self.check_identity(chunk, index)?;
-        self.check_tool_calls(chunk, index)?;
+        if !chunk.tool_calls.is_empty() {
+            self.check_tool_calls(chunk, index)?;
+        }
         let extra = self.merged_extra(chunk)?;
         self.apply(chunk, extra);
         self.pushed += 1;
@@ -176,9 +178,16 @@ impl Accumulator {
         first_non_empty(&mut m.name, &c.name);
         first_non_empty(&mut m.tool_call_id, &c.tool_call_id);
         first_non_empty(&mut m.tool_name, &c.tool_name);
-        m.content.push_str(&c.content);
-        m.reasoning_content.push_str(&c.reasoning_content);
-        append_parts(&mut m.user_input_multi_content, &c.user_input_multi_content);
+        // Most chunks carry one field: skip the empty ones without touching the buffers.
+        if !c.content.is_empty() {
+            m.content.push_str(&c.content);
+        }
+        if !c.reasoning_content.is_empty() {
+            m.reasoning_content.push_str(&c.reasoning_content);
+        }
+        if !c.user_input_multi_content.is_empty() {
+            append_parts(&mut m.user_input_multi_content, &c.user_input_multi_content);
+        }
         if let Some(meta) = &c.response_meta {
             merge_meta(m.response_meta.get_or_insert_with(Default::default), meta, self.usage_policy);
         }
