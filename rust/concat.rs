@@ -68,7 +68,10 @@ impl ConcatError {
     }
 
     fn extra(path: &str, message: String) -> Self {
-        ConcatError { field: format!("extra.{path}"), message }
+        ConcatError {
+            field: format!("extra.{path}"),
+            message,
+        }
     }
 
     /// A missing chunk (`None` in Python, Eino's nil chunk).
@@ -105,7 +108,10 @@ pub struct Accumulator {
 
 impl Accumulator {
     pub fn new(usage_policy: UsagePolicy) -> Self {
-        Accumulator { usage_policy, ..Default::default() }
+        Accumulator {
+            usage_policy,
+            ..Default::default()
+        }
     }
 
     /// The number of chunks pushed so far.
@@ -145,12 +151,23 @@ impl Accumulator {
         let m = &self.msg;
         check_same("role", "roles", &m.role, &c.role, i)?;
         check_same("name", "names", &m.name, &c.name, i)?;
-        check_same("tool_call_id", "tool_call_ids", &m.tool_call_id, &c.tool_call_id, i)?;
+        check_same(
+            "tool_call_id",
+            "tool_call_ids",
+            &m.tool_call_id,
+            &c.tool_call_id,
+            i,
+        )?;
         check_same("tool_name", "tool_names", &m.tool_name, &c.tool_name, i)
     }
 
     fn check_tool_calls(&self, c: &Message, i: usize) -> Result<(), ConcatError> {
-        for (j, tc) in c.tool_calls.iter().enumerate().filter(|(_, tc)| tc.index.is_some()) {
+        for (j, tc) in c
+            .tool_calls
+            .iter()
+            .enumerate()
+            .filter(|(_, tc)| tc.index.is_some())
+        {
             // Merge the chunk's calls among themselves too: one chunk may carry two deltas.
             let earlier = self.indexed.iter().chain(&c.tool_calls[..j]);
             for base in earlier.filter(|b| b.index == tc.index) {
@@ -189,7 +206,11 @@ impl Accumulator {
             append_parts(&mut m.user_input_multi_content, &c.user_input_multi_content);
         }
         if let Some(meta) = &c.response_meta {
-            merge_meta(m.response_meta.get_or_insert_with(Default::default), meta, self.usage_policy);
+            merge_meta(
+                m.response_meta.get_or_insert_with(Default::default),
+                meta,
+                self.usage_policy,
+            );
         }
         if extra.is_some() {
             m.extra = extra;
@@ -203,7 +224,13 @@ impl Accumulator {
     }
 }
 
-fn check_same(field: &str, what: &str, first: &str, other: &str, i: usize) -> Result<(), ConcatError> {
+fn check_same(
+    field: &str,
+    what: &str,
+    first: &str,
+    other: &str,
+    i: usize,
+) -> Result<(), ConcatError> {
     if first.is_empty() || other.is_empty() || first == other {
         return Ok(());
     }
@@ -215,7 +242,12 @@ fn check_tool_call(base: &ToolCall, tc: &ToolCall, i: usize) -> Result<(), Conca
     let pairs = [
         ("id", "tool call ids", &base.id, &tc.id),
         ("type", "tool call types", &base.kind, &tc.kind),
-        ("function.name", "tool call names", &base.function.name, &tc.function.name),
+        (
+            "function.name",
+            "tool call names",
+            &base.function.name,
+            &tc.function.name,
+        ),
     ];
     for (field, what, a, b) in pairs {
         if !a.is_empty() && !b.is_empty() && a != b {
@@ -284,7 +316,11 @@ fn merge_usage(a: Usage, b: &Usage, policy: UsagePolicy) -> Usage {
 /// Merges `new` into `acc` key by key (Eino's `concatExtra`). `path` prefixes error fields.
 pub fn merge_maps(acc: &mut Map, new: &Map, path: &str) -> Result<(), ConcatError> {
     for (key, value) in new {
-        let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+        let here = if path.is_empty() {
+            key.clone()
+        } else {
+            format!("{path}.{key}")
+        };
         match acc.iter_mut().find(|(k, _)| k == key) {
             Some((_, old)) => merge_value(old, value, &here)?,
             None => acc.push((key.clone(), value.clone())),
@@ -338,7 +374,10 @@ mod tests {
     use crate::message::{FunctionCall, Opaque};
 
     fn chunk(content: &str) -> Message {
-        Message { content: content.into(), ..Default::default() }
+        Message {
+            content: content.into(),
+            ..Default::default()
+        }
     }
 
     fn tc(index: Option<i64>, id: &str, name: &str, args: &str) -> ToolCall {
@@ -346,13 +385,19 @@ mod tests {
             index,
             id: id.into(),
             kind: String::new(),
-            function: FunctionCall { name: name.into(), arguments: args.into() },
+            function: FunctionCall {
+                name: name.into(),
+                arguments: args.into(),
+            },
             extra: None,
         }
     }
 
     fn with_calls(calls: Vec<ToolCall>) -> Message {
-        Message { tool_calls: calls, ..Default::default() }
+        Message {
+            tool_calls: calls,
+            ..Default::default()
+        }
     }
 
     fn concat(chunks: &[Message]) -> Result<Message, ConcatError> {
@@ -378,7 +423,8 @@ mod tests {
 
     #[test]
     fn conflicting_identity_fields_are_errors_naming_both_values() {
-        let cases: [(&str, fn(&mut Message, &str)); 4] = [
+        type Setter = fn(&mut Message, &str);
+        let cases: [(&str, Setter); 4] = [
             ("role", |m, v| m.role = v.into()),
             ("name", |m, v| m.name = v.into()),
             ("tool_call_id", |m, v| m.tool_call_id = v.into()),
@@ -400,16 +446,29 @@ mod tests {
     #[test]
     fn tool_calls_merge_by_index_and_sort_after_unindexed_ones() {
         let chunks = [
-            with_calls(vec![tc(Some(1), "b", "search", "{\"q\":"), tc(None, "x", "raw", "{}")]),
+            with_calls(vec![
+                tc(Some(1), "b", "search", "{\"q\":"),
+                tc(None, "x", "raw", "{}"),
+            ]),
             with_calls(vec![tc(Some(0), "a", "lookup", "{")]),
-            with_calls(vec![tc(Some(1), "", "", "\"rust\"}"), tc(Some(0), "", "", "}")]),
+            with_calls(vec![
+                tc(Some(1), "", "", "\"rust\"}"),
+                tc(Some(0), "", "", "}"),
+            ]),
             with_calls(vec![tc(None, "y", "raw2", "[]")]),
         ];
         let out = concat(&chunks).unwrap();
         let got: Vec<_> = out
             .tool_calls
             .iter()
-            .map(|t| (t.index, t.id.as_str(), t.function.name.as_str(), t.function.arguments.as_str()))
+            .map(|t| {
+                (
+                    t.index,
+                    t.id.as_str(),
+                    t.function.name.as_str(),
+                    t.function.arguments.as_str(),
+                )
+            })
             .collect();
         assert_eq!(
             got,
@@ -429,19 +488,36 @@ mod tests {
         let mut other_type = tc(Some(0), "", "", "");
         other_type.kind = "code".into();
         let cases = [
-            (tc(Some(0), "a", "", ""), tc(Some(0), "b", "", ""), "tool_calls[index=0].id"),
+            (
+                tc(Some(0), "a", "", ""),
+                tc(Some(0), "b", "", ""),
+                "tool_calls[index=0].id",
+            ),
             (typed, other_type, "tool_calls[index=0].type"),
-            (tc(Some(0), "", "f", ""), tc(Some(0), "", "g", ""), "tool_calls[index=0].function.name"),
+            (
+                tc(Some(0), "", "f", ""),
+                tc(Some(0), "", "g", ""),
+                "tool_calls[index=0].function.name",
+            ),
         ];
         for (a, b, field) in cases {
-            let err = concat(&[with_calls(vec![a.clone()]), with_calls(vec![b.clone()])]).unwrap_err();
+            let err =
+                concat(&[with_calls(vec![a.clone()]), with_calls(vec![b.clone()])]).unwrap_err();
             assert_eq!(err.field, field);
             // Within one chunk too.
             assert_eq!(concat(&[with_calls(vec![a, b])]).unwrap_err().field, field);
         }
         // Different indexes never conflict; unindexed calls are never merged.
-        assert!(concat(&[with_calls(vec![tc(Some(0), "a", "", ""), tc(Some(1), "b", "", "")])]).is_ok());
-        assert!(concat(&[with_calls(vec![tc(None, "a", "", ""), tc(None, "b", "", "")])]).is_ok());
+        assert!(concat(&[with_calls(vec![
+            tc(Some(0), "a", "", ""),
+            tc(Some(1), "b", "", "")
+        ])])
+        .is_ok());
+        assert!(concat(&[with_calls(vec![
+            tc(None, "a", "", ""),
+            tc(None, "b", "", "")
+        ])])
+        .is_ok());
     }
 
     #[test]
@@ -457,35 +533,62 @@ mod tests {
 
     fn meta(finish: &str, usage: Option<Usage>) -> Message {
         Message {
-            response_meta: Some(ResponseMeta { finish_reason: finish.into(), usage }),
+            response_meta: Some(ResponseMeta {
+                finish_reason: finish.into(),
+                usage,
+            }),
             ..Default::default()
         }
     }
 
     fn usage(p: u64, c: u64, t: u64) -> Usage {
-        Usage { prompt_tokens: p, completion_tokens: c, total_tokens: t, cached_tokens: p / 2, reasoning_tokens: c / 2 }
+        Usage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            total_tokens: t,
+            cached_tokens: p / 2,
+            reasoning_tokens: c / 2,
+        }
     }
 
     #[test]
     fn finish_reason_is_the_last_non_empty_and_usage_the_maximum() {
-        let chunks = [meta("", Some(usage(10, 0, 10))), meta("stop", None), meta("", Some(usage(4, 8, 12)))];
+        let chunks = [
+            meta("", Some(usage(10, 0, 10))),
+            meta("stop", None),
+            meta("", Some(usage(4, 8, 12))),
+        ];
         let out = concat(&chunks).unwrap().response_meta.unwrap();
         assert_eq!(out.finish_reason, "stop");
         assert_eq!(out.usage, Some(usage(10, 8, 12)));
-        let summed = concat_messages(&chunks, UsagePolicy::Sum).unwrap().response_meta.unwrap();
+        let summed = concat_messages(&chunks, UsagePolicy::Sum)
+            .unwrap()
+            .response_meta
+            .unwrap();
         assert_eq!(summed.usage.unwrap().total_tokens, 22);
-        let last = concat_messages(&chunks, UsagePolicy::Last).unwrap().response_meta.unwrap();
+        let last = concat_messages(&chunks, UsagePolicy::Last)
+            .unwrap()
+            .response_meta
+            .unwrap();
         assert_eq!(last.usage, Some(usage(4, 8, 12)));
         assert!(concat(&[chunk("a")]).unwrap().response_meta.is_none());
     }
 
     fn extra(pairs: Vec<(&str, Value)>) -> Message {
         let map = pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        Message { extra: Some(map), ..Default::default() }
+        Message {
+            extra: Some(map),
+            ..Default::default()
+        }
     }
 
     fn list(id: u8, empty: bool) -> Value {
-        Value::Opaque(Opaque { type_name: "list".into(), is_zero: empty, handle: Arc::new(id), eq: |_, _| false })
+        Value::Opaque(Opaque {
+            type_name: "list".into(),
+            is_zero: empty,
+            handle: Arc::new(id),
+            eq: |_, _| false,
+        })
     }
 
     #[test]
@@ -500,31 +603,62 @@ mod tests {
         let b = extra(vec![
             ("s", Value::Str("c".into())),
             ("n", Value::Int(2)),
-            ("m", Value::Map(vec![("x".into(), Value::Str("2".into())), ("y".into(), Value::Bool(true))])),
+            (
+                "m",
+                Value::Map(vec![
+                    ("x".into(), Value::Str("2".into())),
+                    ("y".into(), Value::Bool(true)),
+                ]),
+            ),
             ("l", list(2, true)),
         ]);
         let out = concat(&[a, chunk("no extra"), b]).unwrap().extra.unwrap();
-        let get = |k: &str| out.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap();
+        let get = |k: &str| {
+            out.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
         assert_eq!(get("s"), Value::Str("abc".into()));
         assert_eq!(get("n"), Value::Int(2));
         assert_eq!(get("once"), Value::Null);
         let Value::Map(m) = get("m") else { panic!() };
-        assert_eq!(m, vec![("x".into(), Value::Str("12".into())), ("y".into(), Value::Bool(true))]);
+        assert_eq!(
+            m,
+            vec![
+                ("x".into(), Value::Str("12".into())),
+                ("y".into(), Value::Bool(true))
+            ]
+        );
         let Value::Opaque(l) = get("l") else { panic!() };
         assert_eq!(l.handle.downcast_ref::<u8>(), Some(&1));
     }
 
     #[test]
     fn extra_conflicts_are_errors() {
-        let err = concat(&[extra(vec![("k", Value::Int(1))]), extra(vec![("k", Value::Str("x".into()))])])
-            .unwrap_err();
+        let err = concat(&[
+            extra(vec![("k", Value::Int(1))]),
+            extra(vec![("k", Value::Str("x".into()))]),
+        ])
+        .unwrap_err();
         assert_eq!(err.field, "extra.k");
-        assert!(err.message.contains("int") && err.message.contains("str"), "{err}");
+        assert!(
+            err.message.contains("int") && err.message.contains("str"),
+            "{err}"
+        );
         let nested = |v| extra(vec![("m", Value::Map(vec![("k".into(), v)]))]);
         let err = concat(&[nested(Value::Float(1.0)), nested(Value::Int(1))]).unwrap_err();
         assert_eq!(err.field, "extra.m.k");
-        let err = concat(&[extra(vec![("l", list(1, false))]), extra(vec![("l", list(2, false))])]).unwrap_err();
-        assert!(err.message.contains("multiple non-zero values of type list"), "{err}");
+        let err = concat(&[
+            extra(vec![("l", list(1, false))]),
+            extra(vec![("l", list(2, false))]),
+        ])
+        .unwrap_err();
+        assert!(
+            err.message
+                .contains("multiple non-zero values of type list"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -542,14 +676,27 @@ mod tests {
 
     #[test]
     fn consecutive_text_parts_merge() {
-        let img = Part::ImageUrl { url: "u".into(), detail: String::new() };
-        let a = Message { user_input_multi_content: vec![Part::Text("a".into())], ..Default::default() };
+        let img = Part::ImageUrl {
+            url: "u".into(),
+            detail: String::new(),
+        };
+        let a = Message {
+            user_input_multi_content: vec![Part::Text("a".into())],
+            ..Default::default()
+        };
         let b = Message {
-            user_input_multi_content: vec![Part::Text("b".into()), img.clone(), Part::Text("c".into())],
+            user_input_multi_content: vec![
+                Part::Text("b".into()),
+                img.clone(),
+                Part::Text("c".into()),
+            ],
             ..Default::default()
         };
         let out = concat(&[a, b]).unwrap().user_input_multi_content;
-        assert_eq!(out, vec![Part::Text("ab".into()), img, Part::Text("c".into())]);
+        assert_eq!(
+            out,
+            vec![Part::Text("ab".into()), img, Part::Text("c".into())]
+        );
     }
 
     #[test]
@@ -559,20 +706,45 @@ mod tests {
             role: "assistant".into(),
             content: "héllo wörld".into(),
             reasoning_content: "because".into(),
-            tool_calls: vec![tc(Some(0), "call_1", "f", "{\"a\":1}"), tc(Some(3), "call_2", "g", "[]")],
-            response_meta: Some(ResponseMeta { finish_reason: "tool_calls".into(), usage: Some(usage(5, 7, 12)) }),
+            tool_calls: vec![
+                tc(Some(0), "call_1", "f", "{\"a\":1}"),
+                tc(Some(3), "call_2", "g", "[]"),
+            ],
+            response_meta: Some(ResponseMeta {
+                finish_reason: "tool_calls".into(),
+                usage: Some(usage(5, 7, 12)),
+            }),
             ..Default::default()
         };
-        let mut chunks = vec![Message { role: "assistant".into(), ..Default::default() }];
+        let mut chunks = vec![Message {
+            role: "assistant".into(),
+            ..Default::default()
+        }];
         chunks.extend(full.content.chars().map(|c| chunk(&c.to_string())));
         for call in &full.tool_calls {
-            chunks.push(with_calls(vec![tc(call.index, &call.id, &call.function.name, "")]));
+            chunks.push(with_calls(vec![tc(
+                call.index,
+                &call.id,
+                &call.function.name,
+                "",
+            )]));
             for c in call.function.arguments.chars() {
                 chunks.push(with_calls(vec![tc(call.index, "", "", &c.to_string())]));
             }
         }
-        chunks.push(Message { reasoning_content: full.reasoning_content.clone(), ..Default::default() });
-        chunks.push(full.response_meta.clone().map(|m| Message { response_meta: Some(m), ..Default::default() }).unwrap());
+        chunks.push(Message {
+            reasoning_content: full.reasoning_content.clone(),
+            ..Default::default()
+        });
+        chunks.push(
+            full.response_meta
+                .clone()
+                .map(|m| Message {
+                    response_meta: Some(m),
+                    ..Default::default()
+                })
+                .unwrap(),
+        );
         assert_eq!(concat(&chunks).unwrap(), full);
     }
 }

@@ -121,7 +121,11 @@ impl Value {
 
 impl Message {
     pub fn new(role: &str, content: &str) -> Self {
-        Message { role: role.into(), content: content.into(), ..Default::default() }
+        Message {
+            role: role.into(),
+            content: content.into(),
+            ..Default::default()
+        }
     }
 }
 

@@ -57,12 +57,18 @@ impl<A> Waker<A> {
     pub fn thread() -> Arc<Self> {
         Arc::new(Waker {
             fired: AtomicBool::new(false),
-            kind: WakerKind::Thread { woken: Mutex::new(false), cv: Condvar::new() },
+            kind: WakerKind::Thread {
+                woken: Mutex::new(false),
+                cv: Condvar::new(),
+            },
         })
     }
 
     pub fn asynchronous(payload: A) -> Arc<Self> {
-        Arc::new(Waker { fired: AtomicBool::new(false), kind: WakerKind::Async(payload) })
+        Arc::new(Waker {
+            fired: AtomicBool::new(false),
+            kind: WakerKind::Async(payload),
+        })
     }
 
     pub fn has_fired(&self) -> bool {
@@ -88,7 +94,9 @@ impl<A> Waker<A> {
     /// Waits up to `timeout` for a thread waker to fire; true if it has fired.
     /// Must be called without holding the Python interpreter.
     pub fn wait(&self, timeout: Duration) -> bool {
-        let WakerKind::Thread { woken, cv } = &self.kind else { return self.has_fired() };
+        let WakerKind::Thread { woken, cv } = &self.kind else {
+            return self.has_fired();
+        };
         let mut woken = woken.lock();
         if !*woken {
             cv.wait_for(&mut woken, timeout);
@@ -104,7 +112,9 @@ pub struct WakerList<A> {
 
 impl<A> Default for WakerList<A> {
     fn default() -> Self {
-        WakerList { wakers: Mutex::new(Vec::new()) }
+        WakerList {
+            wakers: Mutex::new(Vec::new()),
+        }
     }
 }
 
@@ -170,7 +180,10 @@ impl<T, E, A> Pipe<T, E, A> {
         Pipe {
             chan: Channel::new(),
             readers: WakerList::default(),
-            slots: capacity.map(|n| Slots { free: Mutex::new(n.max(1)), waiting: WakerList::default() }),
+            slots: capacity.map(|n| Slots {
+                free: Mutex::new(n.max(1)),
+                waiting: WakerList::default(),
+            }),
             reader_closed: AtomicBool::new(false),
         }
     }
@@ -201,7 +214,9 @@ impl<T, E, A> Pipe<T, E, A> {
     /// Registers a sender waiting for space. Returns false (not registered) if it should
     /// retry now: there is space, or the reader closed.
     pub fn subscribe_space(&self, waker: &Arc<Waker<A>>) -> bool {
-        let Some(slots) = &self.slots else { return false };
+        let Some(slots) = &self.slots else {
+            return false;
+        };
         slots.waiting.register(waker);
         *slots.free.lock() == 0 && !self.reader_closed.load(Ordering::Acquire)
     }
@@ -231,7 +246,9 @@ impl<T, E, A> Pipe<T, E, A> {
     /// Registers a reader waiting for a chunk. Returns false if it should poll again now.
     pub fn subscribe(&self, waker: &Arc<Waker<A>>) -> bool {
         self.readers.register(waker);
-        self.chan.is_empty() && !self.chan.is_closed() && !self.reader_closed.load(Ordering::Acquire)
+        self.chan.is_empty()
+            && !self.chan.is_closed()
+            && !self.reader_closed.load(Ordering::Acquire)
     }
 
     /// The writer's end of stream. Idempotent.
@@ -373,7 +390,9 @@ impl<C, A> Tee<C, A> {
     /// so it must not call back into the tee).
     pub fn next(&self, child: usize, clone: impl Fn(&C) -> C) -> TeeNext<C> {
         let mut st = self.state.lock();
-        let Some(pos) = st.cursors[child] else { return TeeNext::Closed };
+        let Some(pos) = st.cursors[child] else {
+            return TeeNext::Closed;
+        };
         let offset = (pos - st.base) as usize;
         if let Some(chunk) = st.buf.get(offset) {
             let chunk = clone(chunk);
@@ -473,7 +492,10 @@ mod tests {
         p.try_send(Chunk::Error("bad".into())).unwrap();
         p.try_send(Chunk::Item(2)).unwrap();
         p.close_writer();
-        assert!(matches!(p.try_send(Chunk::Item(3)), Err(SendError::WriterClosed(_))));
+        assert!(matches!(
+            p.try_send(Chunk::Item(3)),
+            Err(SendError::WriterClosed(_))
+        ));
         assert_eq!(item(p.poll().0), Some(1));
         assert_eq!(p.poll().0, Poll::Ready(Chunk::Error("bad".into())));
         assert_eq!(item(p.poll().0), Some(2));
@@ -486,7 +508,10 @@ mod tests {
         let p = P::new(Some(2));
         p.try_send(Chunk::Item(1)).unwrap();
         p.try_send(Chunk::Item(2)).unwrap();
-        assert_eq!(p.try_send(Chunk::Item(3)).err(), Some(SendError::Full(Chunk::Item(3))));
+        assert_eq!(
+            p.try_send(Chunk::Item(3)).err(),
+            Some(SendError::Full(Chunk::Item(3)))
+        );
         let sender = Waker::asynchronous(7);
         assert!(p.subscribe_space(&sender), "registered while full");
         let (got, wake) = p.poll();
@@ -506,7 +531,10 @@ mod tests {
         let (dropped, wake) = p.close_reader();
         assert_eq!(dropped, vec![Chunk::Item(1)]);
         assert_eq!(wake.len(), 1, "a blocked sender is woken to see the close");
-        assert_eq!(p.try_send(Chunk::Item(2)).err(), Some(SendError::ReaderClosed(Chunk::Item(2))));
+        assert_eq!(
+            p.try_send(Chunk::Item(2)).err(),
+            Some(SendError::ReaderClosed(Chunk::Item(2)))
+        );
         assert_eq!(p.poll().0, Poll::Ended);
         assert!(!p.subscribe_space(&sender));
     }
@@ -555,7 +583,11 @@ mod tests {
         let w = Waker::asynchronous(1);
         assert_eq!(tee.subscribe(1, &w), TeeWait::PullInProgress);
         assert_eq!(tee.finish_pull(Some(10), false).len(), 1);
-        assert_eq!(tee.subscribe(1, &w), TeeWait::Retry, "a chunk is buffered for it");
+        assert_eq!(
+            tee.subscribe(1, &w),
+            TeeWait::Retry,
+            "a chunk is buffered for it"
+        );
         assert_eq!(tee.next(0, c), TeeNext::Ready(10));
         assert_eq!(tee.next(1, c), TeeNext::Ready(10));
         assert_eq!(tee.buffered(), 1, "child 2 has not read it yet");
@@ -569,7 +601,10 @@ mod tests {
         assert_eq!(tee.subscribe(1, &idle), TeeWait::SourceIdle);
         assert_eq!(woken.len(), 1);
         assert_eq!(woken[0].fire(), Some(&2));
-        assert!(tee.finish_pull(None, false).is_empty(), "nobody waits for a pull");
+        assert!(
+            tee.finish_pull(None, false).is_empty(),
+            "nobody waits for a pull"
+        );
         assert_eq!(tee.next(0, c), TeeNext::Pull);
         tee.finish_pull(None, true);
         for child in 0..3 {
@@ -621,7 +656,10 @@ mod tests {
                                     TeeWait::SourceIdle => source.subscribe(&w),
                                 };
                                 if wait {
-                                    assert!(w.wait(Duration::from_secs(10)), "child {child} was never woken");
+                                    assert!(
+                                        w.wait(Duration::from_secs(10)),
+                                        "child {child} was never woken"
+                                    );
                                 }
                             }
                         }

@@ -20,7 +20,7 @@ use crate::channel::{self as core, Ended, Park, TryRecv, Waited, Wakeups};
 use crate::py::errors::ChannelClosed;
 
 /// How long a blocked `recv` sleeps before re-checking for Ctrl-C.
-const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
+pub(crate) const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
 /// A parked asyncio receiver: the future to resolve and the loop it belongs to.
 pub struct AsyncWaiter {
@@ -316,7 +316,7 @@ fn exception_instance(err: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     )))
 }
 
-fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> {
+pub(crate) fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> {
     let Some(secs) = timeout else { return Ok(None) };
     if !(secs >= 0.0) {
         return Err(PyValueError::new_err(format!(

@@ -23,7 +23,9 @@ pub(crate) fn concat_error(py: Python<'_>, err: core::ConcatError) -> PyErr {
 
 fn parse_policy(usage: &str) -> PyResult<UsagePolicy> {
     UsagePolicy::parse(usage).ok_or_else(|| {
-        PyValueError::new_err(format!("usage must be 'max', 'sum' or 'last', not {usage:?}"))
+        PyValueError::new_err(format!(
+            "usage must be 'max', 'sum' or 'last', not {usage:?}"
+        ))
     })
 }
 
@@ -31,7 +33,10 @@ fn parse_policy(usage: &str) -> PyResult<UsagePolicy> {
 pub(crate) fn push_chunk(acc: &mut Accumulator, chunk: &Bound<'_, PyAny>) -> PyResult<()> {
     let py = chunk.py();
     if chunk.is_none() {
-        return Err(concat_error(py, core::ConcatError::missing_chunk(acc.len())));
+        return Err(concat_error(
+            py,
+            core::ConcatError::missing_chunk(acc.len()),
+        ));
     }
     with_chunk(chunk, |m| acc.push(m))?.map_err(|e| concat_error(py, e))
 }
@@ -77,7 +82,10 @@ impl MessageAccumulator {
     #[pyo3(signature = (*, usage="max"))]
     fn new(usage: &str) -> PyResult<Self> {
         let policy = parse_policy(usage)?;
-        Ok(MessageAccumulator { acc: Mutex::new(Accumulator::new(policy)), policy })
+        Ok(MessageAccumulator {
+            acc: Mutex::new(Accumulator::new(policy)),
+            policy,
+        })
     }
 
     pub(crate) fn push(&self, chunk: &Bound<'_, PyAny>) -> PyResult<()> {

@@ -22,7 +22,10 @@ use crate::message::{self as core, Map, Opaque, Part, Value};
 // extra: Python dicts <-> Value trees
 
 fn opaque_eq(a: &Opaque, b: &Opaque) -> bool {
-    match (a.handle.downcast_ref::<Py<PyAny>>(), b.handle.downcast_ref::<Py<PyAny>>()) {
+    match (
+        a.handle.downcast_ref::<Py<PyAny>>(),
+        b.handle.downcast_ref::<Py<PyAny>>(),
+    ) {
         (Some(x), Some(y)) => Python::attach(|py| x.bind(py).eq(y.bind(py)).unwrap_or(false)),
         _ => false,
     }
@@ -97,7 +100,10 @@ fn extra_from_py(extra: Option<&Bound<'_, PyDict>>) -> PyResult<Option<Map>> {
 }
 
 fn extra_to_py(py: Python<'_>, extra: &Option<Map>) -> PyResult<Option<Py<PyDict>>> {
-    extra.as_ref().map(|m| map_to_py(py, m).map(Bound::unbind)).transpose()
+    extra
+        .as_ref()
+        .map(|m| map_to_py(py, m).map(Bound::unbind))
+        .transpose()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -146,7 +152,10 @@ impl FunctionCall {
     #[new]
     #[pyo3(signature = (name="", arguments=""))]
     fn new(name: &str, arguments: &str) -> Self {
-        FunctionCall(core::FunctionCall { name: name.into(), arguments: arguments.into() })
+        FunctionCall(core::FunctionCall {
+            name: name.into(),
+            arguments: arguments.into(),
+        })
     }
 
     #[getter]
@@ -164,7 +173,11 @@ impl FunctionCall {
     }
 
     fn __repr__(&self) -> String {
-        format!("FunctionCall(name={}, arguments={})", repr_str(&self.0.name), repr_str(&self.0.arguments))
+        format!(
+            "FunctionCall(name={}, arguments={})",
+            repr_str(&self.0.name),
+            repr_str(&self.0.arguments)
+        )
     }
 
     fn __copy__(slf: Py<Self>) -> Py<Self> {
@@ -286,9 +299,14 @@ fn tool_call_to_dict<'py>(py: Python<'py>, t: &core::ToolCall) -> PyResult<Bound
 }
 
 fn tool_call_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::ToolCall> {
-    let mut tc = core::ToolCall { kind: core::ToolCall::FUNCTION.to_owned(), ..Default::default() };
+    let mut tc = core::ToolCall {
+        kind: core::ToolCall::FUNCTION.to_owned(),
+        ..Default::default()
+    };
     for (k, v) in d.iter() {
-        let Ok(key) = k.cast::<PyString>() else { continue };
+        let Ok(key) = k.cast::<PyString>() else {
+            continue;
+        };
         let key = key.to_str()?;
         match key {
             "index" => tc.index = v.extract()?,
@@ -322,8 +340,12 @@ fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<core::ToolCall> {
 }
 
 fn tool_calls_from_py(list: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<core::ToolCall>> {
-    let Some(list) = list.filter(|l| !l.is_none()) else { return Ok(Vec::new()) };
-    list.try_iter()?.map(|item| tool_call_from_py(&item?)).collect()
+    let Some(list) = list.filter(|l| !l.is_none()) else {
+        return Ok(Vec::new());
+    };
+    list.try_iter()?
+        .map(|item| tool_call_from_py(&item?))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -345,7 +367,13 @@ impl Usage {
         cached_tokens: u64,
         reasoning_tokens: u64,
     ) -> Self {
-        Usage(core::Usage { prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens })
+        Usage(core::Usage {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens,
+            cached_tokens,
+            reasoning_tokens,
+        })
     }
 
     #[getter]
@@ -421,8 +449,14 @@ fn usage_from_dict<'py>(d: &Bound<'py, PyDict>) -> PyResult<core::Usage> {
         prompt_tokens: get_opt(d, intern!(d.py(), "prompt_tokens"))?.unwrap_or(0),
         completion_tokens: get_opt(d, intern!(d.py(), "completion_tokens"))?.unwrap_or(0),
         total_tokens: get_opt(d, intern!(d.py(), "total_tokens"))?.unwrap_or(0),
-        cached_tokens: detail(intern!(py, "prompt_tokens_details"), intern!(py, "cached_tokens"))?,
-        reasoning_tokens: detail(intern!(py, "completion_tokens_details"), intern!(py, "reasoning_tokens"))?,
+        cached_tokens: detail(
+            intern!(py, "prompt_tokens_details"),
+            intern!(py, "cached_tokens"),
+        )?,
+        reasoning_tokens: detail(
+            intern!(py, "completion_tokens_details"),
+            intern!(py, "reasoning_tokens"),
+        )?,
     })
 }
 
@@ -436,7 +470,10 @@ impl ResponseMeta {
     #[new]
     #[pyo3(signature = (finish_reason="", usage=None))]
     fn new(finish_reason: &str, usage: Option<Usage>) -> Self {
-        ResponseMeta(core::ResponseMeta { finish_reason: finish_reason.into(), usage: usage.map(|u| u.0) })
+        ResponseMeta(core::ResponseMeta {
+            finish_reason: finish_reason.into(),
+            usage: usage.map(|u| u.0),
+        })
     }
 
     #[getter]
@@ -455,7 +492,10 @@ impl ResponseMeta {
 
     fn __repr__(&self) -> String {
         let usage = self.usage().map_or("None".to_owned(), |u| u.__repr__());
-        format!("ResponseMeta(finish_reason={}, usage={usage})", repr_str(&self.0.finish_reason))
+        format!(
+            "ResponseMeta(finish_reason={}, usage={usage})",
+            repr_str(&self.0.finish_reason)
+        )
     }
 
     fn __copy__(slf: Py<Self>) -> Py<Self> {
@@ -480,7 +520,10 @@ fn meta_to_dict<'py>(py: Python<'py>, m: &core::ResponseMeta) -> PyResult<Bound<
 fn meta_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::ResponseMeta> {
     Ok(core::ResponseMeta {
         finish_reason: get_str(d, intern!(d.py(), "finish_reason"))?,
-        usage: get_dict(d, intern!(d.py(), "usage"))?.as_ref().map(usage_from_dict).transpose()?,
+        usage: get_dict(d, intern!(d.py(), "usage"))?
+            .as_ref()
+            .map(usage_from_dict)
+            .transpose()?,
     })
 }
 
@@ -503,7 +546,9 @@ impl ContentPart {
         match (text, image_url) {
             (Some(t), None) => Ok(ContentPart(Part::Text(t))),
             (None, Some(url)) => Ok(ContentPart(Part::ImageUrl { url, detail })),
-            _ => Err(PyValueError::new_err("ContentPart takes exactly one of text= or image_url=")),
+            _ => Err(PyValueError::new_err(
+                "ContentPart takes exactly one of text= or image_url=",
+            )),
         }
     }
 
@@ -553,9 +598,15 @@ impl ContentPart {
     fn __repr__(&self) -> String {
         match &self.0 {
             Part::Text(t) => format!("ContentPart(text={})", repr_str(t)),
-            Part::ImageUrl { url, detail } if detail.is_empty() => format!("ContentPart(image_url={})", repr_str(url)),
+            Part::ImageUrl { url, detail } if detail.is_empty() => {
+                format!("ContentPart(image_url={})", repr_str(url))
+            }
             Part::ImageUrl { url, detail } => {
-                format!("ContentPart(image_url={}, detail={})", repr_str(url), repr_str(detail))
+                format!(
+                    "ContentPart(image_url={}, detail={})",
+                    repr_str(url),
+                    repr_str(detail)
+                )
             }
         }
     }
@@ -585,9 +636,13 @@ fn part_from_dict(d: &Bound<'_, PyDict>) -> PyResult<Part> {
     match get_str(d, intern!(d.py(), "type"))?.as_str() {
         "text" => Ok(Part::Text(get_str(d, intern!(d.py(), "text"))?)),
         "image_url" => {
-            let image = get_dict(d, intern!(d.py(), "image_url"))?
-                .ok_or_else(|| PyValueError::new_err("an image_url part needs an 'image_url' dict"))?;
-            Ok(Part::ImageUrl { url: get_str(&image, intern!(image.py(), "url"))?, detail: get_str(&image, intern!(image.py(), "detail"))? })
+            let image = get_dict(d, intern!(d.py(), "image_url"))?.ok_or_else(|| {
+                PyValueError::new_err("an image_url part needs an 'image_url' dict")
+            })?;
+            Ok(Part::ImageUrl {
+                url: get_str(&image, intern!(image.py(), "url"))?,
+                detail: get_str(&image, intern!(image.py(), "detail"))?,
+            })
         }
         other => Err(PyValueError::new_err(format!(
             "unsupported content part type {other:?}: expected 'text' or 'image_url'"
@@ -636,7 +691,10 @@ fn get_str<'py>(d: &Bound<'py, PyDict>, key: &Bound<'py, PyString>) -> PyResult<
     Ok(get_opt::<String>(d, key)?.unwrap_or_default())
 }
 
-fn get_dict<'py>(d: &Bound<'py, PyDict>, key: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyDict>>> {
+fn get_dict<'py>(
+    d: &Bound<'py, PyDict>,
+    key: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
     match d.get_item(key)? {
         Some(v) if !v.is_none() => Ok(Some(v.cast_into::<PyDict>().map_err(|e| {
             PyTypeError::new_err(format!("{key:?} must be a dict: {}", PyErr::from(e)))
@@ -656,7 +714,9 @@ pub struct Message {
 
 impl Message {
     pub fn wrap(m: core::Message) -> Self {
-        Message { inner: Mutex::new(m) }
+        Message {
+            inner: Mutex::new(m),
+        }
     }
 
     /// A copy of the fields, taken under the lock (used before calling into Python).
@@ -725,14 +785,23 @@ impl Message {
     #[staticmethod]
     #[pyo3(signature = (content, *, name=""))]
     fn system(content: String, name: &str) -> Self {
-        Message::wrap(core::Message { role: "system".into(), content, name: name.into(), ..Default::default() })
+        Message::wrap(core::Message {
+            role: "system".into(),
+            content,
+            name: name.into(),
+            ..Default::default()
+        })
     }
 
     /// A user message; `content` is a str or a list of parts (ContentPart, dict or str).
     #[staticmethod]
     #[pyo3(signature = (content, *, name=""))]
     fn user(content: &Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
-        let mut m = core::Message { role: "user".into(), name: name.into(), ..Default::default() };
+        let mut m = core::Message {
+            role: "user".into(),
+            name: name.into(),
+            ..Default::default()
+        };
         set_content(&mut m, content)?;
         Ok(Message::wrap(m))
     }
@@ -761,7 +830,13 @@ impl Message {
     #[pyo3(signature = (content, tool_call_id, tool_name=""))]
     fn tool_message(content: String, tool_call_id: String, tool_name: &str) -> Self {
         let tool_name = tool_name.into();
-        Message::wrap(core::Message { role: "tool".into(), content, tool_call_id, tool_name, ..Default::default() })
+        Message::wrap(core::Message {
+            role: "tool".into(),
+            content,
+            tool_call_id,
+            tool_name,
+            ..Default::default()
+        })
     }
 
     #[getter]
@@ -794,12 +869,22 @@ impl Message {
 
     #[getter]
     fn user_input_multi_content(&self) -> Vec<ContentPart> {
-        self.inner.lock().user_input_multi_content.iter().cloned().map(ContentPart).collect()
+        self.inner
+            .lock()
+            .user_input_multi_content
+            .iter()
+            .cloned()
+            .map(ContentPart)
+            .collect()
     }
 
     #[setter]
     fn set_user_input_multi_content(&self, v: &Bound<'_, PyAny>) -> PyResult<()> {
-        let parts = if v.is_none() { Vec::new() } else { parts_from_py(v)? };
+        let parts = if v.is_none() {
+            Vec::new()
+        } else {
+            parts_from_py(v)?
+        };
         self.inner.lock().user_input_multi_content = parts;
         Ok(())
     }
@@ -827,7 +912,13 @@ impl Message {
     /// A new list each time: assign `msg.tool_calls = [...]` to change the calls.
     #[getter]
     fn tool_calls(&self) -> Vec<ToolCall> {
-        self.inner.lock().tool_calls.iter().cloned().map(ToolCall).collect()
+        self.inner
+            .lock()
+            .tool_calls
+            .iter()
+            .cloned()
+            .map(ToolCall)
+            .collect()
     }
 
     #[setter]
@@ -910,13 +1001,17 @@ impl Message {
         Ok(Message::wrap(m))
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
         let from_dict = slf.get_type().getattr("from_dict")?;
         Ok((from_dict, (slf.get().to_dict(slf.py())?,)))
     }
 
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> Py<PyAny> {
-        let Ok(other) = other.cast::<Message>() else { return not_implemented(py) };
+        let Ok(other) = other.cast::<Message>() else {
+            return not_implemented(py);
+        };
         // Compare snapshots: extra values may call Python's ==, never under a lock.
         let equal = std::ptr::eq(self, other.get()) || self.snapshot() == other.get().snapshot();
         PyBool::new(py, equal).to_owned().into_any().unbind()
@@ -928,7 +1023,10 @@ impl Message {
 }
 
 fn message_repr(py: Python<'_>, m: &core::Message) -> PyResult<String> {
-    let mut fields = vec![format!("role={}", repr_str(&m.role)), format!("content={}", repr_str(&m.content))];
+    let mut fields = vec![
+        format!("role={}", repr_str(&m.role)),
+        format!("content={}", repr_str(&m.content)),
+    ];
     let mut text = |key: &str, v: &str| {
         if !v.is_empty() {
             fields.push(format!("{key}={}", repr_str(v)));
@@ -939,15 +1037,26 @@ fn message_repr(py: Python<'_>, m: &core::Message) -> PyResult<String> {
     text("tool_call_id", &m.tool_call_id);
     text("tool_name", &m.tool_name);
     if !m.user_input_multi_content.is_empty() {
-        let parts: Vec<_> = m.user_input_multi_content.iter().map(|p| ContentPart(p.clone()).__repr__()).collect();
+        let parts: Vec<_> = m
+            .user_input_multi_content
+            .iter()
+            .map(|p| ContentPart(p.clone()).__repr__())
+            .collect();
         fields.push(format!("user_input_multi_content=[{}]", parts.join(", ")));
     }
     if !m.tool_calls.is_empty() {
-        let calls: PyResult<Vec<_>> = m.tool_calls.iter().map(|t| ToolCall(t.clone()).__repr__(py)).collect();
+        let calls: PyResult<Vec<_>> = m
+            .tool_calls
+            .iter()
+            .map(|t| ToolCall(t.clone()).__repr__(py))
+            .collect();
         fields.push(format!("tool_calls=[{}]", calls?.join(", ")));
     }
     if let Some(meta) = &m.response_meta {
-        fields.push(format!("response_meta={}", ResponseMeta(meta.clone()).__repr__()));
+        fields.push(format!(
+            "response_meta={}",
+            ResponseMeta(meta.clone()).__repr__()
+        ));
     }
     if m.extra.is_some() {
         fields.push(format!("extra={}", repr_extra(py, &m.extra)?));
@@ -955,26 +1064,43 @@ fn message_repr(py: Python<'_>, m: &core::Message) -> PyResult<String> {
     Ok(format!("Message({})", fields.join(", ")))
 }
 
-pub(crate) fn message_to_dict<'py>(py: Python<'py>, m: &core::Message) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn message_to_dict<'py>(
+    py: Python<'py>,
+    m: &core::Message,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item(intern!(py, "role"), &m.role)?;
     if m.user_input_multi_content.is_empty() {
         d.set_item(intern!(py, "content"), &m.content)?;
     } else {
-        let parts: PyResult<Vec<_>> = m.user_input_multi_content.iter().map(|p| part_to_dict(py, p)).collect();
+        let parts: PyResult<Vec<_>> = m
+            .user_input_multi_content
+            .iter()
+            .map(|p| part_to_dict(py, p))
+            .collect();
         d.set_item(intern!(py, "content"), PyList::new(py, parts?)?)?;
         if !m.content.is_empty() {
             // Both set: keep the text too, so the dict round-trips exactly.
             d.set_item(intern!(py, "content_text"), &m.content)?;
         }
     }
-    let text = |key: &str, v: &str| if v.is_empty() { Ok(()) } else { d.set_item(key, v) };
+    let text = |key: &str, v: &str| {
+        if v.is_empty() {
+            Ok(())
+        } else {
+            d.set_item(key, v)
+        }
+    };
     text("name", &m.name)?;
     text("reasoning_content", &m.reasoning_content)?;
     text("tool_call_id", &m.tool_call_id)?;
     text("tool_name", &m.tool_name)?;
     if !m.tool_calls.is_empty() {
-        let calls: PyResult<Vec<_>> = m.tool_calls.iter().map(|t| tool_call_to_dict(py, t)).collect();
+        let calls: PyResult<Vec<_>> = m
+            .tool_calls
+            .iter()
+            .map(|t| tool_call_to_dict(py, t))
+            .collect();
         d.set_item(intern!(py, "tool_calls"), PyList::new(py, calls?)?)?;
     }
     if let Some(meta) = &m.response_meta {
@@ -992,7 +1118,9 @@ pub(crate) fn message_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::Message
     let mut m = core::Message::default();
     let mut content_text = None;
     for (k, v) in d.iter() {
-        let Ok(key) = k.cast::<PyString>() else { continue };
+        let Ok(key) = k.cast::<PyString>() else {
+            continue;
+        };
         let key = key.to_str()?;
         match key {
             "role" => m.role = str_value(&v, key)?,
@@ -1003,7 +1131,11 @@ pub(crate) fn message_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::Message
             "tool_calls" => m.tool_calls = tool_calls_from_py(Some(&v))?,
             "tool_call_id" => m.tool_call_id = str_value(&v, key)?,
             "tool_name" => m.tool_name = str_value(&v, key)?,
-            "response_meta" => m.response_meta = dict_value(&v, key)?.map(|d| meta_from_dict(&d)).transpose()?,
+            "response_meta" => {
+                m.response_meta = dict_value(&v, key)?
+                    .map(|d| meta_from_dict(&d))
+                    .transpose()?
+            }
             "extra" => m.extra = dict_value(&v, key)?.map(|d| map_from_py(&d)).transpose()?,
             _ => {}
         }
@@ -1021,7 +1153,10 @@ fn str_value(v: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
     }
     match v.cast::<PyString>() {
         Ok(s) => Ok(s.to_str()?.to_owned()),
-        Err(_) => Err(PyTypeError::new_err(format!("{key:?} must be a str, not {}", v.get_type().name()?))),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{key:?} must be a str, not {}",
+            v.get_type().name()?
+        ))),
     }
 }
 
@@ -1031,12 +1166,18 @@ fn dict_value<'py>(v: &Bound<'py, PyAny>, key: &str) -> PyResult<Option<Bound<'p
     }
     match v.cast::<PyDict>() {
         Ok(d) => Ok(Some(d.clone())),
-        Err(_) => Err(PyTypeError::new_err(format!("{key:?} must be a dict, not {}", v.get_type().name()?))),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{key:?} must be a dict, not {}",
+            v.get_type().name()?
+        ))),
     }
 }
 
 /// Reads a chunk for concatenation: a Message (borrowed, no copy) or its dict form.
-pub(crate) fn with_chunk<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&core::Message) -> R) -> PyResult<R> {
+pub(crate) fn with_chunk<R>(
+    obj: &Bound<'_, PyAny>,
+    f: impl FnOnce(&core::Message) -> R,
+) -> PyResult<R> {
     if let Ok(m) = obj.cast::<Message>() {
         return Ok(m.get().with(f));
     }

@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::{self, ThreadId};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError};
@@ -18,14 +18,11 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 use crate::concat::{Accumulator, UsagePolicy};
-use crate::py::channel::{empty, resolve_future, resolver};
+use crate::py::channel::{deadline_after, empty, resolve_future, resolver, SIGNAL_CHECK_INTERVAL};
 use crate::py::concat::{push_chunk, MessageAccumulator};
 use crate::py::errors::{ChannelClosed, StreamEOF};
 use crate::py::message::Message;
 use crate::stream::{Chunk, Pipe, Poll, SendError, Tee, TeeWait, Waker};
-
-/// How long a blocked call sleeps before re-checking for Ctrl-C.
-const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
 /// A parked asyncio receiver or sender.
 pub struct AsyncWake {
@@ -52,21 +49,29 @@ fn deliver(py: Python<'_>, wakeups: Vec<W>) {
             resolve_future(fut);
         } else {
             // A closed loop cannot take the wakeup; its receiver is gone anyway.
-            let _ = a
-                .event_loop
-                .bind(py)
-                .call_method1(pyo3::intern!(py, "call_soon_threadsafe"), (resolver(py), fut));
+            let _ = a.event_loop.bind(py).call_method1(
+                pyo3::intern!(py, "call_soon_threadsafe"),
+                (resolver(py), fut),
+            );
         }
     }
 }
 
 fn async_waker(fut: Py<PyAny>, event_loop: Py<PyAny>) -> W {
-    Waker::asynchronous(AsyncWake { fut, event_loop, thread: thread::current().id() })
+    Waker::asynchronous(AsyncWake {
+        fut,
+        event_loop,
+        thread: thread::current().id(),
+    })
 }
 
 /// Waits until `subscribe`d wakeup fires or `deadline` passes (false). `subscribe` returning
 /// false means "ready now". The interpreter is released while waiting.
-fn block_on(py: Python<'_>, subscribe: impl FnOnce(&W) -> bool, deadline: Option<Instant>) -> PyResult<bool> {
+fn block_on(
+    py: Python<'_>,
+    subscribe: impl FnOnce(&W) -> bool,
+    deadline: Option<Instant>,
+) -> PyResult<bool> {
     let waker = Waker::thread();
     if !subscribe(&waker) {
         return Ok(true);
@@ -74,7 +79,9 @@ fn block_on(py: Python<'_>, subscribe: impl FnOnce(&W) -> bool, deadline: Option
     loop {
         let slice = match deadline {
             None => SIGNAL_CHECK_INTERVAL,
-            Some(d) => d.saturating_duration_since(Instant::now()).min(SIGNAL_CHECK_INTERVAL),
+            Some(d) => d
+                .saturating_duration_since(Instant::now())
+                .min(SIGNAL_CHECK_INTERVAL),
         };
         if py.detach(|| waker.wait(slice)) {
             return Ok(true);
@@ -89,21 +96,16 @@ fn block_on(py: Python<'_>, subscribe: impl FnOnce(&W) -> bool, deadline: Option
 
 /// Blocking on the event loop's own thread would freeze every task on it.
 fn refuse_inside_event_loop(py: Python<'_>, what: &str, instead: &str) -> PyResult<()> {
-    let running = py.import("asyncio")?.getattr("_get_running_loop")?.call0()?;
+    let running = py
+        .import("asyncio")?
+        .getattr("_get_running_loop")?
+        .call0()?;
     if running.is_none() {
         return Ok(());
     }
     Err(PyRuntimeError::new_err(format!(
         "{what} would block the running event loop; use {instead} instead"
     )))
-}
-
-fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> {
-    let Some(secs) = timeout else { return Ok(None) };
-    if !(secs >= 0.0) {
-        return Err(PyValueError::new_err(format!("timeout must be None or >= 0 seconds, got {secs}")));
-    }
-    Ok(Duration::try_from_secs_f64(secs).ok().and_then(|d| Instant::now().checked_add(d)))
 }
 
 fn clone_chunk(py: Python<'_>, c: &PyChunk) -> PyChunk {
@@ -134,7 +136,9 @@ impl NoValue {
 static NO_VALUE: PyOnceLock<Py<NoValue>> = PyOnceLock::new();
 
 pub fn no_value(py: Python<'_>) -> &Py<NoValue> {
-    NO_VALUE.get_or_init(py, || Py::new(py, NoValue).expect("allocating the NO_VALUE sentinel"))
+    NO_VALUE.get_or_init(py, || {
+        Py::new(py, NoValue).expect("allocating the NO_VALUE sentinel")
+    })
 }
 
 /// The item `merge_named_streams` yields when the source called `name` has ended.
@@ -173,10 +177,23 @@ struct TeeShared {
 
 enum Kind {
     Pipe(Arc<PipeCore>),
-    List { items: Vec<Py<PyAny>>, pos: AtomicUsize },
-    Convert { inner: Arc<Kind>, func: Py<PyAny>, on_error: Option<Py<PyAny>> },
-    Merge { sources: Vec<Source>, next: AtomicUsize },
-    Copy { shared: Arc<TeeShared>, child: usize },
+    List {
+        items: Vec<Py<PyAny>>,
+        pos: AtomicUsize,
+    },
+    Convert {
+        inner: Arc<Kind>,
+        func: Py<PyAny>,
+        on_error: Option<Py<PyAny>>,
+    },
+    Merge {
+        sources: Vec<Source>,
+        next: AtomicUsize,
+    },
+    Copy {
+        shared: Arc<TeeShared>,
+        child: usize,
+    },
 }
 
 impl Kind {
@@ -195,7 +212,11 @@ impl Kind {
                     Poll::Ended
                 }
             },
-            Kind::Convert { inner, func, on_error } => poll_convert(py, inner, func, on_error.as_ref()),
+            Kind::Convert {
+                inner,
+                func,
+                on_error,
+            } => poll_convert(py, inner, func, on_error.as_ref()),
             Kind::Merge { sources, next } => poll_merge(py, sources, next),
             Kind::Copy { shared, child } => poll_copy(py, shared, *child),
         }
@@ -208,8 +229,12 @@ impl Kind {
             Kind::List { .. } => false,
             Kind::Convert { inner, .. } => inner.subscribe(w),
             Kind::Merge { sources, .. } => {
-                let open = sources.iter().filter(|s| !s.ended.load(Ordering::Acquire));
-                open.fold(true, |wait, s| s.kind.subscribe(w) && wait)
+                // Subscribe to every open source (no short-circuit): any of them may wake us.
+                let mut wait = true;
+                for source in sources.iter().filter(|s| !s.ended.load(Ordering::Acquire)) {
+                    wait &= source.kind.subscribe(w);
+                }
+                wait
             }
             Kind::Copy { shared, child } => match shared.tee.subscribe(*child, w) {
                 TeeWait::Retry => false,
@@ -239,7 +264,12 @@ impl Kind {
     }
 }
 
-fn poll_convert(py: Python<'_>, inner: &Kind, func: &Py<PyAny>, on_error: Option<&Py<PyAny>>) -> PyPoll {
+fn poll_convert(
+    py: Python<'_>,
+    inner: &Kind,
+    func: &Py<PyAny>,
+    on_error: Option<&Py<PyAny>>,
+) -> PyPoll {
     loop {
         let out = match inner.poll(py) {
             Poll::Ready(Chunk::Item(x)) => func.call1(py, (x,)),
@@ -282,7 +312,12 @@ fn poll_merge(py: Python<'_>, sources: &[Source], next: &AtomicUsize) -> PyPoll 
                 source.ended.store(true, Ordering::Release);
                 if let Some(name) = &source.name {
                     let marker = Py::new(py, SourceEOF { name: name.clone() }).map(Py::into_any);
-                    return Poll::Ready(marker.map_or_else(|e| Chunk::Error(e.into_value(py).into_any()), Chunk::Item));
+                    return Poll::Ready(
+                        marker.map_or_else(
+                            |e| Chunk::Error(e.into_value(py).into_any()),
+                            Chunk::Item,
+                        ),
+                    );
                 }
             }
             Poll::Pending => open = true,
@@ -296,7 +331,10 @@ fn poll_merge(py: Python<'_>, sources: &[Source], next: &AtomicUsize) -> PyPoll 
 }
 
 fn poll_copy(py: Python<'_>, shared: &TeeShared, child: usize) -> PyPoll {
-    let (poll, wakeups) = shared.tee.poll_child(child, |c| clone_chunk(py, c), || shared.source.poll(py));
+    let (poll, wakeups) =
+        shared
+            .tee
+            .poll_child(child, |c| clone_chunk(py, c), || shared.source.poll(py));
     deliver(py, wakeups);
     poll
 }
@@ -316,7 +354,9 @@ pub struct StreamReader {
 
 impl StreamReader {
     fn from_kind(kind: Kind) -> Self {
-        StreamReader { kind: Mutex::new(Some(Arc::new(kind))) }
+        StreamReader {
+            kind: Mutex::new(Some(Arc::new(kind))),
+        }
     }
 
     fn kind(&self) -> PyResult<Arc<Kind>> {
@@ -336,7 +376,11 @@ impl StreamReader {
                 Poll::Ready(Chunk::Error(e)) => return Err(PyErr::from_value(e.into_bound(py))),
                 Poll::Ended => return Err(eof()),
                 Poll::Pending => {
-                    refuse_inside_event_loop(py, "StreamReader.recv()", "`await reader.arecv()` or `async for`")?;
+                    refuse_inside_event_loop(
+                        py,
+                        "StreamReader.recv()",
+                        "`await reader.arecv()` or `async for`",
+                    )?;
                     if !block_on(py, |w| kind.subscribe(w), deadline)? {
                         return Err(PyTimeoutError::new_err("no stream item arrived in time"));
                     }
@@ -364,7 +408,8 @@ static ASYNC_HELPERS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 /// The asyncio halves live in Python (`rillet.schema`): they await futures.
 fn async_helper<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    let module = ASYNC_HELPERS.get_or_try_init(py, || py.import("rillet.schema").map(Bound::unbind))?;
+    let module =
+        ASYNC_HELPERS.get_or_try_init(py, || py.import("rillet.schema").map(Bound::unbind))?;
     module.bind(py).getattr(name)
 }
 
@@ -432,9 +477,20 @@ impl StreamReader {
         if n == 1 {
             return Ok(vec![slf.clone().unbind()]);
         }
-        let shared = Arc::new(TeeShared { tee: Tee::new(n), source: slf.get().take()? });
+        let shared = Arc::new(TeeShared {
+            tee: Tee::new(n),
+            source: slf.get().take()?,
+        });
         (0..n)
-            .map(|child| Py::new(py, StreamReader::from_kind(Kind::Copy { shared: shared.clone(), child })))
+            .map(|child| {
+                Py::new(
+                    py,
+                    StreamReader::from_kind(Kind::Copy {
+                        shared: shared.clone(),
+                        child,
+                    }),
+                )
+            })
             .collect()
     }
 
@@ -495,13 +551,22 @@ pub struct StreamWriter {
 
 impl StreamWriter {
     /// Enqueues, waiting for space on a full bounded pipe; true if the reader has closed.
-    fn send_chunk(&self, py: Python<'_>, mut chunk: PyChunk, deadline: Option<Instant>) -> PyResult<bool> {
+    fn send_chunk(
+        &self,
+        py: Python<'_>,
+        mut chunk: PyChunk,
+        deadline: Option<Instant>,
+    ) -> PyResult<bool> {
         loop {
             match self.try_send_chunk(py, chunk)? {
                 Ok(closed) => return Ok(closed),
                 Err(back) => chunk = back,
             }
-            refuse_inside_event_loop(py, "StreamWriter.send() on a full pipe", "`await writer.asend(item)`")?;
+            refuse_inside_event_loop(
+                py,
+                "StreamWriter.send() on a full pipe",
+                "`await writer.asend(item)`",
+            )?;
             if !block_on(py, |w| self.pipe.subscribe_space(w), deadline)? {
                 return Err(PyTimeoutError::new_err("no space in the stream in time"));
             }
@@ -517,9 +582,9 @@ impl StreamWriter {
             }
             Err(SendError::ReaderClosed(_)) => Ok(Ok(true)),
             Err(SendError::Full(chunk)) => Ok(Err(chunk)),
-            Err(SendError::WriterClosed(_)) => {
-                Err(ChannelClosed::new_err("cannot send: this StreamWriter has been closed"))
-            }
+            Err(SendError::WriterClosed(_)) => Err(ChannelClosed::new_err(
+                "cannot send: this StreamWriter has been closed",
+            )),
         }
     }
 }
@@ -559,21 +624,41 @@ impl StreamWriter {
 
     /// Sends an error item: the reader raises `error` from one receive, then goes on.
     #[pyo3(signature = (error, timeout=None))]
-    fn send_error(&self, py: Python<'_>, error: &Bound<'_, PyAny>, timeout: Option<f64>) -> PyResult<bool> {
+    fn send_error(
+        &self,
+        py: Python<'_>,
+        error: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<bool> {
         self.send_chunk(py, error_chunk(error)?, deadline_after(timeout)?)
     }
 
     /// `await writer.asend_error(exc)`.
-    fn asend_error<'py>(slf: &Bound<'py, Self>, error: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn asend_error<'py>(
+        slf: &Bound<'py, Self>,
+        error: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         error_chunk(error)?;
         async_helper(slf.py(), "_asend")?.call1((slf, error, true))
     }
 
     /// Non-blocking send for the asyncio path: True/False as `send`, or `EMPTY` when full.
-    fn _try_send(&self, py: Python<'_>, item: &Bound<'_, PyAny>, is_error: bool) -> PyResult<Py<PyAny>> {
-        let chunk = if is_error { error_chunk(item)? } else { Chunk::Item(item.clone().unbind()) };
+    fn _try_send(
+        &self,
+        py: Python<'_>,
+        item: &Bound<'_, PyAny>,
+        is_error: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let chunk = if is_error {
+            error_chunk(item)?
+        } else {
+            Chunk::Item(item.clone().unbind())
+        };
         Ok(match self.try_send_chunk(py, chunk)? {
-            Ok(closed) => pyo3::types::PyBool::new(py, closed).to_owned().into_any().unbind(),
+            Ok(closed) => pyo3::types::PyBool::new(py, closed)
+                .to_owned()
+                .into_any()
+                .unbind(),
             Err(_) => empty(py).clone_ref(py).into_any(),
         })
     }
@@ -608,8 +693,15 @@ impl StreamWriter {
     }
 
     fn __repr__(&self) -> String {
-        let state = if self.pipe.is_writer_closed() { "closed" } else { "open" };
-        format!("<rillet.StreamWriter {state}, {} buffered>", self.pipe.len())
+        let state = if self.pipe.is_writer_closed() {
+            "closed"
+        } else {
+            "open"
+        };
+        format!(
+            "<rillet.StreamWriter {state}, {} buffered>",
+            self.pipe.len()
+        )
     }
 }
 
@@ -620,9 +712,14 @@ impl StreamWriter {
 /// producer on an event loop needs. With `capacity`, `send` waits while that many are queued.
 #[pyfunction]
 #[pyo3(signature = (capacity=None))]
-pub fn pipe(py: Python<'_>, capacity: Option<usize>) -> PyResult<(Py<StreamReader>, Py<StreamWriter>)> {
+pub fn pipe(
+    py: Python<'_>,
+    capacity: Option<usize>,
+) -> PyResult<(Py<StreamReader>, Py<StreamWriter>)> {
     if capacity == Some(0) {
-        return Err(PyValueError::new_err("capacity must be None (unbounded) or at least 1"));
+        return Err(PyValueError::new_err(
+            "capacity must be None (unbounded) or at least 1",
+        ));
     }
     let core = Arc::new(PipeCore::new(capacity));
     let reader = Py::new(py, StreamReader::from_kind(Kind::Pipe(core.clone())))?;
@@ -632,8 +729,14 @@ pub fn pipe(py: Python<'_>, capacity: Option<usize>) -> PyResult<(Py<StreamReade
 /// A reader over the items of `items`, in order, then StreamEOF.
 #[pyfunction]
 pub fn stream_from_list(items: &Bound<'_, PyAny>) -> PyResult<StreamReader> {
-    let items: Vec<Py<PyAny>> = items.try_iter()?.map(|x| x.map(Bound::unbind)).collect::<PyResult<_>>()?;
-    Ok(StreamReader::from_kind(Kind::List { items, pos: AtomicUsize::new(0) }))
+    let items: Vec<Py<PyAny>> = items
+        .try_iter()?
+        .map(|x| x.map(Bound::unbind))
+        .collect::<PyResult<_>>()?;
+    Ok(StreamReader::from_kind(Kind::List {
+        items,
+        pos: AtomicUsize::new(0),
+    }))
 }
 
 /// A reader of `fn(item)` for each item of `reader`, applied lazily on receive.
@@ -649,25 +752,40 @@ pub fn convert_stream(
     on_error: Option<Py<PyAny>>,
 ) -> PyResult<StreamReader> {
     let inner = reader.get().take()?;
-    Ok(StreamReader::from_kind(Kind::Convert { inner, func, on_error }))
+    Ok(StreamReader::from_kind(Kind::Convert {
+        inner,
+        func,
+        on_error,
+    }))
 }
 
 fn merge(sources: Vec<Source>) -> StreamReader {
-    StreamReader::from_kind(Kind::Merge { sources, next: AtomicUsize::new(0) })
+    StreamReader::from_kind(Kind::Merge {
+        sources,
+        next: AtomicUsize::new(0),
+    })
 }
 
 /// One reader of the items of all `readers` as they arrive, each source's order kept,
 /// ending after the last source ends. No readers give an empty stream; one gives itself.
 #[pyfunction]
 pub fn merge_streams(py: Python<'_>, readers: &Bound<'_, PyAny>) -> PyResult<Py<StreamReader>> {
-    let readers: Vec<Bound<'_, StreamReader>> =
-        readers.try_iter()?.map(|r| Ok(r?.cast_into::<StreamReader>()?)).collect::<PyResult<_>>()?;
+    let readers: Vec<Bound<'_, StreamReader>> = readers
+        .try_iter()?
+        .map(|r| Ok(r?.cast_into::<StreamReader>()?))
+        .collect::<PyResult<_>>()?;
     if readers.len() == 1 {
         return Ok(readers[0].clone().unbind());
     }
     let sources = readers
         .iter()
-        .map(|r| Ok(Source { name: None, kind: r.get().take()?, ended: AtomicBool::new(false) }))
+        .map(|r| {
+            Ok(Source {
+                name: None,
+                kind: r.get().take()?,
+                ended: AtomicBool::new(false),
+            })
+        })
         .collect::<PyResult<_>>()?;
     Py::new(py, merge(sources))
 }
@@ -680,7 +798,11 @@ pub fn merge_named_streams(readers: &Bound<'_, PyDict>) -> PyResult<StreamReader
     for (name, reader) in readers.iter() {
         let name: String = name.extract()?;
         let kind = reader.cast::<StreamReader>()?.get().take()?;
-        sources.push(Source { name: Some(name), kind, ended: AtomicBool::new(false) });
+        sources.push(Source {
+            name: Some(name),
+            kind,
+            ended: AtomicBool::new(false),
+        });
     }
     Ok(merge(sources))
 }
@@ -691,9 +813,16 @@ pub fn merge_named_streams(readers: &Bound<'_, PyDict>) -> PyResult<StreamReader
 /// first error item is raised (the partial chunks are discarded). The reader is closed.
 #[pyfunction]
 #[pyo3(signature = (reader, *, usage="max"))]
-pub fn concat_message_stream(py: Python<'_>, reader: &Bound<'_, StreamReader>, usage: &str) -> PyResult<Message> {
-    let policy = UsagePolicy::parse(usage)
-        .ok_or_else(|| PyValueError::new_err(format!("usage must be 'max', 'sum' or 'last', not {usage:?}")))?;
+pub fn concat_message_stream(
+    py: Python<'_>,
+    reader: &Bound<'_, StreamReader>,
+    usage: &str,
+) -> PyResult<Message> {
+    let policy = UsagePolicy::parse(usage).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "usage must be 'max', 'sum' or 'last', not {usage:?}"
+        ))
+    })?;
     let kind = reader.get().kind()?;
     let result = drain(py, &kind, Accumulator::new(policy));
     kind.close(py);
@@ -707,7 +836,11 @@ fn drain(py: Python<'_>, kind: &Kind, mut acc: Accumulator) -> PyResult<crate::m
             Poll::Ready(Chunk::Error(e)) => return Err(PyErr::from_value(e.into_bound(py))),
             Poll::Ended => return Ok(acc.finish()),
             Poll::Pending => {
-                refuse_inside_event_loop(py, "concat_message_stream()", "`await aconcat_message_stream(reader)`")?;
+                refuse_inside_event_loop(
+                    py,
+                    "concat_message_stream()",
+                    "`await aconcat_message_stream(reader)`",
+                )?;
                 block_on(py, |w| kind.subscribe(w), None)?;
             }
         }
