@@ -432,6 +432,14 @@ def test_merge_edge_cases_and_close_propagation() -> None:
     assert w1.send(1) is True and w2.send(1) is True
 
 
+def test_a_failed_merge_takes_nothing() -> None:
+    r, w = pipe()
+    with pytest.raises(RuntimeError):
+        merge_streams([r, r])
+    w.send(1)
+    assert r.recv(timeout=T) == 1, "the reader was put back"
+
+
 def test_merge_async() -> None:
     async def main() -> list[Any]:
         (r1, w1), (r2, w2) = pipe(), pipe()

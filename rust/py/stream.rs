@@ -759,7 +759,34 @@ pub fn convert_stream(
     }))
 }
 
-fn merge(sources: Vec<Source>) -> StreamReader {
+/// Moves the streams out of `readers`, all or none: if one cannot be taken (already
+/// moved, or listed twice), those taken so far are put back and the error is raised.
+fn take_all(readers: &[Bound<'_, StreamReader>]) -> PyResult<Vec<Arc<Kind>>> {
+    let mut taken = Vec::with_capacity(readers.len());
+    for reader in readers {
+        match reader.get().take() {
+            Ok(kind) => taken.push(kind),
+            Err(err) => {
+                for (reader, kind) in readers.iter().zip(taken) {
+                    *reader.get().kind.lock() = Some(kind);
+                }
+                return Err(err);
+            }
+        }
+    }
+    Ok(taken)
+}
+
+fn merge(names: Vec<Option<String>>, kinds: Vec<Arc<Kind>>) -> StreamReader {
+    let sources = names
+        .into_iter()
+        .zip(kinds)
+        .map(|(name, kind)| Source {
+            name,
+            kind,
+            ended: AtomicBool::new(false),
+        })
+        .collect();
     StreamReader::from_kind(Kind::Merge {
         sources,
         next: AtomicUsize::new(0),
@@ -777,34 +804,21 @@ pub fn merge_streams(py: Python<'_>, readers: &Bound<'_, PyAny>) -> PyResult<Py<
     if readers.len() == 1 {
         return Ok(readers[0].clone().unbind());
     }
-    let sources = readers
-        .iter()
-        .map(|r| {
-            Ok(Source {
-                name: None,
-                kind: r.get().take()?,
-                ended: AtomicBool::new(false),
-            })
-        })
-        .collect::<PyResult<_>>()?;
-    Py::new(py, merge(sources))
+    let kinds = take_all(&readers)?;
+    Py::new(py, merge(vec![None; kinds.len()], kinds))
 }
 
 /// Like `merge_streams` over a `{name: reader}` dict, yielding `SourceEOF(name)` as an item
 /// when each source ends, then StreamEOF after the last.
 #[pyfunction]
 pub fn merge_named_streams(readers: &Bound<'_, PyDict>) -> PyResult<StreamReader> {
-    let mut sources = Vec::with_capacity(readers.len());
+    let mut names = Vec::with_capacity(readers.len());
+    let mut streams = Vec::with_capacity(readers.len());
     for (name, reader) in readers.iter() {
-        let name: String = name.extract()?;
-        let kind = reader.cast::<StreamReader>()?.get().take()?;
-        sources.push(Source {
-            name: Some(name),
-            kind,
-            ended: AtomicBool::new(false),
-        });
+        names.push(Some(name.extract::<String>()?));
+        streams.push(reader.cast_into::<StreamReader>()?);
     }
-    Ok(merge(sources))
+    Ok(merge(names, take_all(&streams)?))
 }
 
 /// Reads `reader` to the end and concatenates its Message chunks (`concat_messages` rules).
