@@ -18,7 +18,9 @@ from rillet import (
     RilletError,
     ToolCall,
     Usage,
+    concat_message_stream,
     concat_messages,
+    stream_from_list,
 )
 
 
@@ -256,3 +258,4 @@ def test_split_then_concat_round_trips(case: tuple[Message, list[Message]]) -> N
     for c in chunks:
         acc.push(c)
     assert acc.finish() == full
+    assert concat_message_stream(stream_from_list(chunks)) == full

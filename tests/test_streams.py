@@ -265,6 +265,39 @@ def test_thread_producer_to_asyncio_consumer() -> None:
     assert run(main()) == list(range(2000))
 
 
+def bounded_threads_to_asyncio(producers: int, per: int, capacity: int) -> None:
+    r, w = pipe(capacity=capacity)
+
+    def produce(p: int) -> None:
+        for i in range(per):
+            assert w.send((p, i), timeout=T) is False
+
+    async def main() -> list[tuple[int, int]]:
+        threads = [start(lambda p=p: produce(p)) for p in range(producers)]
+
+        def close_when_done() -> None:
+            for t in threads:
+                t.join(T * 3)
+            w.close()
+
+        start(close_when_done)
+        return [x async for x in r]
+
+    got = run(main())
+    assert len(got) == producers * per
+    for p in range(producers):
+        assert [i for q, i in got if q == p] == list(range(per)), "per-producer order"
+
+
+def test_bounded_pipe_threads_to_asyncio() -> None:
+    bounded_threads_to_asyncio(producers=3, per=500, capacity=4)
+
+
+@pytest.mark.slow
+def test_bounded_pipe_threads_to_asyncio_stress() -> None:
+    bounded_threads_to_asyncio(producers=4, per=50_000, capacity=16)
+
+
 def test_blocking_recv_inside_a_running_loop_is_refused() -> None:
     async def main() -> None:
         r, _w = pipe()
