@@ -16,10 +16,10 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use smallvec::SmallVec;
 
 /// Waiters taken out of the channel under its lock, to be woken after the lock is released.
-pub type Wakeups<W> = SmallVec<[W; 2]>;
+/// Usually empty, which a Vec represents without allocating or costing anything to drop.
+pub type Wakeups<W> = Vec<W>;
 
 /// What a receiver finds when the queue is empty and will stay so.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +55,20 @@ pub enum Park<W> {
     Ready(W),
 }
 
+/// One reference held by a channel, as shown to a garbage collector.
+pub enum Held<'a, T, E, W> {
+    Item(&'a T),
+    Error(&'a E),
+    Waiter(&'a W),
+}
+
+/// What `clear` took out of a channel.
+pub struct Cleared<T, E, W> {
+    pub items: VecDeque<T>,
+    pub error: Option<E>,
+    pub waiters: VecDeque<W>,
+}
+
 struct State<T, E, W> {
     queue: VecDeque<T>,
     ended: Option<Ended<E>>,
@@ -87,6 +101,7 @@ impl<T, E: Clone, W> Channel<T, E, W> {
     }
 
     /// Appends one item. Gives the item back if the channel is closed.
+    #[inline]
     pub fn send(&self, item: T) -> Result<Wakeups<W>, T> {
         let mut st = self.state.lock();
         if st.ended.is_some() {
@@ -108,6 +123,7 @@ impl<T, E: Clone, W> Channel<T, E, W> {
     }
 
     /// Takes the waiters that `added` new items should wake; notifies blocked threads.
+    #[inline]
     fn wake_for(&self, st: &mut State<T, E, W>, added: usize) -> Wakeups<W> {
         if st.sync_waiters > 0 {
             if added >= st.sync_waiters {
@@ -118,10 +134,14 @@ impl<T, E: Clone, W> Channel<T, E, W> {
                 }
             }
         }
-        let take = added.min(st.async_waiters.len());
-        st.async_waiters.drain(..take).collect()
+        match added.min(st.async_waiters.len()) {
+            0 => Wakeups::new(),
+            1 => st.async_waiters.pop_front().into_iter().collect(),
+            n => st.async_waiters.drain(..n).collect(),
+        }
     }
 
+    #[inline]
     pub fn try_recv(&self) -> TryRecv<T, E> {
         let mut st = self.state.lock();
         match st.queue.pop_front() {
@@ -143,8 +163,11 @@ impl<T, E: Clone, W> Channel<T, E, W> {
                 None => Ok(Vec::new()),
             };
         }
-        let n = max.min(st.queue.len());
-        Ok(st.queue.drain(..n).collect())
+        if max >= st.queue.len() {
+            // Taking everything: hand over the buffer instead of moving item by item.
+            return Ok(std::mem::take(&mut st.queue).into());
+        }
+        Ok(st.queue.drain(..max).collect())
     }
 
     /// Blocks the calling thread for at most `timeout` waiting for an item.
@@ -219,7 +242,7 @@ impl<T, E: Clone, W> Channel<T, E, W> {
 
     /// Ends the channel. Returns the parked waiters to wake, or `None` if it was already
     /// ended (close is idempotent: the first end wins).
-    pub fn close(&self, end: Ended<E>) -> Option<Vec<W>> {
+    pub fn close(&self, end: Ended<E>) -> Option<Wakeups<W>> {
         let mut st = self.state.lock();
         if st.ended.is_some() {
             return None;
@@ -245,9 +268,32 @@ impl<T, E: Clone, W> Channel<T, E, W> {
         self.state.lock().async_waiters.len()
     }
 
-    /// Removes everything still queued (used when the owner drops the channel).
-    pub fn drain(&self) -> Vec<T> {
-        self.state.lock().queue.drain(..).collect()
+    /// Shows everything the channel holds to `visit`, for a garbage collector. Visits
+    /// nothing if another thread holds the lock right now: a collector must never block, and
+    /// under-reporting references only keeps objects alive.
+    pub fn try_visit<X>(&self, mut visit: impl FnMut(Held<'_, T, E, W>) -> Result<(), X>) -> Result<(), X> {
+        let Some(st) = self.state.try_lock() else { return Ok(()) };
+        st.queue.iter().try_for_each(|item| visit(Held::Item(item)))?;
+        if let Some(Ended::Failed(err)) = &st.ended {
+            visit(Held::Error(err))?;
+        }
+        st.async_waiters.iter().try_for_each(|w| visit(Held::Waiter(w)))
+    }
+
+    /// Empties the channel for a garbage collector breaking a reference cycle. What it held
+    /// is returned, to be dropped after the lock is released.
+    pub fn clear(&self) -> Cleared<T, E, W> {
+        let mut st = self.state.lock();
+        let error = match st.ended.take() {
+            Some(Ended::Failed(err)) => Some(err),
+            _ => None,
+        };
+        st.ended = Some(Ended::Closed);
+        Cleared {
+            items: std::mem::take(&mut st.queue),
+            error,
+            waiters: std::mem::take(&mut st.async_waiters),
+        }
     }
 }
 
@@ -287,6 +333,28 @@ mod tests {
     }
 
     #[test]
+    fn clear_empties_and_ends_the_channel() {
+        let ch = Ch::new();
+        ch.send_many(vec![1, 2]).unwrap();
+        ch.park(7);
+        ch.close(Ended::Failed("boom".into()));
+        let mut seen = Vec::new();
+        ch.try_visit(|held| {
+            seen.push(match held {
+                Held::Item(i) => format!("item {i}"),
+                Held::Error(e) => format!("error {e}"),
+                Held::Waiter(w) => format!("waiter {w}"),
+            });
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(seen, ["item 1", "item 2", "error boom"], "close woke and removed the waiter");
+        let cleared = ch.clear();
+        assert_eq!((cleared.items.len(), cleared.error.as_deref()), (2, Some("boom")));
+        assert_eq!(ch.try_recv(), TryRecv::Ended(Ended::Closed));
+    }
+
+    #[test]
     fn try_recv_many_bounds() {
         let ch = Ch::new();
         assert_eq!(ch.try_recv_many(3), Ok(vec![]));
@@ -311,11 +379,11 @@ mod tests {
         assert_eq!(ch.park(2), Park::Parked);
         assert_eq!(ch.park(3), Park::Parked);
         // One item wakes exactly one waiter, the oldest.
-        assert_eq!(ch.send(10).unwrap().to_vec(), vec![1]);
+        assert_eq!(ch.send(10).unwrap(), vec![1]);
         // With an item queued a new waiter is refused: it should just take the item.
         assert_eq!(ch.park(4), Park::Ready(4));
         // Two more items wake the two remaining waiters, no more.
-        assert_eq!(ch.send_many(vec![11, 12]).unwrap().to_vec(), vec![2, 3]);
+        assert_eq!(ch.send_many(vec![11, 12]).unwrap(), vec![2, 3]);
         assert!(ch.send(13).unwrap().is_empty());
         assert_eq!(ch.parked_async_waiters(), 0);
     }
@@ -325,7 +393,7 @@ mod tests {
         let ch = Ch::new();
         ch.park(1);
         ch.park(2);
-        assert_eq!(ch.send(10).unwrap().to_vec(), vec![1]);
+        assert_eq!(ch.send(10).unwrap(), vec![1]);
         // Waiter 1 was woken but its receiver was cancelled: waiter 2 must get the wakeup.
         assert_eq!(ch.unpark(|w| *w == 1), Some(2));
         // A waiter still parked is simply withdrawn.

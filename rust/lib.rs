@@ -18,6 +18,8 @@ mod _native {
     #[pymodule_export]
     use crate::py::channel::{Channel, Empty};
     #[pymodule_export]
+    use crate::py::recv_awaitable::Recv;
+    #[pymodule_export]
     use crate::py::errors::{ChannelClosed, RilletError, StreamEOF};
     #[pymodule_export]
     use crate::py::stream::{
@@ -31,6 +33,8 @@ mod _native {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        crate::py::recv_awaitable::install_slots(m.py());
+        crate::py::fast_paths::install(m.py())?;
         m.add("EMPTY", crate::py::channel::empty(m.py()))?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         m.add("NO_VALUE", crate::py::stream::no_value(m.py()))?;

@@ -265,7 +265,7 @@ impl<T, E, A> Pipe<T, E, A> {
         if let Some(slots) = &self.slots {
             wakeups.extend(slots.waiting.take());
         }
-        (self.chan.drain(), wakeups)
+        (self.chan.clear().items.into(), wakeups)
     }
 
     pub fn is_reader_closed(&self) -> bool {

@@ -1,8 +1,7 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
 from rillet import schema
-from rillet._native import EMPTY, ChannelClosed, RilletError, __version__
-from rillet.channel import Channel
+from rillet._native import EMPTY, Channel, ChannelClosed, RilletError, __version__
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
 from rillet.schema import *  # noqa: F403  (messages and streams: see schema.__all__)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Generic, TypeVar
 
-from rillet.channel import Channel
+from rillet._native import Channel
 
 T = TypeVar("T")
 

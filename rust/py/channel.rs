@@ -7,29 +7,37 @@
 //! 2. The interpreter is released only on the blocking path (an empty queue), never on send.
 //! 3. Queued items are only dropped while attached (in `Drop` of the pyclass).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
+use parking_lot::Mutex;
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyType};
+use pyo3::types::{PyList, PyTuple, PyType};
 
-use crate::channel::{self as core, Ended, Park, TryRecv, Waited, Wakeups};
+use crate::channel::{self as core, Ended, Held, Park, TryRecv, Waited, Wakeups};
 use crate::py::errors::ChannelClosed;
+use crate::py::recv_awaitable::{EndAs, Recv, Want};
 
 /// How long a blocked `recv` sleeps before re-checking for Ctrl-C.
 pub(crate) const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
 /// A parked asyncio receiver: the future to resolve and the loop it belongs to.
 pub struct AsyncWaiter {
-    fut: Py<PyAny>,
-    event_loop: Py<PyAny>,
-    thread: ThreadId,
+    pub fut: Py<PyAny>,
+    pub event_loop: Py<PyAny>,
+    pub thread: ThreadId,
 }
 
-type Core = core::Channel<Py<PyAny>, Arc<Py<PyAny>>, AsyncWaiter>;
+/// The error a channel was closed with, shared by every receiver that reports it.
+pub type EndError = Arc<Py<PyAny>>;
+
+pub type Core = core::Channel<Py<PyAny>, EndError, AsyncWaiter>;
 
 /// The type of the `EMPTY` sentinel that `try_recv` returns when nothing is queued.
 #[pyclass(frozen, module = "rillet")]
@@ -56,39 +64,138 @@ pub fn empty(py: Python<'_>) -> &Py<Empty> {
 #[pyclass(frozen, subclass, module = "rillet", name = "Channel")]
 pub struct Channel {
     core: Core,
+    /// How often an async receiver had to park (tests use it to check wakeup coalescing).
+    parks: AtomicU64,
+    /// The awaitables `async for` and `recv_async` hand out, reused once their await is over.
+    next_awaitable: Mutex<Option<Py<Recv>>>,
+    recv_awaitable: Mutex<Option<Py<Recv>>>,
+}
+
+impl Channel {
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    pub fn park(&self, waiter: AsyncWaiter) -> Park<AsyncWaiter> {
+        let parked = self.core.park(waiter);
+        if let Park::Parked = parked {
+            self.parks.fetch_add(1, Ordering::Relaxed);
+        }
+        parked
+    }
+
+    /// The awaitable of one step of `async for`.
+    #[inline]
+    pub fn next_awaitable(slf: &Bound<'_, Self>) -> PyResult<Py<Recv>> {
+        Self::awaitable(slf, |ch| &ch.next_awaitable, EndAs::StopAsyncIteration)
+    }
+
+    /// The cached awaitable if its previous await is over (nothing else refers to it), or a
+    /// new one. Allocating an awaitable per item would cost more than the receive itself.
+    fn awaitable(
+        slf: &Bound<'_, Self>,
+        cache: fn(&Channel) -> &Mutex<Option<Py<Recv>>>,
+        end_as: EndAs,
+    ) -> PyResult<Py<Recv>> {
+        let py = slf.py();
+        let slot = cache(slf.get());
+        if let Some(cached) = slot.lock().as_ref() {
+            // Only the cache holds it. Refcounts are exact only with the GIL; free-threaded
+            // builds always allocate.
+            // SAFETY: reading the reference count of a live object we hold.
+            if !cfg!(Py_GIL_DISABLED) && unsafe { ffi::Py_REFCNT(cached.as_ptr()) } == 1 {
+                return Ok(cached.clone_ref(py));
+            }
+        }
+        // Allocate outside the lock: allocation may run the garbage collector.
+        let fresh = Py::new(py, Recv::new(slf.clone().unbind(), Want::One, end_as))?;
+        let previous = slot.lock().replace(fresh.clone_ref(py));
+        drop(previous); // outside the lock too: dropping may run a finalizer
+        Ok(fresh)
+    }
+
+    #[inline]
+    pub fn send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
+        match self.core().send(item) {
+            Ok(wakeups) => wake_all(py, self.core(), wakeups),
+            Err(_) => Err(closed_for_send()),
+        }
+    }
+
+    pub fn try_send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
+        match self.core().send(item) {
+            Ok(wakeups) => wake_all(py, self.core(), wakeups).map(|()| true),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// The next item for `for x in ch`: `None` ends the iteration at a normal close.
+    #[inline]
+    pub fn next_item(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        match self.recv_until(py, None) {
+            Ok(item) => Ok(item),
+            Err(err) if err.is_instance_of::<ChannelClosed>(py) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
 }
 
 #[pymethods]
 impl Channel {
     #[new]
     fn new() -> Self {
-        Channel { core: Core::new() }
+        Channel {
+            core: Core::new(),
+            parks: AtomicU64::new(0),
+            next_awaitable: Mutex::new(None),
+            recv_awaitable: Mutex::new(None),
+        }
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for cache in [&self.next_awaitable, &self.recv_awaitable] {
+            if let Some(cached) = cache.try_lock() {
+                visit.call(cached.as_ref())?;
+            }
+        }
+        self.core.try_visit(|held| match held {
+            Held::Item(item) => visit.call(item),
+            Held::Error(err) => visit.call(&**err),
+            Held::Waiter(w) => {
+                visit.call(&w.fut)?;
+                visit.call(&w.event_loop)
+            }
+        })
+    }
+
+    fn __clear__(&self) {
+        let caches = [self.next_awaitable.lock().take(), self.recv_awaitable.lock().take()];
+        let cleared = self.core.clear();
+        drop((caches, cleared)); // after the locks are released: finalizers may run
+    }
+
+    /// `Channel[int]` in annotations.
+    #[classmethod]
+    #[pyo3(signature = (item, /))]
+    fn __class_getitem__<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = cls.py();
+        py.import("types")?.getattr("GenericAlias")?.call1((cls, item))
     }
 
     /// Appends `item`; never blocks. Raises ChannelClosed once the channel is closed.
     fn send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
-        match self.core.send(item) {
-            Ok(wakeups) => wake_all(py, &self.core, wakeups),
-            Err(_) => Err(closed_for_send()),
-        }
+        self.send_item(py, item)
     }
 
     /// Appends `item` and returns True, or returns False if the channel is closed.
     fn try_send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
-        match self.core.send(item) {
-            Ok(wakeups) => wake_all(py, &self.core, wakeups).map(|()| true),
-            Err(_) => Ok(false),
-        }
+        self.try_send_item(py, item)
     }
 
     /// Appends every item of `items` in order, atomically with respect to receivers.
     fn send_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
-        let batch: Vec<Py<PyAny>> = items
-            .try_iter()?
-            .map(|item| item.map(Bound::unbind))
-            .collect::<PyResult<_>>()?;
-        match self.core.send_many(batch) {
-            Ok(wakeups) => wake_all(py, &self.core, wakeups),
+        match self.core().send_many(collect_items(items)?) {
+            Ok(wakeups) => wake_all(py, self.core(), wakeups),
             Err(_) => Err(closed_for_send()),
         }
     }
@@ -110,7 +217,7 @@ impl Channel {
 
     /// Takes the next item if one is queued, else returns `rillet.EMPTY`.
     fn try_recv(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        match self.core.try_recv() {
+        match self.core().try_recv() {
             TryRecv::Item(item) => Ok(item),
             TryRecv::Empty => Ok(empty(py).clone_ref(py).into_any()),
             TryRecv::Ended(end) => Err(ended_error(py, end)),
@@ -127,21 +234,21 @@ impl Channel {
     ) -> PyResult<Bound<'py, PyList>> {
         let max_items = check_max_items(max_items)?;
         let deadline = deadline_after(timeout)?;
-        let batch = self.core.try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
+        let batch = self.core().try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
         if !batch.is_empty() {
             return PyList::new(py, batch);
         }
         let Some(first) = self.recv_until(py, deadline)? else {
             return Err(PyTimeoutError::new_err("no item arrived in time"));
         };
-        let rest = self.core.try_recv_many(max_items - 1).unwrap_or_default();
+        let rest = self.core().try_recv_many(max_items - 1).unwrap_or_default();
         PyList::new(py, std::iter::once(first).chain(rest))
     }
 
     /// Returns up to `max_items` queued items without waiting (possibly an empty list).
     fn try_recv_many<'py>(&self, py: Python<'py>, max_items: i64) -> PyResult<Bound<'py, PyList>> {
         let max_items = check_max_items(max_items)?;
-        let batch = self.core.try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
+        let batch = self.core().try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
         PyList::new(py, batch)
     }
 
@@ -153,8 +260,8 @@ impl Channel {
             None => Ended::Closed,
             Some(err) => Ended::Failed(Arc::new(exception_instance(&err)?)),
         };
-        match self.core.close(end) {
-            Some(waiters) => wake_all(py, &self.core, waiters.into_iter().collect()),
+        match self.core().close(end) {
+            Some(waiters) => wake_all(py, self.core(), waiters),
             None => Ok(()),
         }
     }
@@ -162,16 +269,16 @@ impl Channel {
     /// True once `close` has been called (items may still be queued).
     #[getter]
     fn closed(&self) -> bool {
-        self.core.is_closed()
+        self.core().is_closed()
     }
 
     fn __len__(&self) -> usize {
-        self.core.len()
+        self.core().len()
     }
 
     fn __repr__(&self) -> String {
-        let state = if self.core.is_closed() { "closed" } else { "open" };
-        format!("<rillet.Channel {state}, {} queued>", self.core.len())
+        let state = if self.core().is_closed() { "closed" } else { "open" };
+        format!("<rillet.Channel {state}, {} queued>", self.core().len())
     }
 
     fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -179,29 +286,32 @@ impl Channel {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        match self.recv_until(py, None) {
-            Ok(item) => Ok(item),
-            Err(err) if err.is_instance_of::<ChannelClosed>(py) => Ok(None),
-            Err(err) => Err(err),
-        }
+        self.next_item(py)
     }
 
-    /// Registers `fut` (of `event_loop`) to be resolved when an item may be ready.
-    ///
-    /// Returns False, without registering, if an item is ready or the channel ended: the
-    /// caller should call `try_recv` again. Used by the asyncio receive path in Python.
-    fn _park(&self, fut: Py<PyAny>, event_loop: Py<PyAny>) -> bool {
-        let waiter = AsyncWaiter { fut, event_loop, thread: thread::current().id() };
-        matches!(self.core.park(waiter), Park::Parked)
+    /// Awaitable: the next item, waiting for one if the channel is empty.
+    fn recv_async(slf: &Bound<'_, Self>) -> PyResult<Py<Recv>> {
+        Self::awaitable(slf, |ch| &ch.recv_awaitable, EndAs::ChannelClosed)
     }
 
-    /// Withdraws `fut` after its receiver gave up; passes an unused wakeup on.
-    fn _unpark(&self, py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<()> {
-        let next = self.core.unpark(|w| w.fut.as_ptr() == fut.as_ptr());
-        match next {
-            Some(w) => wake_all(py, &self.core, Wakeups::from_iter([w])),
-            None => Ok(()),
-        }
+    /// Awaitable: waits for at least one item, then returns up to `max_items` in a list.
+    fn recv_many_async(slf: &Bound<'_, Self>, max_items: i64) -> PyResult<Recv> {
+        let want = Want::Many(check_max_items(max_items)?);
+        Ok(Recv::new(slf.clone().unbind(), want, EndAs::ChannelClosed))
+    }
+
+    fn __aiter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __anext__(slf: &Bound<'_, Self>) -> PyResult<Py<Recv>> {
+        Self::next_awaitable(slf)
+    }
+
+    /// How many times an async receiver parked (waited for an empty channel).
+    #[getter]
+    fn _parks(&self) -> u64 {
+        self.parks.load(Ordering::Relaxed)
     }
 }
 
@@ -210,7 +320,7 @@ impl Channel {
     /// ends (Err). Releases the interpreter only while actually waiting, and wakes regularly
     /// so that Ctrl-C on the main thread raises KeyboardInterrupt promptly.
     fn recv_until(&self, py: Python<'_>, deadline: Option<Instant>) -> PyResult<Option<Py<PyAny>>> {
-        match self.core.try_recv() {
+        match self.core().try_recv() {
             TryRecv::Item(item) => return Ok(Some(item)),
             TryRecv::Ended(end) => return Err(ended_error(py, end)),
             TryRecv::Empty => {}
@@ -220,7 +330,7 @@ impl Channel {
                 None => SIGNAL_CHECK_INTERVAL,
                 Some(d) => d.saturating_duration_since(Instant::now()).min(SIGNAL_CHECK_INTERVAL),
             };
-            match py.detach(|| self.core.wait_recv(slice)) {
+            match py.detach(|| self.core().wait_recv(slice)) {
                 Waited::Item(item) => return Ok(Some(item)),
                 Waited::Ended(end) => return Err(ended_error(py, end)),
                 Waited::TimedOut => {
@@ -239,16 +349,23 @@ impl Channel {
 /// On the waiter's own thread the future is resolved directly (no syscall); elsewhere the
 /// wakeup goes through `loop.call_soon_threadsafe`. A waiter whose loop has closed cannot
 /// take its item, so its wakeup is passed to the next parked receiver.
-fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
+#[inline]
+pub fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
     if wakeups.is_empty() {
-        return Ok(());
+        return Ok(()); // the common case: nobody was parked
     }
+    wake_parked(py, core, wakeups)
+}
+
+#[inline(never)]
+fn wake_parked(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
     let me = thread::current().id();
-    let mut pending: Vec<AsyncWaiter> = wakeups.into_vec();
+    let mut pending = wakeups;
     while let Some(w) = pending.pop() {
         let fut = w.fut.bind(py);
         let delivered = if w.thread == me {
-            resolve_future(fut)
+            resolve_future(fut);
+            true
         } else {
             w.event_loop
                 .bind(py)
@@ -262,14 +379,12 @@ fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyRes
     Ok(())
 }
 
-/// `fut.set_result(None)` unless it is already done (cancelled receivers are).
-pub(crate) fn resolve_future(fut: &Bound<'_, PyAny>) -> bool {
+/// Resolves a parked receiver's future. A future that is already done was cancelled: its
+/// receiver passes the wakeup on itself (see `_unpark`), so that still counts as delivered.
+pub(crate) fn resolve_future(fut: &Bound<'_, PyAny>) {
     let py = fut.py();
-    match fut.call_method0(pyo3::intern!(py, "done")) {
-        Ok(done) if done.is_truthy().unwrap_or(true) => true,
-        Ok(_) => fut.call_method1(pyo3::intern!(py, "set_result"), (py.None(),)).is_ok(),
-        Err(_) => false,
-    }
+    // Calling set_result and ignoring InvalidStateError is one call instead of done() first.
+    let _ = fut.call_method1(pyo3::intern!(py, "set_result"), (py.None(),));
 }
 
 #[pyfunction]
@@ -287,11 +402,34 @@ pub(crate) fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
         .bind(py)
 }
 
-fn ended_error(py: Python<'_>, end: Ended<Arc<Py<PyAny>>>) -> PyErr {
+pub fn ended_error(py: Python<'_>, end: Ended<EndError>) -> PyErr {
     match end {
         Ended::Closed => ChannelClosed::new_err("the channel is closed and has no items left"),
         Ended::Failed(err) => PyErr::from_value(err.bind(py).clone()),
     }
+}
+
+/// The items of an iterable, in order. Lists and tuples (what batching producers pass) are
+/// read directly, without the iterator protocol.
+fn collect_items(items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+    if let Ok(list) = items.cast::<PyList>() {
+        // A snapshot under the list's lock, so a concurrent mutation cannot tear it.
+        return Ok(pyo3::sync::critical_section::with_critical_section(list, || {
+            let py = list.py();
+            (0..list.len())
+                .map(|i| {
+                    // SAFETY: i < len, and the list cannot change while we hold its lock (the
+                    // GIL, or the critical section on free-threaded builds).
+                    unsafe { Bound::from_borrowed_ptr(py, ffi::PyList_GET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t)) }
+                        .unbind()
+                })
+                .collect()
+        }));
+    }
+    if let Ok(tuple) = items.cast::<PyTuple>() {
+        return Ok(tuple.iter().map(Bound::unbind).collect());
+    }
+    items.try_iter()?.map(|item| item.map(Bound::unbind)).collect()
 }
 
 fn closed_for_send() -> PyErr {

@@ -3,5 +3,7 @@
 pub mod channel;
 pub mod errors;
 pub mod concat;
+pub mod fast_paths;
 pub mod message;
+pub mod recv_awaitable;
 pub mod stream;

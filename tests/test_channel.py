@@ -1,0 +1,626 @@
+"""Behaviour of rillet.Channel that producers and consumers rely on."""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import gc
+import math
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from rillet import EMPTY, Channel, ChannelClosed, RilletError
+
+
+class Boom(RuntimeError):
+    pass
+
+
+# -- sending and receiving ------------------------------------------------------------------
+
+
+def test_fifo_across_send_and_send_many() -> None:
+    ch: Channel[int] = Channel()
+    ch.send(1)
+    ch.send_many([2, 3])
+    ch.send_many(iter(range(4, 6)))
+    assert len(ch) == 5
+    assert [ch.recv() for _ in range(5)] == [1, 2, 3, 4, 5]
+    assert len(ch) == 0
+
+
+def test_try_recv_returns_the_sentinel_when_empty() -> None:
+    ch: Channel[int] = Channel()
+    assert ch.try_recv() is EMPTY
+    assert not EMPTY
+    assert repr(EMPTY) == "rillet.EMPTY"
+    ch.send(None)
+    assert ch.try_recv() is None  # None is an ordinary item
+
+
+def test_recv_many_returns_between_one_and_max_items() -> None:
+    ch: Channel[int] = Channel()
+    ch.send_many(range(10))
+    assert ch.recv_many(3) == [0, 1, 2]
+    assert ch.recv_many(100) == [3, 4, 5, 6, 7, 8, 9]
+    assert ch.try_recv_many(5) == []
+
+
+def test_recv_many_waits_for_the_first_item() -> None:
+    ch: Channel[int] = Channel()
+    threading.Timer(0.05, ch.send_many, args=([7, 8],)).start()
+    assert ch.recv_many(10, timeout=5) in ([7], [7, 8])
+
+
+def test_send_many_is_atomic_for_receivers() -> None:
+    ch: Channel[int] = Channel()
+    ch.send_many(range(1000))
+    assert ch.recv_many(1000) == list(range(1000))
+
+
+def test_send_many_with_a_failing_iterable_sends_nothing() -> None:
+    def items() -> Any:
+        yield 1
+        raise Boom("iteration failed")
+
+    ch: Channel[int] = Channel()
+    with pytest.raises(Boom):
+        ch.send_many(items())
+    assert len(ch) == 0
+
+
+# -- close, drain and errors ----------------------------------------------------------------
+
+
+def test_close_drains_then_raises_channel_closed() -> None:
+    ch: Channel[int] = Channel()
+    ch.send_many([1, 2])
+    ch.close()
+    assert ch.closed
+    assert ch.recv() == 1
+    assert ch.try_recv() == 2
+    for receive in (ch.recv, ch.try_recv, lambda: ch.recv_many(3), lambda: ch.try_recv_many(3)):
+        with pytest.raises(ChannelClosed):
+            receive()
+    assert issubclass(ChannelClosed, RilletError)
+
+
+def test_close_is_idempotent_and_the_first_close_wins() -> None:
+    ch: Channel[int] = Channel()
+    ch.close(Boom("first"))
+    ch.close()
+    ch.close(ValueError("second"))
+    with pytest.raises(Boom, match="first"):
+        ch.recv()
+
+
+def test_sending_after_close() -> None:
+    ch: Channel[int] = Channel()
+    ch.close()
+    with pytest.raises(ChannelClosed, match="try_send"):
+        ch.send(1)
+    with pytest.raises(ChannelClosed):
+        ch.send_many([1])
+    assert ch.try_send(1) is False
+    assert len(ch) == 0
+
+
+def test_close_with_error_reaches_every_receiver_after_the_items() -> None:
+    ch: Channel[int] = Channel()
+    ch.send(1)
+    ch.close(Boom("producer failed"))
+    assert list_until_error(ch) == ([1], "producer failed")
+    with pytest.raises(Boom):
+        ch.recv()  # the end is sticky
+
+
+def test_close_accepts_an_exception_class() -> None:
+    ch: Channel[int] = Channel()
+    ch.close(Boom)
+    with pytest.raises(Boom):
+        ch.recv()
+
+
+def test_close_rejects_what_is_not_an_exception() -> None:
+    ch: Channel[int] = Channel()
+    with pytest.raises(TypeError, match="exception instance or class, not str"):
+        ch.close("oops")  # type: ignore[arg-type]
+    assert not ch.closed
+
+
+def test_iteration_ends_at_close() -> None:
+    ch: Channel[int] = Channel()
+    ch.send_many([1, 2, 3])
+    ch.close()
+    assert list(ch) == [1, 2, 3]
+    assert list(ch) == []
+
+
+def test_async_iteration_ends_at_close_or_raises_the_error() -> None:
+    async def collect(ch: Channel[int]) -> list[int]:
+        return [x async for x in ch]
+
+    ok: Channel[int] = Channel()
+    ok.send_many([1, 2])
+    ok.close()
+    assert asyncio.run(collect(ok)) == [1, 2]
+
+    failed: Channel[int] = Channel()
+    failed.send(1)
+    failed.close(Boom("late"))
+    with pytest.raises(Boom, match="late"):
+        asyncio.run(collect(failed))
+
+
+def test_close_wakes_blocked_and_awaiting_receivers() -> None:
+    ch: Channel[int] = Channel()
+    outcome: list[str] = []
+
+    def blocked() -> None:
+        try:
+            ch.recv()
+        except ChannelClosed:
+            outcome.append("thread")
+
+    async def awaiting() -> None:
+        try:
+            await ch.recv_async()
+        except ChannelClosed:
+            outcome.append("task")
+
+    t = threading.Thread(target=blocked)
+    t.start()
+
+    async def main() -> None:
+        task = asyncio.create_task(awaiting())
+        await asyncio.sleep(0.05)
+        await asyncio.to_thread(ch.close)
+        await task
+
+    asyncio.run(main())
+    t.join(5)
+    assert sorted(outcome) == ["task", "thread"]
+
+
+def list_until_error(ch: Channel[int]) -> tuple[list[int], str]:
+    got: list[int] = []
+    try:
+        for x in ch:
+            got.append(x)
+    except Boom as e:
+        return got, str(e)
+    raise AssertionError("expected the close error")
+
+
+# -- timeouts and bad arguments -------------------------------------------------------------
+
+
+def test_recv_timeout_raises_timeout_error() -> None:
+    ch: Channel[int] = Channel()
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        ch.recv(timeout=0.1)
+    assert time.monotonic() - start >= 0.09
+    with pytest.raises(TimeoutError):
+        ch.recv(timeout=0)
+    with pytest.raises(TimeoutError):
+        ch.recv_many(3, timeout=0.01)
+
+
+def test_a_huge_timeout_means_wait() -> None:
+    ch: Channel[int] = Channel()
+    threading.Timer(0.05, ch.send, args=(1,)).start()
+    assert ch.recv(timeout=1e300) == 1
+
+
+@pytest.mark.parametrize("bad", [-1, -0.001, math.nan])
+def test_negative_or_nan_timeouts_are_rejected(bad: float) -> None:
+    ch: Channel[int] = Channel()
+    with pytest.raises(ValueError, match="non-negative number of seconds"):
+        ch.recv(timeout=bad)
+    with pytest.raises(ValueError, match="non-negative"):
+        ch.recv_many(1, timeout=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_recv_many_needs_at_least_one(bad: int) -> None:
+    ch: Channel[int] = Channel()
+    ch.send(1)
+    with pytest.raises(ValueError, match="max_items must be at least 1"):
+        ch.recv_many(bad)
+    with pytest.raises(ValueError, match="at least 1"):
+        ch.try_recv_many(bad)
+    with pytest.raises(ValueError, match="at least 1"):
+        asyncio.run(ch.recv_many_async(bad))
+    assert ch.recv() == 1  # nothing was consumed
+
+
+def test_len_closed_and_repr() -> None:
+    ch: Channel[int] = Channel()
+    ch.send_many([1, 2])
+    assert (len(ch), ch.closed, repr(ch)) == (2, False, "<rillet.Channel open, 2 queued>")
+    ch.close()
+    assert repr(ch) == "<rillet.Channel closed, 2 queued>"
+
+
+# -- asyncio --------------------------------------------------------------------------------
+
+
+def test_recv_async_and_recv_many_async() -> None:
+    async def main() -> tuple[int, list[int], list[int]]:
+        ch: Channel[int] = Channel()
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.02, ch.send, 1)
+        first = await ch.recv_async()
+        loop.call_later(0.02, ch.send_many, [2, 3, 4])
+        batch = await ch.recv_many_async(2)
+        rest = await ch.recv_many_async(10)
+        return first, batch, rest
+
+    assert asyncio.run(main()) == (1, [2, 3], [4])
+
+
+def test_cancelled_receiver_passes_its_wakeup_on() -> None:
+    """A receiver woken for an item, then cancelled before it ran, must not strand the item."""
+
+    async def main() -> int:
+        ch: Channel[int] = Channel()
+        first = asyncio.create_task(ch.recv_async())
+        second = asyncio.create_task(ch.recv_async())
+        await asyncio.sleep(0)  # both park, first in line
+        ch.send(42)  # wakes `first` only (one item, one wakeup)
+        first.cancel()  # ... which is cancelled before it could take the item
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return await asyncio.wait_for(second, 5)
+
+    assert asyncio.run(main()) == 42
+
+
+def test_cancelling_a_parked_receiver_loses_nothing() -> None:
+    async def main() -> list[int]:
+        ch: Channel[int] = Channel()
+        waiting = asyncio.create_task(ch.recv_async())
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        ch.send_many([1, 2])
+        return [await ch.recv_async(), await ch.recv_async()]
+
+    assert asyncio.run(main()) == [1, 2]
+
+
+def test_wait_for_timeout_on_recv_async_loses_nothing() -> None:
+    async def main() -> list[int]:
+        ch: Channel[int] = Channel()
+        for _ in range(20):
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(ch.recv_async(), 0.001)
+        ch.send_many(range(3))
+        return [await ch.recv_async() for _ in range(3)]
+
+    assert asyncio.run(main()) == [0, 1, 2]
+
+
+def test_cancel_storm_delivers_every_item_exactly_once() -> None:
+    items = 3000
+
+    async def main() -> list[int]:
+        ch: Channel[int] = Channel()
+        got: list[int] = []
+
+        async def consumer() -> None:
+            while True:
+                try:
+                    got.append(await ch.recv_async())
+                except ChannelClosed:
+                    return
+
+        async def canceller() -> None:
+            # Keep starting receivers that get cancelled at random points.
+            for i in range(items // 3):
+                t = asyncio.create_task(ch.recv_async())
+                await asyncio.sleep(0)
+                if not t.done():
+                    t.cancel()
+                try:
+                    got.append(await t)
+                except asyncio.CancelledError:
+                    pass
+                if i % 7 == 0:
+                    await asyncio.sleep(0)
+
+        consumers = [asyncio.create_task(consumer()) for _ in range(3)]
+
+        def produce() -> None:
+            for i in range(items):
+                ch.send(i)
+                if i % 50 == 0:
+                    time.sleep(0.0005)
+
+        storm = asyncio.create_task(canceller())
+        await asyncio.to_thread(produce)
+        await storm
+        ch.close()
+        await asyncio.wait_for(asyncio.gather(*consumers), 10)
+        return got
+
+    got = asyncio.run(main())
+    assert sorted(got) == list(range(items))
+
+
+def test_receiver_on_another_event_loop_than_the_sender() -> None:
+    ch: Channel[int] = Channel()
+    received: list[int] = []
+    ready = threading.Event()
+
+    def receiver_loop() -> None:
+        async def main() -> None:
+            ready.set()
+            async for x in ch:
+                received.append(x)
+
+        asyncio.run(main())
+
+    t = threading.Thread(target=receiver_loop)
+    t.start()
+    ready.wait(5)
+
+    async def sender() -> None:
+        for i in range(500):
+            ch.send(i)
+            if i % 10 == 0:
+                await asyncio.sleep(0.001)
+        ch.close()
+
+    asyncio.run(sender())
+    t.join(10)
+    assert received == list(range(500))
+
+
+def test_a_receiver_whose_loop_closed_passes_its_wakeup_on() -> None:
+    ch: Channel[int] = Channel()
+    dead_loop = asyncio.new_event_loop()
+
+    async def receive() -> int:
+        return await ch.recv_async()
+
+    stranded = dead_loop.create_task(receive())
+    dead_loop.run_until_complete(asyncio.sleep(0.01))  # the task parks in the channel
+    assert ch._parks == 1
+    dead_loop.close()  # ... and can never run again
+
+    def send_later() -> None:
+        time.sleep(0.05)
+        ch.send(5)  # wakes the dead waiter first, which must hand the item on
+
+    threading.Thread(target=send_later).start()
+    assert asyncio.run(asyncio.wait_for(receive(), 5)) == 5
+    del stranded
+
+
+class CountingLoop(asyncio.SelectorEventLoop):
+    """Counts cross-thread wakeups (each one writes to the loop's self-pipe)."""
+
+    threadsafe_calls = 0
+
+    def call_soon_threadsafe(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.threadsafe_calls += 1
+        return super().call_soon_threadsafe(*args, **kwargs)
+
+
+def test_cross_thread_wakeups_are_one_per_parked_waiter_not_per_item() -> None:
+    ch: Channel[int] = Channel()
+    loop = CountingLoop()
+    items = 20_000
+
+    def produce() -> None:
+        for i in range(items):
+            ch.send(i)
+        ch.close()
+
+    async def consume() -> list[int]:
+        threading.Thread(target=produce).start()
+        return [x async for x in ch]
+
+    try:
+        assert loop.run_until_complete(consume()) == list(range(items))
+    finally:
+        loop.close()
+    assert loop.threadsafe_calls <= ch._parks
+    assert loop.threadsafe_calls < items // 10
+
+
+def test_a_sender_on_the_receivers_loop_thread_wakes_it_without_a_syscall() -> None:
+    ch: Channel[int] = Channel()
+    loop = CountingLoop()
+
+    async def main() -> list[int]:
+        async def produce() -> None:
+            for i in range(100):
+                ch.send(i)
+                await asyncio.sleep(0)
+            ch.close()
+
+        producer = asyncio.create_task(produce())
+        got = [x async for x in ch]
+        await producer
+        return got
+
+    try:
+        assert loop.run_until_complete(main()) == list(range(100))
+    finally:
+        loop.close()
+    assert ch._parks > 0
+    assert loop.threadsafe_calls == 0
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------
+
+
+def test_ctrl_c_interrupts_a_blocked_recv_promptly() -> None:
+    ch: Channel[int] = Channel()
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        ch.recv()
+    assert time.monotonic() - start < 2.0
+    ch.send(1)
+    assert ch.recv() == 1  # the channel is still usable
+
+
+def test_sigint_interrupts_a_blocked_recv_in_a_real_process() -> None:
+    code = (
+        "import sys, rillet\n"
+        "ch = rillet.Channel()\n"
+        "print('blocking', flush=True)\n"
+        "try:\n"
+        "    ch.recv()\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(3)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "blocking"
+    time.sleep(0.2)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=5) == 3
+    assert time.monotonic() - start < 1.0
+    assert proc.stdout.read().strip() == "interrupted"
+
+
+# -- the native awaitable -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("item", [1, None, (1, 2), ValueError("an item, not an error")], ids=repr)
+def test_await_protocol_without_am_send(item: object) -> None:
+    """Debuggers and tracers drive awaitables through __next__/send; values survive intact."""
+    ch: Channel[object] = Channel()
+    ch.send_many([item, item])
+    for step in (lambda it: next(it), lambda it: it.send(None)):
+        with pytest.raises(StopIteration) as stop:
+            step(ch.recv_async().__await__())
+        assert stop.value.value == item or stop.value.value is item
+
+
+def test_awaiting_under_a_tracer_takes_the_slow_path_correctly() -> None:
+    async def main() -> list[object]:
+        ch: Channel[object] = Channel()
+        asyncio.get_running_loop().call_later(0.01, ch.send_many, [(1, 2), None])
+        return [await ch.recv_async(), await ch.recv_async()]
+
+    sys.settrace(lambda *args: None)
+    try:
+        got = asyncio.run(main())
+    finally:
+        sys.settrace(None)
+    assert got == [(1, 2), None]
+
+
+def test_an_abandoned_wait_does_not_swallow_a_wakeup() -> None:
+    async def main() -> int:
+        ch: Channel[int] = Channel()
+        abandoned = ch.recv_async().__await__()
+        abandoned.send(None)  # parks first in line, then its owner forgets it
+        waiting = asyncio.create_task(ch.recv_async())  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        assert ch._parks == 2
+        del abandoned
+        gc.collect()
+        ch.send(1)  # one item, one wakeup: it must reach the live receiver
+        return await asyncio.wait_for(waiting, 5)
+
+    assert asyncio.run(main()) == 1
+
+
+def test_closing_an_awaiting_coroutine_withdraws_it() -> None:
+    async def main() -> int:
+        ch: Channel[int] = Channel()
+
+        async def receive() -> int:
+            return await ch.recv_async()
+
+        coro = receive()
+        coro.send(None)  # parked
+        waiting = asyncio.create_task(receive())
+        await asyncio.sleep(0)
+        coro.close()  # GeneratorExit reaches the awaitable's close()
+        ch.send(2)
+        return await asyncio.wait_for(waiting, 5)
+
+    assert asyncio.run(main()) == 2
+
+
+def test_recv_async_needs_a_running_loop_only_to_wait() -> None:
+    ch: Channel[int] = Channel()
+    ch.send(1)
+    with pytest.raises(StopIteration):
+        next(ch.recv_async().__await__())  # ready: no loop needed
+    with pytest.raises(RuntimeError, match="no running event loop"):
+        next(ch.recv_async().__await__())
+
+
+def test_channel_is_generic_in_annotations() -> None:
+    alias = Channel[int]
+    assert alias.__origin__ is Channel and alias.__args__ == (int,)
+    assert isinstance(alias(), Channel)
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+class Tracked:
+    """An item that records when it is freed."""
+
+    freed: list[str] = []
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ref: object = None
+
+    def __del__(self) -> None:
+        Tracked.freed.append(self.name)
+
+
+def test_items_of_a_dropped_channel_are_freed() -> None:
+    Tracked.freed.clear()
+    ch: Channel[Tracked] = Channel()
+    ch.send_many([Tracked("a"), Tracked("b")])
+    del ch
+    assert sorted(Tracked.freed) == ["a", "b"]
+
+
+def test_reference_cycles_through_a_channel_are_collected() -> None:
+    Tracked.freed.clear()
+    gc.disable()
+    try:
+        ch: Channel[Tracked] = Channel()
+
+        async def use_async_paths() -> None:
+            ch.send(Tracked("warm-up"))
+            async for _ in ch:
+                break  # leaves the cached awaitable in place
+
+        asyncio.run(use_async_paths())
+        item = Tracked("in a cycle")
+        item.ref = ch  # channel -> item -> channel
+        ch.send(item)
+        error = RuntimeError("closing error")
+        error.args = (ch,)  # channel -> error -> channel
+        ch.close(error)
+        del ch, item, error
+        gc.collect()
+    finally:
+        gc.enable()
+    assert "in a cycle" in Tracked.freed
