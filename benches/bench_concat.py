@@ -98,24 +98,28 @@ def check(content: str, args0: str) -> None:
 
 @pytest.mark.benchmark(group="concat 1203 chunks")
 def test_rillet_concat_messages(benchmark: Any) -> None:
+    benchmark.extra_info["impl"] = "rillet"  # benches/conftest.py prints the ratios
     out = benchmark(rillet.concat_messages, MESSAGES)
     check(out.content, out.tool_calls[0].function.arguments)
 
 
 @pytest.mark.benchmark(group="concat 1203 chunks")
 def test_rillet_concat_dict_chunks(benchmark: Any) -> None:
+    benchmark.extra_info["impl"] = "rillet dicts"  # benches/conftest.py prints the ratios
     out = benchmark(rillet.concat_messages, DICTS)
     check(out.content, out.tool_calls[0].function.arguments)
 
 
 @pytest.mark.benchmark(group="concat 1203 chunks")
 def test_python_reference_concat(benchmark: Any) -> None:
+    benchmark.extra_info["impl"] = "python reference"  # benches/conftest.py prints the ratios
     out = benchmark(reference_concat, DICTS)
     check(out["content"], out["tool_calls"][0]["function"]["arguments"])
 
 
 @pytest.mark.benchmark(group="concat 1203 chunks")
 def test_langchain_add_ai_message_chunks(benchmark: Any) -> None:
+    benchmark.extra_info["impl"] = "langchain add"  # benches/conftest.py prints the ratios
     from langchain_core.messages.ai import add_ai_message_chunks
 
     chunks = langchain_chunks(DICTS)
@@ -125,6 +129,7 @@ def test_langchain_add_ai_message_chunks(benchmark: Any) -> None:
 
 @pytest.mark.benchmark(group="concat 1203 chunks")
 def test_langchain_pairwise_sum(benchmark: Any) -> None:
+    benchmark.extra_info["impl"] = "langchain a+b"  # benches/conftest.py prints the ratios
     chunks = langchain_chunks(DICTS)
     out = benchmark.pedantic(lambda: reduce(add, chunks), rounds=5, iterations=1)
     check(out.content, out.tool_call_chunks[0]["args"])
@@ -154,6 +159,7 @@ def python_tee2_concat() -> tuple[int, dict[str, Any]]:
 
 @pytest.mark.benchmark(group="copy(2) + concat of a 1203-chunk stream")
 def test_rillet_copy2_concat(benchmark: Any) -> None:
+    benchmark.extra_info["impl"] = "rillet"  # benches/conftest.py prints the ratios
     seen, out = benchmark(rillet_copy2_concat)
     assert seen == len(MESSAGES)
     check(out.content, out.tool_calls[0].function.arguments)
@@ -161,6 +167,7 @@ def test_rillet_copy2_concat(benchmark: Any) -> None:
 
 @pytest.mark.benchmark(group="copy(2) + concat of a 1203-chunk stream")
 def test_python_tee2_concat(benchmark: Any) -> None:
+    benchmark.extra_info["impl"] = "python tee"  # benches/conftest.py prints the ratios
     seen, out = benchmark(python_tee2_concat)
     assert seen == len(DICTS)
     check(out["content"], out["tool_calls"][0]["function"]["arguments"])
