@@ -4,6 +4,9 @@
 //! `py` holds the thin PyO3 bindings, exposed to Python as `rillet._native`.
 
 pub mod channel;
+pub mod concat;
+pub mod message;
+pub mod stream;
 pub mod py;
 
 use pyo3::prelude::*;
@@ -17,7 +20,16 @@ mod _native {
     #[pymodule_export]
     use crate::py::recv_awaitable::Recv;
     #[pymodule_export]
-    use crate::py::errors::{ChannelClosed, RilletError};
+    use crate::py::errors::{ChannelClosed, RilletError, StreamEOF};
+    #[pymodule_export]
+    use crate::py::stream::{
+        concat_message_stream, convert_stream, merge_named_streams, merge_streams, pipe, stream_from_list,
+        NoValue, SourceEOF, StreamReader, StreamWriter,
+    };
+    #[pymodule_export]
+    use crate::py::message::{ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage};
+    #[pymodule_export]
+    use crate::py::concat::{concat_messages, MessageAccumulator};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -25,6 +37,8 @@ mod _native {
         crate::py::fast_paths::install(m.py())?;
         m.add("EMPTY", crate::py::channel::empty(m.py()))?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("NO_VALUE", crate::py::stream::no_value(m.py()))?;
+        m.add("ConcatError", crate::py::errors::concat_error_type(m.py())?)?;
         Ok(())
     }
 }

@@ -1,7 +1,9 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
+from rillet import schema
 from rillet._native import EMPTY, Channel, ChannelClosed, RilletError, __version__
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
+from rillet.schema import *  # noqa: F403  (messages and streams: see schema.__all__)
 
 __all__ = [
     "EMPTY",
@@ -13,3 +15,4 @@ __all__ = [
     "__version__",
     "new_event_pair",
 ]
+__all__ += schema.__all__

@@ -25,7 +25,7 @@ use crate::py::errors::ChannelClosed;
 use crate::py::recv_awaitable::{EndAs, Recv, Want};
 
 /// How long a blocked `recv` sleeps before re-checking for Ctrl-C.
-const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
+pub(crate) const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
 /// A parked asyncio receiver: the future to resolve and the loop it belongs to.
 pub struct AsyncWaiter {
@@ -381,7 +381,7 @@ fn wake_parked(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> Py
 
 /// Resolves a parked receiver's future. A future that is already done was cancelled: its
 /// receiver passes the wakeup on itself (see `_unpark`), so that still counts as delivered.
-fn resolve_future(fut: &Bound<'_, PyAny>) {
+pub(crate) fn resolve_future(fut: &Bound<'_, PyAny>) {
     let py = fut.py();
     // Calling set_result and ignoring InvalidStateError is one call instead of done() first.
     let _ = fut.call_method1(pyo3::intern!(py, "set_result"), (py.None(),));
@@ -394,7 +394,7 @@ fn _resolve_future(fut: &Bound<'_, PyAny>) {
 
 static RESOLVER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
+pub(crate) fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
     RESOLVER
         .get_or_init(py, || {
             wrap_pyfunction!(_resolve_future, py).expect("creating the wakeup callback").into_any().unbind()
@@ -454,7 +454,7 @@ fn exception_instance(err: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     )))
 }
 
-fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> {
+pub(crate) fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> {
     let Some(secs) = timeout else { return Ok(None) };
     if !(secs >= 0.0) {
         return Err(PyValueError::new_err(format!(

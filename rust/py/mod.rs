@@ -2,5 +2,8 @@
 
 pub mod channel;
 pub mod errors;
+pub mod concat;
 pub mod fast_paths;
+pub mod message;
 pub mod recv_awaitable;
+pub mod stream;

@@ -1,0 +1,116 @@
+"""Messages and streams (Eino's ``schema`` package), backed by ``rillet._native``.
+
+* :class:`Message` and its parts; :func:`concat_messages` and :class:`MessageAccumulator`
+  join streamed chunks with Eino's rules (see ``docs`` and the docstrings).
+* :func:`pipe` makes a ``(StreamReader, StreamWriter)``; :func:`stream_from_list`,
+  :func:`merge_streams`, :func:`merge_named_streams`, :func:`convert_stream` and
+  ``reader.copy(n)`` build readers from readers; :func:`concat_message_stream` drains one.
+
+The data structures, the blocking paths and the per-chunk work are in Rust. This module adds
+the asyncio halves, which park a future in the stream and await it.
+
+Mutability: a :class:`Message` is mutable (``msg.content = "..."`` works) and safe to share
+between threads. Its parts (``ToolCall``, ``FunctionCall``, ``ResponseMeta``, ``Usage``,
+``ContentPart``) are immutable values, and the container attributes (``tool_calls``,
+``extra``, ``user_input_multi_content``) return copies: assign the attribute to change it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from rillet._native import (
+    EMPTY,
+    NO_VALUE,
+    ConcatError,
+    ContentPart,
+    FunctionCall,
+    Message,
+    MessageAccumulator,
+    ResponseMeta,
+    SourceEOF,
+    StreamEOF,
+    StreamReader,
+    StreamWriter,
+    ToolCall,
+    Usage,
+    concat_message_stream,
+    concat_messages,
+    convert_stream,
+    merge_named_streams,
+    merge_streams,
+    pipe,
+    stream_from_list,
+)
+
+__all__ = [
+    "NO_VALUE",
+    "ConcatError",
+    "ContentPart",
+    "FunctionCall",
+    "Message",
+    "MessageAccumulator",
+    "ResponseMeta",
+    "SourceEOF",
+    "StreamEOF",
+    "StreamReader",
+    "StreamWriter",
+    "ToolCall",
+    "Usage",
+    "aconcat_message_stream",
+    "concat_message_stream",
+    "concat_messages",
+    "convert_stream",
+    "merge_named_streams",
+    "merge_streams",
+    "pipe",
+    "stream_from_list",
+]
+
+
+async def _wait(subscribe: Any) -> None:
+    """Parks a future with ``subscribe(fut, loop)`` and awaits it, unless told to retry now.
+
+    Wakeups are level-triggered: the caller polls again after every wakeup. A waiter left
+    behind by a cancelled task is harmless; firing it later does nothing.
+    """
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+    if subscribe(fut, loop):
+        await fut
+
+
+async def _arecv(reader: StreamReader) -> Any:
+    while True:
+        item = reader._poll()
+        if item is not EMPTY:
+            return item
+        await _wait(reader._subscribe)
+
+
+async def _anext(reader: StreamReader) -> Any:
+    try:
+        return await _arecv(reader)
+    except StreamEOF:
+        raise StopAsyncIteration from None
+
+
+async def _asend(writer: StreamWriter, item: Any, is_error: bool) -> bool:
+    while True:
+        done = writer._try_send(item, is_error)
+        if done is not EMPTY:
+            return bool(done)
+        await _wait(writer._subscribe_space)
+
+
+async def aconcat_message_stream(reader: StreamReader) -> Message:
+    """``await`` twin of :func:`concat_message_stream`: drains ``reader`` without blocking
+    the loop, handing every batch of ready chunks to Rust in one call."""
+    acc = MessageAccumulator()
+    try:
+        while not reader._drain_into(acc):
+            await _wait(reader._subscribe)
+    finally:
+        reader.close()
+    return acc.finish()

@@ -1,0 +1,122 @@
+//! `concat_messages` and `MessageAccumulator`: Python entry points of [`crate::concat`].
+
+use parking_lot::Mutex;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::PyList;
+
+use crate::concat::{self as core, Accumulator, UsagePolicy};
+use crate::py::errors::concat_error_type;
+use crate::py::message::{with_chunk, Message};
+
+/// Raises `ConcatError` with the message of `err` and its `field` attribute set.
+pub(crate) fn concat_error(py: Python<'_>, err: core::ConcatError) -> PyErr {
+    match concat_error_type(py).and_then(|cls| cls.call1((err.message.as_str(),))) {
+        Ok(exc) => {
+            let _ = exc.setattr("field", err.field.as_str());
+            PyErr::from_value(exc)
+        }
+        Err(e) => e,
+    }
+}
+
+fn parse_policy(usage: &str) -> PyResult<UsagePolicy> {
+    UsagePolicy::parse(usage).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "usage must be 'max', 'sum' or 'last', not {usage:?}"
+        ))
+    })
+}
+
+/// Pushes one Python chunk (a Message, its dict form, or None, which is an error).
+pub(crate) fn push_chunk(acc: &mut Accumulator, chunk: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = chunk.py();
+    if chunk.is_none() {
+        return Err(concat_error(
+            py,
+            core::ConcatError::missing_chunk(acc.len()),
+        ));
+    }
+    with_chunk(chunk, |m| acc.push(m))?.map_err(|e| concat_error(py, e))
+}
+
+fn push_all(acc: &mut Accumulator, chunks: &Bound<'_, PyAny>) -> PyResult<()> {
+    if let Ok(list) = chunks.cast::<PyList>() {
+        // The common case: iterate the list directly, without an iterator object.
+        for chunk in list.iter() {
+            push_chunk(acc, &chunk)?;
+        }
+        return Ok(());
+    }
+    for chunk in chunks.try_iter()? {
+        push_chunk(acc, &chunk?)?;
+    }
+    Ok(())
+}
+
+/// Concatenates streamed message chunks into one new Message with Eino's rules.
+///
+/// `usage` combines the usage counters of several chunks: "max" (per field, Eino's rule and
+/// the default), "sum" or "last". Raises ConcatError on conflicting chunks.
+#[pyfunction]
+#[pyo3(signature = (chunks, *, usage="max"))]
+pub fn concat_messages(chunks: &Bound<'_, PyAny>, usage: &str) -> PyResult<Message> {
+    let mut acc = Accumulator::new(parse_policy(usage)?);
+    push_all(&mut acc, chunks)?;
+    Ok(Message::wrap(acc.finish()))
+}
+
+/// Concatenates chunks one at a time, e.g. while they stream in.
+///
+/// A chunk that `push` rejects (ConcatError) is not applied, so the accumulator stays usable.
+#[pyclass(frozen, module = "rillet", name = "MessageAccumulator")]
+pub struct MessageAccumulator {
+    acc: Mutex<Accumulator>,
+    policy: UsagePolicy,
+}
+
+#[pymethods]
+impl MessageAccumulator {
+    #[new]
+    #[pyo3(signature = (*, usage="max"))]
+    fn new(usage: &str) -> PyResult<Self> {
+        let policy = parse_policy(usage)?;
+        Ok(MessageAccumulator {
+            acc: Mutex::new(Accumulator::new(policy)),
+            policy,
+        })
+    }
+
+    pub(crate) fn push(&self, chunk: &Bound<'_, PyAny>) -> PyResult<()> {
+        push_chunk(&mut self.acc.lock_py_attached(chunk.py()), chunk)
+    }
+
+    /// Pushes every chunk in order; stops at the first rejected one.
+    fn push_many(&self, chunks: &Bound<'_, PyAny>) -> PyResult<()> {
+        // Dict chunks are read from Python while the lock is held, so another thread waiting
+        // for it must detach (lock_py_attached) rather than block the interpreter.
+        push_all(&mut self.acc.lock_py_attached(chunks.py()), chunks)
+    }
+
+    /// The message the chunks so far concatenate to; the accumulator goes on.
+    fn snapshot(&self, py: Python<'_>) -> Message {
+        Message::wrap(self.acc.lock_py_attached(py).snapshot())
+    }
+
+    /// The concatenated message; the accumulator starts over empty.
+    fn finish(&self, py: Python<'_>) -> Message {
+        let fresh = Accumulator::new(self.policy);
+        let acc = std::mem::replace(&mut *self.acc.lock_py_attached(py), fresh);
+        Message::wrap(acc.finish())
+    }
+
+    /// The number of chunks pushed since the last `finish`.
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.acc.lock_py_attached(py).len()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("<rillet.MessageAccumulator of {} chunks>", self.__len__(py))
+    }
+}
