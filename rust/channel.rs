@@ -271,13 +271,22 @@ impl<T, E: Clone, W> Channel<T, E, W> {
     /// Shows everything the channel holds to `visit`, for a garbage collector. Visits
     /// nothing if another thread holds the lock right now: a collector must never block, and
     /// under-reporting references only keeps objects alive.
-    pub fn try_visit<X>(&self, mut visit: impl FnMut(Held<'_, T, E, W>) -> Result<(), X>) -> Result<(), X> {
-        let Some(st) = self.state.try_lock() else { return Ok(()) };
-        st.queue.iter().try_for_each(|item| visit(Held::Item(item)))?;
+    pub fn try_visit<X>(
+        &self,
+        mut visit: impl FnMut(Held<'_, T, E, W>) -> Result<(), X>,
+    ) -> Result<(), X> {
+        let Some(st) = self.state.try_lock() else {
+            return Ok(());
+        };
+        st.queue
+            .iter()
+            .try_for_each(|item| visit(Held::Item(item)))?;
         if let Some(Ended::Failed(err)) = &st.ended {
             visit(Held::Error(err))?;
         }
-        st.async_waiters.iter().try_for_each(|w| visit(Held::Waiter(w)))
+        st.async_waiters
+            .iter()
+            .try_for_each(|w| visit(Held::Waiter(w)))
     }
 
     /// Empties the channel for a garbage collector breaking a reference cycle. What it held
@@ -324,12 +333,18 @@ mod tests {
         let ch = Ch::new();
         ch.send_many(vec![1, 2]).unwrap();
         assert!(ch.close(Ended::Failed("boom".into())).is_some());
-        assert!(ch.close(Ended::Closed).is_none(), "close is idempotent, first wins");
+        assert!(
+            ch.close(Ended::Closed).is_none(),
+            "close is idempotent, first wins"
+        );
         assert_eq!(ch.send(3), Err(3));
         assert_eq!(ch.send_many(vec![4]), Err(vec![4]));
         assert_eq!(ch.try_recv_many(10), Ok(vec![1, 2]));
         assert_eq!(ch.try_recv(), TryRecv::Ended(Ended::Failed("boom".into())));
-        assert_eq!(ch.wait_recv(Duration::from_secs(5)), Waited::Ended(Ended::Failed("boom".into())));
+        assert_eq!(
+            ch.wait_recv(Duration::from_secs(5)),
+            Waited::Ended(Ended::Failed("boom".into()))
+        );
     }
 
     #[test]
@@ -348,9 +363,16 @@ mod tests {
             Ok::<(), ()>(())
         })
         .unwrap();
-        assert_eq!(seen, ["item 1", "item 2", "error boom"], "close woke and removed the waiter");
+        assert_eq!(
+            seen,
+            ["item 1", "item 2", "error boom"],
+            "close woke and removed the waiter"
+        );
         let cleared = ch.clear();
-        assert_eq!((cleared.items.len(), cleared.error.as_deref()), (2, Some("boom")));
+        assert_eq!(
+            (cleared.items.len(), cleared.error.as_deref()),
+            (2, Some("boom"))
+        );
         assert_eq!(ch.try_recv(), TryRecv::Ended(Ended::Closed));
     }
 

@@ -6,8 +6,8 @@
 pub mod channel;
 pub mod concat;
 pub mod message;
-pub mod stream;
 pub mod py;
+pub mod stream;
 
 use pyo3::prelude::*;
 
@@ -18,18 +18,18 @@ mod _native {
     #[pymodule_export]
     use crate::py::channel::{Channel, Empty};
     #[pymodule_export]
-    use crate::py::recv_awaitable::Recv;
+    use crate::py::concat::{concat_messages, MessageAccumulator};
     #[pymodule_export]
     use crate::py::errors::{ChannelClosed, RilletError, StreamEOF};
     #[pymodule_export]
-    use crate::py::stream::{
-        concat_message_stream, convert_stream, merge_named_streams, merge_streams, pipe, stream_from_list,
-        NoValue, SourceEOF, StreamReader, StreamWriter,
-    };
-    #[pymodule_export]
     use crate::py::message::{ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage};
     #[pymodule_export]
-    use crate::py::concat::{concat_messages, MessageAccumulator};
+    use crate::py::recv_awaitable::Recv;
+    #[pymodule_export]
+    use crate::py::stream::{
+        concat_message_stream, convert_stream, merge_named_streams, merge_streams, pipe,
+        stream_from_list, NoValue, SourceEOF, StreamReader, StreamWriter,
+    };
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -35,7 +35,7 @@ class EventIterator(Generic[T]):
 
     def recv(self, timeout: float | None = None) -> T:
         """The next event; raises ChannelClosed at the end, TimeoutError if ``timeout`` passes."""
-        return self._ch.recv(timeout)  # type: ignore[no-any-return]
+        return self._ch.recv(timeout)
 
     async def recv_async(self) -> T:
         return await self._ch.recv_async()

@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
 use parking_lot::Mutex;
+use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::{PyTraverseError, PyVisit};
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple, PyType};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::channel::{self as core, Ended, Held, Park, TryRecv, Waited, Wakeups};
 use crate::py::errors::ChannelClosed;
@@ -57,7 +57,9 @@ impl Empty {
 static EMPTY: PyOnceLock<Py<Empty>> = PyOnceLock::new();
 
 pub fn empty(py: Python<'_>) -> &Py<Empty> {
-    EMPTY.get_or_init(py, || Py::new(py, Empty).expect("allocating the EMPTY sentinel"))
+    EMPTY.get_or_init(py, || {
+        Py::new(py, Empty).expect("allocating the EMPTY sentinel")
+    })
 }
 
 /// An unbounded multi-producer, multi-consumer FIFO of Python objects.
@@ -169,7 +171,10 @@ impl Channel {
     }
 
     fn __clear__(&self) {
-        let caches = [self.next_awaitable.lock().take(), self.recv_awaitable.lock().take()];
+        let caches = [
+            self.next_awaitable.lock().take(),
+            self.recv_awaitable.lock().take(),
+        ];
         let cleared = self.core.clear();
         drop((caches, cleared)); // after the locks are released: finalizers may run
     }
@@ -177,9 +182,14 @@ impl Channel {
     /// `Channel[int]` in annotations.
     #[classmethod]
     #[pyo3(signature = (item, /))]
-    fn __class_getitem__<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = cls.py();
-        py.import("types")?.getattr("GenericAlias")?.call1((cls, item))
+        py.import("types")?
+            .getattr("GenericAlias")?
+            .call1((cls, item))
     }
 
     /// Appends `item`; never blocks. Raises ChannelClosed once the channel is closed.
@@ -234,7 +244,10 @@ impl Channel {
     ) -> PyResult<Bound<'py, PyList>> {
         let max_items = check_max_items(max_items)?;
         let deadline = deadline_after(timeout)?;
-        let batch = self.core().try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
+        let batch = self
+            .core()
+            .try_recv_many(max_items)
+            .map_err(|e| ended_error(py, e))?;
         if !batch.is_empty() {
             return PyList::new(py, batch);
         }
@@ -248,7 +261,10 @@ impl Channel {
     /// Returns up to `max_items` queued items without waiting (possibly an empty list).
     fn try_recv_many<'py>(&self, py: Python<'py>, max_items: i64) -> PyResult<Bound<'py, PyList>> {
         let max_items = check_max_items(max_items)?;
-        let batch = self.core().try_recv_many(max_items).map_err(|e| ended_error(py, e))?;
+        let batch = self
+            .core()
+            .try_recv_many(max_items)
+            .map_err(|e| ended_error(py, e))?;
         PyList::new(py, batch)
     }
 
@@ -277,7 +293,11 @@ impl Channel {
     }
 
     fn __repr__(&self) -> String {
-        let state = if self.core().is_closed() { "closed" } else { "open" };
+        let state = if self.core().is_closed() {
+            "closed"
+        } else {
+            "open"
+        };
         format!("<rillet.Channel {state}, {} queued>", self.core().len())
     }
 
@@ -328,7 +348,9 @@ impl Channel {
         loop {
             let slice = match deadline {
                 None => SIGNAL_CHECK_INTERVAL,
-                Some(d) => d.saturating_duration_since(Instant::now()).min(SIGNAL_CHECK_INTERVAL),
+                Some(d) => d
+                    .saturating_duration_since(Instant::now())
+                    .min(SIGNAL_CHECK_INTERVAL),
             };
             match py.detach(|| self.core().wait_recv(slice)) {
                 Waited::Item(item) => return Ok(Some(item)),
@@ -369,7 +391,10 @@ fn wake_parked(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> Py
         } else {
             w.event_loop
                 .bind(py)
-                .call_method1(pyo3::intern!(py, "call_soon_threadsafe"), (resolver(py), fut))
+                .call_method1(
+                    pyo3::intern!(py, "call_soon_threadsafe"),
+                    (resolver(py), fut),
+                )
                 .is_ok()
         };
         if !delivered {
@@ -397,7 +422,10 @@ static RESOLVER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 pub(crate) fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
     RESOLVER
         .get_or_init(py, || {
-            wrap_pyfunction!(_resolve_future, py).expect("creating the wakeup callback").into_any().unbind()
+            wrap_pyfunction!(_resolve_future, py)
+                .expect("creating the wakeup callback")
+                .into_any()
+                .unbind()
         })
         .bind(py)
 }
@@ -414,26 +442,39 @@ pub fn ended_error(py: Python<'_>, end: Ended<EndError>) -> PyErr {
 fn collect_items(items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
     if let Ok(list) = items.cast::<PyList>() {
         // A snapshot under the list's lock, so a concurrent mutation cannot tear it.
-        return Ok(pyo3::sync::critical_section::with_critical_section(list, || {
-            let py = list.py();
-            (0..list.len())
-                .map(|i| {
-                    // SAFETY: i < len, and the list cannot change while we hold its lock (the
-                    // GIL, or the critical section on free-threaded builds).
-                    unsafe { Bound::from_borrowed_ptr(py, ffi::PyList_GET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t)) }
+        return Ok(pyo3::sync::critical_section::with_critical_section(
+            list,
+            || {
+                let py = list.py();
+                (0..list.len())
+                    .map(|i| {
+                        // SAFETY: i < len, and the list cannot change while we hold its lock (the
+                        // GIL, or the critical section on free-threaded builds).
+                        unsafe {
+                            Bound::from_borrowed_ptr(
+                                py,
+                                ffi::PyList_GET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t),
+                            )
+                        }
                         .unbind()
-                })
-                .collect()
-        }));
+                    })
+                    .collect()
+            },
+        ));
     }
     if let Ok(tuple) = items.cast::<PyTuple>() {
         return Ok(tuple.iter().map(Bound::unbind).collect());
     }
-    items.try_iter()?.map(|item| item.map(Bound::unbind)).collect()
+    items
+        .try_iter()?
+        .map(|item| item.map(Bound::unbind))
+        .collect()
 }
 
 fn closed_for_send() -> PyErr {
-    ChannelClosed::new_err("cannot send: the channel is closed (use try_send to drop items silently)")
+    ChannelClosed::new_err(
+        "cannot send: the channel is closed (use try_send to drop items silently)",
+    )
 }
 
 /// Accepts an exception instance, or an exception class (instantiated with no arguments).
@@ -456,18 +497,23 @@ fn exception_instance(err: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
 
 pub(crate) fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> {
     let Some(secs) = timeout else { return Ok(None) };
-    if !(secs >= 0.0) {
+    // NaN fails every comparison, so it is rejected here too.
+    if secs.is_nan() || secs < 0.0 {
         return Err(PyValueError::new_err(format!(
             "timeout must be None or a non-negative number of seconds, got {secs}"
         )));
     }
     // A timeout too large to represent means "wait forever".
-    Ok(Duration::try_from_secs_f64(secs).ok().and_then(|d| Instant::now().checked_add(d)))
+    Ok(Duration::try_from_secs_f64(secs)
+        .ok()
+        .and_then(|d| Instant::now().checked_add(d)))
 }
 
 fn check_max_items(max_items: i64) -> PyResult<usize> {
     if max_items < 1 {
-        return Err(PyValueError::new_err(format!("max_items must be at least 1, got {max_items}")));
+        return Err(PyValueError::new_err(format!(
+            "max_items must be at least 1, got {max_items}"
+        )));
     }
     Ok(usize::try_from(max_items).unwrap_or(usize::MAX))
 }

@@ -36,8 +36,10 @@ unsafe fn with_channel(
             ptr::null_mut()
         }
         Err(_) => {
-            PyRuntimeError::new_err("rillet: internal error in the channel (a bug: please report it)")
-                .restore(py);
+            PyRuntimeError::new_err(
+                "rillet: internal error in the channel (a bug: please report it)",
+            )
+            .restore(py);
             ptr::null_mut()
         }
     }
@@ -46,16 +48,22 @@ unsafe fn with_channel(
 unsafe extern "C" fn send(slf: *mut ffi::PyObject, item: *mut ffi::PyObject) -> *mut ffi::PyObject {
     unsafe {
         with_channel(slf, |py, ch| {
-            ch.get().send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
+            ch.get()
+                .send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
             Ok(py.None().into_ptr())
         })
     }
 }
 
-unsafe extern "C" fn try_send(slf: *mut ffi::PyObject, item: *mut ffi::PyObject) -> *mut ffi::PyObject {
+unsafe extern "C" fn try_send(
+    slf: *mut ffi::PyObject,
+    item: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     unsafe {
         with_channel(slf, |py, ch| {
-            let sent = ch.get().try_send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
+            let sent = ch
+                .get()
+                .try_send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
             Ok(pyo3::types::PyBool::new(py, sent).to_owned().into_ptr())
         })
     }
@@ -63,12 +71,19 @@ unsafe extern "C" fn try_send(slf: *mut ffi::PyObject, item: *mut ffi::PyObject)
 
 /// tp_iternext: null without an exception set means "iteration ended".
 unsafe extern "C" fn next(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    unsafe { with_channel(slf, |py, ch| Ok(ch.get().next_item(py)?.map_or(ptr::null_mut(), Py::into_ptr))) }
+    unsafe {
+        with_channel(slf, |py, ch| {
+            Ok(ch
+                .get()
+                .next_item(py)?
+                .map_or(ptr::null_mut(), Py::into_ptr))
+        })
+    }
 }
 
 /// am_anext: one step of `async for`.
 unsafe extern "C" fn anext(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
-unsafe { with_channel(slf, |_, ch| Ok(Channel::next_awaitable(ch)?.into_ptr())) }
+    unsafe { with_channel(slf, |_, ch| Ok(Channel::next_awaitable(ch)?.into_ptr())) }
 }
 
 const SEND_DOC: &CStr = c"send($self, item, /)\n--\n\nAppends `item`; never blocks. Raises ChannelClosed once the channel is closed.";
@@ -79,7 +94,10 @@ const TRY_SEND_DOC: &CStr =
 /// points.
 pub fn install(py: Python<'_>) -> PyResult<()> {
     let tp = Channel::type_object_raw(py);
-    for (name, meth, doc) in [(c"send", send as ffi::PyCFunction, SEND_DOC), (c"try_send", try_send, TRY_SEND_DOC)] {
+    for (name, meth, doc) in [
+        (c"send", send as ffi::PyCFunction, SEND_DOC),
+        (c"try_send", try_send, TRY_SEND_DOC),
+    ] {
         // The method table must outlive the type, which lives until interpreter exit.
         let def = Box::leak(Box::new(ffi::PyMethodDef {
             ml_name: name.as_ptr(),
@@ -98,7 +116,10 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
     // Python subclasses get PyO3's equivalent slot functions, which behave the same.
     unsafe {
         (*tp).tp_iternext = Some(next);
-        assert!(!(*tp).tp_as_async.is_null(), "Channel must define __anext__");
+        assert!(
+            !(*tp).tp_as_async.is_null(),
+            "Channel must define __anext__"
+        );
         (*(*tp).tp_as_async).am_anext = Some(anext);
         ffi::PyType_Modified(tp);
     }

@@ -1,8 +1,8 @@
 //! Thin PyO3 bindings over the pure-Rust modules. Logic lives in the parent modules.
 
 pub mod channel;
-pub mod errors;
 pub mod concat;
+pub mod errors;
 pub mod fast_paths;
 pub mod message;
 pub mod recv_awaitable;

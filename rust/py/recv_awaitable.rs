@@ -55,7 +55,12 @@ pub struct Recv {
 
 impl Recv {
     pub fn new(chan: Py<Channel>, want: Want, end_as: EndAs) -> Self {
-        Recv { chan, want, end_as, parked: Mutex::new(None) }
+        Recv {
+            chan,
+            want,
+            end_as,
+            parked: Mutex::new(None),
+        }
     }
 
     /// Takes what is ready, or parks a new future and returns it to be awaited.
@@ -109,7 +114,9 @@ impl Recv {
     /// The receiver gives up (cancelled, closed, dropped): withdraw its future, passing on a
     /// wakeup it may already have been given.
     fn withdraw(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(fut) = self.parked.lock().take() else { return Ok(()) };
+        let Some(fut) = self.parked.lock().take() else {
+            return Ok(());
+        };
         let chan = self.chan.get();
         match chan.core().unpark(|w| w.fut.is(&fut)) {
             Some(next) => wake_all(py, chan.core(), vec![next]),
@@ -197,7 +204,9 @@ static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let get = GET_RUNNING_LOOP.get_or_try_init(py, || {
-        py.import("asyncio")?.getattr("get_running_loop").map(Bound::unbind)
+        py.import("asyncio")?
+            .getattr("get_running_loop")
+            .map(Bound::unbind)
     })?;
     get.bind(py).call0()
 }
@@ -223,8 +232,10 @@ unsafe extern "C" fn recv_am_send(
             (ffi::PySendResult::PYGEN_ERROR, ptr::null_mut())
         }
         Err(_) => {
-            PyRuntimeError::new_err("rillet: internal error while receiving (a bug: please report it)")
-                .restore(py);
+            PyRuntimeError::new_err(
+                "rillet: internal error while receiving (a bug: please report it)",
+            )
+            .restore(py);
             (ffi::PySendResult::PYGEN_ERROR, ptr::null_mut())
         }
     };
