@@ -249,13 +249,16 @@ impl Channel {
             .try_recv_many(max_items)
             .map_err(|e| ended_error(py, e))?;
         if !batch.is_empty() {
-            return PyList::new(py, batch);
+            return list_from(py, batch);
         }
         let Some(first) = self.recv_until(py, deadline)? else {
             return Err(PyTimeoutError::new_err("no item arrived in time"));
         };
         let rest = self.core().try_recv_many(max_items - 1).unwrap_or_default();
-        PyList::new(py, std::iter::once(first).chain(rest))
+        let mut batch = Vec::with_capacity(1 + rest.len());
+        batch.push(first);
+        batch.extend(rest);
+        list_from(py, batch)
     }
 
     /// Returns up to `max_items` queued items without waiting (possibly an empty list).
@@ -265,7 +268,7 @@ impl Channel {
             .core()
             .try_recv_many(max_items)
             .map_err(|e| ended_error(py, e))?;
-        PyList::new(py, batch)
+        list_from(py, batch)
     }
 
     /// Ends the channel. Receivers drain what is queued, then get ChannelClosed, or `error`
@@ -434,6 +437,20 @@ pub fn ended_error(py: Python<'_>, end: Ended<EndError>) -> PyErr {
     match end {
         Ended::Closed => ChannelClosed::new_err("the channel is closed and has no items left"),
         Ended::Failed(err) => PyErr::from_value(err.bind(py).clone()),
+    }
+}
+
+/// A list that takes over the references in `items`, moved in without per-item calls.
+pub fn list_from(py: Python<'_>, items: Vec<Py<PyAny>>) -> PyResult<Bound<'_, PyList>> {
+    let len = ffi::Py_ssize_t::try_from(items.len()).expect("a Vec never exceeds isize::MAX items");
+    // SAFETY: PyList_New(len) returns a new list with `len` empty slots (or null with an
+    // exception set); each slot is filled exactly once with a reference we own.
+    unsafe {
+        let list = Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len))?;
+        for (i, item) in items.into_iter().enumerate() {
+            ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+        }
+        Ok(list.cast_into_unchecked())
     }
 }
 

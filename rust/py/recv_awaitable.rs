@@ -18,11 +18,10 @@ use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyList;
 use pyo3::{ffi, intern, PyTraverseError, PyTypeInfo, PyVisit};
 
 use crate::channel::{Ended, Park, TryRecv};
-use crate::py::channel::{ended_error, wake_all, AsyncWaiter, Channel, EndError};
+use crate::py::channel::{ended_error, list_from, wake_all, AsyncWaiter, Channel, EndError};
 
 /// How many items one await takes.
 pub enum Want {
@@ -98,7 +97,7 @@ impl Recv {
             },
             Want::Many(max) => match chan.core().try_recv_many(max) {
                 Ok(batch) if batch.is_empty() => Ok(None),
-                Ok(batch) => Ok(Some(PyList::new(py, batch)?.into_any().unbind())),
+                Ok(batch) => Ok(Some(list_from(py, batch)?.into_any().unbind())),
                 Err(end) => Err(self.end_error(py, end)),
             },
         }

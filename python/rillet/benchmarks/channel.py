@@ -19,7 +19,7 @@ from rillet import Channel
 
 Items = Sequence[object]
 BATCH = 64  # items a producer sends between yields, and per send_many
-RECV_BATCH = 1024
+RECV_BATCH = 65536
 
 
 @dataclass(frozen=True)
