@@ -624,3 +624,20 @@ def test_reference_cycles_through_a_channel_are_collected() -> None:
     finally:
         gc.enable()
     assert "in a cycle" in Tracked.freed
+
+
+def test_a_blocking_receive_inside_an_event_loop_is_refused_clearly() -> None:
+    async def main() -> tuple[int, list[int]]:
+        ch: Channel[int] = Channel()
+        with pytest.raises(RuntimeError, match="would block the running event loop; use `await ch.recv_async"):
+            ch.recv()
+        with pytest.raises(RuntimeError, match="async for"):
+            next(iter(ch))
+        with pytest.raises(RuntimeError, match="would block"):
+            ch.recv_many(3, timeout=0.5)
+        with pytest.raises(TimeoutError):
+            ch.recv(timeout=0)  # does not wait, so it is allowed
+        ch.send_many([1, 2, 3])
+        return ch.recv(), ch.recv_many(5)  # items ready: nothing blocks
+
+    assert asyncio.run(main()) == (1, [2, 3])

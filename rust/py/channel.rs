@@ -22,6 +22,7 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use crate::channel::{self as core, Ended, Held, Park, TryRecv, Waited, Wakeups};
 use crate::py::errors::ChannelClosed;
+use crate::py::event_loop::refuse_inside_event_loop;
 use crate::py::recv_awaitable::{EndAs, Recv, Want};
 
 /// How long a blocked `recv` sleeps before re-checking for Ctrl-C.
@@ -347,6 +348,13 @@ impl Channel {
             TryRecv::Item(item) => return Ok(Some(item)),
             TryRecv::Ended(end) => return Err(ended_error(py, end)),
             TryRecv::Empty => {}
+        }
+        if deadline.is_none_or(|d| d > Instant::now()) {
+            refuse_inside_event_loop(
+                py,
+                "a blocking receive on an empty Channel (recv, recv_many or `for`)",
+                "`await ch.recv_async()`, `await ch.recv_many_async(n)` or `async for`",
+            )?;
         }
         loop {
             let slice = match deadline {

@@ -3,6 +3,7 @@
 pub mod channel;
 pub mod concat;
 pub mod errors;
+pub mod event_loop;
 pub mod fast_paths;
 pub mod message;
 pub mod recv_awaitable;

@@ -17,11 +17,11 @@ use std::thread;
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::{ffi, intern, PyTraverseError, PyTypeInfo, PyVisit};
 
 use crate::channel::{Ended, Park, TryRecv};
 use crate::py::channel::{ended_error, list_from, wake_all, AsyncWaiter, Channel, EndError};
+use crate::py::event_loop::running_loop;
 
 /// How many items one await takes.
 pub enum Want {
@@ -197,17 +197,6 @@ impl Drop for Recv {
             });
         }
     }
-}
-
-static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let get = GET_RUNNING_LOOP.get_or_try_init(py, || {
-        py.import("asyncio")?
-            .getattr("get_running_loop")
-            .map(Bound::unbind)
-    })?;
-    get.bind(py).call0()
 }
 
 /// `am_send`: the interpreter's fast path for `await`. Returns the value directly instead of

@@ -21,6 +21,7 @@ use crate::concat::{Accumulator, UsagePolicy};
 use crate::py::channel::{deadline_after, empty, resolve_future, resolver, SIGNAL_CHECK_INTERVAL};
 use crate::py::concat::{push_chunk, MessageAccumulator};
 use crate::py::errors::{ChannelClosed, StreamEOF};
+use crate::py::event_loop::refuse_inside_event_loop;
 use crate::py::message::Message;
 use crate::stream::{Chunk, Pipe, Poll, SendError, Tee, TeeWait, Waker};
 
@@ -92,20 +93,6 @@ fn block_on(
             return Ok(false);
         }
     }
-}
-
-/// Blocking on the event loop's own thread would freeze every task on it.
-fn refuse_inside_event_loop(py: Python<'_>, what: &str, instead: &str) -> PyResult<()> {
-    let running = py
-        .import("asyncio")?
-        .getattr("_get_running_loop")?
-        .call0()?;
-    if running.is_none() {
-        return Ok(());
-    }
-    Err(PyRuntimeError::new_err(format!(
-        "{what} would block the running event loop; use {instead} instead"
-    )))
 }
 
 fn clone_chunk(py: Python<'_>, c: &PyChunk) -> PyChunk {
