@@ -13,7 +13,7 @@ import pytest
 
 from rillet.benchmarks.channel import SCENARIOS, Items
 
-ITEMS: Items = list(range(100_000))
+ITEMS: Items = list(range(200_000))
 
 CASES = [
     pytest.param(scenario.name, impl, run, id=f"{scenario.name}:{impl}")
@@ -26,6 +26,6 @@ CASES = [
 def test_channel(benchmark: Any, scenario: str, impl: str, run: Callable[[Items], None]) -> None:
     if impl in ("janus", "culsans"):
         pytest.importorskip(impl)
-    benchmark.group = f"channel {scenario} (100k items)"
+    benchmark.group = f"channel {scenario} (200k items)"
     benchmark.extra_info["impl"] = impl
     benchmark.pedantic(run, args=(ITEMS,), rounds=7, iterations=1, warmup_rounds=1)

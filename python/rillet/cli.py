@@ -39,7 +39,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"rillet {rillet.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="measure rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans")
-    b.add_argument("--items", type=positive_int, default=100_000, help="items per run (default: 100,000)")
+    b.add_argument("--items", type=positive_int, default=200_000, help="items per run (default: 200,000)")
     b.add_argument("--repeat", type=positive_int, default=5, help="runs per measurement; the median is reported (default: 5)")
     b.set_defaults(run=bench)
     return p

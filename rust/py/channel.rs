@@ -26,6 +26,16 @@ use crate::py::event_loop::refuse_inside_event_loop;
 use crate::py::recv_awaitable::{EndAs, Recv, Want};
 
 /// How long a blocked `recv` sleeps before re-checking for Ctrl-C.
+/// How long one blocking wait may sleep before the caller re-checks Ctrl-C and the deadline.
+pub(crate) fn wait_slice(deadline: Option<Instant>) -> Duration {
+    match deadline {
+        None => SIGNAL_CHECK_INTERVAL,
+        Some(d) => d
+            .saturating_duration_since(Instant::now())
+            .min(SIGNAL_CHECK_INTERVAL),
+    }
+}
+
 pub(crate) const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
 /// A parked asyncio receiver: the future to resolve and the loop it belongs to.
@@ -357,12 +367,7 @@ impl Channel {
             )?;
         }
         loop {
-            let slice = match deadline {
-                None => SIGNAL_CHECK_INTERVAL,
-                Some(d) => d
-                    .saturating_duration_since(Instant::now())
-                    .min(SIGNAL_CHECK_INTERVAL),
-            };
+            let slice = wait_slice(deadline);
             match py.detach(|| self.core().wait_recv(slice)) {
                 Waited::Item(item) => return Ok(Some(item)),
                 Waited::Ended(end) => return Err(ended_error(py, end)),

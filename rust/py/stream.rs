@@ -18,7 +18,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 use crate::concat::{Accumulator, UsagePolicy};
-use crate::py::channel::{deadline_after, empty, resolve_future, resolver, SIGNAL_CHECK_INTERVAL};
+use crate::py::channel::{deadline_after, empty, resolve_future, resolver, wait_slice};
 use crate::py::concat::{push_chunk, MessageAccumulator};
 use crate::py::errors::{ChannelClosed, StreamEOF};
 use crate::py::event_loop::refuse_inside_event_loop;
@@ -78,12 +78,7 @@ fn block_on(
         return Ok(true);
     }
     loop {
-        let slice = match deadline {
-            None => SIGNAL_CHECK_INTERVAL,
-            Some(d) => d
-                .saturating_duration_since(Instant::now())
-                .min(SIGNAL_CHECK_INTERVAL),
-        };
+        let slice = wait_slice(deadline);
         if py.detach(|| waker.wait(slice)) {
             return Ok(true);
         }

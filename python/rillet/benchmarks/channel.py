@@ -14,6 +14,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rillet import Channel
 
@@ -192,23 +193,28 @@ def rillet_thread_to_asyncio_batched(items: Items) -> None:
     asyncio.run(main())
 
 
+async def _sync_to_async_queue(q: Any, items: Items) -> None:
+    """A thread puts through ``q.sync_q``, this task gets through ``q.async_q`` (janus, culsans)."""
+
+    def produce() -> None:
+        put = q.sync_q.put
+        for x in items:
+            put(x)
+        put(None)
+
+    t = _in_thread(produce)
+    get = q.async_q.get
+    while await get() is not None:
+        pass
+    t.join()
+
+
 def janus_thread_to_asyncio(items: Items) -> None:
     import janus
 
     async def main() -> None:
         q: janus.Queue[object] = janus.Queue()
-
-        def produce() -> None:
-            put = q.sync_q.put
-            for x in items:
-                put(x)
-            put(None)
-
-        t = _in_thread(produce)
-        get = q.async_q.get
-        while await get() is not None:
-            pass
-        t.join()
+        await _sync_to_async_queue(q, items)
         await q.aclose()
 
     asyncio.run(main())
@@ -218,19 +224,7 @@ def culsans_thread_to_asyncio(items: Items) -> None:
     import culsans
 
     async def main() -> None:
-        q: culsans.Queue[object] = culsans.Queue()
-
-        def produce() -> None:
-            put = q.sync_q.put
-            for x in items:
-                put(x)
-            put(None)
-
-        t = _in_thread(produce)
-        get = q.async_q.get
-        while await get() is not None:
-            pass
-        t.join()
+        await _sync_to_async_queue(culsans.Queue(), items)
 
     asyncio.run(main())
 
