@@ -4,6 +4,7 @@
 //! `py` holds the thin PyO3 bindings, exposed to Python as `rillet._native`.
 
 pub mod channel;
+pub mod codec;
 pub mod py;
 
 use pyo3::prelude::*;
