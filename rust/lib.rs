@@ -16,12 +16,16 @@ mod _native {
     #[pymodule_export]
     use crate::py::channel::{Channel, Empty};
     #[pymodule_export]
+    use crate::py::codec::{codec_decode, codec_encode};
+    #[pymodule_export]
     use crate::py::errors::{ChannelClosed, RilletError};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("EMPTY", crate::py::channel::empty(m.py()))?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("DecodeError", crate::py::errors::decode_error(m.py()))?;
+        m.add("EncodeError", crate::py::errors::encode_error(m.py()))?;
         Ok(())
     }
 }

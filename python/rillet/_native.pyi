@@ -1,16 +1,34 @@
 """Type stubs for rillet's Rust core. Checked against the binary by `mypy.stubtest`."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, final
 
 from typing_extensions import disjoint_base
 
-__all__ = ["EMPTY", "Channel", "ChannelClosed", "Empty", "RilletError", "__version__"]
+__all__ = [
+    "EMPTY",
+    "Channel",
+    "ChannelClosed",
+    "DecodeError",
+    "EncodeError",
+    "Empty",
+    "RilletError",
+    "__version__",
+    "codec_decode",
+    "codec_encode",
+]
 
 __version__: str
 
 class RilletError(Exception): ...
 class ChannelClosed(RilletError): ...
+class DecodeError(RilletError, ValueError): ...
+class EncodeError(RilletError, TypeError): ...
+
+def codec_encode(obj: object, types: Mapping[type, Any], max_depth: int = 512) -> bytes: ...
+def codec_decode(
+    data: bytes, names: Mapping[str, Any], max_depth: int, max_size: int, max_items: int
+) -> Any: ...
 
 @final
 class Empty:

@@ -58,10 +58,16 @@ pub enum Scalar<'a> {
     Int(i64),
     UInt(u64),
     Float(f64),
-    Str { text: &'a str, ascii: bool },
+    Str {
+        text: &'a str,
+        ascii: bool,
+    },
     Bin(&'a [u8]),
     /// Outside the 64-bit range; `magnitude` is big-endian with no leading zero byte.
-    BigInt { negative: bool, magnitude: &'a [u8] },
+    BigInt {
+        negative: bool,
+        magnitude: &'a [u8],
+    },
     /// UTF-8 bytes that may encode lone surrogates.
     SurrogateStr(&'a [u8]),
     Uuid(&'a [u8; 16]),
@@ -118,18 +124,33 @@ pub fn decode<B: Builder>(
     builder: &mut B,
 ) -> Result<B::Value, Failure<B::Error>> {
     if input.len() > limits.max_size {
-        let msg = format!("input of {} bytes exceeds max_size={}", input.len(), limits.max_size);
+        let msg = format!(
+            "input of {} bytes exceeds max_size={}",
+            input.len(),
+            limits.max_size
+        );
         return Err(WireError::new(0, msg).into());
     }
     let mut reader = Reader::new(input);
     read_envelope(&mut reader)?;
-    let value = Decoder { reader, limits, frames: Vec::new(), values: Vec::new(), items: 0 }
-        .run(builder)?;
+    let value = Decoder {
+        reader,
+        limits,
+        frames: Vec::new(),
+        values: Vec::new(),
+        items: 0,
+    }
+    .run(builder)?;
     Ok(value)
 }
 
 fn read_envelope(r: &mut Reader<'_>) -> Result<(), WireError> {
-    let not_ours = |at| WireError::new(at, "expected a rillet checkpoint (envelope [\"rillet-ckpt\", version, body])");
+    let not_ours = |at| {
+        WireError::new(
+            at,
+            "expected a rillet checkpoint (envelope [\"rillet-ckpt\", version, body])",
+        )
+    };
     match r.next() {
         Ok(Token::Array(3)) => {}
         _ => return Err(not_ours(0)),
@@ -167,12 +188,15 @@ impl<'a, V> Decoder<'a, '_, V> {
                 let msg = format!("more than max_items={} values", self.limits.max_items);
                 return Err(WireError::new(at, msg).into());
             }
-            let key = self.frames.last().is_some_and(|f| {
-                f.kind == Kind::Map && (self.values.len() - f.start) % 2 == 0
-            });
+            let key = self
+                .frames
+                .last()
+                .is_some_and(|f| f.kind == Kind::Map && (self.values.len() - f.start) % 2 == 0);
             let value = match self.reader.next()? {
                 Token::Array(n) => self.open(Kind::List, n, None, at).map(|()| None)?,
-                Token::Map(n) => self.open(Kind::Map, n.saturating_mul(2), None, at).map(|()| None)?,
+                Token::Map(n) => self
+                    .open(Kind::Map, n.saturating_mul(2), None, at)
+                    .map(|()| None)?,
                 Token::Ext { code, start, len } => match Kind::of_ext(code) {
                     Some(kind) => self.open_ext(kind, code, start, len, at).map(|()| None)?,
                     None => {
@@ -207,29 +231,58 @@ impl<'a, V> Decoder<'a, '_, V> {
         key: bool,
         at: usize,
     ) -> Result<V, Failure<B::Error>> {
-        b.scalar(s, key).map_err(|error| Failure::Build { offset: at, error })
+        b.scalar(s, key)
+            .map_err(|error| Failure::Build { offset: at, error })
     }
 
     /// Opens a container; its values come next.
-    fn open<E>(&mut self, kind: Kind, remaining: usize, end: Option<usize>, at: usize) -> Result<(), Failure<E>> {
+    fn open<E>(
+        &mut self,
+        kind: Kind,
+        remaining: usize,
+        end: Option<usize>,
+        at: usize,
+    ) -> Result<(), Failure<E>> {
         if self.frames.len() >= self.limits.max_depth {
             let msg = format!("nesting deeper than max_depth={}", self.limits.max_depth);
             return Err(WireError::new(at, msg).into());
         }
         let start = self.values.len();
-        self.frames.push(Frame { kind, remaining, start, end, offset: at });
+        self.frames.push(Frame {
+            kind,
+            remaining,
+            start,
+            end,
+            offset: at,
+        });
         Ok(())
     }
 
     /// Steps into a structured ext payload, which must be exactly one array.
-    fn open_ext<E>(&mut self, kind: Kind, code: i8, start: usize, len: usize, at: usize) -> Result<(), Failure<E>> {
+    fn open_ext<E>(
+        &mut self,
+        kind: Kind,
+        code: i8,
+        start: usize,
+        len: usize,
+        at: usize,
+    ) -> Result<(), Failure<E>> {
         self.reader.seek(start);
         let n = match self.reader.next()? {
             Token::Array(n) if len > 0 => n,
-            _ => return Err(WireError::new(start, format!("expected an array as the payload of ext type {code}")).into()),
+            _ => {
+                return Err(WireError::new(
+                    start,
+                    format!("expected an array as the payload of ext type {code}"),
+                )
+                .into())
+            }
         };
         if kind.arity().is_some_and(|a| a != n) {
-            let msg = format!("expected {} items in ext type {code}, found {n}", kind.arity().unwrap_or(0));
+            let msg = format!(
+                "expected {} items in ext type {code}, found {n}",
+                kind.arity().unwrap_or(0)
+            );
             return Err(WireError::new(start, msg).into());
         }
         self.open(kind, n, Some(start + len), at)
@@ -237,7 +290,10 @@ impl<'a, V> Decoder<'a, '_, V> {
 
     /// After a value was pushed: counts it and closes every container it completes.
     /// Returns the body once the outermost value is complete.
-    fn close_finished<B: Builder<Value = V>>(&mut self, b: &mut B) -> Result<Option<V>, Failure<B::Error>> {
+    fn close_finished<B: Builder<Value = V>>(
+        &mut self,
+        b: &mut B,
+    ) -> Result<Option<V>, Failure<B::Error>> {
         loop {
             let Some(top) = self.frames.last_mut() else {
                 return Ok(self.values.pop());
@@ -252,16 +308,24 @@ impl<'a, V> Decoder<'a, '_, V> {
 
     /// Pops the top frame, checks its ext payload ended where declared, and builds it.
     fn close_top<B: Builder<Value = V>>(&mut self, b: &mut B) -> Result<(), Failure<B::Error>> {
-        let Some(f) = self.frames.pop() else { return Ok(()) };
+        let Some(f) = self.frames.pop() else {
+            return Ok(());
+        };
         if let Some(end) = f.end {
             if self.reader.pos() != end {
-                let msg = format!("ext payload declared to end at byte {end} but its array ended at byte {}", self.reader.pos());
+                let msg = format!(
+                    "ext payload declared to end at byte {end} but its array ended at byte {}",
+                    self.reader.pos()
+                );
                 return Err(WireError::new(f.offset, msg).into());
             }
         }
         let v = b
             .container(f.kind, &mut self.values, f.start)
-            .map_err(|error| Failure::Build { offset: f.offset, error })?;
+            .map_err(|error| Failure::Build {
+                offset: f.offset,
+                error,
+            })?;
         self.values.truncate(f.start);
         self.values.push(v);
         Ok(())
@@ -269,7 +333,10 @@ impl<'a, V> Decoder<'a, '_, V> {
 
     fn finish<E>(&self, body: V) -> Result<V, Failure<E>> {
         if self.reader.remaining() > 0 {
-            let msg = format!("expected the end of the checkpoint, found {} trailing bytes", self.reader.remaining());
+            let msg = format!(
+                "expected the end of the checkpoint, found {} trailing bytes",
+                self.reader.remaining()
+            );
             return Err(WireError::new(self.reader.pos(), msg).into());
         }
         Ok(body)
@@ -295,16 +362,24 @@ fn ext_scalar(p: &[u8], code: i8, at: usize) -> Result<Scalar<'_>, WireError> {
     let bad = |what: &str| WireError::new(at, format!("expected {what} in ext type {code}"));
     match code {
         ext::BIGINT => match p {
-            [sign @ (0 | 1), first, ..] if *first != 0 => {
-                Ok(Scalar::BigInt { negative: *sign == 1, magnitude: &p[1..] })
-            }
-            _ => Err(bad("a sign byte (0 or 1) and a big-endian magnitude without leading zeros")),
+            [sign @ (0 | 1), first, ..] if *first != 0 => Ok(Scalar::BigInt {
+                negative: *sign == 1,
+                magnitude: &p[1..],
+            }),
+            _ => Err(bad(
+                "a sign byte (0 or 1) and a big-endian magnitude without leading zeros",
+            )),
         },
         ext::SURROGATE_STR if is_utf8_with_surrogates(p) => Ok(Scalar::SurrogateStr(p)),
         ext::SURROGATE_STR => Err(bad("UTF-8 (surrogates allowed)")),
         ext::UUID => p.try_into().map(Scalar::Uuid).map_err(|_| bad("16 bytes")),
-        ext::DECIMAL => decimal_text(p).map(Scalar::Decimal).ok_or_else(|| bad("the text of a decimal number")),
-        _ => Err(WireError::new(at, format!("unknown ext type {code} (this rillet reads types 1 to 12)"))),
+        ext::DECIMAL => decimal_text(p)
+            .map(Scalar::Decimal)
+            .ok_or_else(|| bad("the text of a decimal number")),
+        _ => Err(WireError::new(
+            at,
+            format!("unknown ext type {code} (this rillet reads types 1 to 12)"),
+        )),
     }
 }
 
@@ -312,7 +387,8 @@ fn ext_scalar(p: &[u8], code: i8, at: usize) -> Result<Scalar<'_>, WireError> {
 fn decimal_text(p: &[u8]) -> Option<&str> {
     let ok = !p.is_empty()
         && p.len() <= 1 << 20
-        && p.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'));
+        && p.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'));
     if ok {
         std::str::from_utf8(p).ok()
     } else {

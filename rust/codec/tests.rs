@@ -29,19 +29,79 @@ fn sample() -> Value {
     let s = |x: &str| Str(x.to_owned());
     Map(vec![
         (s("nil"), Nil),
-        (s("ints"), Seq(Kind::List, vec![Int(0), Int(-1), Int(-33), Int(127), Int(128), Int(-129), Int(70000), Int(i64::MIN), Int(i64::MAX), UInt(u64::MAX)])),
-        (s("floats"), Seq(Kind::Tuple, vec![Float((-0.0f64).to_bits()), Float(0x7ff8_0000_0000_0abc), Float(f64::INFINITY.to_bits())])),
-        (s("text"), Seq(Kind::List, vec![s(""), s("héllo ✓ 🎉"), s(&"x".repeat(40)), s(&"y".repeat(70000))])),
+        (
+            s("ints"),
+            Seq(
+                Kind::List,
+                vec![
+                    Int(0),
+                    Int(-1),
+                    Int(-33),
+                    Int(127),
+                    Int(128),
+                    Int(-129),
+                    Int(70000),
+                    Int(i64::MIN),
+                    Int(i64::MAX),
+                    UInt(u64::MAX),
+                ],
+            ),
+        ),
+        (
+            s("floats"),
+            Seq(
+                Kind::Tuple,
+                vec![
+                    Float((-0.0f64).to_bits()),
+                    Float(0x7ff8_0000_0000_0abc),
+                    Float(f64::INFINITY.to_bits()),
+                ],
+            ),
+        ),
+        (
+            s("text"),
+            Seq(
+                Kind::List,
+                vec![
+                    s(""),
+                    s("héllo ✓ 🎉"),
+                    s(&"x".repeat(40)),
+                    s(&"y".repeat(70000)),
+                ],
+            ),
+        ),
         (s("bin"), Bin(vec![0, 1, 2, 255])),
-        (Int(5), BigInt { negative: true, magnitude: vec![1, 0, 0, 0, 0, 0, 0, 0, 0] }),
+        (
+            Int(5),
+            BigInt {
+                negative: true,
+                magnitude: vec![1, 0, 0, 0, 0, 0, 0, 0, 0],
+            },
+        ),
         (s("sur"), SurrogateStr(vec![0xed, 0xa0, 0x80])),
         (s("set"), Seq(Kind::Set, vec![Int(1), s("a")])),
         (s("empty"), Seq(Kind::FrozenSet, vec![])),
-        (s("obj"), Seq(Kind::Object, vec![s("app.cart"), Int(2), Map(vec![(s("items"), Seq(Kind::List, vec![]))])])),
-        (s("when"), Seq(Kind::Date, vec![Int(2026), Int(11), Int(30)])),
+        (
+            s("obj"),
+            Seq(
+                Kind::Object,
+                vec![
+                    s("app.cart"),
+                    Int(2),
+                    Map(vec![(s("items"), Seq(Kind::List, vec![]))]),
+                ],
+            ),
+        ),
+        (
+            s("when"),
+            Seq(Kind::Date, vec![Int(2026), Int(11), Int(30)]),
+        ),
         (s("uuid"), Uuid([7; 16])),
         (s("dec"), Decimal("-1.50E+3".into())),
-        (Seq(Kind::Tuple, vec![Int(1), Nil]), Seq(Kind::List, (0..300).map(Int).collect())),
+        (
+            Seq(Kind::Tuple, vec![Int(1), Nil]),
+            Seq(Kind::List, (0..300).map(Int).collect()),
+        ),
     ])
 }
 
@@ -71,7 +131,10 @@ fn every_truncation_is_an_error() {
 
 #[test]
 fn depth_limit_is_exact() {
-    let limits = Limits { max_depth: 10, ..Limits::default() };
+    let limits = Limits {
+        max_depth: 10,
+        ..Limits::default()
+    };
     let nested = |depth: usize| {
         let mut body = vec![0x91; depth - 1];
         body.push(0x90);
@@ -126,7 +189,9 @@ fn rejects_malformed_inputs() {
 
 #[test]
 fn rejects_foreign_and_future_envelopes() {
-    assert!(dec(b"\x93\xa3abc\x01\xc0").unwrap_err().contains("rillet checkpoint"));
+    assert!(dec(b"\x93\xa3abc\x01\xc0")
+        .unwrap_err()
+        .contains("rillet checkpoint"));
     let mut future = envelope(&[0xc0]);
     future[13] = 2;
     assert!(dec(&future).unwrap_err().contains("newer"));
@@ -136,9 +201,15 @@ fn rejects_foreign_and_future_envelopes() {
 #[test]
 fn enforces_size_and_item_limits() {
     let bytes = envelope(&[0x93, 1, 2, 3]);
-    let few = Limits { max_items: 3, ..Limits::default() };
+    let few = Limits {
+        max_items: 3,
+        ..Limits::default()
+    };
     assert!(dec_with(&bytes, &few).unwrap_err().contains("max_items=3"));
-    let small = Limits { max_size: 5, ..Limits::default() };
+    let small = Limits {
+        max_size: 5,
+        ..Limits::default()
+    };
     assert!(dec_with(&bytes, &small).unwrap_err().contains("max_size=5"));
 }
 
@@ -146,7 +217,12 @@ fn enforces_size_and_item_limits() {
 fn accepts_surrogates_only_in_their_ext() {
     use super::wire::is_utf8_with_surrogates as ok;
     assert!(ok(b"abc") && ok("é✓🎉".as_bytes()) && ok(&[0xed, 0xbf, 0xbf]));
-    assert!(!ok(&[0xc0, 0x80]) && !ok(&[0xf4, 0x90, 0x80, 0x80]) && !ok(&[0xe0, 0x80, 0x80]) && !ok(&[0xed]));
+    assert!(
+        !ok(&[0xc0, 0x80])
+            && !ok(&[0xf4, 0x90, 0x80, 0x80])
+            && !ok(&[0xe0, 0x80, 0x80])
+            && !ok(&[0xed])
+    );
 }
 
 /// Every input kept under `fuzz/corpus/decode_any` must decode or fail cleanly, and what

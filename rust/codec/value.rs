@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use super::decode::{Builder, Kind, Scalar};
-use super::wire::{TooLong, Writer};
 use super::ext;
+use super::wire::{TooLong, Writer};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Value {
@@ -19,7 +19,10 @@ pub enum Value {
     Float(u64),
     Str(String),
     Bin(Vec<u8>),
-    BigInt { negative: bool, magnitude: Vec<u8> },
+    BigInt {
+        negative: bool,
+        magnitude: Vec<u8>,
+    },
     SurrogateStr(Vec<u8>),
     Uuid([u8; 16]),
     Decimal(String),
@@ -45,16 +48,25 @@ impl Builder for ValueBuilder {
             Scalar::Float(v) => Value::Float(v.to_bits()),
             Scalar::Str { text, .. } => Value::Str(text.to_owned()),
             Scalar::Bin(v) => Value::Bin(v.to_vec()),
-            Scalar::BigInt { negative, magnitude } => {
-                Value::BigInt { negative, magnitude: magnitude.to_vec() }
-            }
+            Scalar::BigInt {
+                negative,
+                magnitude,
+            } => Value::BigInt {
+                negative,
+                magnitude: magnitude.to_vec(),
+            },
             Scalar::SurrogateStr(v) => Value::SurrogateStr(v.to_vec()),
             Scalar::Uuid(v) => Value::Uuid(*v),
             Scalar::Decimal(v) => Value::Decimal(v.to_owned()),
         })
     }
 
-    fn container(&mut self, kind: Kind, items: &mut Vec<Value>, start: usize) -> Result<Value, String> {
+    fn container(
+        &mut self,
+        kind: Kind,
+        items: &mut Vec<Value>,
+        start: usize,
+    ) -> Result<Value, String> {
         let items: Vec<Value> = items.drain(start..).collect();
         if kind == Kind::Map {
             let mut pairs = Vec::with_capacity(items.len() / 2);
@@ -68,7 +80,9 @@ impl Builder for ValueBuilder {
             }
             return Ok(Value::Map(pairs));
         }
-        if matches!(kind, Kind::Set | Kind::FrozenSet) && items.iter().collect::<HashSet<_>>().len() != items.len() {
+        if matches!(kind, Kind::Set | Kind::FrozenSet)
+            && items.iter().collect::<HashSet<_>>().len() != items.len()
+        {
             return Err("duplicate set element".into());
         }
         Ok(Value::Seq(kind, items))
@@ -92,7 +106,10 @@ fn write(w: &mut Writer, v: &Value) -> Result<(), TooLong> {
         Value::Float(bits) => w.float(f64::from_bits(*bits)),
         Value::Str(s) => w.str(s.as_bytes())?,
         Value::Bin(b) => w.bin(b)?,
-        Value::BigInt { negative, magnitude } => {
+        Value::BigInt {
+            negative,
+            magnitude,
+        } => {
             let mut p = vec![*negative as u8];
             p.extend_from_slice(magnitude);
             w.ext(ext::BIGINT, &p)?

@@ -18,7 +18,10 @@ pub struct WireError {
 
 impl WireError {
     pub fn new(offset: usize, message: impl Into<String>) -> Self {
-        WireError { offset, message: message.into() }
+        WireError {
+            offset,
+            message: message.into(),
+        }
     }
 }
 
@@ -43,7 +46,9 @@ const EXT_RESERVE: usize = 6;
 
 impl Writer {
     pub fn with_capacity(cap: usize) -> Self {
-        Writer { buf: Vec::with_capacity(cap) }
+        Writer {
+            buf: Vec::with_capacity(cap),
+        }
     }
 
     /// Writes the envelope head `[MAGIC, FORMAT_VERSION, ` — the body must follow.
@@ -234,12 +239,19 @@ pub enum Token<'a> {
     UInt(u64),
     Float(f64),
     /// Validated UTF-8; `ascii` is true when every byte is below 0x80.
-    Str { text: &'a str, ascii: bool },
+    Str {
+        text: &'a str,
+        ascii: bool,
+    },
     Bin(&'a [u8]),
     Array(usize),
     Map(usize),
     /// An ext value; `start` is the offset of its payload in the input.
-    Ext { code: i8, start: usize, len: usize },
+    Ext {
+        code: i8,
+        start: usize,
+        len: usize,
+    },
 }
 
 /// Reads tokens from a byte slice. Every method checks bounds and returns errors, never panics.
@@ -278,7 +290,10 @@ impl<'a> Reader<'a> {
         if n > self.remaining() {
             return Err(WireError::new(
                 self.pos,
-                format!("expected {what} of {n} bytes, but only {} remain", self.remaining()),
+                format!(
+                    "expected {what} of {n} bytes, but only {} remain",
+                    self.remaining()
+                ),
             ));
         }
         let s = &self.buf[self.pos..self.pos + n];
@@ -350,7 +365,12 @@ impl<'a> Reader<'a> {
                 self.elements(at, n, true)?
             }
             0xe0..=0xff => Token::Int(marker as i8 as i64),
-            0xc1 => return Err(WireError::new(at, "expected a msgpack value, found the never-used byte 0xc1")),
+            0xc1 => {
+                return Err(WireError::new(
+                    at,
+                    "expected a msgpack value, found the never-used byte 0xc1",
+                ))
+            }
         })
     }
 
@@ -361,7 +381,10 @@ impl<'a> Reader<'a> {
             let what = if map { "map" } else { "array" };
             return Err(WireError::new(
                 at,
-                format!("{what} declares {n} elements but only {} bytes remain", self.remaining()),
+                format!(
+                    "{what} declares {n} elements but only {} bytes remain",
+                    self.remaining()
+                ),
             ));
         }
         Ok(if map { Token::Map(n) } else { Token::Array(n) })
@@ -378,7 +401,10 @@ impl<'a> Reader<'a> {
             Ok(text) => Ok(Token::Str { text, ascii: false }),
             Err(e) => Err(WireError::new(
                 at,
-                format!("expected a UTF-8 str, found an invalid byte at str offset {}", e.valid_up_to()),
+                format!(
+                    "expected a UTF-8 str, found an invalid byte at str offset {}",
+                    e.valid_up_to()
+                ),
             )),
         }
     }
