@@ -65,11 +65,24 @@ def _ext(code: int, items: Any) -> msgpack.ExtType:
     return msgpack.ExtType(code, reference_pack(items))
 
 
-def _default(o: Any) -> Any:
-    if isinstance(o, int):
+def _prepare(o: Any) -> Any:
+    """What msgpack's packer cannot hand to `default`: big ints and lone surrogates."""
+    t = type(o)
+    if t is int and not -(2**63) <= o < 2**64:
         return msgpack.ExtType(2, bytes([o < 0]) + abs(o).to_bytes((abs(o).bit_length() + 7) // 8, "big"))
-    if isinstance(o, str):
-        return msgpack.ExtType(6, o.encode("utf-8", "surrogatepass"))
+    if t is str:
+        try:
+            o.encode("utf-8")
+        except UnicodeEncodeError:
+            return msgpack.ExtType(6, o.encode("utf-8", "surrogatepass"))
+    if t is list:
+        return [_prepare(i) for i in o]
+    if t is dict:
+        return {_prepare(k): _prepare(v) for k, v in o.items()}
+    return o
+
+
+def _default(o: Any) -> Any:
     simple = {tuple: 1, set: 3, frozenset: 4}
     if type(o) in simple:
         return _ext(simple[type(o)], list(o))
@@ -102,7 +115,7 @@ def _ref_tz(tz: dt.tzinfo | None) -> Any:
 
 
 def reference_pack(obj: Any) -> bytes:
-    return msgpack.packb(obj, default=_default, strict_types=True, use_bin_type=True, use_single_float=False)
+    return msgpack.packb(_prepare(obj), default=_default, strict_types=True, use_bin_type=True, use_single_float=False)
 
 
 def reference_encode(obj: Any) -> bytes:
