@@ -58,10 +58,8 @@ pub enum Scalar<'a> {
     Int(i64),
     UInt(u64),
     Float(f64),
-    Str {
-        text: &'a str,
-        ascii: bool,
-    },
+    /// Not yet validated: the builder must reject anything but strict UTF-8.
+    Str(&'a [u8]),
     Bin(&'a [u8]),
     /// Outside the 64-bit range; `magnitude` is big-endian with no leading zero byte.
     BigInt {
@@ -91,11 +89,12 @@ pub trait Builder {
     ) -> Result<Self::Value, Self::Error>;
 }
 
-/// Why a decode failed: a malformed input, or the builder refused a value.
+/// Why a decode failed: a malformed input, or the builder refused a value. Boxed so the
+/// `Result`s on the hot path stay two words wide.
 #[derive(Debug)]
 pub enum Failure<E> {
     Wire(WireError),
-    Build { offset: usize, error: E },
+    Build { offset: usize, error: Box<E> },
 }
 
 impl<E> From<WireError> for Failure<E> {
@@ -157,7 +156,7 @@ fn read_envelope(r: &mut Reader<'_>) -> Result<(), WireError> {
     }
     let at = r.pos();
     match r.next() {
-        Ok(Token::Str { text, .. }) if text == MAGIC => {}
+        Ok(Token::Str(text)) if text == MAGIC.as_bytes() => {}
         _ => return Err(not_ours(at)),
     }
     let at = r.pos();
@@ -231,8 +230,10 @@ impl<'a, V> Decoder<'a, '_, V> {
         key: bool,
         at: usize,
     ) -> Result<V, Failure<B::Error>> {
-        b.scalar(s, key)
-            .map_err(|error| Failure::Build { offset: at, error })
+        b.scalar(s, key).map_err(|error| Failure::Build {
+            offset: at,
+            error: Box::new(error),
+        })
     }
 
     /// Opens a container; its values come next.
@@ -324,7 +325,7 @@ impl<'a, V> Decoder<'a, '_, V> {
             .container(f.kind, &mut self.values, f.start)
             .map_err(|error| Failure::Build {
                 offset: f.offset,
-                error,
+                error: Box::new(error),
             })?;
         self.values.truncate(f.start);
         self.values.push(v);
@@ -350,7 +351,7 @@ fn token_scalar(t: Token<'_>) -> Scalar<'_> {
         Token::Int(v) => Scalar::Int(v),
         Token::UInt(v) => Scalar::UInt(v),
         Token::Float(v) => Scalar::Float(v),
-        Token::Str { text, ascii } => Scalar::Str { text, ascii },
+        Token::Str(text) => Scalar::Str(text),
         Token::Bin(v) => Scalar::Bin(v),
         // Containers and ext values are handled by the caller.
         Token::Array(_) | Token::Map(_) | Token::Ext { .. } => Scalar::Nil,

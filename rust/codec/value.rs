@@ -46,7 +46,15 @@ impl Builder for ValueBuilder {
             Scalar::Int(v) => Value::Int(v),
             Scalar::UInt(v) => Value::UInt(v),
             Scalar::Float(v) => Value::Float(v.to_bits()),
-            Scalar::Str { text, .. } => Value::Str(text.to_owned()),
+            Scalar::Str(text) => match std::str::from_utf8(text) {
+                Ok(text) => Value::Str(text.to_owned()),
+                Err(e) => {
+                    return Err(format!(
+                        "expected a UTF-8 str, found an invalid byte at str offset {}",
+                        e.valid_up_to()
+                    ))
+                }
+            },
             Scalar::Bin(v) => Value::Bin(v.to_vec()),
             Scalar::BigInt {
                 negative,

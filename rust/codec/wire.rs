@@ -9,25 +9,28 @@ use std::fmt;
 
 use super::{FORMAT_VERSION, MAGIC};
 
-/// A decoding failure: where it happened and what was expected there.
+/// A decoding failure: where it happened and what was expected there. Boxed, because it is
+/// rare and the reader's `Result`s should stay small.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WireError {
-    pub offset: usize,
-    pub message: String,
-}
+pub struct WireError(Box<(usize, String)>);
 
 impl WireError {
     pub fn new(offset: usize, message: impl Into<String>) -> Self {
-        WireError {
-            offset,
-            message: message.into(),
-        }
+        WireError(Box::new((offset, message.into())))
+    }
+
+    pub fn offset(&self) -> usize {
+        self.0 .0
+    }
+
+    pub fn message(&self) -> &str {
+        &self.0 .1
     }
 }
 
 impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (at byte {})", self.message, self.offset)
+        write!(f, "{} (at byte {})", self.message(), self.offset())
     }
 }
 
@@ -238,11 +241,9 @@ pub enum Token<'a> {
     /// Integers above `i64::MAX`.
     UInt(u64),
     Float(f64),
-    /// Validated UTF-8; `ascii` is true when every byte is below 0x80.
-    Str {
-        text: &'a str,
-        ascii: bool,
-    },
+    /// The raw bytes of a str. Builders validate them (strict UTF-8) while making the
+    /// string, so the bytes are scanned once, not twice.
+    Str(&'a [u8]),
     Bin(&'a [u8]),
     Array(usize),
     Map(usize),
@@ -326,7 +327,7 @@ impl<'a> Reader<'a> {
             0x00..=0x7f => Token::Int(marker as i64),
             0x80..=0x8f => self.elements(at, (marker & 0x0f) as usize, true)?,
             0x90..=0x9f => self.elements(at, (marker & 0x0f) as usize, false)?,
-            0xa0..=0xbf => self.text(at, (marker & 0x1f) as usize)?,
+            0xa0..=0xbf => self.text((marker & 0x1f) as usize)?,
             0xc0 => Token::Nil,
             0xc2 => Token::Bool(false),
             0xc3 => Token::Bool(true),
@@ -354,7 +355,7 @@ impl<'a> Reader<'a> {
             0xd4..=0xd8 => self.ext_payload(1 << (marker - 0xd4))?,
             0xd9..=0xdb => {
                 let n = self.len_field(1 << (marker - 0xd9), "a str length")?;
-                self.text(at, n)?
+                self.text(n)?
             }
             0xdc | 0xdd => {
                 let n = self.len_field(if marker == 0xdc { 2 } else { 4 }, "an array length")?;
@@ -390,23 +391,8 @@ impl<'a> Reader<'a> {
         Ok(if map { Token::Map(n) } else { Token::Array(n) })
     }
 
-    fn text(&mut self, at: usize, n: usize) -> Result<Token<'a>, WireError> {
-        let bytes = self.take(n, "str data")?;
-        if bytes.is_ascii() {
-            // SAFETY: ASCII is valid UTF-8.
-            let text = unsafe { std::str::from_utf8_unchecked(bytes) };
-            return Ok(Token::Str { text, ascii: true });
-        }
-        match std::str::from_utf8(bytes) {
-            Ok(text) => Ok(Token::Str { text, ascii: false }),
-            Err(e) => Err(WireError::new(
-                at,
-                format!(
-                    "expected a UTF-8 str, found an invalid byte at str offset {}",
-                    e.valid_up_to()
-                ),
-            )),
-        }
+    fn text(&mut self, n: usize) -> Result<Token<'a>, WireError> {
+        Ok(Token::Str(self.take(n, "str data")?))
     }
 
     fn ext_payload(&mut self, len: usize) -> Result<Token<'a>, WireError> {

@@ -59,11 +59,10 @@ pub struct PyBuilder<'py> {
 
 impl<'py> PyBuilder<'py> {
     pub fn new(py: Python<'py>, names: Bound<'py, PyDict>) -> Self {
-        PyBuilder {
-            py,
-            names,
-            keys: KeyCache::default(),
-        }
+        let keys = KeyCache {
+            slots: (0..KEY_SLOTS).map(|_| None).collect(),
+        };
+        PyBuilder { py, names, keys }
     }
 
     /// Wraps a new reference returned by the C API (NULL means an exception is set).
@@ -82,14 +81,26 @@ impl<'py> Builder for PyBuilder<'py> {
         // SAFETY (all arms): C API constructors given valid pointers and lengths.
         unsafe {
             match s {
-                Scalar::Str { text, ascii: true } if key && text.len() <= MAX_CACHED_KEY => {
+                Scalar::Str(text)
+                    if text.len()
+                        <= if key {
+                            MAX_CACHED_KEY
+                        } else {
+                            MAX_CACHED_VALUE
+                        }
+                        && text.is_ascii() =>
+                {
                     Ok(self.keys.get(py, text))
                 }
-                Scalar::Str { text, ascii: true } => self.owned(new_ascii(text)),
-                Scalar::Str { text, ascii: false } => self.owned(ffi::PyUnicode_FromStringAndSize(
-                    text.as_ptr().cast(),
-                    text.len() as ffi::Py_ssize_t,
-                )),
+                Scalar::Str(text) => {
+                    let s = ffi::PyUnicode_DecodeUTF8(
+                        text.as_ptr().cast(),
+                        text.len() as ffi::Py_ssize_t,
+                        c"strict".as_ptr(),
+                    );
+                    Bound::from_owned_ptr_or_err(py, s)
+                        .map_err(|e| BuildError::caused("expected a UTF-8 str", e))
+                }
                 Scalar::Int(v) => self.owned(ffi::PyLong_FromLongLong(v)),
                 Scalar::Nil => Ok(py.None().into_bound(py)),
                 Scalar::Bool(v) => Ok(pyo3::types::PyBool::new(py, v).to_owned().into_any()),
@@ -177,7 +188,9 @@ impl<'py> PyBuilder<'py> {
     fn map(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
         // SAFETY: a new dict, filled with the C API; every failure is checked.
         unsafe {
-            let dict = self.owned(ffi::PyDict_New())?;
+            let dict = self.owned(_PyDict_NewPresized(
+                ((items.len() - start) / 2) as ffi::Py_ssize_t,
+            ))?;
             let mut it = items.drain(start..);
             let mut len = 0;
             while let (Some(k), Some(v)) = (it.next(), it.next()) {
@@ -425,23 +438,27 @@ fn short_repr(v: &Bound<'_, PyAny>) -> String {
     }
 }
 
+extern "C" {
+    /// CPython's dict constructor sized for `minused` items (private but exported; ormsgpack
+    /// and orjson use it too): avoids resizing while a decoded map is filled.
+    fn _PyDict_NewPresized(minused: ffi::Py_ssize_t) -> *mut ffi::PyObject;
+}
+
+/// Short ASCII values (roles, names, enum-like tags) repeat too, and sharing them is invisible.
+const MAX_CACHED_VALUE: usize = 16;
 /// Dict keys up to this many bytes go through the key cache.
 const MAX_CACHED_KEY: usize = 64;
 const KEY_SLOTS: usize = 512;
 
 /// A direct-mapped cache of short ASCII dict keys, per decode call, so repeated keys such as
 /// "role" and "content" are created once and shared. Fixed size: hostile keys can only evict.
-#[derive(Default)]
 struct KeyCache<'py> {
     slots: Vec<Option<Bound<'py, PyAny>>>,
 }
 
 impl<'py> KeyCache<'py> {
-    fn get(&mut self, py: Python<'py>, text: &str) -> Bound<'py, PyAny> {
-        if self.slots.is_empty() {
-            self.slots.resize_with(KEY_SLOTS, || None);
-        }
-        let slot = &mut self.slots[hash(text.as_bytes()) % KEY_SLOTS];
+    fn get(&mut self, py: Python<'py>, text: &[u8]) -> Bound<'py, PyAny> {
+        let slot = &mut self.slots[hash(text) % KEY_SLOTS];
         if let Some(s) = slot {
             // SAFETY: cached strings are exact compact ASCII strs made by `new_ascii`.
             let cached = unsafe {
@@ -450,7 +467,7 @@ impl<'py> KeyCache<'py> {
                     ffi::PyUnicode_GET_LENGTH(s.as_ptr()) as usize,
                 )
             };
-            if cached == text.as_bytes() {
+            if cached == text {
                 return s.clone();
             }
         }
@@ -461,24 +478,29 @@ impl<'py> KeyCache<'py> {
                 s
             }
             // Out of memory: fall back to the generic constructor, which raises again.
-            Err(_) => PyString::new(py, text).into_any(),
+            Err(_) => py.None().into_bound(py),
         }
     }
 }
 
+/// A cheap hash of a short key: its length and first and last 8 bytes. Collisions only
+/// cost a cache miss, and the cache is direct-mapped, so hostile keys cannot slow it down.
 fn hash(b: &[u8]) -> usize {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &c in b {
-        h = (h ^ c as u64).wrapping_mul(0x0100_0000_01b3);
-    }
-    (h ^ (h >> 29)) as usize
+    let n = b.len();
+    let head = match b.first_chunk::<8>() {
+        Some(w) => u64::from_le_bytes(*w),
+        None => b.iter().fold(0u64, |h, &c| (h << 8) | c as u64),
+    };
+    let tail = b.last_chunk::<8>().map_or(0, |w| u64::from_le_bytes(*w));
+    let h = (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 40) as usize
 }
 
 /// A new str from ASCII bytes, copied straight into a compact ASCII object.
 ///
 /// # Safety
 /// `text` must be ASCII. Returns a new reference, or NULL with an exception set.
-unsafe fn new_ascii(text: &str) -> *mut ffi::PyObject {
+unsafe fn new_ascii(text: &[u8]) -> *mut ffi::PyObject {
     let s = ffi::PyUnicode_New(text.len() as ffi::Py_ssize_t, 127);
     if !s.is_null() {
         std::ptr::copy_nonoverlapping(text.as_ptr(), ffi::PyUnicode_DATA(s) as *mut u8, text.len());

@@ -30,7 +30,7 @@ const KEEP_BUFFER_BYTES: usize = 8 << 20;
 /// Encodes `obj` as a checkpoint. `types` maps a registered class to
 /// `(name, version, to_state, state_is_fields)`.
 #[pyfunction]
-#[pyo3(signature = (obj, types, max_depth = Limits::DEFAULT_MAX_DEPTH))]
+#[pyo3(signature = (obj, types, max_depth = 512))]
 pub fn codec_encode<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
@@ -56,6 +56,27 @@ pub fn codec_encode<'py>(
     out
 }
 
+/// Pauses the cyclic garbage collector while a decode runs. Decoding creates many
+/// containers but no reference cycles, so collections triggered by those allocations would
+/// only re-traverse the new objects; pausing does that work once, later.
+struct GcPause(bool);
+
+impl GcPause {
+    fn new() -> Self {
+        // SAFETY: called with the GIL held (the decoder holds a Python token).
+        GcPause(unsafe { pyo3::ffi::PyGC_Disable() } != 0)
+    }
+}
+
+impl Drop for GcPause {
+    fn drop(&mut self) {
+        if self.0 {
+            // SAFETY: as above; only re-enables what this guard disabled.
+            unsafe { pyo3::ffi::PyGC_Enable() };
+        }
+    }
+}
+
 /// Decodes a checkpoint. `names` maps a registered name to `(version, from_state, migrate)`.
 #[pyfunction]
 #[pyo3(signature = (data, names, max_depth, max_size, max_items))]
@@ -76,6 +97,7 @@ pub fn codec_decode<'py>(
     // change or free what is being read.
     let input = data.as_bytes();
     let mut builder = decode::PyBuilder::new(py, names.clone());
+    let _gc = GcPause::new();
     let run = AssertUnwindSafe(|| crate::codec::decode::decode(input, &limits, &mut builder));
     match catch_unwind(run) {
         Ok(Ok(value)) => Ok(value),
