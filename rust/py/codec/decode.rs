@@ -187,30 +187,21 @@ impl<'py> PyBuilder<'py> {
 
     fn map(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
         // SAFETY: a new dict, filled with the C API; every failure is checked.
-        unsafe {
-            let dict = self.owned(_PyDict_NewPresized(
+        let dict = unsafe {
+            self.owned(_PyDict_NewPresized(
                 ((items.len() - start) / 2) as ffi::Py_ssize_t,
-            ))?;
-            let mut it = items.drain(start..);
-            let mut len = 0;
-            while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                if ffi::PyDict_SetItem(dict.as_ptr(), k.as_ptr(), v.as_ptr()) != 0 {
-                    let e = PyErr::fetch(self.py);
-                    return Err(BuildError::caused(
-                        format!("unhashable map key of type {}", kind_of(&k)),
-                        e,
-                    ));
-                }
-                len += 1;
-                if ffi::PyDict_Size(dict.as_ptr()) != len {
-                    return Err(BuildError::new(format!(
-                        "duplicate map key {}",
-                        short_repr(&k)
-                    )));
-                }
-            }
-            Ok(dict)
-        }
+            ))?
+        };
+        let mut pairs = items.drain(start..);
+        let pairs = std::iter::from_fn(|| Some((pairs.next()?, pairs.next()?)));
+        self.fill_unique(&dict, pairs, "map key", |d, (k, v)| unsafe {
+            (
+                ffi::PyDict_SetItem(d, k.as_ptr(), v.as_ptr()),
+                ffi::PyDict_Size(d),
+                k,
+            )
+        })?;
+        Ok(dict)
     }
 
     fn set(
@@ -220,31 +211,45 @@ impl<'py> PyBuilder<'py> {
         frozen: bool,
     ) -> Result<Bound<'py, PyAny>> {
         // SAFETY: a brand-new set or frozenset may be filled with PySet_Add.
-        unsafe {
-            let set = self.owned(if frozen {
+        let set = unsafe {
+            self.owned(if frozen {
                 ffi::PyFrozenSet_New(std::ptr::null_mut())
             } else {
                 ffi::PySet_New(std::ptr::null_mut())
-            })?;
-            let mut len = 0;
-            for v in items.drain(start..) {
-                if ffi::PySet_Add(set.as_ptr(), v.as_ptr()) != 0 {
-                    let e = PyErr::fetch(self.py);
-                    return Err(BuildError::caused(
-                        format!("unhashable set element of type {}", kind_of(&v)),
-                        e,
-                    ));
-                }
-                len += 1;
-                if ffi::PySet_Size(set.as_ptr()) != len {
-                    return Err(BuildError::new(format!(
-                        "duplicate set element {}",
-                        short_repr(&v)
-                    )));
-                }
+            })?
+        };
+        self.fill_unique(&set, items.drain(start..), "set element", |s, v| unsafe {
+            (ffi::PySet_Add(s, v.as_ptr()), ffi::PySet_Size(s), v)
+        })?;
+        Ok(set)
+    }
+
+    /// Inserts every item with `insert`, which returns (status, new size, the key), and
+    /// refuses unhashable keys and keys equal to an earlier one.
+    fn fill_unique<T>(
+        &self,
+        target: &Bound<'py, PyAny>,
+        items: impl Iterator<Item = T>,
+        what: &str,
+        insert: impl Fn(*mut ffi::PyObject, T) -> (i32, ffi::Py_ssize_t, Bound<'py, PyAny>),
+    ) -> Result<()> {
+        for (n, item) in items.enumerate() {
+            let (status, len, key) = insert(target.as_ptr(), item);
+            if status != 0 {
+                let e = PyErr::fetch(self.py);
+                return Err(BuildError::caused(
+                    format!("unhashable {what} of type {}", kind_of(&key)),
+                    e,
+                ));
             }
-            Ok(set)
+            if len != n as ffi::Py_ssize_t + 1 {
+                return Err(BuildError::new(format!(
+                    "duplicate {what} {}",
+                    short_repr(&key)
+                )));
+            }
         }
+        Ok(())
     }
 
     /// `[name, version, state]` → the registered class, migrating older versions first.

@@ -384,39 +384,33 @@ impl<'py> Encoder<'_, 'py> {
 
     fn datetime(&mut self, o: &Bound<'py, PyAny>) -> Result {
         let d = unsafe { o.cast_unchecked::<PyDateTime>() };
-        let mark = self.w.ext_begin();
-        self.w.array(9)?;
-        for v in [
-            d.get_year() as i64,
-            d.get_month() as i64,
-            d.get_day() as i64,
-            d.get_hour() as i64,
-            d.get_minute() as i64,
-            d.get_second() as i64,
-            d.get_microsecond() as i64,
-            d.get_fold() as i64,
-        ] {
-            self.w.int(v);
-        }
-        self.tzinfo(d.get_tzinfo())?;
-        Ok(self.w.ext_end(mark, ext::DATETIME)?)
+        let (date, time) = (
+            [
+                d.get_year() as i64,
+                d.get_month() as i64,
+                d.get_day() as i64,
+            ],
+            clock(d),
+        );
+        self.with_tz(
+            ext::DATETIME,
+            &[&date[..], &time[..]].concat(),
+            d.get_tzinfo(),
+        )
     }
 
     fn time(&mut self, o: &Bound<'py, PyAny>) -> Result {
         let t = unsafe { o.cast_unchecked::<PyTime>() };
+        self.with_tz(ext::TIME, &clock(t), t.get_tzinfo())
+    }
+
+    /// A datetime or time: its integer fields, then the tz.
+    fn with_tz(&mut self, code: i8, fields: &[i64], tz: Option<Bound<'py, PyTzInfo>>) -> Result {
         let mark = self.w.ext_begin();
-        self.w.array(6)?;
-        for v in [
-            t.get_hour() as i64,
-            t.get_minute() as i64,
-            t.get_second() as i64,
-            t.get_microsecond() as i64,
-            t.get_fold() as i64,
-        ] {
-            self.w.int(v);
-        }
-        self.tzinfo(t.get_tzinfo())?;
-        Ok(self.w.ext_end(mark, ext::TIME)?)
+        self.w.array(fields.len() + 1)?;
+        fields.iter().for_each(|&v| self.w.int(v));
+        self.tzinfo(tz)?;
+        Ok(self.w.ext_end(mark, code)?)
     }
 
     /// nil (naive), an int (a `timezone` offset in seconds), a str (a `ZoneInfo` key), or
@@ -521,6 +515,17 @@ impl<'py> Encoder<'_, 'py> {
     }
 }
 
+/// `[hour, minute, second, microsecond, fold]` of a datetime or time.
+fn clock(t: &impl PyTimeAccess) -> [i64; 5] {
+    [
+        t.get_hour() as i64,
+        t.get_minute() as i64,
+        t.get_second() as i64,
+        t.get_microsecond() as i64,
+        t.get_fold() as i64,
+    ]
+}
+
 fn changed(what: &str) -> Box<Failure> {
     fail(format!(
         "the {what} at {{path}} changed size while it was being encoded"
@@ -591,7 +596,7 @@ fn render_path(py: Python<'_>, path: &[Seg]) -> String {
         match seg {
             Seg::Index(i) => out.push_str(&format!("[{i}]")),
             Seg::SetItem => out.push_str("{<item>}"),
-            Seg::MapKey => out.push_str(".<a key>"),
+            Seg::MapKey => out.push_str("[<a key>]"),
             Seg::Field(k) | Seg::Key(k) => {
                 let k = k.bind(py);
                 let ident = k
