@@ -223,6 +223,7 @@ impl<'a, V> Decoder<'a, '_, V> {
         }
     }
 
+    #[inline(always)]
     fn make_scalar<B: Builder<Value = V>>(
         &self,
         b: &mut B,
@@ -291,6 +292,7 @@ impl<'a, V> Decoder<'a, '_, V> {
 
     /// After a value was pushed: counts it and closes every container it completes.
     /// Returns the body once the outermost value is complete.
+    #[inline(always)]
     fn close_finished<B: Builder<Value = V>>(
         &mut self,
         b: &mut B,

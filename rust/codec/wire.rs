@@ -286,7 +286,7 @@ impl<'a> Reader<'a> {
         &self.buf[start..start + len]
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], WireError> {
         if n > self.remaining() {
             return Err(WireError::new(
@@ -302,7 +302,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    #[inline]
+    #[inline(always)]
     fn be<const N: usize>(&mut self, what: &str) -> Result<[u8; N], WireError> {
         let s = self.take(N, what)?;
         let mut a = [0u8; N];
@@ -310,6 +310,7 @@ impl<'a> Reader<'a> {
         Ok(a)
     }
 
+    #[inline(always)]
     fn len_field(&mut self, width: u8, what: &str) -> Result<usize, WireError> {
         Ok(match width {
             1 => self.be::<1>(what)?[0] as usize,
@@ -319,7 +320,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads the next token. On error nothing sensible remains to be read.
-    #[inline]
+    #[inline(always)]
     pub fn next(&mut self) -> Result<Token<'a>, WireError> {
         let at = self.pos;
         let marker = self.be::<1>("a msgpack value")?[0];
@@ -376,6 +377,7 @@ impl<'a> Reader<'a> {
     }
 
     /// An array or map head: refuses counts that the remaining bytes cannot hold.
+    #[inline(always)]
     fn elements(&self, at: usize, n: usize, map: bool) -> Result<Token<'a>, WireError> {
         let need = if map { n.saturating_mul(2) } else { n };
         if need > self.remaining() {
@@ -391,6 +393,7 @@ impl<'a> Reader<'a> {
         Ok(if map { Token::Map(n) } else { Token::Array(n) })
     }
 
+    #[inline(always)]
     fn text(&mut self, n: usize) -> Result<Token<'a>, WireError> {
         Ok(Token::Str(self.take(n, "str data")?))
     }

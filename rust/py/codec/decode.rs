@@ -66,6 +66,7 @@ impl<'py> PyBuilder<'py> {
     }
 
     /// Wraps a new reference returned by the C API (NULL means an exception is set).
+    #[inline]
     fn owned(&self, ptr: *mut ffi::PyObject) -> Result<Bound<'py, PyAny>> {
         // SAFETY: callers pass the result of a C API call returning a new reference.
         Ok(unsafe { Bound::from_owned_ptr_or_err(self.py, ptr) }?)
@@ -76,6 +77,7 @@ impl<'py> Builder for PyBuilder<'py> {
     type Value = Bound<'py, PyAny>;
     type Error = BuildError;
 
+    #[inline]
     fn scalar(&mut self, s: Scalar<'_>, key: bool) -> Result<Self::Value> {
         let py = self.py;
         // SAFETY (all arms): C API constructors given valid pointers and lengths.
@@ -161,6 +163,7 @@ impl<'py> Builder for PyBuilder<'py> {
 }
 
 impl<'py> PyBuilder<'py> {
+    #[inline]
     fn list(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
         let n = items.len() - start;
         // SAFETY: a new list of n NULL slots, each filled exactly once with a stolen reference.
@@ -185,6 +188,7 @@ impl<'py> PyBuilder<'py> {
         }
     }
 
+    #[inline]
     fn map(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
         // SAFETY: a new dict, filled with the C API; every failure is checked.
         let dict = unsafe {
@@ -462,6 +466,7 @@ struct KeyCache<'py> {
 }
 
 impl<'py> KeyCache<'py> {
+    #[inline]
     fn get(&mut self, py: Python<'py>, text: &[u8]) -> Bound<'py, PyAny> {
         let slot = &mut self.slots[hash(text) % KEY_SLOTS];
         if let Some(s) = slot {
@@ -490,6 +495,7 @@ impl<'py> KeyCache<'py> {
 
 /// A cheap hash of a short key: its length and first and last 8 bytes. Collisions only
 /// cost a cache miss, and the cache is direct-mapped, so hostile keys cannot slow it down.
+#[inline]
 fn hash(b: &[u8]) -> usize {
     let n = b.len();
     let head = match b.first_chunk::<8>() {
