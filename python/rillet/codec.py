@@ -20,7 +20,10 @@ A type's version travels with each object; decoding an older version first runs 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
 import enum
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -54,7 +57,10 @@ _BY_TYPE: dict[type, tuple[str, int, ToState, bool]] = {}
 _BY_NAME: dict[str, tuple[int, FromState, Migrate | None]] = {}
 
 # Classes the codec already encodes exactly; registering them would be ambiguous.
-_BUILTIN = (type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset)
+_BUILTIN = (
+    type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset,
+    datetime.datetime, datetime.date, datetime.time, datetime.timedelta, uuid.UUID, decimal.Decimal,
+)
 
 
 def encode(obj: object, *, max_depth: int = DEFAULT_MAX_DEPTH) -> bytes:
