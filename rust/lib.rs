@@ -4,6 +4,7 @@
 //! `py` holds the thin PyO3 bindings, exposed to Python as `rillet._native`.
 
 pub mod channel;
+pub mod codec;
 pub mod concat;
 pub mod message;
 pub mod py;
@@ -17,6 +18,8 @@ mod _native {
 
     #[pymodule_export]
     use crate::py::channel::{Channel, Empty};
+    #[pymodule_export]
+    use crate::py::codec::{codec_decode, codec_encode};
     #[pymodule_export]
     use crate::py::concat::{concat_messages, MessageAccumulator};
     #[pymodule_export]
@@ -38,7 +41,9 @@ mod _native {
         m.add("EMPTY", crate::py::channel::empty(m.py()))?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         m.add("NO_VALUE", crate::py::stream::no_value(m.py()))?;
-        m.add("ConcatError", crate::py::errors::concat_error_type(m.py())?)?;
+        m.add("ConcatError", crate::py::errors::concat_error(m.py()))?;
+        m.add("DecodeError", crate::py::errors::decode_error(m.py()))?;
+        m.add("EncodeError", crate::py::errors::encode_error(m.py()))?;
         Ok(())
     }
 }

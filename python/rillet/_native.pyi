@@ -13,6 +13,8 @@ __all__ = [
     "ChannelRecv",
     "ConcatError",
     "ContentPart",
+    "DecodeError",
+    "EncodeError",
     "Empty",
     "FunctionCall",
     "Message",
@@ -35,6 +37,8 @@ __all__ = [
     "pipe",
     "stream_from_list",
     "__version__",
+    "codec_decode",
+    "codec_encode",
 ]
 
 _T = TypeVar("_T")
@@ -47,6 +51,16 @@ class RilletError(Exception):
 
 class ChannelClosed(RilletError):
     """The channel was closed: nothing more can be sent, and every item has been received."""
+class DecodeError(RilletError, ValueError):
+    """The bytes are not a valid rillet checkpoint, or break a decode limit."""
+
+class EncodeError(RilletError, TypeError):
+    """The object cannot be written as a rillet checkpoint (unregistered type, cycle...)."""
+
+def codec_encode(obj: object, types: Mapping[type, Any], max_depth: int = 512) -> bytes: ...
+def codec_decode(
+    data: bytes, names: Mapping[str, Any], max_depth: int, max_size: int, max_items: int
+) -> Any: ...
 
 @final
 class Empty:

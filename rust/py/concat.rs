@@ -7,12 +7,12 @@ use pyo3::sync::MutexExt;
 use pyo3::types::PyList;
 
 use crate::concat::{self as core, Accumulator, UsagePolicy};
-use crate::py::errors::concat_error_type;
+use crate::py::errors;
 use crate::py::message::{with_chunk, Message};
 
 /// Raises `ConcatError` with the message of `err` and its `field` attribute set.
 pub(crate) fn concat_error(py: Python<'_>, err: core::ConcatError) -> PyErr {
-    match concat_error_type(py).and_then(|cls| cls.call1((err.message.as_str(),))) {
+    match errors::concat_error(py).call1((err.message.as_str(),)) {
         Ok(exc) => {
             let _ = exc.setattr("field", err.field.as_str());
             PyErr::from_value(exc)

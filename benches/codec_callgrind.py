@@ -1,0 +1,49 @@
+"""Instruction counts (valgrind callgrind) per encode and per decode of the checkpoint in
+bench_codec.py, for each peer: a noise-free complement to the pytest-benchmark timings.
+
+    .venv/bin/python benches/codec_callgrind.py
+
+Each count is (run with N operations - run with 0) / N, in a process that imports every peer
+(so the garbage collector sees a realistically large heap).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+N = 10
+HERE = Path(__file__).parent
+
+
+def _one(lib: str, op: str, n: int) -> int:
+    code = (
+        f"import sys; sys.path.insert(0, {str(HERE)!r}); import bench_codec as b\n"
+        f"enc, dec = b.PEERS[{lib!r}]; data = enc(b.STATE)\n"
+        f"f = (lambda: dec(data)) if {op!r} == 'decode' else (lambda: enc(b.STATE))\n"
+        f"for _ in range({n}): f()\n"
+    )
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code],
+        capture_output=True, text=True, check=True,
+    ).stderr
+    match = re.search(r"refs:\s+([\d,]+)", out)
+    assert match, out
+    return int(match.group(1).replace(",", ""))
+
+
+def main() -> None:
+    sys.path.insert(0, str(HERE))
+    import bench_codec
+
+    print("| library | encode (M instr) | decode (M instr) | round trip (M instr) |")
+    print("| --- | --- | --- | --- |")
+    for lib in bench_codec.PEERS:
+        enc, dec = ((_one(lib, op, N) - _one(lib, op, 0)) / N / 1e6 for op in ("encode", "decode"))
+        print(f"| {lib} | {enc:.2f} | {dec:.2f} | {enc + dec:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+//! Arbitrary bytes through the checkpoint decoder: it must return Ok or Err, never panic,
+//! and whatever decodes must re-encode to bytes that decode to the same value.
+//!
+//! The codec core is compiled straight from the main crate's sources, so this crate needs
+//! neither PyO3 nor a Python interpreter.
+#![no_main]
+
+#[path = "../../rust/codec/mod.rs"]
+#[allow(dead_code)]
+mod codec;
+
+use codec::decode::decode;
+use codec::value::{encode, ValueBuilder};
+use codec::Limits;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let limits = Limits { max_depth: 64, ..Limits::default() };
+    // Also try the raw bytes as a body, so the fuzzer need not rediscover the envelope.
+    let mut framed = b"\x93\xabrillet-ckpt\x01".to_vec();
+    framed.extend_from_slice(data);
+    for input in [data, &framed[..]] {
+        if let Ok(v) = decode(input, &limits, &mut ValueBuilder) {
+            let again = encode(&v).expect("a decoded value re-encodes");
+            let back = decode(&again, &limits, &mut ValueBuilder).ok().expect("re-encoded value decodes");
+            assert_eq!(back, v);
+        }
+    }
+});

@@ -1,0 +1,163 @@
+//! A plain Rust value tree for the wire format, with a [`Builder`] and an encoder.
+//!
+//! Used by `cargo test` and the fuzzer to drive the same decoder the Python bindings use,
+//! without Python. Floats are kept as bits so that equality is exact.
+
+use std::collections::HashSet;
+
+use super::decode::{Builder, Kind, Scalar};
+use super::ext;
+use super::wire::{TooLong, Writer};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Value {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    /// The bits of an f64.
+    Float(u64),
+    Str(String),
+    Bin(Vec<u8>),
+    BigInt {
+        negative: bool,
+        magnitude: Vec<u8>,
+    },
+    SurrogateStr(Vec<u8>),
+    Uuid([u8; 16]),
+    Decimal(String),
+    Map(Vec<(Value, Value)>),
+    /// Every other container: list, tuple, set, registered object, datetime...
+    Seq(Kind, Vec<Value>),
+}
+
+/// Builds [`Value`]s; rejects duplicate map keys and set elements like the Python builder.
+#[derive(Debug, Default)]
+pub struct ValueBuilder;
+
+impl Builder for ValueBuilder {
+    type Value = Value;
+    type Error = String;
+
+    fn scalar(&mut self, s: Scalar<'_>, _key: bool) -> Result<Value, String> {
+        Ok(match s {
+            Scalar::Nil => Value::Nil,
+            Scalar::Bool(v) => Value::Bool(v),
+            Scalar::Int(v) => Value::Int(v),
+            Scalar::UInt(v) => Value::UInt(v),
+            Scalar::Float(v) => Value::Float(v.to_bits()),
+            Scalar::Str(text) => match std::str::from_utf8(text) {
+                Ok(text) => Value::Str(text.to_owned()),
+                Err(e) => {
+                    return Err(format!(
+                        "expected a UTF-8 str, found an invalid byte at str offset {}",
+                        e.valid_up_to()
+                    ))
+                }
+            },
+            Scalar::Bin(v) => Value::Bin(v.to_vec()),
+            Scalar::BigInt {
+                negative,
+                magnitude,
+            } => Value::BigInt {
+                negative,
+                magnitude: magnitude.to_vec(),
+            },
+            Scalar::SurrogateStr(v) => Value::SurrogateStr(v.to_vec()),
+            Scalar::Uuid(v) => Value::Uuid(*v),
+            Scalar::Decimal(v) => Value::Decimal(v.to_owned()),
+        })
+    }
+
+    fn container(
+        &mut self,
+        kind: Kind,
+        items: &mut Vec<Value>,
+        start: usize,
+    ) -> Result<Value, String> {
+        let items: Vec<Value> = items.drain(start..).collect();
+        if kind == Kind::Map {
+            let mut pairs = Vec::with_capacity(items.len() / 2);
+            let mut seen = HashSet::new();
+            let mut it = items.into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                if !seen.insert(k.clone()) {
+                    return Err("duplicate map key".into());
+                }
+                pairs.push((k, v));
+            }
+            return Ok(Value::Map(pairs));
+        }
+        if matches!(kind, Kind::Set | Kind::FrozenSet)
+            && items.iter().collect::<HashSet<_>>().len() != items.len()
+        {
+            return Err("duplicate set element".into());
+        }
+        Ok(Value::Seq(kind, items))
+    }
+}
+
+/// Writes a whole checkpoint (envelope and body).
+pub fn encode(v: &Value) -> Result<Vec<u8>, TooLong> {
+    let mut w = Writer::default();
+    w.envelope();
+    write(&mut w, v)?;
+    Ok(w.buf)
+}
+
+fn write(w: &mut Writer, v: &Value) -> Result<(), TooLong> {
+    match v {
+        Value::Nil => w.nil(),
+        Value::Bool(b) => w.bool(*b),
+        Value::Int(i) => w.int(*i),
+        Value::UInt(u) => w.uint(*u),
+        Value::Float(bits) => w.float(f64::from_bits(*bits)),
+        Value::Str(s) => w.str(s.as_bytes())?,
+        Value::Bin(b) => w.bin(b)?,
+        Value::BigInt {
+            negative,
+            magnitude,
+        } => {
+            let mut p = vec![*negative as u8];
+            p.extend_from_slice(magnitude);
+            w.ext(ext::BIGINT, &p)?
+        }
+        Value::SurrogateStr(b) => w.ext(ext::SURROGATE_STR, b)?,
+        Value::Uuid(b) => w.ext(ext::UUID, b)?,
+        Value::Decimal(s) => w.ext(ext::DECIMAL, s.as_bytes())?,
+        Value::Map(pairs) => {
+            w.map(pairs.len())?;
+            for (k, v) in pairs {
+                write(w, k)?;
+                write(w, v)?;
+            }
+        }
+        Value::Seq(Kind::List, items) => write_items(w, items)?,
+        Value::Seq(kind, items) => {
+            let mark = w.ext_begin();
+            write_items(w, items)?;
+            w.ext_end(mark, ext_code(*kind))?
+        }
+    }
+    Ok(())
+}
+
+fn write_items(w: &mut Writer, items: &[Value]) -> Result<(), TooLong> {
+    w.array(items.len())?;
+    items.iter().try_for_each(|v| write(w, v))
+}
+
+/// The ext code of a structured kind (lists and maps are plain msgpack).
+pub fn ext_code(kind: Kind) -> i8 {
+    match kind {
+        Kind::List | Kind::Map => 0,
+        Kind::Tuple => ext::TUPLE,
+        Kind::Set => ext::SET,
+        Kind::FrozenSet => ext::FROZENSET,
+        Kind::Object => ext::OBJECT,
+        Kind::DateTime => ext::DATETIME,
+        Kind::Date => ext::DATE,
+        Kind::Time => ext::TIME,
+        Kind::TimeDelta => ext::TIMEDELTA,
+    }
+}

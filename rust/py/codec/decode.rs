@@ -1,0 +1,520 @@
+//! The Python side of decoding: a [`Builder`] that turns what the pure-Rust decoder reads
+//! into Python objects, and builds registered types only through the registry (it never
+//! imports or calls anything named by the data).
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyBytes, PyDate, PyDateTime, PyDelta, PyDict, PyInt, PyList, PyString, PyTime, PyTzInfo,
+};
+
+use super::stdlib::stdlib;
+use crate::codec::decode::{Builder, Kind, Scalar};
+use crate::py::errors::decode_error;
+
+/// A value the registry or Python refused, with the Python error behind it if any.
+pub struct BuildError {
+    message: String,
+    cause: Option<PyErr>,
+}
+
+impl BuildError {
+    fn new(message: impl Into<String>) -> Self {
+        BuildError {
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    fn caused(message: impl Into<String>, cause: PyErr) -> Self {
+        BuildError {
+            message: message.into(),
+            cause: Some(cause),
+        }
+    }
+
+    pub fn into_pyerr(self, py: Python<'_>, offset: usize) -> PyErr {
+        let err = PyErr::from_type(
+            decode_error(py).clone(),
+            format!("{} (at byte {offset})", self.message),
+        );
+        err.set_cause(py, self.cause);
+        err
+    }
+}
+
+impl From<PyErr> for BuildError {
+    fn from(e: PyErr) -> Self {
+        BuildError::caused(format!("cannot build a value: {e}"), e)
+    }
+}
+
+type Result<T> = std::result::Result<T, BuildError>;
+
+pub struct PyBuilder<'py> {
+    py: Python<'py>,
+    names: Bound<'py, PyDict>,
+    keys: KeyCache<'py>,
+}
+
+impl<'py> PyBuilder<'py> {
+    pub fn new(py: Python<'py>, names: Bound<'py, PyDict>) -> Self {
+        let keys = KeyCache {
+            slots: (0..KEY_SLOTS).map(|_| None).collect(),
+        };
+        PyBuilder { py, names, keys }
+    }
+
+    /// Wraps a new reference returned by the C API (NULL means an exception is set).
+    #[inline]
+    fn owned(&self, ptr: *mut ffi::PyObject) -> Result<Bound<'py, PyAny>> {
+        // SAFETY: callers pass the result of a C API call returning a new reference.
+        Ok(unsafe { Bound::from_owned_ptr_or_err(self.py, ptr) }?)
+    }
+}
+
+impl<'py> Builder for PyBuilder<'py> {
+    type Value = Bound<'py, PyAny>;
+    type Error = BuildError;
+
+    #[inline]
+    fn scalar(&mut self, s: Scalar<'_>, key: bool) -> Result<Self::Value> {
+        let py = self.py;
+        // SAFETY (all arms): C API constructors given valid pointers and lengths.
+        unsafe {
+            match s {
+                Scalar::Str(text)
+                    if text.len()
+                        <= if key {
+                            MAX_CACHED_KEY
+                        } else {
+                            MAX_CACHED_VALUE
+                        }
+                        && text.is_ascii() =>
+                {
+                    Ok(self.keys.get(py, text))
+                }
+                Scalar::Str(text) => {
+                    let s = ffi::PyUnicode_DecodeUTF8(
+                        text.as_ptr().cast(),
+                        text.len() as ffi::Py_ssize_t,
+                        c"strict".as_ptr(),
+                    );
+                    Bound::from_owned_ptr_or_err(py, s)
+                        .map_err(|e| BuildError::caused("expected a UTF-8 str", e))
+                }
+                Scalar::Int(v) => self.owned(ffi::PyLong_FromLongLong(v)),
+                Scalar::Nil => Ok(py.None().into_bound(py)),
+                Scalar::Bool(v) => Ok(pyo3::types::PyBool::new(py, v).to_owned().into_any()),
+                Scalar::Float(v) => self.owned(ffi::PyFloat_FromDouble(v)),
+                Scalar::UInt(v) => self.owned(ffi::PyLong_FromUnsignedLongLong(v)),
+                Scalar::Bin(b) => Ok(PyBytes::new(py, b).into_any()),
+                Scalar::BigInt {
+                    negative,
+                    magnitude,
+                } => {
+                    let int = py
+                        .get_type::<PyInt>()
+                        .call_method1("from_bytes", (PyBytes::new(py, magnitude), "big"))?;
+                    Ok(if negative { int.neg()? } else { int })
+                }
+                Scalar::SurrogateStr(b) => self.owned(ffi::PyUnicode_DecodeUTF8(
+                    b.as_ptr().cast(),
+                    b.len() as ffi::Py_ssize_t,
+                    c"surrogatepass".as_ptr(),
+                )),
+                Scalar::Uuid(b) => {
+                    let kwargs = PyDict::new(py);
+                    kwargs.set_item("bytes", PyBytes::new(py, b))?;
+                    Ok(stdlib(py)?.uuid.bind(py).call((), Some(&kwargs))?)
+                }
+                Scalar::Decimal(text) => stdlib(py)?
+                    .decimal
+                    .bind(py)
+                    .call1((text,))
+                    .map_err(|e| BuildError::caused(format!("invalid decimal {text:?}"), e)),
+            }
+        }
+    }
+
+    fn container(
+        &mut self,
+        kind: Kind,
+        items: &mut Vec<Self::Value>,
+        start: usize,
+    ) -> Result<Self::Value> {
+        match kind {
+            Kind::List => self.list(items, start),
+            Kind::Map => self.map(items, start),
+            Kind::Tuple => self.tuple(items, start),
+            Kind::Set | Kind::FrozenSet => self.set(items, start, kind == Kind::FrozenSet),
+            _ => {
+                let fields: Vec<Self::Value> = items.drain(start..).collect();
+                match kind {
+                    Kind::Object => self.object(&fields),
+                    Kind::DateTime => datetime(self.py, &fields),
+                    Kind::Date => date(self.py, &fields),
+                    Kind::Time => time(self.py, &fields),
+                    _ => timedelta(self.py, &fields),
+                }
+            }
+        }
+    }
+}
+
+impl<'py> PyBuilder<'py> {
+    #[inline]
+    fn list(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
+        let n = items.len() - start;
+        // SAFETY: a new list of n NULL slots, each filled exactly once with a stolen reference.
+        unsafe {
+            let list = self.owned(ffi::PyList_New(n as ffi::Py_ssize_t))?;
+            for (i, v) in items.drain(start..).enumerate() {
+                ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, v.into_ptr());
+            }
+            Ok(list)
+        }
+    }
+
+    fn tuple(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
+        let n = items.len() - start;
+        // SAFETY: as for lists.
+        unsafe {
+            let tuple = self.owned(ffi::PyTuple_New(n as ffi::Py_ssize_t))?;
+            for (i, v) in items.drain(start..).enumerate() {
+                ffi::PyTuple_SET_ITEM(tuple.as_ptr(), i as ffi::Py_ssize_t, v.into_ptr());
+            }
+            Ok(tuple)
+        }
+    }
+
+    #[inline]
+    fn map(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
+        // SAFETY: a new dict, filled with the C API; every failure is checked.
+        let dict = unsafe {
+            self.owned(_PyDict_NewPresized(
+                ((items.len() - start) / 2) as ffi::Py_ssize_t,
+            ))?
+        };
+        let mut pairs = items.drain(start..);
+        let pairs = std::iter::from_fn(|| Some((pairs.next()?, pairs.next()?)));
+        self.fill_unique(&dict, pairs, "map key", |d, (k, v)| unsafe {
+            (
+                ffi::PyDict_SetItem(d, k.as_ptr(), v.as_ptr()),
+                ffi::PyDict_Size(d),
+                k,
+            )
+        })?;
+        Ok(dict)
+    }
+
+    fn set(
+        &self,
+        items: &mut Vec<Bound<'py, PyAny>>,
+        start: usize,
+        frozen: bool,
+    ) -> Result<Bound<'py, PyAny>> {
+        // SAFETY: a brand-new set or frozenset may be filled with PySet_Add.
+        let set = unsafe {
+            self.owned(if frozen {
+                ffi::PyFrozenSet_New(std::ptr::null_mut())
+            } else {
+                ffi::PySet_New(std::ptr::null_mut())
+            })?
+        };
+        self.fill_unique(&set, items.drain(start..), "set element", |s, v| unsafe {
+            (ffi::PySet_Add(s, v.as_ptr()), ffi::PySet_Size(s), v)
+        })?;
+        Ok(set)
+    }
+
+    /// Inserts every item with `insert`, which returns (status, new size, the key), and
+    /// refuses unhashable keys and keys equal to an earlier one.
+    fn fill_unique<T>(
+        &self,
+        target: &Bound<'py, PyAny>,
+        items: impl Iterator<Item = T>,
+        what: &str,
+        insert: impl Fn(*mut ffi::PyObject, T) -> (i32, ffi::Py_ssize_t, Bound<'py, PyAny>),
+    ) -> Result<()> {
+        for (n, item) in items.enumerate() {
+            let (status, len, key) = insert(target.as_ptr(), item);
+            if status != 0 {
+                let e = PyErr::fetch(self.py);
+                return Err(BuildError::caused(
+                    format!("unhashable {what} of type {}", kind_of(&key)),
+                    e,
+                ));
+            }
+            if len != n as ffi::Py_ssize_t + 1 {
+                return Err(BuildError::new(format!(
+                    "duplicate {what} {}",
+                    short_repr(&key)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[name, version, state]` → the registered class, migrating older versions first.
+    fn object(&self, f: &[Bound<'py, PyAny>]) -> Result<Bound<'py, PyAny>> {
+        let name = f[0]
+            .cast_exact::<PyString>()
+            .map_err(|_| BuildError::new("expected a str as registered type name"))?;
+        let version: u32 = f[1].extract().map_err(|_| {
+            BuildError::new("expected a non-negative int as registered type version")
+        })?;
+        let entry = self.names.get_item(name)?.ok_or_else(|| {
+            BuildError::new(format!(
+                "unknown registered type {name}: call rillet.codec.register_type(<its class>, name={name}) before decoding",
+                name = short_repr(name.as_any())
+            ))
+        })?;
+        let (current, from_state, migrate): (u32, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>) =
+            entry.extract()?;
+        let mut state = f[2].clone();
+        if version > current {
+            return Err(BuildError::new(format!(
+                "{name} version {version} is newer than the registered version {current}; upgrade the code that registers it"
+            )));
+        }
+        if version < current {
+            let Some(migrate) = migrate else {
+                return Err(BuildError::new(format!(
+                    "{name} version {version} is older than the registered version {current}, and no migrate function was registered"
+                )));
+            };
+            state = migrate.call1((state, version)).map_err(|e| {
+                BuildError::caused(
+                    format!("migrating {name} from version {version} failed: {e}"),
+                    e,
+                )
+            })?;
+        }
+        from_state.call1((state,)).map_err(|e| {
+            BuildError::caused(format!("building {name} from its state failed: {e}"), e)
+        })
+    }
+}
+
+fn field<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
+    f: &[Bound<'py, PyAny>],
+    i: usize,
+    what: &str,
+) -> Result<T> {
+    f[i].extract::<T>()
+        .map_err(|_| BuildError::new(format!("expected {what}")))
+}
+
+fn datetime<'py>(py: Python<'py>, f: &[Bound<'py, PyAny>]) -> Result<Bound<'py, PyAny>> {
+    let what = "datetime fields [year, month, day, hour, minute, second, microsecond, fold, tz]";
+    let tz = tzinfo(py, &f[8])?;
+    let fold: u8 = field(f, 7, what)?;
+    let dt = PyDateTime::new_with_fold(
+        py,
+        field(f, 0, what)?,
+        field(f, 1, what)?,
+        field(f, 2, what)?,
+        field(f, 3, what)?,
+        field(f, 4, what)?,
+        field(f, 5, what)?,
+        field(f, 6, what)?,
+        tz.as_ref(),
+        fold_flag(fold)?,
+    );
+    Ok(dt
+        .map_err(|e| BuildError::caused(format!("invalid datetime: {e}"), e))?
+        .into_any())
+}
+
+fn date<'py>(py: Python<'py>, f: &[Bound<'py, PyAny>]) -> Result<Bound<'py, PyAny>> {
+    let what = "date fields [year, month, day]";
+    let d = PyDate::new(
+        py,
+        field(f, 0, what)?,
+        field(f, 1, what)?,
+        field(f, 2, what)?,
+    );
+    Ok(
+        d.map_err(|e| BuildError::caused(format!("invalid date: {e}"), e))?
+            .into_any(),
+    )
+}
+
+fn time<'py>(py: Python<'py>, f: &[Bound<'py, PyAny>]) -> Result<Bound<'py, PyAny>> {
+    let what = "time fields [hour, minute, second, microsecond, fold, tz]";
+    let tz = tzinfo(py, &f[5])?;
+    let fold: u8 = field(f, 4, what)?;
+    let t = PyTime::new_with_fold(
+        py,
+        field(f, 0, what)?,
+        field(f, 1, what)?,
+        field(f, 2, what)?,
+        field(f, 3, what)?,
+        tz.as_ref(),
+        fold_flag(fold)?,
+    );
+    Ok(
+        t.map_err(|e| BuildError::caused(format!("invalid time: {e}"), e))?
+            .into_any(),
+    )
+}
+
+fn timedelta<'py>(py: Python<'py>, f: &[Bound<'py, PyAny>]) -> Result<Bound<'py, PyAny>> {
+    let what = "timedelta fields [days, seconds, microseconds]";
+    let (days, seconds, micros): (i32, i32, i32) =
+        (field(f, 0, what)?, field(f, 1, what)?, field(f, 2, what)?);
+    // Only the normalised form Python itself stores is accepted, so decoding is exact.
+    if !(0..86_400).contains(&seconds) || !(0..1_000_000).contains(&micros) {
+        return Err(BuildError::new(format!("expected normalised {what}")));
+    }
+    let d = PyDelta::new(py, days, seconds, micros, false);
+    Ok(
+        d.map_err(|e| BuildError::caused(format!("invalid timedelta: {e}"), e))?
+            .into_any(),
+    )
+}
+
+fn fold_flag(fold: u8) -> Result<bool> {
+    match fold {
+        0 | 1 => Ok(fold == 1),
+        _ => Err(BuildError::new("expected fold 0 or 1")),
+    }
+}
+
+/// nil, offset seconds, a ZoneInfo key, or `[seconds, microseconds, name]`.
+fn tzinfo<'py>(py: Python<'py>, v: &Bound<'py, PyAny>) -> Result<Option<Bound<'py, PyTzInfo>>> {
+    let std = stdlib(py)?;
+    let tz = if v.is_none() {
+        return Ok(None);
+    } else if let Ok(seconds) = v.cast_exact::<PyInt>() {
+        let seconds: i64 = seconds.extract()?;
+        if seconds == 0 {
+            std.utc.bind(py).clone()
+        } else {
+            std.timezone
+                .bind(py)
+                .call1((py.get_type::<PyDelta>().call1((0, seconds))?,))?
+        }
+    } else if let Ok(key) = v.cast_exact::<PyString>() {
+        std.zoneinfo.bind(py).call1((key,)).map_err(|e| {
+            BuildError::caused(format!("unknown time zone {}", short_repr(key.as_any())), e)
+        })?
+    } else if let Ok(list) = v.cast_exact::<PyList>() {
+        let parts = (list.len() == 3).then(|| -> PyResult<_> {
+            Ok((
+                list.get_item(0)?.extract::<i64>()?,
+                list.get_item(1)?.extract::<i64>()?,
+                list.get_item(2)?
+                    .extract::<Option<Bound<'py, PyString>>>()?,
+            ))
+        });
+        let (seconds, micros, name) = parts
+            .and_then(|p| p.ok())
+            .ok_or_else(|| BuildError::new("expected a tz as [seconds, microseconds, name]"))?;
+        let delta = py.get_type::<PyDelta>().call1((0, seconds, micros))?;
+        match name {
+            Some(name) => std.timezone.bind(py).call1((delta, name))?,
+            None => std.timezone.bind(py).call1((delta,))?,
+        }
+    } else {
+        return Err(BuildError::new(
+            "expected a tz: nil, offset seconds, a zone key or [seconds, microseconds, name]",
+        ));
+    };
+    Ok(Some(
+        tz.cast_into::<PyTzInfo>().map_err(|e| PyErr::from(e))?,
+    ))
+}
+
+fn kind_of(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// A repr for error messages, cut short so a hostile input cannot make a huge message.
+fn short_repr(v: &Bound<'_, PyAny>) -> String {
+    let r = v
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<value>".into());
+    if r.chars().count() > 80 {
+        format!("{}...", r.chars().take(77).collect::<String>())
+    } else {
+        r
+    }
+}
+
+extern "C" {
+    /// CPython's dict constructor sized for `minused` items (private but exported; ormsgpack
+    /// and orjson use it too): avoids resizing while a decoded map is filled.
+    fn _PyDict_NewPresized(minused: ffi::Py_ssize_t) -> *mut ffi::PyObject;
+}
+
+/// Short ASCII values (roles, names, enum-like tags) repeat too, and sharing them is invisible.
+const MAX_CACHED_VALUE: usize = 16;
+/// Dict keys up to this many bytes go through the key cache.
+const MAX_CACHED_KEY: usize = 64;
+const KEY_SLOTS: usize = 512;
+
+/// A direct-mapped cache of short ASCII dict keys, per decode call, so repeated keys such as
+/// "role" and "content" are created once and shared. Fixed size: hostile keys can only evict.
+struct KeyCache<'py> {
+    slots: Vec<Option<Bound<'py, PyAny>>>,
+}
+
+impl<'py> KeyCache<'py> {
+    #[inline]
+    fn get(&mut self, py: Python<'py>, text: &[u8]) -> Bound<'py, PyAny> {
+        let slot = &mut self.slots[hash(text) % KEY_SLOTS];
+        if let Some(s) = slot {
+            // SAFETY: cached strings are exact compact ASCII strs made by `new_ascii`.
+            let cached = unsafe {
+                std::slice::from_raw_parts(
+                    ffi::PyUnicode_DATA(s.as_ptr()) as *const u8,
+                    ffi::PyUnicode_GET_LENGTH(s.as_ptr()) as usize,
+                )
+            };
+            if cached == text {
+                return s.clone();
+            }
+        }
+        // SAFETY: `text` is ASCII (checked by the reader).
+        match unsafe { Bound::from_owned_ptr_or_err(py, new_ascii(text)) } {
+            Ok(s) => {
+                *slot = Some(s.clone());
+                s
+            }
+            // Out of memory: fall back to the generic constructor, which raises again.
+            Err(_) => py.None().into_bound(py),
+        }
+    }
+}
+
+/// A cheap hash of a short key: its length and first and last 8 bytes. Collisions only
+/// cost a cache miss, and the cache is direct-mapped, so hostile keys cannot slow it down.
+#[inline]
+fn hash(b: &[u8]) -> usize {
+    let n = b.len();
+    let head = match b.first_chunk::<8>() {
+        Some(w) => u64::from_le_bytes(*w),
+        None => b.iter().fold(0u64, |h, &c| (h << 8) | c as u64),
+    };
+    let tail = b.last_chunk::<8>().map_or(0, |w| u64::from_le_bytes(*w));
+    let h = (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 40) as usize
+}
+
+/// A new str from ASCII bytes, copied straight into a compact ASCII object.
+///
+/// # Safety
+/// `text` must be ASCII. Returns a new reference, or NULL with an exception set.
+unsafe fn new_ascii(text: &[u8]) -> *mut ffi::PyObject {
+    let s = ffi::PyUnicode_New(text.len() as ffi::Py_ssize_t, 127);
+    if !s.is_null() {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), ffi::PyUnicode_DATA(s) as *mut u8, text.len());
+    }
+    s
+}

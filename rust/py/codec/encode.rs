@@ -1,0 +1,636 @@
+//! The encoder: one recursive walk over Python objects into a [`Writer`].
+//!
+//! Dispatch is on the exact type pointer, so subclasses of builtins never pass for their base
+//! (they must be registered). Recursion is bounded by `max_depth`, and every container on
+//! the current path is remembered so a reference cycle is reported as such. Items are held
+//! as strong references while a user hook may run, so a hook that mutates a container being
+//! encoded gets an error, not a dangling pointer.
+
+use std::ptr::addr_of_mut;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyDate, PyDateAccess, PyDateTime, PyDelta, PyDeltaAccess, PyDict, PyString, PyTime,
+    PyTimeAccess, PyTuple, PyTzInfo, PyTzInfoAccess,
+};
+
+use super::stdlib::stdlib;
+use crate::codec::ext;
+use crate::codec::wire::{TooLong, Writer};
+use crate::py::errors::encode_error;
+
+/// One step of the path from the top-level object to a failing value.
+enum Seg {
+    Index(usize),
+    Key(Py<PyAny>),
+    /// A field of a registered object's state.
+    Field(Py<PyAny>),
+    SetItem,
+    MapKey,
+}
+
+/// An encoding failure. `message` contains `{path}`, filled in once the path is complete.
+struct Failure {
+    message: String,
+    cause: Option<PyErr>,
+    /// Innermost step first (pushed while unwinding).
+    path: Vec<Seg>,
+}
+
+type Result<T = (), E = Box<Failure>> = std::result::Result<T, E>;
+
+fn fail(message: String) -> Box<Failure> {
+    Box::new(Failure {
+        message,
+        cause: None,
+        path: Vec::new(),
+    })
+}
+
+fn fail_with(message: String, cause: PyErr) -> Box<Failure> {
+    Box::new(Failure {
+        message,
+        cause: Some(cause),
+        path: Vec::new(),
+    })
+}
+
+fn at(seg: Seg) -> impl FnOnce(Box<Failure>) -> Box<Failure> {
+    move |mut f| {
+        f.path.push(seg);
+        f
+    }
+}
+
+impl From<TooLong> for Box<Failure> {
+    fn from(e: TooLong) -> Self {
+        fail(format!(
+            "a value of length {} at {{path}} is longer than the format allows (4 GiB - 1)",
+            e.0
+        ))
+    }
+}
+
+pub fn encode<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    types: &Bound<'py, PyDict>,
+    max_depth: usize,
+    buf: Vec<u8>,
+) -> (PyResult<()>, Vec<u8>) {
+    let mut enc = Encoder {
+        py,
+        w: Writer { buf },
+        types,
+        max_depth,
+        open: Vec::new(),
+    };
+    enc.w.envelope();
+    let result = enc.value(obj).map_err(|f| into_pyerr(py, *f));
+    (result, enc.w.buf)
+}
+
+struct Encoder<'a, 'py> {
+    py: Python<'py>,
+    w: Writer,
+    types: &'a Bound<'py, PyDict>,
+    max_depth: usize,
+    /// The containers on the current path, for cycle detection and the depth bound.
+    open: Vec<*mut ffi::PyObject>,
+}
+
+macro_rules! is_type {
+    ($t:expr, $ty:ident) => {
+        $t == addr_of_mut!(ffi::$ty)
+    };
+}
+
+impl<'py> Encoder<'_, 'py> {
+    fn value(&mut self, o: &Bound<'py, PyAny>) -> Result {
+        let p = o.as_ptr();
+        // SAFETY: `p` is a live object (borrowed from `o`); the type objects are statics.
+        unsafe {
+            let t = ffi::Py_TYPE(p);
+            if is_type!(t, PyUnicode_Type) {
+                self.str(p)
+            } else if is_type!(t, PyDict_Type) {
+                self.dict(o, false)
+            } else if is_type!(t, PyLong_Type) {
+                self.int(o)
+            } else if is_type!(t, PyList_Type) {
+                self.list(o)
+            } else if p == ffi::Py_None() {
+                Ok(self.w.nil())
+            } else if is_type!(t, PyBool_Type) {
+                Ok(self.w.bool(p == ffi::Py_True()))
+            } else if is_type!(t, PyFloat_Type) {
+                Ok(self.w.float(ffi::PyFloat_AS_DOUBLE(p)))
+            } else if is_type!(t, PyTuple_Type) {
+                self.tuple(o)
+            } else if is_type!(t, PyBytes_Type) {
+                let data = std::slice::from_raw_parts(
+                    ffi::PyBytes_AS_STRING(p) as *const u8,
+                    ffi::PyBytes_Size(p) as usize,
+                );
+                Ok(self.w.bin(data)?)
+            } else if is_type!(t, PySet_Type) {
+                self.set(o, ext::SET)
+            } else if is_type!(t, PyFrozenSet_Type) {
+                self.set(o, ext::FROZENSET)
+            } else {
+                self.other(o)
+            }
+        }
+    }
+
+    /// # Safety
+    /// `p` must be a live exact `str`.
+    unsafe fn str(&mut self, p: *mut ffi::PyObject) -> Result {
+        if ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0 {
+            // ASCII is its own UTF-8: copy the characters straight out of the object.
+            let len = ffi::PyUnicode_GET_LENGTH(p) as usize;
+            let data = std::slice::from_raw_parts(ffi::PyUnicode_DATA(p) as *const u8, len);
+            return Ok(self.w.str(data)?);
+        }
+        let mut len: ffi::Py_ssize_t = 0;
+        let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut len);
+        if !data.is_null() {
+            return Ok(self
+                .w
+                .str(std::slice::from_raw_parts(data as *const u8, len as usize))?);
+        }
+        // Lone surrogates have no UTF-8 form: write them with "surrogatepass" in their ext.
+        drop(PyErr::take(self.py));
+        let bytes = ffi::PyUnicode_AsEncodedString(p, c"utf-8".as_ptr(), c"surrogatepass".as_ptr());
+        let bytes = Bound::from_owned_ptr_or_err(self.py, bytes)
+            .map_err(|e| fail_with("cannot encode the str at {path} as UTF-8".into(), e))?;
+        let data = bytes.cast_unchecked::<pyo3::types::PyBytes>().as_bytes();
+        Ok(self.w.ext(ext::SURROGATE_STR, data)?)
+    }
+
+    fn int(&mut self, o: &Bound<'py, PyAny>) -> Result {
+        let p = o.as_ptr();
+        let mut overflow = 0;
+        // SAFETY: `p` is an exact int; the overflow protocol never raises for ints.
+        let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(p, &mut overflow) };
+        if overflow == 0 {
+            return Ok(self.w.int(v));
+        }
+        if overflow > 0 {
+            // SAFETY: as above; on failure the error is fetched and cleared.
+            let u = unsafe { ffi::PyLong_AsUnsignedLongLong(p) };
+            if u != u64::MAX || PyErr::take(self.py).is_none() {
+                return Ok(self.w.uint(u));
+            }
+        }
+        self.bigint(o)
+            .map_err(|e| fail_with("cannot encode the int at {path}".into(), e))
+    }
+
+    /// Ints outside [-2**63, 2**64): sign byte and big-endian magnitude.
+    fn bigint(&mut self, o: &Bound<'py, PyAny>) -> PyResult<()> {
+        let negative = o.lt(0)?;
+        let magnitude = o.abs()?;
+        let bits: usize = magnitude.call_method0("bit_length")?.extract()?;
+        let bytes = magnitude.call_method1("to_bytes", (bits.div_ceil(8), "big"))?;
+        let mut payload = vec![negative as u8];
+        payload.extend_from_slice(bytes.cast::<pyo3::types::PyBytes>()?.as_bytes());
+        self.w
+            .ext(ext::BIGINT, &payload)
+            .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("int too large"))
+    }
+
+    /// Enters a container: enforces the depth bound and reports reference cycles.
+    fn enter(&mut self, o: &Bound<'py, PyAny>) -> Result {
+        let p = o.as_ptr();
+        if self.open.contains(&p) {
+            let ty = type_name(o);
+            return Err(fail(format!(
+                "reference cycle: the {ty} at {{path}} contains itself"
+            )));
+        }
+        if self.open.len() >= self.max_depth {
+            return Err(fail(format!(
+                "nesting deeper than max_depth={} at {{path}}",
+                self.max_depth
+            )));
+        }
+        self.open.push(p);
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.open.pop();
+    }
+
+    fn list(&mut self, o: &Bound<'py, PyAny>) -> Result {
+        self.enter(o)?;
+        let p = o.as_ptr();
+        // SAFETY: `p` is an exact list; the size is re-read before each access and every
+        // item is held by a strong reference while it is encoded.
+        let n = unsafe { ffi::PyList_GET_SIZE(p) } as usize;
+        self.w.array(n)?;
+        for i in 0..n {
+            if i >= unsafe { ffi::PyList_GET_SIZE(p) } as usize {
+                return Err(changed("list"));
+            }
+            let item = unsafe {
+                Bound::from_borrowed_ptr(self.py, ffi::PyList_GET_ITEM(p, i as ffi::Py_ssize_t))
+            };
+            self.value(&item).map_err(at(Seg::Index(i)))?;
+        }
+        if n != unsafe { ffi::PyList_GET_SIZE(p) } as usize {
+            return Err(changed("list"));
+        }
+        self.leave();
+        Ok(())
+    }
+
+    /// Writes a dict as a map; `fields` marks a registered object's state (for error paths).
+    fn dict(&mut self, o: &Bound<'py, PyAny>, fields: bool) -> Result {
+        self.enter(o)?;
+        let p = o.as_ptr();
+        // SAFETY: `p` is an exact dict. PyDict_Next is memory-safe even if a hook mutates the
+        // dict; keys and values are held by strong references while encoded.
+        let n = unsafe { ffi::PyDict_Size(p) } as usize;
+        self.w.map(n)?;
+        let (mut pos, mut seen) = (0, 0);
+        let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
+        while unsafe { ffi::PyDict_Next(p, &mut pos, &mut k, &mut v) } != 0 {
+            seen += 1;
+            if seen > n {
+                return Err(changed("dict"));
+            }
+            let (key, val) = unsafe {
+                (
+                    Bound::from_borrowed_ptr(self.py, k),
+                    Bound::from_borrowed_ptr(self.py, v),
+                )
+            };
+            self.value(&key).map_err(at(Seg::MapKey))?;
+            let seg = if fields {
+                Seg::Field(key.unbind())
+            } else {
+                Seg::Key(key.unbind())
+            };
+            self.value(&val).map_err(at(seg))?;
+        }
+        if seen != n || n != unsafe { ffi::PyDict_Size(p) } as usize {
+            return Err(changed("dict"));
+        }
+        self.leave();
+        Ok(())
+    }
+
+    fn tuple(&mut self, o: &Bound<'py, PyAny>) -> Result {
+        self.enter(o)?;
+        // SAFETY: exact tuple, so immutable.
+        let t = unsafe { o.cast_unchecked::<PyTuple>() };
+        let mark = self.w.ext_begin();
+        self.w.array(t.len())?;
+        for (i, item) in t.iter().enumerate() {
+            self.value(&item).map_err(at(Seg::Index(i)))?;
+        }
+        self.w.ext_end(mark, ext::TUPLE)?;
+        self.leave();
+        Ok(())
+    }
+
+    fn set(&mut self, o: &Bound<'py, PyAny>, code: i8) -> Result {
+        self.enter(o)?;
+        let n = o
+            .len()
+            .map_err(|e| fail_with("cannot size the set at {path}".into(), e))?;
+        let mark = self.w.ext_begin();
+        self.w.array(n)?;
+        let mut seen = 0;
+        let iter = o
+            .try_iter()
+            .map_err(|e| fail_with("cannot iterate the set at {path}".into(), e))?;
+        for item in iter {
+            let item = item.map_err(|e| fail_with("cannot iterate the set at {path}".into(), e))?;
+            seen += 1;
+            if seen > n {
+                return Err(changed("set"));
+            }
+            self.value(&item).map_err(at(Seg::SetItem))?;
+        }
+        if seen != n {
+            return Err(changed("set"));
+        }
+        self.w.ext_end(mark, code)?;
+        self.leave();
+        Ok(())
+    }
+
+    /// Everything that is not a core builtin: stdlib values and registered types.
+    fn other(&mut self, o: &Bound<'py, PyAny>) -> Result {
+        let std =
+            stdlib(self.py).map_err(|e| fail_with("cannot import the stdlib types".into(), e))?;
+        let ty = o.get_type();
+        if o.is_exact_instance_of::<PyDateTime>() {
+            self.datetime(o)
+        } else if o.is_exact_instance_of::<PyDate>() {
+            let d = unsafe { o.cast_unchecked::<PyDate>() };
+            self.fixed(
+                ext::DATE,
+                &[
+                    d.get_year() as i64,
+                    d.get_month() as i64,
+                    d.get_day() as i64,
+                ],
+            )
+        } else if o.is_exact_instance_of::<PyTime>() {
+            self.time(o)
+        } else if o.is_exact_instance_of::<PyDelta>() {
+            let d = unsafe { o.cast_unchecked::<PyDelta>() };
+            self.fixed(
+                ext::TIMEDELTA,
+                &[
+                    d.get_days() as i64,
+                    d.get_seconds() as i64,
+                    d.get_microseconds() as i64,
+                ],
+            )
+        } else if ty.is(std.uuid.bind(self.py)) {
+            let bytes = o
+                .getattr("bytes")
+                .and_then(|b| Ok(b.cast_into::<pyo3::types::PyBytes>()?));
+            let bytes = bytes.map_err(|e| fail_with("cannot read the UUID at {path}".into(), e))?;
+            Ok(self.w.ext(ext::UUID, bytes.as_bytes())?)
+        } else if ty.is(std.decimal.bind(self.py)) {
+            let text = o
+                .str()
+                .map_err(|e| fail_with("cannot format the Decimal at {path}".into(), e))?;
+            Ok(self
+                .w
+                .ext(ext::DECIMAL, text.to_str().unwrap_or_default().as_bytes())?)
+        } else {
+            match self.types.get_item(&ty) {
+                Ok(Some(entry)) => self.registered(o, &entry),
+                _ => Err(unsupported(o)),
+            }
+        }
+    }
+
+    /// A structured ext made of small integers only (date, timedelta).
+    fn fixed(&mut self, code: i8, items: &[i64]) -> Result {
+        let mark = self.w.ext_begin();
+        self.w.array(items.len())?;
+        items.iter().for_each(|&i| self.w.int(i));
+        Ok(self.w.ext_end(mark, code)?)
+    }
+
+    fn datetime(&mut self, o: &Bound<'py, PyAny>) -> Result {
+        let d = unsafe { o.cast_unchecked::<PyDateTime>() };
+        let (date, time) = (
+            [
+                d.get_year() as i64,
+                d.get_month() as i64,
+                d.get_day() as i64,
+            ],
+            clock(d),
+        );
+        self.with_tz(
+            ext::DATETIME,
+            &[&date[..], &time[..]].concat(),
+            d.get_tzinfo(),
+        )
+    }
+
+    fn time(&mut self, o: &Bound<'py, PyAny>) -> Result {
+        let t = unsafe { o.cast_unchecked::<PyTime>() };
+        self.with_tz(ext::TIME, &clock(t), t.get_tzinfo())
+    }
+
+    /// A datetime or time: its integer fields, then the tz.
+    fn with_tz(&mut self, code: i8, fields: &[i64], tz: Option<Bound<'py, PyTzInfo>>) -> Result {
+        let mark = self.w.ext_begin();
+        self.w.array(fields.len() + 1)?;
+        fields.iter().for_each(|&v| self.w.int(v));
+        self.tzinfo(tz)?;
+        Ok(self.w.ext_end(mark, code)?)
+    }
+
+    /// nil (naive), an int (a `timezone` offset in seconds), a str (a `ZoneInfo` key), or
+    /// `[seconds, microseconds, name]` for a named or sub-second `timezone`.
+    fn tzinfo(&mut self, tz: Option<Bound<'py, PyTzInfo>>) -> Result {
+        let Some(tz) = tz else {
+            return Ok(self.w.nil());
+        };
+        let std =
+            stdlib(self.py).map_err(|e| fail_with("cannot import the stdlib types".into(), e))?;
+        if tz.is(std.utc.bind(self.py)) {
+            return Ok(self.w.int(0));
+        }
+        let ty = tz.get_type();
+        let result = if ty.is(std.timezone.bind(self.py)) {
+            self.fixed_offset(&tz, std.timezone.bind(self.py))
+        } else if ty.is(std.zoneinfo.bind(self.py)) {
+            self.zone_key(&tz)
+        } else {
+            let name = type_name(&tz);
+            return Err(fail(format!(
+                "cannot encode the tzinfo {name} at {{path}}: only datetime.timezone and zoneinfo.ZoneInfo are supported"
+            )));
+        };
+        result.map_err(|e| fail_with("cannot encode the tzinfo at {path}".into(), e))
+    }
+
+    fn fixed_offset(
+        &mut self,
+        tz: &Bound<'py, PyTzInfo>,
+        timezone: &Bound<'py, pyo3::types::PyType>,
+    ) -> PyResult<()> {
+        let none = self.py.None();
+        let offset = tz.call_method1("utcoffset", (&none,))?;
+        let delta = offset.cast::<PyDelta>()?;
+        let seconds = delta.get_days() as i64 * 86_400 + delta.get_seconds() as i64;
+        let micros = delta.get_microseconds() as i64;
+        let name = tz.call_method1("tzname", (&none,))?;
+        let default = timezone
+            .call1((&offset,))?
+            .call_method1("tzname", (&none,))?;
+        if micros == 0 && name.eq(&default)? {
+            self.w.int(seconds);
+            return Ok(());
+        }
+        self.w
+            .array(3)
+            .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("tz"))?;
+        self.w.int(seconds);
+        self.w.int(micros);
+        if name.eq(&default)? {
+            self.w.nil();
+        } else {
+            self.w
+                .str(name.cast::<PyString>()?.to_str()?.as_bytes())
+                .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("tz name"))?;
+        }
+        Ok(())
+    }
+
+    fn zone_key(&mut self, tz: &Bound<'py, PyTzInfo>) -> PyResult<()> {
+        let key = tz.getattr("key")?;
+        let key = key.cast::<PyString>().map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(
+                "a ZoneInfo made from a file has no key; use ZoneInfo(key)",
+            )
+        })?;
+        self.w
+            .str(key.to_str()?.as_bytes())
+            .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("tz key"))
+    }
+
+    /// A registered type: `[name, version, state]` with `state = to_state(obj)`.
+    fn registered(&mut self, o: &Bound<'py, PyAny>, entry: &Bound<'py, PyAny>) -> Result {
+        let bad_entry = |e| fail_with("corrupt codec registry entry".into(), e);
+        let (name, version, to_state, fields): (
+            Bound<'py, PyString>,
+            u32,
+            Bound<'py, PyAny>,
+            bool,
+        ) = entry.extract().map_err(bad_entry)?;
+        self.enter(o)?;
+        let state = to_state.call1((o,)).map_err(|e| {
+            let ty = type_name(o);
+            fail_with(
+                format!("to_state of the registered type {ty} failed at {{path}}: {e}"),
+                e,
+            )
+        })?;
+        let mark = self.w.ext_begin();
+        self.w.array(3)?;
+        self.w.str(name.to_str().unwrap_or_default().as_bytes())?;
+        self.w.uint(version as u64);
+        if fields && state.is_exact_instance_of::<PyDict>() {
+            self.dict(&state, true)?;
+        } else {
+            self.value(&state)?;
+        }
+        self.w.ext_end(mark, ext::OBJECT)?;
+        self.leave();
+        Ok(())
+    }
+}
+
+/// `[hour, minute, second, microsecond, fold]` of a datetime or time.
+fn clock(t: &impl PyTimeAccess) -> [i64; 5] {
+    [
+        t.get_hour() as i64,
+        t.get_minute() as i64,
+        t.get_second() as i64,
+        t.get_microsecond() as i64,
+        t.get_fold() as i64,
+    ]
+}
+
+fn changed(what: &str) -> Box<Failure> {
+    fail(format!(
+        "the {what} at {{path}} changed size while it was being encoded"
+    ))
+}
+
+fn type_name(o: &Bound<'_, PyAny>) -> String {
+    let ty = o.get_type();
+    let module = ty.module().map(|m| m.to_string()).unwrap_or_default();
+    let name = ty
+        .qualname()
+        .map(|m| m.to_string())
+        .unwrap_or_else(|_| "?".into());
+    if module.is_empty() || module == "builtins" {
+        name
+    } else {
+        format!("{module}.{name}")
+    }
+}
+
+/// The builtin a subclass would pass for, named in the error so the fix is obvious.
+fn builtin_base(o: &Bound<'_, PyAny>) -> Option<&'static str> {
+    let py = o.py();
+    let checks: [(&str, Bound<'_, pyo3::types::PyType>); 11] = [
+        ("bool", py.get_type::<pyo3::types::PyBool>()),
+        ("int", py.get_type::<pyo3::types::PyInt>()),
+        ("float", py.get_type::<pyo3::types::PyFloat>()),
+        ("str", py.get_type::<PyString>()),
+        ("bytes", py.get_type::<pyo3::types::PyBytes>()),
+        ("list", py.get_type::<pyo3::types::PyList>()),
+        ("tuple", py.get_type::<PyTuple>()),
+        ("dict", py.get_type::<PyDict>()),
+        ("set", py.get_type::<pyo3::types::PySet>()),
+        ("frozenset", py.get_type::<pyo3::types::PyFrozenSet>()),
+        ("datetime.date", py.get_type::<PyDate>()),
+    ];
+    checks
+        .into_iter()
+        .find(|(_, t)| o.is_instance(t).unwrap_or(false))
+        .map(|(name, _)| name)
+}
+
+fn unsupported(o: &Bound<'_, PyAny>) -> Box<Failure> {
+    let ty = type_name(o);
+    let short = o
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| ty.clone());
+    let fix = format!("rillet.codec.register_type({short}, name=\"<a stable name>\")");
+    fail(match builtin_base(o) {
+        Some(base) => format!(
+            "cannot encode {ty} at {{path}}: it subclasses {base}, and only exact builtin types are \
+             encoded implicitly (decoding could not give the subclass back). Fix: call {fix} once \
+             at import time, or convert the value to a plain {base} first"
+        ),
+        None => format!(
+            "cannot encode {ty} at {{path}}: it is not a registered type. Fix: call {fix} once at \
+             import time"
+        ),
+    })
+}
+
+/// Renders the path like Python source: `session_values['cart'].items[3]`.
+fn render_path(py: Python<'_>, path: &[Seg]) -> String {
+    let mut out = String::new();
+    for seg in path.iter().rev() {
+        match seg {
+            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+            Seg::SetItem => out.push_str("{<item>}"),
+            Seg::MapKey => out.push_str("[<a key>]"),
+            Seg::Field(k) | Seg::Key(k) => {
+                let k = k.bind(py);
+                let ident = k
+                    .cast::<PyString>()
+                    .ok()
+                    .and_then(|s| s.to_str().ok().map(str::to_owned))
+                    .filter(|s| {
+                        s.chars().all(|c| c == '_' || c.is_alphanumeric()) && !s.is_empty()
+                    });
+                match (seg, ident) {
+                    (Seg::Field(_), Some(name)) => out.push_str(&format!(".{name}")),
+                    (Seg::Key(_), Some(name)) if out.is_empty() => out.push_str(&name),
+                    _ => {
+                        let repr = k
+                            .repr()
+                            .map(|r| r.to_string())
+                            .unwrap_or_else(|_| "<key>".into());
+                        out.push_str(&format!("[{repr}]"));
+                    }
+                }
+            }
+        }
+    }
+    let out = out.trim_start_matches('.').to_owned();
+    if out.is_empty() {
+        "the top level".into()
+    } else {
+        out
+    }
+}
+
+fn into_pyerr(py: Python<'_>, f: Failure) -> PyErr {
+    let path = render_path(py, &f.path);
+    let err = PyErr::from_type(encode_error(py).clone(), f.message.replace("{path}", &path));
+    err.set_cause(py, f.cause);
+    err
+}

@@ -1,0 +1,111 @@
+//! Python bindings of the checkpoint codec: `codec_encode` and `codec_decode`, which
+//! `rillet.codec` wraps with its type registry.
+//!
+//! Both work directly on Python objects (no intermediate tree, no serde): the encoder
+//! dispatches on exact type pointers into a reused [`Writer`] buffer, and the decoder is the
+//! pure-Rust [`crate::codec::decode`] driving a [`decode::PyBuilder`].
+
+mod decode;
+mod encode;
+mod stdlib;
+
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::codec::decode::Failure;
+use crate::codec::Limits;
+use crate::py::errors::{decode_error, encode_error};
+
+thread_local! {
+    /// The encode buffer, kept between calls so a checkpoint does not re-grow it each time.
+    static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Buffers above this size are released after use instead of kept.
+const KEEP_BUFFER_BYTES: usize = 8 << 20;
+
+/// Encodes `obj` as a checkpoint. `types` maps a registered class to
+/// `(name, version, to_state, state_is_fields)`.
+#[pyfunction]
+#[pyo3(signature = (obj, types, max_depth = 512))]
+pub fn codec_encode<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    types: &Bound<'py, PyDict>,
+    max_depth: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    // Taken out, not borrowed: a to_state hook may call encode again on this thread.
+    let mut buf = BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    buf.clear();
+    let run = AssertUnwindSafe(|| encode::encode(py, obj, types, max_depth, buf));
+    let (result, mut buf) = catch_unwind(run).unwrap_or_else(|_| {
+        let err = PyErr::from_type(
+            encode_error(py).clone(),
+            "internal error in the rillet encoder (a bug: please report it)",
+        );
+        (Err(err), Vec::new())
+    });
+    let out = result.map(|()| PyBytes::new(py, &buf));
+    if buf.capacity() <= KEEP_BUFFER_BYTES {
+        buf.clear();
+        BUFFER.with(|b| *b.borrow_mut() = buf);
+    }
+    out
+}
+
+/// Pauses the cyclic garbage collector while a decode runs. Decoding creates many
+/// containers but no reference cycles, so collections triggered by those allocations would
+/// only re-traverse the new objects; pausing does that work once, later.
+struct GcPause(bool);
+
+impl GcPause {
+    fn new() -> Self {
+        // SAFETY: called with the GIL held (the decoder holds a Python token).
+        GcPause(unsafe { pyo3::ffi::PyGC_Disable() } != 0)
+    }
+}
+
+impl Drop for GcPause {
+    fn drop(&mut self) {
+        if self.0 {
+            // SAFETY: as above; only re-enables what this guard disabled.
+            unsafe { pyo3::ffi::PyGC_Enable() };
+        }
+    }
+}
+
+/// Decodes a checkpoint. `names` maps a registered name to `(version, from_state, migrate)`.
+#[pyfunction]
+#[pyo3(signature = (data, names, max_depth, max_size, max_items))]
+pub fn codec_decode<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    names: &Bound<'py, PyDict>,
+    max_depth: usize,
+    max_size: usize,
+    max_items: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let limits = Limits {
+        max_depth,
+        max_size,
+        max_items,
+    };
+    // `bytes` is immutable and `data` keeps it alive, so hooks run while decoding cannot
+    // change or free what is being read.
+    let input = data.as_bytes();
+    let mut builder = decode::PyBuilder::new(py, names.clone());
+    let _gc = GcPause::new();
+    let run = AssertUnwindSafe(|| crate::codec::decode::decode(input, &limits, &mut builder));
+    match catch_unwind(run) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(Failure::Wire(e))) => Err(PyErr::from_type(decode_error(py).clone(), e.to_string())),
+        Ok(Err(Failure::Build { offset, error })) => Err(error.into_pyerr(py, offset)),
+        Err(_) => Err(PyErr::from_type(
+            decode_error(py).clone(),
+            "internal error in the rillet decoder (a bug: please report it)",
+        )),
+    }
+}

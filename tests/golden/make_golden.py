@@ -1,0 +1,40 @@
+"""Writes the golden checkpoints of format v1. Run once per new file, never to rewrite one:
+
+    .venv/bin/python tests/golden/make_golden.py
+
+Existing files are kept; tests/test_codec_golden.py decodes every one of them forever.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent))
+
+from codec_helpers import golden_values  # noqa: E402
+
+from rillet import _native, codec  # noqa: E402
+
+
+class _UserV1:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def main() -> None:
+    out = HERE / "v1"
+    out.mkdir(exist_ok=True)
+    files = {f"{name}.bin": codec.encode(value) for name, value in golden_values().items()}
+    v1_registry = {_UserV1: ("golden.user", 1, lambda u: {"name": u.name}, True)}
+    files["user_v1.bin"] = _native.codec_encode(_UserV1("Ada Lovelace"), v1_registry)
+    for name, data in files.items():
+        path = out / name
+        if not path.exists():
+            path.write_bytes(data)
+            print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
