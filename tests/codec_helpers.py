@@ -117,7 +117,27 @@ def golden_values() -> dict[str, Any]:
             decimal.Decimal("NaN"),
         ],
         "registered": {"color": Color.GREEN, "point": Point(1.0, -2.5, "p")},
+        "messages": golden_messages(),
     }
+
+
+def golden_messages() -> list[Any]:
+    """rillet's own types as checkpoints hold them (the state shapes of version 1)."""
+    from rillet import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage
+
+    return [
+        Message.system("You are terse."),
+        Message(role="user", user_input_multi_content=[ContentPart("what is this?"), ContentPart(image_url="https://example.invalid/a.png", detail="low")]),
+        Message(
+            role="assistant",
+            content="Checking.",
+            reasoning_content="needs a tool",
+            tool_calls=[ToolCall(index=0, id="call_1", function=FunctionCall("weather", '{"city":"Paris"}'), extra={"k": 1})],
+            response_meta=ResponseMeta("tool_calls", Usage(10, 20, 30, 4, 5)),
+            extra={"trace": "abc"},
+        ),
+        Message.tool_message('{"temp": 21}', "call_1", tool_name="weather"),
+    ]
 
 
 @dataclass

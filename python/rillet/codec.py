@@ -189,3 +189,40 @@ def _fields_codec(cls: type, specs: list[tuple[str, str, bool]]) -> tuple[ToStat
         return obj
 
     return to_state, from_state, True
+
+
+def _register_rillet_types() -> None:
+    """rillet's own message types, under stable names, so every checkpoint can hold them.
+
+    A Message, ToolCall or ContentPart travels as its exact chat-completions dict; the small
+    value types as a list of their fields. Changing a state's shape needs a new version.
+    """
+    from rillet._native import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage
+
+    for cls in (Message, ToolCall, ContentPart):
+        register_type(cls, f"rillet.{cls.__name__}", to_state=cls.to_dict, from_state=cls.from_dict)
+
+    def fields_of(*names: str) -> Callable[[Any], list[Any]]:
+        return lambda obj: [getattr(obj, n) for n in names]
+
+    register_type(
+        FunctionCall,
+        "rillet.FunctionCall",
+        to_state=fields_of("name", "arguments"),
+        from_state=lambda s: FunctionCall(*s),
+    )
+    register_type(
+        Usage,
+        "rillet.Usage",
+        to_state=fields_of("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens"),
+        from_state=lambda s: Usage(*s),
+    )
+    register_type(
+        ResponseMeta,
+        "rillet.ResponseMeta",
+        to_state=fields_of("finish_reason", "usage"),
+        from_state=lambda s: ResponseMeta(*s),
+    )
+
+
+_register_rillet_types()
