@@ -6,6 +6,7 @@ Each group is one producer/consumer shape; the ratios print at the end of the ru
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -28,4 +29,6 @@ def test_channel(benchmark: Any, scenario: str, impl: str, run: Callable[[Items]
         pytest.importorskip(impl)
     benchmark.group = f"channel {scenario} (200k items)"
     benchmark.extra_info["impl"] = impl
-    benchmark.pedantic(run, args=(ITEMS,), rounds=7, iterations=1, warmup_rounds=1)
+    # A collection before each round, untimed, so garbage left by earlier benchmarks is not
+    # collected in the middle of this one.
+    benchmark.pedantic(run, setup=lambda: (gc.collect(), ((ITEMS,), {}))[1], rounds=11, warmup_rounds=1)
