@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup bench test test-fast test-rust test-python stubtest bench-full clean
+.PHONY: setup bench test test-fast test-rust stubtest typecheck bench-full clean
 
 setup:
 	./scripts/setup
@@ -11,11 +11,11 @@ setup:
 bench: setup
 	$(VENV)/bin/rillet bench
 
-test: setup test-rust stubtest
+test: setup test-rust stubtest typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Quick local loop: skips the slow stress and fuzz tests.
-test-fast: setup stubtest
+test-fast: setup stubtest typecheck
 	$(PY) -m pytest -m "not slow" -q $(PYTEST_ARGS)
 
 test-rust:
@@ -23,6 +23,10 @@ test-rust:
 
 stubtest:
 	$(PY) -m mypy.stubtest rillet._native --allowlist .stubtest-allowlist
+
+# The typed Python surface, strictly (configuration in pyproject.toml).
+typecheck:
+	$(PY) -m mypy
 
 # The pytest-benchmark suites, side by side with the peers (see docs/benchmarks.md).
 bench-full: setup
