@@ -94,6 +94,22 @@ def queue_thread_to_thread(items: Items) -> None:
     _stdlib_thread_to_thread(queue.Queue(), items)
 
 
+def bare_list_thread_to_thread(items: Items) -> None:
+    """Not a queue: the floor of the batched shape. The producer thread extends a plain list
+    with the same slices, the consumer takes it after a join. Its cost is the slicing, the
+    reference counting and the handoff between cores, which any queue pays too."""
+    buf: list[object] = []
+
+    def produce() -> None:
+        for start in range(0, len(items), BATCH):
+            buf.extend(items[start : start + BATCH])
+
+    _in_thread(produce).join()
+    taken = buf[:]
+    buf.clear()
+    del taken
+
+
 # -- task → task, one event loop ------------------------------------------------------------
 
 
@@ -233,7 +249,11 @@ SCENARIOS = [
     Scenario(
         "thread→thread",
         rillet={"rillet": rillet_thread_to_thread, "rillet batched": rillet_thread_to_thread_batched},
-        peers={"queue.SimpleQueue": simplequeue_thread_to_thread, "queue.Queue": queue_thread_to_thread},
+        peers={
+            "queue.SimpleQueue": simplequeue_thread_to_thread,
+            "queue.Queue": queue_thread_to_thread,
+            "bare list (floor)": bare_list_thread_to_thread,
+        },
         targets=[("rillet", "queue.SimpleQueue", 1.0), ("rillet batched", "queue.SimpleQueue", 5.0)],
     ),
     Scenario(
