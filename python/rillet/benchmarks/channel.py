@@ -43,8 +43,8 @@ def _in_thread(produce: Callable[[], None]) -> threading.Thread:
     return t
 
 
-def rillet_thread_to_thread(items: Items) -> None:
-    ch: Channel[object] = Channel()
+def _sender_thread(ch: Channel[object], items: Items) -> threading.Thread:
+    """A thread that sends the items one by one, then closes the channel."""
 
     def produce() -> None:
         send = ch.send
@@ -52,7 +52,22 @@ def rillet_thread_to_thread(items: Items) -> None:
             send(x)
         ch.close()
 
-    t = _in_thread(produce)
+    return _in_thread(produce)
+
+
+def _batch_sender_thread(ch: Channel[object], items: Items) -> threading.Thread:
+    """A thread that sends the items BATCH at a time."""
+
+    def produce() -> None:
+        for start in range(0, len(items), BATCH):
+            ch.send_many(items[start : start + BATCH])
+
+    return _in_thread(produce)
+
+
+def rillet_thread_to_thread(items: Items) -> None:
+    ch: Channel[object] = Channel()
+    t = _sender_thread(ch, items)
     for _ in ch:
         pass
     t.join()
@@ -60,12 +75,7 @@ def rillet_thread_to_thread(items: Items) -> None:
 
 def rillet_thread_to_thread_batched(items: Items) -> None:
     ch: Channel[object] = Channel()
-
-    def produce() -> None:
-        for start in range(0, len(items), BATCH):
-            ch.send_many(items[start : start + BATCH])
-
-    t = _in_thread(produce)
+    t = _batch_sender_thread(ch, items)
     got = 0
     while got < len(items):
         got += len(ch.recv_many(RECV_BATCH))
@@ -177,14 +187,7 @@ def asyncio_queue_task_to_task(items: Items) -> None:
 def rillet_thread_to_asyncio(items: Items) -> None:
     async def main() -> None:
         ch: Channel[object] = Channel()
-
-        def produce() -> None:
-            send = ch.send
-            for x in items:
-                send(x)
-            ch.close()
-
-        t = _in_thread(produce)
+        t = _sender_thread(ch, items)
         async for _ in ch:
             pass
         t.join()
@@ -195,12 +198,7 @@ def rillet_thread_to_asyncio(items: Items) -> None:
 def rillet_thread_to_asyncio_batched(items: Items) -> None:
     async def main() -> None:
         ch: Channel[object] = Channel()
-
-        def produce() -> None:
-            for start in range(0, len(items), BATCH):
-                ch.send_many(items[start : start + BATCH])
-
-        t = _in_thread(produce)
+        t = _batch_sender_thread(ch, items)
         got = 0
         while got < len(items):
             got += len(await ch.recv_many_async(RECV_BATCH))
