@@ -641,3 +641,25 @@ def test_a_blocking_receive_inside_an_event_loop_is_refused_clearly() -> None:
         return ch.recv(), ch.recv_many(5)  # items ready: nothing blocks
 
     assert asyncio.run(main()) == (1, [2, 3])
+
+
+def test_subclasses_behave_the_same() -> None:
+    """Subclasses reach the channel through PyO3's slots rather than the direct fast paths."""
+
+    class Tagged(Channel[int]):
+        tag = "events"
+
+    ch = Tagged()
+    ch.send(1)
+    ch.send_many([2, 3])
+    assert ch.try_send(4) is True
+    ch.close()
+    assert list(ch) == [1, 2, 3, 4]
+
+    async def drain() -> list[int]:
+        other = Tagged()
+        other.send_many([5, 6])
+        other.close()
+        return [x async for x in other]
+
+    assert asyncio.run(drain()) == [5, 6]
