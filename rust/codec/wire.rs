@@ -321,6 +321,7 @@ impl<'a> Reader<'a> {
 
     /// Reads the next token. On error nothing sensible remains to be read.
     #[inline(always)]
+    #[allow(clippy::should_implement_trait)] // fallible, with a position: not an Iterator
     pub fn next(&mut self) -> Result<Token<'a>, WireError> {
         let at = self.pos;
         let marker = self.be::<1>("a msgpack value")?[0];

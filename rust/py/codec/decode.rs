@@ -422,9 +422,7 @@ fn tzinfo<'py>(py: Python<'py>, v: &Bound<'py, PyAny>) -> Result<Option<Bound<'p
             "expected a tz: nil, offset seconds, a zone key or [seconds, microseconds, name]",
         ));
     };
-    Ok(Some(
-        tz.cast_into::<PyTzInfo>().map_err(|e| PyErr::from(e))?,
-    ))
+    Ok(Some(tz.cast_into::<PyTzInfo>().map_err(PyErr::from)?))
 }
 
 fn kind_of(v: &Bound<'_, PyAny>) -> String {

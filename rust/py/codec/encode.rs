@@ -121,11 +121,14 @@ impl<'py> Encoder<'_, 'py> {
             } else if is_type!(t, PyList_Type) {
                 self.list(o)
             } else if p == ffi::Py_None() {
-                Ok(self.w.nil())
+                self.w.nil();
+                Ok(())
             } else if is_type!(t, PyBool_Type) {
-                Ok(self.w.bool(p == ffi::Py_True()))
+                self.w.bool(p == ffi::Py_True());
+                Ok(())
             } else if is_type!(t, PyFloat_Type) {
-                Ok(self.w.float(ffi::PyFloat_AS_DOUBLE(p)))
+                self.w.float(ffi::PyFloat_AS_DOUBLE(p));
+                Ok(())
             } else if is_type!(t, PyTuple_Type) {
                 self.tuple(o)
             } else if is_type!(t, PyBytes_Type) {
@@ -175,13 +178,15 @@ impl<'py> Encoder<'_, 'py> {
         // SAFETY: `p` is an exact int; the overflow protocol never raises for ints.
         let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(p, &mut overflow) };
         if overflow == 0 {
-            return Ok(self.w.int(v));
+            self.w.int(v);
+            return Ok(());
         }
         if overflow > 0 {
             // SAFETY: as above; on failure the error is fetched and cleared.
             let u = unsafe { ffi::PyLong_AsUnsignedLongLong(p) };
             if u != u64::MAX || PyErr::take(self.py).is_none() {
-                return Ok(self.w.uint(u));
+                self.w.uint(u);
+                return Ok(());
             }
         }
         self.bigint(o)
@@ -417,12 +422,14 @@ impl<'py> Encoder<'_, 'py> {
     /// `[seconds, microseconds, name]` for a named or sub-second `timezone`.
     fn tzinfo(&mut self, tz: Option<Bound<'py, PyTzInfo>>) -> Result {
         let Some(tz) = tz else {
-            return Ok(self.w.nil());
+            self.w.nil();
+            return Ok(());
         };
         let std =
             stdlib(self.py).map_err(|e| fail_with("cannot import the stdlib types".into(), e))?;
         if tz.is(std.utc.bind(self.py)) {
-            return Ok(self.w.int(0));
+            self.w.int(0);
+            return Ok(());
         }
         let ty = tz.get_type();
         let result = if ty.is(std.timezone.bind(self.py)) {
