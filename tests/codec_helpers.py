@@ -118,7 +118,16 @@ def golden_values() -> dict[str, Any]:
         ],
         "registered": {"color": Color.GREEN, "point": Point(1.0, -2.5, "p")},
         "messages": golden_messages(),
+        "records": golden_records(),
     }
+
+
+def golden_records() -> list[Any]:
+    """Repeated strings and dict shapes: format 2 writes them as table definitions and
+    references (plain maps and strs in format 1)."""
+    rows = [{"role": role, "content": f"turn {i}", "usage": {"input_tokens": i, "output_tokens": 2 * i}}
+            for i, role in enumerate(["user", "assistant", "user", "assistant"])]
+    return [rows, {"role": "user", "extra": ["assistant", "assistant"]}, ("usage", "usage", "usage")]
 
 
 def golden_messages() -> list[Any]:

@@ -1,6 +1,7 @@
-"""Golden checkpoints: bytes written by format v1, decoded by every later rillet, forever.
+"""Golden checkpoints: bytes written by each format version, decoded by every later rillet,
+forever.
 
-Never edit or regenerate a file under tests/golden/v1; add new files with
+Never edit or regenerate a file under tests/golden/v<N>; add new files with
 tests/golden/make_golden.py instead.
 """
 
@@ -11,28 +12,41 @@ from pathlib import Path
 import pytest
 from codec_helpers import User, assert_identical, golden_values
 
-from rillet.codec import decode, encode
+from rillet.codec import FORMAT_VERSION, decode, encode
 
-GOLDEN = Path(__file__).parent / "golden" / "v1"
+GOLDEN = Path(__file__).parent / "golden"
+VERSIONS = list(range(1, FORMAT_VERSION + 1))
 VALUES = golden_values()
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("name", sorted(VALUES))
-def test_golden_file_decodes_exactly(name: str) -> None:
-    assert_identical(decode((GOLDEN / f"{name}.bin").read_bytes()), VALUES[name])
+def test_golden_file_decodes_exactly(name: str, version: int) -> None:
+    assert_identical(decode((GOLDEN / f"v{version}" / f"{name}.bin").read_bytes()), VALUES[name])
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("name", sorted(VALUES))
-def test_encoder_still_writes_the_golden_bytes(name: str) -> None:
+def test_encoder_still_writes_the_golden_bytes(name: str, version: int) -> None:
     # If this fails, the encoder's output changed: that is only fine if the old bytes still
     # decode (test above) and the change is documented in docs/checkpoint-format.md.
-    assert encode(VALUES[name]) == (GOLDEN / f"{name}.bin").read_bytes()
+    assert encode(VALUES[name], format_version=version) == (GOLDEN / f"v{version}" / f"{name}.bin").read_bytes()
 
 
-def test_golden_v1_object_is_migrated_to_the_current_version() -> None:
-    assert decode((GOLDEN / "user_v1.bin").read_bytes()) == User("Ada", "Lovelace")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_golden_old_object_is_migrated_to_the_current_version(version: int) -> None:
+    assert decode((GOLDEN / f"v{version}" / "user_v1.bin").read_bytes()) == User("Ada", "Lovelace")
 
 
-def test_every_golden_file_is_covered() -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_golden_file_is_covered(version: int) -> None:
     covered = {f"{name}.bin" for name in VALUES} | {"user_v1.bin"}
-    assert {p.name for p in GOLDEN.iterdir()} == covered
+    assert {p.name for p in (GOLDEN / f"v{version}").iterdir()} == covered
+
+
+def test_format_2_golden_records_use_the_tables() -> None:
+    data = (GOLDEN / "v2" / "records.bin").read_bytes()
+    assert data[13] == 2
+    assert len(data) < len((GOLDEN / "v1" / "records.bin").read_bytes())
+    for code in (13, 14, 15, 16):  # str def, str ref, shape def, shape ref
+        assert bytes([code]) in data

@@ -31,33 +31,66 @@ def _tz(v: Any) -> dt.tzinfo | None:
     return dt.timezone(offset) if name is None else dt.timezone(offset, name)
 
 
-def ext_hook(code: int, payload: bytes) -> Any:
-    def items() -> Any:
-        return msgpack.unpackb(payload, ext_hook=ext_hook, strict_map_key=False, raw=False)
+class _Shape:
+    """A record's keys, as the first element of its array (format 2)."""
 
-    match code:
-        case 1: return tuple(items())
-        case 2: return (-1 if payload[0] else 1) * int.from_bytes(payload[1:], "big")
-        case 3: return set(items())
-        case 4: return frozenset(items())
-        case 5: return ("object", *items())
-        case 6: return payload.decode("utf-8", "surrogatepass")
-        case 7:
-            *fields, fold, tz = items()
-            return dt.datetime(*fields, fold=fold, tzinfo=_tz(tz))
-        case 8: return dt.date(*items())
-        case 9:
-            *fields, fold, tz = items()
-            return dt.time(*fields, fold=fold, tzinfo=_tz(tz))
-        case 10: return dt.timedelta(*items())
-        case 11: return uuid.UUID(bytes=payload)
-        case 12: return decimal.Decimal(payload.decode("ascii"))
-    raise ValueError(f"unknown ext type {code}")
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+
+
+class Reader:
+    """Format 2's tables: definitions are numbered in the order a reader meets them, which
+    is the order msgpack calls its hooks in."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = []
+        self.shapes: list[list[str]] = []
+
+    def unpack(self, payload: bytes) -> Any:
+        return msgpack.unpackb(payload, ext_hook=self.ext_hook, list_hook=self.list_hook,
+                               strict_map_key=False, raw=False)
+
+    def list_hook(self, items: list[Any]) -> Any:
+        if items and type(items[0]) is _Shape:
+            return dict(zip(items[0].keys, items[1:], strict=True))
+        return items
+
+    def ext_hook(self, code: int, payload: bytes) -> Any:
+        def items() -> Any:
+            return self.unpack(payload)
+
+        index = int.from_bytes(payload, "big")
+        match code:
+            case 1: return tuple(items())
+            case 2: return (-1 if payload[0] else 1) * int.from_bytes(payload[1:], "big")
+            case 3: return set(items())
+            case 4: return frozenset(items())
+            case 5: return ("object", *items())
+            case 6: return payload.decode("utf-8", "surrogatepass")
+            case 7:
+                *fields, fold, tz = items()
+                return dt.datetime(*fields, fold=fold, tzinfo=_tz(tz))
+            case 8: return dt.date(*items())
+            case 9:
+                *fields, fold, tz = items()
+                return dt.time(*fields, fold=fold, tzinfo=_tz(tz))
+            case 10: return dt.timedelta(*items())
+            case 11: return uuid.UUID(bytes=payload)
+            case 12: return decimal.Decimal(payload.decode("ascii"))
+            case 13:
+                self.strings.append(payload.decode("utf-8"))
+                return self.strings[-1]
+            case 14: return self.strings[index]
+            case 15:
+                self.shapes.append(msgpack.unpackb(payload, raw=False))
+                return _Shape(self.shapes[-1])
+            case 16: return _Shape(self.shapes[index])
+        raise ValueError(f"unknown ext type {code}")
 
 
 def reference_decode(data: bytes) -> Any:
-    magic, version, body = msgpack.unpackb(data, ext_hook=ext_hook, strict_map_key=False, raw=False)
-    assert (magic, version) == (MAGIC, VERSION)
+    magic, version, body = Reader().unpack(data)
+    assert magic == MAGIC and version in (1, 2)
     return body
 
 
@@ -126,6 +159,22 @@ def reference_encode(obj: Any) -> bytes:
 @given(values)
 def test_stock_msgpack_reads_what_rillet_writes(value: Any) -> None:
     assert_identical(reference_decode(encode(value)), value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(values)
+def test_stock_msgpack_reads_format_1(value: Any) -> None:
+    assert_identical(reference_decode(encode(value, format_version=1)), value)
+
+
+def test_stock_msgpack_reads_shared_strings_and_records() -> None:
+    rows = [{"role": "user", "content": f"hello {i}", "meta": {"model": "gpt-x", "n": i}} for i in range(5)]
+    value = {"rows": rows, "tags": ["alpha", "alpha", ("alpha", "beta")], "again": {"role": "user"}}
+    data = encode(value)
+    # the keys of {"model", "n"}: in full in the first map, in the shape definition of the
+    # second, then only as a shape reference
+    assert data.count(b"model") == 2
+    assert_identical(reference_decode(data), value)
 
 
 @settings(max_examples=200, deadline=None)

@@ -10,20 +10,27 @@
 mod codec;
 
 use codec::decode::decode;
-use codec::value::{encode, ValueBuilder};
+use codec::value::{encode_version, ValueBuilder};
 use codec::Limits;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let limits = Limits { max_depth: 64, ..Limits::default() };
-    // Also try the raw bytes as a body, so the fuzzer need not rediscover the envelope.
-    let mut framed = b"\x93\xabrillet-ckpt\x01".to_vec();
-    framed.extend_from_slice(data);
-    for input in [data, &framed[..]] {
-        if let Ok(v) = decode(input, &limits, &mut ValueBuilder) {
-            let again = encode(&v).expect("a decoded value re-encodes");
-            let back = decode(&again, &limits, &mut ValueBuilder).ok().expect("re-encoded value decodes");
-            assert_eq!(back, v);
+    // Also try the raw bytes as a body of each format, so the fuzzer need not rediscover
+    // the envelope.
+    let framed = |version: u8| {
+        let mut v = b"\x93\xabrillet-ckpt".to_vec();
+        v.push(version);
+        v.extend_from_slice(data);
+        v
+    };
+    for input in [data.to_vec(), framed(1), framed(2)] {
+        if let Ok(v) = decode(&input, &limits, &mut ValueBuilder) {
+            for version in [1, 2] {
+                let again = encode_version(&v, version).expect("a decoded value re-encodes");
+                let back = decode(&again, &limits, &mut ValueBuilder).ok().expect("re-encoded value decodes");
+                assert_eq!(back, v);
+            }
         }
     }
 });

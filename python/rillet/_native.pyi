@@ -57,7 +57,9 @@ class DecodeError(RilletError, ValueError):
 class EncodeError(RilletError, TypeError):
     """The object cannot be written as a rillet checkpoint (unregistered type, cycle...)."""
 
-def codec_encode(obj: object, types: Mapping[type, Any], max_depth: int = 512) -> bytes: ...
+def codec_encode(
+    obj: object, types: Mapping[type, Any], max_depth: int = 512, version: int = 2
+) -> bytes: ...
 def codec_decode(
     data: bytes, names: Mapping[str, Any], max_depth: int, max_size: int, max_items: int
 ) -> Any: ...

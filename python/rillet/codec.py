@@ -1,6 +1,6 @@
 """Checkpoint codec: exact, safe and versioned binary encoding of Python values.
 
-``encode(obj)`` writes MessagePack inside the envelope ``["rillet-ckpt", 1, body]`` (see
+``encode(obj)`` writes MessagePack inside the envelope ``["rillet-ckpt", 2, body]`` (see
 docs/checkpoint-format.md); ``decode(data)`` reads it back with the exact types, under limits,
 and is safe on untrusted bytes: it only ever builds builtins, a few stdlib values and the
 classes registered here. It never imports or calls anything named by the data.
@@ -36,11 +36,13 @@ __all__ = [
     "DEFAULT_MAX_SIZE",
     "DecodeError",
     "EncodeError",
+    "FORMAT_VERSION",
     "decode",
     "encode",
     "register_type",
 ]
 
+FORMAT_VERSION = 2
 DEFAULT_MAX_DEPTH = 512
 DEFAULT_MAX_SIZE = 1 << 30
 DEFAULT_MAX_ITEMS = 1 << 26
@@ -63,10 +65,19 @@ _BUILTIN = (
 )
 
 
-def encode(obj: object, *, max_depth: int = DEFAULT_MAX_DEPTH) -> bytes:
+def encode(
+    obj: object, *, max_depth: int = DEFAULT_MAX_DEPTH, format_version: int = FORMAT_VERSION
+) -> bytes:
     """Encodes ``obj`` as checkpoint bytes; raises EncodeError naming the path to any value
-    that cannot be encoded (an unregistered class, a reference cycle...)."""
-    return _native.codec_encode(obj, _BY_TYPE, max_depth)
+    that cannot be encoded (an unregistered class, a reference cycle...).
+
+    Format 2 (the default) writes each repeated string and each repeated set of dict keys
+    once and refers back to it; format 1 is plain MessagePack with no back-references, for
+    readers that predate format 2. ``decode`` reads both.
+    """
+    if format_version not in (1, FORMAT_VERSION):
+        raise ValueError(f"format_version must be 1 or {FORMAT_VERSION}, got {format_version!r}")
+    return _native.codec_encode(obj, _BY_TYPE, max_depth, format_version)
 
 
 def decode(

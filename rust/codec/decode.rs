@@ -6,7 +6,7 @@
 //! that stack only grows by values actually read, so memory stays proportional to the input.
 
 use super::wire::{is_utf8_with_surrogates, Reader, Token, WireError};
-use super::{ext, Limits, FORMAT_VERSION, MAGIC};
+use super::{ext, Limits, FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION};
 
 /// What a complete container becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -21,6 +21,8 @@ pub enum Kind {
     Date,
     Time,
     TimeDelta,
+    /// A format-2 record: a dict whose keys come from the shape table.
+    Record,
 }
 
 impl Kind {
@@ -87,6 +89,14 @@ pub trait Builder {
         items: &mut Vec<Self::Value>,
         start: usize,
     ) -> Result<Self::Value, Self::Error>;
+    /// Builds a map from distinct `keys` (checked by the decoder) and the values
+    /// `items[start..]`, one per key; must leave `items` truncated to `start`.
+    fn record(
+        &mut self,
+        keys: &[Self::Value],
+        items: &mut Vec<Self::Value>,
+        start: usize,
+    ) -> Result<Self::Value, Self::Error>;
 }
 
 /// Why a decode failed: a malformed input, or the builder refused a value. Boxed so the
@@ -114,10 +124,12 @@ struct Frame {
     end: Option<usize>,
     /// Byte offset of the container's first byte, for error messages.
     offset: usize,
+    /// For records: the index of their shape.
+    shape: usize,
 }
 
 /// Decodes a whole checkpoint: envelope, body, and nothing after it.
-pub fn decode<B: Builder>(
+pub fn decode<B: Builder<Value: Clone>>(
     input: &[u8],
     limits: &Limits,
     builder: &mut B,
@@ -131,19 +143,24 @@ pub fn decode<B: Builder>(
         return Err(WireError::new(0, msg).into());
     }
     let mut reader = Reader::new(input);
-    read_envelope(&mut reader)?;
+    let version = read_envelope(&mut reader)?;
     let value = Decoder {
         reader,
         limits,
+        version,
         frames: Vec::new(),
         values: Vec::new(),
         items: 0,
+        strings: Vec::new(),
+        shape_keys: Vec::new(),
+        shapes: Vec::new(),
     }
     .run(builder)?;
     Ok(value)
 }
 
-fn read_envelope(r: &mut Reader<'_>) -> Result<(), WireError> {
+/// Checks the envelope head and returns the format version.
+fn read_envelope(r: &mut Reader<'_>) -> Result<u8, WireError> {
     let not_ours = |at| {
         WireError::new(
             at,
@@ -160,25 +177,36 @@ fn read_envelope(r: &mut Reader<'_>) -> Result<(), WireError> {
         _ => return Err(not_ours(at)),
     }
     let at = r.pos();
+    let known = OLDEST_FORMAT_VERSION as i64..=FORMAT_VERSION as i64;
     match r.next()? {
-        Token::Int(v) if v == FORMAT_VERSION as i64 => Ok(()),
+        Token::Int(v) if known.contains(&v) => Ok(v as u8),
         Token::Int(v) if v > FORMAT_VERSION as i64 => Err(WireError::new(
             at,
             format!("checkpoint format version {v} is newer than this rillet reads ({FORMAT_VERSION}); upgrade rillet"),
         )),
-        _ => Err(WireError::new(at, format!("expected format version {FORMAT_VERSION}"))),
+        _ => Err(WireError::new(
+            at,
+            format!("expected a format version from {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}"),
+        )),
     }
 }
 
 struct Decoder<'a, 'l, V> {
     reader: Reader<'a>,
     limits: &'l Limits,
+    version: u8,
     frames: Vec<Frame>,
     values: Vec<V>,
     items: usize,
+    /// Format 2: the strings defined so far, in reading order.
+    strings: Vec<V>,
+    /// Format 2: the keys of every shape defined so far, one after the other...
+    shape_keys: Vec<V>,
+    /// ...and where each shape's keys are in `shape_keys`: (start, count).
+    shapes: Vec<(usize, usize)>,
 }
 
-impl<'a, V> Decoder<'a, '_, V> {
+impl<'a, V: Clone> Decoder<'a, '_, V> {
     fn run<B: Builder<Value = V>>(mut self, b: &mut B) -> Result<V, Failure<B::Error>> {
         loop {
             let at = self.reader.pos();
@@ -192,10 +220,13 @@ impl<'a, V> Decoder<'a, '_, V> {
                 .last()
                 .is_some_and(|f| f.kind == Kind::Map && (self.values.len() - f.start) % 2 == 0);
             let value = match self.reader.next()? {
-                Token::Array(n) => self.open(Kind::List, n, None, at).map(|()| None)?,
+                Token::Array(n) => self.open_array(b, n, at).map(|()| None)?,
                 Token::Map(n) => self
                     .open(Kind::Map, n.saturating_mul(2), None, at)
                     .map(|()| None)?,
+                Token::Ext { code, start, len } if code >= ext::STR_DEF && self.version >= 2 => {
+                    Some(self.shared_str(b, code, start, len, key, at)?)
+                }
                 Token::Ext { code, start, len } => match Kind::of_ext(code) {
                     Some(kind) => self.open_ext(kind, code, start, len, at).map(|()| None)?,
                     None => {
@@ -237,6 +268,99 @@ impl<'a, V> Decoder<'a, '_, V> {
         })
     }
 
+    /// Opens an array: a list, or in format 2 a record when its first element is a shape.
+    fn open_array<B: Builder<Value = V>>(
+        &mut self,
+        b: &mut B,
+        n: usize,
+        at: usize,
+    ) -> Result<(), Failure<B::Error>> {
+        if self.version < 2 || n == 0 {
+            return self.open(Kind::List, n, None, at);
+        }
+        let first = self.reader.pos();
+        let shape = match self.reader.next()? {
+            Token::Ext { code, start, len } if code == ext::SHAPE_DEF => {
+                self.define_shape(b, start, len)?
+            }
+            Token::Ext { code, start, len } if code == ext::SHAPE_REF => {
+                let index = table_index(self.reader.bytes(start, len), code, first)?;
+                if index >= self.shapes.len() {
+                    return Err(undefined(first, "shape", index, self.shapes.len()).into());
+                }
+                index
+            }
+            _ => {
+                self.reader.seek(first);
+                return self.open(Kind::List, n, None, at);
+            }
+        };
+        let arity = self.shapes[shape].1;
+        if n - 1 != arity {
+            let msg = format!("expected a record of {arity} values after its shape, found {}", n - 1);
+            return Err(WireError::new(at, msg).into());
+        }
+        self.open(Kind::Record, arity, None, at)?;
+        if let Some(top) = self.frames.last_mut() {
+            top.shape = shape;
+        }
+        Ok(())
+    }
+
+    /// Reads a shape definition (an array of distinct strs) into the shape table.
+    fn define_shape<B: Builder<Value = V>>(
+        &mut self,
+        b: &mut B,
+        start: usize,
+        len: usize,
+    ) -> Result<usize, Failure<B::Error>> {
+        let keys = read_shape_keys(self.reader.bytes(start, len), start)?;
+        self.items += keys.len();
+        if self.items > self.limits.max_items {
+            let msg = format!("more than max_items={} values", self.limits.max_items);
+            return Err(WireError::new(start, msg).into());
+        }
+        let first = self.shape_keys.len();
+        for (key, at) in keys {
+            let key = self.make_scalar(b, Scalar::Str(key), true, at)?;
+            self.shape_keys.push(key);
+        }
+        self.shapes.push((first, self.shape_keys.len() - first));
+        Ok(self.shapes.len() - 1)
+    }
+
+    /// A string definition (which enters the string table) or a reference to one.
+    fn shared_str<B: Builder<Value = V>>(
+        &mut self,
+        b: &mut B,
+        code: i8,
+        start: usize,
+        len: usize,
+        key: bool,
+        at: usize,
+    ) -> Result<V, Failure<B::Error>> {
+        let payload = self.reader.bytes(start, len);
+        match code {
+            ext::STR_DEF => {
+                let s = self.make_scalar(b, Scalar::Str(payload), key, at)?;
+                self.strings.push(s.clone());
+                Ok(s)
+            }
+            ext::STR_REF => {
+                let index = table_index(payload, code, at)?;
+                match self.strings.get(index) {
+                    Some(s) => Ok(s.clone()),
+                    None => Err(undefined(at, "string", index, self.strings.len()).into()),
+                }
+            }
+            _ => Err(WireError::new(
+                at,
+                format!("ext type {code} (a record shape) is only allowed as the first element of an array"),
+            )
+            .into()),
+        }
+    }
+
     /// Opens a container; its values come next.
     fn open<E>(
         &mut self,
@@ -256,6 +380,7 @@ impl<'a, V> Decoder<'a, '_, V> {
             start,
             end,
             offset: at,
+            shape: 0,
         });
         Ok(())
     }
@@ -323,9 +448,13 @@ impl<'a, V> Decoder<'a, '_, V> {
                 return Err(WireError::new(f.offset, msg).into());
             }
         }
-        let v = b
-            .container(f.kind, &mut self.values, f.start)
-            .map_err(|error| Failure::Build {
+        let built = if f.kind == Kind::Record {
+            let (first, count) = self.shapes[f.shape];
+            b.record(&self.shape_keys[first..first + count], &mut self.values, f.start)
+        } else {
+            b.container(f.kind, &mut self.values, f.start)
+        };
+        let v = built.map_err(|error| Failure::Build {
                 offset: f.offset,
                 error: Box::new(error),
             })?;
@@ -381,9 +510,56 @@ fn ext_scalar(p: &[u8], code: i8, at: usize) -> Result<Scalar<'_>, WireError> {
             .ok_or_else(|| bad("the text of a decimal number")),
         _ => Err(WireError::new(
             at,
-            format!("unknown ext type {code} (this rillet reads types 1 to 12)"),
+            format!("unknown ext type {code} (this rillet reads types 1 to 12 in format 1, 1 to 16 in format 2)"),
         )),
     }
+}
+
+/// The index in a table reference: 1, 2 or 4 big-endian bytes.
+fn table_index(p: &[u8], code: i8, at: usize) -> Result<usize, WireError> {
+    match *p {
+        [a] => Ok(a as usize),
+        [a, b] => Ok(u16::from_be_bytes([a, b]) as usize),
+        [a, b, c, d] => Ok(u32::from_be_bytes([a, b, c, d]) as usize),
+        _ => Err(WireError::new(
+            at,
+            format!("expected a 1, 2 or 4-byte index in ext type {code}"),
+        )),
+    }
+}
+
+fn undefined(at: usize, what: &str, index: usize, defined: usize) -> WireError {
+    WireError::new(
+        at,
+        format!("{what} reference {index} comes before its definition ({defined} {what}s defined so far)"),
+    )
+}
+
+/// The keys of a shape definition with the offset of each: a non-empty array of distinct
+/// strs (plain msgpack strs, not table references), filling the payload exactly.
+fn read_shape_keys(p: &[u8], start: usize) -> Result<Vec<(&[u8], usize)>, WireError> {
+    let bad = |at: usize, what: &str| {
+        WireError::new(start + at, format!("expected {what} in a record shape (ext type 15)"))
+    };
+    let mut r = Reader::new(p);
+    let n = match r.next() {
+        Ok(Token::Array(n)) if n > 0 => n,
+        _ => return Err(bad(0, "a non-empty array of keys")),
+    };
+    let mut keys = Vec::with_capacity(n);
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    for _ in 0..n {
+        let at = r.pos();
+        match r.next() {
+            Ok(Token::Str(key)) if seen.insert(key) => keys.push((key, start + at)),
+            Ok(Token::Str(_)) => return Err(bad(at, "distinct keys")),
+            _ => return Err(bad(at, "a str key")),
+        }
+    }
+    if r.remaining() > 0 {
+        return Err(bad(r.pos(), "nothing after the keys"));
+    }
+    Ok(keys)
 }
 
 /// Accepts the alphabet of Python's `str(Decimal)`: digits, sign, point, exponent, NaN/Infinity.

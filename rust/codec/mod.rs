@@ -13,6 +13,7 @@
 
 pub mod decode;
 pub mod limits;
+pub mod repeats;
 pub mod value;
 pub mod wire;
 
@@ -23,8 +24,10 @@ pub use limits::Limits;
 
 /// First element of the envelope `[MAGIC, FORMAT_VERSION, body]`.
 pub const MAGIC: &str = "rillet-ckpt";
-/// The format version this build writes (and the newest it reads).
-pub const FORMAT_VERSION: u8 = 1;
+/// The format version this build writes by default (and the newest it reads).
+pub const FORMAT_VERSION: u8 = 2;
+/// The oldest format version this build reads and can still write on request.
+pub const OLDEST_FORMAT_VERSION: u8 = 1;
 
 /// Application extension type codes (msgpack ext types 0..=127). Never reuse a code.
 pub mod ext {
@@ -52,4 +55,14 @@ pub mod ext {
     pub const UUID: i8 = 11;
     /// Payload: the ASCII text of `str(decimal)`.
     pub const DECIMAL: i8 = 12;
+    /// Format 2. Payload: a str as strict UTF-8; appends it to the string table.
+    pub const STR_DEF: i8 = 13;
+    /// Format 2. Payload: a 1, 2 or 4-byte big-endian index into the string table.
+    pub const STR_REF: i8 = 14;
+    /// Format 2, only as the first element of an array (a record). Payload: an array of
+    /// distinct strs, the record's keys; appends them to the shape table.
+    pub const SHAPE_DEF: i8 = 15;
+    /// Format 2, only as the first element of an array (a record). Payload: a 1, 2 or
+    /// 4-byte big-endian index into the shape table.
+    pub const SHAPE_REF: i8 = 16;
 }

@@ -2,7 +2,7 @@
 //! corpus so that every input the fuzzer ever kept is checked by plain `cargo test`.
 
 use super::decode::{decode, Failure, Kind};
-use super::value::{encode, Value, ValueBuilder};
+use super::value::{encode, encode_version, Value, ValueBuilder};
 use super::Limits;
 
 fn dec(bytes: &[u8]) -> Result<Value, String> {
@@ -112,6 +112,78 @@ fn round_trips_every_kind() {
     assert_eq!(dec(&bytes).unwrap(), v);
 }
 
+fn envelope_v2(body: &[u8]) -> Vec<u8> {
+    let mut v = envelope(body);
+    v[13] = 2;
+    v
+}
+
+/// Three rows of the same shape with a repeated value, and the repeats in other places.
+fn repetitive() -> Value {
+    use Value::*;
+    let s = |x: &str| Str(x.to_owned());
+    let row = |i: i64| Map(vec![(s("role"), s("assistant")), (s("turn"), Int(i))]);
+    Seq(
+        Kind::List,
+        vec![
+            row(0),
+            row(1),
+            row(2),
+            Seq(Kind::Tuple, vec![s("assistant"), row(3)]),
+            Map(vec![(s("assistant"), Nil), (Int(1), s("role"))]),
+        ],
+    )
+}
+
+#[test]
+fn format_2_round_trips_and_shares_repeats() {
+    for v in [sample(), repetitive()] {
+        let compact = encode_version(&v, 2).unwrap();
+        assert_eq!(compact[13], 2);
+        assert_eq!(dec(&compact).unwrap(), v);
+        assert!(compact.len() <= encode(&v).unwrap().len());
+    }
+    let compact = encode_version(&repetitive(), 2).unwrap();
+    // row(0) is a map; row(1) defines the shape [role, turn]; later rows refer to it.
+    let shape_def = [0x93, 0xc7, 11, 15, 0x92, 0xa4];
+    assert!(compact.windows(shape_def.len()).any(|w| w == shape_def));
+    assert!(compact.windows(3).any(|w| w == [0xd4, 16, 0]));
+    assert!(compact.windows(3).any(|w| w == [0xd4, 14, 0]));
+}
+
+#[test]
+fn format_2_truncations_are_errors() {
+    let bytes = encode_version(&repetitive(), 2).unwrap();
+    for n in 0..bytes.len() {
+        assert!(dec(&bytes[..n]).is_err(), "prefix of {n} bytes decoded");
+    }
+}
+
+#[test]
+fn rejects_malformed_tables() {
+    let cases: &[(&[u8], &str)] = &[
+        (&[0xd4, 14, 0], "string reference 0 comes before its definition"),
+        (&[0x92, 0xd6, 13, b'r', b'o', b'l', b'e', 0xd4, 14, 1], "string reference 1"),
+        (&[0x92, 0xd4, 16, 0, 1], "shape reference 0 comes before its definition"),
+        (&[0xd4, 15, 0x90], "only allowed as the first element of an array"),
+        (&[0x92, 1, 0xd4, 16, 0], "only allowed as the first element of an array"),
+        (&[0x91, 0xd4, 15, 0x90], "a non-empty array of keys"),
+        (&[0x93, 0xd5, 15, 0x91, 1, 0, 0], "a str key"),
+        (&[0x93, 0xc7, 5, 15, 0x92, 0xa1, b'a', 0xa1, b'a', 1, 2], "distinct keys"),
+        (&[0x92, 0xc7, 4, 15, 0x91, 0xa1, b'a', 0xc0, 1], "nothing after the keys"),
+        (&[0x93, 0xd6, 15, 0x91, 0xa2, b'i', b'd', 1, 2], "expected a record of 1 values"),
+        (&[0xc7, 3, 14, 0, 0, 0], "a 1, 2 or 4-byte index"),
+        (&[0xd5, 13, 0xc3, 0x28], "UTF-8"),
+    ];
+    for (body, want) in cases {
+        let err = dec(&envelope_v2(body)).unwrap_err();
+        assert!(err.contains(want), "{body:02x?}: {err}");
+    }
+    // The table ext types do not exist in format 1.
+    let err = dec(&envelope(&[0xd6, 13, b'r', b'o', b'l', b'e'])).unwrap_err();
+    assert!(err.contains("unknown ext type 13"), "{err}");
+}
+
 #[test]
 fn writes_shortest_ext_headers() {
     // An empty tuple: fixext 1 holding an empty array.
@@ -193,7 +265,7 @@ fn rejects_foreign_and_future_envelopes() {
         .unwrap_err()
         .contains("rillet checkpoint"));
     let mut future = envelope(&[0xc0]);
-    future[13] = 2;
+    future[13] = 3;
     assert!(dec(&future).unwrap_err().contains("newer"));
     assert!(dec(b"").is_err());
 }
@@ -235,6 +307,7 @@ fn replays_fuzz_corpus() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
         if let Ok(v) = dec(&bytes) {
             assert_eq!(dec(&encode(&v).unwrap()).unwrap(), v);
+            assert_eq!(dec(&encode_version(&v, 2).unwrap()).unwrap(), v);
         }
         n += 1;
     }

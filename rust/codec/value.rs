@@ -6,8 +6,9 @@
 use std::collections::HashSet;
 
 use super::decode::{Builder, Kind, Scalar};
-use super::ext;
+use super::repeats::{Repeats, Use};
 use super::wire::{TooLong, Writer};
+use super::{ext, FORMAT_VERSION};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Value {
@@ -95,17 +96,124 @@ impl Builder for ValueBuilder {
         }
         Ok(Value::Seq(kind, items))
     }
+
+    fn record(
+        &mut self,
+        keys: &[Value],
+        items: &mut Vec<Value>,
+        start: usize,
+    ) -> Result<Value, String> {
+        let pairs = keys.iter().cloned().zip(items.drain(start..)).collect();
+        Ok(Value::Map(pairs))
+    }
 }
 
-/// Writes a whole checkpoint (envelope and body).
+/// Writes a whole checkpoint (envelope and body) in format 1: plain msgpack, no tables.
 pub fn encode(v: &Value) -> Result<Vec<u8>, TooLong> {
-    let mut w = Writer::default();
-    w.envelope();
-    write(&mut w, v)?;
-    Ok(w.buf)
+    encode_version(v, 1)
 }
 
-fn write(w: &mut Writer, v: &Value) -> Result<(), TooLong> {
+/// Writes a whole checkpoint in the given format version; format 2 shares repeated strings
+/// and map shapes, recognised by content.
+pub fn encode_version(v: &Value, version: u8) -> Result<Vec<u8>, TooLong> {
+    let mut e = Encoder {
+        w: Writer::default(),
+        share: (version >= 2).then(Sharing::default),
+    };
+    e.w.envelope(version.min(FORMAT_VERSION));
+    e.write(v)?;
+    Ok(e.w.buf)
+}
+
+struct Sharing {
+    strings: Repeats<String>,
+    shapes: Repeats<Vec<String>>,
+}
+
+impl Default for Sharing {
+    fn default() -> Self {
+        Sharing {
+            strings: Repeats::new(usize::MAX),
+            shapes: Repeats::new(usize::MAX),
+        }
+    }
+}
+
+struct Encoder {
+    w: Writer,
+    share: Option<Sharing>,
+}
+
+impl Encoder {
+    fn write(&mut self, v: &Value) -> Result<(), TooLong> {
+        match (v, self.share.as_mut()) {
+            (Value::Str(s), Some(share)) => match share.strings.note(s.as_str()) {
+                Use::First | Use::Plain => self.w.str(s.as_bytes()),
+                Use::Define(_) => self.w.ext(ext::STR_DEF, s.as_bytes()),
+                Use::Ref(i) => Ok(self.w.index_ref(ext::STR_REF, i)),
+            },
+            (Value::Map(pairs), Some(share)) => {
+                let keys: Option<Vec<String>> = pairs
+                    .iter()
+                    .map(|(k, _)| match k {
+                        Value::Str(k) => Some(k.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let usage = match keys {
+                    Some(keys) if !keys.is_empty() => share.shapes.note(keys.as_slice()),
+                    _ => Use::Plain,
+                };
+                self.map(pairs, usage)
+            }
+            (Value::Map(pairs), None) => self.map(pairs, Use::Plain),
+            (Value::Seq(Kind::List, items), _) => self.items(items),
+            (Value::Seq(kind, items), _) => {
+                let mark = self.w.ext_begin();
+                self.items(items)?;
+                self.w.ext_end(mark, ext_code(*kind))
+            }
+            (v, _) => write_scalar(&mut self.w, v),
+        }
+    }
+
+    /// A map in full, or as a record `[shape, values...]` when its key list repeats.
+    fn map(&mut self, pairs: &[(Value, Value)], usage: Use) -> Result<(), TooLong> {
+        match usage {
+            Use::First | Use::Plain => {
+                self.w.map(pairs.len())?;
+                for (k, v) in pairs {
+                    self.write(k)?;
+                    self.write(v)?;
+                }
+                return Ok(());
+            }
+            Use::Define(_) => {
+                self.w.array(pairs.len() + 1)?;
+                let mark = self.w.ext_begin();
+                self.w.array(pairs.len())?;
+                for (k, _) in pairs {
+                    if let Value::Str(k) = k {
+                        self.w.str(k.as_bytes())?;
+                    }
+                }
+                self.w.ext_end(mark, ext::SHAPE_DEF)?;
+            }
+            Use::Ref(i) => {
+                self.w.array(pairs.len() + 1)?;
+                self.w.index_ref(ext::SHAPE_REF, i);
+            }
+        }
+        pairs.iter().try_for_each(|(_, v)| self.write(v))
+    }
+
+    fn items(&mut self, items: &[Value]) -> Result<(), TooLong> {
+        self.w.array(items.len())?;
+        items.iter().try_for_each(|v| self.write(v))
+    }
+}
+
+fn write_scalar(w: &mut Writer, v: &Value) -> Result<(), TooLong> {
     match v {
         Value::Nil => w.nil(),
         Value::Bool(b) => w.bool(*b),
@@ -125,32 +233,16 @@ fn write(w: &mut Writer, v: &Value) -> Result<(), TooLong> {
         Value::SurrogateStr(b) => w.ext(ext::SURROGATE_STR, b)?,
         Value::Uuid(b) => w.ext(ext::UUID, b)?,
         Value::Decimal(s) => w.ext(ext::DECIMAL, s.as_bytes())?,
-        Value::Map(pairs) => {
-            w.map(pairs.len())?;
-            for (k, v) in pairs {
-                write(w, k)?;
-                write(w, v)?;
-            }
-        }
-        Value::Seq(Kind::List, items) => write_items(w, items)?,
-        Value::Seq(kind, items) => {
-            let mark = w.ext_begin();
-            write_items(w, items)?;
-            w.ext_end(mark, ext_code(*kind))?
-        }
+        // Containers are written by the encoder.
+        Value::Map(_) | Value::Seq(..) => {}
     }
     Ok(())
-}
-
-fn write_items(w: &mut Writer, items: &[Value]) -> Result<(), TooLong> {
-    w.array(items.len())?;
-    items.iter().try_for_each(|v| write(w, v))
 }
 
 /// The ext code of a structured kind (lists and maps are plain msgpack).
 pub fn ext_code(kind: Kind) -> i8 {
     match kind {
-        Kind::List | Kind::Map => 0,
+        Kind::List | Kind::Map | Kind::Record => 0,
         Kind::Tuple => ext::TUPLE,
         Kind::Set => ext::SET,
         Kind::FrozenSet => ext::FROZENSET,

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use super::{FORMAT_VERSION, MAGIC};
+use super::MAGIC;
 
 /// A decoding failure: where it happened and what was expected there. Boxed, because it is
 /// rare and the reader's `Result`s should stay small.
@@ -54,12 +54,26 @@ impl Writer {
         }
     }
 
-    /// Writes the envelope head `[MAGIC, FORMAT_VERSION, ` — the body must follow.
-    pub fn envelope(&mut self) {
+    /// Writes the envelope head `[MAGIC, version, ` — the body must follow.
+    pub fn envelope(&mut self, version: u8) {
         self.buf.push(0x93);
         self.buf.push(0xa0 | MAGIC.len() as u8);
         self.buf.extend_from_slice(MAGIC.as_bytes());
-        self.buf.push(FORMAT_VERSION);
+        self.buf.push(version);
+    }
+
+    /// A reference into a format-2 table: a fixext of 1, 2 or 4 big-endian index bytes.
+    #[inline]
+    pub fn index_ref(&mut self, code: i8, index: u32) {
+        if index <= u8::MAX as u32 {
+            self.buf.extend_from_slice(&[0xd4, code as u8, index as u8]);
+        } else if index <= u16::MAX as u32 {
+            self.buf.extend_from_slice(&[0xd5, code as u8]);
+            self.buf.extend_from_slice(&(index as u16).to_be_bytes());
+        } else {
+            self.buf.extend_from_slice(&[0xd6, code as u8]);
+            self.buf.extend_from_slice(&index.to_be_bytes());
+        }
     }
 
     #[inline]

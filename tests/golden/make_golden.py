@@ -1,4 +1,5 @@
-"""Writes the golden checkpoints of format v1. Run once per new file, never to rewrite one:
+"""Writes the golden checkpoints of every format version. Run once per new file, never to
+rewrite one:
 
     .venv/bin/python tests/golden/make_golden.py
 
@@ -24,16 +25,17 @@ class _UserV1:
 
 
 def main() -> None:
-    out = HERE / "v1"
-    out.mkdir(exist_ok=True)
-    files = {f"{name}.bin": codec.encode(value) for name, value in golden_values().items()}
-    v1_registry = {_UserV1: ("golden.user", 1, lambda u: {"name": u.name}, True)}
-    files["user_v1.bin"] = _native.codec_encode(_UserV1("Ada Lovelace"), v1_registry)
-    for name, data in files.items():
-        path = out / name
-        if not path.exists():
-            path.write_bytes(data)
-            print("wrote", path)
+    for version in range(1, codec.FORMAT_VERSION + 1):
+        out = HERE / f"v{version}"
+        out.mkdir(exist_ok=True)
+        files = {f"{name}.bin": codec.encode(value, format_version=version) for name, value in golden_values().items()}
+        v1_registry = {_UserV1: ("golden.user", 1, lambda u: {"name": u.name}, True)}
+        files["user_v1.bin"] = _native.codec_encode(_UserV1("Ada Lovelace"), v1_registry, 512, version)
+        for name, data in files.items():
+            path = out / name
+            if not path.exists():
+                path.write_bytes(data)
+                print("wrote", path)
 
 
 if __name__ == "__main__":

@@ -160,9 +160,37 @@ impl<'py> Builder for PyBuilder<'py> {
             }
         }
     }
+
+    fn record(
+        &mut self,
+        keys: &[Self::Value],
+        items: &mut Vec<Self::Value>,
+        start: usize,
+    ) -> Result<Self::Value> {
+        self.record_dict(keys, items, start)
+    }
 }
 
 impl<'py> PyBuilder<'py> {
+    /// A format-2 record: the decoder checked that the keys are distinct strs.
+    fn record_dict(
+        &self,
+        keys: &[Bound<'py, PyAny>],
+        items: &mut Vec<Bound<'py, PyAny>>,
+        start: usize,
+    ) -> Result<Bound<'py, PyAny>> {
+        // SAFETY: a new dict filled with the C API; every insert is checked.
+        unsafe {
+            let dict = self.owned(_PyDict_NewPresized(keys.len() as ffi::Py_ssize_t))?;
+            for (k, v) in keys.iter().zip(items.drain(start..)) {
+                if ffi::PyDict_SetItem(dict.as_ptr(), k.as_ptr(), v.as_ptr()) != 0 {
+                    return Err(PyErr::fetch(self.py).into());
+                }
+            }
+            Ok(dict)
+        }
+    }
+
     #[inline]
     fn list(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
         let n = items.len() - start;

@@ -6,6 +6,7 @@
 //! as strong references while a user hook may run, so a hook that mutates a container being
 //! encoded gets an error, not a dangling pointer.
 
+use std::cell::RefCell;
 use std::ptr::addr_of_mut;
 
 use pyo3::ffi;
@@ -17,6 +18,7 @@ use pyo3::types::{
 
 use super::stdlib::stdlib;
 use crate::codec::ext;
+use crate::codec::repeats::{Repeats, Use};
 use crate::codec::wire::{TooLong, Writer};
 use crate::py::errors::encode_error;
 
@@ -56,6 +58,18 @@ fn fail_with(message: String, cause: PyErr) -> Box<Failure> {
     })
 }
 
+/// The path step of a dict value, made only when an error needs it: building it on the
+/// success path would cost a reference-count round trip per value.
+fn at_key<'k, 'py>(
+    key: &'k Bound<'py, PyAny>,
+    fields: bool,
+) -> impl FnOnce(Box<Failure>) -> Box<Failure> + 'k {
+    move |f| {
+        let key = key.clone().unbind();
+        at(if fields { Seg::Field(key) } else { Seg::Key(key) })(f)
+    }
+}
+
 fn at(seg: Seg) -> impl FnOnce(Box<Failure>) -> Box<Failure> {
     move |mut f| {
         f.path.push(seg);
@@ -72,22 +86,77 @@ impl From<TooLong> for Box<Failure> {
     }
 }
 
+/// Strings shorter than this many UTF-8 bytes are always written in full: a reference
+/// (3 bytes) would not be shorter.
+const MIN_SHARED_STR: usize = 4;
+/// Dicts with more keys are always written as maps (large dicts are rarely records).
+const MAX_SHAPE_KEYS: usize = 64;
+/// How many distinct strings and shapes one encode tracks, bounding its memory.
+const MAX_TRACKED: usize = 1 << 20;
+
+/// Format 2's tables, keyed by object identity. Every tracked object is kept alive until
+/// the encode ends, so an address can never be reused by a different object meanwhile.
+struct Sharing {
+    strings: Repeats<usize>,
+    shapes: Repeats<Vec<usize>>,
+    keep: Vec<Py<PyAny>>,
+}
+
+impl Sharing {
+    fn new() -> Self {
+        Sharing {
+            strings: Repeats::new(MAX_TRACKED),
+            shapes: Repeats::new(MAX_TRACKED),
+            keep: Vec::new(),
+        }
+    }
+
+    /// Empties the tables for the next encode on this thread, unless they grew large.
+    fn recycle(mut self) {
+        self.keep.clear();
+        if self.strings.capacity() + self.shapes.capacity() <= KEEP_TRACKED {
+            self.strings.clear();
+            self.shapes.clear();
+            TABLES.with(|t| *t.borrow_mut() = Some(self));
+        }
+    }
+}
+
+/// Tables above this many entries are freed after use instead of kept.
+const KEEP_TRACKED: usize = 1 << 16;
+
+thread_local! {
+    /// The tables of the last encode on this thread, emptied, so each encode does not
+    /// regrow them. Taken out while in use: a to_state hook may encode again.
+    static TABLES: RefCell<Option<Sharing>> = const { RefCell::new(None) };
+}
+
 pub fn encode<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
     types: &Bound<'py, PyDict>,
     max_depth: usize,
+    version: u8,
     buf: Vec<u8>,
 ) -> (PyResult<()>, Vec<u8>) {
+    let share = (version >= 2)
+        .then(|| TABLES.with(|t| t.borrow_mut().take()).unwrap_or_else(Sharing::new));
     let mut enc = Encoder {
         py,
         w: Writer { buf },
         types,
         max_depth,
         open: Vec::new(),
+        share,
+        items: Vec::new(),
+        shape: Vec::new(),
     };
-    enc.w.envelope();
+    enc.w.envelope(version);
     let result = enc.value(obj).map_err(|f| into_pyerr(py, *f));
+    enc.items.clear();
+    if let Some(share) = enc.share.take() {
+        share.recycle();
+    }
     (result, enc.w.buf)
 }
 
@@ -98,6 +167,12 @@ struct Encoder<'a, 'py> {
     max_depth: usize,
     /// The containers on the current path, for cycle detection and the depth bound.
     open: Vec<*mut ffi::PyObject>,
+    /// Format 2 only.
+    share: Option<Sharing>,
+    /// Format 2: the items of the dicts being written, innermost last (one stack for all
+    /// nesting levels), and a scratch list of one dict's key addresses.
+    items: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    shape: Vec<usize>,
 }
 
 macro_rules! is_type {
@@ -150,21 +225,20 @@ impl<'py> Encoder<'_, 'py> {
     /// # Safety
     /// `p` must be a live exact `str`.
     unsafe fn str(&mut self, p: *mut ffi::PyObject) -> Result {
-        if ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0 {
-            // ASCII is its own UTF-8: copy the characters straight out of the object.
-            let len = ffi::PyUnicode_GET_LENGTH(p) as usize;
-            let data = std::slice::from_raw_parts(ffi::PyUnicode_DATA(p) as *const u8, len);
+        if let Some(data) = utf8_of(p) {
+            if data.len() >= MIN_SHARED_STR {
+                if let Some(share) = self.share.as_mut() {
+                    match share.strings.note(&(p as usize)) {
+                        Use::First => share.keep.push(Bound::from_borrowed_ptr(self.py, p).unbind()),
+                        Use::Plain => {}
+                        Use::Define(_) => return Ok(self.w.ext(ext::STR_DEF, data)?),
+                        Use::Ref(i) => return Ok(self.w.index_ref(ext::STR_REF, i)),
+                    }
+                }
+            }
             return Ok(self.w.str(data)?);
         }
-        let mut len: ffi::Py_ssize_t = 0;
-        let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut len);
-        if !data.is_null() {
-            return Ok(self
-                .w
-                .str(std::slice::from_raw_parts(data as *const u8, len as usize))?);
-        }
         // Lone surrogates have no UTF-8 form: write them with "surrogatepass" in their ext.
-        drop(PyErr::take(self.py));
         let bytes = ffi::PyUnicode_AsEncodedString(p, c"utf-8".as_ptr(), c"surrogatepass".as_ptr());
         let bytes = Bound::from_owned_ptr_or_err(self.py, bytes)
             .map_err(|e| fail_with("cannot encode the str at {path} as UTF-8".into(), e))?;
@@ -252,9 +326,88 @@ impl<'py> Encoder<'_, 'py> {
         Ok(())
     }
 
-    /// Writes a dict as a map; `fields` marks a registered object's state (for error paths).
+    /// Writes a dict as a map, or in format 2 as a record when its keys repeat; `fields`
+    /// marks a registered object's state (for error paths).
     fn dict(&mut self, o: &Bound<'py, PyAny>, fields: bool) -> Result {
         self.enter(o)?;
+        let base = self.items.len();
+        let result = match self.snapshot(o.as_ptr()) {
+            Some(usage) => self.snapshot_dict(base, fields, usage),
+            None => self.map(o, fields),
+        };
+        self.items.truncate(base);
+        result?;
+        self.leave();
+        Ok(())
+    }
+
+    /// In format 2, for a dict of 1 to MAX_SHAPE_KEYS str keys: pushes its items onto
+    /// `self.items` (held strongly, so hooks run while writing it cannot free them) and
+    /// notes its key list. None means "write it as a plain map".
+    fn snapshot(&mut self, p: *mut ffi::PyObject) -> Option<Use> {
+        let share = self.share.as_mut()?;
+        let n = unsafe { ffi::PyDict_Size(p) } as usize;
+        if n == 0 || n > MAX_SHAPE_KEYS {
+            return None;
+        }
+        let base = self.items.len();
+        let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: `p` is an exact dict and no Python code runs during this loop.
+        while unsafe { ffi::PyDict_Next(p, &mut pos, &mut k, &mut v) } != 0 {
+            let is_str = unsafe { ffi::Py_TYPE(k) == addr_of_mut!(ffi::PyUnicode_Type) };
+            if !is_str || unsafe { utf8_of(k) }.is_none() {
+                self.items.truncate(base);
+                return None;
+            }
+            self.shape.push(k as usize);
+            self.items.push(unsafe {
+                (Bound::from_borrowed_ptr(self.py, k), Bound::from_borrowed_ptr(self.py, v))
+            });
+        }
+        let usage = share.shapes.note(&self.shape[..]);
+        self.shape.clear();
+        if usage == Use::First {
+            // Identity keys the shape table: keep its keys alive until the encode ends.
+            let keys = self.items[base..].iter().map(|(k, _)| k.clone().unbind());
+            share.keep.extend(keys);
+        }
+        Some(usage)
+    }
+
+    /// Writes the snapshot `self.items[base..]`: as a map the first time its key list is
+    /// seen, then as a record `[shape, values...]`.
+    fn snapshot_dict(&mut self, base: usize, fields: bool, usage: Use) -> Result {
+        let n = self.items.len() - base;
+        match usage {
+            Use::First | Use::Plain => self.w.map(n)?,
+            Use::Define(_) => {
+                self.w.array(n + 1)?;
+                let mark = self.w.ext_begin();
+                self.w.array(n)?;
+                for (key, _) in &self.items[base..] {
+                    // SAFETY: snapshot keys are exact strs whose UTF-8 form was checked.
+                    self.w.str(unsafe { utf8_of(key.as_ptr()) }.unwrap_or_default())?;
+                }
+                self.w.ext_end(mark, ext::SHAPE_DEF)?;
+            }
+            Use::Ref(i) => {
+                self.w.array(n + 1)?;
+                self.w.index_ref(ext::SHAPE_REF, i);
+            }
+        }
+        let keys_too = matches!(usage, Use::First | Use::Plain);
+        for i in base..base + n {
+            let (key, val) = self.items[i].clone();
+            if keys_too {
+                self.value(&key).map_err(at(Seg::MapKey))?;
+            }
+            self.value(&val).map_err(at_key(&key, fields))?;
+        }
+        Ok(())
+    }
+
+    /// A dict as a msgpack map.
+    fn map(&mut self, o: &Bound<'py, PyAny>, fields: bool) -> Result {
         let p = o.as_ptr();
         // SAFETY: `p` is an exact dict. PyDict_Next is memory-safe even if a hook mutates the
         // dict; keys and values are held by strong references while encoded.
@@ -274,17 +427,11 @@ impl<'py> Encoder<'_, 'py> {
                 )
             };
             self.value(&key).map_err(at(Seg::MapKey))?;
-            let seg = if fields {
-                Seg::Field(key.unbind())
-            } else {
-                Seg::Key(key.unbind())
-            };
-            self.value(&val).map_err(at(seg))?;
+            self.value(&val).map_err(at_key(&key, fields))?;
         }
         if seen != n || n != unsafe { ffi::PyDict_Size(p) } as usize {
             return Err(changed("dict"));
         }
-        self.leave();
         Ok(())
     }
 
@@ -520,6 +667,26 @@ impl<'py> Encoder<'_, 'py> {
         self.leave();
         Ok(())
     }
+}
+
+/// The UTF-8 of a str without copying (ASCII is its own UTF-8; otherwise CPython's cached
+/// UTF-8 form), or None for a str with lone surrogates, which has none.
+///
+/// # Safety
+/// `p` must be a live exact `str`; the slice lives as long as the str.
+unsafe fn utf8_of<'a>(p: *mut ffi::PyObject) -> Option<&'a [u8]> {
+    if ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0 {
+        let len = ffi::PyUnicode_GET_LENGTH(p) as usize;
+        return Some(std::slice::from_raw_parts(ffi::PyUnicode_DATA(p) as *const u8, len));
+    }
+    let mut len: ffi::Py_ssize_t = 0;
+    let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut len);
+    if data.is_null() {
+        // Lone surrogates: the caller writes them another way.
+        ffi::PyErr_Clear();
+        return None;
+    }
+    Some(std::slice::from_raw_parts(data as *const u8, len as usize))
 }
 
 /// `[hour, minute, second, microsecond, fold]` of a datetime or time.

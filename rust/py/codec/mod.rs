@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::codec::decode::Failure;
-use crate::codec::Limits;
+use crate::codec::{Limits, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::py::errors::{decode_error, encode_error};
 
 thread_local! {
@@ -27,20 +27,26 @@ thread_local! {
 /// Buffers above this size are released after use instead of kept.
 const KEEP_BUFFER_BYTES: usize = 8 << 20;
 
-/// Encodes `obj` as a checkpoint. `types` maps a registered class to
+/// Encodes `obj` as a checkpoint in format `version`. `types` maps a registered class to
 /// `(name, version, to_state, state_is_fields)`.
 #[pyfunction]
-#[pyo3(signature = (obj, types, max_depth = 512))]
+#[pyo3(signature = (obj, types, max_depth = 512, version = FORMAT_VERSION))]
 pub fn codec_encode<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
     types: &Bound<'py, PyDict>,
     max_depth: usize,
+    version: u8,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "format_version must be from {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}, got {version}"
+        )));
+    }
     // Taken out, not borrowed: a to_state hook may call encode again on this thread.
     let mut buf = BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
     buf.clear();
-    let run = AssertUnwindSafe(|| encode::encode(py, obj, types, max_depth, buf));
+    let run = AssertUnwindSafe(|| encode::encode(py, obj, types, max_depth, version, buf));
     let (result, mut buf) = catch_unwind(run).unwrap_or_else(|_| {
         let err = PyErr::from_type(
             encode_error(py).clone(),

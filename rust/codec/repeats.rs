@@ -1,0 +1,137 @@
+//! Which repeated strings and dict shapes format 2 writes once and refers back to.
+//!
+//! The rule is "define on second sight": the first occurrence of a value is written in full
+//! (so a value seen once costs nothing extra), the second is written as a definition that
+//! enters the reader's table, and every later one as a short reference to it. Readers do not
+//! need to know the rule; they only number the definitions in the order they read them.
+
+use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+/// How to write one occurrence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// First sighting: write it in full; the caller may need to keep the key alive.
+    First,
+    /// Not tracked (the table is full): write it in full.
+    Plain,
+    /// Second sighting: write a definition, which gets this index in the reader's table.
+    Define(u32),
+    /// Later sightings: write a reference to this index.
+    Ref(u32),
+}
+
+/// The table of values seen so far in one encode, keyed by `K` (object identity for
+/// Python objects, content in the pure-Rust encoder).
+pub struct Repeats<K> {
+    seen: HashMap<K, Option<u32>, BuildHasherDefault<FxHasher>>,
+    defined: u32,
+    capacity: usize,
+}
+
+impl<K: Hash + Eq> Repeats<K> {
+    /// Tracks at most `capacity` distinct values, so memory stays bounded on huge inputs.
+    pub fn new(capacity: usize) -> Self {
+        Repeats {
+            seen: HashMap::default(),
+            defined: 0,
+            capacity,
+        }
+    }
+
+    /// Forgets every value but keeps the memory, for the next encode.
+    pub fn clear(&mut self) {
+        self.seen.clear();
+        self.defined = 0;
+    }
+
+    /// How many values the table can hold without growing.
+    pub fn capacity(&self) -> usize {
+        self.seen.capacity()
+    }
+
+    /// Records one occurrence of `key` and says how to write it.
+    #[inline]
+    pub fn note<Q>(&mut self, key: &Q) -> Use
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        if let Some(slot) = self.seen.get_mut(key) {
+            return match *slot {
+                Some(index) => Use::Ref(index),
+                None => {
+                    let index = self.defined;
+                    self.defined += 1;
+                    *slot = Some(index);
+                    Use::Define(index)
+                }
+            };
+        }
+        if self.seen.len() < self.capacity {
+            self.seen.insert(key.to_owned(), None);
+            Use::First
+        } else {
+            Use::Plain
+        }
+    }
+}
+
+/// A fast non-cryptographic hasher (the Fx hash of rustc). Keys are object addresses or
+/// content the encoding side chose, never bytes read from untrusted input.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // The multiply leaves the low bits of aligned addresses zero, and the table picks
+        // buckets by the low bits: rotate the well-mixed high bits down.
+        self.0.rotate_left(26)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defines_on_second_sight_and_refers_after() {
+        let mut r: Repeats<String> = Repeats::new(10);
+        assert_eq!(r.note("role"), Use::First);
+        assert_eq!(r.note("content"), Use::First);
+        assert_eq!(r.note("content"), Use::Define(0));
+        assert_eq!(r.note("role"), Use::Define(1));
+        assert_eq!(r.note("content"), Use::Ref(0));
+        assert_eq!(r.note("role"), Use::Ref(1));
+    }
+
+    #[test]
+    fn stops_tracking_when_full() {
+        let mut r: Repeats<Vec<usize>> = Repeats::new(1);
+        assert_eq!(r.note(&[1usize, 2][..]), Use::First);
+        assert_eq!(r.note(&[3usize][..]), Use::Plain);
+        assert_eq!(r.note(&[3usize][..]), Use::Plain);
+        assert_eq!(r.note(&[1usize, 2][..]), Use::Define(0));
+    }
+}
