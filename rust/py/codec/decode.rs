@@ -9,6 +9,7 @@ use pyo3::types::{
 };
 
 use super::stdlib::stdlib;
+use super::utf8::decode_str;
 use crate::codec::decode::{Builder, Kind, Scalar};
 use crate::py::errors::decode_error;
 
@@ -95,13 +96,7 @@ impl<'py> Builder for PyBuilder<'py> {
                     Ok(self.keys.get(py, text))
                 }
                 Scalar::Str(text) => {
-                    let s = ffi::PyUnicode_DecodeUTF8(
-                        text.as_ptr().cast(),
-                        text.len() as ffi::Py_ssize_t,
-                        c"strict".as_ptr(),
-                    );
-                    Bound::from_owned_ptr_or_err(py, s)
-                        .map_err(|e| BuildError::caused("expected a UTF-8 str", e))
+                    decode_str(py, text).map_err(|e| BuildError::caused("expected a UTF-8 str", e))
                 }
                 Scalar::Int(v) => self.owned(ffi::PyLong_FromLongLong(v)),
                 Scalar::Nil => Ok(py.None().into_bound(py)),

@@ -8,6 +8,7 @@
 mod decode;
 mod encode;
 mod stdlib;
+mod utf8;
 
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
