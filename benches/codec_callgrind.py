@@ -1,7 +1,7 @@
 """Instruction counts (valgrind callgrind) per encode and per decode of the checkpoint in
 bench_codec.py, for each peer: a noise-free complement to the pytest-benchmark timings.
 
-    .venv/bin/python benches/codec_callgrind.py
+    .venv/bin/python benches/codec_callgrind.py [library ...]   # default: every peer
 
 Each count is (run with N operations - run with 0) / N, in a process that imports every peer
 (so the garbage collector sees a realistically large heap).
@@ -9,6 +9,7 @@ Each count is (run with N operations - run with 0) / N, in a process that import
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -25,9 +26,11 @@ def _one(lib: str, op: str, n: int) -> int:
         f"f = (lambda: dec(data)) if {op!r} == 'decode' else (lambda: enc(b.STATE))\n"
         f"for _ in range({n}): f()\n"
     )
+    # A fixed hash seed: str hashes move dict probe counts by ~0.5 % from run to run.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=env,
     ).stderr
     match = re.search(r"refs:\s+([\d,]+)", out)
     assert match, out
@@ -40,7 +43,7 @@ def main() -> None:
 
     print("| library | encode (M instr) | decode (M instr) | round trip (M instr) |")
     print("| --- | --- | --- | --- |")
-    for lib in bench_codec.PEERS:
+    for lib in sys.argv[1:] or bench_codec.PEERS:
         enc, dec = ((_one(lib, op, N) - _one(lib, op, 0)) / N / 1e6 for op in ("encode", "decode"))
         print(f"| {lib} | {enc:.2f} | {dec:.2f} | {enc + dec:.2f} |", flush=True)
 
