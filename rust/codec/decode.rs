@@ -79,6 +79,8 @@ pub enum Scalar<'a> {
 pub trait Builder {
     type Value;
     type Error;
+    /// Called once with the checkpoint's format version, before any value.
+    fn format(&mut self, _version: u8) {}
     /// `key` is true when the value is a map key (a hint for key caches).
     fn scalar(&mut self, s: Scalar<'_>, key: bool) -> Result<Self::Value, Self::Error>;
     /// Builds a container from `items[start..]` (for maps: key, value, key, value...) and
@@ -144,6 +146,7 @@ pub fn decode<B: Builder<Value: Clone>>(
     }
     let mut reader = Reader::new(input);
     let version = read_envelope(&mut reader)?;
+    builder.format(version);
     let value = Decoder {
         reader,
         limits,

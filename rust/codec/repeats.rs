@@ -78,6 +78,92 @@ impl<K: Hash + Eq> Repeats<K> {
     }
 }
 
+/// [`Repeats`] for object addresses: open addressing with linear probing, no hashing
+/// trait, about a dozen instructions per lookup (strings are the most frequent lookup of
+/// an encode). Address 0 is never a key.
+pub struct AddrRepeats {
+    /// (address, its index, or `SEEN_ONCE`); address 0 marks an empty slot.
+    slots: Vec<(usize, u32)>,
+    len: usize,
+    defined: u32,
+    capacity: usize,
+}
+
+const SEEN_ONCE: u32 = u32::MAX;
+const MIN_SLOTS: usize = 1024;
+
+impl AddrRepeats {
+    pub fn new(capacity: usize) -> Self {
+        AddrRepeats {
+            slots: Vec::new(),
+            len: 0,
+            defined: 0,
+            capacity,
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.slots.fill((0, 0));
+        self.len = 0;
+        self.defined = 0;
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Records one occurrence of `addr` and says how to write it.
+    #[inline]
+    pub fn note(&mut self, addr: usize) -> Use {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = spread(addr) & mask;
+        loop {
+            let slot = &mut self.slots[i];
+            if slot.0 == addr {
+                if slot.1 == SEEN_ONCE {
+                    slot.1 = self.defined;
+                    self.defined += 1;
+                    return Use::Define(slot.1);
+                }
+                return Use::Ref(slot.1);
+            }
+            if slot.0 == 0 {
+                if addr == 0 || self.len >= self.capacity {
+                    return Use::Plain;
+                }
+                *slot = (addr, SEEN_ONCE);
+                self.len += 1;
+                return Use::First;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Doubles the table (at most half full keeps probe runs short).
+    #[cold]
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(MIN_SLOTS);
+        let old = std::mem::replace(&mut self.slots, vec![(0, 0); size]);
+        for (addr, index) in old.into_iter().filter(|s| s.0 != 0) {
+            let mut i = spread(addr) & (size - 1);
+            while self.slots[i].0 != 0 {
+                i = (i + 1) & (size - 1);
+            }
+            self.slots[i] = (addr, index);
+        }
+    }
+}
+
+/// Mixes an address into a slot number: objects are 16-byte aligned, so the low bits
+/// carry nothing; a Fibonacci multiply spreads the rest into the high half.
+#[inline]
+fn spread(addr: usize) -> usize {
+    ((addr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize
+}
+
 /// A fast non-cryptographic hasher (the Fx hash of rustc). Keys are object addresses or
 /// content the encoding side chose, never bytes read from untrusted input.
 #[derive(Default, Clone, Copy)]
@@ -124,6 +210,23 @@ mod tests {
         assert_eq!(r.note("role"), Use::Define(1));
         assert_eq!(r.note("content"), Use::Ref(0));
         assert_eq!(r.note("role"), Use::Ref(1));
+    }
+
+    #[test]
+    fn addresses_define_on_second_sight_across_growth() {
+        let mut r = AddrRepeats::new(usize::MAX);
+        let addrs: Vec<usize> = (1..5000).map(|i| i * 16).collect();
+        assert!(addrs.iter().all(|&a| r.note(a) == Use::First));
+        for (i, &a) in addrs.iter().enumerate() {
+            assert_eq!(r.note(a), Use::Define(i as u32));
+        }
+        assert_eq!(r.note(addrs[7]), Use::Ref(7));
+        r.clear();
+        assert_eq!(r.note(addrs[7]), Use::First);
+        let mut full = AddrRepeats::new(1);
+        assert_eq!(full.note(16), Use::First);
+        assert_eq!(full.note(32), Use::Plain);
+        assert_eq!(full.note(16), Use::Define(0));
     }
 
     #[test]

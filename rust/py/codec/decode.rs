@@ -56,6 +56,8 @@ pub struct PyBuilder<'py> {
     py: Python<'py>,
     names: Bound<'py, PyDict>,
     keys: KeyCache<'py>,
+    /// The longest ASCII str that goes through `keys`, for values and for map keys.
+    cached_len: [usize; 2],
 }
 
 impl<'py> PyBuilder<'py> {
@@ -63,7 +65,12 @@ impl<'py> PyBuilder<'py> {
         let keys = KeyCache {
             slots: (0..KEY_SLOTS).map(|_| None).collect(),
         };
-        PyBuilder { py, names, keys }
+        PyBuilder {
+            py,
+            names,
+            keys,
+            cached_len: [MAX_CACHED_VALUE, MAX_CACHED_KEY],
+        }
     }
 
     /// Wraps a new reference returned by the C API (NULL means an exception is set).
@@ -78,22 +85,26 @@ impl<'py> Builder for PyBuilder<'py> {
     type Value = Bound<'py, PyAny>;
     type Error = BuildError;
 
+    fn format(&mut self, version: u8) {
+        if version >= 2 {
+            // Format 2 already shares every repeated str of 4 bytes or more through its
+            // string table: caching those too would only cost a lookup per unique str.
+            self.cached_len = [MIN_UNSHARED_LEN; 2];
+        }
+    }
+
     #[inline]
     fn scalar(&mut self, s: Scalar<'_>, key: bool) -> Result<Self::Value> {
         let py = self.py;
         // SAFETY (all arms): C API constructors given valid pointers and lengths.
         unsafe {
             match s {
-                Scalar::Str(text)
-                    if text.len()
-                        <= if key {
-                            MAX_CACHED_KEY
-                        } else {
-                            MAX_CACHED_VALUE
-                        }
-                        && text.is_ascii() =>
-                {
-                    Ok(self.keys.get(py, text))
+                Scalar::Str(text) if text.len() <= MAX_CACHED_KEY && text.is_ascii() => {
+                    if text.len() <= self.cached_len[key as usize] {
+                        Ok(self.keys.get(py, text))
+                    } else {
+                        self.owned(new_ascii(text))
+                    }
                 }
                 Scalar::Str(text) => {
                     decode_str(py, text).map_err(|e| BuildError::caused("expected a UTF-8 str", e))
@@ -479,6 +490,8 @@ const MAX_CACHED_VALUE: usize = 16;
 /// Dict keys up to this many bytes go through the key cache.
 const MAX_CACHED_KEY: usize = 64;
 const KEY_SLOTS: usize = 512;
+/// Format 2 writers share strs of 4 UTF-8 bytes or more; shorter ones repeat as they are.
+const MIN_UNSHARED_LEN: usize = 3;
 
 /// A direct-mapped cache of short ASCII dict keys, per decode call, so repeated keys such as
 /// "role" and "content" are created once and shared. Fixed size: hostile keys can only evict.

@@ -18,7 +18,7 @@ use pyo3::types::{
 
 use super::stdlib::stdlib;
 use crate::codec::ext;
-use crate::codec::repeats::{Repeats, Use};
+use crate::codec::repeats::{AddrRepeats, Repeats, Use};
 use crate::codec::wire::{TooLong, Writer};
 use crate::py::errors::encode_error;
 
@@ -97,7 +97,7 @@ const MAX_TRACKED: usize = 1 << 20;
 /// Format 2's tables, keyed by object identity. Every tracked object is kept alive until
 /// the encode ends, so an address can never be reused by a different object meanwhile.
 struct Sharing {
-    strings: Repeats<usize>,
+    strings: AddrRepeats,
     shapes: Repeats<Vec<usize>>,
     keep: Vec<Py<PyAny>>,
 }
@@ -105,7 +105,7 @@ struct Sharing {
 impl Sharing {
     fn new() -> Self {
         Sharing {
-            strings: Repeats::new(MAX_TRACKED),
+            strings: AddrRepeats::new(MAX_TRACKED),
             shapes: Repeats::new(MAX_TRACKED),
             keep: Vec::new(),
         }
@@ -228,7 +228,7 @@ impl<'py> Encoder<'_, 'py> {
         if let Some(data) = utf8_of(p) {
             if data.len() >= MIN_SHARED_STR {
                 if let Some(share) = self.share.as_mut() {
-                    match share.strings.note(&(p as usize)) {
+                    match share.strings.note(p as usize) {
                         Use::First => share.keep.push(Bound::from_borrowed_ptr(self.py, p).unbind()),
                         Use::Plain => {}
                         Use::Define(_) => return Ok(self.w.ext(ext::STR_DEF, data)?),
@@ -397,7 +397,10 @@ impl<'py> Encoder<'_, 'py> {
         }
         let keys_too = matches!(usage, Use::First | Use::Plain);
         for i in base..base + n {
-            let (key, val) = self.items[i].clone();
+            let (k, v) = (self.items[i].0.as_ptr(), self.items[i].1.as_ptr());
+            // SAFETY: `self.items[i]` holds both strongly until this dict is done (nested
+            // dicts only push and truncate above it), so borrowing them costs no refcounts.
+            let (key, val) = unsafe { (Borrowed::from_ptr(self.py, k), Borrowed::from_ptr(self.py, v)) };
             if keys_too {
                 self.value(&key).map_err(at(Seg::MapKey))?;
             }
