@@ -3,7 +3,9 @@
 The checkpoint: 1,000 chat messages as plain dicts (role, content with CJK and emoji,
 0-2 tool calls with JSON-string arguments, usage, extra) plus session values. Every library
 encodes and decodes the same object; each benchmark is one encode + decode round trip, and
-`extra_info["bytes"]` records the encoded size. Reproduce with:
+`extra_info["bytes"]` records the encoded size. A second group round-trips the same conversation
+as each framework keeps it: rillet `Message` objects through rillet's codec, LangChain messages
+through LangGraph's serializer. Reproduce with:
 
     .venv/bin/python -m pytest benches/bench_codec.py --benchmark-only
 
@@ -23,7 +25,7 @@ import ormsgpack
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from rillet import codec
+from rillet import FunctionCall, Message, ResponseMeta, ToolCall, Usage, codec
 
 WORDS = ("the agent calls a tool and reads the result before it answers 检索 结果 🎉 ✓ "
          "weather forecast invoice refund order status shipping delay apology").split()
@@ -91,6 +93,46 @@ def test_roundtrip(benchmark: Any, name: str) -> None:
     benchmark.extra_info["bytes"] = _size(encoded)
     benchmark.group = "codec round trip (encode + decode)"
     benchmark(lambda: dec(enc(STATE)))
+
+
+def _rillet_message(m: dict[str, Any]) -> Message:
+    calls = [ToolCall(id=t["id"], function=FunctionCall(t["function"]["name"], t["function"]["arguments"]))
+             for t in m["tool_calls"]]
+    usage = Usage(m["usage"]["input_tokens"], m["usage"]["output_tokens"], 0, 0, 0)
+    return Message(role=m["role"], content=m["content"], tool_calls=calls,
+                   tool_call_id="call_0" if m["role"] == "tool" else "",
+                   response_meta=ResponseMeta("stop", usage), extra=m["extra"])
+
+
+def _langchain_message(m: dict[str, Any]) -> Any:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    if m["role"] == "user":
+        return HumanMessage(content=m["content"], id=m["id"])
+    if m["role"] == "tool":
+        return ToolMessage(content=m["content"], id=m["id"], tool_call_id="call_0")
+    calls = [{"id": t["id"], "name": t["function"]["name"], "args": {"query": "x"}} for t in m["tool_calls"]]
+    usage = {"input_tokens": m["usage"]["input_tokens"], "output_tokens": m["usage"]["output_tokens"], "total_tokens": 0}
+    return AIMessage(content=m["content"], id=m["id"], tool_calls=calls, usage_metadata=usage,
+                     response_metadata=m["extra"])
+
+
+# The same conversation as each framework's checkpoint holds it: rillet Messages through
+# rillet's codec, LangChain messages through LangGraph's serializer.
+NATIVE: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any], Any]] = {
+    "rillet Messages": (codec.encode, codec.decode, {**STATE, "messages": [_rillet_message(m) for m in STATE["messages"]]}),
+    "jsonplus langchain messages": (_jsonplus.dumps_typed, _jsonplus.loads_typed,
+                                    {**STATE, "messages": [_langchain_message(m) for m in STATE["messages"]]}),
+}
+
+
+@pytest.mark.parametrize("name", list(NATIVE))
+def test_roundtrip_native_messages(benchmark: Any, name: str) -> None:
+    enc, dec, state = NATIVE[name]
+    assert dec(enc(state))["messages"][4] == state["messages"][4]
+    benchmark.extra_info["bytes"] = _size(enc(state))
+    benchmark.group = "round trip of each framework's own message types"
+    benchmark(lambda: dec(enc(state)))
 
 
 @pytest.mark.parametrize("name", list(PEERS))

@@ -300,7 +300,10 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
         };
         let arity = self.shapes[shape].1;
         if n - 1 != arity {
-            let msg = format!("expected a record of {arity} values after its shape, found {}", n - 1);
+            let msg = format!(
+                "expected a record of {arity} values after its shape, found {}",
+                n - 1
+            );
             return Err(WireError::new(at, msg).into());
         }
         self.open(Kind::Record, arity, None, at)?;
@@ -453,14 +456,18 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
         }
         let built = if f.kind == Kind::Record {
             let (first, count) = self.shapes[f.shape];
-            b.record(&self.shape_keys[first..first + count], &mut self.values, f.start)
+            b.record(
+                &self.shape_keys[first..first + count],
+                &mut self.values,
+                f.start,
+            )
         } else {
             b.container(f.kind, &mut self.values, f.start)
         };
         let v = built.map_err(|error| Failure::Build {
-                offset: f.offset,
-                error: Box::new(error),
-            })?;
+            offset: f.offset,
+            error: Box::new(error),
+        })?;
         self.values.truncate(f.start);
         self.values.push(v);
         Ok(())
@@ -542,7 +549,10 @@ fn undefined(at: usize, what: &str, index: usize, defined: usize) -> WireError {
 /// strs (plain msgpack strs, not table references), filling the payload exactly.
 fn read_shape_keys(p: &[u8], start: usize) -> Result<Vec<(&[u8], usize)>, WireError> {
     let bad = |at: usize, what: &str| {
-        WireError::new(start + at, format!("expected {what} in a record shape (ext type 15)"))
+        WireError::new(
+            start + at,
+            format!("expected {what} in a record shape (ext type 15)"),
+        )
     };
     let mut r = Reader::new(p);
     let n = match r.next() {

@@ -157,6 +157,97 @@ impl AddrRepeats {
     }
 }
 
+/// [`Repeats`] for key lists given as address slices (dict shapes): the same open
+/// addressing as [`AddrRepeats`] over a 64-bit hash of the list, each hit confirmed by
+/// comparing the stored list, so a hash collision can only cost compactness.
+pub struct ShapeRepeats {
+    /// (hash | 1, index into `shapes`); hash 0 marks an empty slot.
+    slots: Vec<(u64, u32)>,
+    /// Per distinct list: where it is in `arena`, its length, its index or `SEEN_ONCE`.
+    shapes: Vec<(usize, usize, u32)>,
+    arena: Vec<usize>,
+    defined: u32,
+    capacity: usize,
+}
+
+impl ShapeRepeats {
+    pub fn new(capacity: usize) -> Self {
+        ShapeRepeats {
+            slots: Vec::new(),
+            shapes: Vec::new(),
+            arena: Vec::new(),
+            defined: 0,
+            capacity,
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.slots.fill((0, 0));
+        self.shapes.clear();
+        self.arena.clear();
+        self.defined = 0;
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Records one occurrence of the key list `keys` and says how to write it.
+    #[inline]
+    pub fn note(&mut self, keys: &[usize]) -> Use {
+        if (self.shapes.len() + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let hash = keys.iter().fold(keys.len() as u64, |h, &k| {
+            (h.rotate_left(5) ^ k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        }) | 1;
+        let mask = self.slots.len() - 1;
+        let mut i = (hash >> 32) as usize & mask;
+        loop {
+            let (h, id) = self.slots[i];
+            if h == 0 {
+                break;
+            }
+            if h == hash {
+                let (start, len, state) = self.shapes[id as usize];
+                if &self.arena[start..start + len] == keys {
+                    return self.sighted(id as usize, state);
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        if self.shapes.len() >= self.capacity {
+            return Use::Plain;
+        }
+        self.slots[i] = (hash, self.shapes.len() as u32);
+        self.shapes.push((self.arena.len(), keys.len(), SEEN_ONCE));
+        self.arena.extend_from_slice(keys);
+        Use::First
+    }
+
+    fn sighted(&mut self, id: usize, state: u32) -> Use {
+        if state != SEEN_ONCE {
+            return Use::Ref(state);
+        }
+        self.shapes[id].2 = self.defined;
+        self.defined += 1;
+        Use::Define(self.shapes[id].2)
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(MIN_SLOTS);
+        let old = std::mem::replace(&mut self.slots, vec![(0, 0); size]);
+        for (hash, id) in old.into_iter().filter(|s| s.0 != 0) {
+            let mut i = (hash >> 32) as usize & (size - 1);
+            while self.slots[i].0 != 0 {
+                i = (i + 1) & (size - 1);
+            }
+            self.slots[i] = (hash, id);
+        }
+    }
+}
+
 /// Mixes an address into a slot number: objects are 16-byte aligned, so the low bits
 /// carry nothing; a Fibonacci multiply spreads the rest into the high half.
 #[inline]
@@ -227,6 +318,24 @@ mod tests {
         assert_eq!(full.note(16), Use::First);
         assert_eq!(full.note(32), Use::Plain);
         assert_eq!(full.note(16), Use::Define(0));
+    }
+
+    #[test]
+    fn shapes_match_whole_lists_only() {
+        let mut r = ShapeRepeats::new(usize::MAX);
+        assert_eq!(r.note(&[16, 32]), Use::First);
+        assert_eq!(r.note(&[32, 16]), Use::First);
+        assert_eq!(r.note(&[16]), Use::First);
+        assert_eq!(r.note(&[32, 16]), Use::Define(0));
+        assert_eq!(r.note(&[16, 32]), Use::Define(1));
+        assert_eq!(r.note(&[32, 16]), Use::Ref(0));
+        for n in 0..3000usize {
+            r.note(&[n * 16 + 48, 16]);
+        }
+        assert_eq!(r.note(&[16, 32]), Use::Ref(1));
+        assert_eq!(r.note(&[16]), Use::Define(2));
+        r.clear();
+        assert_eq!(r.note(&[16, 32]), Use::First);
     }
 
     #[test]

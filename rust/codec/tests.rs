@@ -162,16 +162,40 @@ fn format_2_truncations_are_errors() {
 #[test]
 fn rejects_malformed_tables() {
     let cases: &[(&[u8], &str)] = &[
-        (&[0xd4, 14, 0], "string reference 0 comes before its definition"),
-        (&[0x92, 0xd6, 13, b'r', b'o', b'l', b'e', 0xd4, 14, 1], "string reference 1"),
-        (&[0x92, 0xd4, 16, 0, 1], "shape reference 0 comes before its definition"),
-        (&[0xd4, 15, 0x90], "only allowed as the first element of an array"),
-        (&[0x92, 1, 0xd4, 16, 0], "only allowed as the first element of an array"),
+        (
+            &[0xd4, 14, 0],
+            "string reference 0 comes before its definition",
+        ),
+        (
+            &[0x92, 0xd6, 13, b'r', b'o', b'l', b'e', 0xd4, 14, 1],
+            "string reference 1",
+        ),
+        (
+            &[0x92, 0xd4, 16, 0, 1],
+            "shape reference 0 comes before its definition",
+        ),
+        (
+            &[0xd4, 15, 0x90],
+            "only allowed as the first element of an array",
+        ),
+        (
+            &[0x92, 1, 0xd4, 16, 0],
+            "only allowed as the first element of an array",
+        ),
         (&[0x91, 0xd4, 15, 0x90], "a non-empty array of keys"),
         (&[0x93, 0xd5, 15, 0x91, 1, 0, 0], "a str key"),
-        (&[0x93, 0xc7, 5, 15, 0x92, 0xa1, b'a', 0xa1, b'a', 1, 2], "distinct keys"),
-        (&[0x92, 0xc7, 4, 15, 0x91, 0xa1, b'a', 0xc0, 1], "nothing after the keys"),
-        (&[0x93, 0xd6, 15, 0x91, 0xa2, b'i', b'd', 1, 2], "expected a record of 1 values"),
+        (
+            &[0x93, 0xc7, 5, 15, 0x92, 0xa1, b'a', 0xa1, b'a', 1, 2],
+            "distinct keys",
+        ),
+        (
+            &[0x92, 0xc7, 4, 15, 0x91, 0xa1, b'a', 0xc0, 1],
+            "nothing after the keys",
+        ),
+        (
+            &[0x93, 0xd6, 15, 0x91, 0xa2, b'i', b'd', 1, 2],
+            "expected a record of 1 values",
+        ),
         (&[0xc7, 3, 14, 0, 0, 0], "a 1, 2 or 4-byte index"),
         (&[0xd5, 13, 0xc3, 0x28], "UTF-8"),
     ];

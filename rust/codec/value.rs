@@ -150,7 +150,10 @@ impl Encoder {
             (Value::Str(s), Some(share)) => match share.strings.note(s.as_str()) {
                 Use::First | Use::Plain => self.w.str(s.as_bytes()),
                 Use::Define(_) => self.w.ext(ext::STR_DEF, s.as_bytes()),
-                Use::Ref(i) => Ok(self.w.index_ref(ext::STR_REF, i)),
+                Use::Ref(i) => {
+                    self.w.index_ref(ext::STR_REF, i);
+                    Ok(())
+                }
             },
             (Value::Map(pairs), Some(share)) => {
                 let keys: Option<Vec<String>> = pairs

@@ -18,7 +18,7 @@ use pyo3::types::{
 
 use super::stdlib::stdlib;
 use crate::codec::ext;
-use crate::codec::repeats::{AddrRepeats, Repeats, Use};
+use crate::codec::repeats::{AddrRepeats, ShapeRepeats, Use};
 use crate::codec::wire::{TooLong, Writer};
 use crate::py::errors::encode_error;
 
@@ -66,7 +66,11 @@ fn at_key<'k, 'py>(
 ) -> impl FnOnce(Box<Failure>) -> Box<Failure> + 'k {
     move |f| {
         let key = key.clone().unbind();
-        at(if fields { Seg::Field(key) } else { Seg::Key(key) })(f)
+        at(if fields {
+            Seg::Field(key)
+        } else {
+            Seg::Key(key)
+        })(f)
     }
 }
 
@@ -98,7 +102,7 @@ const MAX_TRACKED: usize = 1 << 20;
 /// the encode ends, so an address can never be reused by a different object meanwhile.
 struct Sharing {
     strings: AddrRepeats,
-    shapes: Repeats<Vec<usize>>,
+    shapes: ShapeRepeats,
     keep: Vec<Py<PyAny>>,
 }
 
@@ -106,7 +110,7 @@ impl Sharing {
     fn new() -> Self {
         Sharing {
             strings: AddrRepeats::new(MAX_TRACKED),
-            shapes: Repeats::new(MAX_TRACKED),
+            shapes: ShapeRepeats::new(MAX_TRACKED),
             keep: Vec::new(),
         }
     }
@@ -139,8 +143,11 @@ pub fn encode<'py>(
     version: u8,
     buf: Vec<u8>,
 ) -> (PyResult<()>, Vec<u8>) {
-    let share = (version >= 2)
-        .then(|| TABLES.with(|t| t.borrow_mut().take()).unwrap_or_else(Sharing::new));
+    let share = (version >= 2).then(|| {
+        TABLES
+            .with(|t| t.borrow_mut().take())
+            .unwrap_or_else(Sharing::new)
+    });
     let mut enc = Encoder {
         py,
         w: Writer { buf },
@@ -229,10 +236,15 @@ impl<'py> Encoder<'_, 'py> {
             if data.len() >= MIN_SHARED_STR {
                 if let Some(share) = self.share.as_mut() {
                     match share.strings.note(p as usize) {
-                        Use::First => share.keep.push(Bound::from_borrowed_ptr(self.py, p).unbind()),
+                        Use::First => share
+                            .keep
+                            .push(Bound::from_borrowed_ptr(self.py, p).unbind()),
                         Use::Plain => {}
                         Use::Define(_) => return Ok(self.w.ext(ext::STR_DEF, data)?),
-                        Use::Ref(i) => return Ok(self.w.index_ref(ext::STR_REF, i)),
+                        Use::Ref(i) => {
+                            self.w.index_ref(ext::STR_REF, i);
+                            return Ok(());
+                        }
                     }
                 }
             }
@@ -361,7 +373,10 @@ impl<'py> Encoder<'_, 'py> {
             }
             self.shape.push(k as usize);
             self.items.push(unsafe {
-                (Bound::from_borrowed_ptr(self.py, k), Bound::from_borrowed_ptr(self.py, v))
+                (
+                    Bound::from_borrowed_ptr(self.py, k),
+                    Bound::from_borrowed_ptr(self.py, v),
+                )
             });
         }
         let usage = share.shapes.note(&self.shape[..]);
@@ -386,7 +401,8 @@ impl<'py> Encoder<'_, 'py> {
                 self.w.array(n)?;
                 for (key, _) in &self.items[base..] {
                     // SAFETY: snapshot keys are exact strs whose UTF-8 form was checked.
-                    self.w.str(unsafe { utf8_of(key.as_ptr()) }.unwrap_or_default())?;
+                    self.w
+                        .str(unsafe { utf8_of(key.as_ptr()) }.unwrap_or_default())?;
                 }
                 self.w.ext_end(mark, ext::SHAPE_DEF)?;
             }
@@ -400,7 +416,12 @@ impl<'py> Encoder<'_, 'py> {
             let (k, v) = (self.items[i].0.as_ptr(), self.items[i].1.as_ptr());
             // SAFETY: `self.items[i]` holds both strongly until this dict is done (nested
             // dicts only push and truncate above it), so borrowing them costs no refcounts.
-            let (key, val) = unsafe { (Borrowed::from_ptr(self.py, k), Borrowed::from_ptr(self.py, v)) };
+            let (key, val) = unsafe {
+                (
+                    Borrowed::from_ptr(self.py, k),
+                    Borrowed::from_ptr(self.py, v),
+                )
+            };
             if keys_too {
                 self.value(&key).map_err(at(Seg::MapKey))?;
             }
@@ -680,7 +701,10 @@ impl<'py> Encoder<'_, 'py> {
 unsafe fn utf8_of<'a>(p: *mut ffi::PyObject) -> Option<&'a [u8]> {
     if ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0 {
         let len = ffi::PyUnicode_GET_LENGTH(p) as usize;
-        return Some(std::slice::from_raw_parts(ffi::PyUnicode_DATA(p) as *const u8, len));
+        return Some(std::slice::from_raw_parts(
+            ffi::PyUnicode_DATA(p) as *const u8,
+            len,
+        ));
     }
     let mut len: ffi::Py_ssize_t = 0;
     let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut len);
