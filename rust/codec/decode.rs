@@ -218,6 +218,22 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
                 let msg = format!("more than max_items={} values", self.limits.max_items);
                 return Err(WireError::new(at, msg).into());
             }
+            // The most frequent token of a format-2 body: a one-byte string reference.
+            if let Some(index) = self
+                .reader
+                .fixext1(ext::STR_REF)
+                .filter(|_| self.version >= 2)
+            {
+                let Some(s) = self.strings.get(index as usize) else {
+                    let defined = self.strings.len();
+                    return Err(undefined(at, "string", index as usize, defined).into());
+                };
+                self.values.push(s.clone());
+                if let Some(body) = self.close_finished(b)? {
+                    return self.finish(body);
+                }
+                continue;
+            }
             let key = self
                 .frames
                 .last()
@@ -282,21 +298,18 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
             return self.open(Kind::List, n, None, at);
         }
         let first = self.reader.pos();
-        let shape = match self.reader.next()? {
-            Token::Ext { code, start, len } if code == ext::SHAPE_DEF => {
-                self.define_shape(b, start, len)?
-            }
-            Token::Ext { code, start, len } if code == ext::SHAPE_REF => {
-                let index = table_index(self.reader.bytes(start, len), code, first)?;
-                if index >= self.shapes.len() {
-                    return Err(undefined(first, "shape", index, self.shapes.len()).into());
-                }
-                index
-            }
-            _ => {
+        let shape = match self.reader.fixext1(ext::SHAPE_REF) {
+            // The common case, a one-byte shape reference, without the generic reader.
+            Some(index) if (index as usize) < self.shapes.len() => Some(index as usize),
+            Some(_) => {
                 self.reader.seek(first);
-                return self.open(Kind::List, n, None, at);
+                self.shape_head(b, first)?
             }
+            None => self.shape_head(b, first)?,
+        };
+        let Some(shape) = shape else {
+            self.reader.seek(first);
+            return self.open(Kind::List, n, None, at);
         };
         let arity = self.shapes[shape].1;
         if n - 1 != arity {
@@ -311,6 +324,27 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
             top.shape = shape;
         }
         Ok(())
+    }
+
+    /// Reads the first element of an array: the index of its shape if it is a record.
+    fn shape_head<B: Builder<Value = V>>(
+        &mut self,
+        b: &mut B,
+        first: usize,
+    ) -> Result<Option<usize>, Failure<B::Error>> {
+        Ok(Some(match self.reader.next()? {
+            Token::Ext { code, start, len } if code == ext::SHAPE_DEF => {
+                self.define_shape(b, start, len)?
+            }
+            Token::Ext { code, start, len } if code == ext::SHAPE_REF => {
+                let index = table_index(self.reader.bytes(start, len), code, first)?;
+                if index >= self.shapes.len() {
+                    return Err(undefined(first, "shape", index, self.shapes.len()).into());
+                }
+                index
+            }
+            _ => return Ok(None),
+        }))
     }
 
     /// Reads a shape definition (an array of distinct strs) into the shape table.

@@ -333,6 +333,18 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// Reads a fixext 1 of type `code` if one comes next, returning its payload byte.
+    #[inline(always)]
+    pub fn fixext1(&mut self, code: i8) -> Option<u8> {
+        match self.buf.get(self.pos..self.pos + 3) {
+            Some(&[0xd4, c, payload]) if c == code as u8 => {
+                self.pos += 3;
+                Some(payload)
+            }
+            _ => None,
+        }
+    }
+
     /// Reads the next token. On error nothing sensible remains to be read.
     #[inline(always)]
     #[allow(clippy::should_implement_trait)] // fallible, with a position: not an Iterator

@@ -28,10 +28,13 @@ thread_local! {
 /// Buffers above this size are released after use instead of kept.
 const KEEP_BUFFER_BYTES: usize = 8 << 20;
 
+// The default `version` above is spelled out so that the Python signature shows it.
+const _: () = assert!(FORMAT_VERSION == 2);
+
 /// Encodes `obj` as a checkpoint in format `version`. `types` maps a registered class to
 /// `(name, version, to_state, state_is_fields)`.
 #[pyfunction]
-#[pyo3(signature = (obj, types, max_depth = 512, version = FORMAT_VERSION))]
+#[pyo3(signature = (obj, types, max_depth = 512, version = 2))]
 pub fn codec_encode<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
