@@ -82,8 +82,10 @@ impl<K: Hash + Eq> Repeats<K> {
 /// trait, about a dozen instructions per lookup (strings are the most frequent lookup of
 /// an encode). Address 0 is never a key.
 pub struct AddrRepeats {
-    /// (address, its index, or `SEEN_ONCE`); address 0 marks an empty slot.
-    slots: Vec<(usize, u32)>,
+    /// (address, its index or `SEEN_ONCE`, generation); a slot of an older generation is
+    /// empty, so clearing the table between encodes costs nothing.
+    slots: Vec<(usize, u32, u32)>,
+    generation: u32,
     len: usize,
     defined: u32,
     capacity: usize,
@@ -96,6 +98,7 @@ impl AddrRepeats {
     pub fn new(capacity: usize) -> Self {
         AddrRepeats {
             slots: Vec::new(),
+            generation: 1,
             len: 0,
             defined: 0,
             capacity,
@@ -103,7 +106,7 @@ impl AddrRepeats {
     }
 
     pub fn clear(&mut self) {
-        self.slots.fill((0, 0));
+        self.generation = next_generation(self.generation, &mut self.slots);
         self.len = 0;
         self.defined = 0;
     }
@@ -122,6 +125,14 @@ impl AddrRepeats {
         let mut i = spread(addr) & mask;
         loop {
             let slot = &mut self.slots[i];
+            if slot.2 != self.generation {
+                if addr == 0 || self.len >= self.capacity {
+                    return Use::Plain;
+                }
+                *slot = (addr, SEEN_ONCE, self.generation);
+                self.len += 1;
+                return Use::First;
+            }
             if slot.0 == addr {
                 if slot.1 == SEEN_ONCE {
                     slot.1 = self.defined;
@@ -129,14 +140,6 @@ impl AddrRepeats {
                     return Use::Define(slot.1);
                 }
                 return Use::Ref(slot.1);
-            }
-            if slot.0 == 0 {
-                if addr == 0 || self.len >= self.capacity {
-                    return Use::Plain;
-                }
-                *slot = (addr, SEEN_ONCE);
-                self.len += 1;
-                return Use::First;
             }
             i = (i + 1) & mask;
         }
@@ -146,13 +149,14 @@ impl AddrRepeats {
     #[cold]
     fn grow(&mut self) {
         let size = (self.slots.len() * 2).max(MIN_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![(0, 0); size]);
-        for (addr, index) in old.into_iter().filter(|s| s.0 != 0) {
-            let mut i = spread(addr) & (size - 1);
-            while self.slots[i].0 != 0 {
+        let old = std::mem::replace(&mut self.slots, vec![(0, 0, 0); size]);
+        let live = self.generation;
+        for slot in old.into_iter().filter(|s| s.2 == live) {
+            let mut i = spread(slot.0) & (size - 1);
+            while self.slots[i].2 == live {
                 i = (i + 1) & (size - 1);
             }
-            self.slots[i] = (addr, index);
+            self.slots[i] = slot;
         }
     }
 }
@@ -161,8 +165,9 @@ impl AddrRepeats {
 /// addressing as [`AddrRepeats`] over a 64-bit hash of the list, each hit confirmed by
 /// comparing the stored list, so a hash collision can only cost compactness.
 pub struct ShapeRepeats {
-    /// (hash | 1, index into `shapes`); hash 0 marks an empty slot.
-    slots: Vec<(u64, u32)>,
+    /// (hash, index into `shapes`, generation), as in [`AddrRepeats`].
+    slots: Vec<(u64, u32, u32)>,
+    generation: u32,
     /// Per distinct list: where it is in `arena`, its length, its index or `SEEN_ONCE`.
     shapes: Vec<(usize, usize, u32)>,
     arena: Vec<usize>,
@@ -174,6 +179,7 @@ impl ShapeRepeats {
     pub fn new(capacity: usize) -> Self {
         ShapeRepeats {
             slots: Vec::new(),
+            generation: 1,
             shapes: Vec::new(),
             arena: Vec::new(),
             defined: 0,
@@ -182,7 +188,7 @@ impl ShapeRepeats {
     }
 
     pub fn clear(&mut self) {
-        self.slots.fill((0, 0));
+        self.generation = next_generation(self.generation, &mut self.slots);
         self.shapes.clear();
         self.arena.clear();
         self.defined = 0;
@@ -200,12 +206,12 @@ impl ShapeRepeats {
         }
         let hash = keys.iter().fold(keys.len() as u64, |h, &k| {
             (h.rotate_left(5) ^ k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        }) | 1;
+        });
         let mask = self.slots.len() - 1;
         let mut i = (hash >> 32) as usize & mask;
         loop {
-            let (h, id) = self.slots[i];
-            if h == 0 {
+            let (h, id, generation) = self.slots[i];
+            if generation != self.generation {
                 break;
             }
             if h == hash {
@@ -219,7 +225,7 @@ impl ShapeRepeats {
         if self.shapes.len() >= self.capacity {
             return Use::Plain;
         }
-        self.slots[i] = (hash, self.shapes.len() as u32);
+        self.slots[i] = (hash, self.shapes.len() as u32, self.generation);
         self.shapes.push((self.arena.len(), keys.len(), SEEN_ONCE));
         self.arena.extend_from_slice(keys);
         Use::First
@@ -237,14 +243,27 @@ impl ShapeRepeats {
     #[cold]
     fn grow(&mut self) {
         let size = (self.slots.len() * 2).max(MIN_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![(0, 0); size]);
-        for (hash, id) in old.into_iter().filter(|s| s.0 != 0) {
-            let mut i = (hash >> 32) as usize & (size - 1);
-            while self.slots[i].0 != 0 {
+        let old = std::mem::replace(&mut self.slots, vec![(0, 0, 0); size]);
+        let live = self.generation;
+        for slot in old.into_iter().filter(|s| s.2 == live) {
+            let mut i = (slot.0 >> 32) as usize & (size - 1);
+            while self.slots[i].2 == live {
                 i = (i + 1) & (size - 1);
             }
-            self.slots[i] = (hash, id);
+            self.slots[i] = slot;
         }
+    }
+}
+
+/// The generation after `current`; on wrap-around (after 4 billion encodes on one
+/// thread) the slots are really emptied, since generation 0 is what new slots hold.
+fn next_generation<K: Default + Copy>(current: u32, slots: &mut [(K, u32, u32)]) -> u32 {
+    match current.wrapping_add(1) {
+        0 => {
+            slots.fill((K::default(), 0, 0));
+            1
+        }
+        next => next,
     }
 }
 
@@ -314,6 +333,10 @@ mod tests {
         assert_eq!(r.note(addrs[7]), Use::Ref(7));
         r.clear();
         assert_eq!(r.note(addrs[7]), Use::First);
+        // Clearing is a new generation; at wrap-around the slots are emptied for real.
+        r.generation = u32::MAX;
+        r.clear();
+        assert_eq!((r.generation, r.note(addrs[7])), (1, Use::First));
         let mut full = AddrRepeats::new(1);
         assert_eq!(full.note(16), Use::First);
         assert_eq!(full.note(32), Use::Plain);
