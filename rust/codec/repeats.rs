@@ -148,16 +148,8 @@ impl AddrRepeats {
     /// Doubles the table (at most half full keeps probe runs short).
     #[cold]
     fn grow(&mut self) {
-        let size = (self.slots.len() * 2).max(MIN_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![(0, 0, 0); size]);
-        let live = self.generation;
-        for slot in old.into_iter().filter(|s| s.2 == live) {
-            let mut i = spread(slot.0) & (size - 1);
-            while self.slots[i].2 == live {
-                i = (i + 1) & (size - 1);
-            }
-            self.slots[i] = slot;
-        }
+        let old = std::mem::take(&mut self.slots);
+        self.slots = rehash(old, self.generation, |&addr| spread(addr));
     }
 }
 
@@ -242,17 +234,28 @@ impl ShapeRepeats {
 
     #[cold]
     fn grow(&mut self) {
-        let size = (self.slots.len() * 2).max(MIN_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![(0, 0, 0); size]);
-        let live = self.generation;
-        for slot in old.into_iter().filter(|s| s.2 == live) {
-            let mut i = (slot.0 >> 32) as usize & (size - 1);
-            while self.slots[i].2 == live {
-                i = (i + 1) & (size - 1);
-            }
-            self.slots[i] = slot;
-        }
+        let old = std::mem::take(&mut self.slots);
+        self.slots = rehash(old, self.generation, |&hash| (hash >> 32) as usize);
     }
+}
+
+/// A table twice the size of `old` (at least `MIN_SLOTS`) holding its slots of generation
+/// `live`, each placed by linear probing from `home(key)`.
+fn rehash<K: Default + Copy>(
+    old: Vec<(K, u32, u32)>,
+    live: u32,
+    home: impl Fn(&K) -> usize,
+) -> Vec<(K, u32, u32)> {
+    let size = (old.len() * 2).max(MIN_SLOTS);
+    let mut slots = vec![(K::default(), 0, 0); size];
+    for slot in old.into_iter().filter(|s| s.2 == live) {
+        let mut i = home(&slot.0) & (size - 1);
+        while slots[i].2 == live {
+            i = (i + 1) & (size - 1);
+        }
+        slots[i] = slot;
+    }
+    slots
 }
 
 /// The generation after `current`; on wrap-around (after 4 billion encodes on one
