@@ -4,7 +4,11 @@
 //! (they must be registered). Recursion is bounded by `max_depth`, and every container on
 //! the current path is remembered so a reference cycle is reported as such. Items are held
 //! as strong references while a user hook may run, so a hook that mutates a container being
-//! encoded gets an error, not a dangling pointer.
+//! encoded gets an error, not a dangling pointer (dicts written through format 2's tables
+//! are copied first, so such a hook gets the copy written instead).
+//!
+//! Format 2 shares repeated strings and dict key lists through [`Sharing`], keyed by object
+//! identity (see `crate::codec::repeats` for the define-on-second-sight rule).
 
 use std::cell::RefCell;
 use std::ptr::addr_of_mut;
@@ -126,7 +130,7 @@ impl Sharing {
     }
 }
 
-/// Tables above this many entries are freed after use instead of kept.
+/// Tables above this many slots are freed after use instead of kept.
 const KEEP_TRACKED: usize = 1 << 16;
 
 thread_local! {
