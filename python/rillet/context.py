@@ -1,0 +1,132 @@
+"""The run context (Eino's ``ctx``), carried in :mod:`contextvars`.
+
+A Runner run installs a :class:`RunContext`: the session (values shared by every agent of the
+run, and the log of recorded events), the run path and the interrupt address. Agent bodies,
+tools and callbacks reach it through the module functions below without passing anything
+around. Outside a run the session functions are silent no-ops, as in Eino.
+
+Sync tools run in worker threads with a copy of the caller's context, so they see the same
+session; the session is guarded by a lock because those threads may write to it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rillet.agent import AgentInput
+    from rillet.events import AgentAction, AgentEvent, RunStep
+
+__all__ = [
+    "RunContext",
+    "Session",
+    "add_session_value",
+    "add_session_values",
+    "current_run",
+    "get_session_value",
+    "get_session_values",
+    "send_tool_gen_action",
+]
+
+
+@dataclass(eq=False)
+class Session:
+    """State shared by every agent of one run: ``values`` and the recorded ``events``."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    events: list[AgentEvent] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class RunContext:
+    """Where the running code sits: its session, run path and interrupt address."""
+
+    session: Session
+    run_path: tuple[RunStep, ...] = ()
+    address: tuple[str, ...] = ()
+    root_input: AgentInput | None = None
+
+    def child(self, agent_name: str, *, address_segment: str | None = None) -> RunContext:
+        """The context of an agent named ``agent_name`` running under this one."""
+        from rillet.events import RunStep
+
+        seg = address_segment if address_segment is not None else f"agent:{agent_name}"
+        return RunContext(self.session, (*self.run_path, RunStep(agent_name)), (*self.address, seg), self.root_input)
+
+
+_RUN: ContextVar[RunContext | None] = ContextVar("rillet_run", default=None)
+
+
+def current_run() -> RunContext | None:
+    """The run context of the calling code, or None outside a run."""
+    return _RUN.get()
+
+
+def add_session_value(key: str, value: Any) -> None:
+    """Stores ``value`` under ``key`` in the run's session (visible to every agent of the run,
+    saved in checkpoints). Does nothing outside a run."""
+    run = _RUN.get()
+    if run is not None:
+        with run.session.lock:
+            run.session.values[key] = value
+
+
+def add_session_values(values: Mapping[str, Any]) -> None:
+    """Stores every item of ``values`` in the run's session. Does nothing outside a run."""
+    run = _RUN.get()
+    if run is not None:
+        with run.session.lock:
+            run.session.values.update(values)
+
+
+def get_session_value(key: str, default: Any = None) -> Any:
+    """The session value under ``key``, or ``default`` when it is absent or outside a run."""
+    run = _RUN.get()
+    if run is None:
+        return default
+    with run.session.lock:
+        return run.session.values.get(key, default)
+
+
+def get_session_values() -> dict[str, Any]:
+    """A copy of all session values ({} outside a run)."""
+    run = _RUN.get()
+    if run is None:
+        return {}
+    with run.session.lock:
+        return dict(run.session.values)
+
+
+@dataclass(eq=False, slots=True)
+class ToolCallScope:
+    """The tool call being executed: set by ChatModelAgent around each call."""
+
+    tool_name: str
+    call_id: str
+    action: AgentAction | None = None
+
+
+_TOOL_CALL: ContextVar[ToolCallScope | None] = ContextVar("rillet_tool_call", default=None)
+
+
+def current_tool_call() -> ToolCallScope | None:
+    """The tool call the calling code runs in, or None."""
+    return _TOOL_CALL.get()
+
+
+def send_tool_gen_action(action: AgentAction) -> None:
+    """Attaches ``action`` (exit, transfer, break-loop, customized) to the event of the tool
+    call that is running. The last call wins. Only valid inside a tool that a ChatModelAgent
+    is executing."""
+    scope = _TOOL_CALL.get()
+    if scope is None:
+        raise RuntimeError(
+            "send_tool_gen_action() was called outside a tool call: call it from inside a tool "
+            "that a ChatModelAgent is running"
+        )
+    scope.action = action

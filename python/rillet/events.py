@@ -1,0 +1,222 @@
+"""Agent events (Eino's ``AgentEvent`` family): what a run hands its consumer, one at a time.
+
+An event carries at most one of: output (a model or tool message, whole or streamed, or any
+customized value), an action (exit, interrupt, transfer, break-loop, or a customized one) and an
+error. ``agent_name`` and ``run_path`` are filled by the framework (the Runner and the flow
+wrapper), never by agent code.
+
+Streams are exclusive: a ``MessageVariant``'s ``message_stream`` belongs to whoever holds the
+event. ``MessageVariant.get_message()`` drains it; the module function :func:`get_message`
+copies it first, so the event can still be read afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from rillet._native import Message, StreamReader, concat_message_stream
+
+if TYPE_CHECKING:
+    from rillet.interrupt import InterruptInfo
+
+__all__ = [
+    "AgentAction",
+    "AgentEvent",
+    "AgentOutput",
+    "BreakLoopAction",
+    "MessageVariant",
+    "RunStep",
+    "TransferToAgentAction",
+    "event_from_message",
+    "get_message",
+    "new_break_loop_action",
+    "new_exit_action",
+    "new_transfer_to_agent_action",
+]
+
+Role = Literal["assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStep:
+    """One agent on a run path. Immutable and owned by the framework."""
+
+    agent_name: str
+
+    def __str__(self) -> str:
+        return self.agent_name
+
+
+@dataclass(slots=True)
+class MessageVariant:
+    """A message output: whole (``message``) or streamed (``message_stream`` of chunks).
+
+    ``role`` is ``"assistant"`` for model output and ``"tool"`` for tool results;
+    ``tool_name`` names the tool (the only way to know it before reading a stream).
+    """
+
+    is_streaming: bool = False
+    message: Message | None = None
+    message_stream: StreamReader | None = None
+    role: Role = "assistant"
+    tool_name: str = ""
+
+    def get_message(self) -> Message:
+        """The whole message. Destructive for a stream: it is drained (in Rust), concatenated
+        and kept, so later calls return the same message and the stream is gone.
+
+        Raises the stream's error if it failed, and ``ValueError`` if it held no chunk."""
+        if self.message is not None:
+            return self.message
+        if self.message_stream is None:
+            raise ValueError("MessageVariant holds neither a message nor a stream")
+        stream, self.message_stream = self.message_stream, None
+        self.message = _concat_nonempty(stream)
+        return self.message
+
+
+def _concat_nonempty(stream: StreamReader) -> Message:
+    from rillet._native import MessageAccumulator
+
+    acc = MessageAccumulator()
+    with stream:
+        for chunk in stream:
+            acc.push(chunk)
+    if len(acc) == 0:
+        raise ValueError("no messages in MessageVariant.message_stream")
+    return acc.finish()
+
+
+@dataclass(slots=True)
+class AgentOutput:
+    """What an event outputs: a message (``message_output``) and/or any ``customized_output``."""
+
+    message_output: MessageVariant | None = None
+    customized_output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class TransferToAgentAction:
+    """Hand control to the agent named ``dest_agent_name`` (a sub-agent or the parent)."""
+
+    dest_agent_name: str
+
+
+@dataclass(slots=True)
+class BreakLoopAction:
+    """Stop the nearest enclosing ``LoopAgent``. The first loop that acts on it sets
+    ``done`` so outer loops carry on; ``current_iterations`` is the loop's count then."""
+
+    from_agent: str
+    done: bool = False
+    current_iterations: int = 0
+
+
+@dataclass(slots=True)
+class AgentAction:
+    """A control-flow signal carried by an event. The framework interprets ``exit``,
+    ``interrupted``, ``transfer_to_agent`` and ``break_loop``; ``customized_action`` is passed
+    through untouched."""
+
+    exit: bool = False
+    interrupted: InterruptInfo | None = None
+    transfer_to_agent: TransferToAgentAction | None = None
+    break_loop: BreakLoopAction | None = None
+    customized_action: Any = None
+
+
+def new_exit_action() -> AgentAction:
+    """An action that ends the enclosing flow (no transfer; Sequential and Loop stop)."""
+    return AgentAction(exit=True)
+
+
+def new_transfer_to_agent_action(dest_agent_name: str) -> AgentAction:
+    """An action that transfers control to the agent named ``dest_agent_name``."""
+    return AgentAction(transfer_to_agent=TransferToAgentAction(dest_agent_name))
+
+
+def new_break_loop_action(agent_name: str) -> AgentAction:
+    """An action, sent by the agent ``agent_name``, that ends the nearest LoopAgent."""
+    return AgentAction(break_loop=BreakLoopAction(agent_name))
+
+
+@dataclass(slots=True)
+class AgentEvent:
+    """One event of a run. ``error`` set means the run (or that agent) failed: errors are
+    events, ``run`` never raises."""
+
+    agent_name: str = ""
+    run_path: tuple[RunStep, ...] = ()
+    output: AgentOutput | None = None
+    action: AgentAction | None = None
+    error: BaseException | None = None
+
+    @property
+    def message_output(self) -> MessageVariant | None:
+        """Shortcut for ``event.output.message_output`` (None when there is none)."""
+        out = self.output
+        return None if out is None else out.message_output
+
+    def __repr__(self) -> str:
+        parts = [f"agent_name={self.agent_name!r}"]
+        if self.run_path:
+            parts.append("run_path=" + "/".join(s.agent_name for s in self.run_path))
+        mv = self.message_output
+        if mv is not None:
+            what = "stream" if mv.is_streaming and mv.message is None else repr(mv.message)
+            parts.append(f"{mv.role}{'[' + mv.tool_name + ']' if mv.tool_name else ''}={what}")
+        if self.output is not None and self.output.customized_output is not None:
+            parts.append(f"customized_output={self.output.customized_output!r}")
+        if self.action is not None:
+            parts.append(f"action={self.action!r}")
+        if self.error is not None:
+            parts.append(f"error={self.error!r}")
+        return f"AgentEvent({', '.join(parts)})"
+
+
+def event_from_message(
+    message: Message | None,
+    stream: StreamReader | None = None,
+    role: Role = "assistant",
+    tool_name: str = "",
+) -> AgentEvent:
+    """An event whose output is ``message``, or ``stream`` when one is given (then it is a
+    streaming event). No agent name, run path or action: the framework adds those."""
+    variant = MessageVariant(
+        is_streaming=stream is not None,
+        message=message,
+        message_stream=stream,
+        role=role,
+        tool_name=tool_name,
+    )
+    return AgentEvent(output=AgentOutput(message_output=variant))
+
+
+def get_message(event: AgentEvent) -> Message | None:
+    """The event's message, without consuming it: a stream is copied, one copy goes back into
+    the event and the other is concatenated. None when the event has no message output."""
+    mv = event.message_output
+    if mv is None:
+        return None
+    if mv.message is not None or mv.message_stream is None:
+        return mv.message
+    keep, read = mv.message_stream.copy(2)
+    mv.message_stream = keep
+    return concat_message_stream(read)
+
+
+def copy_event(event: AgentEvent) -> AgentEvent:
+    """A new event sharing everything but the stream, which is split with ``copy(2)``: the
+    original keeps one half and the copy gets the other. Used wherever an event fans out."""
+    out = event.output
+    if out is not None and out.message_output is not None and out.message_output.message_stream is not None:
+        mv = out.message_output
+        keep, give = mv.message_stream.copy(2)  # type: ignore[union-attr]
+        mv.message_stream = keep
+        out = AgentOutput(
+            MessageVariant(mv.is_streaming, mv.message, give, mv.role, mv.tool_name),
+            out.customized_output,
+        )
+    return AgentEvent(event.agent_name, event.run_path, out, event.action, event.error)
+
