@@ -14,7 +14,8 @@ Write an agent by subclassing :class:`BaseAgent` with an async generator ``_run`
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+import contextvars
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -100,11 +101,12 @@ class RunIterator(EventIterator[AgentEvent]):
                 self.close()
 
 
-def start_run(events: AsyncIterator[AgentEvent]) -> RunIterator:
-    """Pumps ``events`` into a new run iterator from a task (see :func:`rillet._loop.spawn`)."""
+def start_run(events: AsyncIterator[AgentEvent], ctx: contextvars.Context | None = None) -> RunIterator:
+    """Pumps ``events`` into a new run iterator from a task (see :func:`rillet._loop.spawn`),
+    running in ``ctx`` (default: a copy of the caller's context)."""
     ch: Channel[AgentEvent] = Channel()
     it = RunIterator(ch)
-    it._task = spawn(_pump(events, EventGenerator(ch)))
+    it._task = spawn(_pump(events, EventGenerator(ch)), ctx)
     return it
 
 
