@@ -83,13 +83,14 @@ class ScriptedModel:
     """
 
     __slots__ = (
+        "_chunk_size",
+        "_chunks",
         "_fn",
         "_lock",
         "_n",
         "_replies",
         "_tasks",
         "calls",
-        "chunk_size",
         "delay",
         "name",
         "record",
@@ -113,7 +114,7 @@ class ScriptedModel:
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         self.name = name
-        self.chunk_size = chunk_size
+        self._chunk_size = chunk_size
         self.delay = float(delay)
         self.record = bool(record)
         self._fn: ReplyFunction | None = None
@@ -136,6 +137,8 @@ class ScriptedModel:
             self._replies = tuple(
                 _prepare(reply, f"ScriptedModel {name!r}: reply {i}") for i, reply in enumerate(items)
             )
+        # Each reply's chunks, split on its first stream and copied for every stream.
+        self._chunks: list[list[Message] | None] = [None] * len(self._replies)
         self._lock = threading.Lock()
         self._n = 0
         self.calls: list[ModelCall] = []
@@ -144,6 +147,11 @@ class ScriptedModel:
     def __repr__(self) -> str:
         script = "callable" if self._fn is not None else f"{len(self._replies)} replies"
         return f"ScriptedModel({self.name!r}, {script}, calls={self._n})"
+
+    @property
+    def chunk_size(self) -> int:
+        """Characters per content, reasoning or tool-argument chunk when streaming."""
+        return self._chunk_size
 
     @property
     def call_count(self) -> int:
@@ -169,10 +177,10 @@ class ScriptedModel:
         **options: Any,
     ) -> Message:
         """Returns the next reply (a fresh copy); raises ``ScriptExhaustedError`` past the end."""
-        reply = self._take(messages, tools, options, False)
-        if isinstance(reply, Message):
-            return reply.copy()
-        return await self._call_fn(messages, tools, reply)
+        n = self._take(messages, tools, options, False)
+        if self._fn is None:
+            return self._replies[n - 1].copy()
+        return await self._call_fn(messages, tools, n)
 
     async def stream(
         self,
@@ -192,10 +200,14 @@ class ScriptedModel:
         nothing to split is one chunk. Errors (an exhausted script, a failing callable) are
         raised here, before any chunk.
         """
-        reply = self._take(messages, tools, options, True)
-        if not isinstance(reply, Message):
-            reply = await self._call_fn(messages, tools, reply)
-        chunks = split_message(reply, self.chunk_size)
+        n = self._take(messages, tools, options, True)
+        if self._fn is None:
+            split = self._chunks[n - 1]
+            if split is None:
+                split = self._chunks[n - 1] = split_message(self._replies[n - 1], self._chunk_size)
+            chunks = [chunk.copy() for chunk in split]
+        else:
+            chunks = split_message(await self._call_fn(messages, tools, n), self._chunk_size)
         if self.delay > 0:
             return self._paced(chunks)
         return stream_from_list(chunks)
@@ -206,8 +218,8 @@ class ScriptedModel:
         tools: Sequence[ToolInfo] | None,
         options: dict[str, Any],
         streaming: bool,
-    ) -> Message | int:
-        """Counts and records one call; returns its scripted reply, or its number (callable)."""
+    ) -> int:
+        """Counts and records one call; returns its number (1 for the first)."""
         call = None
         if self.record:
             call = ModelCall(
@@ -218,15 +230,13 @@ class ScriptedModel:
             n = self._n
             if call is not None:
                 self.calls.append(call)
-        if self._fn is not None:
-            return n
-        if n > len(self._replies):
+        if self._fn is None and n > len(self._replies):
             raise ScriptExhaustedError(
                 f"ScriptedModel {self.name!r} has {len(self._replies)} scripted "
                 f"{'reply' if len(self._replies) == 1 else 'replies'}; call {n} asked for another "
                 f"(script one more reply, or call reset() between runs)"
             )
-        return self._replies[n - 1]
+        return n
 
     async def _call_fn(
         self, messages: list[Message], tools: Sequence[ToolInfo] | None, n: int
@@ -277,32 +287,36 @@ def _pieces(text: str, size: int) -> list[str]:
 def split_message(reply: Message, chunk_size: int) -> list[Message]:
     """Splits ``reply`` into the chunks :meth:`ScriptedModel.stream` sends (see there).
 
-    ``rillet.concat_messages(split_message(m, n)) == m`` for a message whose tool calls are
-    numbered by position, as ScriptedModel's replies are.
+    ``rillet.concat_messages(split_message(m, n)) == m`` holds for a message whose tool
+    calls are numbered by position (as ScriptedModel's replies are) and whose
+    ``user_input_multi_content`` has no two text parts side by side (concatenation merges
+    those).
     """
-    chunks = [Message(reasoning_content=p) for p in _pieces(reply.reasoning_content, chunk_size)]
-    chunks += [Message(content=p) for p in _pieces(reply.content, chunk_size)]
+    deltas: list[dict[str, Any]] = [
+        {"reasoning_content": p} for p in _pieces(reply.reasoning_content, chunk_size)
+    ]
+    deltas += [{"content": p} for p in _pieces(reply.content, chunk_size)]
     for i, tc in enumerate(reply.tool_calls):
         fn = tc.function
         args = _pieces(fn.arguments, chunk_size) or [""]
         first = ToolCall(i, tc.id, tc.type, FunctionCall(fn.name, args[0]), tc.extra)
-        chunks.append(Message(tool_calls=[first]))
-        chunks += [
-            Message(tool_calls=[ToolCall(i, "", "", FunctionCall("", p))]) for p in args[1:]
-        ]
-    if not chunks:
-        chunks.append(Message())
-    head = chunks[0]
-    head.role = reply.role
-    head.name = reply.name
-    head.tool_call_id = reply.tool_call_id
-    head.tool_name = reply.tool_name
-    head.extra = reply.extra
+        deltas.append({"tool_calls": [first]})
+        deltas += [{"tool_calls": [ToolCall(i, "", "", FunctionCall("", p))]} for p in args[1:]]
+    if not deltas:
+        deltas.append({})
+    head = deltas[0]
+    for field in ("role", "name", "tool_call_id", "tool_name"):
+        value = getattr(reply, field)
+        if value:
+            head[field] = value
+    if reply.extra is not None:
+        head["extra"] = reply.extra
     parts = reply.user_input_multi_content
     if parts:
-        head.user_input_multi_content = parts
-    chunks[-1].response_meta = reply.response_meta
-    return chunks
+        head["user_input_multi_content"] = parts
+    if reply.response_meta is not None:
+        deltas[-1]["response_meta"] = reply.response_meta
+    return [Message(**delta) for delta in deltas]
 
 
 async def _send_paced(writer: StreamWriter, chunks: list[Message], delay: float, name: str) -> None:
