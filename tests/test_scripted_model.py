@@ -49,6 +49,11 @@ async def read_all(reader: StreamReader) -> list[Message]:
 USER = [Message.user("hi")]
 
 
+def run_stream(model: ScriptedModel) -> Any:
+    """The reader of one stream call, made inside a short-lived loop (delay 0 needs none)."""
+    return run(model.stream(USER))
+
+
 def add_call(id: str = "call_1", arguments: str = '{"a": 2, "b": 3}') -> ToolCall:
     return ToolCall(id=id, function=FunctionCall("add", arguments))
 
@@ -94,7 +99,8 @@ def test_every_reply_is_a_fresh_copy() -> None:
 
 
 def test_tool_calls_are_numbered_by_position_and_kept_otherwise() -> None:
-    model = ScriptedModel([Message.assistant(tool_calls=[add_call("c0"), ToolCall(1, "c1", function=FunctionCall("echo", "{}"))])])
+    echo = ToolCall(1, "c1", function=FunctionCall("echo", "{}"))
+    model = ScriptedModel([Message.assistant(tool_calls=[add_call("c0"), echo])])
     reply = run(model.generate(USER))
     assert [(tc.index, tc.id, tc.type, tc.function.name) for tc in reply.tool_calls] == [
         (0, "c0", "function", "add"),
@@ -153,11 +159,6 @@ def test_stream_chunks_exactly() -> None:
     assert concat_messages(chunks) == model.replies[0]
 
 
-def run_stream(model: ScriptedModel) -> Any:
-    """The reader of one stream call, made inside a short-lived loop (delay 0 needs none)."""
-    return run(model.stream(USER))
-
-
 def test_an_empty_reply_is_one_chunk_with_role_and_meta() -> None:
     meta = ResponseMeta("stop", Usage(1, 0, 1))
     model = ScriptedModel([Message(response_meta=meta), ""])
@@ -169,8 +170,8 @@ def test_identity_fields_ride_on_the_first_chunk() -> None:
     reply = Message(role="tool", content="result text", name="n", tool_call_id="call_9", tool_name="add")
     chunks = split_message(reply, 5)
     assert [c.content for c in chunks] == ["resul", "t tex", "t"]
-    assert (chunks[0].role, chunks[0].name, chunks[0].tool_call_id, chunks[0].tool_name) == ("tool", "n", "call_9", "add")
-    assert all((c.role, c.name, c.tool_call_id, c.tool_name) == ("", "", "", "") for c in chunks[1:])
+    ids = [(c.role, c.name, c.tool_call_id, c.tool_name) for c in chunks]
+    assert ids == [("tool", "n", "call_9", "add"), ("", "", "", ""), ("", "", "", "")]
     assert concat_messages(chunks) == reply
 
 
@@ -186,7 +187,8 @@ def test_chunk_size_one_splits_every_character() -> None:
 texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
 short = st.text(alphabet="abcdefgh_é🦀", max_size=6)
 json_leaf = st.none() | st.booleans() | st.integers(-(2**31), 2**31) | short
-extras = st.none() | st.dictionaries(short, json_leaf | st.dictionaries(short, json_leaf, max_size=2), max_size=3)
+extra_values = json_leaf | st.dictionaries(short, json_leaf, max_size=2)
+extras = st.none() | st.dictionaries(short, extra_values, max_size=3)
 tool_calls = st.lists(
     st.builds(
         lambda id, type, name, args, extra: ToolCall(None, id, type, FunctionCall(name, args), extra),
@@ -199,7 +201,8 @@ tool_calls = st.lists(
     max_size=3,
 )
 usages = st.none() | st.builds(Usage, *[st.integers(0, 10**6)] * 5)
-metas = st.none() | st.builds(ResponseMeta, st.sampled_from(["", "stop", "tool_calls", "length"]), usages)
+reasons = st.sampled_from(["", "stop", "tool_calls", "length"])
+metas = st.none() | st.builds(ResponseMeta, reasons, usages)
 # Parts with no two text parts side by side (concatenation merges neighbouring text parts).
 parts = st.lists(
     st.one_of(
@@ -267,7 +270,9 @@ def test_running_past_the_script_says_how_many_replies_and_which_call() -> None:
 
     with pytest.raises(ScriptExhaustedError) as info:
         run(main())
-    assert str(info.value).startswith("ScriptedModel 'scripted' has 3 scripted replies; call 4 asked for another")
+    assert str(info.value).startswith(
+        "ScriptedModel 'scripted' has 3 scripted replies; call 4 asked for another"
+    )
     assert isinstance(info.value, RilletError)
     assert model.call_count == 4 and len(model.calls) == 4
 
@@ -275,7 +280,7 @@ def test_running_past_the_script_says_how_many_replies_and_which_call() -> None:
 def test_stream_past_the_script_raises_before_any_chunk() -> None:
     model = ScriptedModel(["only"], name="planner")
     run(model.stream(USER))
-    with pytest.raises(ScriptExhaustedError, match="ScriptedModel 'planner' has 1 scripted reply; call 2 asked"):
+    with pytest.raises(ScriptExhaustedError, match="'planner' has 1 scripted reply; call 2 asked"):
         run(model.stream(USER))
 
 
@@ -313,7 +318,8 @@ def test_a_sync_callable_answers_every_call() -> None:
 
     async def main() -> tuple[Message, Message]:
         first = await model.generate(USER, tools=[tool])
-        second = concat_messages(await read_all(await model.stream([*USER, first, Message.tool_message("5", "call_1")])))
+        history = [*USER, first, Message.tool_message("5", "call_1")]
+        second = concat_messages(await read_all(await model.stream(history)))
         return first, second
 
     first, second = run(main())
@@ -351,7 +357,7 @@ def test_a_callable_reply_is_copied() -> None:
 
 def test_a_callable_returning_something_else_is_named_clearly() -> None:
     model = ScriptedModel(lambda messages, tools: 42)
-    with pytest.raises(TypeError, match=r"the reply function, at call 1, is a int; a reply must be a Message or a str"):
+    with pytest.raises(TypeError, match=r"answer to call 1 has type int; a reply must be a Message"):
         run(model.generate(USER))
 
 
@@ -482,6 +488,23 @@ def test_closing_a_delayed_stream_stops_its_producer() -> None:
     run(main())
 
 
+def test_a_delayed_stream_cut_short_by_its_loop_ending_says_so() -> None:
+    """A stream whose producer is cancelled must not look complete to its reader."""
+    model = ScriptedModel(["abcdefgh"], chunk_size=2, delay=60.0)
+
+    async def main() -> StreamReader:
+        reader = await model.stream(USER)
+        await asyncio.sleep(0)  # the producer sends its first chunk, then sleeps
+        return reader
+
+    reader = asyncio.run(main())  # ending the loop cancels the producer
+    assert reader.recv(timeout=T).content == "ab"
+    with pytest.raises(RilletError, match="'scripted': stream cancelled after 1 of 4 chunks"):
+        reader.recv(timeout=T)
+    with pytest.raises(rillet.StreamEOF):
+        reader.recv(timeout=T)
+
+
 # --- construction and the protocol -----------------------------------------------------------
 
 
@@ -505,7 +528,7 @@ def test_bad_options_are_refused(kwargs: dict[str, Any], message: str) -> None:
         ("hello", r"got one str \(wrap it in a list: ScriptedModel\(\[reply\]\)\)"),
         (Message.assistant("x"), "got one Message"),
         (42, "got int"),
-        (["ok", 3], "reply 1 is a int; a reply must be a Message or a str"),
+        (["ok", 3], "'scripted': reply 1 has type int; a reply must be a Message or a str"),
     ],
 )
 def test_bad_scripts_are_refused(replies: Any, message: str) -> None:
@@ -524,6 +547,8 @@ def test_scripted_model_is_a_chat_model() -> None:
 
 
 def test_import_rillet_stays_light() -> None:
-    code = "import sys, rillet; print(sorted(m for m in ('pydantic', 'httpx', 'rich') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    code = "import sys, rillet; print([m for m in ('pydantic', 'httpx') if m in sys.modules])"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert out.stdout.strip() == "[]"

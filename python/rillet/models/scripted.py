@@ -5,12 +5,11 @@ was sent::
 
     from rillet import FunctionCall, Message, ScriptedModel, ToolCall
 
-    model = ScriptedModel([
-        Message.assistant(tool_calls=[ToolCall(id="call_1", function=FunctionCall("add", '{"a": 2, "b": 3}'))]),
-        "2 + 3 = 5",
-    ])
-    # ... run an agent on `model`, then:
-    assert model.call_count == 2 and model.calls[1].messages[-1].content == "5"
+    add = ToolCall(id="call_1", function=FunctionCall("add", '{"a": 2, "b": 3}'))
+    model = ScriptedModel([Message.assistant(tool_calls=[add]), "2 + 3 = 5"])
+    # hand `model` to an agent (ChatModelAgent(..., model=model)) and run it; then:
+    assert model.call_count == 2
+    assert model.calls[1].messages[-1].content == "5"  # the tool's result went back
 
 Replies are ``Message`` objects or strings (assistant text), given in order, one per call to
 ``generate`` or ``stream``; or one callable ``(messages, tools) -> Message | str`` (plain or
@@ -106,7 +105,9 @@ class ScriptedModel:
         record: bool = True,
     ) -> None:
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValueError(f"chunk_size must be an int >= 1 (characters per chunk), got {chunk_size!r}")
+            raise ValueError(
+                f"chunk_size must be an int >= 1 (characters per chunk), got {chunk_size!r}"
+            )
         if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not (
             math.isfinite(delay) and delay >= 0
         ):
@@ -134,9 +135,8 @@ class ScriptedModel:
                     f"replies must be a list of Messages or strings, or a callable "
                     f"(messages, tools) -> Message | str; got {type(replies).__name__}"
                 ) from None
-            self._replies = tuple(
-                _prepare(reply, f"ScriptedModel {name!r}: reply {i}") for i, reply in enumerate(items)
-            )
+            where = f"ScriptedModel {name!r}: reply"
+            self._replies = tuple(_prepare(r, f"{where} {i}") for i, r in enumerate(items))
         # Each reply's chunks, split on its first stream and copied for every stream.
         self._chunks: list[list[Message] | None] = [None] * len(self._replies)
         self._lock = threading.Lock()
@@ -222,9 +222,8 @@ class ScriptedModel:
         """Counts and records one call; returns its number (1 for the first)."""
         call = None
         if self.record:
-            call = ModelCall(
-                tuple([m.copy() for m in messages]), tuple(tools) if tools else (), options, streaming
-            )
+            copies = tuple([m.copy() for m in messages])
+            call = ModelCall(copies, tuple(tools) if tools else (), options, streaming)
         with self._lock:
             self._n += 1
             n = self._n
@@ -245,7 +244,7 @@ class ScriptedModel:
         out: Any = self._fn(messages, tuple(tools) if tools else ())
         if inspect.isawaitable(out):
             out = await out
-        return _prepare(out, f"ScriptedModel {self.name!r}: the reply function, at call {n},")
+        return _prepare(out, f"ScriptedModel {self.name!r}: the reply function's answer to call {n}")
 
     def _paced(self, chunks: list[Message]) -> StreamReader:
         reader, writer = pipe()
@@ -262,7 +261,9 @@ def _prepare(reply: object, where: str) -> Message:
     if isinstance(reply, str):
         return Message.assistant(reply)
     if not isinstance(reply, Message):
-        raise TypeError(f"{where} is a {type(reply).__name__}; a reply must be a Message or a str")
+        raise TypeError(
+            f"{where} has type {type(reply).__name__}; a reply must be a Message or a str"
+        )
     msg = reply.copy()
     if not msg.role:
         msg.role = "assistant"
@@ -332,8 +333,9 @@ async def _send_paced(writer: StreamWriter, chunks: list[Message], delay: float,
                 return
     except asyncio.CancelledError:
         # A truncated stream must not look complete to its reader.
+        where = f"ScriptedModel {name!r}"
         writer.send_error(
-            RilletError(f"ScriptedModel {name!r}: stream cancelled after {sent} of {len(chunks)} chunks")
+            RilletError(f"{where}: stream cancelled after {sent} of {len(chunks)} chunks")
         )
         raise
     finally:
