@@ -4,9 +4,17 @@ from rillet import codec, schema
 from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, RilletError, __version__
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
 from rillet.schema import *  # noqa: F403  (messages and streams: see schema.__all__)
+from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, tool
 
 __all__ = [
     "EMPTY",
+    "BaseTool",
+    "ExitTool",
+    "FunctionTool",
+    "ToolArgumentsError",
+    "ToolInfo",
+    "as_tool",
+    "tool",
     "Channel",
     "ChannelClosed",
     "DecodeError",

@@ -29,8 +29,10 @@ __all__ = ["WorkerPool", "default_pool", "run_sync"]
 
 T = TypeVar("T")
 
-# (loop, future, context, function, arguments)
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", contextvars.Context, Callable[..., Any], tuple[Any, ...]]
+# (loop, future, context, function, arguments); loop and future are None for a detached job
+_Job = tuple[
+    "asyncio.AbstractEventLoop | None", "asyncio.Future[Any] | None", contextvars.Context, Callable[..., Any], tuple[Any, ...]
+]
 
 
 def _deliver(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
@@ -66,10 +68,20 @@ class WorkerPool:
     async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Runs ``fn(*args)`` on a worker, in a copy of the caller's context; returns its
         result or raises its exception (unchanged)."""
+        return await self.run_in(contextvars.copy_context(), fn, *args)
+
+    async def run_in(self, ctx: contextvars.Context, fn: Callable[..., T], /, *args: Any) -> T:
+        """Runs ``ctx.run(fn, *args)`` on a worker. ``ctx`` must not be entered elsewhere
+        meanwhile (a Context runs in one thread at a time)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
-        self.submit((loop, fut, contextvars.copy_context(), fn, args))
+        self.submit((loop, fut, ctx, fn, args))
         return await fut
+
+    def submit_detached(self, ctx: contextvars.Context, fn: Callable[..., Any], /, *args: Any) -> None:
+        """Runs ``ctx.run(fn, *args)`` on a worker without waiting for it; an exception it
+        raises goes to :func:`threading.excepthook`."""
+        self.submit((None, None, ctx, fn, args))
 
     def submit(self, job: _Job) -> None:
         """Queues ``job``, starting a worker when none is idle and the bound allows one."""
@@ -96,7 +108,13 @@ class WorkerPool:
         get, lock = self._get, self._lock
         while True:
             loop, fut, ctx, fn, args = get()
-            if not fut.cancelled():
+            if fut is None:
+                try:
+                    ctx.run(fn, *args)
+                except BaseException as e:  # noqa: BLE001  (nobody awaits it: report, carry on)
+                    args_ = (type(e), e, e.__traceback__, threading.current_thread())
+                    threading.excepthook(threading.ExceptHookArgs(args_))
+            elif loop is not None and not fut.cancelled():
                 result: Any = None
                 exc: BaseException | None = None
                 try:
