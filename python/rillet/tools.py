@@ -52,10 +52,13 @@ import threading
 import typing
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from rillet._native import RilletError
 from rillet._workers import default_pool
+
+if TYPE_CHECKING:
+    import json
 
 __all__ = [
     "BaseTool",
@@ -224,14 +227,20 @@ def _jsonable(value: Any) -> Any:
     return pydantic_core.to_jsonable_python(value)
 
 
+_encoder: json.JSONEncoder | None = None  # made on first use (json.dumps with options makes one a call)
+
+
 def _encode(tool_name: str, value: Any) -> str:
     """A tool result as text: a str as is, anything else as JSON."""
     if isinstance(value, str):
         return value
-    import json
+    global _encoder
+    if _encoder is None:
+        import json
 
+        _encoder = json.JSONEncoder(ensure_ascii=False, default=_jsonable)
     try:
-        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+        return _encoder.encode(value)
     except (TypeError, ValueError) as e:
         raise TypeError(
             f"tool {tool_name!r} returned a {type(value).__name__} that cannot be encoded as JSON ({e}); "
@@ -408,11 +417,17 @@ class FunctionTool(BaseTool):
         return f"<FunctionTool {self.info.name}>"
 
     def _parse(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        data = _load_arguments(self.info.name, arguments)
+        validator = self._model.__pydantic_validator__
         try:
-            values = self._model.model_validate(data).__dict__
+            if isinstance(arguments, str) and arguments and not arguments.isspace():
+                values = validator.validate_json(arguments).__dict__  # parsed and checked in one pass
+            else:
+                values = validator.validate_python(_load_arguments(self.info.name, arguments)).__dict__
         except self._validation_error as e:
-            raise ToolArgumentsError(self.info.name, _problems(e.errors())) from None
+            errors = e.errors()
+            if errors and not errors[0]["loc"]:  # not JSON, or not an object: say it as json does
+                _load_arguments(self.info.name, arguments)
+            raise ToolArgumentsError(self.info.name, _problems(errors)) from None
         return tuple(values[f] for f in self._positional), {p: values[f] for f, p in self._keywords}
 
     async def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
