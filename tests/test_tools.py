@@ -430,7 +430,7 @@ def test_exceptions_propagate_unchanged() -> None:
         with pytest.raises(KeyError) as info:
             run(t.invoke(""))
         assert info.value is boom
-    with pytest.raises(RuntimeError, match="raised StopIteration"):  # not a hang: PEP 479's rule
+    with pytest.raises(RuntimeError, match="tool function .*stop raised StopIteration"):  # not a hang: PEP 479's rule
         run(stop.invoke(""))
 
 
@@ -536,6 +536,32 @@ def test_stopping_a_stream_early_closes_the_generator() -> None:
         return first
 
     assert run(main()) == "x"
+    assert closed.wait(10)
+
+
+def test_cancelling_a_stream_mid_step_still_closes_the_generator() -> None:
+    started, release, closed = threading.Event(), threading.Event(), threading.Event()
+
+    @tool
+    def slow() -> Iterator[str]:
+        try:
+            yield "a"
+            started.set()
+            release.wait(10)
+            yield "b"
+        finally:
+            closed.set()
+
+    async def main() -> None:
+        task = asyncio.ensure_future(collect(slow.stream("")))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not closed.is_set()  # the step still runs; the close waits for it
+        release.set()
+
+    asyncio.run(main())
     assert closed.wait(10)
 
 

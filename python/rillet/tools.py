@@ -241,20 +241,18 @@ def _encode(tool_name: str, value: Any) -> str:
         _encoder = json.JSONEncoder(ensure_ascii=False, default=_jsonable)
     try:
         return _encoder.encode(value)
-    except (TypeError, ValueError) as e:
+    except Exception as e:  # TypeError, ValueError (a cycle), pydantic_core.PydanticSerializationError
         raise TypeError(
             f"tool {tool_name!r} returned a {type(value).__name__} that cannot be encoded as JSON ({e}); "
             "return a str, or JSON-encodable data (dict, list, number, bool, None, a pydantic model, a dataclass)"
         ) from e
-    except Exception as e:  # pydantic_core.PydanticSerializationError is neither of the above
-        raise TypeError(
-            f"tool {tool_name!r} returned a {type(value).__name__} that cannot be encoded as JSON ({e}); "
-            "return a str, or JSON-encodable data"
-        ) from e
 
 
 def _apply(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return fn(*args, **kwargs)
+    try:
+        return fn(*args, **kwargs)
+    except StopIteration as e:  # would end the awaiting coroutine's frame instead (PEP 479)
+        raise RuntimeError(f"tool function {getattr(fn, '__qualname__', fn)!s} raised StopIteration") from e
 
 
 _DONE = object()
@@ -303,7 +301,8 @@ async def _chunks(result: Any) -> AsyncGenerator[Any, None]:
             yield item
     finally:
         if not done:
-            pool.submit_detached(steps.ctx, steps.close)
+            # A copy: a cancelled step may still be running in steps.ctx (the lock orders them).
+            pool.submit_detached(steps.ctx.copy(), steps.close)
 
 
 def _is_stream(value: Any) -> bool:
