@@ -11,6 +11,9 @@ parallel tool calls); divide the median by ``N`` for the cost of one hand-off. D
   results back by one ``call_soon_threadsafe``).
 * ``rillet-channel``: the same workers fed through a ``rillet.Channel`` instead.
 * ``inline``: calling the function on the loop, the floor (no thread at all).
+
+``test_tool_invoke`` times a whole ``FunctionTool.invoke`` (validation, call, JSON result)
+of a ``def`` and an ``async def`` tool.
 """
 
 from __future__ import annotations
@@ -125,3 +128,34 @@ def test_handoff(benchmark: Any, loop: asyncio.AbstractEventLoop, shape: str, im
         rounds=15,
         warmup_rounds=1,
     )
+
+
+def _tools() -> dict[str, Any]:
+    from rillet import tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    @tool
+    async def aadd(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    return {"def": add, "async def": aadd}
+
+
+@pytest.mark.parametrize("kind", ["def", "async def"])
+def test_tool_invoke(benchmark: Any, loop: asyncio.AbstractEventLoop, kind: str) -> None:
+    """A whole FunctionTool.invoke: validation, the call (a hand-off for def), JSON result."""
+    t = _tools()[kind]
+
+    async def body() -> None:
+        for _ in range(N):
+            await t.invoke('{"a": 2, "b": 3}')
+
+    loop.run_until_complete(body())
+    benchmark.group = f"FunctionTool.invoke ({N} calls)"
+    benchmark.extra_info["impl"] = f"rillet {kind}"
+    benchmark.pedantic(lambda: loop.run_until_complete(body()), setup=_collect, rounds=15, warmup_rounds=1)
