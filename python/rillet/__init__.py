@@ -5,9 +5,17 @@ from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeErr
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
 from rillet.models import ChatModel, ModelCall, ScriptedModel, ScriptExhaustedError
 from rillet.schema import *  # noqa: F403  (messages and streams: see schema.__all__)
+from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, tool
 
 __all__ = [
     "EMPTY",
+    "BaseTool",
+    "ExitTool",
+    "FunctionTool",
+    "ToolArgumentsError",
+    "ToolInfo",
+    "as_tool",
+    "tool",
     "Channel",
     "ChannelClosed",
     "ChatModel",
