@@ -2,7 +2,8 @@
 
 from rillet import codec, schema
 from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, RilletError, __version__
-from rillet.agent import Agent, AgentInput, BaseAgent, RunIterator
+from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta
+from rillet.agent_tool import AgentTool, AgentToolError
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
 from rillet.context import (
     add_session_value,
@@ -29,46 +30,67 @@ from rillet.events import (
 )
 from rillet.interrupt import InterruptCtx, InterruptInfo
 from rillet.models import ChatModel, ModelCall, ScriptedModel, ScriptExhaustedError
+from rillet.flow import (
+    FlowAgent,
+    HistoryEntry,
+    TransferError,
+    set_sub_agents,
+    with_deterministic_transfer_to,
+    with_disallow_transfer_to_parent,
+    with_history_rewriter,
+)
 from rillet.runner import Runner
+from rillet.workflow import LoopAgent, ParallelAgent, SequentialAgent
 from rillet.schema import *  # noqa: F403  (messages and streams: see schema.__all__)
 from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, tool
 
 __all__ = [
-    "EMPTY",
     "Agent",
     "AgentAction",
+    "AgentCallback",
     "AgentEvent",
     "AgentInput",
     "AgentOutput",
+    "AgentTool",
+    "AgentToolError",
     "BaseAgent",
     "BaseTool",
     "BreakLoopAction",
+    "CallbackContext",
     "Channel",
     "ChannelClosed",
     "ChatModel",
     "ChatModelAgent",
     "DecodeError",
+    "EMPTY",
     "EncodeError",
     "EventGenerator",
     "EventIterator",
     "ExceedMaxIterationsError",
     "ExitTool",
+    "FlowAgent",
     "FunctionTool",
+    "HistoryEntry",
     "InterruptCtx",
     "InterruptInfo",
+    "LoopAgent",
     "MessageVariant",
     "ModelCall",
     "ModelContext",
+    "ParallelAgent",
     "RilletError",
     "RunIterator",
     "RunStep",
     "Runner",
     "ScriptExhaustedError",
     "ScriptedModel",
+    "SequentialAgent",
+    "StateDelta",
     "ToolArgumentsError",
     "ToolCallContext",
     "ToolCallError",
     "ToolInfo",
+    "TransferError",
     "TransferToAgentAction",
     "__version__",
     "add_session_value",
@@ -85,6 +107,10 @@ __all__ = [
     "new_exit_action",
     "new_transfer_to_agent_action",
     "send_tool_gen_action",
+    "set_sub_agents",
     "tool",
+    "with_deterministic_transfer_to",
+    "with_disallow_transfer_to_parent",
+    "with_history_rewriter",
 ]
 __all__ += schema.__all__

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from rillet._native import Message, RilletError, ToolCall, pipe
-from rillet.agent import AgentInput, BaseAgent
+from rillet.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.context import _TOOL_CALL, ToolCallScope, add_session_value, current_run
 from rillet.events import AgentEvent, event_from_message
 from rillet.schema import aconcat_message_stream
@@ -110,6 +110,8 @@ class ChatModelAgent(BaseAgent):
         before_model, after_model, wrap_tool_call, before_agent, after_agent: callbacks
             (sync or async; one or a list), see the module documentation.
         model_options: keyword options passed to every model call.
+        before_agent_callbacks, after_agent_callbacks: ADK-Go's agent callbacks around the
+            whole call (see :class:`~rillet.agent.BaseAgent`).
     """
 
     def __init__(
@@ -133,8 +135,15 @@ class ChatModelAgent(BaseAgent):
         before_agent: BeforeAgent | Iterable[BeforeAgent] | None = None,
         after_agent: AfterAgent | Iterable[AfterAgent] | None = None,
         model_options: dict[str, Any] | None = None,
+        before_agent_callbacks: Iterable[AgentCallback] = (),
+        after_agent_callbacks: Iterable[AgentCallback] = (),
     ) -> None:
-        super().__init__(name, description)
+        super().__init__(
+            name,
+            description,
+            before_agent_callbacks=before_agent_callbacks,
+            after_agent_callbacks=after_agent_callbacks,
+        )
         if model is None:
             raise ValueError(f"ChatModelAgent {name!r}: model is required (for example ScriptedModel([...]))")
         if tool_error not in ("return", "raise"):
@@ -171,10 +180,64 @@ class ChatModelAgent(BaseAgent):
         self.after_agent: list[AfterAgent] = _as_list(after_agent)
         self.model_options = dict(model_options or {})
         self._tool_infos: list[ToolInfo] = [t.info for t in self.tools]
+        self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
+        self._sub_agents: list[Any] = []
+        self._parent: Any = None
+        self._disallow_transfer_to_parent = False
+        self._transfer_instruction = ""
+        self._frozen = False
+
+    # --- transfer wiring (called by set_sub_agents) --------------------------------------
+
+    def on_set_sub_agents(self, sub_agents: list[Any]) -> None:
+        """Called by :func:`rillet.set_sub_agents`: this agent may transfer to ``sub_agents``."""
+        self._check_not_frozen()
+        if self._sub_agents:
+            raise ValueError(f"ChatModelAgent {self.name!r}: sub-agents are already set")
+        self._sub_agents = list(sub_agents)
+        self._wire_transfer()
+
+    def on_set_as_sub_agent(self, parent: Any) -> None:
+        """Called by :func:`rillet.set_sub_agents`: ``parent`` is this agent's parent."""
+        self._check_not_frozen()
+        if self._parent is not None:
+            raise ValueError(f"ChatModelAgent {self.name!r}: it already has a parent, {self._parent.name!r}")
+        self._parent = parent
+        self._wire_transfer()
+
+    def on_disallow_transfer_to_parent(self) -> None:
+        """This agent may not transfer back to its parent."""
+        self._check_not_frozen()
+        self._disallow_transfer_to_parent = True
+        self._wire_transfer()
+
+    def _check_not_frozen(self) -> None:
+        if self._frozen:
+            raise RuntimeError(f"ChatModelAgent {self.name!r} has already run: set its sub-agents before the first run")
+
+    def _wire_transfer(self) -> None:
+        """Adds (or removes) the transfer tool and instruction for the current targets."""
+        from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
+
+        targets = list(self._sub_agents)
+        if self._parent is not None and not self._disallow_transfer_to_parent:
+            targets.append(self._parent)
+        self.tools = [t for t in self.tools if t.info.name != TRANSFER_TOOL_NAME]
+        self._by_name.pop(TRANSFER_TOOL_NAME, None)
+        self.return_directly.discard(TRANSFER_TOOL_NAME)
+        self._transfer_instruction = transfer_instruction(targets) if targets else ""
+        if targets:
+            t = transfer_tool()
+            self.tools.append(t)
+            self._by_name[TRANSFER_TOOL_NAME] = t
+            self.return_directly.add(TRANSFER_TOOL_NAME)
+        self._tool_infos = [t.info for t in self.tools]
+        self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
 
     # --- the run ----------------------------------------------------------------------
 
     async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        self._frozen = True
         for cb in self.before_agent:
             changed = await _maybe_await(cb(input))
             if changed is not None:
@@ -215,7 +278,7 @@ class ChatModelAgent(BaseAgent):
                 await self._finish(state, reply.content)
                 return
             final: AgentEvent | None = None
-            async for ev, direct in self._tool_round(calls, state):
+            async for ev, direct in self._tool_round(calls, state, streaming):
                 if direct:
                     final = ev  # held until the whole round is done, then it ends the run
                 else:
@@ -230,7 +293,10 @@ class ChatModelAgent(BaseAgent):
     async def _model_input(self, input: AgentInput) -> list[Message]:
         if self.gen_model_input is not None:
             return list(await _maybe_await(self.gen_model_input(self.instruction, input)))
-        instruction = self._format_instruction(self.instruction)
+        instruction = self.instruction
+        if self._transfer_instruction:
+            instruction = f"{instruction}\n\n{self._transfer_instruction}" if instruction else self._transfer_instruction
+        instruction = self._format_instruction(instruction)
         if not instruction:
             return list(input.messages)
         return [Message.system(instruction), *input.messages]
@@ -260,31 +326,43 @@ class ChatModelAgent(BaseAgent):
 
     # --- tools ------------------------------------------------------------------------
 
-    async def _tool_round(self, calls: Sequence[ToolCall], state: list[Message]) -> AsyncIterator[tuple[AgentEvent, bool]]:
+    async def _tool_round(
+        self, calls: Sequence[ToolCall], state: list[Message], streaming: bool
+    ) -> AsyncIterator[tuple[AgentEvent, bool]]:
         """Runs one round of tool calls; yields (event, is_return_directly) as each call
         returns (a streaming tool's event before its stream is read), then appends the tool
-        messages to ``state`` in call order."""
+        messages to ``state`` in call order. Events that tools emit (agent tools with
+        ``emit_internal_events``) are yielded as they come."""
         direct_id = final_id(calls, self)
         results: list[Message | asyncio.Future[Message] | None] = [None] * len(calls)
-        if len(calls) == 1 or self.execute_tools_sequentially:
+        inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        emit = (lambda ev: inbox.put_nowait(("event", ev))) if self._emits else None
+        if emit is None and (len(calls) == 1 or self.execute_tools_sequentially):
             for i, c in enumerate(calls):
-                ev, results[i] = await self._call_tool(c.function.name, c.id, c.function.arguments)
+                ev, results[i] = await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming)
                 yield ev, bool(direct_id) and c.id == direct_id
         else:
-            tasks: dict[asyncio.Future[tuple[AgentEvent, Message | asyncio.Future[Message]]], int] = {
-                asyncio.ensure_future(self._call_tool(c.function.name, c.id, c.function.arguments)): i
-                for i, c in enumerate(calls)
-            }
-            finished: asyncio.Queue[asyncio.Future[tuple[AgentEvent, Message | asyncio.Future[Message]]]] = (
-                asyncio.Queue()
-            )
+            gate = asyncio.Lock() if self.execute_tools_sequentially else None
+
+            async def one(c: ToolCall) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
+                if gate is None:
+                    return await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming, emit)
+                async with gate:
+                    return await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming, emit)
+
+            tasks = {asyncio.ensure_future(one(c)): i for i, c in enumerate(calls)}
             for t in tasks:
-                t.add_done_callback(finished.put_nowait)
+                t.add_done_callback(lambda t: inbox.put_nowait(("done", t)))
             try:
-                for _ in range(len(tasks)):
-                    t = await finished.get()  # completion order
-                    i = tasks[t]
-                    ev, results[i] = t.result()
+                remaining = len(tasks)
+                while remaining:
+                    kind, item = await inbox.get()  # emitted events and calls, as they come
+                    if kind == "event":
+                        yield item, False
+                        continue
+                    remaining -= 1
+                    i = tasks[item]
+                    ev, results[i] = item.result()
                     yield ev, bool(direct_id) and calls[i].id == direct_id
             finally:
                 for t in tasks:
@@ -294,9 +372,15 @@ class ChatModelAgent(BaseAgent):
                 state.append(r if isinstance(r, Message) else await r)
 
     async def _call_tool(
-        self, name: str, call_id: str, arguments: str
+        self,
+        name: str,
+        call_id: str,
+        arguments: str,
+        state: list[Message] | None = None,
+        streaming: bool = False,
+        emit: Callable[[AgentEvent], None] | None = None,
     ) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
-        scope = ToolCallScope(name, call_id)
+        scope = ToolCallScope(name, call_id, None, state, streaming, emit)
         token = _TOOL_CALL.set(scope)
         try:
             tool = self._by_name.get(name)
