@@ -16,10 +16,13 @@ from rillet._native import Message, RilletError
 from rillet.agent import Agent, AgentInput
 from rillet.context import RunContext, Session, current_run, current_tool_call
 from rillet.events import AgentEvent, RunStep, copy_event
+from rillet.interrupt import composite_interrupt
 from rillet.flow import FlowAgent, advance_in, gen_transfer_messages, rewrite_message
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = ["AgentTool", "AgentToolError"]
+
+_STATE_KIND = "rillet.agent_tool"
 
 
 class AgentToolError(RilletError):
@@ -91,11 +94,20 @@ class AgentTool(BaseTool):
         return out
 
     async def invoke(self, arguments: str) -> str:
+        from rillet.checkpoint.payload import events_to_records, records_to_events
+
         messages = self._messages(arguments)
         scope = current_tool_call()
         caller = current_run()
         values = caller.session if caller is not None else Session()
         session = Session(values.values, [], values.lock)  # shared values, a fresh event log
+        saved = scope.point.state if scope is not None and scope.point.was_interrupted else None
+        if isinstance(saved, dict) and saved.get("kind") == _STATE_KIND:
+            # Resumed: the inner run's log as it was; the inner agents find their own saved
+            # state by address as the run re-enters them.
+            for ev in records_to_events(saved["events"]):
+                session.record(ev)
+            messages = list(saved["messages"])
         address = (*caller.address, f"tool:{self.info.name}:{scope.call_id if scope else ''}") if caller else ()
         run = RunContext(session, (), address, None)
         streaming = scope.streaming if scope is not None else False
@@ -103,6 +115,9 @@ class AgentTool(BaseTool):
         prefix: tuple[RunStep, ...] = caller.run_path if caller is not None else ()
         last: AgentEvent | None = None
         async for ev in advance_in(run, self._flow._events(AgentInput(messages, streaming))):
+            if ev.action is not None and ev.action.signal is not None:
+                state = {"kind": _STATE_KIND, "messages": messages, "events": await events_to_records(session.snapshot())}
+                raise composite_interrupt("agent tool interrupt", state, ev.action.signal)
             if ev.error is not None:
                 raise AgentToolError(f"agent tool {self.info.name!r}: {ev.error}") from ev.error
             if emit is not None and (ev.action is None or ev.action.interrupted is None):

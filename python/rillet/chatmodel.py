@@ -22,6 +22,7 @@ from rillet._native import Message, RilletError, ToolCall, pipe
 from rillet.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.context import _TOOL_CALL, ToolCallScope, add_session_value, current_run
 from rillet.events import AgentEvent, event_from_message
+from rillet.interrupt import Interrupted, composite_interrupt_event, current_resume
 from rillet.schema import aconcat_message_stream
 
 if TYPE_CHECKING:
@@ -238,17 +239,37 @@ class ChatModelAgent(BaseAgent):
 
     async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         self._frozen = True
-        for cb in self.before_agent:
-            changed = await _maybe_await(cb(input))
-            if changed is not None:
-                input = changed
-        state = list(await self._model_input(input))
+        run = current_run()
+        saved = run.point.state if run is not None and run.point.was_interrupted else None
         streaming = input.enable_streaming
         infos = self._tool_infos
         model_opts = {**self.model_options, **options.get("model_options", {})}
-        remaining = self.max_iterations if infos else 1
-        iteration = 0
+        if isinstance(saved, dict) and saved.get("kind") == _STATE_KIND:
+            # Resumed: the conversation as it was, and the interrupted round rerun for the
+            # calls that had not completed (completed results are reused, not recomputed).
+            state: list[Message] = list(saved["messages"])
+            remaining, iteration = int(saved["remaining"]), int(saved["iteration"])
+            outcome = _RoundOutcome()
+            round_ = self._round(state, streaming, remaining, iteration, dict(saved["completed"]), outcome)
+        else:
+            for cb in self.before_agent:
+                changed = await _maybe_await(cb(input))
+                if changed is not None:
+                    input = changed
+            state = list(await self._model_input(input))
+            remaining = self.max_iterations if infos else 1
+            iteration = 0
+            outcome = _RoundOutcome()
+            round_ = None
         while True:
+            if round_ is not None:
+                async for ev in round_:
+                    yield ev
+                if outcome.interrupted:
+                    return
+                if outcome.ends:
+                    await self._finish(state, outcome.final_text)
+                    return
             if remaining <= 0:
                 raise ExceedMaxIterationsError(
                     f"ChatModelAgent {self.name!r} exceeds max iterations ({self.max_iterations} model calls)"
@@ -273,22 +294,11 @@ class ChatModelAgent(BaseAgent):
                 if replaced is not None:
                     reply = replaced
             state.append(reply)
-            calls = reply.tool_calls
-            if not calls or not infos:
+            if not reply.tool_calls or not infos:
                 await self._finish(state, reply.content)
                 return
-            final: AgentEvent | None = None
-            async for ev, direct in self._tool_round(calls, state, streaming):
-                if direct:
-                    final = ev  # held until the whole round is done, then it ends the run
-                else:
-                    yield ev
-            if final is not None:
-                direct_id = final_id(calls, self)
-                text = next((m.content for m in state if m.role == "tool" and m.tool_call_id == direct_id), "")
-                yield final
-                await self._finish(state, text)
-                return
+            outcome = _RoundOutcome()
+            round_ = self._round(state, streaming, remaining, iteration, {}, outcome)
 
     async def _model_input(self, input: AgentInput) -> list[Message]:
         if self.gen_model_input is not None:
@@ -326,21 +336,78 @@ class ChatModelAgent(BaseAgent):
 
     # --- tools ------------------------------------------------------------------------
 
-    async def _tool_round(
-        self, calls: Sequence[ToolCall], state: list[Message], streaming: bool
-    ) -> AsyncIterator[tuple[AgentEvent, bool]]:
-        """Runs one round of tool calls; yields (event, is_return_directly) as each call
-        returns (a streaming tool's event before its stream is read), then appends the tool
-        messages to ``state`` in call order. Events that tools emit (agent tools with
-        ``emit_internal_events``) are yielded as they come."""
+    async def _round(
+        self,
+        state: list[Message],
+        streaming: bool,
+        remaining: int,
+        iteration: int,
+        completed: dict[str, Message],
+        outcome: _RoundOutcome,
+    ) -> AsyncIterator[AgentEvent]:
+        """One tool round for the calls of ``state[-1]``: events as calls finish; a
+        return-directly event held to the end; an interrupt of any call (after every call
+        has finished) becomes one composite interrupt of this agent, saving what it needs
+        to rerun only the calls that did not complete."""
+        calls = state[-1].tool_calls
         direct_id = final_id(calls, self)
-        results: list[Message | asyncio.Future[Message] | None] = [None] * len(calls)
+        final: AgentEvent | None = None
+        signals: list[Any] = []
+        results: dict[str, Message] = dict(completed)
+        async for ev, call_id, msg in self._tool_calls([c for c in calls if c.id not in completed], state, streaming):
+            if isinstance(ev, Interrupted):
+                signals.append(ev)
+                continue
+            if msg is not None:
+                results[call_id] = msg
+            if ev is None:  # a streaming tool's result, joined after its event
+                continue
+            if direct_id and call_id == direct_id:
+                final = ev
+            else:
+                yield ev
+        if signals:
+            snapshot = {
+                "kind": _STATE_KIND,
+                "messages": list(state),
+                "completed": results,
+                "remaining": remaining,
+                "iteration": iteration,
+            }
+            outcome.interrupted = True
+            yield composite_interrupt_event(None, snapshot, *signals)
+            return
+        state.extend(results[c.id] for c in calls if c.id in results)
+        if direct_id:
+            if final is None and direct_id in results:  # it completed before an interrupt
+                final = event_from_message(results[direct_id].copy(), role="tool", tool_name=results[direct_id].tool_name)
+            outcome.ends = True
+            outcome.final_text = results[direct_id].content if direct_id in results else ""
+            if final is not None:
+                yield final
+
+    async def _tool_calls(
+        self, calls: Sequence[ToolCall], state: list[Message], streaming: bool
+    ) -> AsyncIterator[tuple[Any, str, Message | None]]:
+        """Runs tool calls (concurrently unless told otherwise); yields (event, call id, tool
+        message) as each call returns (a streaming tool's event before its stream is read:
+        its message is then None and joins later), or (Interrupted, call id, None). Events that
+        tools emit (agent tools with ``emit_internal_events``) are yielded as they come."""
+        futures: dict[str, asyncio.Future[Message]] = {}
         inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         emit = (lambda ev: inbox.put_nowait(("event", ev))) if self._emits else None
         if emit is None and (len(calls) == 1 or self.execute_tools_sequentially):
-            for i, c in enumerate(calls):
-                ev, results[i] = await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming)
-                yield ev, bool(direct_id) and c.id == direct_id
+            for c in calls:
+                try:
+                    ev, msg = await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming)
+                except Interrupted as e:
+                    yield e, c.id, None
+                    continue
+                if isinstance(msg, Message):
+                    yield ev, c.id, msg
+                else:
+                    futures[c.id] = msg
+                    yield ev, c.id, None
         else:
             gate = asyncio.Lock() if self.execute_tools_sequentially else None
 
@@ -350,26 +417,33 @@ class ChatModelAgent(BaseAgent):
                 async with gate:
                     return await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming, emit)
 
-            tasks = {asyncio.ensure_future(one(c)): i for i, c in enumerate(calls)}
+            tasks = {asyncio.ensure_future(one(c)): c.id for c in calls}
             for t in tasks:
                 t.add_done_callback(lambda t: inbox.put_nowait(("done", t)))
             try:
-                remaining = len(tasks)
-                while remaining:
-                    kind, item = await inbox.get()  # emitted events and calls, as they come
+                left = len(tasks)
+                while left:
+                    kind, item = await inbox.get()  # emitted events and finished calls, as they come
                     if kind == "event":
-                        yield item, False
+                        yield item, "", None
                         continue
-                    remaining -= 1
-                    i = tasks[item]
-                    ev, results[i] = item.result()
-                    yield ev, bool(direct_id) and calls[i].id == direct_id
+                    left -= 1
+                    call_id = tasks[item]
+                    try:
+                        ev, msg = item.result()
+                    except Interrupted as e:
+                        yield e, call_id, None
+                        continue
+                    if isinstance(msg, Message):
+                        yield ev, call_id, msg
+                    else:
+                        futures[call_id] = msg
+                        yield ev, call_id, None
             finally:
                 for t in tasks:
                     t.cancel()
-        for r in results:
-            if r is not None:
-                state.append(r if isinstance(r, Message) else await r)
+        for call_id, fut in futures.items():  # streaming tools' concatenated results
+            yield None, call_id, await fut
 
     async def _call_tool(
         self,
@@ -381,6 +455,10 @@ class ChatModelAgent(BaseAgent):
         emit: Callable[[AgentEvent], None] | None = None,
     ) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
         scope = ToolCallScope(name, call_id, None, state, streaming, emit)
+        resume = current_resume()
+        if resume is not None:
+            run = current_run()
+            scope.point = resume.enter((*(run.address if run else ()), f"tool:{name}:{call_id}"))
         token = _TOOL_CALL.set(scope)
         try:
             tool = self._by_name.get(name)
@@ -409,6 +487,8 @@ class ChatModelAgent(BaseAgent):
             endpoint = _bind(wrapper, ToolCallContext(self.name, name, call_id, arguments), endpoint)
         try:
             return await endpoint(arguments)
+        except Interrupted:
+            raise
         except Exception as e:
             if self.tool_error == "raise":
                 raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
@@ -461,6 +541,20 @@ def _bind(
         return await wrapper(ctx, inner)
 
     return call
+
+
+_STATE_KIND = "rillet.chatmodel.round"
+
+
+class _RoundOutcome:
+    """How a tool round ended: interrupted, or ending the run (a return-directly tool)."""
+
+    __slots__ = ("ends", "final_text", "interrupted")
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.ends = False
+        self.final_text = ""
 
 
 def final_id(calls: Sequence[ToolCall], agent: ChatModelAgent) -> str:

@@ -18,6 +18,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rillet.interrupt import NOT_RESUMING, ResumePoint, current_resume
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -84,19 +86,24 @@ class Session:
 
 @dataclass(frozen=True, eq=False)
 class RunContext:
-    """Where the running code sits: its session, run path and interrupt address."""
+    """Where the running code sits: its session, run path and interrupt address, and, in a
+    resumed run, what it gets back (``point``)."""
 
     session: Session
     run_path: tuple[RunStep, ...] = ()
     address: tuple[str, ...] = ()
     root_input: AgentInput | None = None
+    point: ResumePoint = NOT_RESUMING
 
-    def child(self, agent_name: str, *, address_segment: str | None = None) -> RunContext:
-        """The context of an agent named ``agent_name`` running under this one."""
+    def child(self, agent_name: str) -> RunContext:
+        """The context of an agent named ``agent_name`` running under this one. In a resumed
+        run, entering the address takes that address's saved state and resume data."""
         from rillet.events import RunStep
 
-        seg = address_segment if address_segment is not None else f"agent:{agent_name}"
-        return RunContext(self.session, (*self.run_path, RunStep(agent_name)), (*self.address, seg), self.root_input)
+        address = (*self.address, f"agent:{agent_name}")
+        resume = current_resume()
+        point = resume.enter(address) if resume is not None else NOT_RESUMING
+        return RunContext(self.session, (*self.run_path, RunStep(agent_name)), address, self.root_input, point)
 
 
 _RUN: ContextVar[RunContext | None] = ContextVar("rillet_run", default=None)
@@ -154,6 +161,7 @@ class ToolCallScope:
     state: list[Message] | None = None
     streaming: bool = False
     emit: Callable[[AgentEvent], None] | None = None
+    point: ResumePoint = NOT_RESUMING
 
 
 _TOOL_CALL: ContextVar[ToolCallScope | None] = ContextVar("rillet_tool_call", default=None)

@@ -19,8 +19,9 @@ from typing import Any
 
 from rillet._native import FunctionCall, Message, RilletError, ToolCall
 from rillet.agent import Agent, AgentInput, BaseAgent, run_events
-from rillet.context import _RUN, RunContext, Session, current_run
+from rillet.context import _RUN, _TOOL_CALL, RunContext, Session, current_run
 from rillet.events import AgentAction, AgentEvent, copy_event, event_from_message, new_transfer_to_agent_action
+from rillet.interrupt import current_resume
 
 __all__ = [
     "TRANSFER_TOOL_NAME",
@@ -56,23 +57,28 @@ HistoryRewriter = Callable[[list[HistoryEntry]], list[Message]]
 
 
 async def advance_in(run: RunContext, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
-    """Iterates ``events`` with the run context set to ``run`` while each event is produced,
-    and restored before it is handed on, so the consumer's own context is never changed."""
+    """Iterates ``events`` with the run context set to ``run`` (and no tool call in scope: an
+    agent run from inside a tool is not that tool) while each event is produced, and restored
+    before it is handed on, so the consumer's own context is never changed."""
     try:
         while True:
             token = _RUN.set(run)
+            tool_token = _TOOL_CALL.set(None)
             try:
                 ev = await events.__anext__()
             except StopAsyncIteration:
                 return
             finally:
+                _TOOL_CALL.reset(tool_token)
                 _RUN.reset(token)
             yield ev
     finally:
         token = _RUN.set(run)
+        tool_token = _TOOL_CALL.set(None)
         try:
             await events.aclose()  # type: ignore[attr-defined]
         finally:
+            _TOOL_CALL.reset(tool_token)
             _RUN.reset(token)
 
 
@@ -151,6 +157,12 @@ class FlowAgent(BaseAgent):
         run = parent.child(self.name)
         if run.root_input is None:
             run = replace(run, root_input=input if input is not None else AgentInput([]))
+        resume = current_resume()
+        if resume is not None and not run.point.was_interrupted and self.sub_agents and resume.pending_below(run.address):
+            # Resuming an interrupt deeper down: in the agent this one transferred to.
+            async for ev in self._resume_transfer(run, resume.next_points(run.address), **options):
+                yield ev
+            return
         if input is None:
             input = await self._history_input(run)
         from rillet.workflow import WorkflowAgent
@@ -183,6 +195,21 @@ class FlowAgent(BaseAgent):
                     f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from '{self.name}'"
                 ),
             )
+            return
+        async for ev in advance_in(run, target._events(None, **options)):  # type: ignore[arg-type]
+            yield ev
+
+    async def _resume_transfer(self, run: RunContext, points: list[str], **options: Any) -> AsyncIterator[AgentEvent]:
+        names = [p.removeprefix("agent:") for p in points if p.startswith("agent:")]
+        if len(names) != 1:
+            what = "no child agents leading to the interrupted agent were found" if not names else (
+                f"interrupts lie under several agents ({', '.join(names)}): concurrent transfer is not supported"
+            )
+            yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume {self.name!r}: {what}"))
+            return
+        target = self.find_agent(names[0])
+        if target is None:
+            yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume: sub-agent '{names[0]}' not found"))
             return
         async for ev in advance_in(run, target._events(None, **options)):  # type: ignore[arg-type]
             yield ev

@@ -1,0 +1,308 @@
+"""Interrupt and resume: addresses, checkpoints, targets, implicit resume, stores, processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rillet import (
+    AgentEvent,
+    AgentTool,
+    ChatModelAgent,
+    DecodeError,
+    FunctionCall,
+    Message,
+    Runner,
+    ScriptedModel,
+    ToolCall,
+    tool,
+)
+from rillet.checkpoint import CheckpointError, CheckpointNotFoundError, InMemoryCheckpointStore, SqliteCheckpointStore
+from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt
+
+
+def call(name: str, args: dict[str, Any], id: str, i: int = 0) -> ToolCall:
+    return ToolCall(index=i, id=id, function=FunctionCall(name, json.dumps(args)))
+
+
+runs: dict[str, int] = {}
+
+
+@tool
+def pay(amount: int) -> str:
+    """Pays after a person approves."""
+    runs["pay"] = runs.get("pay", 0) + 1
+    was, has_state, state = get_interrupt_state()
+    if not was:
+        raise stateful_interrupt({"question": f"pay {amount}?"}, {"amount": amount})
+    is_target, has_data, data = get_resume_context()
+    if not is_target:
+        raise stateful_interrupt({"question": f"pay {state['amount']}?"}, state)  # still waiting
+    return f"paid {state['amount']}" if data == "approve" else f"not paid: {data}"
+
+
+@tool
+def lookup(item: str) -> str:
+    """Runs once per call; counts."""
+    runs["lookup"] = runs.get("lookup", 0) + 1
+    return f"{item}: 3 left"
+
+
+def interrupts(events: list[AgentEvent]) -> list[AgentEvent]:
+    return [e for e in events if e.action is not None and e.action.interrupted is not None]
+
+
+def bank(replies: list[Any]) -> ChatModelAgent:
+    return ChatModelAgent("bank", "pays", "", ScriptedModel(replies), [pay, lookup])
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    runs.clear()
+
+
+def test_a_tool_interrupts_the_run_is_saved_first_and_resumes_by_id() -> None:
+    store = InMemoryCheckpointStore()
+    agent = bank([Message.assistant("", [call("pay", {"amount": 5}, "c1")]), "done"])
+    runner = Runner(agent, checkpoint_store=store)
+    it = runner.query("pay 5", checkpoint_id="run-1")
+    events = []
+    for ev in it:
+        events.append(ev)
+        if ev.action is not None and ev.action.interrupted is not None:
+            assert store.get("run-1") is not None  # saved before the event reached us
+    (intr,) = interrupts(events)
+    (ctx,) = intr.action.interrupted.interrupt_contexts
+    assert ctx.address == ("agent:bank", "tool:pay:c1") and ctx.is_root_cause
+    assert ctx.info == {"question": "pay 5?"}
+    assert ctx.parent is not None and ctx.parent.address == ("agent:bank",) and not ctx.parent.is_root_cause
+    assert intr.agent_name == "bank"
+
+    resumed = list(runner.resume("run-1", targets={ctx.id: "approve"}))
+    assert [e.message_output.get_message().content for e in resumed] == ["paid 5", "done"]
+    assert agent.model.calls[1].messages[-1].content == "paid 5"  # type: ignore[attr-defined]
+
+
+def test_deep_interrupt_through_an_agent_tool_has_the_full_address_and_resumes() -> None:
+    store = InMemoryCheckpointStore()
+    inner = ChatModelAgent(
+        "Inner", "pays things", "", ScriptedModel([Message.assistant("", [call("pay", {"amount": 9}, "ic")]), "inner done"]), [pay]
+    )
+    outer = ChatModelAgent(
+        "Outer", "", "", ScriptedModel([Message.assistant("", [call("Inner", {"request": "pay 9"}, "oc")]), "all done"]),
+        [AgentTool(inner)],
+    )
+    runner = Runner(outer, checkpoint_store=store)
+    (intr,) = interrupts(list(runner.query("go", checkpoint_id="deep")))
+    (ctx,) = intr.action.interrupted.interrupt_contexts
+    assert ctx.address == ("agent:Outer", "tool:Inner:oc", "agent:Inner", "tool:pay:ic")
+    events = list(runner.resume("deep", targets={ctx.id: "approve"}))
+    texts = [e.message_output.get_message().content for e in events]
+    assert texts == ["inner done", "all done"]
+    assert runs["pay"] == 2  # first call interrupted, resumed call paid
+
+
+def test_two_interrupts_in_one_round_resume_one_at_a_time_without_rerunning_completed_calls() -> None:
+    store = InMemoryCheckpointStore()
+    round_ = Message.assistant(
+        "", [call("pay", {"amount": 1}, "a", 0), call("lookup", {"item": "tea"}, "b", 1), call("pay", {"amount": 2}, "c", 2)]
+    )
+    agent = bank([round_, "finished"])
+    runner = Runner(agent, checkpoint_store=store)
+    first = list(runner.query("go", checkpoint_id="two"))
+    (intr,) = interrupts(first)
+    ctxs = {c.address[-1]: c for c in intr.action.interrupted.interrupt_contexts}
+    assert set(ctxs) == {"tool:pay:a", "tool:pay:c"}
+    assert runs == {"pay": 2, "lookup": 1}
+
+    second = list(runner.resume("two", targets={ctxs["tool:pay:a"].id: "approve"}))
+    (again,) = interrupts(second)
+    (left,) = again.action.interrupted.interrupt_contexts
+    assert left.address[-1] == "tool:pay:c" and left.info == {"question": "pay 2?"}  # re-interrupted with its state
+    assert runs == {"pay": 4, "lookup": 1}  # lookup was not recomputed
+
+    third = list(runner.resume("two", targets={left.id: "approve"}))
+    assert [e.message_output.get_message().content for e in third][-1] == "finished"
+    tool_results = [m.content for m in agent.model.calls[1].messages if m.role == "tool"]  # type: ignore[attr-defined]
+    assert tool_results == ["paid 1", "tea: 3 left", "paid 2"]  # call order
+    assert runs == {"pay": 5, "lookup": 1}
+
+
+def test_implicit_resume_reenters_and_the_untargeted_leaf_interrupts_again() -> None:
+    store = InMemoryCheckpointStore()
+    runner = Runner(bank([Message.assistant("", [call("pay", {"amount": 3}, "c1")]), "done"]), checkpoint_store=store)
+    (first,) = interrupts(list(runner.query("x", checkpoint_id="imp")))
+    before = store.get("imp")
+    (second,) = interrupts(list(runner.resume("imp")))
+    assert second.action.interrupted.interrupt_contexts[0].info == {"question": "pay 3?"}
+    assert store.get("imp") != before  # the re-interrupt overwrote the same id
+    new_id = second.action.interrupted.interrupt_contexts[0].id
+    done = list(runner.resume("imp", targets={new_id: "no thanks"}))
+    assert done[0].message_output.get_message().content == "not paid: no thanks"
+
+
+def test_load_failures_raise_synchronously_with_clear_messages() -> None:
+    with pytest.raises(CheckpointError, match="no checkpoint_store"):
+        Runner(bank([])).resume("x")
+    runner = Runner(bank([]), checkpoint_store=InMemoryCheckpointStore())
+    with pytest.raises(CheckpointNotFoundError, match=r"checkpoint\[missing\] not exist"):
+        runner.resume("missing")
+    runner.checkpoint_store.set("junk", b"\x00not a checkpoint")
+    with pytest.raises(DecodeError):
+        runner.resume("junk")
+    with pytest.raises(ValueError, match="no checkpoint_store"):
+        Runner(bank([])).query("x", checkpoint_id="c")
+
+
+def test_unknown_resume_target_is_refused() -> None:
+    store = InMemoryCheckpointStore()
+    runner = Runner(bank([Message.assistant("", [call("pay", {"amount": 3}, "c1")])]), checkpoint_store=store)
+    list(runner.query("x", checkpoint_id="t"))
+    with pytest.raises(CheckpointError, match="not interrupts of"):
+        runner.resume("t", targets={"nope": 1})
+
+
+class Unregistered:
+    pass
+
+
+def test_an_unencodable_session_value_fails_the_save_with_an_error_event_first() -> None:
+    store = InMemoryCheckpointStore()
+    runner = Runner(bank([Message.assistant("", [call("pay", {"amount": 3}, "c1")])]), checkpoint_store=store)
+    events = list(runner.query("x", checkpoint_id="bad", session_values={"cart": Unregistered()}))
+    err, intr = events[-2], events[-1]
+    assert intr.action is not None and intr.action.interrupted is not None
+    assert err.error is not None and "failed to save checkpoint[bad]" in str(err.error)
+    assert "Unregistered" in str(err.error) and "register_type" in str(err.error)
+    assert store.get("bad") is None
+
+
+def test_resume_takes_the_streaming_mode_from_the_checkpoint() -> None:
+    store = InMemoryCheckpointStore()
+    agent = bank([Message.assistant("", [call("pay", {"amount": 4}, "c1")]), "streamed answer"])
+    (intr,) = interrupts(list(Runner(agent, streaming=True, checkpoint_store=store).query("x", checkpoint_id="s")))
+    events = list(Runner(agent, streaming=False, checkpoint_store=store).resume("s", targets={intr.action.interrupted.interrupt_contexts[0].id: "approve"}))
+    assert events[-1].message_output.is_streaming
+    assert events[-1].message_output.get_message().content == "streamed answer"
+
+
+def test_session_values_and_history_survive_the_checkpoint() -> None:
+    store = InMemoryCheckpointStore()
+    agent = bank([Message.assistant("", [call("pay", {"amount": 4}, "c1")]), "ok"])
+    runner = Runner(agent, checkpoint_store=store)
+    (intr,) = interrupts(list(runner.query("x", checkpoint_id="v", session_values={"user": "ann"})))
+    list(runner.resume("v", targets={intr.action.interrupted.interrupt_contexts[0].id: "approve"}))
+    # the instruction-less agent saw the whole conversation again after the resume
+    assert [m.role for m in agent.model.calls[1].messages] == ["user", "assistant", "tool"]  # type: ignore[attr-defined]
+
+
+# --- stores -------------------------------------------------------------------------------
+
+
+def test_sqlite_store_round_trips_upserts_and_refuses_foreign_files(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(tmp_path / "ckpt.db")
+    assert store.get("a") is None
+    store.set("a", b"one")
+    store.set("a", b"two")
+    store.set("b", b"three")
+    assert store.get("a") == b"two" and set(store.ids()) == {"a", "b"}
+    store.delete("b")
+    assert store.get("b") is None
+    assert SqliteCheckpointStore(tmp_path / "ckpt.db").get("a") == b"two"  # reopens
+
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(CheckpointError, match="not a SQLite database"):
+        SqliteCheckpointStore(junk)
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
+    with pytest.raises(CheckpointError, match="another application"):
+        SqliteCheckpointStore(other)
+
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall, tool
+    from rillet.checkpoint import SqliteCheckpointStore
+    from rillet.interrupt import get_interrupt_state, get_resume_context, interrupt
+
+    @tool
+    def approve(what: str) -> str:
+        \"\"\"Asks a person.\"\"\"
+        was, _, _ = get_interrupt_state()
+        if not was:
+            raise interrupt({"approve": what})
+        _, _, data = get_resume_context()
+        return f"{what}: {data}"
+
+    ask = Message.assistant("", [ToolCall(index=0, id="c1", function=FunctionCall("approve", '{"what": "deploy"}'))])
+    # each process scripts only the model calls it makes: the first asks, the second answers
+    model = ScriptedModel([ask] if sys.argv[2] == "run" else ["deployed"])
+    runner = Runner(ChatModelAgent("ops", "", "", model, [approve]), checkpoint_store=SqliteCheckpointStore(sys.argv[1]))
+    if sys.argv[2] == "run":
+        for ev in runner.query("deploy?", checkpoint_id="job"):
+            if ev.action and ev.action.interrupted:
+                print(ev.action.interrupted.interrupt_contexts[0].id)
+    else:
+        for ev in runner.resume("job", targets={sys.argv[3]: "yes"}):
+            mv = ev.message_output
+            print(mv.get_message().content if mv else ev)
+    """
+)
+
+
+def test_a_run_interrupted_in_one_process_resumes_in_another(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD)
+    db = str(tmp_path / "runs.db")
+    first = subprocess.run([sys.executable, str(script), db, "run"], capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    interrupt_id = first.stdout.strip()
+    second = subprocess.run([sys.executable, str(script), db, "resume", interrupt_id], capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.splitlines() == ["deploy: yes", "deployed"]
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from rillet import codec
+    from rillet.checkpoint import SqliteCheckpointStore
+    store = SqliteCheckpointStore(sys.argv[1])
+    i = 0
+    while True:
+        i += 1
+        store.set("loop", codec.encode({"n": i, "blob": "x" * 50_000, "tail": i}))
+        print(i, flush=True)
+    """
+)
+
+
+def test_sigkill_while_writing_leaves_the_last_committed_checkpoint_intact(tmp_path: Path) -> None:
+    script = tmp_path / "writer.py"
+    script.write_text(_WRITER)
+    db = str(tmp_path / "loop.db")
+    from rillet import codec
+
+    for attempt in range(20):
+        proc = subprocess.Popen([sys.executable, script, db], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        proc.stdout.readline()  # at least one commit happened
+        time.sleep(0.01 * (attempt % 5))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        proc.stdout.close()
+        state = codec.decode(SqliteCheckpointStore(db).get("loop"))  # type: ignore[arg-type]
+        assert state["n"] == state["tail"] and len(state["blob"]) == 50_000
