@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Iterator
-from typing import Any, Literal, Optional, TypeVar, Union
+from typing import Annotated, Any, Literal, Optional, TypeVar, Union
 
 import pydantic
 import pytest
@@ -227,6 +227,32 @@ def test_rich_arguments_are_validated_into_their_types() -> None:
         "size": Size(1.0, 2.5),
         "when": datetime.date(2024, 5, 1),
     }
+
+
+def test_annotated_field_constraints_apply_and_an_explicit_description_wins() -> None:
+    @tool
+    def repeat(
+        n: Annotated[int, pydantic.Field(ge=0, description="From Field.")],
+        text: Annotated[str, pydantic.Field(max_length=3)] = "ab",
+    ) -> str:
+        """Repeats.
+
+        Args:
+            n: From the docstring.
+            text: The text.
+        """
+        return text * n
+
+    assert repeat.info.parameters["properties"] == {
+        "n": {"description": "From Field.", "minimum": 0, "type": "integer"},
+        "text": {"default": "ab", "description": "The text.", "maxLength": 3, "type": "string"},
+    }
+    with pytest.raises(ToolArgumentsError) as info:
+        run(repeat.invoke('{"n": -1, "text": "abcd"}'))
+    assert info.value.problems == [
+        "argument 'n': Input should be greater than or equal to 0, got -1",
+        "argument 'text': String should have at most 3 characters, got 'abcd'",
+    ]
 
 
 def test_unannotated_parameters_accept_any_json_value() -> None:

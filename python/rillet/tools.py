@@ -204,6 +204,16 @@ _STREAM_SYNC = (collections.abc.Iterator, collections.abc.Generator)
 _STREAM_ASYNC = (collections.abc.AsyncIterator, collections.abc.AsyncGenerator)
 
 
+def _described(annotation: Any) -> bool:
+    """Whether ``Annotated[..., Field(description=...)]`` describes the parameter already
+    (an explicit Field wins over the docstring)."""
+    from pydantic.fields import FieldInfo
+
+    return typing.get_origin(annotation) is typing.Annotated and any(
+        isinstance(m, FieldInfo) and m.description for m in annotation.__metadata__
+    )
+
+
 def _hint_target(fn: Callable[..., Any]) -> Any:
     """The object whose annotations describe calling ``fn``."""
     while isinstance(fn, functools.partial):
@@ -365,11 +375,12 @@ class FunctionTool(BaseTool):
                     "arguments, so declare each one as its own parameter"
                 )
             field = f"p{i}"
+            annotation = hints.get(p.name, Any)
             kw: dict[str, Any] = {"alias": p.name}
-            if p.name in param_docs and param_docs[p.name]:
+            if param_docs.get(p.name) and not _described(annotation):
                 kw["description"] = param_docs[p.name]
             default = ... if p.default is p.empty else p.default
-            fields[field] = (hints.get(p.name, Any), pydantic.Field(default, **kw))
+            fields[field] = (annotation, pydantic.Field(default, **kw))
             if p.kind is p.POSITIONAL_ONLY:
                 positional.append(field)
             else:
