@@ -395,3 +395,40 @@ def test_an_interrupt_after_a_transfer_resumes_in_the_transferred_to_agent() -> 
     assert texts(second) == ["paid 1", "paid and done"]
     assert router.model.call_count == 1  # type: ignore[attr-defined]
     assert [s.agent_name for s in second[-1].run_path] == ["router", "cashier"]
+
+
+# --- requires_approval ----------------------------------------------------------------------
+
+
+def test_requires_approval_approve_reject_and_edit() -> None:
+    from rillet.approval import approve, edit, reject, requires_approval
+
+    sent: list[int] = []
+
+    @tool
+    def send(amount: int) -> str:
+        """Sends money."""
+        sent.append(amount)
+        return f"sent {amount}"
+
+    def run(decision: Any) -> tuple[list[AgentEvent], ScriptedModel]:
+        before = len(sent)
+        model = ScriptedModel([Message.assistant("", [call("send", {"amount": 10}, "s1")]), "ok"])
+        runner = Runner(ChatModelAgent("a", "", "", model, [requires_approval(send)]), checkpoint_store=InMemoryCheckpointStore())
+        (intr,) = interrupts(list(runner.query("x", checkpoint_id="ap")))
+        (ctx,) = intr.action.interrupted.interrupt_contexts
+        assert ctx.info == {"tool": "send", "arguments": {"amount": 10}}
+        assert len(sent) == before  # nothing ran before the decision
+        return list(runner.resume("ap", targets={ctx.id: decision})), model
+
+    events, model = run(approve())
+    assert sent == [10] and texts(events)[0] == "sent 10"
+    events, model = run(reject("too much"))
+    assert sent == [10]
+    told = [m.content for m in model.calls[1].messages if m.role == "tool"][0]
+    assert "rejected" in told and "too much" in told
+    events, model = run(edit({"amount": 3}))
+    assert sent == [10, 3] and texts(events)[0] == "sent 3"
+    _, model = run({"decision": "maybe"})  # a bad decision reaches the model as the tool's error
+    told = [m.content for m in model.calls[1].messages if m.role == "tool"][0]
+    assert "approve(), reject(reason) or edit(arguments)" in told
