@@ -290,6 +290,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_while_writing_leaves_the_last_committed_checkpoint_intact(tmp_path: Path) -> None:
     script = tmp_path / "writer.py"
     script.write_text(_WRITER)
