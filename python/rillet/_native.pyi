@@ -61,7 +61,12 @@ def codec_encode(
     obj: object, types: Mapping[type, Any], max_depth: int = 512, version: int = 2
 ) -> bytes: ...
 def codec_decode(
-    data: bytes, names: Mapping[str, Any], max_depth: int, max_size: int, max_items: int
+    data: bytes,
+    names: Mapping[str, Any],
+    max_depth: int,
+    max_size: int,
+    max_items: int,
+    unknown: Callable[[str, int, Any], Any] | None = None,
 ) -> Any: ...
 
 @final
