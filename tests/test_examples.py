@@ -3,8 +3,10 @@ docs/multi-agent.md says they show, and fit an 80-column terminal."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +180,52 @@ def test_review_loop_stops_at_max_iterations_without_an_approval() -> None:
     reviewer = ChatModelAgent("reviewer", "reviews", "", ScriptedModel(["no", "no", "no"]), [review_loop.approve])
     events = list(Runner(LoopAgent("l", "", [writer, reviewer], max_iterations=3)).query("x"))
     assert len(events) == 6 and all(e.action is None for e in events)
+
+
+def test_example_flags_of_the_travel_demo_are_refused_with_a_reason() -> None:
+    result = run_cli("-m", "rillet.cli", "demo", "team", "--approve", "--fast")
+    assert result.returncode == 2
+    assert "--approve/--reject only apply to the travel demo" in result.stderr
+
+
+# --- docs/multi-agent.md stays true ----------------------------------------------------------
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "multi-agent.md"
+
+
+def doc_blocks() -> list[tuple[str, str]]:
+    """The (language, text) of every fenced block in docs/multi-agent.md, in order."""
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```$", DOC.read_text(), re.M | re.S)]
+
+
+def snippets() -> list[tuple[str, str]]:
+    blocks = doc_blocks()
+    return [(code, blocks[i + 1][1]) for i, (lang, code) in enumerate(blocks[:-1]) if lang == "python" and blocks[i + 1][0] == "text"]
+
+
+@pytest.mark.parametrize("code,expected", snippets(), ids=[f"snippet-{i + 1}" for i in range(len(snippets()))])
+def test_doc_snippet_prints_what_the_doc_says(code: str, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(code, str(DOC), "exec"), {"__name__": "doc_snippet"})
+    got = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+    assert got == [line.rstrip() for line in expected.splitlines()]
+
+
+def test_doc_has_every_python_snippet_checked() -> None:
+    assert len(snippets()) == sum(1 for lang, _ in doc_blocks() if lang == "python") == 5
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_doc_transcripts_are_abridged_from_the_real_output(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every line of the doc's transcript appears in the real output, in the same order
+    (``…`` marks cut lines; the timing is left out)."""
+    (block,) = [text for lang, text in doc_blocks() if lang == "console" and text.startswith(f"$ rillet demo {name} ")]
+    assert MAINS[name](delay=0.0, color=False) == 0
+    real = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+    at = 0
+    for line in block.splitlines()[1:]:
+        if line == "…":
+            continue
+        line = re.sub(r" · [\d.]+ s$", "", line)
+        found = next((i for i in range(at, len(real)) if real[i].startswith(line) and (line or not real[i])), None)
+        assert found is not None, f"not in the output of `rillet demo {name}` (after line {at}): {line!r}"
+        at = found + 1
