@@ -15,15 +15,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rillet._native import FunctionCall, ToolCall
+from rillet._native import FunctionCall, Message, ToolCall
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from rillet.agent import Agent
     from rillet.demo import _Renderer
+    from rillet.models import ScriptedModel
 
-__all__ = ["EXAMPLES", "call", "run_example"]
+__all__ = ["EXAMPLES", "call", "run_example", "scripted"]
 
 EXAMPLES = {
     "team": "rillet.examples.team",
@@ -36,6 +37,14 @@ EXAMPLES = {
 def call(i: int, name: str, arguments: str, id: str = "") -> ToolCall:
     """A scripted tool call: position ``i`` in its message, JSON ``arguments``."""
     return ToolCall(index=i, id=id or f"call_{name}_{i}", function=FunctionCall(name, arguments))
+
+
+def scripted(replies: list[Message | str], delay: float) -> ScriptedModel:
+    """The examples' model: plays ``replies`` in order, streamed in 3-character chunks
+    ``delay`` seconds apart (0: at once)."""
+    from rillet.models import ScriptedModel
+
+    return ScriptedModel(replies, chunk_size=3, delay=delay)
 
 
 def run_example(

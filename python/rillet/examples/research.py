@@ -20,7 +20,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from rillet._native import Message
-from rillet.examples import call, run_example
+from rillet.examples import call, run_example, scripted
 
 if TYPE_CHECKING:
     from rillet.chatmodel import ChatModelAgent
@@ -62,21 +62,18 @@ def build_researcher(delay: float = 0.0) -> tuple[ChatModelAgent, ChatModelAgent
     searcher and the summarizer."""
     from rillet.agent_tool import AgentTool
     from rillet.chatmodel import ChatModelAgent
-    from rillet.models import ScriptedModel
     from rillet.tools import tool
-
-    def model(replies: list[Message | str]) -> ScriptedModel:
-        return ScriptedModel(replies, chunk_size=3, delay=delay)
 
     searcher = ChatModelAgent(
         name="searcher",
         description="Finds passages in the project's notes that answer a question.",
         instruction="Search the notes and return the relevant passages verbatim, with their keys.",
-        model=model(
+        model=scripted(
             [
                 Message.assistant("", [call(0, "search_notes", '{"query": "event channel threads wakeups"}')]),
                 "Found 3 passages:\n" + _PASSAGES,
-            ]
+            ],
+            delay,
         ),
         tools=[tool(search_notes)],
     )
@@ -84,13 +81,13 @@ def build_researcher(delay: float = 0.0) -> tuple[ChatModelAgent, ChatModelAgent
         name="summarizer",
         description="Condenses passages into three short bullet points.",
         instruction="Summarise the passages in three bullets of at most twelve words.",
-        model=model([_SUMMARY]),
+        model=scripted([_SUMMARY], delay),
     )
     researcher = ChatModelAgent(
         name="researcher",
         description="Answers questions about the project from its notes.",
         instruction="Answer from the notes only: search first, then summarise, then answer.",
-        model=model(
+        model=scripted(
             [
                 Message.assistant(
                     "I'll search the notes first.",
@@ -104,7 +101,8 @@ def build_researcher(delay: float = 0.0) -> tuple[ChatModelAgent, ChatModelAgent
                 "with `async for`; blocking readers release the GIL. It is fast because "
                 "wakeups are coalesced per receiver, so a burst of events costs one wakeup "
                 "[channel, threads, wakeups].",
-            ]
+            ],
+            delay,
         ),
         tools=[AgentTool(searcher, emit_internal_events=True), AgentTool(summarizer)],
     )

@@ -20,7 +20,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from rillet._native import Message
-from rillet.examples import call, run_example
+from rillet.examples import call, run_example, scripted
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,35 +52,33 @@ async def approve(note: str) -> str:
 def build_loop(delay: float = 0.0) -> tuple[LoopAgent, ChatModelAgent, ChatModelAgent]:
     """The loop (what a Runner runs), its writer and its reviewer."""
     from rillet.chatmodel import ChatModelAgent
-    from rillet.models import ScriptedModel
     from rillet.tools import tool
     from rillet.workflow import LoopAgent
-
-    def model(replies: list[Message | str]) -> ScriptedModel:
-        return ScriptedModel(replies, chunk_size=3, delay=delay)
 
     writer = ChatModelAgent(
         name="writer",
         description="Drafts a tagline and revises it after review.",
         instruction="Write the tagline asked for. If the reviewer asked for changes, revise it.",
-        model=model(
+        model=scripted(
             [
                 "rillet: an agent development kit for Python whose event channel, stream "
                 "fan-out and checkpoint codec are all written in Rust",
                 "rillet: agents that stream, on a Rust core.",
-            ]
+            ],
+            delay,
         ),
     )
     reviewer = ChatModelAgent(
         name="reviewer",
         description="Reviews the latest draft: asks for changes, or approves it.",
         instruction="Review the latest draft. Ask for concrete changes, or call approve.",
-        model=model(
+        model=scripted(
             [
                 "Too long, and it lists parts instead of a benefit. Keep it under eight "
                 "words and say what the user gets.",
                 Message.assistant("", [call(0, "approve", '{"note": "short, concrete, names the Rust core"}')]),
-            ]
+            ],
+            delay,
         ),
         tools=[tool(approve)],
         return_directly=["approve"],

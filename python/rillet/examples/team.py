@@ -20,7 +20,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from rillet._native import Message
-from rillet.examples import call, run_example
+from rillet.examples import call, run_example, scripted
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -76,23 +76,19 @@ def build_team(delay: float = 0.0) -> tuple[FlowAgent, ChatModelAgent]:
     ``tech_support`` agent, whose model records what it was sent."""
     from rillet.chatmodel import ChatModelAgent
     from rillet.flow import set_sub_agents, with_disallow_transfer_to_parent
-    from rillet.models import ScriptedModel
     from rillet.tools import tool
-
-    def model(replies: list[Message | str]) -> ScriptedModel:
-        return ScriptedModel(replies, chunk_size=3, delay=delay)
 
     supervisor = ChatModelAgent(
         name="supervisor",
         description="The front desk: routes each request to the right specialist.",
         instruction="You are the front desk of Acme Cloud support. Route every part of a request.",
-        model=model([_transfer("billing", 1), _transfer("tech_support", 2)]),
+        model=scripted([_transfer("billing", 1), _transfer("tech_support", 2)], delay),
     )
     billing = ChatModelAgent(
         name="billing",
         description="Invoices, charges and refunds.",
         instruction="You handle billing. Fix what you can, then hand back anything else.",
-        model=model(
+        model=scripted(
             [
                 Message.assistant("", [call(0, "lookup_invoice", '{"invoice_id": "INV-1042"}')]),
                 Message.assistant(
@@ -103,7 +99,8 @@ def build_team(delay: float = 0.0) -> tuple[FlowAgent, ChatModelAgent]:
                     "(3-5 business days)",
                     [call(0, "transfer_to_agent", '{"agent_name": "supervisor"}', "call_t3")],
                 ),
-            ]
+            ],
+            delay,
         ),
         tools=[tool(lookup_invoice), tool(refund_charge)],
     )
@@ -111,13 +108,14 @@ def build_team(delay: float = 0.0) -> tuple[FlowAgent, ChatModelAgent]:
         name="tech_support",
         description="Sign-in problems, app errors and outages.",
         instruction="You solve technical problems. Check the account before answering.",
-        model=model(
+        model=scripted(
             [
                 Message.assistant("", [call(0, "recent_sign_outs", '{"hours": 24}')]),
                 "The sign-outs come from your phone's clock, 9 minutes behind: sign-in "
                 "tokens look expired as soon as they arrive. Turn on automatic date and "
                 "time, sign in once more, and it stops. Your refund is on its way too.",
-            ]
+            ],
+            delay,
         ),
         tools=[tool(recent_sign_outs)],
     )
