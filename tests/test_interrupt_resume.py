@@ -290,6 +290,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_while_writing_leaves_the_last_committed_checkpoint_intact(tmp_path: Path) -> None:
     script = tmp_path / "writer.py"
     script.write_text(_WRITER)
@@ -306,3 +307,129 @@ def test_sigkill_while_writing_leaves_the_last_committed_checkpoint_intact(tmp_p
         proc.stdout.close()
         state = codec.decode(SqliteCheckpointStore(db).get("loop"))  # type: ignore[arg-type]
         assert state["n"] == state["tail"] and len(state["blob"]) == 50_000
+
+
+# --- interrupts inside multi-agent structures ---------------------------------------------
+
+
+def asker(name: str, after: str = "approved") -> ChatModelAgent:
+    """An agent whose first model call asks `pay`, then answers ``after``."""
+    return ChatModelAgent(
+        name, f"{name} agent", "", ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, f"{name}-c")]), after]), [pay]
+    )
+
+
+def plain(name: str, text: str) -> ChatModelAgent:
+    return ChatModelAgent(name, f"{name} agent", "", ScriptedModel([text]))
+
+
+def resume_all(runner: Runner, checkpoint_id: str, events: list[AgentEvent], data: Any = "approve") -> list[AgentEvent]:
+    (intr,) = interrupts(events)
+    targets = {c.id: data for c in intr.action.interrupted.interrupt_contexts}
+    return list(runner.resume(checkpoint_id, targets=targets))
+
+
+def texts(events: list[AgentEvent]) -> list[str]:
+    return [e.message_output.get_message().content for e in events if e.message_output is not None]
+
+
+def test_sequential_resumes_at_the_interrupted_child_and_runs_the_rest() -> None:
+    from rillet import SequentialAgent
+
+    a, c = plain("a", "A"), plain("c", "C")
+    seq = SequentialAgent("seq", "", [a, asker("b"), c])
+    runner = Runner(seq, checkpoint_store=InMemoryCheckpointStore())
+    first = list(runner.query("go", checkpoint_id="seq"))
+    (intr,) = interrupts(first)
+    assert intr.agent_name == "b" and [s.agent_name for s in intr.run_path] == ["seq", "a", "b"]
+    assert intr.action.interrupted.interrupt_contexts[0].address == ("agent:seq", "agent:b", "tool:pay:b-c")
+    second = resume_all(runner, "seq", first)
+    assert texts(second) == ["paid 1", "approved", "C"]
+    assert a.model.call_count == 1  # type: ignore[attr-defined]  # not rerun
+    assert [s.agent_name for s in second[-1].run_path] == ["seq", "a", "b", "c"]
+
+
+def test_loop_resumes_in_the_same_round() -> None:
+    from rillet import LoopAgent
+
+    w = ChatModelAgent("w", "", "", ScriptedModel(["draft 1", "draft 2"]))
+    r = ChatModelAgent("r", "", "", ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, "r-c")]), "approved", "ok"]), [pay])
+    loop = LoopAgent("loop", "", [w, r], max_iterations=2)
+    runner = Runner(loop, checkpoint_store=InMemoryCheckpointStore())
+    first = list(runner.query("go", checkpoint_id="loop"))
+    assert texts(first) == ["draft 1", ""]
+    second = resume_all(runner, "loop", first)
+    # round 1 finishes where it stopped (r answers), then round 2 runs both again
+    assert texts(second) == ["paid 1", "approved", "draft 2", "ok"]
+    assert [s.agent_name for s in second[-1].run_path] == ["loop", "w", "r", "w", "r"]
+
+
+def test_parallel_resumes_only_the_interrupted_child_and_joins_every_lane() -> None:
+    from rillet import ParallelAgent, SequentialAgent
+
+    x = plain("x", "from x")
+    after = plain("after", "merged")
+    seq = SequentialAgent("seq", "", [ParallelAgent("par", "", [x, asker("y")]), after])
+    runner = Runner(seq, checkpoint_store=InMemoryCheckpointStore())
+    first = list(runner.query("go", checkpoint_id="par"))
+    (intr,) = interrupts(first)
+    assert intr.agent_name == "par"
+    second = resume_all(runner, "par", first)
+    assert texts(second) == ["paid 1", "approved", "merged"]
+    assert x.model.call_count == 1  # type: ignore[attr-defined]  # the finished child is not rerun
+    seen = [m.content for m in after.model.calls[0].messages]  # type: ignore[attr-defined]
+    assert "For context: [x] said: from x." in seen and "For context: [y] said: approved." in seen
+
+
+def test_an_interrupt_after_a_transfer_resumes_in_the_transferred_to_agent() -> None:
+    from rillet import set_sub_agents
+
+    router = ChatModelAgent(
+        "router", "routes", "", ScriptedModel([Message.assistant("", [call("transfer_to_agent", {"agent_name": "cashier"}, "t")])])
+    )
+    cashier = asker("cashier", after="paid and done")
+    runner = Runner(set_sub_agents(router, [cashier]), checkpoint_store=InMemoryCheckpointStore())
+    first = list(runner.query("pay", checkpoint_id="tr"))
+    (intr,) = interrupts(first)
+    assert intr.action.interrupted.interrupt_contexts[0].address == ("agent:router", "agent:cashier", "tool:pay:cashier-c")
+    second = resume_all(runner, "tr", first)
+    assert texts(second) == ["paid 1", "paid and done"]
+    assert router.model.call_count == 1  # type: ignore[attr-defined]
+    assert [s.agent_name for s in second[-1].run_path] == ["router", "cashier"]
+
+
+# --- requires_approval ----------------------------------------------------------------------
+
+
+def test_requires_approval_approve_reject_and_edit() -> None:
+    from rillet.approval import approve, edit, reject, requires_approval
+
+    sent: list[int] = []
+
+    @tool
+    def send(amount: int) -> str:
+        """Sends money."""
+        sent.append(amount)
+        return f"sent {amount}"
+
+    def run(decision: Any) -> tuple[list[AgentEvent], ScriptedModel]:
+        before = len(sent)
+        model = ScriptedModel([Message.assistant("", [call("send", {"amount": 10}, "s1")]), "ok"])
+        runner = Runner(ChatModelAgent("a", "", "", model, [requires_approval(send)]), checkpoint_store=InMemoryCheckpointStore())
+        (intr,) = interrupts(list(runner.query("x", checkpoint_id="ap")))
+        (ctx,) = intr.action.interrupted.interrupt_contexts
+        assert ctx.info == {"tool": "send", "arguments": {"amount": 10}}
+        assert len(sent) == before  # nothing ran before the decision
+        return list(runner.resume("ap", targets={ctx.id: decision})), model
+
+    events, model = run(approve())
+    assert sent == [10] and texts(events)[0] == "sent 10"
+    events, model = run(reject("too much"))
+    assert sent == [10]
+    told = [m.content for m in model.calls[1].messages if m.role == "tool"][0]
+    assert "rejected" in told and "too much" in told
+    events, model = run(edit({"amount": 3}))
+    assert sent == [10, 3] and texts(events)[0] == "sent 3"
+    _, model = run({"decision": "maybe"})  # a bad decision reaches the model as the tool's error
+    told = [m.content for m in model.calls[1].messages if m.role == "tool"][0]
+    assert "approve(), reject(reason) or edit(arguments)" in told

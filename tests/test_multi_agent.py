@@ -392,3 +392,61 @@ def test_exit_inside_a_sequence_child_via_new_exit_action() -> None:
     assert summary(events) == [("q", "s/q", "assistant:bye")] and nxt.model.call_count == 0  # type: ignore[attr-defined]
 
 
+
+
+# --- more of Eino's documented shapes ---------------------------------------------------------
+
+
+def test_skip_transfer_messages_leaves_the_transfer_pair_out_of_the_history() -> None:
+    from rillet import FlowAgent
+
+    math = agent("math", ["4"])
+    root = set_sub_agents(agent("router", [transfer("math")]), [FlowAgent(math, skip_transfer_messages=True)])
+    list(Runner(root).query("2+2?"))
+    assert [m.content for m in math.model.calls[0].messages][1:] == ["2+2?"]  # type: ignore[attr-defined]
+
+
+def test_agent_tool_result_is_only_the_last_events_message() -> None:
+    from rillet import stream_from_list
+
+    class TwoStreams(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            for a, b in (("1", "2"), ("a", "b")):
+                chunks = [Message(role="assistant", content=a), Message(content=b)]
+                yield event_from_message(None, stream_from_list(chunks))
+
+    outer_model = ScriptedModel([Message.assistant("", [call("two", {"request": "x"})]), "done"])
+    outer = ChatModelAgent("outer", "", "", outer_model, [AgentTool(TwoStreams("two", "streams twice"))])
+    list(Runner(outer).query("go"))
+    assert [m.content for m in outer_model.calls[1].messages if m.role == "tool"] == ["ab"]
+
+
+def test_loop_stops_on_a_childs_error() -> None:
+    failing = agent("f", [Message.assistant("", [call("nope", {})])], max_iterations=1, tools=[ExitTool()])
+    events = list(Runner(LoopAgent("l", "", [failing, agent("never", ["x"])], max_iterations=0)).query("x"))
+    assert events[-1].error is not None and "exceeds max iterations" in str(events[-1].error)
+
+
+def test_sequential_forwards_break_loop_without_stopping() -> None:
+    seq = SequentialAgent("s", "", [Breaker("b", at=0), agent("next", ["still runs"])])
+    events = list(Runner(seq).query("x"))
+    assert [s[2] for s in summary(events)] == ["assistant:b#1", "assistant:still runs"]
+    assert events[0].action.break_loop is not None and not events[0].action.break_loop.done
+
+
+def test_a_sequence_child_transfers_inside_its_own_flow() -> None:
+    helper = agent("helper", ["helped"])
+    lead = set_sub_agents(agent("lead", [transfer("helper")]), [helper])
+    events = list(Runner(SequentialAgent("s", "", [lead, agent("last", ["end"])])).query("x"))
+    assert [s[1] for s in summary(events)] == ["s/lead", "s/lead", "s/lead/helper", "s/lead/last"]
+
+
+def test_parallel_forwards_exit_without_stopping_siblings() -> None:
+    class Quit(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            ev = event_from_message(Message.assistant("bye"))
+            ev.action = new_exit_action()
+            yield ev
+
+    events = list(Runner(ParallelAgent("p", "", [Quit("q"), agent("other", ["still here"])])).query("x"))
+    assert sorted(s[2] for s in summary(events)) == ["assistant:bye", "assistant:still here"]

@@ -7,8 +7,14 @@ tools validated and run concurrently, and the model's tokens streamed as they ar
 
 from __future__ import annotations
 
+import sys
+import tempfile
 import time
+import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
 
 from rillet._native import FunctionCall, Message, ToolCall, Usage
 from rillet._native import ResponseMeta
@@ -18,7 +24,7 @@ if TYPE_CHECKING:
 
     from rillet.events import AgentEvent
 
-__all__ = ["build_agent", "main", "render"]
+__all__ = ["build_agent", "main", "make_console", "print_summary", "print_user", "render"]
 
 QUESTION = "I land in Lisbon tomorrow with 200 USD. What's the weather, and what is that in euros?"
 
@@ -67,39 +73,65 @@ def _call(i: int, name: str, args: str) -> ToolCall:
     return ToolCall(index=i, id=f"call_{i}", function=FunctionCall(name, args))
 
 
-def script() -> list[Message]:
-    """The conversation the scripted model plays: two parallel tool calls, one streaming tool,
-    then the answer."""
-    usage = ResponseMeta("tool_calls", Usage(prompt_tokens=182, completion_tokens=41, total_tokens=223))
-    first = Message(
-        role="assistant",
-        content="Let me check the forecast and convert your dollars at the same time.",
-        tool_calls=[
-            _call(0, "get_weather", '{"city": "Lisbon"}'),
-            _call(1, "convert_currency", '{"amount": 200, "from_currency": "USD", "to_currency": "EUR"}'),
-        ],
-        response_meta=usage,
-    )
-    second = Message(
-        role="assistant",
-        content="Sunny weather: here is what to pack.",
-        tool_calls=[_call(0, "packing_tips", '{"forecast": "sunny"}')],
-        response_meta=ResponseMeta("tool_calls", Usage(prompt_tokens=260, completion_tokens=22, total_tokens=282)),
-    )
-    answer = Message(
+def book_hotel(city: str, nights: int) -> str:
+    """Books a hotel room. Needs the traveller's approval.
+
+    Args:
+        city: where to stay.
+        nights: how many nights.
+    """
+    return f"Booked {nights} nights at Casa do Rio, {city} (confirmation LIS-4821)."
+
+
+def _meta(finish: str, prompt: int, completion: int) -> ResponseMeta:
+    return ResponseMeta(finish, Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion))
+
+
+def reply_for(messages: list[Message], tools: Any = None) -> Message:
+    """What the scripted model says next, decided from the conversation so far, so that a run
+    resumed in another process picks up where it stopped: two parallel tool calls, a streaming
+    tool, a booking that needs approval, then the answer."""
+    done = {m.tool_name: m.content for m in messages if m.role == "tool"}
+    if not done:
+        return Message(
+            role="assistant",
+            content="Let me check the forecast and convert your dollars at the same time.",
+            tool_calls=[
+                _call(0, "get_weather", '{"city": "Lisbon"}'),
+                _call(1, "convert_currency", '{"amount": 200, "from_currency": "USD", "to_currency": "EUR"}'),
+            ],
+            response_meta=_meta("tool_calls", 182, 41),
+        )
+    if "packing_tips" not in done:
+        return Message(
+            role="assistant",
+            content="Sunny weather: here is what to pack.",
+            tool_calls=[_call(0, "packing_tips", '{"forecast": "sunny"}')],
+            response_meta=_meta("tool_calls", 260, 22),
+        )
+    if "book_hotel" not in done:
+        return Message(
+            role="assistant",
+            content="I can also book your usual hotel for two nights.",
+            tool_calls=[_call(0, "book_hotel", '{"city": "Lisbon", "nights": 2}')],
+            response_meta=_meta("tool_calls", 301, 25),
+        )
+    booked = done["book_hotel"].startswith("Booked")
+    stay = "Your room is booked (LIS-4821)." if booked else "I did not book the hotel, as you asked."
+    return Message(
         role="assistant",
         content=(
             "Lisbon tomorrow: sunny, 16-24 °C. Your 200 USD is about 184.00 EUR at today's "
-            "rate of 0.92. Pack sunglasses, sunscreen and a light jacket for the evening. "
-            "Boa viagem!"
+            f"rate of 0.92. Pack sunglasses, sunscreen and a light jacket. {stay} Boa viagem!"
         ),
-        response_meta=ResponseMeta("stop", Usage(prompt_tokens=331, completion_tokens=48, total_tokens=379)),
+        response_meta=_meta("stop", 352, 51),
     )
-    return [first, second, answer]
 
 
 def build_agent(delay: float = 0.02) -> Any:
-    """The demo's agent: a ChatModelAgent over a ScriptedModel and three tools."""
+    """The demo's agent: a ChatModelAgent over a ScriptedModel and four tools, one of which
+    needs approval."""
+    from rillet.approval import requires_approval
     from rillet.chatmodel import ChatModelAgent
     from rillet.models import ScriptedModel
     from rillet.tools import tool
@@ -108,54 +140,68 @@ def build_agent(delay: float = 0.02) -> Any:
         name="travel_assistant",
         description="Answers travel questions with live tools.",
         instruction="You are a concise travel assistant. Use the tools; never guess numbers.",
-        model=ScriptedModel(script(), chunk_size=3, delay=delay),
-        tools=[tool(get_weather), tool(convert_currency), tool(packing_tips)],
+        model=ScriptedModel(reply_for, chunk_size=3, delay=delay),
+        tools=[tool(get_weather), tool(convert_currency), tool(packing_tips), requires_approval(tool(book_hotel))],
     )
 
 
 class _Renderer:
-    """Prints events as they arrive: streamed text inline, tool results in boxes' stead."""
+    """Prints events as they arrive: streamed text inline, tool results in boxes' stead.
 
-    def __init__(self, console: Console) -> None:
+    With ``run_paths=True`` (multi-agent runs) a line names the run path whenever it
+    changes, so transfers, workflow children and agents called as tools are easy to follow.
+    """
+
+    def __init__(self, console: Console, *, run_paths: bool = False) -> None:
         self.console = console
+        self.run_paths = run_paths
+        self.path = ""
         self.events = 0
         self.model_calls = 0
         self.tokens = 0
+        self.errors = 0
+        self.actions: list[str] = []
+        self.seen: list[AgentEvent] = []
+
+    def _where(self, ev: AgentEvent) -> bool:
+        """Prints the event's run path if it differs from the last one; True if printed."""
+        if not self.run_paths:
+            return False
+        path = " / ".join(s.agent_name for s in ev.run_path) or ev.agent_name
+        if path == self.path:
+            return False
+        self.path = path
+        self.console.print(f"\n[dim]run path:[/] [bold]{escape(_short(path, self.console.width - 10))}[/]")
+        return True
 
     def event(self, ev: AgentEvent) -> None:
         self.events += 1
+        self.seen.append(ev)
         c = self.console
+        moved = self._where(ev)
         if ev.error is not None:
-            c.print(f"[bold red]error[/] from {ev.agent_name or 'agent'}: {ev.error}")
+            self.errors += 1
+            c.print(f"[bold red]error[/] from {escape(ev.agent_name or 'agent')}: {escape(str(ev.error))}")
             return
         mv = ev.message_output
         if mv is not None and mv.role == "assistant":
             self.model_calls += 1
-            c.print(f"\n[bold cyan]{ev.agent_name}[/] [dim](model call {self.model_calls})[/]")
+            gap = "" if moved else "\n"
+            c.print(f"{gap}[bold cyan]{escape(ev.agent_name)}[/] [dim](model call {self.model_calls})[/]")
             msg = self._stream_text(mv)
             for call in msg.tool_calls:
                 args = _short(call.function.arguments, c.width - 14 - len(call.function.name))
-                c.print(f"  [yellow]→ calls[/] [bold]{call.function.name}[/]({args})", highlight=False)
+                c.print(f"  [yellow]→ calls[/] [bold]{escape(call.function.name)}[/]({escape(args)})", highlight=False)
             meta = msg.response_meta
             if meta is not None and meta.usage is not None:
                 self.tokens += meta.usage.total_tokens
         elif mv is not None and mv.role == "tool":
-            c.print(f"  [green]← {mv.tool_name}[/]" + (" [dim](streaming)[/]" if mv.is_streaming else ""))
+            c.print(f"  [green]← {escape(mv.tool_name)}[/]" + (" [dim](streaming)[/]" if mv.is_streaming else ""))
             msg = self._stream_text(mv, indent="    ", style="green")
         if ev.action is not None:
-            a = ev.action
-            what = (
-                "exit"
-                if a.exit
-                else f"transfer to {a.transfer_to_agent.dest_agent_name}"
-                if a.transfer_to_agent
-                else "interrupt"
-                if a.interrupted
-                else "break loop"
-                if a.break_loop
-                else repr(a.customized_action)
-            )
-            c.print(f"  [magenta]action:[/] {what}")
+            what = _action_text(ev.action)
+            self.actions.append(what)
+            c.print(f"  [magenta]action:[/] {escape(what)}", highlight=False)
 
     def _stream_text(self, mv: Any, indent: str = "  ", style: str = "") -> Message:
         """Prints the message's text as it streams, wrapped to the console, and returns the
@@ -202,16 +248,16 @@ class _Wrapped:
             return
         if self.col == 0:
             word = word.lstrip(" ")
-            self.console.print(self.indent, end="")
+            self.console.print(self.indent, end="", markup=False)
             self.col = len(self.indent)
         elif self.col + len(word) > self.width:
             self._newline()
             return self._print_first(word.lstrip(" "))
-        self.console.print(word, end="", style=self.style, highlight=False)
+        self.console.print(word, end="", style=self.style, highlight=False, markup=False)
         self.col += len(word)
 
     def _print_first(self, word: str) -> None:
-        self.console.print(self.indent + word, end="", style=self.style, highlight=False)
+        self.console.print(self.indent + word, end="", style=self.style, highlight=False, markup=False)
         self.col = len(self.indent) + len(word)
 
     def _newline(self) -> None:
@@ -224,33 +270,146 @@ class _Wrapped:
         self._newline()
 
 
+def _action_text(a: Any) -> str:
+    """One line saying what an event's action does."""
+    if a.exit:
+        return "exit"
+    if a.transfer_to_agent:
+        return f"transfer to {a.transfer_to_agent.dest_agent_name}"
+    if a.interrupted:
+        return _describe_interrupt(a.interrupted)
+    if a.break_loop:
+        b = a.break_loop
+        where = f", ends the loop in round {b.current_iterations + 1}" if b.done else ""
+        return f"break loop (from {b.from_agent}{where})"
+    return _short(repr(a.customized_action), 60)
+
+
 def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render(events: Any, console: Console) -> _Renderer:
-    r = _Renderer(console)
+def _describe_interrupt(info: Any) -> str:
+    ctx = info.interrupt_contexts[0] if info.interrupt_contexts else None
+    what = ctx.info if ctx is not None else None
+    if isinstance(what, dict) and "tool" in what:
+        args = ", ".join(f"{k}={v!r}" for k, v in what["arguments"].items())
+        return f"paused: {what['tool']}({args}) needs approval"
+    return f"paused: {what!r}"
+
+
+def render(events: Any, console: Console, into: _Renderer | None = None, *, run_paths: bool = False) -> _Renderer:
+    """Prints ``events`` as they arrive; ``into`` continues an earlier renderer's counts;
+    ``run_paths`` prints the run path whenever it changes (for multi-agent runs)."""
+    r = into if into is not None else _Renderer(console, run_paths=run_paths)
     for ev in events:
         r.event(ev)
     return r
 
 
-def main(*, delay: float = 0.02, streaming: bool = True, color: bool | None = None) -> int:
-    """Runs the demo and prints it; returns the process exit code."""
+def make_console(color: bool | None = None) -> Console:
+    """An 80-column console; ``color=False`` gives plain text, None lets rich decide."""
     from rich.console import Console
 
-    from rillet.runner import Runner
+    return Console(width=80, highlight=False, no_color=color is False, force_terminal=color)
 
-    console = Console(width=80, highlight=False, no_color=color is False, force_terminal=color)
-    console.print("[bold]rillet demo[/]: a ReAct agent with three tools on a scripted model (offline)")
+
+def print_user(console: Console, text: str) -> None:
+    """The user's question, wrapped under a ``user`` heading."""
     console.print("[bold]user[/]")
     out = _Wrapped(console, "  ", "")
-    out.write(QUESTION)
+    out.write(text)
     out.end()
-    start = time.perf_counter()
-    r = render(Runner(build_agent(delay), streaming=streaming).query(QUESTION), console)
-    took = time.perf_counter() - start
-    console.print(f"\n[dim]{r.events} events · {r.model_calls} model calls · {r.tokens} tokens · {took:.2f} s[/]")
+
+
+def print_summary(console: Console, r: _Renderer, took: float, delay: float) -> None:
+    """The closing line: events, model calls, tokens (when the model reported any), time."""
+    tokens = f" · {r.tokens} tokens" if r.tokens else ""
+    console.print(f"\n[dim]{r.events} events · {r.model_calls} model calls{tokens} · {took:.2f} s[/]")
     if delay:
         console.print("[dim]The scripted model pauses between tokens to look live; --fast skips that.[/]")
+
+
+def _default_db() -> Path:
+    return Path(tempfile.gettempdir()) / "rillet-demo.db"
+
+
+def _decide(console: Console, ask: Any, decision: str | None) -> Any:
+    """The person's answer to an approval interrupt: from the flag, the terminal, or, with
+    neither, approval (said so)."""
+    from rillet.approval import approve, reject
+
+    if decision == "approve":
+        return approve()
+    if decision == "reject":
+        return reject("the traveller declined")
+    if sys.stdin.isatty():
+        answer = console.input("  [bold]Approve this call?[/] [y/n] ").strip().lower()
+        return approve() if answer.startswith("y") else reject("the traveller declined")
+    console.print("  [dim]No terminal to ask: approving (pass --reject to decline).[/]")
+    return approve()
+
+
+def _interrupt_of(events: list[AgentEvent]) -> Any:
+    for ev in events:
+        if ev.action is not None and ev.action.interrupted is not None:
+            return ev.action.interrupted.interrupt_contexts[0]
+    return None
+
+
+def main(
+    *,
+    delay: float = 0.02,
+    streaming: bool = True,
+    color: bool | None = None,
+    decision: str | None = None,
+    db: str | Path | None = None,
+    stop_at_approval: bool = False,
+) -> int:
+    """Runs the demo and prints it; returns the process exit code. The run is checkpointed
+    in SQLite (``db``) when it stops for approval, then resumed from there."""
+    from rillet.checkpoint import SqliteCheckpointStore
+    from rillet.runner import Runner
+
+    console = make_console(color)
+    console.print("[bold]rillet demo[/]: a ReAct agent with four tools on a scripted model (offline)")
+    print_user(console, QUESTION)
+    db_path = Path(db) if db is not None else _default_db()
+    runner = Runner(build_agent(delay), streaming=streaming, checkpoint_store=SqliteCheckpointStore(db_path))
+    checkpoint_id = f"demo-{uuid.uuid4().hex[:8]}"
+    start = time.perf_counter()
+    r = render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console)
+    ask = _interrupt_of(r.seen)
+    if ask is not None and stop_at_approval:
+        console.print(f"\n[bold]Saved.[/] Continue from any process with:\n  rillet resume {checkpoint_id} --db {db_path} --approve")
+        return 0
+    if ask is not None:
+        data = _decide(console, ask, decision)
+        console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {db_path.name}[/]")
+        render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
+    print_summary(console, r, time.perf_counter() - start, delay)
+    return 0
+
+
+def resume(checkpoint_id: str, *, db: str | Path | None = None, decision: str | None = None, color: bool | None = None) -> int:
+    """``rillet resume``: continues a demo run saved in SQLite, from any process."""
+    from rillet.checkpoint import SqliteCheckpointStore
+    from rillet.runner import Runner
+
+    console = make_console(color)
+    db_path = Path(db) if db is not None else _default_db()
+    runner = Runner(build_agent(0.0), checkpoint_store=SqliteCheckpointStore(db_path))
+    data = runner.checkpoint_store.get(checkpoint_id)
+    if data is None:
+        console.print(f"[red]no checkpoint {checkpoint_id!r} in {db_path}[/]")
+        return 1
+    from rillet.checkpoint.payload import load
+
+    pending = load(data, checkpoint_id)
+    targets = {}
+    for iid, address in pending.addresses.items():
+        if address and address[-1].startswith("tool:book_hotel:"):
+            console.print(f"[magenta]approval needed:[/] {address[-1].split(':')[1]} ({iid[:8]})")
+            targets[iid] = _decide(console, None, decision)
+    render(runner.resume(checkpoint_id, targets=targets or None), console)
     return 0

@@ -122,7 +122,8 @@ class FlowAgent(BaseAgent):
     """Wraps ``agent`` with run-path ownership, session recording and transfer.
 
     Build trees with :func:`set_sub_agents`; options with :func:`with_disallow_transfer_to_parent`
-    and :func:`with_history_rewriter` (or the keywords here).
+    and :func:`with_history_rewriter` (or the keywords here). ``skip_transfer_messages`` leaves
+    transfer calls and their results out of the history the agent is rebuilt from.
     """
 
     def __init__(
@@ -131,6 +132,7 @@ class FlowAgent(BaseAgent):
         *,
         disallow_transfer_to_parent: bool = False,
         history_rewriter: HistoryRewriter | None = None,
+        skip_transfer_messages: bool = False,
     ) -> None:
         if isinstance(agent, FlowAgent):
             raise TypeError("FlowAgent(agent): the agent is already a FlowAgent")
@@ -140,6 +142,7 @@ class FlowAgent(BaseAgent):
         self.parent: FlowAgent | None = None
         self.disallow_transfer_to_parent = disallow_transfer_to_parent
         self.history_rewriter = history_rewriter
+        self.skip_transfer_messages = skip_transfer_messages
 
     def find_agent(self, name: str) -> FlowAgent | None:
         """A direct sub-agent named ``name``, else the parent if it has that name."""
@@ -221,6 +224,10 @@ class FlowAgent(BaseAgent):
         entries = [HistoryEntry(True, "", m) for m in root.messages]
         for ev in run.session.snapshot():
             mv = ev.message_output
+            if self.skip_transfer_messages and ev.action is not None and ev.action.transfer_to_agent is not None:
+                if mv is not None and mv.role == "tool" and len(entries) > len(root.messages):
+                    entries.pop()  # the assistant message that called the transfer tool
+                continue
             if mv is None:
                 continue
             entries.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))

@@ -37,7 +37,7 @@ class Runner:
     :mod:`rillet.checkpoint`)."""
 
     def __init__(self, agent: Agent, *, streaming: bool = False, checkpoint_store: Any = None) -> None:
-        if not isinstance(agent, Agent):
+        if not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):  # duck-typed: Protocol isinstance is slow
             raise TypeError(
                 f"Runner(agent): expected an agent (name, description and run(input)), got {type(agent).__name__}"
             )

@@ -25,6 +25,7 @@ from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.context import RunContext, current_run
 from rillet.events import AgentEvent, RunStep
 from rillet.flow import FlowAgent, advance_in, with_disallow_transfer_to_parent
+from rillet.interrupt import composite_interrupt_event, current_resume
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
 
@@ -94,10 +95,11 @@ async def _run_child(
 
 
 class _Outcome:
-    __slots__ = ("stop",)
+    __slots__ = ("interrupt", "stop")
 
     def __init__(self) -> None:
         self.stop = False
+        self.interrupt: AgentEvent | None = None
 
 
 async def _sequence_child(
@@ -120,20 +122,46 @@ async def _sequence_child(
         yield ev
     if held is not None:
         action = held.action
-        if action is not None and (action.exit or action.interrupted is not None):
+        if action is not None and action.signal is not None:
+            outcome.stop = True
+            outcome.interrupt = held  # the workflow wraps it in its own interrupt
+            return
+        if action is not None and action.exit:
             outcome.stop = True
         yield held
+
+
+def _wrap_interrupt(child_event: AgentEvent, state: dict[str, Any]) -> AgentEvent:
+    """The workflow's interrupt around a child's: saves where to resume, keeps the child's
+    agent name and run path (Eino's composite workflow interrupt)."""
+    action = child_event.action
+    assert action is not None and action.signal is not None
+    data = action.interrupted.data if action.interrupted is not None else None
+    ev = composite_interrupt_event(data, state, action.signal)
+    ev.agent_name, ev.run_path = child_event.agent_name, child_event.run_path
+    return ev
+
+
+def _saved(run: RunContext, kind: str) -> dict[str, Any] | None:
+    """This workflow's own saved state when the run resumes it."""
+    state = run.point.state if run.point.was_interrupted else None
+    return state if isinstance(state, dict) and state.get("kind") == kind else None
 
 
 class SequentialAgent(WorkflowAgent):
     """Runs its children one after another."""
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
-        path = run.run_path
-        for child in self.sub_agents:
+        saved = _saved(run, _SEQ)
+        start = int(saved["index"]) if saved is not None else 0
+        path = (*run.run_path, *(RunStep(c.name) for c in self.sub_agents[:start]))
+        for i in range(start, len(self.sub_agents)):
+            child = self.sub_agents[i]
             outcome = _Outcome()
             async for ev in _sequence_child(child, run, path, outcome, **options):
                 yield ev
+            if outcome.interrupt is not None:
+                yield _wrap_interrupt(outcome.interrupt, {"kind": _SEQ, "index": i})
             if outcome.stop:
                 return
             path = (*path, RunStep(child.name))
@@ -165,10 +193,13 @@ class LoopAgent(WorkflowAgent):
         self.max_iterations = max_iterations
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
-        path = run.run_path
-        i = 0
+        saved = _saved(run, _LOOP)
+        i, start = (int(saved["iteration"]), int(saved["index"])) if saved is not None else (0, 0)
+        names = [RunStep(c.name) for c in self.sub_agents]
+        path = (*run.run_path, *(names * i), *names[:start])
         while self.max_iterations == 0 or i < self.max_iterations:
-            for child in self.sub_agents:
+            for j in range(start, len(self.sub_agents)):
+                child = self.sub_agents[j]
                 outcome = _Outcome()
                 broke = False
                 async for ev in _sequence_child(child, run, path, outcome, **options):
@@ -178,45 +209,76 @@ class LoopAgent(WorkflowAgent):
                         brk.current_iterations = i
                         broke = True
                     yield ev
+                if outcome.interrupt is not None:
+                    yield _wrap_interrupt(outcome.interrupt, {"kind": _LOOP, "iteration": i, "index": j})
                 if outcome.stop or broke:
                     return
                 path = (*path, RunStep(child.name))
+            start = 0
             i += 1
 
 
 class ParallelAgent(WorkflowAgent):
-    """Runs its children at the same time, each in its own lane of the session."""
+    """Runs its children at the same time, each in its own lane of the session. Interrupts of
+    children are gathered into one interrupt of the workflow; resuming it reruns only the
+    interrupted children."""
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
-        lanes = [run.session.lane() for _ in self.sub_agents]
-        queue: asyncio.Queue[AgentEvent | BaseException | None] = asyncio.Queue()
+        from rillet.checkpoint.payload import events_to_records, records_to_events
 
-        async def pump(child: FlowAgent, lane_run: RunContext) -> None:
+        saved = _saved(run, _PAR)
+        lanes = [run.session.lane() for _ in self.sub_agents]
+        base = len(lanes[0].events)
+        todo = list(range(len(self.sub_agents)))
+        if saved is not None:
+            resume = current_resume()
+            wanted = resume.next_points(run.address) if resume is not None else []
+            todo = [i for i, c in enumerate(self.sub_agents) if f"agent:{c.name}" in wanted]
+            for i, records in saved["lanes"].items():
+                for ev in records_to_events(records):
+                    lanes[int(i)].record(ev)
+        queue: asyncio.Queue[tuple[int, AgentEvent | BaseException | None]] = asyncio.Queue()
+
+        async def pump(i: int) -> None:
+            lane_run = RunContext(lanes[i], run.run_path, run.address, run.root_input)
             try:
-                async for ev in _run_child(child, lane_run, lane_run.run_path, **options):
-                    queue.put_nowait(ev)
+                async for ev in _run_child(self.sub_agents[i], lane_run, lane_run.run_path, **options):
+                    queue.put_nowait((i, ev))
             except BaseException as e:  # noqa: BLE001 - handed to the workflow to re-raise
-                queue.put_nowait(e)
+                queue.put_nowait((i, e))
                 raise
             finally:
-                queue.put_nowait(None)
+                queue.put_nowait((i, None))
 
-        tasks = [
-            asyncio.ensure_future(pump(child, RunContext(lane, run.run_path, run.address, run.root_input)))
-            for child, lane in zip(self.sub_agents, lanes, strict=True)
-        ]
+        tasks = [asyncio.ensure_future(pump(i)) for i in todo]
+        interrupted: list[AgentEvent] = []
         try:
             running = len(tasks)
             while running:
-                item = await queue.get()
+                _, item = await queue.get()
                 if item is None:
                     running -= 1
                 elif isinstance(item, BaseException):
                     raise item
+                elif item.action is not None and item.action.signal is not None:
+                    interrupted.append(item)  # gathered into the workflow's interrupt below
                 else:
                     yield item
         finally:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        if interrupted:
+            lanes_state = {str(i): await events_to_records(lane.events[base:]) for i, lane in enumerate(lanes)}
+            signals = [ev.action.signal for ev in interrupted if ev.action is not None and ev.action.signal is not None]
+            data = {ev.agent_name: ev.action.interrupted.data for ev in interrupted if ev.action and ev.action.interrupted}
+            out = composite_interrupt_event(data, {"kind": _PAR, "lanes": lanes_state}, *signals)
+            out.agent_name, out.run_path = self.name, run.run_path
+            yield out
+            return
         run.session.join(lanes)
+
+
+_SEQ = "rillet.sequential"
+_LOOP = "rillet.loop"
+_PAR = "rillet.parallel"

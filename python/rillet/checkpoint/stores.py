@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import sqlite3
 
 from rillet.checkpoint.payload import CheckpointError
 
@@ -66,6 +68,8 @@ class SqliteCheckpointStore:
         self._setup()
 
     def _connect(self) -> sqlite3.Connection:
+        import sqlite3  # imported on first use: `import rillet` stays light
+
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
@@ -77,6 +81,8 @@ class SqliteCheckpointStore:
         return conn
 
     def _setup(self) -> None:
+        import sqlite3
+
         conn = self._connect()
         try:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
