@@ -3,17 +3,22 @@
 from rillet import codec, schema
 from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, RilletError, __version__
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
+from rillet.models import ChatModel, ModelCall, ScriptedModel, ScriptExhaustedError
 from rillet.schema import *  # noqa: F403  (messages and streams: see schema.__all__)
 
 __all__ = [
     "EMPTY",
     "Channel",
     "ChannelClosed",
+    "ChatModel",
     "DecodeError",
     "EncodeError",
     "EventGenerator",
     "EventIterator",
+    "ModelCall",
     "RilletError",
+    "ScriptExhaustedError",
+    "ScriptedModel",
     "__version__",
     "codec",
     "new_event_pair",
