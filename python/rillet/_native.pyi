@@ -11,6 +11,7 @@ __all__ = [
     "Channel",
     "ChannelClosed",
     "ChannelRecv",
+    "ChatStreamParser",
     "ConcatError",
     "ContentPart",
     "DecodeError",
@@ -34,6 +35,7 @@ __all__ = [
     "convert_stream",
     "merge_named_streams",
     "merge_streams",
+    "parse_chat_completion",
     "pipe",
     "stream_from_list",
     "__version__",
@@ -290,6 +292,22 @@ class MessageAccumulator:
     def snapshot(self) -> Message: ...
     def finish(self) -> Message: ...
     def __len__(self) -> int: ...
+
+# --- model responses (OpenAI chat completions) ---------------------------------------------
+
+@final
+class ChatStreamParser:
+    def __new__(cls, *, think_tags: bool = True, id_prefix: str = "call_") -> ChatStreamParser: ...
+    def feed(self, data: bytes | bytearray) -> list[Message]: ...
+    def finish(self) -> list[Message]: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def lines(self) -> int: ...
+
+def parse_chat_completion(
+    body: bytes | bytearray, *, think_tags: bool = True, id_prefix: str = "call_"
+) -> Message: ...
 
 # --- streams ----------------------------------------------------------------------------
 
