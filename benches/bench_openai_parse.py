@@ -15,6 +15,8 @@ model fields real servers send. Both sides get the same bytes, cut into the same
   accumulator rebuilds its snapshot per chunk, so it grows with the answer's length; the
   "by hand" peer accumulates the SDK's chunks with plain string joins instead, and the
   "parse only" group compares bytes-to-chunks alone.
+* python dicts: the leanest Python path, the SDK's SSE decoder and ``json.loads`` with the
+  same hand accumulation over plain dicts (no model objects, none of the dialect handling).
 
 Run: .venv/bin/python -m pytest benches/bench_openai_parse.py --benchmark-only \
          --benchmark-columns=median,mean,rounds
@@ -105,6 +107,33 @@ def openai_read(reads: list[bytes]) -> Any:
     return state.current_completion_snapshot
 
 
+def dicts_read_by_hand(reads: list[bytes]) -> tuple[str, list[list[str]], Any]:
+    """The leanest Python reading: the SDK's SSE decoder and ``json.loads``, then the same
+    hand accumulation over plain dicts (no model objects at all)."""
+    from openai._streaming import SSEDecoder
+
+    content: list[str] = []
+    calls: dict[int, list[str]] = {}
+    usage = None
+    for sse in SSEDecoder().iter_bytes(iter(reads)):
+        if sse.data.startswith("[DONE]"):
+            break
+        chunk = json.loads(sse.data)
+        if chunk.get("usage") is not None:
+            usage = chunk["usage"]
+        for choice in chunk["choices"]:
+            delta = choice["delta"]
+            if delta.get("content"):
+                content.append(delta["content"])
+            for tc in delta.get("tool_calls") or ():
+                call = calls.setdefault(tc["index"], ["", "", ""])
+                call[0] = call[0] or tc.get("id") or ""
+                fn = tc.get("function") or {}
+                call[1] = call[1] or fn.get("name") or ""
+                call[2] += fn.get("arguments") or ""
+    return "".join(content), [calls[i] for i in sorted(calls)], usage
+
+
 def openai_read_by_hand(reads: list[bytes]) -> tuple[str, list[list[str]], Any]:
     """The SDK's chunks accumulated by hand (no snapshot rebuilt per chunk): the cheapest
     correct loop a user of the SDK would write."""
@@ -138,6 +167,7 @@ def test_rillet_and_sdk_read_the_same_answer() -> None:
     text, calls, usage = openai_read_by_hand(READS)
     assert text == ours.content and calls[1] == ["call_Wx2Search", "search_web", EXPECTED_ARGS]
     assert usage.total_tokens == 2814
+    assert dicts_read_by_hand(READS)[:2] == (text, calls)
     assert len(rillet_chunks(READS)) == len(list(openai_chunks(READS))) == 2005
 
 
@@ -161,6 +191,14 @@ def test_openai_sdk_parse_and_accumulate_by_hand(benchmark: Any) -> None:
     pytest.importorskip("openai")
     benchmark.extra_info["impl"] = "openai sdk by hand"  # benches/conftest.py prints the ratios
     text, _, _ = benchmark(openai_read_by_hand, READS)
+    assert text == EXPECTED_CONTENT
+
+
+@pytest.mark.benchmark(group="read a 2,000-token stream")
+def test_python_dicts_by_hand(benchmark: Any) -> None:
+    pytest.importorskip("openai")
+    benchmark.extra_info["impl"] = "python dicts"  # benches/conftest.py prints the ratios
+    text, _, _ = benchmark(dicts_read_by_hand, READS)
     assert text == EXPECTED_CONTENT
 
 
