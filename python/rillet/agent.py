@@ -16,16 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Iterator
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rillet._loop import RunTask, spawn
 from rillet._native import Channel, ChannelClosed, Message
 from rillet.event_pair import EventGenerator, EventIterator
-from rillet.events import AgentEvent
+from rillet.events import AgentAction, AgentEvent, event_from_message
 
-__all__ = ["Agent", "AgentInput", "BaseAgent", "RunIterator", "run_events"]
+__all__ = ["Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta", "run_events"]
 
 
 @dataclass(slots=True)
@@ -159,14 +160,93 @@ async def run_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIt
             close()
 
 
+class StateDelta(dict[str, Any]):
+    """The session values a before/after-agent callback wrote, carried as an event's
+    ``action.customized_action`` (ADK's ``state_delta``)."""
+
+
+class _CallbackState:
+    """The session values as a callback sees them: writes go to the session at once and are
+    remembered as the callback's state delta."""
+
+    def __init__(self, delta: StateDelta) -> None:
+        self._delta = delta
+
+    def __getitem__(self, key: str) -> Any:
+        from rillet.context import current_run
+
+        run = current_run()
+        if run is None:
+            return self._delta[key]
+        with run.session.lock:
+            return run.session.values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _MISSING) is not _MISSING  # type: ignore[arg-type]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        from rillet.context import add_session_value
+
+        add_session_value(key, value)
+        self._delta[key] = value
+
+
+_MISSING = object()
+
+
+@dataclass(slots=True)
+class CallbackContext:
+    """What a before/after-agent callback gets: the agent's name, its input, and ``state``
+    (read and write session values; writes become the callback event's state delta)."""
+
+    agent_name: str
+    input: AgentInput
+    state: _CallbackState
+    delta: StateDelta
+
+
+AgentCallback = Callable[[CallbackContext], "Message | str | None | Awaitable[Message | str | None]"]
+
+
+def _author(ev: AgentEvent, agent_name: str) -> str:
+    """ADK's rule for an event without an author: user-role content is the user's."""
+    mv = ev.message_output
+    if mv is not None and mv.message is not None and mv.message.role == "user":
+        return "user"
+    return agent_name
+
+
 class BaseAgent:
     """Subclass and write ``async def _run(self, input, **options)`` as an async generator of
     events. ``run`` starts it as a task and returns at once; an exception raised by ``_run``
-    becomes one error event, after which the stream ends."""
+    becomes one error event, after which the stream ends.
 
-    def __init__(self, name: str = "", description: str = "") -> None:
+    ``before_agent_callbacks`` and ``after_agent_callbacks`` wrap the whole agent call as in
+    Google's ADK-Go: each gets a :class:`CallbackContext`; the first before-callback that
+    returns content (a Message or text) ends the call with that content as an event (the body
+    and the after-callbacks are skipped); session values a callback writes are reported in an
+    event too (then the body runs). After-callbacks add one new event; they cannot take back
+    what the agent said. A callback's exception becomes the call's error event.
+    """
+
+    def __init__(
+        self,
+        name: str = "",
+        description: str = "",
+        *,
+        before_agent_callbacks: Iterable[AgentCallback] = (),
+        after_agent_callbacks: Iterable[AgentCallback] = (),
+    ) -> None:
         self._name = name
         self._description = description
+        self.before_agent_callbacks: list[AgentCallback] = list(before_agent_callbacks)
+        self.after_agent_callbacks: list[AgentCallback] = list(after_agent_callbacks)
 
     @property
     def name(self) -> str:
@@ -182,13 +262,48 @@ class BaseAgent:
         raise NotImplementedError(f"{type(self).__name__} must define an async generator _run(input, **options)")
 
     async def _events(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
-        """``_run``'s events, with an exception turned into a final error event."""
+        """``_run``'s events inside the agent callbacks, authors filled in, with an exception
+        turned into a final error event."""
+        name = self._name
         try:
+            if self.before_agent_callbacks:
+                content, ev = await self._callbacks(self.before_agent_callbacks, input)
+                if ev is not None:
+                    yield ev
+                if content:
+                    return
             async with contextlib.aclosing(self._run(input, **options)) as evs:  # type: ignore[type-var]
                 async for ev in evs:
+                    if not ev.agent_name:
+                        ev.agent_name = _author(ev, name)
+                    yield ev
+            if self.after_agent_callbacks:
+                _, ev = await self._callbacks(self.after_agent_callbacks, input)
+                if ev is not None:
                     yield ev
         except Exception as e:  # errors are events: run never raises
             yield AgentEvent(error=e)
+
+    async def _callbacks(self, callbacks: list[AgentCallback], input: AgentInput) -> tuple[bool, AgentEvent | None]:
+        """Runs ``callbacks`` until one returns content; the event (content and/or state
+        delta) is None when there is neither."""
+        delta = StateDelta()
+        ctx = CallbackContext(self._name, input, _CallbackState(delta), delta)
+        content: Message | None = None
+        for cb in callbacks:
+            result = cb(ctx)
+            if inspect.isawaitable(result):
+                result = await result
+            if result is not None:
+                content = Message.assistant(result) if isinstance(result, str) else result
+                break
+        if content is None and not delta:
+            return False, None
+        ev = event_from_message(content) if content is not None else AgentEvent()
+        ev.agent_name = self._name
+        if delta:
+            ev.action = AgentAction(customized_action=delta)
+        return content is not None, ev
 
     def run(self, input: AgentInput, **options: Any) -> RunIterator:
         """Starts the agent on ``input`` and returns its events at once."""

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from rillet._native import Message, RilletError, ToolCall, pipe
-from rillet.agent import AgentInput, BaseAgent
+from rillet.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.context import _TOOL_CALL, ToolCallScope, add_session_value, current_run
 from rillet.events import AgentEvent, event_from_message
+from rillet.interrupt import Interrupted, composite_interrupt_event, current_resume
 from rillet.schema import aconcat_message_stream
 
 if TYPE_CHECKING:
@@ -110,6 +111,8 @@ class ChatModelAgent(BaseAgent):
         before_model, after_model, wrap_tool_call, before_agent, after_agent: callbacks
             (sync or async; one or a list), see the module documentation.
         model_options: keyword options passed to every model call.
+        before_agent_callbacks, after_agent_callbacks: ADK-Go's agent callbacks around the
+            whole call (see :class:`~rillet.agent.BaseAgent`).
     """
 
     def __init__(
@@ -133,8 +136,15 @@ class ChatModelAgent(BaseAgent):
         before_agent: BeforeAgent | Iterable[BeforeAgent] | None = None,
         after_agent: AfterAgent | Iterable[AfterAgent] | None = None,
         model_options: dict[str, Any] | None = None,
+        before_agent_callbacks: Iterable[AgentCallback] = (),
+        after_agent_callbacks: Iterable[AgentCallback] = (),
     ) -> None:
-        super().__init__(name, description)
+        super().__init__(
+            name,
+            description,
+            before_agent_callbacks=before_agent_callbacks,
+            after_agent_callbacks=after_agent_callbacks,
+        )
         if model is None:
             raise ValueError(f"ChatModelAgent {name!r}: model is required (for example ScriptedModel([...]))")
         if tool_error not in ("return", "raise"):
@@ -171,21 +181,95 @@ class ChatModelAgent(BaseAgent):
         self.after_agent: list[AfterAgent] = _as_list(after_agent)
         self.model_options = dict(model_options or {})
         self._tool_infos: list[ToolInfo] = [t.info for t in self.tools]
+        self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
+        self._sub_agents: list[Any] = []
+        self._parent: Any = None
+        self._disallow_transfer_to_parent = False
+        self._transfer_instruction = ""
+        self._frozen = False
+
+    # --- transfer wiring (called by set_sub_agents) --------------------------------------
+
+    def on_set_sub_agents(self, sub_agents: list[Any]) -> None:
+        """Called by :func:`rillet.set_sub_agents`: this agent may transfer to ``sub_agents``."""
+        self._check_not_frozen()
+        if self._sub_agents:
+            raise ValueError(f"ChatModelAgent {self.name!r}: sub-agents are already set")
+        self._sub_agents = list(sub_agents)
+        self._wire_transfer()
+
+    def on_set_as_sub_agent(self, parent: Any) -> None:
+        """Called by :func:`rillet.set_sub_agents`: ``parent`` is this agent's parent."""
+        self._check_not_frozen()
+        if self._parent is not None:
+            raise ValueError(f"ChatModelAgent {self.name!r}: it already has a parent, {self._parent.name!r}")
+        self._parent = parent
+        self._wire_transfer()
+
+    def on_disallow_transfer_to_parent(self) -> None:
+        """This agent may not transfer back to its parent."""
+        self._check_not_frozen()
+        self._disallow_transfer_to_parent = True
+        self._wire_transfer()
+
+    def _check_not_frozen(self) -> None:
+        if self._frozen:
+            raise RuntimeError(f"ChatModelAgent {self.name!r} has already run: set its sub-agents before the first run")
+
+    def _wire_transfer(self) -> None:
+        """Adds (or removes) the transfer tool and instruction for the current targets."""
+        from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
+
+        targets = list(self._sub_agents)
+        if self._parent is not None and not self._disallow_transfer_to_parent:
+            targets.append(self._parent)
+        self.tools = [t for t in self.tools if t.info.name != TRANSFER_TOOL_NAME]
+        self._by_name.pop(TRANSFER_TOOL_NAME, None)
+        self.return_directly.discard(TRANSFER_TOOL_NAME)
+        self._transfer_instruction = transfer_instruction(targets) if targets else ""
+        if targets:
+            t = transfer_tool()
+            self.tools.append(t)
+            self._by_name[TRANSFER_TOOL_NAME] = t
+            self.return_directly.add(TRANSFER_TOOL_NAME)
+        self._tool_infos = [t.info for t in self.tools]
+        self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
 
     # --- the run ----------------------------------------------------------------------
 
     async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
-        for cb in self.before_agent:
-            changed = await _maybe_await(cb(input))
-            if changed is not None:
-                input = changed
-        state = list(await self._model_input(input))
+        self._frozen = True
+        run = current_run()
+        saved = run.point.state if run is not None and run.point.was_interrupted else None
         streaming = input.enable_streaming
         infos = self._tool_infos
         model_opts = {**self.model_options, **options.get("model_options", {})}
-        remaining = self.max_iterations if infos else 1
-        iteration = 0
+        if isinstance(saved, dict) and saved.get("kind") == _STATE_KIND:
+            # Resumed: the conversation as it was, and the interrupted round rerun for the
+            # calls that had not completed (completed results are reused, not recomputed).
+            state: list[Message] = list(saved["messages"])
+            remaining, iteration = int(saved["remaining"]), int(saved["iteration"])
+            outcome = _RoundOutcome()
+            round_ = self._round(state, streaming, remaining, iteration, dict(saved["completed"]), outcome)
+        else:
+            for cb in self.before_agent:
+                changed = await _maybe_await(cb(input))
+                if changed is not None:
+                    input = changed
+            state = list(await self._model_input(input))
+            remaining = self.max_iterations if infos else 1
+            iteration = 0
+            outcome = _RoundOutcome()
+            round_ = None
         while True:
+            if round_ is not None:
+                async for ev in round_:
+                    yield ev
+                if outcome.interrupted:
+                    return
+                if outcome.ends:
+                    await self._finish(state, outcome.final_text)
+                    return
             if remaining <= 0:
                 raise ExceedMaxIterationsError(
                     f"ChatModelAgent {self.name!r} exceeds max iterations ({self.max_iterations} model calls)"
@@ -210,27 +294,19 @@ class ChatModelAgent(BaseAgent):
                 if replaced is not None:
                     reply = replaced
             state.append(reply)
-            calls = reply.tool_calls
-            if not calls or not infos:
+            if not reply.tool_calls or not infos:
                 await self._finish(state, reply.content)
                 return
-            final: AgentEvent | None = None
-            async for ev, direct in self._tool_round(calls, state):
-                if direct:
-                    final = ev  # held until the whole round is done, then it ends the run
-                else:
-                    yield ev
-            if final is not None:
-                direct_id = final_id(calls, self)
-                text = next((m.content for m in state if m.role == "tool" and m.tool_call_id == direct_id), "")
-                yield final
-                await self._finish(state, text)
-                return
+            outcome = _RoundOutcome()
+            round_ = self._round(state, streaming, remaining, iteration, {}, outcome)
 
     async def _model_input(self, input: AgentInput) -> list[Message]:
         if self.gen_model_input is not None:
             return list(await _maybe_await(self.gen_model_input(self.instruction, input)))
-        instruction = self._format_instruction(self.instruction)
+        instruction = self.instruction
+        if self._transfer_instruction:
+            instruction = f"{instruction}\n\n{self._transfer_instruction}" if instruction else self._transfer_instruction
+        instruction = self._format_instruction(instruction)
         if not instruction:
             return list(input.messages)
         return [Message.system(instruction), *input.messages]
@@ -260,40 +336,129 @@ class ChatModelAgent(BaseAgent):
 
     # --- tools ------------------------------------------------------------------------
 
-    async def _tool_round(self, calls: Sequence[ToolCall], state: list[Message]) -> AsyncIterator[tuple[AgentEvent, bool]]:
-        """Runs one round of tool calls; yields (event, is_return_directly) as each call
-        returns (a streaming tool's event before its stream is read), then appends the tool
-        messages to ``state`` in call order."""
+    async def _round(
+        self,
+        state: list[Message],
+        streaming: bool,
+        remaining: int,
+        iteration: int,
+        completed: dict[str, Message],
+        outcome: _RoundOutcome,
+    ) -> AsyncIterator[AgentEvent]:
+        """One tool round for the calls of ``state[-1]``: events as calls finish; a
+        return-directly event held to the end; an interrupt of any call (after every call
+        has finished) becomes one composite interrupt of this agent, saving what it needs
+        to rerun only the calls that did not complete."""
+        calls = state[-1].tool_calls
         direct_id = final_id(calls, self)
-        results: list[Message | asyncio.Future[Message] | None] = [None] * len(calls)
-        if len(calls) == 1 or self.execute_tools_sequentially:
-            for i, c in enumerate(calls):
-                ev, results[i] = await self._call_tool(c.function.name, c.id, c.function.arguments)
-                yield ev, bool(direct_id) and c.id == direct_id
-        else:
-            tasks: dict[asyncio.Future[tuple[AgentEvent, Message | asyncio.Future[Message]]], int] = {
-                asyncio.ensure_future(self._call_tool(c.function.name, c.id, c.function.arguments)): i
-                for i, c in enumerate(calls)
+        final: AgentEvent | None = None
+        signals: list[Any] = []
+        results: dict[str, Message] = dict(completed)
+        async for ev, call_id, msg in self._tool_calls([c for c in calls if c.id not in completed], state, streaming):
+            if isinstance(ev, Interrupted):
+                signals.append(ev)
+                continue
+            if msg is not None:
+                results[call_id] = msg
+            if ev is None:  # a streaming tool's result, joined after its event
+                continue
+            if direct_id and call_id == direct_id:
+                final = ev
+            else:
+                yield ev
+        if signals:
+            snapshot = {
+                "kind": _STATE_KIND,
+                "messages": list(state),
+                "completed": results,
+                "remaining": remaining,
+                "iteration": iteration,
             }
+            outcome.interrupted = True
+            yield composite_interrupt_event(None, snapshot, *signals)
+            return
+        state.extend(results[c.id] for c in calls if c.id in results)
+        if direct_id:
+            if final is None and direct_id in results:  # it completed before an interrupt
+                final = event_from_message(results[direct_id].copy(), role="tool", tool_name=results[direct_id].tool_name)
+            outcome.ends = True
+            outcome.final_text = results[direct_id].content if direct_id in results else ""
+            if final is not None:
+                yield final
+
+    async def _tool_calls(
+        self, calls: Sequence[ToolCall], state: list[Message], streaming: bool
+    ) -> AsyncIterator[tuple[Any, str, Message | None]]:
+        """Runs tool calls (concurrently unless told otherwise); yields (event, call id, tool
+        message) as each call returns (a streaming tool's event before its stream is read:
+        its message is then None and joins later), or (Interrupted, call id, None). Events that
+        tools emit (agent tools with ``emit_internal_events``) are yielded as they come."""
+        futures: dict[str, asyncio.Future[Message]] = {}
+        inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        emit = (lambda ev: inbox.put_nowait(("event", ev))) if self._emits else None
+        if emit is None and (len(calls) == 1 or self.execute_tools_sequentially):
+            for c in calls:
+                try:
+                    ev, msg = await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming)
+                except Interrupted as e:
+                    yield e, c.id, None
+                    continue
+                if isinstance(msg, Message):
+                    yield ev, c.id, msg
+                else:
+                    futures[c.id] = msg
+                    yield ev, c.id, None
+        else:
+            gate = asyncio.Lock() if self.execute_tools_sequentially else None
+
+            async def one(c: ToolCall) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
+                if gate is None:
+                    return await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming, emit)
+                async with gate:
+                    return await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming, emit)
+
+            tasks = {asyncio.ensure_future(one(c)): c.id for c in calls}
+            for t in tasks:
+                t.add_done_callback(lambda t: inbox.put_nowait(("done", t)))
             try:
-                pending: set[asyncio.Future[tuple[AgentEvent, Message | asyncio.Future[Message]]]] = set(tasks)
-                while pending:
-                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    for t in sorted(done, key=tasks.__getitem__):
-                        i = tasks[t]
-                        ev, results[i] = t.result()
-                        yield ev, bool(direct_id) and calls[i].id == direct_id
+                left = len(tasks)
+                while left:
+                    kind, item = await inbox.get()  # emitted events and finished calls, as they come
+                    if kind == "event":
+                        yield item, "", None
+                        continue
+                    left -= 1
+                    call_id = tasks[item]
+                    try:
+                        ev, msg = item.result()
+                    except Interrupted as e:
+                        yield e, call_id, None
+                        continue
+                    if isinstance(msg, Message):
+                        yield ev, call_id, msg
+                    else:
+                        futures[call_id] = msg
+                        yield ev, call_id, None
             finally:
                 for t in tasks:
                     t.cancel()
-        for r in results:
-            if r is not None:
-                state.append(r if isinstance(r, Message) else await r)
+        for call_id, fut in futures.items():  # streaming tools' concatenated results
+            yield None, call_id, await fut
 
     async def _call_tool(
-        self, name: str, call_id: str, arguments: str
+        self,
+        name: str,
+        call_id: str,
+        arguments: str,
+        state: list[Message] | None = None,
+        streaming: bool = False,
+        emit: Callable[[AgentEvent], None] | None = None,
     ) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
-        scope = ToolCallScope(name, call_id)
+        scope = ToolCallScope(name, call_id, None, state, streaming, emit)
+        resume = current_resume()
+        if resume is not None:
+            run = current_run()
+            scope.point = resume.enter((*(run.address if run else ()), f"tool:{name}:{call_id}"))
         token = _TOOL_CALL.set(scope)
         try:
             tool = self._by_name.get(name)
@@ -322,6 +487,8 @@ class ChatModelAgent(BaseAgent):
             endpoint = _bind(wrapper, ToolCallContext(self.name, name, call_id, arguments), endpoint)
         try:
             return await endpoint(arguments)
+        except Interrupted:
+            raise
         except Exception as e:
             if self.tool_error == "raise":
                 raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
@@ -340,7 +507,8 @@ class ChatModelAgent(BaseAgent):
         async def produce() -> None:
             try:
                 async for piece in tool.stream(arguments):
-                    if not writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name)):
+                    writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name))
+                    if writer.reader_closed:  # every reader is gone: stop producing
                         break
             except Exception as e:
                 if self.tool_error == "raise":
@@ -373,6 +541,20 @@ def _bind(
         return await wrapper(ctx, inner)
 
     return call
+
+
+_STATE_KIND = "rillet.chatmodel.round"
+
+
+class _RoundOutcome:
+    """How a tool round ended: interrupted, or ending the run (a return-directly tool)."""
+
+    __slots__ = ("ends", "final_text", "interrupted")
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.ends = False
+        self.final_text = ""
 
 
 def final_id(calls: Sequence[ToolCall], agent: ChatModelAgent) -> str:

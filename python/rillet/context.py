@@ -12,12 +12,18 @@ session; the session is guarded by a lock because those threads may write to it.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rillet.interrupt import NOT_RESUMING, ResumePoint, current_resume
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rillet._native import Message
     from rillet.agent import AgentInput
     from rillet.events import AgentAction, AgentEvent, RunStep
 
@@ -35,28 +41,69 @@ __all__ = [
 
 @dataclass(eq=False)
 class Session:
-    """State shared by every agent of one run: ``values`` and the recorded ``events``."""
+    """State shared by every agent of one run: ``values`` and the recorded ``events``.
+
+    A parallel workflow gives each child a *lane*: a session sharing ``values`` (and their
+    lock) whose event log starts as a copy of the parent's; the lanes' new events are joined
+    back in the order they were recorded (``stamps``) once every child has finished.
+    """
 
     values: dict[str, Any] = field(default_factory=dict)
     events: list[AgentEvent] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    stamps: list[int] = field(default_factory=list, repr=False)
+
+    def record(self, event: AgentEvent) -> None:
+        """Appends ``event`` to the log, stamped with the time it was recorded."""
+        stamp = time.monotonic_ns()
+        with self.lock:
+            self.events.append(event)
+            self.stamps.append(stamp)
+
+    def snapshot(self) -> list[AgentEvent]:
+        """A copy of the event log."""
+        with self.lock:
+            return list(self.events)
+
+    def lane(self) -> Session:
+        """A session for one concurrent child: shared values, its own copy of the log."""
+        with self.lock:
+            return Session(self.values, list(self.events), self.lock, list(self.stamps))
+
+    def join(self, lanes: list[Session]) -> None:
+        """Commits the events the ``lanes`` recorded beyond this log, in recording order."""
+        with self.lock:
+            base = len(self.events)
+            new = sorted(
+                (stamp, i, j, ev)
+                for i, lane in enumerate(lanes)
+                for j, (stamp, ev) in enumerate(zip(lane.stamps[base:], lane.events[base:], strict=True))
+            )
+            for stamp, _, _, ev in new:
+                self.events.append(ev)
+                self.stamps.append(stamp)
 
 
 @dataclass(frozen=True, eq=False)
 class RunContext:
-    """Where the running code sits: its session, run path and interrupt address."""
+    """Where the running code sits: its session, run path and interrupt address, and, in a
+    resumed run, what it gets back (``point``)."""
 
     session: Session
     run_path: tuple[RunStep, ...] = ()
     address: tuple[str, ...] = ()
     root_input: AgentInput | None = None
+    point: ResumePoint = NOT_RESUMING
 
-    def child(self, agent_name: str, *, address_segment: str | None = None) -> RunContext:
-        """The context of an agent named ``agent_name`` running under this one."""
+    def child(self, agent_name: str) -> RunContext:
+        """The context of an agent named ``agent_name`` running under this one. In a resumed
+        run, entering the address takes that address's saved state and resume data."""
         from rillet.events import RunStep
 
-        seg = address_segment if address_segment is not None else f"agent:{agent_name}"
-        return RunContext(self.session, (*self.run_path, RunStep(agent_name)), (*self.address, seg), self.root_input)
+        address = (*self.address, f"agent:{agent_name}")
+        resume = current_resume()
+        point = resume.enter(address) if resume is not None else NOT_RESUMING
+        return RunContext(self.session, (*self.run_path, RunStep(agent_name)), address, self.root_input, point)
 
 
 _RUN: ContextVar[RunContext | None] = ContextVar("rillet_run", default=None)
@@ -104,11 +151,17 @@ def get_session_values() -> dict[str, Any]:
 
 @dataclass(eq=False, slots=True)
 class ToolCallScope:
-    """The tool call being executed: set by ChatModelAgent around each call."""
+    """The tool call being executed: set by ChatModelAgent around each call. ``state`` is the
+    calling agent's conversation, ``streaming`` its run's mode, ``emit`` (when the agent
+    forwards internal events) hands an event to the agent's output."""
 
     tool_name: str
     call_id: str
     action: AgentAction | None = None
+    state: list[Message] | None = None
+    streaming: bool = False
+    emit: Callable[[AgentEvent], None] | None = None
+    point: ResumePoint = NOT_RESUMING
 
 
 _TOOL_CALL: ContextVar[ToolCallScope | None] = ContextVar("rillet_tool_call", default=None)

@@ -12,13 +12,13 @@ copies it first, so the event can still be read afterwards.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from rillet._native import Message, StreamReader, concat_message_stream
 
 if TYPE_CHECKING:
-    from rillet.interrupt import InterruptInfo
+    from rillet.interrupt import InterruptInfo, InterruptSignal
 
 __all__ = [
     "AgentAction",
@@ -140,6 +140,8 @@ class AgentAction:
     transfer_to_agent: TransferToAgentAction | None = None
     break_loop: BreakLoopAction | None = None
     customized_action: Any = None
+    signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
+    """The internal interrupt tree the Runner saves (set with ``interrupted``)."""
 
 
 def new_exit_action() -> AgentAction:

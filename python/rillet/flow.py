@@ -2,70 +2,365 @@
 
 It gives the agent its place in the run (run path ``parent + [name]``, address
 ``parent + ["agent:<name>"]``), fills ``agent_name`` and ``run_path`` on the events the agent
-made itself, and records those events in the session so that later agents can rebuild the
-conversation. Only the last own event's action counts for what happens after the agent ends.
+made itself, records those events in the session, and after the agent ends acts on the last
+own event's action: a transfer runs the named sub-agent (or the parent) next.
+
+An agent that is not the root of its run (a transfer target, a workflow child) ignores the input
+it is given and rebuilds it from the run's root input and every recorded event; other agents'
+messages are rewritten as user messages that start with ``For context:`` (Eino's format).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import replace
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from rillet._native import FunctionCall, Message, RilletError, ToolCall
 from rillet.agent import Agent, AgentInput, BaseAgent, run_events
-from rillet.context import _RUN, RunContext, Session, current_run
-from rillet.events import AgentAction, AgentEvent, copy_event
+from rillet.context import _RUN, _TOOL_CALL, RunContext, Session, current_run
+from rillet.events import AgentAction, AgentEvent, copy_event, event_from_message, new_transfer_to_agent_action
+from rillet.interrupt import current_resume
 
-__all__ = ["FlowAgent", "advance_in"]
+__all__ = [
+    "TRANSFER_TOOL_NAME",
+    "FlowAgent",
+    "HistoryEntry",
+    "HistoryRewriter",
+    "TransferError",
+    "advance_in",
+    "gen_transfer_messages",
+    "rewrite_message",
+    "set_sub_agents",
+    "with_disallow_transfer_to_parent",
+    "with_history_rewriter",
+]
+
+TRANSFER_TOOL_NAME = "transfer_to_agent"
+
+
+class TransferError(RilletError):
+    """A transfer named an agent that is neither a sub-agent nor the parent."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One message of the history an agent is rebuilt from: root input or a recorded event."""
+
+    is_user_input: bool
+    agent_name: str
+    message: Message
+
+
+HistoryRewriter = Callable[[list[HistoryEntry]], list[Message]]
 
 
 async def advance_in(run: RunContext, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
-    """Iterates ``events`` with the run context set to ``run`` while each event is produced,
-    and restored before it is handed on, so the consumer's own context is never changed."""
+    """Iterates ``events`` with the run context set to ``run`` (and no tool call in scope: an
+    agent run from inside a tool is not that tool) while each event is produced, and restored
+    before it is handed on, so the consumer's own context is never changed."""
     try:
         while True:
             token = _RUN.set(run)
+            tool_token = _TOOL_CALL.set(None)
             try:
                 ev = await events.__anext__()
             except StopAsyncIteration:
                 return
             finally:
+                _TOOL_CALL.reset(tool_token)
                 _RUN.reset(token)
             yield ev
     finally:
         token = _RUN.set(run)
+        tool_token = _TOOL_CALL.set(None)
         try:
             await events.aclose()  # type: ignore[attr-defined]
         finally:
+            _TOOL_CALL.reset(tool_token)
             _RUN.reset(token)
 
 
-class FlowAgent(BaseAgent):
-    """Wraps ``agent`` with run-path ownership and session recording."""
+def rewrite_message(msg: Message, agent_name: str) -> Message:
+    """Another agent's message as the user message a transferred-to agent sees (Eino's format)."""
+    parts = ["For context:"]
+    if msg.role == "assistant":
+        if msg.content:
+            parts.append(f" [{agent_name}] said: {msg.content}.")
+        for call in msg.tool_calls:
+            parts.append(
+                f" [{agent_name}] called tool: `{call.function.name}` with arguments: {call.function.arguments}."
+            )
+    elif msg.role == "tool" and msg.content:
+        parts.append(f" [{agent_name}] `{msg.tool_name}` tool returned result: {msg.content}.")
+    return Message.user("".join(parts))
 
-    def __init__(self, agent: Agent) -> None:
+
+def _default_rewriter(own_name: str) -> HistoryRewriter:
+    def rewrite(entries: list[HistoryEntry]) -> list[Message]:
+        return [
+            e.message if e.is_user_input or e.agent_name == own_name else rewrite_message(e.message, e.agent_name)
+            for e in entries
+        ]
+
+    return rewrite
+
+
+def gen_transfer_messages(dest_agent_name: str) -> tuple[Message, Message]:
+    """The assistant tool call and tool result of a transfer to ``dest_agent_name``, as the
+    transfer tool would have produced them (the arguments are the bare name, as in Eino)."""
+    call_id = str(uuid.uuid4())
+    call = ToolCall(index=0, id=call_id, function=FunctionCall(TRANSFER_TOOL_NAME, dest_agent_name))
+    return (
+        Message.assistant("", [call]),
+        Message.tool_message(f"successfully transferred to agent [{dest_agent_name}]", call_id, TRANSFER_TOOL_NAME),
+    )
+
+
+class FlowAgent(BaseAgent):
+    """Wraps ``agent`` with run-path ownership, session recording and transfer.
+
+    Build trees with :func:`set_sub_agents`; options with :func:`with_disallow_transfer_to_parent`
+    and :func:`with_history_rewriter` (or the keywords here). ``skip_transfer_messages`` leaves
+    transfer calls and their results out of the history the agent is rebuilt from.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        disallow_transfer_to_parent: bool = False,
+        history_rewriter: HistoryRewriter | None = None,
+        skip_transfer_messages: bool = False,
+    ) -> None:
+        if isinstance(agent, FlowAgent):
+            raise TypeError("FlowAgent(agent): the agent is already a FlowAgent")
         super().__init__(agent.name, agent.description)
         self.agent = agent
+        self.sub_agents: list[FlowAgent] = []
+        self.parent: FlowAgent | None = None
+        self.disallow_transfer_to_parent = disallow_transfer_to_parent
+        self.history_rewriter = history_rewriter
+        self.skip_transfer_messages = skip_transfer_messages
 
-    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+    def find_agent(self, name: str) -> FlowAgent | None:
+        """A direct sub-agent named ``name``, else the parent if it has that name."""
+        for sub in self.sub_agents:
+            if sub.name == name:
+                return sub
+        if self.parent is not None and self.parent.name == name:
+            return self.parent
+        return None
+
+    async def _run(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
         parent = current_run()
         if parent is None:  # run on its own, outside a Runner: a fresh session
             parent = RunContext(Session())
         run = parent.child(self.name)
-        if not parent.run_path:
-            run = replace(run, root_input=input)
+        if run.root_input is None:
+            run = replace(run, root_input=input if input is not None else AgentInput([]))
+        resume = current_resume()
+        if resume is not None and not run.point.was_interrupted and self.sub_agents and resume.pending_below(run.address):
+            # Resuming an interrupt deeper down: in the agent this one transferred to.
+            async for ev in self._resume_transfer(run, resume.next_points(run.address), **options):
+                yield ev
+            return
+        if input is None:
+            input = await self._history_input(run)
+        from rillet.workflow import WorkflowAgent
+
+        records = not isinstance(self.agent, WorkflowAgent)  # workflow children record for themselves
         own_path = run.run_path
         session = run.session
         last_action: AgentAction | None = None
         async for ev in advance_in(run, run_events(self.agent, input, **options)):
             if not ev.run_path:
-                ev.agent_name = self.name
+                if not ev.agent_name:
+                    ev.agent_name = self.name
                 ev.run_path = own_path
             if ev.run_path is own_path or ev.run_path == own_path:
                 last_action = ev.action
-                if last_action is None or last_action.interrupted is None:
-                    with session.lock:
-                        session.events.append(copy_event(ev))
+                if records and (last_action is None or last_action.interrupted is None):
+                    session.record(copy_event(ev))
             yield ev
-        # What the last own action asks for next (transfer) is decided here; see multi-agent.
-        del last_action
+        if last_action is None or last_action.exit or last_action.interrupted is not None:
+            return
+        transfer = last_action.transfer_to_agent
+        if transfer is None:
+            return
+        target = self.find_agent(transfer.dest_agent_name)
+        if target is None:
+            yield AgentEvent(
+                agent_name=self.name,
+                run_path=own_path,
+                error=TransferError(
+                    f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from '{self.name}'"
+                ),
+            )
+            return
+        async for ev in advance_in(run, target._events(None, **options)):  # type: ignore[arg-type]
+            yield ev
+
+    async def _resume_transfer(self, run: RunContext, points: list[str], **options: Any) -> AsyncIterator[AgentEvent]:
+        names = [p.removeprefix("agent:") for p in points if p.startswith("agent:")]
+        if len(names) != 1:
+            what = "no child agents leading to the interrupted agent were found" if not names else (
+                f"interrupts lie under several agents ({', '.join(names)}): concurrent transfer is not supported"
+            )
+            yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume {self.name!r}: {what}"))
+            return
+        target = self.find_agent(names[0])
+        if target is None:
+            yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume: sub-agent '{names[0]}' not found"))
+            return
+        async for ev in advance_in(run, target._events(None, **options)):  # type: ignore[arg-type]
+            yield ev
+
+    async def _history_input(self, run: RunContext) -> AgentInput:
+        """The input of an agent that is not the root: the root input plus every recorded
+        event's message, others' messages rewritten (Eino's genAgentInput)."""
+        root = run.root_input or AgentInput([])
+        entries = [HistoryEntry(True, "", m) for m in root.messages]
+        for ev in run.session.snapshot():
+            mv = ev.message_output
+            if self.skip_transfer_messages and ev.action is not None and ev.action.transfer_to_agent is not None:
+                if mv is not None and mv.role == "tool" and len(entries) > len(root.messages):
+                    entries.pop()  # the assistant message that called the transfer tool
+                continue
+            if mv is None:
+                continue
+            entries.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))
+        rewriter = self.history_rewriter or _default_rewriter(self.name)
+        return AgentInput(list(rewriter(entries)), root.enable_streaming)
+
+
+def _flow(agent: Agent) -> FlowAgent:
+    return agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
+
+
+def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
+    """Makes ``sub_agents`` the children of ``agent``: it may transfer to them, and they to it
+    (unless made with :func:`with_disallow_transfer_to_parent`). Returns the parent's flow
+    wrapper, which is what a Runner should run."""
+    parent = _flow(agent)
+    if parent.sub_agents:
+        raise ValueError(f"set_sub_agents: the sub-agents of {parent.name!r} are already set")
+    children = [_flow(a) for a in sub_agents]
+    names = [parent.name] + [c.name for c in children]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ValueError(f"set_sub_agents: agent names must be unique among a parent and its children; repeated: {sorted(dup)}")
+    for c in children:
+        if c.parent is not None:
+            raise ValueError(f"set_sub_agents: {c.name!r} already has a parent, {c.parent.name!r}")
+    hook = getattr(parent.agent, "on_set_sub_agents", None)
+    if hook is not None:
+        hook([c.agent for c in children])
+    for c in children:
+        c.parent = parent
+        on_parent = getattr(c.agent, "on_set_as_sub_agent", None)
+        if on_parent is not None:
+            on_parent(parent.agent)
+        if c.disallow_transfer_to_parent:
+            on_disallow = getattr(c.agent, "on_disallow_transfer_to_parent", None)
+            if on_disallow is not None:
+                on_disallow()
+    parent.sub_agents = children
+    return parent
+
+
+def with_disallow_transfer_to_parent(agent: Agent) -> FlowAgent:
+    """``agent`` wrapped so that, as a sub-agent, it cannot transfer back to its parent."""
+    flow = _flow(agent)
+    flow.disallow_transfer_to_parent = True
+    if flow.parent is not None:
+        on_disallow = getattr(flow.agent, "on_disallow_transfer_to_parent", None)
+        if on_disallow is not None:
+            on_disallow()
+    return flow
+
+
+def with_history_rewriter(agent: Agent, rewriter: HistoryRewriter) -> FlowAgent:
+    """``agent`` wrapped so that, as a sub-agent, its input is ``rewriter(entries)``."""
+    flow = _flow(agent)
+    flow.history_rewriter = rewriter
+    return flow
+
+
+class DeterministicTransferAgent(BaseAgent):
+    """Runs ``agent``, then, unless it ended with an interrupt or exit, transfers to each of
+    ``to_agent_names`` in order, with the same tool call and result messages the transfer
+    tool makes."""
+
+    def __init__(self, agent: Agent, to_agent_names: Iterable[str]) -> None:
+        super().__init__(agent.name, agent.description)
+        self.agent = agent
+        self.to_agent_names = list(to_agent_names)
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        last: AgentEvent | None = None
+        async for ev in run_events(self.agent, input, **options):
+            last = ev
+            yield ev
+        if last is not None and last.action is not None and (last.action.exit or last.action.interrupted):
+            return
+        if last is not None and last.error is not None:
+            return
+        for name in self.to_agent_names:
+            call, result = gen_transfer_messages(name)
+            yield event_from_message(call)
+            ev = event_from_message(result, role="tool", tool_name=TRANSFER_TOOL_NAME)
+            ev.action = new_transfer_to_agent_action(name)
+            yield ev
+
+
+def with_deterministic_transfer_to(agent: Agent, to_agent_names: Iterable[str]) -> DeterministicTransferAgent:
+    """``agent`` that always transfers to ``to_agent_names`` when it finishes normally."""
+    return DeterministicTransferAgent(agent, to_agent_names)
+
+
+def transfer_instruction(agents: Sequence[Agent]) -> str:
+    """What a ChatModelAgent that can transfer is told about the agents it may hand over to."""
+    lines = ["You can hand the conversation over to one of these agents:"]
+    for a in agents:
+        lines.append(f"- Agent name: {a.name}\n  Agent description: {a.description}")
+    lines.append(
+        "If you are the best one to answer, answer yourself. Otherwise call the "
+        f"`{TRANSFER_TOOL_NAME}` tool with the agent's name and output nothing but that call."
+    )
+    return "\n".join(lines)
+
+
+def transfer_tool() -> Any:
+    """The ``transfer_to_agent`` tool: its result text is Eino's, and it attaches the transfer
+    action to its event."""
+    from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
+
+    class TransferToAgentTool(BaseTool):
+        info = ToolInfo(
+            TRANSFER_TOOL_NAME,
+            "Hands the conversation over to another agent.",
+            {
+                "type": "object",
+                "properties": {"agent_name": {"type": "string", "description": "The name of the agent to hand over to."}},
+                "required": ["agent_name"],
+            },
+        )
+
+        async def invoke(self, arguments: str) -> str:
+            import json
+
+            from rillet.context import send_tool_gen_action
+
+            try:
+                data = json.loads(arguments or "{}")
+            except ValueError as e:
+                raise ToolArgumentsError(TRANSFER_TOOL_NAME, [f"arguments are not valid JSON: {e}"]) from None
+            name = data.get("agent_name") if isinstance(data, dict) else None
+            if not isinstance(name, str) or not name:
+                raise ToolArgumentsError(TRANSFER_TOOL_NAME, ["argument 'agent_name': a non-empty string is required"])
+            send_tool_gen_action(new_transfer_to_agent_action(name))
+            return f"successfully transferred to agent [{name}]"
+
+    return TransferToAgentTool()

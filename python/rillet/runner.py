@@ -4,18 +4,28 @@
 the run goes to rillet's background event-loop thread and ``for ev in ...`` blocks (with the GIL
 released) for each event; inside a running loop the run is a task on that loop and you iterate
 with ``async for`` (a blocking ``for`` there raises an error that says so).
+
+Interrupts: with ``checkpoint_store`` set and ``run(..., checkpoint_id=...)`` given, an
+interrupted run is saved under that id *before* the interrupt event reaches you, and
+``resume(checkpoint_id, targets={interrupt_id: data})`` continues it, here or in another
+process. A resumed run that interrupts again overwrites the same checkpoint.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
-from collections.abc import Iterable, Mapping
+import inspect
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from rillet._native import Message
+from rillet._native import Message, RilletError
 from rillet.agent import Agent, AgentInput, RunIterator, start_run
+from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load
 from rillet.context import _RUN, RunContext, Session
+from rillet.events import AgentEvent
 from rillet.flow import FlowAgent
+from rillet.interrupt import _RESUME, InterruptInfo, ResumeScope
 
 __all__ = ["Runner"]
 
@@ -23,10 +33,11 @@ __all__ = ["Runner"]
 class Runner:
     """Runs ``agent`` (wrapped in the flow wrapper, which fills ``agent_name`` and ``run_path``
     and records the session's events). ``streaming=True`` asks models to stream their output;
-    ``checkpoint_store`` is where interrupted runs are saved."""
+    ``checkpoint_store`` is where interrupted runs are saved (see
+    :mod:`rillet.checkpoint`)."""
 
     def __init__(self, agent: Agent, *, streaming: bool = False, checkpoint_store: Any = None) -> None:
-        if not isinstance(agent, Agent):
+        if not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):  # duck-typed: Protocol isinstance is slow
             raise TypeError(
                 f"Runner(agent): expected an agent (name, description and run(input)), got {type(agent).__name__}"
             )
@@ -39,23 +50,151 @@ class Runner:
         self,
         messages: Iterable[Message],
         *,
+        checkpoint_id: str | None = None,
         session_values: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> RunIterator:
         """Starts a run on ``messages`` and returns its events at once. ``session_values``
-        seed the session every agent of the run shares."""
+        seed the session every agent of the run shares; with ``checkpoint_id`` an interrupt
+        is saved to the checkpoint store under that id."""
         msgs = list(messages)
         for i, m in enumerate(msgs):
             if not isinstance(m, Message):
                 raise TypeError(f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message")
+        if checkpoint_id is not None and self.checkpoint_store is None:
+            raise ValueError(
+                "Runner.run(checkpoint_id=...): the Runner has no checkpoint_store to save to; "
+                "pass Runner(agent, checkpoint_store=InMemoryCheckpointStore()) or a SqliteCheckpointStore"
+            )
         session = Session(values=dict(session_values) if session_values else {})
+        root_input = AgentInput(msgs, self.streaming)
         ctx = contextvars.copy_context()
         ctx.run(_RUN.set, RunContext(session))
-        return start_run(self._flow._events(AgentInput(msgs, self.streaming), **options), ctx)
+        events = self._flow._events(root_input, **options)
+        return start_run(self._forward(events, root_input, session, checkpoint_id), ctx)
 
     def query(self, text: str, **kwargs: Any) -> RunIterator:
         """``run([Message.user(text)], ...)``."""
         return self.run([Message.user(text)], **kwargs)
+
+    # --- resume -------------------------------------------------------------------------
+
+    def resume(
+        self,
+        checkpoint_id: str,
+        *,
+        targets: Mapping[str, Any] | None = None,
+        session_values: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> RunIterator:
+        """Continues the run saved under ``checkpoint_id``. ``targets`` maps interrupt ids
+        to the data each interrupted point gets back; without it every interrupt point is
+        re-entered and decides for itself (an untargeted tool interrupts again). Raises at
+        once if the checkpoint cannot be loaded."""
+        data = self._get_sync(checkpoint_id)
+        return self._resume(checkpoint_id, data, targets, session_values, options)
+
+    async def aresume(
+        self,
+        checkpoint_id: str,
+        *,
+        targets: Mapping[str, Any] | None = None,
+        session_values: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> RunIterator:
+        """``await`` twin of :meth:`resume`, for stores whose ``get`` is async."""
+        store = self._store()
+        got = store.get(checkpoint_id)
+        data = await got if inspect.isawaitable(got) else got
+        return self._resume(checkpoint_id, data, targets, session_values, options)
+
+    def _store(self) -> Any:
+        if self.checkpoint_store is None:
+            raise CheckpointError(
+                "failed to resume: the Runner has no checkpoint_store; "
+                "create it as Runner(agent, checkpoint_store=...) with the store the run was saved in"
+            )
+        return self.checkpoint_store
+
+    def _get_sync(self, checkpoint_id: str) -> bytes | None:
+        got = self._store().get(checkpoint_id)
+        if not inspect.isawaitable(got):
+            return got  # type: ignore[no-any-return]
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            from rillet._loop import background_loop
+
+            async def wait() -> Any:
+                return await got
+
+            return asyncio.run_coroutine_threadsafe(wait(), background_loop()).result()  # type: ignore[no-any-return]
+        if inspect.iscoroutine(got):
+            got.close()
+        raise RuntimeError("this checkpoint store's get() is async: inside async code use `await runner.aresume(...)`")
+
+    def _resume(
+        self,
+        checkpoint_id: str,
+        data: bytes | None,
+        targets: Mapping[str, Any] | None,
+        session_values: Mapping[str, Any] | None,
+        options: dict[str, Any],
+    ) -> RunIterator:
+        if data is None:
+            raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
+        loaded: Loaded = load(data, checkpoint_id)
+        if targets is not None:
+            unknown = [t for t in targets if t not in loaded.addresses]
+            if unknown:
+                raise CheckpointError(
+                    f"resume targets {unknown} are not interrupts of checkpoint[{checkpoint_id}]; "
+                    f"its interrupt ids are {sorted(loaded.addresses)}"
+                )
+        session = loaded.session
+        if session_values:
+            session.values.update(session_values)
+        ctx = contextvars.copy_context()
+        ctx.run(_RUN.set, RunContext(session))
+        ctx.run(_RESUME.set, ResumeScope(loaded.addresses, loaded.states, targets))
+        events = self._flow._events(loaded.root_input, **options)
+        return start_run(self._forward(events, loaded.root_input, session, checkpoint_id), ctx)
+
+    # --- the forwarder --------------------------------------------------------------------
+
+    async def _forward(
+        self,
+        events: AsyncIterator[AgentEvent],
+        root_input: AgentInput,
+        session: Session,
+        checkpoint_id: str | None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Forwards the run's events; on an interrupt, saves the checkpoint first (an error
+        event precedes the interrupt event if saving fails)."""
+        seen_interrupt = False
+        async for ev in events:
+            action = ev.action
+            if action is None or action.signal is None:
+                yield ev
+                continue
+            if seen_interrupt:
+                yield AgentEvent(ev.agent_name, ev.run_path, error=RilletError("a second interrupt in one run was dropped"))
+                continue
+            seen_interrupt = True
+            signal = action.signal
+            data = action.interrupted.data if action.interrupted is not None else None
+            action.interrupted = InterruptInfo(data, signal.contexts())
+            if checkpoint_id is not None:
+                try:
+                    blob = await dump(root_input, session, signal, data)
+                    stored = self.checkpoint_store.set(checkpoint_id, blob)
+                    if inspect.isawaitable(stored):
+                        await stored
+                except Exception as e:  # the user still sees the interrupt, after the error
+                    err = CheckpointError(f"failed to save checkpoint[{checkpoint_id}]: {e}")
+                    err.__cause__ = e
+                    yield AgentEvent(ev.agent_name, ev.run_path, error=err)
+            yield ev
 
     def __repr__(self) -> str:
         return f"Runner({self.agent!r}, streaming={self.streaming})"

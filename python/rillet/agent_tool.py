@@ -1,0 +1,136 @@
+"""AgentTool: an agent a ChatModelAgent calls like a tool (Eino's ``NewAgentTool``).
+
+The inner agent runs as the root of a run of its own: a fresh event log (it does not see the
+caller's conversation unless ``full_history=True``) but the caller's session values, and an
+address that continues under the caller's ``tool:<name>:<call id>``. Its Exit, Transfer and
+BreakLoop actions never leave the tool. The tool's result is the text of the inner agent's last
+message; an inner error event makes the tool call fail.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rillet._native import Message, RilletError
+from rillet.agent import Agent, AgentInput
+from rillet.context import RunContext, Session, current_run, current_tool_call
+from rillet.events import AgentEvent, RunStep, copy_event
+from rillet.interrupt import composite_interrupt
+from rillet.flow import FlowAgent, advance_in, gen_transfer_messages, rewrite_message
+from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
+
+__all__ = ["AgentTool", "AgentToolError"]
+
+_STATE_KIND = "rillet.agent_tool"
+
+
+class AgentToolError(RilletError):
+    """The agent behind an AgentTool failed or returned nothing."""
+
+
+_REQUEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"request": {"type": "string", "description": "What to ask the agent."}},
+    "required": ["request"],
+}
+
+
+class AgentTool(BaseTool):
+    """``agent`` as a tool. Its name and description are the agent's (both required).
+
+    Args:
+        agent: the agent to call.
+        full_history: give the agent the caller's conversation (others' messages rewritten as
+            ``For context:`` user messages) instead of just the request.
+        input_schema: a JSON schema for the arguments; the raw JSON arguments then become the
+            agent's user message.
+        emit_internal_events: also show the agent's events to the user, with the caller's run
+            path prefixed (they are not recorded in the caller's session).
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        full_history: bool = False,
+        input_schema: dict[str, Any] | None = None,
+        emit_internal_events: bool = False,
+    ) -> None:
+        if not agent.name:
+            raise ValueError("AgentTool: the agent needs a non-empty name (it is the tool's name)")
+        if not agent.description:
+            raise ValueError(f"AgentTool: agent {agent.name!r} needs a description (the model reads it to choose tools)")
+        self.agent = agent
+        self.full_history = full_history
+        self.input_schema = input_schema
+        self.emit_internal_events = emit_internal_events
+        self.info = ToolInfo(agent.name, agent.description, input_schema or _REQUEST_SCHEMA)
+        self._flow = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
+
+    def _messages(self, arguments: str) -> list[Message]:
+        scope = current_tool_call()
+        if self.full_history and scope is not None and scope.state is not None:
+            return self._history(scope.state)
+        if self.input_schema is not None:
+            return [Message.user(arguments)]
+        try:
+            data = json.loads(arguments or "{}")
+        except ValueError as e:
+            raise ToolArgumentsError(self.info.name, [f"arguments are not valid JSON: {e}"]) from None
+        request = data.get("request") if isinstance(data, dict) else None
+        if not isinstance(request, str):
+            raise ToolArgumentsError(self.info.name, ["argument 'request': a string is required"])
+        return [Message.user(request)]
+
+    def _history(self, state: list[Message]) -> list[Message]:
+        run = current_run()
+        caller = run.run_path[-1].agent_name if run is not None and run.run_path else ""
+        out: list[Message] = []
+        for m in [*state[:-1], *gen_transfer_messages(self.info.name)]:
+            if m.role == "system":
+                continue
+            out.append(rewrite_message(m, caller) if m.role in ("assistant", "tool") else m)
+        return out
+
+    async def invoke(self, arguments: str) -> str:
+        from rillet.checkpoint.payload import events_to_records, records_to_events
+
+        messages = self._messages(arguments)
+        scope = current_tool_call()
+        caller = current_run()
+        values = caller.session if caller is not None else Session()
+        session = Session(values.values, [], values.lock)  # shared values, a fresh event log
+        saved = scope.point.state if scope is not None and scope.point.was_interrupted else None
+        if isinstance(saved, dict) and saved.get("kind") == _STATE_KIND:
+            # Resumed: the inner run's log as it was; the inner agents find their own saved
+            # state by address as the run re-enters them.
+            for ev in records_to_events(saved["events"]):
+                session.record(ev)
+            messages = list(saved["messages"])
+        address = (*caller.address, f"tool:{self.info.name}:{scope.call_id if scope else ''}") if caller else ()
+        run = RunContext(session, (), address, None)
+        streaming = scope.streaming if scope is not None else False
+        emit = scope.emit if (scope is not None and self.emit_internal_events) else None
+        prefix: tuple[RunStep, ...] = caller.run_path if caller is not None else ()
+        last: AgentEvent | None = None
+        async for ev in advance_in(run, self._flow._events(AgentInput(messages, streaming))):
+            if ev.action is not None and ev.action.signal is not None:
+                state = {"kind": _STATE_KIND, "messages": messages, "events": await events_to_records(session.snapshot())}
+                raise composite_interrupt("agent tool interrupt", state, ev.action.signal)
+            if ev.error is not None:
+                raise AgentToolError(f"agent tool {self.info.name!r}: {ev.error}") from ev.error
+            if emit is not None and (ev.action is None or ev.action.interrupted is None):
+                local = copy_event(ev)
+                ev.run_path = (*prefix, *ev.run_path)
+                emit(ev)
+                ev = local
+            if last is not None and last.message_output is not None and last.message_output.message_stream is not None:
+                last.message_output.message_stream.close()  # only the last message counts
+            last = ev
+        if last is None:
+            raise AgentToolError(f"agent tool {self.info.name!r}: no event returned")
+        mv = last.message_output
+        if mv is None:
+            return ""
+        return (await mv.aget_message()).content

@@ -1,0 +1,87 @@
+"""Human approval of tool calls: ``requires_approval(tool)``.
+
+The wrapped tool does not run when the model calls it: the run interrupts with the proposed
+call (``{"tool": name, "arguments": {...}}`` as the interrupt's info) and is saved. Resume it
+with one of :func:`approve`, :func:`reject` or :func:`edit` as the target's data::
+
+    runner = Runner(agent, checkpoint_store=SqliteCheckpointStore("runs.db"))
+    for ev in runner.query("book it", checkpoint_id="trip-42"):
+        if ev.action and ev.action.interrupted:
+            ask = ev.action.interrupted.interrupt_contexts[0]
+    for ev in runner.resume("trip-42", targets={ask.id: approve()}):
+        ...
+
+A rejection is sent to the model as the tool's result, with the reason, so it can change
+course; an edit runs the tool with the person's arguments instead of the model's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt
+from rillet.tools import BaseTool, ToolArgumentsError, as_tool
+
+__all__ = ["ApprovalTool", "approve", "edit", "reject", "requires_approval"]
+
+
+def approve() -> dict[str, Any]:
+    """Resume data: run the call as the model proposed it."""
+    return {"decision": "approve"}
+
+
+def reject(reason: str = "") -> dict[str, Any]:
+    """Resume data: do not run the call; the model is told it was rejected, and why."""
+    return {"decision": "reject", "reason": reason}
+
+
+def edit(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Resume data: run the call with these arguments instead of the model's."""
+    return {"decision": "edit", "arguments": arguments}
+
+
+def _decision(data: Any) -> dict[str, Any]:
+    if data in ("approve", True):
+        return approve()
+    if data in ("reject", False):
+        return reject()
+    if isinstance(data, dict) and data.get("decision") in ("approve", "reject", "edit"):
+        return data
+    raise ValueError(
+        f"approval resume data must be approve(), reject(reason) or edit(arguments) from rillet.approval, got {data!r}"
+    )
+
+
+class ApprovalTool(BaseTool):
+    """``tool`` behind a person's approval (see the module documentation)."""
+
+    def __init__(self, tool: Any) -> None:
+        self.tool = as_tool(tool)
+        self.info = self.tool.info
+
+    async def invoke(self, arguments: str) -> str:
+        name = self.info.name
+        was, _, state = get_interrupt_state()
+        if not was:
+            try:
+                proposed = json.loads(arguments or "{}")
+            except ValueError as e:
+                raise ToolArgumentsError(name, [f"arguments are not valid JSON: {e}"]) from None
+            raise stateful_interrupt({"tool": name, "arguments": proposed}, {"arguments": arguments})
+        is_target, _, data = get_resume_context()
+        saved = state["arguments"] if isinstance(state, dict) else arguments
+        if not is_target:  # still waiting for a decision: ask again
+            raise stateful_interrupt({"tool": name, "arguments": json.loads(saved or "{}")}, {"arguments": saved})
+        decision = _decision(data)
+        if decision["decision"] == "reject":
+            reason = decision.get("reason") or "no reason given"
+            return f"The user rejected this call of {name} ({reason}). Do not call it again with the same arguments."
+        if decision["decision"] == "edit":
+            saved = json.dumps(decision["arguments"], ensure_ascii=False)
+        return await self.tool.invoke(saved)
+
+
+def requires_approval(tool: Any) -> ApprovalTool:
+    """``tool`` (a BaseTool or a function) that runs only once a person approves each call."""
+    return ApprovalTool(tool)

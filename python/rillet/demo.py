@@ -1,0 +1,372 @@
+"""``rillet demo``: a ReAct agent with three tools, offline, on a scripted model.
+
+The model is a :class:`~rillet.models.ScriptedModel`: it plays a fixed conversation, so no API
+key or network is needed, but everything else is the real thing: the Runner, the ReAct loop,
+tools validated and run concurrently, and the model's tokens streamed as they arrive.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rillet._native import FunctionCall, Message, ToolCall, Usage
+from rillet._native import ResponseMeta
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rillet.events import AgentEvent
+
+__all__ = ["build_agent", "main", "render"]
+
+QUESTION = "I land in Lisbon tomorrow with 200 USD. What's the weather, and what is that in euros?"
+
+_WEATHER = {"lisbon": {"city": "Lisbon", "forecast": "sunny", "high_c": 24, "low_c": 16}}
+_RATES = {("USD", "EUR"): 0.92, ("EUR", "USD"): 1.09}
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """Tomorrow's forecast for a city.
+
+    Args:
+        city: the city's name, e.g. "Lisbon".
+    """
+    found = _WEATHER.get(city.strip().lower())
+    if found is None:
+        raise ValueError(f"no forecast for {city!r}; known cities: Lisbon")
+    return found
+
+
+async def convert_currency(amount: float, from_currency: str, to_currency: str) -> str:
+    """Converts an amount of money between currencies at today's rate.
+
+    Args:
+        amount: how much money.
+        from_currency: ISO code of the currency it is in, e.g. "USD".
+        to_currency: ISO code of the currency wanted, e.g. "EUR".
+    """
+    rate = _RATES.get((from_currency.upper(), to_currency.upper()))
+    if rate is None:
+        raise ValueError(f"no rate for {from_currency}->{to_currency}")
+    return f"{amount:g} {from_currency.upper()} = {amount * rate:.2f} {to_currency.upper()} (rate {rate})"
+
+
+def packing_tips(forecast: str):  # type: ignore[no-untyped-def]
+    """Packing tips for a forecast, streamed one by one.
+
+    Args:
+        forecast: a one-word forecast such as "sunny" or "rain".
+    """
+    tips = {"sunny": ["sunglasses", "sunscreen", "a light jacket for the evening"]}
+    items = tips.get(forecast, ["an umbrella"])
+    yield from (f"- {t}" + ("\n" if i < len(items) - 1 else "") for i, t in enumerate(items))
+
+
+def _call(i: int, name: str, args: str) -> ToolCall:
+    return ToolCall(index=i, id=f"call_{i}", function=FunctionCall(name, args))
+
+
+def book_hotel(city: str, nights: int) -> str:
+    """Books a hotel room. Needs the traveller's approval.
+
+    Args:
+        city: where to stay.
+        nights: how many nights.
+    """
+    return f"Booked {nights} nights at Casa do Rio, {city} (confirmation LIS-4821)."
+
+
+def _meta(finish: str, prompt: int, completion: int) -> ResponseMeta:
+    return ResponseMeta(finish, Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion))
+
+
+def reply_for(messages: list[Message], tools: Any = None) -> Message:
+    """What the scripted model says next, decided from the conversation so far, so that a run
+    resumed in another process picks up where it stopped: two parallel tool calls, a streaming
+    tool, a booking that needs approval, then the answer."""
+    done = {m.tool_name: m.content for m in messages if m.role == "tool"}
+    if not done:
+        return Message(
+            role="assistant",
+            content="Let me check the forecast and convert your dollars at the same time.",
+            tool_calls=[
+                _call(0, "get_weather", '{"city": "Lisbon"}'),
+                _call(1, "convert_currency", '{"amount": 200, "from_currency": "USD", "to_currency": "EUR"}'),
+            ],
+            response_meta=_meta("tool_calls", 182, 41),
+        )
+    if "packing_tips" not in done:
+        return Message(
+            role="assistant",
+            content="Sunny weather: here is what to pack.",
+            tool_calls=[_call(0, "packing_tips", '{"forecast": "sunny"}')],
+            response_meta=_meta("tool_calls", 260, 22),
+        )
+    if "book_hotel" not in done:
+        return Message(
+            role="assistant",
+            content="I can also book your usual hotel for two nights.",
+            tool_calls=[_call(0, "book_hotel", '{"city": "Lisbon", "nights": 2}')],
+            response_meta=_meta("tool_calls", 301, 25),
+        )
+    booked = done["book_hotel"].startswith("Booked")
+    stay = "Your room is booked (LIS-4821)." if booked else "I did not book the hotel, as you asked."
+    return Message(
+        role="assistant",
+        content=(
+            "Lisbon tomorrow: sunny, 16-24 °C. Your 200 USD is about 184.00 EUR at today's "
+            f"rate of 0.92. Pack sunglasses, sunscreen and a light jacket. {stay} Boa viagem!"
+        ),
+        response_meta=_meta("stop", 352, 51),
+    )
+
+
+def build_agent(delay: float = 0.02) -> Any:
+    """The demo's agent: a ChatModelAgent over a ScriptedModel and four tools, one of which
+    needs approval."""
+    from rillet.approval import requires_approval
+    from rillet.chatmodel import ChatModelAgent
+    from rillet.models import ScriptedModel
+    from rillet.tools import tool
+
+    return ChatModelAgent(
+        name="travel_assistant",
+        description="Answers travel questions with live tools.",
+        instruction="You are a concise travel assistant. Use the tools; never guess numbers.",
+        model=ScriptedModel(reply_for, chunk_size=3, delay=delay),
+        tools=[tool(get_weather), tool(convert_currency), tool(packing_tips), requires_approval(tool(book_hotel))],
+    )
+
+
+class _Renderer:
+    """Prints events as they arrive: streamed text inline, tool results in boxes' stead."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.events = 0
+        self.model_calls = 0
+        self.tokens = 0
+        self.seen: list[AgentEvent] = []
+
+    def event(self, ev: AgentEvent) -> None:
+        self.events += 1
+        self.seen.append(ev)
+        c = self.console
+        if ev.error is not None:
+            c.print(f"[bold red]error[/] from {ev.agent_name or 'agent'}: {ev.error}")
+            return
+        mv = ev.message_output
+        if mv is not None and mv.role == "assistant":
+            self.model_calls += 1
+            c.print(f"\n[bold cyan]{ev.agent_name}[/] [dim](model call {self.model_calls})[/]")
+            msg = self._stream_text(mv)
+            for call in msg.tool_calls:
+                args = _short(call.function.arguments, c.width - 14 - len(call.function.name))
+                c.print(f"  [yellow]→ calls[/] [bold]{call.function.name}[/]({args})", highlight=False)
+            meta = msg.response_meta
+            if meta is not None and meta.usage is not None:
+                self.tokens += meta.usage.total_tokens
+        elif mv is not None and mv.role == "tool":
+            c.print(f"  [green]← {mv.tool_name}[/]" + (" [dim](streaming)[/]" if mv.is_streaming else ""))
+            msg = self._stream_text(mv, indent="    ", style="green")
+        if ev.action is not None:
+            a = ev.action
+            what = (
+                "exit"
+                if a.exit
+                else f"transfer to {a.transfer_to_agent.dest_agent_name}"
+                if a.transfer_to_agent
+                else _describe_interrupt(a.interrupted)
+                if a.interrupted
+                else "break loop"
+                if a.break_loop
+                else repr(a.customized_action)
+            )
+            c.print(f"  [magenta]action:[/] {what}")
+
+    def _stream_text(self, mv: Any, indent: str = "  ", style: str = "") -> Message:
+        """Prints the message's text as it streams, wrapped to the console, and returns the
+        whole message."""
+        from rillet._native import MessageAccumulator
+
+        out = _Wrapped(self.console, indent, style)
+        if not mv.is_streaming:
+            msg: Message = mv.get_message()
+            out.write(msg.content)
+            out.end()
+            return msg
+        acc = MessageAccumulator()
+        for chunk in mv.message_stream:
+            acc.push(chunk)
+            out.write(chunk.content)
+        out.end()
+        return acc.finish()
+
+
+class _Wrapped:
+    """Writes streamed text word by word, wrapping at the console's width under an indent."""
+
+    def __init__(self, console: Console, indent: str, style: str) -> None:
+        self.console, self.indent, self.style = console, indent, style or None
+        self.width = console.width
+        self.col = 0
+        self.pending = ""
+
+    def write(self, text: str) -> None:
+        for ch in text:
+            if ch == "\n":
+                self._flush_word()
+                self._newline()
+            elif ch == " ":
+                self._flush_word()
+                self.pending = " "
+            else:
+                self.pending += ch
+
+    def _flush_word(self) -> None:
+        word, self.pending = self.pending, ""
+        if not word:
+            return
+        if self.col == 0:
+            word = word.lstrip(" ")
+            self.console.print(self.indent, end="")
+            self.col = len(self.indent)
+        elif self.col + len(word) > self.width:
+            self._newline()
+            return self._print_first(word.lstrip(" "))
+        self.console.print(word, end="", style=self.style, highlight=False)
+        self.col += len(word)
+
+    def _print_first(self, word: str) -> None:
+        self.console.print(self.indent + word, end="", style=self.style, highlight=False)
+        self.col = len(self.indent) + len(word)
+
+    def _newline(self) -> None:
+        if self.col:
+            self.console.print()
+        self.col = 0
+
+    def end(self) -> None:
+        self._flush_word()
+        self._newline()
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe_interrupt(info: Any) -> str:
+    ctx = info.interrupt_contexts[0] if info.interrupt_contexts else None
+    what = ctx.info if ctx is not None else None
+    if isinstance(what, dict) and "tool" in what:
+        args = ", ".join(f"{k}={v!r}" for k, v in what["arguments"].items())
+        return f"paused: {what['tool']}({args}) needs approval"
+    return f"paused: {what!r}"
+
+
+def render(events: Any, console: Console, into: _Renderer | None = None) -> _Renderer:
+    """Prints ``events`` as they arrive; ``into`` continues an earlier renderer's counts."""
+    r = into if into is not None else _Renderer(console)
+    for ev in events:
+        r.event(ev)
+    return r
+
+
+def _default_db() -> Path:
+    return Path(tempfile.gettempdir()) / "rillet-demo.db"
+
+
+def _decide(console: Console, ask: Any, decision: str | None) -> Any:
+    """The person's answer to an approval interrupt: from the flag, the terminal, or, with
+    neither, approval (said so)."""
+    from rillet.approval import approve, reject
+
+    if decision == "approve":
+        return approve()
+    if decision == "reject":
+        return reject("the traveller declined")
+    if sys.stdin.isatty():
+        answer = console.input("  [bold]Approve this call?[/] [y/n] ").strip().lower()
+        return approve() if answer.startswith("y") else reject("the traveller declined")
+    console.print("  [dim]No terminal to ask: approving (pass --reject to decline).[/]")
+    return approve()
+
+
+def _interrupt_of(events: list[AgentEvent]) -> Any:
+    for ev in events:
+        if ev.action is not None and ev.action.interrupted is not None:
+            return ev.action.interrupted.interrupt_contexts[0]
+    return None
+
+
+def main(
+    *,
+    delay: float = 0.02,
+    streaming: bool = True,
+    color: bool | None = None,
+    decision: str | None = None,
+    db: str | Path | None = None,
+    stop_at_approval: bool = False,
+) -> int:
+    """Runs the demo and prints it; returns the process exit code. The run is checkpointed
+    in SQLite (``db``) when it stops for approval, then resumed from there."""
+    from rich.console import Console
+
+    from rillet.checkpoint import SqliteCheckpointStore
+    from rillet.runner import Runner
+
+    console = Console(width=80, highlight=False, no_color=color is False, force_terminal=color)
+    console.print("[bold]rillet demo[/]: a ReAct agent with four tools on a scripted model (offline)")
+    console.print("[bold]user[/]")
+    out = _Wrapped(console, "  ", "")
+    out.write(QUESTION)
+    out.end()
+    db_path = Path(db) if db is not None else _default_db()
+    runner = Runner(build_agent(delay), streaming=streaming, checkpoint_store=SqliteCheckpointStore(db_path))
+    checkpoint_id = f"demo-{uuid.uuid4().hex[:8]}"
+    start = time.perf_counter()
+    r = render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console)
+    ask = _interrupt_of(r.seen)
+    if ask is not None and stop_at_approval:
+        console.print(f"\n[bold]Saved.[/] Continue from any process with:\n  rillet resume {checkpoint_id} --db {db_path} --approve")
+        return 0
+    if ask is not None:
+        data = _decide(console, ask, decision)
+        console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {db_path.name}[/]")
+        render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
+    took = time.perf_counter() - start
+    console.print(f"\n[dim]{r.events} events · {r.model_calls} model calls · {r.tokens} tokens · {took:.2f} s[/]")
+    if delay:
+        console.print("[dim]The scripted model pauses between tokens to look live; --fast skips that.[/]")
+    return 0
+
+
+def resume(checkpoint_id: str, *, db: str | Path | None = None, decision: str | None = None, color: bool | None = None) -> int:
+    """``rillet resume``: continues a demo run saved in SQLite, from any process."""
+    from rich.console import Console
+
+    from rillet.checkpoint import SqliteCheckpointStore
+    from rillet.runner import Runner
+
+    console = Console(width=80, highlight=False, no_color=color is False, force_terminal=color)
+    db_path = Path(db) if db is not None else _default_db()
+    runner = Runner(build_agent(0.0), checkpoint_store=SqliteCheckpointStore(db_path))
+    data = runner.checkpoint_store.get(checkpoint_id)
+    if data is None:
+        console.print(f"[red]no checkpoint {checkpoint_id!r} in {db_path}[/]")
+        return 1
+    from rillet.checkpoint.payload import load
+
+    pending = load(data, checkpoint_id)
+    targets = {}
+    for iid, address in pending.addresses.items():
+        if address and address[-1].startswith("tool:book_hotel:"):
+            console.print(f"[magenta]approval needed:[/] {address[-1].split(':')[1]} ({iid[:8]})")
+            targets[iid] = _decide(console, None, decision)
+    render(runner.resume(checkpoint_id, targets=targets or None), console)
+    return 0

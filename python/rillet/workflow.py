@@ -1,0 +1,284 @@
+"""Workflow agents: Sequential, Loop and Parallel (Eino's ``workflow.go``, ADK's workflow agents).
+
+Children are not called with the workflow's input: each rebuilds its input from the run's
+root input and the recorded events (other agents' messages as ``For context:`` user
+messages). Children may not transfer to the workflow.
+
+* An error event from a child is forwarded and stops Sequential and Loop.
+* Exit (the child's last action) stops Sequential and Loop.
+* BreakLoop ends the nearest Loop after the current child; the loop marks it ``done`` so an
+  enclosing loop carries on.
+* The run path accumulates finished children (``[seq, a, b]`` for the second child) while
+  the interrupt address does not (``agent:seq, agent:b``).
+* Parallel runs its children at once, each in its own lane: a child sees the events recorded
+  before the workflow started and its own, never a sibling's; the lanes are joined in
+  recording order when all children have finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+
+from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
+from rillet.context import RunContext, current_run
+from rillet.events import AgentEvent, RunStep
+from rillet.flow import FlowAgent, advance_in, with_disallow_transfer_to_parent
+from rillet.interrupt import composite_interrupt_event, current_resume
+
+__all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
+
+
+class WorkflowAgent(BaseAgent):
+    """The base of the workflow agents: a name, a description and the children."""
+
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        sub_agents: Sequence[Agent] = (),
+        *,
+        before_agent_callbacks: Iterable[AgentCallback] = (),
+        after_agent_callbacks: Iterable[AgentCallback] = (),
+    ) -> None:
+        super().__init__(
+            name,
+            description,
+            before_agent_callbacks=before_agent_callbacks,
+            after_agent_callbacks=after_agent_callbacks,
+        )
+        if not sub_agents:
+            raise ValueError(f"{type(self).__name__} {name!r}: sub_agents is empty; give it at least one agent")
+        self.sub_agents: list[FlowAgent] = []
+        names: set[str] = set()
+        for a in sub_agents:
+            flow = with_disallow_transfer_to_parent(a)
+            if flow.parent is not None:
+                raise ValueError(f"{type(self).__name__} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
+            if flow.name in names:
+                raise ValueError(f"{type(self).__name__} {name!r}: two sub-agents are named {flow.name!r}")
+            names.add(flow.name)
+            on_disallow = getattr(flow.agent, "on_disallow_transfer_to_parent", None)
+            if on_disallow is not None:
+                on_disallow()
+            self.sub_agents.append(flow)
+
+    def _context(self) -> RunContext | None:
+        """The workflow's own run context (set by its flow wrapper), or None when it was
+        run directly (then it wraps itself)."""
+        run = current_run()
+        if run is None or not run.run_path or run.run_path[-1].agent_name != self.name:
+            return None
+        return run
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        run = self._context()
+        if run is None:  # run directly, not through a Runner: give it its place first
+            async for ev in FlowAgent(self)._events(input, **options):
+                yield ev
+            return
+        async for ev in self._steps(run, **options):
+            yield ev
+
+    def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
+        raise NotImplementedError
+
+
+async def _run_child(
+    child: FlowAgent, run: RunContext, path: tuple[RunStep, ...], **options: Any
+) -> AsyncIterator[AgentEvent]:
+    """One child's events, under the workflow's address with run path ``path``."""
+    ctx = RunContext(run.session, path, run.address, run.root_input)
+    async for ev in advance_in(ctx, child._events(None, **options)):  # type: ignore[arg-type]
+        yield ev
+
+
+class _Outcome:
+    __slots__ = ("interrupt", "stop")
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.interrupt: AgentEvent | None = None
+
+
+async def _sequence_child(
+    child: FlowAgent, run: RunContext, path: tuple[RunStep, ...], outcome: _Outcome, **options: Any
+) -> AsyncIterator[AgentEvent]:
+    """A child's events with Sequential's rules: events with an action are held back by one,
+    so the child's last action can be judged after it ends; an error stops the workflow."""
+    held: AgentEvent | None = None
+    async for ev in _run_child(child, run, path, **options):
+        if ev.error is not None:
+            outcome.stop = True
+        if ev.action is not None:
+            if held is not None:
+                yield held
+            held = ev
+            continue
+        if held is not None:
+            yield held
+            held = None
+        yield ev
+    if held is not None:
+        action = held.action
+        if action is not None and action.signal is not None:
+            outcome.stop = True
+            outcome.interrupt = held  # the workflow wraps it in its own interrupt
+            return
+        if action is not None and action.exit:
+            outcome.stop = True
+        yield held
+
+
+def _wrap_interrupt(child_event: AgentEvent, state: dict[str, Any]) -> AgentEvent:
+    """The workflow's interrupt around a child's: saves where to resume, keeps the child's
+    agent name and run path (Eino's composite workflow interrupt)."""
+    action = child_event.action
+    assert action is not None and action.signal is not None
+    data = action.interrupted.data if action.interrupted is not None else None
+    ev = composite_interrupt_event(data, state, action.signal)
+    ev.agent_name, ev.run_path = child_event.agent_name, child_event.run_path
+    return ev
+
+
+def _saved(run: RunContext, kind: str) -> dict[str, Any] | None:
+    """This workflow's own saved state when the run resumes it."""
+    state = run.point.state if run.point.was_interrupted else None
+    return state if isinstance(state, dict) and state.get("kind") == kind else None
+
+
+class SequentialAgent(WorkflowAgent):
+    """Runs its children one after another."""
+
+    async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
+        saved = _saved(run, _SEQ)
+        start = int(saved["index"]) if saved is not None else 0
+        path = (*run.run_path, *(RunStep(c.name) for c in self.sub_agents[:start]))
+        for i in range(start, len(self.sub_agents)):
+            child = self.sub_agents[i]
+            outcome = _Outcome()
+            async for ev in _sequence_child(child, run, path, outcome, **options):
+                yield ev
+            if outcome.interrupt is not None:
+                yield _wrap_interrupt(outcome.interrupt, {"kind": _SEQ, "index": i})
+            if outcome.stop:
+                return
+            path = (*path, RunStep(child.name))
+
+
+class LoopAgent(WorkflowAgent):
+    """Runs its children in order, again and again: ``max_iterations`` rounds (0: until a
+    child breaks the loop, exits or fails)."""
+
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        sub_agents: Sequence[Agent] = (),
+        *,
+        max_iterations: int = 0,
+        before_agent_callbacks: Iterable[AgentCallback] = (),
+        after_agent_callbacks: Iterable[AgentCallback] = (),
+    ) -> None:
+        super().__init__(
+            name,
+            description,
+            sub_agents,
+            before_agent_callbacks=before_agent_callbacks,
+            after_agent_callbacks=after_agent_callbacks,
+        )
+        if max_iterations < 0:
+            raise ValueError(f"LoopAgent {name!r}: max_iterations must be >= 0 (0 means no limit), got {max_iterations}")
+        self.max_iterations = max_iterations
+
+    async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
+        saved = _saved(run, _LOOP)
+        i, start = (int(saved["iteration"]), int(saved["index"])) if saved is not None else (0, 0)
+        names = [RunStep(c.name) for c in self.sub_agents]
+        path = (*run.run_path, *(names * i), *names[:start])
+        while self.max_iterations == 0 or i < self.max_iterations:
+            for j in range(start, len(self.sub_agents)):
+                child = self.sub_agents[j]
+                outcome = _Outcome()
+                broke = False
+                async for ev in _sequence_child(child, run, path, outcome, **options):
+                    brk = ev.action.break_loop if ev.action is not None else None
+                    if brk is not None and not brk.done:
+                        brk.done = True  # the nearest loop acts on it; outer loops carry on
+                        brk.current_iterations = i
+                        broke = True
+                    yield ev
+                if outcome.interrupt is not None:
+                    yield _wrap_interrupt(outcome.interrupt, {"kind": _LOOP, "iteration": i, "index": j})
+                if outcome.stop or broke:
+                    return
+                path = (*path, RunStep(child.name))
+            start = 0
+            i += 1
+
+
+class ParallelAgent(WorkflowAgent):
+    """Runs its children at the same time, each in its own lane of the session. Interrupts of
+    children are gathered into one interrupt of the workflow; resuming it reruns only the
+    interrupted children."""
+
+    async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
+        from rillet.checkpoint.payload import events_to_records, records_to_events
+
+        saved = _saved(run, _PAR)
+        lanes = [run.session.lane() for _ in self.sub_agents]
+        base = len(lanes[0].events)
+        todo = list(range(len(self.sub_agents)))
+        if saved is not None:
+            resume = current_resume()
+            wanted = resume.next_points(run.address) if resume is not None else []
+            todo = [i for i, c in enumerate(self.sub_agents) if f"agent:{c.name}" in wanted]
+            for i, records in saved["lanes"].items():
+                for ev in records_to_events(records):
+                    lanes[int(i)].record(ev)
+        queue: asyncio.Queue[tuple[int, AgentEvent | BaseException | None]] = asyncio.Queue()
+
+        async def pump(i: int) -> None:
+            lane_run = RunContext(lanes[i], run.run_path, run.address, run.root_input)
+            try:
+                async for ev in _run_child(self.sub_agents[i], lane_run, lane_run.run_path, **options):
+                    queue.put_nowait((i, ev))
+            except BaseException as e:  # noqa: BLE001 - handed to the workflow to re-raise
+                queue.put_nowait((i, e))
+                raise
+            finally:
+                queue.put_nowait((i, None))
+
+        tasks = [asyncio.ensure_future(pump(i)) for i in todo]
+        interrupted: list[AgentEvent] = []
+        try:
+            running = len(tasks)
+            while running:
+                _, item = await queue.get()
+                if item is None:
+                    running -= 1
+                elif isinstance(item, BaseException):
+                    raise item
+                elif item.action is not None and item.action.signal is not None:
+                    interrupted.append(item)  # gathered into the workflow's interrupt below
+                else:
+                    yield item
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if interrupted:
+            lanes_state = {str(i): await events_to_records(lane.events[base:]) for i, lane in enumerate(lanes)}
+            signals = [ev.action.signal for ev in interrupted if ev.action is not None and ev.action.signal is not None]
+            data = {ev.agent_name: ev.action.interrupted.data for ev in interrupted if ev.action and ev.action.interrupted}
+            out = composite_interrupt_event(data, {"kind": _PAR, "lanes": lanes_state}, *signals)
+            out.agent_name, out.run_path = self.name, run.run_path
+            yield out
+            return
+        run.session.join(lanes)
+
+
+_SEQ = "rillet.sequential"
+_LOOP = "rillet.loop"
+_PAR = "rillet.parallel"

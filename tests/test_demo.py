@@ -1,0 +1,68 @@
+"""`rillet demo` and `rillet resume`: offline, every event kind, approval through SQLite, 80 columns."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from rillet import Runner
+from rillet.approval import approve
+from rillet.checkpoint import InMemoryCheckpointStore
+from rillet.demo import build_agent, main, render
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rillet.cli", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_demo_runs_offline_asks_approval_resumes_from_sqlite_and_fits_80_columns(tmp_path: Path) -> None:
+    result = cli("demo", "--fast", "--no-color", "--db", str(tmp_path / "d.db"))
+    assert result.returncode == 0, result.stderr
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    for expected in [
+        "→ calls get_weather",
+        "← convert_currency",
+        "← packing_tips (streaming)",
+        "- sunglasses",
+        "paused: book_hotel(city='Lisbon', nights=2) needs approval",
+        "No terminal to ask: approving",
+        "resuming checkpoint demo-",
+        "Booked 2 nights",
+        "Your room is",
+        "9 events · 4 model calls",
+    ]:
+        assert expected in result.stdout
+
+
+def test_demo_main_with_a_rejection_returns_zero(tmp_path: Path) -> None:
+    assert main(delay=0.0, color=False, decision="reject", db=tmp_path / "x.db") == 0
+
+
+def test_stop_at_approval_then_resume_from_another_process(tmp_path: Path) -> None:
+    db = str(tmp_path / "runs.db")
+    first = cli("demo", "--fast", "--no-color", "--stop-at-approval", "--db", db)
+    assert first.returncode == 0, first.stderr
+    line = next(l for l in first.stdout.splitlines() if "rillet resume" in l)
+    checkpoint_id = line.split()[2]
+    second = cli("resume", checkpoint_id, "--db", db, "--reject", "--no-color")
+    assert second.returncode == 0, second.stderr
+    assert "The user rejected this call of book_hotel" in second.stdout
+    assert "I did not book" in second.stdout
+    missing = cli("resume", "nope", "--db", db, "--no-color")
+    assert missing.returncode == 1 and "no checkpoint 'nope'" in missing.stdout
+
+
+def test_demo_streams_and_non_streams_the_same_conversation() -> None:
+    for streaming in (True, False):
+        buf = io.StringIO()
+        console = Console(file=buf, width=80, no_color=True)
+        runner = Runner(build_agent(0.0), streaming=streaming, checkpoint_store=InMemoryCheckpointStore())
+        r = render(runner.query("hi", checkpoint_id="c"), console)
+        ask = next(e for e in r.seen if e.action and e.action.interrupted).action.interrupted.interrupt_contexts[0]
+        render(runner.resume("c", targets={ask.id: approve()}), console, into=r)
+        assert (r.events, r.model_calls) == (9, 4)
+        assert "184.00 EUR" in buf.getvalue() and "LIS-4821" in buf.getvalue()

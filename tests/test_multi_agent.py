@@ -1,0 +1,452 @@
+"""Multi-agent composition: transfer, AgentTool, workflow agents and ADK-Go agent callbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from rillet import (
+    AgentEvent,
+    AgentInput,
+    AgentTool,
+    BaseAgent,
+    CallbackContext,
+    ChatModelAgent,
+    FunctionCall,
+    LoopAgent,
+    Message,
+    ParallelAgent,
+    Runner,
+    RunStep,
+    ScriptedModel,
+    SequentialAgent,
+    StateDelta,
+    ToolCall,
+    event_from_message,
+    get_session_value,
+    new_break_loop_action,
+    new_exit_action,
+    set_sub_agents,
+    with_deterministic_transfer_to,
+    with_disallow_transfer_to_parent,
+)
+from rillet.tools import ExitTool
+
+
+def call(name: str, args: dict[str, Any], id: str = "c1", i: int = 0) -> ToolCall:
+    return ToolCall(index=i, id=id, function=FunctionCall(name, json.dumps(args)))
+
+
+def transfer(to: str, id: str = "t1") -> Message:
+    return Message.assistant("", [call("transfer_to_agent", {"agent_name": to}, id)])
+
+
+def path(*names: str) -> tuple[RunStep, ...]:
+    return tuple(RunStep(n) for n in names)
+
+
+def summary(events: list[AgentEvent]) -> list[tuple[str, str, str]]:
+    out = []
+    for ev in events:
+        mv = ev.message_output
+        if ev.error is not None:
+            what = f"error:{ev.error}"
+        elif mv is not None:
+            what = f"{mv.role}:{mv.get_message().content}"
+        else:
+            what = "action"
+        out.append((ev.agent_name, "/".join(s.agent_name for s in ev.run_path), what))
+    return out
+
+
+def agent(name: str, replies: list[Any], description: str = "", instruction: str = "", **kw: Any) -> ChatModelAgent:
+    return ChatModelAgent(name, description or f"the {name} agent", instruction, ScriptedModel(replies), **kw)
+
+
+# --- transfer ------------------------------------------------------------------------------
+
+
+def test_transfer_to_a_sub_agent_rewrites_history_in_einos_format() -> None:
+    router = agent("router", [transfer("math")], instruction="Route.")
+    math = agent("math", ["4"])
+    root = set_sub_agents(router, [math, agent("poet", [])])
+    events = list(Runner(root).query("2+2?"))
+    assert summary(events) == [
+        ("router", "router", "assistant:"),
+        ("router", "router", "tool:successfully transferred to agent [math]"),
+        ("math", "router/math", "assistant:4"),
+    ]
+    assert events[1].action.transfer_to_agent.dest_agent_name == "math"
+    seen = [m.content for m in math.model.calls[0].messages]  # type: ignore[attr-defined]
+    assert seen[1:] == [
+        "2+2?",
+        'For context: [router] called tool: `transfer_to_agent` with arguments: {"agent_name": "math"}.',
+        "For context: [router] `transfer_to_agent` tool returned result: successfully transferred to agent [math].",
+    ]
+    assert all(m.role == "user" for m in math.model.calls[0].messages[1:])  # type: ignore[attr-defined]
+    system = router.model.calls[0].messages[0].content  # type: ignore[attr-defined]
+    assert system.startswith("Route.\n\n") and "- Agent name: math\n  Agent description: the math agent" in system
+    assert "transfer_to_agent" in [t.name for t in router.model.calls[0].tools]  # type: ignore[attr-defined]
+
+
+def test_transfer_chain_nests_run_paths_a_b_a_c() -> None:
+    a = agent("A", [transfer("B"), transfer("C", "t3")])
+    b = agent("B", [transfer("A", "t2")])
+    c = agent("C", ["done"])
+    root = set_sub_agents(a, [b, c])
+    events = list(Runner(root).query("go"))
+    paths = ["/".join(s.agent_name for s in e.run_path) for e in events]
+    assert paths == ["A", "A", "A/B", "A/B", "A/B/A", "A/B/A", "A/B/A/C"]
+    assert summary(events)[-1] == ("C", "A/B/A/C", "assistant:done")
+
+
+def test_transfer_to_an_unknown_agent_is_an_error_event() -> None:
+    root = set_sub_agents(agent("router", [transfer("nobody")]), [agent("math", [])])
+    events = list(Runner(root).query("x"))
+    assert isinstance(events[-1].error, Exception)
+    assert str(events[-1].error) == "transfer failed: agent 'nobody' not found when transferring from 'router'"
+
+
+def test_a_child_that_may_not_transfer_to_its_parent_gets_no_transfer_tool() -> None:
+    child = agent("child", ["hi"])
+    set_sub_agents(agent("parent", []), [with_disallow_transfer_to_parent(child)])
+    assert "transfer_to_agent" not in [t.info.name for t in child.tools]
+    other = agent("other", ["hi"])
+    set_sub_agents(agent("parent2", []), [other])
+    assert "transfer_to_agent" in [t.info.name for t in other.tools]
+
+
+def test_set_sub_agents_refuses_a_second_parent_and_duplicate_names() -> None:
+    child = agent("c", [])
+    set_sub_agents(agent("p1", []), [child])
+    with pytest.raises(ValueError, match="already has a parent"):
+        set_sub_agents(agent("p2", []), [child])
+    with pytest.raises(ValueError, match="unique"):
+        set_sub_agents(agent("p3", []), [agent("x", []), agent("x", [])])
+
+
+def test_deterministic_transfer_hands_over_after_a_normal_finish() -> None:
+    first = with_deterministic_transfer_to(agent("first", ["I did my part."]), ["second"])
+    second = agent("second", ["And I mine."])
+    root = set_sub_agents(first, [second])
+    events = list(Runner(root).query("go"))
+    assert [s[2] for s in summary(events)] == [
+        "assistant:I did my part.",
+        "assistant:",
+        "tool:successfully transferred to agent [second]",
+        "assistant:And I mine.",
+    ]
+    assert events[2].message_output.message.tool_name == "transfer_to_agent"
+    assert events[1].message_output.message.tool_calls[0].function.arguments == "second"  # the bare name
+
+
+# --- AgentTool --------------------------------------------------------------------------
+
+
+def test_agent_tool_result_is_the_last_message_and_values_are_shared() -> None:
+    inner = agent("researcher", ["step one", ], output_key="found")
+    tool_ = AgentTool(inner)
+    assert tool_.info.parameters["required"] == ["request"]
+    outer_model = ScriptedModel([Message.assistant("", [call("researcher", {"request": "find rust"})]), "summary"])
+    seen: list[Any] = []
+    outer = ChatModelAgent(
+        "outer", "", "", outer_model, [tool_], after_agent=lambda state: seen.append(get_session_value("found"))
+    )
+    events = list(Runner(outer).query("research"))
+    assert summary(events) == [
+        ("outer", "outer", "assistant:"),
+        ("outer", "outer", "tool:step one"),
+        ("outer", "outer", "assistant:summary"),
+    ]
+    assert [m.content for m in inner.model.calls[0].messages] == ["find rust"]  # type: ignore[attr-defined]
+    assert seen == ["step one"]  # the inner agent's session value reached the caller's session
+
+
+def test_agent_tool_swallows_exit_and_turns_errors_into_tool_errors() -> None:
+    exits = agent("quitter", [Message.assistant("", [call("exit", {"final_result": "bye"})])], exit_tool=ExitTool())
+    broken = agent("broken", [Message.assistant("", [call("missing", {})])], max_iterations=1, tools=[ExitTool()])
+    outer_model = ScriptedModel(
+        [
+            Message.assistant(
+                "", [call("quitter", {"request": "x"}, "a", 0), call("broken", {"request": "y"}, "b", 1)]
+            ),
+            "ok",
+        ]
+    )
+    outer = ChatModelAgent("outer", "", "", outer_model, [AgentTool(exits), AgentTool(broken)])
+    events = list(Runner(outer).query("go"))
+    assert all(ev.action is None for ev in events)  # the inner exit never left the tool
+    results = {m.tool_name: m.content for m in outer_model.calls[1].messages if m.role == "tool"}
+    assert results["quitter"] == "bye"
+    assert results["broken"].startswith("Error: agent tool 'broken'") and "exceeds max iterations" in results["broken"]
+    assert summary(events)[-1][2] == "assistant:ok"
+
+
+def test_agent_tool_full_history_matches_einos_rewrite() -> None:
+    inner = agent("test-agent", ["inner answer"])
+    outer_model = ScriptedModel(
+        [Message.assistant("", [call("test-agent", {"request": "r"})]), "end"]
+    )
+
+    # A before-model callback feeds the history of Eino's test: user, assistant, tool call.
+    outer = ChatModelAgent("react-agent", "", "", outer_model, [AgentTool(inner, full_history=True)])
+    history = [Message.user("first user message"), Message.assistant("first assistant response")]
+    list(Runner(outer).run(history))
+    got = [(m.role, m.content) for m in inner.model.calls[0].messages]  # type: ignore[attr-defined]
+    assert got[0] == ("user", "first user message")
+    assert got[1] == ("user", "For context: [react-agent] said: first assistant response.")
+    assert got[-2] == ("user", "For context: [react-agent] called tool: `transfer_to_agent` with arguments: test-agent.")
+    assert got[-1] == (
+        "user",
+        "For context: [react-agent] `transfer_to_agent` tool returned result: successfully transferred to agent [test-agent].",
+    )
+
+
+def test_agent_tool_emits_internal_events_with_the_callers_run_path_prefixed() -> None:
+    inner = agent("helper", ["inner says hi"])
+    outer_model = ScriptedModel([Message.assistant("", [call("helper", {"request": "x"})]), "done"])
+    outer = ChatModelAgent("outer", "", "", outer_model, [AgentTool(inner, emit_internal_events=True)])
+    runner = Runner(outer)
+    events = list(runner.query("go"))
+    assert summary(events) == [
+        ("outer", "outer", "assistant:"),
+        ("helper", "outer/helper", "assistant:inner says hi"),
+        ("outer", "outer", "tool:inner says hi"),
+        ("outer", "outer", "assistant:done"),
+    ]
+
+
+# --- workflows ------------------------------------------------------------------------------
+
+
+def test_sequential_run_paths_accumulate_and_children_see_each_other_as_context() -> None:
+    a = agent("a", ["draft"])
+    b = agent("b", ["review"])
+    seq = SequentialAgent("seq", "writes then reviews", [a, b])
+    events = list(Runner(seq).query("write"))
+    assert summary(events) == [("a", "seq/a", "assistant:draft"), ("b", "seq/a/b", "assistant:review")]
+    assert [m.content for m in b.model.calls[0].messages] == ["write", "For context: [a] said: draft."]  # type: ignore[attr-defined]
+
+
+def test_sequential_stops_on_exit_and_on_error() -> None:
+    quitter = agent("q", [Message.assistant("", [call("exit", {"final_result": "stop"})])], exit_tool=ExitTool())
+    never = agent("never", ["unreachable"])
+    events = list(Runner(SequentialAgent("s", "", [quitter, never])).query("x"))
+    assert events[-1].action is not None and events[-1].action.exit
+    assert never.model.call_count == 0  # type: ignore[attr-defined]
+
+    failing = agent("f", [Message.assistant("", [call("nope", {})])], max_iterations=1, tools=[ExitTool()])
+    never2 = agent("never2", ["unreachable"])
+    events = list(Runner(SequentialAgent("s2", "", [failing, never2])).query("x"))
+    assert events[-1].error is not None and never2.model.call_count == 0  # type: ignore[attr-defined]
+
+
+class Breaker(BaseAgent):
+    """Says something, and breaks the loop on its ``at``-th call (0: on every call)."""
+
+    def __init__(self, name: str, at: int) -> None:
+        super().__init__(name, "breaks")
+        self.at = at
+        self.calls = 0
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        self.calls += 1
+        ev = event_from_message(Message.assistant(f"{self.name}#{self.calls}"))
+        if self.at == 0 or self.calls == self.at:
+            ev.action = new_break_loop_action(self.name)
+        yield ev
+
+
+def test_loop_runs_rounds_and_break_loop_ends_it_after_the_current_child() -> None:
+    writer = agent("writer", ["v1", "v2", "v3"])
+    reviewer = Breaker("reviewer", at=2)
+    loop = LoopAgent("loop", "", [writer, reviewer], max_iterations=5)
+    events = list(Runner(loop).query("write"))
+    assert [s[2] for s in summary(events)] == ["assistant:v1", "assistant:reviewer#1", "assistant:v2", "assistant:reviewer#2"]
+    brk = events[-1].action.break_loop
+    assert brk.done and brk.current_iterations == 1
+    assert summary(events)[2][1] == "loop/writer/reviewer/writer"  # run paths accumulate across rounds
+
+
+def test_loop_max_iterations_bounds_the_rounds() -> None:
+    events = list(Runner(LoopAgent("l", "", [agent("w", ["1", "2", "3"])], max_iterations=2)).query("x"))
+    assert [s[2] for s in summary(events)] == ["assistant:1", "assistant:2"]
+
+
+def test_nested_loops_break_only_the_innermost() -> None:
+    inner = LoopAgent("inner", "", [Breaker("b", at=0)], max_iterations=0)
+    outer = LoopAgent("outer", "", [inner, agent("after", ["a1", "a2"])], max_iterations=2)
+    events = list(Runner(outer).query("x"))
+    texts = [s[2] for s in summary(events)]
+    assert texts == ["assistant:b#1", "assistant:a1", "assistant:b#2", "assistant:a2"]
+
+
+def test_parallel_children_run_at_once_in_isolated_lanes_then_join() -> None:
+    both_started = asyncio.Barrier(2) if hasattr(asyncio, "Barrier") else None
+
+    class Lane(BaseAgent):
+        def __init__(self, name: str) -> None:
+            super().__init__(name, "lane")
+            self.saw: list[str] = []
+
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            if both_started is not None:
+                await asyncio.wait_for(both_started.wait(), 5)  # proves they run at the same time
+            self.saw = [m.content for m in input.messages]
+            yield event_from_message(Message.assistant(f"from {self.name}"))
+            await asyncio.sleep(0)
+            self.saw_later = [m.content for m in input.messages]
+
+    x, y = Lane("x"), Lane("y")
+    final = agent("final", ["merged"])
+    seq = SequentialAgent("seq", "", [ParallelAgent("par", "", [x, y]), final])
+    events = list(Runner(seq).query("go"))
+    assert sorted(s[2] for s in summary(events)[:2]) == ["assistant:from x", "assistant:from y"]
+    assert {s[1] for s in summary(events)[:2]} == {"seq/par/x", "seq/par/y"}
+    assert x.saw == ["go"] and y.saw == ["go"]  # neither saw its sibling
+    seen = [m.content for m in final.model.calls[0].messages]  # type: ignore[attr-defined]
+    assert seen[0] == "go" and sorted(seen[1:]) == ["For context: [x] said: from x.", "For context: [y] said: from y."]
+
+
+def test_parallel_forwards_a_childs_error_and_the_others_finish() -> None:
+    failing = agent("f", [Message.assistant("", [call("nope", {})])], max_iterations=1, tools=[ExitTool()])
+    fine = agent("ok", ["fine"])
+    events = list(Runner(ParallelAgent("p", "", [failing, fine])).query("x"))
+    kinds = sorted("error" if e.error else e.message_output.role for e in events)
+    assert kinds.count("error") == 1 and "assistant" in kinds
+    assert any(s[2] == "assistant:fine" for s in summary(events))
+
+
+# --- ADK-Go agent callbacks ------------------------------------------------------------------
+
+
+def test_before_agent_callback_content_skips_the_body_and_after_callbacks() -> None:
+    after_calls: list[str] = []
+    a = agent(
+        "cached",
+        ["never"],
+        before_agent_callbacks=[lambda ctx: None, lambda ctx: "cached answer", lambda ctx: "not reached"],
+        after_agent_callbacks=[lambda ctx: after_calls.append("x")],  # type: ignore[arg-type,func-returns-value]
+    )
+    events = list(Runner(a).query("x"))
+    assert summary(events) == [("cached", "cached", "assistant:cached answer")]
+    assert a.model.call_count == 0 and after_calls == []  # type: ignore[attr-defined]
+
+
+def test_before_agent_state_changes_are_an_event_then_the_body_runs() -> None:
+    def remember(ctx: CallbackContext) -> None:
+        ctx.state["last_city"] = "Hangzhou"
+
+    a = agent("w", ["26 degrees"], before_agent_callbacks=[remember], output_key="answer")
+    events = list(Runner(a).query("weather"))
+    assert isinstance(events[0].action.customized_action, StateDelta)
+    assert events[0].action.customized_action == {"last_city": "Hangzhou"}
+    assert summary(events)[1] == ("w", "w", "assistant:26 degrees")
+
+
+def test_after_agent_callback_adds_a_new_event_and_errors_become_events() -> None:
+    async def sign(ctx: CallbackContext) -> Message:
+        return Message.assistant("-- signed")
+
+    a = agent("s", ["answer"], after_agent_callbacks=[sign])
+    assert [s[2] for s in summary(list(Runner(a).query("x")))] == ["assistant:answer", "assistant:-- signed"]
+
+    def boom(ctx: CallbackContext) -> None:
+        raise PermissionError("not allowed")
+
+    b = agent("b", ["never"], before_agent_callbacks=[boom])
+    events = list(Runner(b).query("x"))
+    assert len(events) == 1 and isinstance(events[0].error, PermissionError)
+
+
+def test_events_without_an_author_get_one_by_adks_rule() -> None:
+    class Echo(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            yield event_from_message(Message.user("from the user"))
+            yield event_from_message(Message.assistant("from me"))
+
+    events = list(Runner(Echo("echo")).query("x"))
+    assert [e.agent_name for e in events] == ["user", "echo"]
+
+
+def test_workflow_callbacks_wrap_the_whole_workflow() -> None:
+    seq = SequentialAgent(
+        "seq", "", [agent("a", ["A"]), agent("b", ["B"])], after_agent_callbacks=[lambda ctx: "workflow done"]
+    )
+    assert [s[2] for s in summary(list(Runner(seq).query("x")))] == ["assistant:A", "assistant:B", "assistant:workflow done"]
+
+
+def test_exit_inside_a_sequence_child_via_new_exit_action() -> None:
+    class Quit(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            ev = event_from_message(Message.assistant("bye"))
+            ev.action = new_exit_action()
+            yield ev
+
+    nxt = agent("next", ["unreached"])
+    events = list(Runner(SequentialAgent("s", "", [Quit("q"), nxt])).query("x"))
+    assert summary(events) == [("q", "s/q", "assistant:bye")] and nxt.model.call_count == 0  # type: ignore[attr-defined]
+
+
+
+
+# --- more of Eino's documented shapes ---------------------------------------------------------
+
+
+def test_skip_transfer_messages_leaves_the_transfer_pair_out_of_the_history() -> None:
+    from rillet import FlowAgent
+
+    math = agent("math", ["4"])
+    root = set_sub_agents(agent("router", [transfer("math")]), [FlowAgent(math, skip_transfer_messages=True)])
+    list(Runner(root).query("2+2?"))
+    assert [m.content for m in math.model.calls[0].messages][1:] == ["2+2?"]  # type: ignore[attr-defined]
+
+
+def test_agent_tool_result_is_only_the_last_events_message() -> None:
+    from rillet import stream_from_list
+
+    class TwoStreams(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            for a, b in (("1", "2"), ("a", "b")):
+                chunks = [Message(role="assistant", content=a), Message(content=b)]
+                yield event_from_message(None, stream_from_list(chunks))
+
+    outer_model = ScriptedModel([Message.assistant("", [call("two", {"request": "x"})]), "done"])
+    outer = ChatModelAgent("outer", "", "", outer_model, [AgentTool(TwoStreams("two", "streams twice"))])
+    list(Runner(outer).query("go"))
+    assert [m.content for m in outer_model.calls[1].messages if m.role == "tool"] == ["ab"]
+
+
+def test_loop_stops_on_a_childs_error() -> None:
+    failing = agent("f", [Message.assistant("", [call("nope", {})])], max_iterations=1, tools=[ExitTool()])
+    events = list(Runner(LoopAgent("l", "", [failing, agent("never", ["x"])], max_iterations=0)).query("x"))
+    assert events[-1].error is not None and "exceeds max iterations" in str(events[-1].error)
+
+
+def test_sequential_forwards_break_loop_without_stopping() -> None:
+    seq = SequentialAgent("s", "", [Breaker("b", at=0), agent("next", ["still runs"])])
+    events = list(Runner(seq).query("x"))
+    assert [s[2] for s in summary(events)] == ["assistant:b#1", "assistant:still runs"]
+    assert events[0].action.break_loop is not None and not events[0].action.break_loop.done
+
+
+def test_a_sequence_child_transfers_inside_its_own_flow() -> None:
+    helper = agent("helper", ["helped"])
+    lead = set_sub_agents(agent("lead", [transfer("helper")]), [helper])
+    events = list(Runner(SequentialAgent("s", "", [lead, agent("last", ["end"])])).query("x"))
+    assert [s[1] for s in summary(events)] == ["s/lead", "s/lead", "s/lead/helper", "s/lead/last"]
+
+
+def test_parallel_forwards_exit_without_stopping_siblings() -> None:
+    class Quit(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            ev = event_from_message(Message.assistant("bye"))
+            ev.action = new_exit_action()
+            yield ev
+
+    events = list(Runner(ParallelAgent("p", "", [Quit("q"), agent("other", ["still here"])])).query("x"))
+    assert sorted(s[2] for s in summary(events)) == ["assistant:bye", "assistant:still here"]
