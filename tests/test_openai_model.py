@@ -678,10 +678,9 @@ def agent_completions() -> list[Reply]:
 
 @pytest.mark.parametrize("streaming", [False, True])
 def test_chat_model_agent_runs_tools_against_the_server(server: FakeOpenAIServer, streaming: bool) -> None:
-    pytest.importorskip("rillet.tools", reason="ChatModelAgent needs rillet.tools (issue 9)")
-    from rillet.chatmodel import ChatModelAgent
-    from rillet.runner import Runner
+    from rillet import ChatModelAgent, Runner, tool
 
+    @tool
     def add(a: int, b: int) -> int:
         """Adds two integers.
 

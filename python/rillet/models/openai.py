@@ -17,6 +17,7 @@ switches.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import email.utils
 import json
 import os
@@ -53,8 +54,7 @@ from rillet.models.errors import (
 if TYPE_CHECKING:
     import httpx
 
-    # tools.py is written in parallel with this package; the ignore goes once both are merged.
-    from rillet.tools import ToolInfo  # type: ignore[import-not-found, unused-ignore]
+    from rillet.tools import ToolInfo
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -254,7 +254,9 @@ class OpenAIChatModel:
         response = await self._post(body, stream=True)
         reader, writer = pipe()
         loop = asyncio.get_running_loop()
-        task = loop.create_task(self._pump(response, writer))
+        # A fresh context: the pump must not keep the caller's run context (and the stream
+        # copies its session records) alive, or an abandoned run would hold the HTTP stream.
+        task = loop.create_task(self._pump(response, writer), context=contextvars.Context())
         self._tasks.add(task)  # the loop keeps only a weak reference to a task
         task.add_done_callback(self._tasks.discard)
         return reader
