@@ -187,18 +187,13 @@ def test_openai_sdk_parse_and_accumulate(benchmark: Any) -> None:
 
 
 @pytest.mark.benchmark(group="read a 2,000-token stream")
-def test_openai_sdk_parse_and_accumulate_by_hand(benchmark: Any) -> None:
+@pytest.mark.parametrize(
+    ("impl", "read"), [("openai sdk by hand", openai_read_by_hand), ("python dicts", dicts_read_by_hand)]
+)
+def test_python_accumulation_by_hand(benchmark: Any, impl: str, read: Any) -> None:
     pytest.importorskip("openai")
-    benchmark.extra_info["impl"] = "openai sdk by hand"  # benches/conftest.py prints the ratios
-    text, _, _ = benchmark(openai_read_by_hand, READS)
-    assert text == EXPECTED_CONTENT
-
-
-@pytest.mark.benchmark(group="read a 2,000-token stream")
-def test_python_dicts_by_hand(benchmark: Any) -> None:
-    pytest.importorskip("openai")
-    benchmark.extra_info["impl"] = "python dicts"  # benches/conftest.py prints the ratios
-    text, _, _ = benchmark(dicts_read_by_hand, READS)
+    benchmark.extra_info["impl"] = impl  # benches/conftest.py prints the ratios
+    text, _, _ = benchmark(read, READS)
     assert text == EXPECTED_CONTENT
 
 

@@ -335,26 +335,12 @@ class OpenAIChatModel:
             )
             try:
                 response = await client.send(request, stream=stream)
-            except httpx.TimeoutException as e:
+            except httpx.TransportError as e:  # timeouts included
                 if attempt < self.max_retries:
                     await asyncio.sleep(self._backoff(attempt, None))
                     attempt += 1
                     continue
-                raise ModelTimeoutError(
-                    f"{url} did not answer within {self.timeout}s ({type(e).__name__}), "
-                    f"after {attempt + 1} tries; raise timeout= or check the server",
-                    base_url=self.base_url,
-                ) from e
-            except httpx.TransportError as e:
-                if attempt < self.max_retries:
-                    await asyncio.sleep(self._backoff(attempt, None))
-                    attempt += 1
-                    continue
-                raise ModelConnectionError(
-                    f"cannot reach {url} ({type(e).__name__}: {e}) after {attempt + 1} tries; "
-                    f"check base_url and that the server is running",
-                    base_url=self.base_url,
-                ) from e
+                raise self._transport_error(e, url, attempt + 1) from e
             if response.status_code < 400:
                 return response
             try:
@@ -367,6 +353,21 @@ class OpenAIChatModel:
                 attempt += 1
                 continue
             raise self._status_error(status, text, response.headers, attempt + 1, body["model"])
+
+    def _transport_error(self, e: Exception, url: str, tries: int) -> ModelError:
+        import httpx
+
+        if isinstance(e, httpx.TimeoutException):
+            return ModelTimeoutError(
+                f"{url} did not answer within {self.timeout}s ({type(e).__name__}), "
+                f"after {tries} tries; raise timeout= or check the server",
+                base_url=self.base_url,
+            )
+        return ModelConnectionError(
+            f"cannot reach {url} ({type(e).__name__}: {e}) after {tries} tries; "
+            "check base_url and that the server is running",
+            base_url=self.base_url,
+        )
 
     def _status_error(
         self, status: int, text: str, headers: Mapping[str, str], tries: int, model: str
