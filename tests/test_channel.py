@@ -808,7 +808,7 @@ def receive_error(receive: Callable[[Channel[int]], object], ch: Channel[int]) -
     try:
         receive(ch)
     except Boom as e:
-        del big
+        assert len(big) == 100_000
         return e
     raise AssertionError("expected the close error")
 
