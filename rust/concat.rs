@@ -3,7 +3,7 @@
 //!
 //! * role, name, tool_call_id, tool_name: the first non-empty value wins; a different
 //!   non-empty value later is an error.
-//! * content and reasoning_content: concatenated.
+//! * content, reasoning_content and refusal (OpenAI's, not in Eino): concatenated.
 //! * tool calls: calls without an index are kept as they are, first and in order; indexed
 //!   calls are merged per index (first non-empty id, type and name win, conflicts are errors,
 //!   arguments concatenated, the first chunk's `extra` kept) and sorted by index.
@@ -201,6 +201,9 @@ impl Accumulator {
         }
         if !c.reasoning_content.is_empty() {
             m.reasoning_content.push_str(&c.reasoning_content);
+        }
+        if !c.refusal.is_empty() {
+            m.refusal.push_str(&c.refusal);
         }
         if !c.user_input_multi_content.is_empty() {
             append_parts(&mut m.user_input_multi_content, &c.user_input_multi_content);

@@ -59,6 +59,8 @@ pub struct Message {
     pub user_input_multi_content: Vec<Part>,
     pub name: String,
     pub reasoning_content: String,
+    /// OpenAI's refusal text; concatenated like `content`.
+    pub refusal: String,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: String,
     pub tool_name: String,

@@ -20,7 +20,7 @@ def test_constructors_set_the_role_and_fields() -> None:
     user = Message.user("hi", name="ann")
     assert (user.role, user.content, user.name) == ("user", "hi", "ann")
     asst = Message.assistant("ok", [call()])
-    assert asst.role == "assistant" and asst.tool_calls == [call()]
+    assert asst.role == "assistant" and asst.tool_calls == (call(),)
     tool = Message.tool_message("42", "call_1", tool_name="calc")
     assert (tool.role, tool.content, tool.tool_call_id, tool.tool_name) == ("tool", "42", "call_1", "calc")
 
@@ -41,9 +41,11 @@ def test_message_attributes_are_assignable() -> None:
     assert m.content == "b" and m.name == "bot" and m.tool_calls[0].id == "call_1"
     assert m.response_meta is not None and m.response_meta.usage == Usage(1, 2, 3)
     assert m.extra == {"k": 1}
-    # Getters of containers return copies: mutate by assigning.
-    m.extra["k"] = 2  # type: ignore[index]
-    assert m.extra == {"k": 1}
+    # Getters of containers return read-only views: change them by assigning.
+    with pytest.raises(TypeError):
+        m.extra["k"] = 2  # type: ignore[index]
+    m.extra = {**m.extra, "k": 2}
+    assert m.extra == {"k": 2}
 
 
 def test_parts_are_immutable_values() -> None:
@@ -139,7 +141,7 @@ def test_multi_part_user_input() -> None:
 def test_bad_inputs_raise_clear_errors() -> None:
     with pytest.raises(TypeError, match="extra keys must be str"):
         Message(extra={1: "x"})
-    with pytest.raises(TypeError, match="tool_calls items must be ToolCall or dict"):
+    with pytest.raises(TypeError, match=r"Message.tool_calls\[0\]: expected ToolCall \| dict, got int"):
         Message(tool_calls=[1])
 
 

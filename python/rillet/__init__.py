@@ -1,7 +1,7 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
 from rillet import codec, schema
-from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, RilletError, __version__
+from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, EndOfStream, RilletError, __version__
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta
 from rillet.agent_tool import AgentTool, AgentToolError
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
@@ -87,6 +87,7 @@ __all__ = [
     "DecodeError",
     "EMPTY",
     "EncodeError",
+    "EndOfStream",
     "EventGenerator",
     "EventIterator",
     "ExceedMaxIterationsError",

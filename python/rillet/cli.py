@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 import rillet
+from rillet.examples import EXAMPLES
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -28,11 +29,25 @@ def bench(args: argparse.Namespace) -> int:
 
 
 def demo(args: argparse.Namespace) -> int:
+    color = False if args.no_color else None
+    delay = 0.0 if args.fast else args.delay
+    if args.example != "travel":
+        import importlib
+
+        flags = {"--approve/--reject": args.decision, "--db": args.db, "--stop-at-approval": args.stop_at_approval}
+        used = [flag for flag, value in flags.items() if value]
+        if used:
+            print(
+                f"rillet demo {args.example}: {', '.join(used)} only apply to the travel demo (`rillet demo travel`)",
+                file=sys.stderr,
+            )
+            return 2
+        run_example = importlib.import_module(EXAMPLES[args.example]).main
+        return int(run_example(delay=delay, streaming=not args.no_stream, color=color))
     from rillet.demo import main as run_demo
 
-    color = False if args.no_color else None
     return run_demo(
-        delay=0.0 if args.fast else args.delay,
+        delay=delay,
         streaming=not args.no_stream,
         color=color,
         decision=args.decision,
@@ -65,7 +80,17 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rillet", description="rillet: an event-stream agent development kit.")
     p.add_argument("--version", action="version", version=f"rillet {rillet.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="run a ReAct agent with tools on a scripted model (offline, no API key)")
+    d = sub.add_parser(
+        "demo",
+        help="run an example on scripted models (offline, no API key): a ReAct agent, or a multi-agent one",
+        description="Runs an example offline on scripted models. travel (the default): a ReAct agent "
+        "with four tools, one needing approval; team: a supervisor transferring to specialists; "
+        "research: an agent calling two agents as tools; review: a writer and a reviewer in a loop. "
+        "docs/multi-agent.md explains the last three.",
+    )
+    d.add_argument(
+        "example", nargs="?", default="travel", choices=["travel", *EXAMPLES], help="which example (default: travel)"
+    )
     d.add_argument("--fast", action="store_true", help="no pause between streamed tokens")
     d.add_argument("--delay", type=float, default=0.02, help="seconds between streamed tokens (default: 0.02)")
     d.add_argument("--no-stream", action="store_true", help="ask the model for whole replies instead of streams")

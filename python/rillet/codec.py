@@ -7,11 +7,14 @@ classes registered here. It never imports or calls anything named by the data.
 
 Register your own classes once, at import time, under a stable name (never an import path)::
 
+    @register_type(name="shop.cart")
     @dataclass
     class Cart:
         items: list[str]
 
-    register_type(Cart, name="shop.cart")
+(``register_type(Cart, name="shop.cart")`` does the same.) Registering the same class under
+the same name again, or a class with the same module and qualified name (the new class of a
+reloaded module or a re-run notebook cell), replaces the registration instead of failing.
 
 A type's version travels with each object; decoding an older version first runs its
 ``migrate(state, old_version)`` function, which returns the state of the current version.
@@ -23,9 +26,12 @@ import dataclasses
 import datetime
 import decimal
 import enum
+import io
+import pathlib
+import types
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from rillet import _native
 from rillet._native import DecodeError, EncodeError
@@ -37,6 +43,8 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "FORMAT_VERSION",
+    "MAX_DEPTH_LIMIT",
+    "Unknown",
     "decode",
     "encode",
     "register_type",
@@ -46,6 +54,9 @@ FORMAT_VERSION = 2
 DEFAULT_MAX_DEPTH = 512
 DEFAULT_MAX_SIZE = 1 << 30
 DEFAULT_MAX_ITEMS = 1 << 26
+# The largest max_depth encode and decode accept. Both walk with a stack on the heap, so any
+# depth up to this is safe, on any thread stack; it bounds what a mistaken argument costs.
+MAX_DEPTH_LIMIT = 100_000
 
 T = TypeVar("T", bound=type)
 State = Any
@@ -69,15 +80,30 @@ def encode(
     obj: object, *, max_depth: int = DEFAULT_MAX_DEPTH, format_version: int = FORMAT_VERSION
 ) -> bytes:
     """Encodes ``obj`` as checkpoint bytes; raises EncodeError naming the path to any value
-    that cannot be encoded (an unregistered class, a reference cycle...).
+    that cannot be encoded (an unregistered class, a reference cycle...) and what to do.
 
-    Format 2 (the default) writes each repeated string and each repeated set of dict keys
-    once and refers back to it; format 1 is plain MessagePack with no back-references, for
-    readers that predate format 2. ``decode`` reads both.
+    ``max_depth`` (0 to MAX_DEPTH_LIMIT) bounds container nesting. Format 2 (the default)
+    writes each repeated string and each repeated set of dict keys once and refers back to
+    it; format 1 is plain MessagePack with no back-references, for readers that predate
+    format 2. ``decode`` reads both.
     """
     if format_version not in (1, FORMAT_VERSION):
         raise ValueError(f"format_version must be 1 or {FORMAT_VERSION}, got {format_version!r}")
+    _check_max_depth(max_depth)
     return _native.codec_encode(obj, _BY_TYPE, max_depth, format_version)
+
+
+@dataclasses.dataclass(frozen=True)
+class Unknown:
+    """A registered object whose name is not registered in this process, as
+    ``decode(data, unknown="placeholder")`` returns it: its registered ``name``, the
+    ``version`` it was written with and its ``state`` (for a dataclass or attrs class, the
+    dict of its fields). For inspecting a checkpoint without the application's classes;
+    it is not itself encodable."""
+
+    name: str
+    version: int
+    state: Any
 
 
 def decode(
@@ -86,21 +112,43 @@ def decode(
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_size: int = DEFAULT_MAX_SIZE,
     max_items: int = DEFAULT_MAX_ITEMS,
+    unknown: Literal["error", "placeholder"] = "error",
 ) -> Any:
     """Decodes checkpoint bytes. Raises DecodeError (a ValueError) with the byte offset and
     what was expected when the input is malformed, breaks a limit, or names an unknown type.
 
-    ``max_depth`` bounds container nesting, ``max_size`` the input length in bytes and
-    ``max_items`` the number of values.
+    ``max_depth`` (0 to MAX_DEPTH_LIMIT) bounds container nesting, ``max_size`` the input
+    length in bytes and ``max_items`` the number of values. ``unknown="placeholder"`` turns
+    an object whose registered name is unknown here into an ``Unknown(name, version, state)``
+    instead of an error, so a tool can inspect a checkpoint without the application's classes.
     """
     if type(data) is not bytes:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(
+                "decode: data must be the bytes encode() returned (bytes, bytearray or "
+                f"memoryview), got {type(data).__name__}"
+            )
         data = bytes(data)  # a private immutable copy: hooks run while decoding
-    for name, limit in (("max_depth", max_depth), ("max_size", max_size), ("max_items", max_items)):
+    _check_max_depth(max_depth)
+    for name, limit in (("max_size", max_size), ("max_items", max_items)):
         if limit < 0:
             raise ValueError(f"{name} must be >= 0, got {limit}")
-    return _native.codec_decode(data, _BY_NAME, max_depth, max_size, max_items)
+    if unknown == "error":
+        return _native.codec_decode(data, _BY_NAME, max_depth, max_size, max_items)
+    if unknown == "placeholder":
+        return _native.codec_decode(data, _BY_NAME, max_depth, max_size, max_items, Unknown)
+    raise ValueError(f"unknown must be 'error' or 'placeholder', got {unknown!r}")
 
 
+def _check_max_depth(max_depth: int) -> None:
+    if type(max_depth) is not int or not 0 <= max_depth <= MAX_DEPTH_LIMIT:
+        raise ValueError(
+            f"max_depth must be from 0 to {MAX_DEPTH_LIMIT} (rillet.codec.MAX_DEPTH_LIMIT), "
+            f"got {max_depth!r}"
+        )
+
+
+@overload
 def register_type(
     cls: T,
     name: str,
@@ -109,8 +157,28 @@ def register_type(
     *,
     to_state: ToState | None = None,
     from_state: FromState | None = None,
-) -> T:
-    """Makes ``cls`` encodable under the stable ``name``; returns ``cls``.
+) -> T: ...
+@overload
+def register_type(
+    cls: None = None,
+    *,
+    name: str,
+    version: int = 1,
+    migrate: Migrate | None = None,
+    to_state: ToState | None = None,
+    from_state: FromState | None = None,
+) -> Callable[[T], T]: ...
+def register_type(
+    cls: T | None = None,
+    name: str | None = None,
+    version: int = 1,
+    migrate: Migrate | None = None,
+    *,
+    to_state: ToState | None = None,
+    from_state: FromState | None = None,
+) -> T | Callable[[T], T]:
+    """Makes ``cls`` encodable under the stable ``name``; returns ``cls``. Without ``cls``
+    it is a class decorator: ``@register_type(name="shop.cart")``.
 
     How its state is taken and given back, in order of precedence:
 
@@ -122,16 +190,39 @@ def register_type(
 
     ``version`` (>= 1) is written with every object. Decoding an older version calls
     ``migrate(state, old_version)`` first; a newer version than registered is an error.
+
+    Registering again under a name already taken replaces that registration when the class
+    is the same one, or has the same module and qualified name (a reloaded module, a re-run
+    notebook cell): re-running registration code is harmless. Any other reuse of a name, or
+    a second name for one class, is a ValueError.
     """
+    if cls is None:
+        if name is None:
+            raise TypeError("register_type needs a name: register_type(cls, name=...) or @register_type(name=...)")
+        taken = name
+
+        def decorate(c: T) -> T:
+            return register_type(c, taken, version, migrate, to_state=to_state, from_state=from_state)
+
+        return decorate
+    if name is None:
+        raise TypeError(f"register_type({getattr(cls, '__qualname__', cls)!r}) needs name=\"<a stable name>\"")
     _check_registration(cls, name, version, migrate)
     if (to_state is None) != (from_state is None):
         raise TypeError("pass both to_state and from_state, or neither")
     fields = False
     if to_state is None or from_state is None:
         to_state, from_state, fields = _protocol(cls)
+    for old_cls in [c for c, entry in _BY_TYPE.items() if entry[0] == name]:
+        del _BY_TYPE[old_cls]  # the same class, or the one a reload replaced
     _BY_TYPE[cls] = (name, version, to_state, fields)
     _BY_NAME[name] = (version, from_state, migrate)
     return cls
+
+
+def _same_class(a: type, b: type) -> bool:
+    """The same class, or its new version from a reloaded module or a re-run cell."""
+    return a is b or (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
 
 
 def _check_registration(cls: type, name: str, version: int, migrate: Migrate | None) -> None:
@@ -145,11 +236,52 @@ def _check_registration(cls: type, name: str, version: int, migrate: Migrate | N
         raise ValueError(f"version must be an int >= 1, got {version!r}")
     if migrate is not None and not callable(migrate):
         raise TypeError(f"migrate must be callable, got {migrate!r}")
-    if name in _BY_NAME:
-        raise ValueError(f"the codec name {name!r} is already registered; names must be unique")
-    if cls in _BY_TYPE:
+    holders = [c for c, entry in _BY_TYPE.items() if entry[0] == name]
+    if name in _BY_NAME and not any(_same_class(c, cls) for c in holders):
+        owner = ", ".join(f"{c.__module__}.{c.__qualname__}" for c in holders) or "another class"
+        raise ValueError(
+            f"the codec name {name!r} is already registered for {owner}; names must be unique"
+        )
+    if cls in _BY_TYPE and _BY_TYPE[cls][0] != name:
         other = _BY_TYPE[cls][0]
         raise ValueError(f"{cls.__qualname__} is already registered under the name {other!r}")
+
+
+def _advice_for(obj: object) -> str | None:
+    """What to store instead of a value that is not data and cannot usefully be registered
+    (the encoder puts it in its EncodeError); None when registering the class is the fix."""
+    if isinstance(obj, BaseException):
+        return (
+            "exceptions are not stored in checkpoints (their traceback and arguments are not "
+            "portable data). Store a dict instead, e.g. "
+            "{'type': type(exc).__name__, 'message': str(exc)}"
+        )
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)) or (
+        callable(obj) and type(obj).__name__ in ("partial", "method-wrapper", "method_descriptor")
+    ):
+        return (
+            "functions and lambdas are code, not data. Store a name (a str) and look the "
+            "function up in a dict of your own after decoding"
+        )
+    if isinstance(obj, pathlib.PurePath):
+        return "store str(path) instead, and rebuild it with pathlib.Path(...) after decoding"
+    if isinstance(obj, (bytearray, memoryview)):
+        return "store bytes(value) instead (bytes round-trip exactly)"
+    if isinstance(obj, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
+        return (
+            "a running generator or coroutine cannot be saved. Store the values it produced "
+            "(e.g. list(gen)) or the arguments needed to start it again"
+        )
+    if isinstance(obj, io.IOBase):
+        return "an open file or stream cannot be saved. Store its path (a str) and reopen it after decoding"
+    if isinstance(obj, types.ModuleType):
+        return "store the module's name (a str) and import it after decoding"
+    if isinstance(obj, type):
+        return (
+            "a class is code, not data. Store a stable name (a str) and map it back to the "
+            "class in your own code after decoding"
+        )
+    return None
 
 
 def _protocol(cls: type) -> tuple[ToState, FromState, bool]:

@@ -14,6 +14,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from rillet._native import FunctionCall, Message, ToolCall, Usage
 from rillet._native import ResponseMeta
 
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 
     from rillet.events import AgentEvent
 
-__all__ = ["build_agent", "main", "render"]
+__all__ = ["build_agent", "main", "make_console", "print_summary", "print_user", "render"]
 
 QUESTION = "I land in Lisbon tomorrow with 200 USD. What's the weather, and what is that in euros?"
 
@@ -144,50 +146,62 @@ def build_agent(delay: float = 0.02) -> Any:
 
 
 class _Renderer:
-    """Prints events as they arrive: streamed text inline, tool results in boxes' stead."""
+    """Prints events as they arrive: streamed text inline, tool results in boxes' stead.
 
-    def __init__(self, console: Console) -> None:
+    With ``run_paths=True`` (multi-agent runs) a line names the run path whenever it
+    changes, so transfers, workflow children and agents called as tools are easy to follow.
+    """
+
+    def __init__(self, console: Console, *, run_paths: bool = False) -> None:
         self.console = console
+        self.run_paths = run_paths
+        self.path = ""
         self.events = 0
         self.model_calls = 0
         self.tokens = 0
+        self.errors = 0
+        self.actions: list[str] = []
         self.seen: list[AgentEvent] = []
+
+    def _where(self, ev: AgentEvent) -> bool:
+        """Prints the event's run path if it differs from the last one; True if printed."""
+        if not self.run_paths:
+            return False
+        path = " / ".join(s.agent_name for s in ev.run_path) or ev.agent_name
+        if path == self.path:
+            return False
+        self.path = path
+        self.console.print(f"\n[dim]run path:[/] [bold]{escape(_short(path, self.console.width - 10))}[/]")
+        return True
 
     def event(self, ev: AgentEvent) -> None:
         self.events += 1
         self.seen.append(ev)
         c = self.console
+        moved = self._where(ev)
         if ev.error is not None:
-            c.print(f"[bold red]error[/] from {ev.agent_name or 'agent'}: {ev.error}")
+            self.errors += 1
+            c.print(f"[bold red]error[/] from {escape(ev.agent_name or 'agent')}: {escape(str(ev.error))}")
             return
         mv = ev.message_output
         if mv is not None and mv.role == "assistant":
             self.model_calls += 1
-            c.print(f"\n[bold cyan]{ev.agent_name}[/] [dim](model call {self.model_calls})[/]")
+            gap = "" if moved else "\n"
+            c.print(f"{gap}[bold cyan]{escape(ev.agent_name)}[/] [dim](model call {self.model_calls})[/]")
             msg = self._stream_text(mv)
             for call in msg.tool_calls:
                 args = _short(call.function.arguments, c.width - 14 - len(call.function.name))
-                c.print(f"  [yellow]→ calls[/] [bold]{call.function.name}[/]({args})", highlight=False)
+                c.print(f"  [yellow]→ calls[/] [bold]{escape(call.function.name)}[/]({escape(args)})", highlight=False)
             meta = msg.response_meta
             if meta is not None and meta.usage is not None:
                 self.tokens += meta.usage.total_tokens
         elif mv is not None and mv.role == "tool":
-            c.print(f"  [green]← {mv.tool_name}[/]" + (" [dim](streaming)[/]" if mv.is_streaming else ""))
+            c.print(f"  [green]← {escape(mv.tool_name)}[/]" + (" [dim](streaming)[/]" if mv.is_streaming else ""))
             msg = self._stream_text(mv, indent="    ", style="green")
         if ev.action is not None:
-            a = ev.action
-            what = (
-                "exit"
-                if a.exit
-                else f"transfer to {a.transfer_to_agent.dest_agent_name}"
-                if a.transfer_to_agent
-                else _describe_interrupt(a.interrupted)
-                if a.interrupted
-                else "break loop"
-                if a.break_loop
-                else repr(a.customized_action)
-            )
-            c.print(f"  [magenta]action:[/] {what}")
+            what = _action_text(ev.action)
+            self.actions.append(what)
+            c.print(f"  [magenta]action:[/] {escape(what)}", highlight=False)
 
     def _stream_text(self, mv: Any, indent: str = "  ", style: str = "") -> Message:
         """Prints the message's text as it streams, wrapped to the console, and returns the
@@ -234,16 +248,16 @@ class _Wrapped:
             return
         if self.col == 0:
             word = word.lstrip(" ")
-            self.console.print(self.indent, end="")
+            self.console.print(self.indent, end="", markup=False)
             self.col = len(self.indent)
         elif self.col + len(word) > self.width:
             self._newline()
             return self._print_first(word.lstrip(" "))
-        self.console.print(word, end="", style=self.style, highlight=False)
+        self.console.print(word, end="", style=self.style, highlight=False, markup=False)
         self.col += len(word)
 
     def _print_first(self, word: str) -> None:
-        self.console.print(self.indent + word, end="", style=self.style, highlight=False)
+        self.console.print(self.indent + word, end="", style=self.style, highlight=False, markup=False)
         self.col = len(self.indent) + len(word)
 
     def _newline(self) -> None:
@@ -254,6 +268,21 @@ class _Wrapped:
     def end(self) -> None:
         self._flush_word()
         self._newline()
+
+
+def _action_text(a: Any) -> str:
+    """One line saying what an event's action does."""
+    if a.exit:
+        return "exit"
+    if a.transfer_to_agent:
+        return f"transfer to {a.transfer_to_agent.dest_agent_name}"
+    if a.interrupted:
+        return _describe_interrupt(a.interrupted)
+    if a.break_loop:
+        b = a.break_loop
+        where = f", ends the loop in round {b.current_iterations + 1}" if b.done else ""
+        return f"break loop (from {b.from_agent}{where})"
+    return _short(repr(a.customized_action), 60)
 
 
 def _short(text: str, limit: int) -> str:
@@ -269,12 +298,36 @@ def _describe_interrupt(info: Any) -> str:
     return f"paused: {what!r}"
 
 
-def render(events: Any, console: Console, into: _Renderer | None = None) -> _Renderer:
-    """Prints ``events`` as they arrive; ``into`` continues an earlier renderer's counts."""
-    r = into if into is not None else _Renderer(console)
+def render(events: Any, console: Console, into: _Renderer | None = None, *, run_paths: bool = False) -> _Renderer:
+    """Prints ``events`` as they arrive; ``into`` continues an earlier renderer's counts;
+    ``run_paths`` prints the run path whenever it changes (for multi-agent runs)."""
+    r = into if into is not None else _Renderer(console, run_paths=run_paths)
     for ev in events:
         r.event(ev)
     return r
+
+
+def make_console(color: bool | None = None) -> Console:
+    """An 80-column console; ``color=False`` gives plain text, None lets rich decide."""
+    from rich.console import Console
+
+    return Console(width=80, highlight=False, no_color=color is False, force_terminal=color)
+
+
+def print_user(console: Console, text: str) -> None:
+    """The user's question, wrapped under a ``user`` heading."""
+    console.print("[bold]user[/]")
+    out = _Wrapped(console, "  ", "")
+    out.write(text)
+    out.end()
+
+
+def print_summary(console: Console, r: _Renderer, took: float, delay: float) -> None:
+    """The closing line: events, model calls, tokens (when the model reported any), time."""
+    tokens = f" · {r.tokens} tokens" if r.tokens else ""
+    console.print(f"\n[dim]{r.events} events · {r.model_calls} model calls{tokens} · {took:.2f} s[/]")
+    if delay:
+        console.print("[dim]The scripted model pauses between tokens to look live; --fast skips that.[/]")
 
 
 def _default_db() -> Path:
@@ -315,17 +368,12 @@ def main(
 ) -> int:
     """Runs the demo and prints it; returns the process exit code. The run is checkpointed
     in SQLite (``db``) when it stops for approval, then resumed from there."""
-    from rich.console import Console
-
     from rillet.checkpoint import SqliteCheckpointStore
     from rillet.runner import Runner
 
-    console = Console(width=80, highlight=False, no_color=color is False, force_terminal=color)
+    console = make_console(color)
     console.print("[bold]rillet demo[/]: a ReAct agent with four tools on a scripted model (offline)")
-    console.print("[bold]user[/]")
-    out = _Wrapped(console, "  ", "")
-    out.write(QUESTION)
-    out.end()
+    print_user(console, QUESTION)
     db_path = Path(db) if db is not None else _default_db()
     runner = Runner(build_agent(delay), streaming=streaming, checkpoint_store=SqliteCheckpointStore(db_path))
     checkpoint_id = f"demo-{uuid.uuid4().hex[:8]}"
@@ -339,21 +387,16 @@ def main(
         data = _decide(console, ask, decision)
         console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {db_path.name}[/]")
         render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
-    took = time.perf_counter() - start
-    console.print(f"\n[dim]{r.events} events · {r.model_calls} model calls · {r.tokens} tokens · {took:.2f} s[/]")
-    if delay:
-        console.print("[dim]The scripted model pauses between tokens to look live; --fast skips that.[/]")
+    print_summary(console, r, time.perf_counter() - start, delay)
     return 0
 
 
 def resume(checkpoint_id: str, *, db: str | Path | None = None, decision: str | None = None, color: bool | None = None) -> int:
     """``rillet resume``: continues a demo run saved in SQLite, from any process."""
-    from rich.console import Console
-
     from rillet.checkpoint import SqliteCheckpointStore
     from rillet.runner import Runner
 
-    console = Console(width=80, highlight=False, no_color=color is False, force_terminal=color)
+    console = make_console(color)
     db_path = Path(db) if db is not None else _default_db()
     runner = Runner(build_agent(0.0), checkpoint_store=SqliteCheckpointStore(db_path))
     data = runner.checkpoint_store.get(checkpoint_id)

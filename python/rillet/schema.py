@@ -11,8 +11,9 @@ the asyncio halves, which park a future in the stream and await it.
 
 Mutability: a :class:`Message` is mutable (``msg.content = "..."`` works) and safe to share
 between threads. Its parts (``ToolCall``, ``FunctionCall``, ``ResponseMeta``, ``Usage``,
-``ContentPart``) are immutable values, and the container attributes (``tool_calls``,
-``extra``, ``user_input_multi_content``) return copies: assign the attribute to change it.
+``ContentPart``) are immutable values, and the container attributes read back as read-only
+views (``tool_calls`` and ``user_input_multi_content`` tuples, ``extra`` a read-only
+mapping), so an in-place edit raises: assign the attribute to change it.
 """
 
 from __future__ import annotations

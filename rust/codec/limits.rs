@@ -15,6 +15,9 @@ impl Limits {
     pub const DEFAULT_MAX_DEPTH: usize = 512;
     pub const DEFAULT_MAX_SIZE: usize = 1 << 30;
     pub const DEFAULT_MAX_ITEMS: usize = 1 << 26;
+    /// The largest `max_depth` an encode or decode accepts. Both walk with an explicit stack
+    /// on the heap, so this only bounds what a mistaken argument can cost.
+    pub const MAX_DEPTH_LIMIT: usize = 100_000;
 }
 
 impl Default for Limits {

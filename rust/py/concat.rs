@@ -88,6 +88,8 @@ impl MessageAccumulator {
         })
     }
 
+    /// Adds one chunk (a Message or its dict form); a rejected chunk raises ConcatError and
+    /// is not applied.
     pub(crate) fn push(&self, chunk: &Bound<'_, PyAny>) -> PyResult<()> {
         push_chunk(&mut self.acc.lock_py_attached(chunk.py()), chunk)
     }

@@ -5,8 +5,14 @@
 //! Python users expect (`msg.content = "..."`), but it is a `frozen` pyclass whose fields sit
 //! behind an interior mutex, so it is safe on free-threaded builds. The parts of a message
 //! (`ToolCall`, `FunctionCall`, `ResponseMeta`, `Usage`, `ContentPart`) are immutable values;
-//! to change one, build a new one and assign the field. Container getters (`tool_calls`,
-//! `extra`, `user_input_multi_content`) return fresh copies: assign to change them.
+//! to change one, build a new one and assign the field. Container getters return read-only
+//! views (`tool_calls` and `user_input_multi_content` tuples, `extra` a read-only mapping),
+//! so an in-place edit such as `msg.tool_calls.append(x)` fails loudly instead of changing
+//! a copy: assign the field to change it.
+//!
+//! Every constructor takes a part either as its class or as its dict form (`ToolCall` or
+//! dict, `FunctionCall` or dict, ...), and rejects anything else with a TypeError naming the
+//! field and what it accepts.
 
 use std::sync::Arc;
 
@@ -48,6 +54,9 @@ fn value_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
         return Ok(Value::Str(s.to_str()?.to_owned()));
     } else if let Ok(d) = obj.cast::<PyDict>() {
         return Ok(Value::Map(map_from_py(d)?));
+    } else if is_mapping_proxy(obj) {
+        // What the `extra` getters return: reading it back stores its contents.
+        return Ok(Value::Map(map_from_py(&mapping_to_dict(obj)?)?));
     }
     Ok(Value::Opaque(Opaque {
         type_name: obj.get_type().name()?.to_string(),
@@ -70,6 +79,31 @@ pub(crate) fn map_from_py(d: &Bound<'_, PyDict>) -> PyResult<Map> {
         map.push((key.to_str()?.to_owned(), value_from_py(&v)?));
     }
     Ok(map)
+}
+
+fn is_mapping_proxy(obj: &Bound<'_, PyAny>) -> bool {
+    obj.get_type()
+        .name()
+        .is_ok_and(|n| n.to_str().is_ok_and(|n| n == "mappingproxy"))
+}
+
+/// A plain dict of a mapping's items.
+fn mapping_to_dict<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(obj.py());
+    d.update(obj.cast::<pyo3::types::PyMapping>()?)?;
+    Ok(d)
+}
+
+/// A read-only view (`types.MappingProxyType`) of a fresh dict of `m`, nested maps too.
+fn map_to_proxy<'py>(py: Python<'py>, m: &Map) -> PyResult<Bound<'py, PyAny>> {
+    let d = PyDict::new(py);
+    for (k, v) in m {
+        match v {
+            Value::Map(inner) => d.set_item(k, map_to_proxy(py, inner)?)?,
+            v => d.set_item(k, value_to_py(py, v)?)?,
+        }
+    }
+    Ok(pyo3::types::PyMappingProxy::new(py, d.cast::<pyo3::types::PyMapping>()?).into_any())
 }
 
 fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
@@ -95,15 +129,52 @@ pub(crate) fn map_to_py<'py>(py: Python<'py>, m: &Map) -> PyResult<Bound<'py, Py
     Ok(d)
 }
 
-fn extra_from_py(extra: Option<&Bound<'_, PyDict>>) -> PyResult<Option<Map>> {
-    extra.map(map_from_py).transpose()
+/// An `extra` argument: a dict or any other mapping (e.g. another message's `extra`), or None.
+fn extra_from_py(extra: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<Map>> {
+    let Some(extra) = extra.filter(|e| !e.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(d) = extra.cast::<PyDict>() {
+        return map_from_py(d).map(Some);
+    }
+    if extra.cast::<pyo3::types::PyMapping>().is_ok() {
+        return map_from_py(&mapping_to_dict(extra)?).map(Some);
+    }
+    Err(expected(field, "a dict with str keys (or None)", extra))
 }
 
-fn extra_to_py(py: Python<'_>, extra: &Option<Map>) -> PyResult<Option<Py<PyDict>>> {
+/// The `extra` getters: a read-only mapping, so `msg.extra["k"] = v` raises instead of
+/// changing a copy.
+fn extra_to_py(py: Python<'_>, extra: &Option<Map>) -> PyResult<Option<Py<PyAny>>> {
     extra
         .as_ref()
-        .map(|m| map_to_py(py, m).map(Bound::unbind))
+        .map(|m| map_to_proxy(py, m).map(Bound::unbind))
         .transpose()
+}
+
+/// The TypeError of a constructor or setter: `Message.content: expected str or ..., got int`.
+fn expected(field: &str, what: &str, got: &Bound<'_, PyAny>) -> PyErr {
+    let ty = got
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into());
+    PyTypeError::new_err(format!("{field}: expected {what}, got {ty}"))
+}
+
+/// The items of a list or tuple argument; anything else is a TypeError naming `field`.
+fn list_items<'py>(
+    obj: &Bound<'py, PyAny>,
+    field: &str,
+    what: &str,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if let Ok(l) = obj.cast::<PyList>() {
+        return Ok(l.iter().collect());
+    }
+    if let Ok(t) = obj.cast::<pyo3::types::PyTuple>() {
+        return Ok(t.iter().collect());
+    }
+    Err(expected(field, what, obj))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -158,18 +229,34 @@ impl FunctionCall {
         })
     }
 
+    /// The name of the function (tool) to call.
     #[getter]
     fn name(&self) -> &str {
         &self.0.name
     }
 
+    /// The arguments as the model wrote them: a JSON text, not parsed (see
+    /// `parsed_arguments()`).
     #[getter]
     fn arguments(&self) -> &str {
         &self.0.arguments
     }
 
+    /// The arguments decoded from JSON (usually a dict); empty arguments give `{}`. Raises
+    /// ValueError naming the function when they are not valid JSON.
+    fn parsed_arguments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        parse_arguments(py, &self.0, None)
+    }
+
+    /// `{"name": ..., "arguments": ...}`, as in OpenAI's chat completions.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         function_to_dict(py, &self.0)
+    }
+
+    /// Reads `{"name": ..., "arguments": ...}`; missing keys are empty.
+    #[staticmethod]
+    fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Self> {
+        function_from_dict(d).map(FunctionCall)
     }
 
     fn __repr__(&self) -> String {
@@ -187,6 +274,50 @@ impl FunctionCall {
     fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
         slf
     }
+}
+
+/// `json.loads` of the arguments; an error names the function (and the call id if known).
+fn parse_arguments<'py>(
+    py: Python<'py>,
+    f: &core::FunctionCall,
+    call_id: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if f.arguments.trim().is_empty() {
+        return Ok(PyDict::new(py).into_any());
+    }
+    let loads = py.import("json")?.getattr("loads")?;
+    loads.call1((&f.arguments,)).map_err(|e| {
+        let call = match call_id {
+            Some(id) if !id.is_empty() => format!("tool call {} ", repr_str(id)),
+            _ => String::new(),
+        };
+        let err = PyValueError::new_err(format!(
+            "the arguments of {call}function {} are not valid JSON ({}): {}",
+            repr_str(&f.name),
+            e.value(py),
+            repr_str(&f.arguments),
+        ));
+        err.set_cause(py, Some(e));
+        err
+    })
+}
+
+fn function_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::FunctionCall> {
+    Ok(core::FunctionCall {
+        name: get_str(d, intern!(d.py(), "name"))?,
+        arguments: get_str(d, intern!(d.py(), "arguments"))?,
+    })
+}
+
+/// A FunctionCall argument: the class or its dict form.
+fn function_from_py(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<core::FunctionCall> {
+    if let Ok(f) = obj.cast::<FunctionCall>() {
+        return Ok(f.get().0.clone());
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        return function_from_dict(d);
+    }
+    Err(expected(field, "FunctionCall | dict (or None)", obj))
 }
 
 fn function_to_dict<'py>(py: Python<'py>, f: &core::FunctionCall) -> PyResult<Bound<'py, PyDict>> {
@@ -212,47 +343,65 @@ impl ToolCall {
         index: Option<i64>,
         id: &str,
         r#type: &str,
-        function: Option<FunctionCall>,
-        extra: Option<&Bound<'_, PyDict>>,
+        function: Option<&Bound<'_, PyAny>>,
+        extra: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let function = match function.filter(|f| !f.is_none()) {
+            Some(f) => function_from_py(f, "ToolCall.function")?,
+            None => core::FunctionCall::default(),
+        };
         Ok(ToolCall(core::ToolCall {
             index,
             id: id.into(),
             kind: r#type.into(),
-            function: function.map(|f| f.0).unwrap_or_default(),
-            extra: extra_from_py(extra)?,
+            function,
+            extra: extra_from_py(extra, "ToolCall.extra")?,
         }))
     }
 
+    /// Which call a streamed delta belongs to (None outside streams).
     #[getter]
     fn index(&self) -> Option<i64> {
         self.0.index
     }
 
+    /// The call's id, which the tool's answer (`Message.tool_call_id`) refers to.
     #[getter]
     fn id(&self) -> &str {
         &self.0.id
     }
 
+    /// The kind of call: "function" (OpenAI's only kind today), or "" when a delta leaves
+    /// it unset.
     #[getter(r#type)]
     fn kind(&self) -> &str {
         &self.0.kind
     }
 
+    /// The function to call and its JSON arguments.
     #[getter]
     fn function(&self) -> FunctionCall {
         FunctionCall(self.0.function.clone())
     }
 
+    /// Provider-specific data, as a read-only mapping (None when unset).
     #[getter]
-    fn extra(&self, py: Python<'_>) -> PyResult<Option<Py<PyDict>>> {
+    fn extra(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         extra_to_py(py, &self.0.extra)
     }
 
+    /// The function's arguments decoded from JSON; raises ValueError naming the call id
+    /// and the function when they are not valid JSON.
+    fn parsed_arguments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        parse_arguments(py, &self.0.function, Some(&self.0.id))
+    }
+
+    /// The OpenAI chat-completions dict (plus `index` and `extra` when set).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         tool_call_to_dict(py, &self.0)
     }
 
+    /// Reads the dict form. A missing "type" stays unset (""), as in a streamed delta.
     #[staticmethod]
     fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Self> {
         tool_call_from_dict(d).map(ToolCall)
@@ -299,10 +448,9 @@ fn tool_call_to_dict<'py>(py: Python<'py>, t: &core::ToolCall) -> PyResult<Bound
 }
 
 fn tool_call_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::ToolCall> {
-    let mut tc = core::ToolCall {
-        kind: core::ToolCall::FUNCTION.to_owned(),
-        ..Default::default()
-    };
+    // A missing type is unset, not "function": a later delta of the same call may carry
+    // the real one (Eino keeps the first non-empty type).
+    let mut tc = core::ToolCall::default();
     for (k, v) in d.iter() {
         let Ok(key) = k.cast::<PyString>() else {
             continue;
@@ -318,33 +466,32 @@ fn tool_call_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::ToolCall> {
                     tc.function.arguments = get_str(&f, intern!(f.py(), "arguments"))?;
                 }
             }
-            "extra" => tc.extra = dict_value(&v, key)?.map(|e| map_from_py(&e)).transpose()?,
+            "extra" => tc.extra = extra_from_py(Some(&v), "ToolCall.extra")?,
             _ => {}
         }
     }
     Ok(tc)
 }
 
-/// Accepts a ToolCall or its dict form.
-fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<core::ToolCall> {
+/// Accepts a ToolCall or its dict form; `i` is its place in the list, for errors.
+fn tool_call_from_py(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<core::ToolCall> {
     if let Ok(tc) = obj.cast::<ToolCall>() {
         return Ok(tc.get().0.clone());
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         return tool_call_from_dict(d);
     }
-    Err(PyTypeError::new_err(format!(
-        "tool_calls items must be ToolCall or dict, not {}",
-        obj.get_type().name()?
-    )))
+    Err(expected(&format!("Message.tool_calls[{i}]"), "ToolCall | dict", obj))
 }
 
 fn tool_calls_from_py(list: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<core::ToolCall>> {
     let Some(list) = list.filter(|l| !l.is_none()) else {
         return Ok(Vec::new());
     };
-    list.try_iter()?
-        .map(|item| tool_call_from_py(&item?))
+    list_items(list, "Message.tool_calls", "a list of ToolCall | dict (or None)")?
+        .iter()
+        .enumerate()
+        .map(|(i, item)| tool_call_from_py(item, i))
         .collect()
 }
 
@@ -376,33 +523,45 @@ impl Usage {
         })
     }
 
+    /// Tokens of the prompt (input).
     #[getter]
     fn prompt_tokens(&self) -> u64 {
         self.0.prompt_tokens
     }
 
+    /// Tokens of the completion (output).
     #[getter]
     fn completion_tokens(&self) -> u64 {
         self.0.completion_tokens
     }
 
+    /// Prompt plus completion tokens, as the provider reported them.
     #[getter]
     fn total_tokens(&self) -> u64 {
         self.0.total_tokens
     }
 
+    /// Prompt tokens served from the provider's cache (a part of prompt_tokens).
     #[getter]
     fn cached_tokens(&self) -> u64 {
         self.0.cached_tokens
     }
 
+    /// Completion tokens spent on reasoning (a part of completion_tokens).
     #[getter]
     fn reasoning_tokens(&self) -> u64 {
         self.0.reasoning_tokens
     }
 
+    /// OpenAI's usage dict (cached and reasoning tokens in `*_tokens_details`).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         usage_to_dict(py, &self.0)
+    }
+
+    /// Reads OpenAI's usage dict (details nested or flat); missing counts are 0.
+    #[staticmethod]
+    fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Self> {
+        usage_from_dict(d).map(Usage)
     }
 
     fn __repr__(&self) -> String {
@@ -469,25 +628,38 @@ pub struct ResponseMeta(pub core::ResponseMeta);
 impl ResponseMeta {
     #[new]
     #[pyo3(signature = (finish_reason="", usage=None))]
-    fn new(finish_reason: &str, usage: Option<Usage>) -> Self {
-        ResponseMeta(core::ResponseMeta {
+    fn new(finish_reason: &str, usage: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let usage = match usage.filter(|u| !u.is_none()) {
+            Some(u) => Some(usage_from_py(u, "ResponseMeta.usage")?),
+            None => None,
+        };
+        Ok(ResponseMeta(core::ResponseMeta {
             finish_reason: finish_reason.into(),
-            usage: usage.map(|u| u.0),
-        })
+            usage,
+        }))
     }
 
+    /// Why the model stopped: "stop", "length", "tool_calls", ... ("" when unknown).
     #[getter]
     fn finish_reason(&self) -> &str {
         &self.0.finish_reason
     }
 
+    /// The token counts, when the provider reported them.
     #[getter]
     fn usage(&self) -> Option<Usage> {
         self.0.usage.map(Usage)
     }
 
+    /// `{"finish_reason": ..., "usage": {...} | None}`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         meta_to_dict(py, &self.0)
+    }
+
+    /// Reads the dict form `to_dict` writes.
+    #[staticmethod]
+    fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Self> {
+        meta_from_dict(d).map(ResponseMeta)
     }
 
     fn __repr__(&self) -> String {
@@ -507,6 +679,30 @@ impl ResponseMeta {
     }
 }
 
+fn usage_from_py(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<core::Usage> {
+    if let Ok(u) = obj.cast::<Usage>() {
+        return Ok(u.get().0);
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        return usage_from_dict(d);
+    }
+    Err(expected(field, "Usage | dict (or None)", obj))
+}
+
+/// A ResponseMeta argument: the class or its dict form; None is None.
+fn meta_from_py(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<core::ResponseMeta>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(m) = obj.cast::<ResponseMeta>() {
+        return Ok(Some(m.get().0.clone()));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        return meta_from_dict(d).map(Some);
+    }
+    Err(expected(field, "ResponseMeta | dict (or None)", obj))
+}
+
 fn meta_to_dict<'py>(py: Python<'py>, m: &core::ResponseMeta) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item(intern!(py, "finish_reason"), &m.finish_reason)?;
@@ -520,10 +716,10 @@ fn meta_to_dict<'py>(py: Python<'py>, m: &core::ResponseMeta) -> PyResult<Bound<
 fn meta_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::ResponseMeta> {
     Ok(core::ResponseMeta {
         finish_reason: get_str(d, intern!(d.py(), "finish_reason"))?,
-        usage: get_dict(d, intern!(d.py(), "usage"))?
-            .as_ref()
-            .map(usage_from_dict)
-            .transpose()?,
+        usage: match d.get_item(intern!(d.py(), "usage"))? {
+            Some(u) if !u.is_none() => Some(usage_from_py(&u, "ResponseMeta.usage")?),
+            _ => None,
+        },
     })
 }
 
@@ -570,6 +766,7 @@ impl ContentPart {
         }
     }
 
+    /// The URL of an image part (maybe a ``data:`` URL), else None.
     #[getter]
     fn url(&self) -> Option<&str> {
         match &self.0 {
@@ -578,6 +775,7 @@ impl ContentPart {
         }
     }
 
+    /// The detail level of an image part ("auto", "low", "high" or ""), else None.
     #[getter]
     fn detail(&self) -> Option<&str> {
         match &self.0 {
@@ -586,10 +784,13 @@ impl ContentPart {
         }
     }
 
+    /// OpenAI's content-part dict: `{"type": "text", "text": ...}` or
+    /// `{"type": "image_url", "image_url": {"url": ..., "detail": ...}}`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         part_to_dict(py, &self.0)
     }
 
+    /// Reads OpenAI's content-part dict.
     #[staticmethod]
     fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Self> {
         part_from_dict(d).map(ContentPart)
@@ -650,10 +851,10 @@ fn part_from_dict(d: &Bound<'_, PyDict>) -> PyResult<Part> {
     }
 }
 
-fn parts_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Part>> {
+/// A list (or tuple) of parts; `field` names the argument in errors.
+fn parts_from_py(obj: &Bound<'_, PyAny>, field: &str, what: &str) -> PyResult<Vec<Part>> {
     let mut parts = Vec::new();
-    for item in obj.try_iter()? {
-        let item = item?;
+    for (i, item) in list_items(obj, field, what)?.into_iter().enumerate() {
         if let Ok(p) = item.cast::<ContentPart>() {
             parts.push(p.get().0.clone());
         } else if let Ok(d) = item.cast::<PyDict>() {
@@ -661,10 +862,11 @@ fn parts_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Part>> {
         } else if let Ok(s) = item.cast::<PyString>() {
             parts.push(Part::Text(s.to_str()?.to_owned()));
         } else {
-            return Err(PyTypeError::new_err(format!(
-                "content parts must be ContentPart, dict or str, not {}",
-                item.get_type().name()?
-            )));
+            return Err(expected(
+                &format!("{field}[{i}]"),
+                "ContentPart | dict | str",
+                &item,
+            ));
         }
     }
     Ok(parts)
@@ -706,7 +908,26 @@ fn get_dict<'py>(
 // ---------------------------------------------------------------------------------------
 // Message
 
-/// A chat message (Eino's `schema.Message`). Mutable; safe to share between threads.
+/// A chat message (Eino's `schema.Message`, in OpenAI's chat-completions shape). Mutable
+/// (assign a field to change it) and safe to share between threads.
+///
+/// Fields:
+///
+/// * ``role``: "system", "user", "assistant" or "tool".
+/// * ``content``: the text. Passing a list of parts (ContentPart, dict or str) instead sets
+///   ``user_input_multi_content``; anything else is a TypeError.
+/// * ``user_input_multi_content``: the parts of a multi-part user input (text and images).
+/// * ``name``: the author's name, for several participants of one role.
+/// * ``reasoning_content``: the model's reasoning text, when it streams one.
+/// * ``refusal``: the model's refusal text (OpenAI's ``refusal``), concatenated like content.
+/// * ``tool_calls``: the calls an assistant message asks for (ToolCall or dict).
+/// * ``tool_call_id`` and ``tool_name``: which call a tool message answers.
+/// * ``response_meta``: finish reason and token usage (ResponseMeta or dict).
+/// * ``extra``: provider-specific data, a dict with str keys.
+///
+/// Container fields read back as read-only views (``tool_calls`` and
+/// ``user_input_multi_content`` as tuples, ``extra`` as a read-only mapping): change them by
+/// assigning, e.g. ``msg.tool_calls = [*msg.tool_calls, call]``.
 #[pyclass(frozen, module = "rillet", name = "Message")]
 pub struct Message {
     inner: Mutex<core::Message>,
@@ -730,12 +951,15 @@ impl Message {
     }
 }
 
+const CONTENT: &str = "str or a list of ContentPart | dict";
+const PARTS: &str = "a list of ContentPart | dict | str (or None)";
+
 /// Sets `content` from a str, or `user_input_multi_content` from a list of parts.
-fn set_content(m: &mut core::Message, content: &Bound<'_, PyAny>) -> PyResult<()> {
+fn set_content(m: &mut core::Message, content: &Bound<'_, PyAny>, field: &str) -> PyResult<()> {
     if let Ok(s) = content.cast::<PyString>() {
         m.content = s.to_str()?.to_owned();
     } else if !content.is_none() {
-        m.user_input_multi_content = parts_from_py(content)?;
+        m.user_input_multi_content = parts_from_py(content, field, CONTENT)?;
     }
     Ok(())
 }
@@ -746,7 +970,7 @@ impl Message {
     #[pyo3(signature = (
         role="", content=None, name="", reasoning_content="",
         tool_calls=None, tool_call_id="", tool_name="", response_meta=None,
-        extra=None, *, user_input_multi_content=None,
+        extra=None, *, user_input_multi_content=None, refusal="",
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -757,26 +981,29 @@ impl Message {
         tool_calls: Option<&Bound<'_, PyAny>>,
         tool_call_id: &str,
         tool_name: &str,
-        response_meta: Option<ResponseMeta>,
-        extra: Option<&Bound<'_, PyDict>>,
+        response_meta: Option<&Bound<'_, PyAny>>,
+        extra: Option<&Bound<'_, PyAny>>,
         user_input_multi_content: Option<&Bound<'_, PyAny>>,
+        refusal: &str,
     ) -> PyResult<Self> {
         let mut m = core::Message {
             role: role.into(),
             name: name.into(),
             reasoning_content: reasoning_content.into(),
+            refusal: refusal.into(),
             tool_calls: tool_calls_from_py(tool_calls)?,
             tool_call_id: tool_call_id.into(),
             tool_name: tool_name.into(),
-            response_meta: response_meta.map(|r| r.0),
-            extra: extra_from_py(extra)?,
+            response_meta: meta_from_py(response_meta, "Message.response_meta")?,
+            extra: extra_from_py(extra, "Message.extra")?,
             ..Default::default()
         };
         if let Some(c) = content {
-            set_content(&mut m, c)?;
+            set_content(&mut m, c, "Message.content")?;
         }
         if let Some(parts) = user_input_multi_content.filter(|p| !p.is_none()) {
-            m.user_input_multi_content = parts_from_py(parts)?;
+            m.user_input_multi_content =
+                parts_from_py(parts, "Message.user_input_multi_content", PARTS)?;
         }
         Ok(Message::wrap(m))
     }
@@ -802,7 +1029,7 @@ impl Message {
             name: name.into(),
             ..Default::default()
         };
-        set_content(&mut m, content)?;
+        set_content(&mut m, content, "Message.user")?;
         Ok(Message::wrap(m))
     }
 
@@ -839,6 +1066,7 @@ impl Message {
         })
     }
 
+    /// "system", "user", "assistant" or "tool".
     #[getter]
     fn role(&self) -> String {
         self.inner.lock().role.clone()
@@ -849,6 +1077,7 @@ impl Message {
         self.inner.lock().role = v;
     }
 
+    /// The text. Assigning a list of parts sets `user_input_multi_content` instead.
     #[getter]
     fn content<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         PyString::new(py, &self.inner.lock().content)
@@ -862,20 +1091,22 @@ impl Message {
             self.inner.lock().content = text;
             return Ok(());
         }
-        let parts = parts_from_py(v)?;
+        if v.is_none() {
+            return Err(expected("Message.content", CONTENT, v));
+        }
+        let parts = parts_from_py(v, "Message.content", CONTENT)?;
         self.inner.lock().user_input_multi_content = parts;
         Ok(())
     }
 
+    /// The parts of a multi-part user input, as a tuple (assign a list to change them).
     #[getter]
-    fn user_input_multi_content(&self) -> Vec<ContentPart> {
-        self.inner
-            .lock()
-            .user_input_multi_content
-            .iter()
-            .cloned()
-            .map(ContentPart)
-            .collect()
+    fn user_input_multi_content<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let parts = self.inner.lock().user_input_multi_content.clone();
+        pyo3::types::PyTuple::new(py, parts.into_iter().map(ContentPart))
     }
 
     #[setter]
@@ -883,12 +1114,13 @@ impl Message {
         let parts = if v.is_none() {
             Vec::new()
         } else {
-            parts_from_py(v)?
+            parts_from_py(v, "Message.user_input_multi_content", PARTS)?
         };
         self.inner.lock().user_input_multi_content = parts;
         Ok(())
     }
 
+    /// The author's name ("" when unset).
     #[getter]
     fn name(&self) -> String {
         self.inner.lock().name.clone()
@@ -899,6 +1131,7 @@ impl Message {
         self.inner.lock().name = v;
     }
 
+    /// The model's reasoning text ("" when none).
     #[getter]
     fn reasoning_content(&self) -> String {
         self.inner.lock().reasoning_content.clone()
@@ -909,16 +1142,23 @@ impl Message {
         self.inner.lock().reasoning_content = v;
     }
 
-    /// A new list each time: assign `msg.tool_calls = [...]` to change the calls.
+    /// The model's refusal text (OpenAI's `refusal`; "" when none). Streamed pieces are
+    /// concatenated like `content`.
     #[getter]
-    fn tool_calls(&self) -> Vec<ToolCall> {
-        self.inner
-            .lock()
-            .tool_calls
-            .iter()
-            .cloned()
-            .map(ToolCall)
-            .collect()
+    fn refusal(&self) -> String {
+        self.inner.lock().refusal.clone()
+    }
+
+    #[setter]
+    fn set_refusal(&self, v: String) {
+        self.inner.lock().refusal = v;
+    }
+
+    /// The tool calls, as a tuple: assign `msg.tool_calls = [...]` to change them.
+    #[getter]
+    fn tool_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let calls = self.inner.lock().tool_calls.clone();
+        pyo3::types::PyTuple::new(py, calls.into_iter().map(ToolCall))
     }
 
     #[setter]
@@ -928,6 +1168,7 @@ impl Message {
         Ok(())
     }
 
+    /// The id of the tool call a tool message answers.
     #[getter]
     fn tool_call_id(&self) -> String {
         self.inner.lock().tool_call_id.clone()
@@ -938,6 +1179,7 @@ impl Message {
         self.inner.lock().tool_call_id = v;
     }
 
+    /// The name of the tool a tool message comes from.
     #[getter]
     fn tool_name(&self) -> String {
         self.inner.lock().tool_name.clone()
@@ -948,26 +1190,30 @@ impl Message {
         self.inner.lock().tool_name = v;
     }
 
+    /// Finish reason and token usage (None when the provider sent none).
     #[getter]
     fn response_meta(&self) -> Option<ResponseMeta> {
         self.inner.lock().response_meta.clone().map(ResponseMeta)
     }
 
     #[setter]
-    fn set_response_meta(&self, v: Option<ResponseMeta>) {
-        self.inner.lock().response_meta = v.map(|r| r.0);
+    fn set_response_meta(&self, v: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let meta = meta_from_py(v, "Message.response_meta")?;
+        self.inner.lock().response_meta = meta;
+        Ok(())
     }
 
-    /// A new dict each time: assign `msg.extra = {...}` to change it.
+    /// Provider-specific data as a read-only mapping (None when unset): assign
+    /// `msg.extra = {**(msg.extra or {}), "k": v}` to change it.
     #[getter]
-    fn extra(&self, py: Python<'_>) -> PyResult<Option<Py<PyDict>>> {
+    fn extra(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let extra = self.inner.lock().extra.clone();
         extra_to_py(py, &extra)
     }
 
     #[setter]
-    fn set_extra(&self, v: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
-        let extra = extra_from_py(v)?;
+    fn set_extra(&self, v: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let extra = extra_from_py(v, "Message.extra")?;
         self.inner.lock().extra = extra;
         Ok(())
     }
@@ -978,11 +1224,15 @@ impl Message {
         message_to_dict(py, &self.snapshot())
     }
 
+    /// Reads the dict form `to_dict` writes (an OpenAI chat-completions message or chunk
+    /// delta); unknown keys are ignored.
     #[staticmethod]
     fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Self> {
         message_from_dict(d).map(Message::wrap)
     }
 
+    /// A shallow copy (the parts are immutable, so it shares nothing mutable but `extra`'s
+    /// values).
     fn copy(&self) -> Self {
         Message::wrap(self.snapshot())
     }
@@ -1034,6 +1284,7 @@ fn message_repr(py: Python<'_>, m: &core::Message) -> PyResult<String> {
     };
     text("name", &m.name);
     text("reasoning_content", &m.reasoning_content);
+    text("refusal", &m.refusal);
     text("tool_call_id", &m.tool_call_id);
     text("tool_name", &m.tool_name);
     if !m.user_input_multi_content.is_empty() {
@@ -1093,6 +1344,7 @@ pub(crate) fn message_to_dict<'py>(
     };
     text("name", &m.name)?;
     text("reasoning_content", &m.reasoning_content)?;
+    text("refusal", &m.refusal)?;
     text("tool_call_id", &m.tool_call_id)?;
     text("tool_name", &m.tool_name)?;
     if !m.tool_calls.is_empty() {
@@ -1113,7 +1365,7 @@ pub(crate) fn message_to_dict<'py>(
 }
 
 /// Reads the dict form. It walks the dict's items rather than looking up every field: a
-/// streamed chunk holds one or two keys. Unknown keys (OpenAI's `refusal`, ...) are ignored.
+/// streamed chunk holds one or two keys. Unknown keys are ignored.
 pub(crate) fn message_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::Message> {
     let mut m = core::Message::default();
     let mut content_text = None;
@@ -1124,19 +1376,16 @@ pub(crate) fn message_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::Message
         let key = key.to_str()?;
         match key {
             "role" => m.role = str_value(&v, key)?,
-            "content" => set_content(&mut m, &v)?,
+            "content" => set_content(&mut m, &v, "Message.content")?,
             "content_text" => content_text = Some(str_value(&v, key)?),
             "name" => m.name = str_value(&v, key)?,
             "reasoning_content" => m.reasoning_content = str_value(&v, key)?,
+            "refusal" => m.refusal = str_value(&v, key)?,
             "tool_calls" => m.tool_calls = tool_calls_from_py(Some(&v))?,
             "tool_call_id" => m.tool_call_id = str_value(&v, key)?,
             "tool_name" => m.tool_name = str_value(&v, key)?,
-            "response_meta" => {
-                m.response_meta = dict_value(&v, key)?
-                    .map(|d| meta_from_dict(&d))
-                    .transpose()?
-            }
-            "extra" => m.extra = dict_value(&v, key)?.map(|d| map_from_py(&d)).transpose()?,
+            "response_meta" => m.response_meta = meta_from_py(Some(&v), "Message.response_meta")?,
+            "extra" => m.extra = extra_from_py(Some(&v), "Message.extra")?,
             _ => {}
         }
     }

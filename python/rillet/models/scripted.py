@@ -277,7 +277,7 @@ def _prepare(reply: object, where: str) -> Message:
                     f"calls by their position in the reply (leave index unset or set it to {i})"
                 )
             numbered.append(ToolCall(i, tc.id, tc.type, tc.function, tc.extra))
-        msg.tool_calls = numbered
+        msg.tool_calls = tuple(numbered)
     return msg
 
 

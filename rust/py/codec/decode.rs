@@ -55,19 +55,27 @@ type Result<T> = std::result::Result<T, BuildError>;
 pub struct PyBuilder<'py> {
     py: Python<'py>,
     names: Bound<'py, PyDict>,
+    /// Called as `unknown(name, version, state)` for a name that is not registered; without
+    /// it such a name is an error.
+    unknown: Option<Bound<'py, PyAny>>,
     keys: KeyCache<'py>,
     /// The longest ASCII str that goes through `keys`, for values and for map keys.
     cached_len: [usize; 2],
 }
 
 impl<'py> PyBuilder<'py> {
-    pub fn new(py: Python<'py>, names: Bound<'py, PyDict>) -> Self {
+    pub fn new(
+        py: Python<'py>,
+        names: Bound<'py, PyDict>,
+        unknown: Option<Bound<'py, PyAny>>,
+    ) -> Self {
         let keys = KeyCache {
             slots: (0..KEY_SLOTS).map(|_| None).collect(),
         };
         PyBuilder {
             py,
             names,
+            unknown,
             keys,
             cached_len: [MAX_CACHED_VALUE, MAX_CACHED_KEY],
         }
@@ -298,12 +306,17 @@ impl<'py> PyBuilder<'py> {
         let version: u32 = f[1].extract().map_err(|_| {
             BuildError::new("expected a non-negative int as registered type version")
         })?;
-        let entry = self.names.get_item(name)?.ok_or_else(|| {
-            BuildError::new(format!(
-                "unknown registered type {name}: call rillet.codec.register_type(<its class>, name={name}) before decoding",
+        let Some(entry) = self.names.get_item(name)? else {
+            if let Some(unknown) = &self.unknown {
+                return unknown.call1((name, version, &f[2])).map_err(|e| {
+                    BuildError::caused(format!("the unknown= hook failed: {e}"), e)
+                });
+            }
+            return Err(BuildError::new(format!(
+                "unknown registered type {name}: call rillet.codec.register_type(<its class>, name={name}) before decoding, or pass unknown=\"placeholder\" to inspect it",
                 name = short_repr(name.as_any())
-            ))
-        })?;
+            )));
+        };
         let (current, from_state, migrate): (u32, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>) =
             entry.extract()?;
         let mut state = f[2].clone();

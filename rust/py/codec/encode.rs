@@ -1,7 +1,9 @@
-//! The encoder: one recursive walk over Python objects into a [`Writer`].
+//! The encoder: one walk over Python objects into a [`Writer`], driven by a loop over an
+//! explicit stack of [`Frame`]s rather than by recursion, so no nesting depth and no small
+//! thread stack can overflow the C stack (the decoder works the same way).
 //!
 //! Dispatch is on the exact type pointer, so subclasses of builtins never pass for their base
-//! (they must be registered). Recursion is bounded by `max_depth`, and every container on
+//! (they must be registered). Nesting is bounded by `max_depth`, and every container on
 //! the current path is remembered so a reference cycle is reported as such. Items are held
 //! as strong references while a user hook may run, so a hook that mutates a container being
 //! encoded gets an error, not a dangling pointer (dicts written through format 2's tables
@@ -11,13 +13,14 @@
 //! identity (see `crate::codec::repeats` for the define-on-second-sight rule).
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::ptr::addr_of_mut;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{
-    PyDate, PyDateAccess, PyDateTime, PyDelta, PyDeltaAccess, PyDict, PyString, PyTime,
-    PyTimeAccess, PyTuple, PyTzInfo, PyTzInfoAccess,
+    PyDate, PyDateAccess, PyDateTime, PyDelta, PyDeltaAccess, PyDict, PyIterator, PyString,
+    PyTime, PyTimeAccess, PyTuple, PyTzInfo, PyTzInfoAccess,
 };
 
 use super::stdlib::stdlib;
@@ -40,7 +43,7 @@ enum Seg {
 struct Failure {
     message: String,
     cause: Option<PyErr>,
-    /// Innermost step first (pushed while unwinding).
+    /// Innermost step first; filled from the frames left when the walk stops.
     path: Vec<Seg>,
 }
 
@@ -60,29 +63,6 @@ fn fail_with(message: String, cause: PyErr) -> Box<Failure> {
         cause: Some(cause),
         path: Vec::new(),
     })
-}
-
-/// The path step of a dict value, made only when an error needs it: building it on the
-/// success path would cost a reference-count round trip per value.
-fn at_key<'k, 'py>(
-    key: &'k Bound<'py, PyAny>,
-    fields: bool,
-) -> impl FnOnce(Box<Failure>) -> Box<Failure> + 'k {
-    move |f| {
-        let key = key.clone().unbind();
-        at(if fields {
-            Seg::Field(key)
-        } else {
-            Seg::Key(key)
-        })(f)
-    }
-}
-
-fn at(seg: Seg) -> impl FnOnce(Box<Failure>) -> Box<Failure> {
-    move |mut f| {
-        f.path.push(seg);
-        f
-    }
 }
 
 impl From<TooLong> for Box<Failure> {
@@ -139,6 +119,10 @@ thread_local! {
     static TABLES: RefCell<Option<Sharing>> = const { RefCell::new(None) };
 }
 
+/// How many containers of the current path are searched linearly for a cycle; deeper ones
+/// are also kept in a hash set, so a very deep path costs O(1) per container, not O(depth).
+const SCAN_OPEN: usize = 64;
+
 pub fn encode<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
@@ -158,12 +142,18 @@ pub fn encode<'py>(
         types,
         max_depth,
         open: Vec::new(),
+        deep: HashSet::new(),
+        frames: Vec::new(),
         share,
         items: Vec::new(),
         shape: Vec::new(),
     };
     enc.w.envelope(version);
-    let result = enc.value(obj).map_err(|f| into_pyerr(py, *f));
+    let result = enc.run(obj).map_err(|mut f| {
+        f.path = enc.path();
+        into_pyerr(py, *f)
+    });
+    enc.frames.clear();
     enc.items.clear();
     if let Some(share) = enc.share.take() {
         share.recycle();
@@ -171,13 +161,74 @@ pub fn encode<'py>(
     (result, enc.w.buf)
 }
 
+/// A container being written, resumed each time its current child is done. The walk is a
+/// loop over a stack of these (not recursion), so no nesting depth can overflow the C stack.
+/// Each frame holds its container strongly: a user hook may drop every other reference.
+enum Frame<'py> {
+    /// A list, at item `i` of the `n` it had when it was started.
+    List {
+        list: Bound<'py, PyAny>,
+        i: usize,
+        n: usize,
+    },
+    /// A tuple inside its ext, begun at `mark`.
+    Tuple {
+        tuple: Bound<'py, PyAny>,
+        i: usize,
+        mark: usize,
+    },
+    /// A set or frozenset inside its ext.
+    Set {
+        iter: Bound<'py, PyIterator>,
+        seen: usize,
+        n: usize,
+        mark: usize,
+        code: i8,
+    },
+    /// A dict as a msgpack map. `key` is the current item's key; `val` its value, pending
+    /// while the key is written.
+    Map {
+        dict: Bound<'py, PyAny>,
+        pos: ffi::Py_ssize_t,
+        seen: usize,
+        n: usize,
+        fields: bool,
+        key: Option<Bound<'py, PyAny>>,
+        val: Option<Bound<'py, PyAny>>,
+    },
+    /// A format-2 snapshot of a dict: its items are `self.items[base..end]`, at `i`.
+    /// `in_key` is set only when writing a key failed (for the error path).
+    Record {
+        /// Held so that its address in `open` stays its own.
+        _dict: Bound<'py, PyAny>,
+        base: usize,
+        i: usize,
+        end: usize,
+        keys_too: bool,
+        fields: bool,
+        in_key: bool,
+    },
+    /// A registered object inside its ext; `state` is pending until it is written.
+    Object {
+        /// Held so that its address in `open` stays its own.
+        _obj: Bound<'py, PyAny>,
+        state: Option<Bound<'py, PyAny>>,
+        fields: bool,
+        mark: usize,
+    },
+}
+
 struct Encoder<'a, 'py> {
     py: Python<'py>,
     w: Writer,
     types: &'a Bound<'py, PyDict>,
     max_depth: usize,
-    /// The containers on the current path, for cycle detection and the depth bound.
+    /// The containers on the current path (one per frame), for cycle detection and the
+    /// depth bound; those past the first SCAN_OPEN are in `deep` as well.
     open: Vec<*mut ffi::PyObject>,
+    deep: HashSet<usize>,
+    /// The containers being written, innermost last.
+    frames: Vec<Frame<'py>>,
     /// Format 2 only.
     share: Option<Sharing>,
     /// Format 2: the items of the dicts being written, innermost last (one stack for all
@@ -193,6 +244,210 @@ macro_rules! is_type {
 }
 
 impl<'py> Encoder<'_, 'py> {
+    /// Writes `root`: a scalar at once, a container by pushing a frame and then stepping
+    /// until no frame is left.
+    fn run(&mut self, root: &Bound<'py, PyAny>) -> Result {
+        self.value(root)?;
+        while !self.frames.is_empty() {
+            self.step()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the next child of the innermost container, or finishes that container.
+    /// A failure about the container itself pops its frame first, so the error path
+    /// (built from the frames left) names the container; a child's failure leaves it.
+    fn step(&mut self) -> Result {
+        let py = self.py;
+        let Some(top) = self.frames.last_mut() else {
+            return Ok(());
+        };
+        match top {
+            Frame::List { list, i, n } => {
+                let p = list.as_ptr();
+                // SAFETY: `p` is an exact list held by the frame; the size is re-read before
+                // each access and the item is held strongly while it is written.
+                let len = unsafe { ffi::PyList_GET_SIZE(p) } as usize;
+                if *i == *n {
+                    return self.finish();
+                }
+                if *i >= len {
+                    return self.fail_own(changed("list"));
+                }
+                let item = unsafe {
+                    Bound::from_borrowed_ptr(py, ffi::PyList_GET_ITEM(p, *i as ffi::Py_ssize_t))
+                };
+                *i += 1;
+                self.value(&item)
+            }
+            Frame::Tuple { tuple, i, .. } => {
+                let p = tuple.as_ptr();
+                // SAFETY: an exact tuple is immutable and the frame holds it, so its items
+                // live as long as the frame.
+                if *i == unsafe { ffi::PyTuple_GET_SIZE(p) } as usize {
+                    return self.finish();
+                }
+                let item = unsafe {
+                    Borrowed::from_ptr(py, ffi::PyTuple_GET_ITEM(p, *i as ffi::Py_ssize_t))
+                };
+                *i += 1;
+                self.value(&item)
+            }
+            Frame::Set { iter, seen, n, .. } => match iter.next() {
+                None => self.finish(),
+                Some(Err(e)) => self.fail_own(fail_with(
+                    "cannot iterate the set at {path}".into(),
+                    e,
+                )),
+                Some(Ok(item)) => {
+                    *seen += 1;
+                    if *seen > *n {
+                        return self.fail_own(changed("set"));
+                    }
+                    self.value(&item)
+                }
+            },
+            Frame::Map {
+                dict,
+                pos,
+                seen,
+                n,
+                key,
+                val,
+                ..
+            } => {
+                if let Some(v) = val.take() {
+                    return self.value(&v);
+                }
+                let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
+                // SAFETY: an exact dict held by the frame. PyDict_Next is memory-safe even if
+                // a hook mutates the dict; key and value are held strongly by the frame.
+                if unsafe { ffi::PyDict_Next(dict.as_ptr(), pos, &mut k, &mut v) } == 0 {
+                    return self.finish();
+                }
+                *seen += 1;
+                if *seen > *n {
+                    return self.fail_own(changed("dict"));
+                }
+                let k = unsafe { Bound::from_borrowed_ptr(py, k) };
+                *val = Some(unsafe { Bound::from_borrowed_ptr(py, v) });
+                let key = key.insert(k).as_ptr();
+                // SAFETY: the frame holds the key until its next item.
+                let key = unsafe { Borrowed::from_ptr(py, key) };
+                self.value(&key)
+            }
+            Frame::Record {
+                i, end, keys_too, ..
+            } => {
+                if *i == *end {
+                    return self.finish();
+                }
+                let (k, v) = (self.items[*i].0.as_ptr(), self.items[*i].1.as_ptr());
+                *i += 1;
+                if *keys_too {
+                    // SAFETY: snapshot keys are exact strs, held by `self.items`.
+                    unsafe { self.str(k) }.map_err(|f| self.at_record_key(f))?;
+                }
+                // SAFETY: `self.items` holds the value until this frame is finished (nested
+                // dicts only push and truncate above it), so borrowing it costs no refcount.
+                let v = unsafe { Borrowed::from_ptr(py, v) };
+                self.value(&v)
+            }
+            Frame::Object { state, fields, .. } => match state.take() {
+                None => self.finish(),
+                Some(state) if *fields && state.is_exact_instance_of::<PyDict>() => {
+                    self.dict(&state, true)
+                }
+                Some(state) => self.value(&state),
+            },
+        }
+    }
+
+    /// Pops the innermost frame and completes its container.
+    fn finish(&mut self) -> Result {
+        let Some(frame) = self.frames.pop() else {
+            return Ok(());
+        };
+        self.leave();
+        match frame {
+            Frame::List { list, n, .. } => {
+                // SAFETY: an exact list.
+                if n != unsafe { ffi::PyList_GET_SIZE(list.as_ptr()) } as usize {
+                    return Err(changed("list"));
+                }
+            }
+            Frame::Tuple { mark, .. } => self.w.ext_end(mark, ext::TUPLE)?,
+            Frame::Set {
+                seen, n, mark, code, ..
+            } => {
+                if seen != n {
+                    return Err(changed("set"));
+                }
+                self.w.ext_end(mark, code)?;
+            }
+            Frame::Map { dict, seen, n, .. } => {
+                // SAFETY: an exact dict.
+                if seen != n || n != unsafe { ffi::PyDict_Size(dict.as_ptr()) } as usize {
+                    return Err(changed("dict"));
+                }
+            }
+            Frame::Record { base, .. } => self.items.truncate(base),
+            Frame::Object { mark, .. } => self.w.ext_end(mark, ext::OBJECT)?,
+        }
+        Ok(())
+    }
+
+    /// A failure of the innermost container itself: its frame is popped so that the error
+    /// path ends at the container.
+    fn fail_own(&mut self, f: Box<Failure>) -> Result {
+        self.frames.pop();
+        Err(f)
+    }
+
+    /// Marks the innermost record as failing on a key, for the error path.
+    fn at_record_key(&mut self, f: Box<Failure>) -> Box<Failure> {
+        if let Some(Frame::Record { in_key, .. }) = self.frames.last_mut() {
+            *in_key = true;
+        }
+        f
+    }
+
+    /// The path from the top level to the current child, innermost step first.
+    fn path(&self) -> Vec<Seg> {
+        let key = |k: &Bound<'py, PyAny>, fields: bool| {
+            let k = k.clone().unbind();
+            if fields {
+                Seg::Field(k)
+            } else {
+                Seg::Key(k)
+            }
+        };
+        let mut path = Vec::new();
+        for frame in self.frames.iter().rev() {
+            path.push(match frame {
+                Frame::List { i, .. } | Frame::Tuple { i, .. } => Seg::Index(i.saturating_sub(1)),
+                Frame::Set { .. } => Seg::SetItem,
+                Frame::Map {
+                    key: Some(k),
+                    val: None,
+                    fields,
+                    ..
+                } => key(k, *fields),
+                Frame::Map { .. } => Seg::MapKey,
+                Frame::Record {
+                    in_key: true, ..
+                } => Seg::MapKey,
+                Frame::Record { i, fields, .. } => match self.items.get(i.wrapping_sub(1)) {
+                    Some((k, _)) => key(k, *fields),
+                    None => Seg::MapKey,
+                },
+                Frame::Object { .. } => continue,
+            });
+        }
+        path
+    }
+
+    /// Writes a scalar, or begins a container (pushes its frame).
     fn value(&mut self, o: &Bound<'py, PyAny>) -> Result {
         let p = o.as_ptr();
         // SAFETY: `p` is a live object (borrowed from `o`); the type objects are statics.
@@ -299,61 +554,75 @@ impl<'py> Encoder<'_, 'py> {
     /// Enters a container: enforces the depth bound and reports reference cycles.
     fn enter(&mut self, o: &Bound<'py, PyAny>) -> Result {
         let p = o.as_ptr();
-        if self.open.contains(&p) {
+        let depth = self.open.len();
+        let cycle = if depth <= SCAN_OPEN {
+            self.open.contains(&p)
+        } else {
+            self.open[..SCAN_OPEN].contains(&p) || self.deep.contains(&(p as usize))
+        };
+        if cycle {
             let ty = type_name(o);
             return Err(fail(format!(
                 "reference cycle: the {ty} at {{path}} contains itself"
             )));
         }
-        if self.open.len() >= self.max_depth {
+        if depth >= self.max_depth {
             return Err(fail(format!(
                 "nesting deeper than max_depth={} at {{path}}",
                 self.max_depth
             )));
+        }
+        if depth >= SCAN_OPEN {
+            self.deep.insert(p as usize);
         }
         self.open.push(p);
         Ok(())
     }
 
     fn leave(&mut self) {
-        self.open.pop();
+        if let Some(p) = self.open.pop() {
+            if self.open.len() >= SCAN_OPEN {
+                self.deep.remove(&(p as usize));
+            }
+        }
     }
 
     fn list(&mut self, o: &Bound<'py, PyAny>) -> Result {
         self.enter(o)?;
-        let p = o.as_ptr();
-        // SAFETY: `p` is an exact list; the size is re-read before each access and every
-        // item is held by a strong reference while it is encoded.
-        let n = unsafe { ffi::PyList_GET_SIZE(p) } as usize;
+        // SAFETY: `o` is an exact list.
+        let n = unsafe { ffi::PyList_GET_SIZE(o.as_ptr()) } as usize;
         self.w.array(n)?;
-        for i in 0..n {
-            if i >= unsafe { ffi::PyList_GET_SIZE(p) } as usize {
-                return Err(changed("list"));
-            }
-            let item = unsafe {
-                Bound::from_borrowed_ptr(self.py, ffi::PyList_GET_ITEM(p, i as ffi::Py_ssize_t))
-            };
-            self.value(&item).map_err(at(Seg::Index(i)))?;
-        }
-        if n != unsafe { ffi::PyList_GET_SIZE(p) } as usize {
-            return Err(changed("list"));
-        }
-        self.leave();
+        self.frames.push(Frame::List {
+            list: o.clone(),
+            i: 0,
+            n,
+        });
         Ok(())
     }
 
-    /// Writes a dict as a map, or in format 2 as a record when its keys repeat; `fields`
-    /// marks a registered object's state (for error paths).
+    /// Begins a dict: a map, or in format 2 a record when its keys repeat; `fields` marks a
+    /// registered object's state (for error paths).
     fn dict(&mut self, o: &Bound<'py, PyAny>, fields: bool) -> Result {
         self.enter(o)?;
         let base = self.items.len();
-        let result = match self.snapshot(o.as_ptr()) {
-            Some(usage) => self.snapshot_dict(base, fields, usage),
-            None => self.map(o, fields),
+        let Some(usage) = self.snapshot(o.as_ptr()) else {
+            return self.map(o, fields);
         };
-        self.items.truncate(base);
-        result?;
-        self.leave();
+        let n = self.items.len() - base;
+        let header = self.record_header(base, n, usage);
+        if header.is_err() {
+            self.items.truncate(base);
+        }
+        header?;
+        self.frames.push(Frame::Record {
+            _dict: o.clone(),
+            base,
+            i: base,
+            end: base + n,
+            keys_too: matches!(usage, Use::First | Use::Plain),
+            fields,
+            in_key: false,
+        });
         Ok(())
     }
 
@@ -373,6 +642,7 @@ impl<'py> Encoder<'_, 'py> {
             let is_str = unsafe { ffi::Py_TYPE(k) == addr_of_mut!(ffi::PyUnicode_Type) };
             if !is_str || unsafe { utf8_of(k) }.is_none() {
                 self.items.truncate(base);
+                self.shape.clear();
                 return None;
             }
             self.shape.push(k as usize);
@@ -393,10 +663,9 @@ impl<'py> Encoder<'_, 'py> {
         Some(usage)
     }
 
-    /// Writes the snapshot `self.items[base..]`: as a map the first time its key list is
-    /// seen, then as a record `[shape, values...]`.
-    fn snapshot_dict(&mut self, base: usize, fields: bool, usage: Use) -> Result {
-        let n = self.items.len() - base;
+    /// Writes the head of the snapshot `self.items[base..]`: a map header the first time
+    /// its key list is seen, then the head of a record `[shape, values...]`.
+    fn record_header(&mut self, base: usize, n: usize, usage: Use) -> Result {
         match usage {
             Use::First | Use::Plain => self.w.map(n)?,
             Use::Define(_) => {
@@ -415,65 +684,37 @@ impl<'py> Encoder<'_, 'py> {
                 self.w.index_ref(ext::SHAPE_REF, i);
             }
         }
-        let keys_too = matches!(usage, Use::First | Use::Plain);
-        for i in base..base + n {
-            let (k, v) = (self.items[i].0.as_ptr(), self.items[i].1.as_ptr());
-            // SAFETY: `self.items[i]` holds both strongly until this dict is done (nested
-            // dicts only push and truncate above it), so borrowing them costs no refcounts.
-            let (key, val) = unsafe {
-                (
-                    Borrowed::from_ptr(self.py, k),
-                    Borrowed::from_ptr(self.py, v),
-                )
-            };
-            if keys_too {
-                self.value(&key).map_err(at(Seg::MapKey))?;
-            }
-            self.value(&val).map_err(at_key(&key, fields))?;
-        }
         Ok(())
     }
 
-    /// A dict as a msgpack map.
+    /// Begins a dict as a msgpack map.
     fn map(&mut self, o: &Bound<'py, PyAny>, fields: bool) -> Result {
-        let p = o.as_ptr();
-        // SAFETY: `p` is an exact dict. PyDict_Next is memory-safe even if a hook mutates the
-        // dict; keys and values are held by strong references while encoded.
-        let n = unsafe { ffi::PyDict_Size(p) } as usize;
+        // SAFETY: `o` is an exact dict.
+        let n = unsafe { ffi::PyDict_Size(o.as_ptr()) } as usize;
         self.w.map(n)?;
-        let (mut pos, mut seen) = (0, 0);
-        let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
-        while unsafe { ffi::PyDict_Next(p, &mut pos, &mut k, &mut v) } != 0 {
-            seen += 1;
-            if seen > n {
-                return Err(changed("dict"));
-            }
-            let (key, val) = unsafe {
-                (
-                    Bound::from_borrowed_ptr(self.py, k),
-                    Bound::from_borrowed_ptr(self.py, v),
-                )
-            };
-            self.value(&key).map_err(at(Seg::MapKey))?;
-            self.value(&val).map_err(at_key(&key, fields))?;
-        }
-        if seen != n || n != unsafe { ffi::PyDict_Size(p) } as usize {
-            return Err(changed("dict"));
-        }
+        self.frames.push(Frame::Map {
+            dict: o.clone(),
+            pos: 0,
+            seen: 0,
+            n,
+            fields,
+            key: None,
+            val: None,
+        });
         Ok(())
     }
 
     fn tuple(&mut self, o: &Bound<'py, PyAny>) -> Result {
         self.enter(o)?;
-        // SAFETY: exact tuple, so immutable.
-        let t = unsafe { o.cast_unchecked::<PyTuple>() };
+        // SAFETY: an exact tuple.
+        let n = unsafe { ffi::PyTuple_GET_SIZE(o.as_ptr()) } as usize;
         let mark = self.w.ext_begin();
-        self.w.array(t.len())?;
-        for (i, item) in t.iter().enumerate() {
-            self.value(&item).map_err(at(Seg::Index(i)))?;
-        }
-        self.w.ext_end(mark, ext::TUPLE)?;
-        self.leave();
+        self.w.array(n)?;
+        self.frames.push(Frame::Tuple {
+            tuple: o.clone(),
+            i: 0,
+            mark,
+        });
         Ok(())
     }
 
@@ -484,23 +725,16 @@ impl<'py> Encoder<'_, 'py> {
             .map_err(|e| fail_with("cannot size the set at {path}".into(), e))?;
         let mark = self.w.ext_begin();
         self.w.array(n)?;
-        let mut seen = 0;
         let iter = o
             .try_iter()
             .map_err(|e| fail_with("cannot iterate the set at {path}".into(), e))?;
-        for item in iter {
-            let item = item.map_err(|e| fail_with("cannot iterate the set at {path}".into(), e))?;
-            seen += 1;
-            if seen > n {
-                return Err(changed("set"));
-            }
-            self.value(&item).map_err(at(Seg::SetItem))?;
-        }
-        if seen != n {
-            return Err(changed("set"));
-        }
-        self.w.ext_end(mark, code)?;
-        self.leave();
+        self.frames.push(Frame::Set {
+            iter,
+            seen: 0,
+            n,
+            mark,
+            code,
+        });
         Ok(())
     }
 
@@ -686,13 +920,12 @@ impl<'py> Encoder<'_, 'py> {
         self.w.array(3)?;
         self.w.str(name.to_str().unwrap_or_default().as_bytes())?;
         self.w.uint(version as u64);
-        if fields && state.is_exact_instance_of::<PyDict>() {
-            self.dict(&state, true)?;
-        } else {
-            self.value(&state)?;
-        }
-        self.w.ext_end(mark, ext::OBJECT)?;
-        self.leave();
+        self.frames.push(Frame::Object {
+            _obj: o.clone(),
+            state: Some(state),
+            fields,
+            mark,
+        });
         Ok(())
     }
 }
@@ -780,6 +1013,9 @@ fn unsupported(o: &Bound<'_, PyAny>) -> Box<Failure> {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| ty.clone());
+    if let Some(advice) = advice_for(o) {
+        return fail(format!("cannot encode {ty} at {{path}}: {advice}"));
+    }
     let fix = format!("rillet.codec.register_type({short}, name=\"<a stable name>\")");
     fail(match builtin_base(o) {
         Some(base) => format!(
@@ -792,6 +1028,18 @@ fn unsupported(o: &Bound<'_, PyAny>) -> Box<Failure> {
              import time"
         ),
     })
+}
+
+/// What to store instead of a value that is not data (a function, an exception, a path, an
+/// open file...), from `rillet.codec._advice_for`; None when registering is the fix.
+fn advice_for(o: &Bound<'_, PyAny>) -> Option<String> {
+    let advice = o
+        .py()
+        .import("rillet.codec")
+        .and_then(|m| m.getattr("_advice_for"))
+        .and_then(|f| f.call1((o,)))
+        .ok()?;
+    advice.extract::<String>().ok()
 }
 
 /// Renders the path like Python source: `session_values['cart'].items[3]`.

@@ -47,6 +47,7 @@ pub fn codec_encode<'py>(
             "format_version must be from {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}, got {version}"
         )));
     }
+    check_max_depth(max_depth)?;
     // Taken out, not borrowed: a to_state hook may call encode again on this thread.
     let mut buf = BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
     buf.clear();
@@ -64,6 +65,16 @@ pub fn codec_encode<'py>(
         BUFFER.with(|b| *b.borrow_mut() = buf);
     }
     out
+}
+
+fn check_max_depth(max_depth: usize) -> PyResult<()> {
+    if max_depth > Limits::MAX_DEPTH_LIMIT {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "max_depth must be from 0 to {} (rillet.codec.MAX_DEPTH_LIMIT), got {max_depth}",
+            Limits::MAX_DEPTH_LIMIT
+        )));
+    }
+    Ok(())
 }
 
 /// Pauses the cyclic garbage collector while a decode runs. Decoding creates many
@@ -87,9 +98,10 @@ impl Drop for GcPause {
     }
 }
 
-/// Decodes a checkpoint. `names` maps a registered name to `(version, from_state, migrate)`.
+/// Decodes a checkpoint. `names` maps a registered name to `(version, from_state, migrate)`;
+/// `unknown(name, version, state)`, when given, builds a value for a name not in `names`.
 #[pyfunction]
-#[pyo3(signature = (data, names, max_depth, max_size, max_items))]
+#[pyo3(signature = (data, names, max_depth, max_size, max_items, unknown = None))]
 pub fn codec_decode<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyBytes>,
@@ -97,7 +109,9 @@ pub fn codec_decode<'py>(
     max_depth: usize,
     max_size: usize,
     max_items: usize,
+    unknown: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    check_max_depth(max_depth)?;
     let limits = Limits {
         max_depth,
         max_size,
@@ -106,7 +120,7 @@ pub fn codec_decode<'py>(
     // `bytes` is immutable and `data` keeps it alive, so hooks run while decoding cannot
     // change or free what is being read.
     let input = data.as_bytes();
-    let mut builder = decode::PyBuilder::new(py, names.clone());
+    let mut builder = decode::PyBuilder::new(py, names.clone(), unknown);
     let _gc = GcPause::new();
     let run = AssertUnwindSafe(|| crate::codec::decode::decode(input, &limits, &mut builder));
     match catch_unwind(run) {
