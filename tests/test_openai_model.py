@@ -704,3 +704,37 @@ def test_chat_model_agent_runs_tools_against_the_server(server: FakeOpenAIServer
     assert second["messages"][-2]["tool_calls"][0]["id"] == "call_add"
     assert second["messages"][-1] == {"role": "tool", "content": "5", "tool_call_id": "call_add"}
     assert ("stream" in first) is streaming
+
+
+# --- rillet demo --model openai ------------------------------------------------------------------
+
+
+def test_demo_runs_on_an_openai_compatible_endpoint(server: FakeOpenAIServer, tmp_path: Any) -> None:
+    def sse(*objs: dict[str, Any]) -> bytes:
+        return b"".join(b"data: " + json.dumps(o).encode() + b"\n\n" for o in objs) + b"data: [DONE]\n\n"
+
+    def ch(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "demo-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def call(i: int, id: str, name: str, args: str) -> dict[str, Any]:
+        return {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]}
+
+    calls = sse(
+        ch({"role": "assistant", **call(0, "call_w", "get_weather", '{"city": "Lisbon"}')}),
+        ch(call(1, "call_c", "convert_currency", '{"amount": 200, "from_currency": "USD", "to_currency": "EUR"}')),
+        ch({}, "tool_calls"),
+    )
+    answer = sse(ch({"role": "assistant", "content": "Sunny, 24 °C; 200 USD is 184.00 EUR."}), ch({}, "stop"))
+    server.script(Reply(calls), Reply(answer))
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-demo", "OPENAI_MODEL": "demo-model", "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-m", "rillet.cli", "demo", "--model", "openai", "--no-color", "--db", str(tmp_path / "d.db")],
+        capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"demo-model at {server.url}" in result.stdout
+    assert "Sunny, 24 °C; 200 USD is 184.00 EUR." in result.stdout
+    first, second = server.bodies()
+    assert first["model"] == "demo-model" and first["stream"] is True
+    assert {t["function"]["name"] for t in first["tools"]} >= {"get_weather", "convert_currency"}
+    assert [m["tool_call_id"] for m in second["messages"] if m["role"] == "tool"] == ["call_w", "call_c"]

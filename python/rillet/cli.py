@@ -34,7 +34,12 @@ def demo(args: argparse.Namespace) -> int:
     if args.example != "travel":
         import importlib
 
-        flags = {"--approve/--reject": args.decision, "--db": args.db, "--stop-at-approval": args.stop_at_approval}
+        flags = {
+            "--approve/--reject": args.decision,
+            "--db": args.db,
+            "--stop-at-approval": args.stop_at_approval,
+            "--model": args.model != "scripted",
+        }
         used = [flag for flag, value in flags.items() if value]
         if used:
             print(
@@ -53,13 +58,16 @@ def demo(args: argparse.Namespace) -> int:
         decision=args.decision,
         db=args.db,
         stop_at_approval=args.stop_at_approval,
+        model=args.model,
     )
 
 
 def resume(args: argparse.Namespace) -> int:
     from rillet.demo import resume as resume_demo
 
-    return resume_demo(args.checkpoint_id, db=args.db, decision=args.decision, color=False if args.no_color else None)
+    return resume_demo(
+        args.checkpoint_id, db=args.db, decision=args.decision, color=False if args.no_color else None, model=args.model
+    )
 
 
 def _approval_flags(p: argparse.ArgumentParser) -> None:
@@ -67,6 +75,13 @@ def _approval_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--approve", dest="decision", action="store_const", const="approve", help="approve the booking")
     g.add_argument("--reject", dest="decision", action="store_const", const="reject", help="decline the booking")
     p.add_argument("--db", help="the SQLite checkpoint file (default: rillet-demo.db in the temp folder)")
+    p.add_argument(
+        "--model",
+        choices=["scripted", "openai"],
+        default="scripted",
+        help="travel demo only: the scripted model (default, offline) or an OpenAI-compatible endpoint "
+        "from OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL (default gpt-4o-mini); see docs/models.md",
+    )
 
 
 def positive_int(text: str) -> int:
