@@ -133,6 +133,34 @@ def test_every_split_of_a_transcript_gives_the_same_chunks(name: str) -> None:
     assert parse_all(data, list(range(1, len(data)))) == whole  # one byte at a time
 
 
+@pytest.mark.parametrize("name", DIALECTS)
+@pytest.mark.parametrize("line_end", [b"\r\n", b"\r"])
+def test_every_line_ending_gives_the_same_chunks(name: str, line_end: bytes) -> None:
+    data = transcript(name).replace(b"\r\n", b"\n")
+    assert parse_all(data.replace(b"\n", line_end), []) == parse_all(data, [])
+
+
+def test_parser_returns_chunks_before_a_bad_line_then_raises_every_time() -> None:
+    parser = ChatStreamParser()
+    good = b'data: {"choices":[{"delta":{"role":"assistant","content":"a"}}]}\n\n'
+    assert parser.feed(good + b"data: {nope}\n\n") == [Message("assistant", "a")]
+    for call in (lambda: parser.feed(good), parser.finish):
+        with pytest.raises(MalformedChunkError, match="at line 3 of the event stream") as info:
+            call()
+        assert info.value.line == 3
+    with pytest.raises(MalformedChunkError, match="line 1 of the event stream is not valid UTF-8"):
+        ChatStreamParser().feed(b"data: \xc3\x28\n\n")
+
+
+def test_model_errors_pickle_with_their_details() -> None:
+    import pickle
+
+    err = ContextLengthError("too long", status_code=400, base_url="http://x/v1", body="{}", code="context_length_exceeded")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is ContextLengthError and str(back) == "too long"
+    assert (back.status_code, back.base_url, back.code) == (400, "http://x/v1", "context_length_exceeded")
+
+
 # --- exact chunks and requests, through HTTP --------------------------------------------
 
 
@@ -568,6 +596,16 @@ def test_a_server_that_ignores_stream_true_still_streams(server: FakeOpenAIServe
     assert chunks == [
         Message("assistant", "whole", tool_calls=[ToolCall(0, "call_0", "function", FunctionCall("f", "{}"))], response_meta=ResponseMeta("stop"))
     ]
+
+
+def test_generate_reads_a_stream_it_did_not_ask_for(server: FakeOpenAIServer) -> None:
+    server.script(Reply.sse("openai_tools"))
+    reply = run(make_model(server).generate(USER))
+    assert [(c.index, c.id, c.function.name) for c in reply.tool_calls] == [
+        (None, "call_Wx1Lisbon", "get_weather"),
+        (None, "call_Wx2Time", "get_time"),
+    ]
+    assert reply.response_meta == ResponseMeta("tool_calls", usage(85, 41, 126))
 
 
 def test_whole_response_parse_errors_are_clear() -> None:

@@ -35,6 +35,7 @@ from rillet._native import (
     StreamReader,
     StreamWriter,
     ToolCall,
+    concat_messages,
     parse_chat_completion,
     pipe,
 )
@@ -231,6 +232,12 @@ class OpenAIChatModel:
         body = self.request_body(messages, tools, options, stream=False)
         response = await self._post(body, stream=False)
         try:
+            if response.headers.get("content-type", "").startswith("text/event-stream"):
+                # A server (or proxy) that streams whatever was asked: read the stream whole.
+                parser = ChatStreamParser(think_tags=self.think_tags)
+                return _set_call_indexes(
+                    concat_messages([*parser.feed(response.content), *parser.finish()]), indexed=False
+                )
             return parse_chat_completion(response.content, think_tags=self.think_tags)
         except ModelError as e:
             e.base_url = self.base_url
@@ -435,12 +442,7 @@ class OpenAIChatModel:
         if content_type.startswith("application/json"):
             # The server ignored stream=true and sent a whole response: one chunk.
             whole = parse_chat_completion(await response.aread(), think_tags=self.think_tags)
-            calls = whole.tool_calls
-            if calls:
-                whole.tool_calls = [
-                    ToolCall(i, c.id, c.type, c.function, c.extra) for i, c in enumerate(calls)
-                ]
-            writer.send(whole)
+            writer.send(_set_call_indexes(whole, indexed=True))
             return
         parser = ChatStreamParser(think_tags=self.think_tags)
         async for data in response.aiter_bytes():
@@ -467,6 +469,17 @@ class OpenAIChatModel:
                 base_url=self.base_url,
             )
         return e
+
+
+def _set_call_indexes(message: Message, *, indexed: bool) -> Message:
+    """Numbers ``message``'s tool calls 0, 1, ... (a stream chunk's shape), or clears their
+    indexes (a whole message's shape)."""
+    if message.tool_calls:
+        message.tool_calls = [
+            ToolCall(i if indexed else None, c.id, c.type, c.function, c.extra)
+            for i, c in enumerate(message.tool_calls)
+        ]
+    return message
 
 
 async def _watch(writer: StreamWriter, pump: asyncio.Task[Any] | None) -> None:
