@@ -616,7 +616,7 @@ def test_whole_response_parse_errors_are_clear() -> None:
 
 
 def test_import_rillet_does_not_import_httpx() -> None:
-    code = "import sys, rillet, rillet.models; print('httpx' in sys.modules)"
+    code = "import sys, rillet, rillet.models, rillet.models.openai; print('httpx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
