@@ -1,12 +1,15 @@
-# The two Quick start commands are `make bench` and `make test`; both set everything up.
+# The two Quick start commands are `make demo` and `make test`; both set everything up.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup bench test test-fast test-rust stubtest typecheck bench-full clean
+.PHONY: setup demo bench test test-fast test-rust stubtest typecheck bench-full clean
 
 setup:
 	./scripts/setup
+
+demo: setup
+	$(VENV)/bin/rillet demo
 
 bench: setup
 	$(VENV)/bin/rillet bench

@@ -13,6 +13,7 @@ Write an agent by subclassing :class:`BaseAgent` with an async generator ``_run`
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Iterator
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rillet._loop import RunTask, spawn
-from rillet._native import Channel, Message
+from rillet._native import Channel, ChannelClosed, Message
 from rillet.event_pair import EventGenerator, EventIterator
 from rillet.events import AgentEvent
 
@@ -66,7 +67,15 @@ class RunIterator(EventIterator[AgentEvent]):
         return self
 
     def __next__(self) -> AgentEvent:
-        return self._ch.__next__()
+        try:
+            return self._ch.__next__()
+        except RuntimeError as e:
+            if _on_loop_thread():
+                raise RuntimeError(
+                    "a blocking `for` over a run's events would block the running event loop; "
+                    "inside async code use `async for event in runner.run(...)`"
+                ) from e
+            raise
 
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         return self
@@ -80,8 +89,9 @@ class RunIterator(EventIterator[AgentEvent]):
         self._ch.close()
         if task is not None:
             task.cancel()
-        while self._ch.try_recv_many(64):
-            pass
+        with contextlib.suppress(ChannelClosed):
+            while self._ch.try_recv_many(64):  # drop queued events: their streams close
+                pass
 
     def __enter__(self) -> RunIterator:
         return self
@@ -99,6 +109,14 @@ class RunIterator(EventIterator[AgentEvent]):
         if self._task is not None:
             with contextlib.suppress(Exception):
                 self.close()
+
+
+def _on_loop_thread() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def start_run(events: AsyncIterator[AgentEvent], ctx: contextvars.Context | None = None) -> RunIterator:

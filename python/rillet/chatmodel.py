@@ -275,14 +275,17 @@ class ChatModelAgent(BaseAgent):
                 asyncio.ensure_future(self._call_tool(c.function.name, c.id, c.function.arguments)): i
                 for i, c in enumerate(calls)
             }
+            finished: asyncio.Queue[asyncio.Future[tuple[AgentEvent, Message | asyncio.Future[Message]]]] = (
+                asyncio.Queue()
+            )
+            for t in tasks:
+                t.add_done_callback(finished.put_nowait)
             try:
-                pending: set[asyncio.Future[tuple[AgentEvent, Message | asyncio.Future[Message]]]] = set(tasks)
-                while pending:
-                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    for t in sorted(done, key=tasks.__getitem__):
-                        i = tasks[t]
-                        ev, results[i] = t.result()
-                        yield ev, bool(direct_id) and calls[i].id == direct_id
+                for _ in range(len(tasks)):
+                    t = await finished.get()  # completion order
+                    i = tasks[t]
+                    ev, results[i] = t.result()
+                    yield ev, bool(direct_id) and calls[i].id == direct_id
             finally:
                 for t in tasks:
                     t.cancel()
@@ -340,7 +343,8 @@ class ChatModelAgent(BaseAgent):
         async def produce() -> None:
             try:
                 async for piece in tool.stream(arguments):
-                    if not writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name)):
+                    writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name))
+                    if writer.reader_closed:  # every reader is gone: stop producing
                         break
             except Exception as e:
                 if self.tool_error == "raise":

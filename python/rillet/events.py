@@ -28,6 +28,7 @@ __all__ = [
     "MessageVariant",
     "RunStep",
     "TransferToAgentAction",
+    "aget_message",
     "event_from_message",
     "get_message",
     "new_break_loop_action",
@@ -74,6 +75,21 @@ class MessageVariant:
         stream, self.message_stream = self.message_stream, None
         self.message = _concat_nonempty(stream)
         return self.message
+
+    async def aget_message(self) -> Message:
+        """``await`` twin of :meth:`get_message`, for use inside an event loop."""
+        if self.message is not None:
+            return self.message
+        if self.message_stream is None:
+            raise ValueError("MessageVariant holds neither a message nor a stream")
+        from rillet.schema import aconcat_message_stream
+
+        stream, self.message_stream = self.message_stream, None
+        msg = await aconcat_message_stream(stream)
+        if not msg.role and not msg.content and not msg.tool_calls:
+            raise ValueError("no messages in MessageVariant.message_stream")
+        self.message = msg
+        return msg
 
 
 def _concat_nonempty(stream: StreamReader) -> Message:
@@ -204,6 +220,20 @@ def get_message(event: AgentEvent) -> Message | None:
     keep, read = mv.message_stream.copy(2)
     mv.message_stream = keep
     return concat_message_stream(read)
+
+
+async def aget_message(event: AgentEvent) -> Message | None:
+    """``await`` twin of :func:`get_message`, for use inside an event loop."""
+    mv = event.message_output
+    if mv is None:
+        return None
+    if mv.message is not None or mv.message_stream is None:
+        return mv.message
+    from rillet.schema import aconcat_message_stream
+
+    keep, read = mv.message_stream.copy(2)
+    mv.message_stream = keep
+    return await aconcat_message_stream(read)
 
 
 def copy_event(event: AgentEvent) -> AgentEvent:

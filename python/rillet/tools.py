@@ -1,0 +1,525 @@
+"""Tools: what a ChatModelAgent lets its model call.
+
+A tool is a :class:`BaseTool`: a :class:`ToolInfo` (name, description and the JSON schema of
+its parameters, which the model is shown) and ``invoke(arguments)``, which takes the model's
+JSON arguments text and returns the result text. Most tools are plain Python functions::
+
+    @tool
+    def add(a: int, b: int) -> int:
+        \"\"\"Adds two integers.
+
+        Args:
+            a: The first addend.
+            b: The second addend.
+        \"\"\"
+        return a + b
+
+The schema comes from the type hints (through pydantic, imported on first use) and the
+parameter descriptions from the docstring (Google ``Args:``, NumPy ``Parameters`` or Sphinx
+``:param x:`` style); the docstring's text before its sections is the tool's description.
+
+Rules a function tool follows:
+
+* Arguments are validated before the call: bad JSON, a JSON value that is not an object, a
+  missing or mistyped argument raise :class:`ToolArgumentsError` naming the tool and each
+  problem. An empty arguments string means no arguments. Unknown arguments are ignored.
+* A parameter without an annotation accepts any JSON value (``Any``). ``self``/``cls``
+  parameters, ``*args`` and ``**kwargs`` are refused when the tool is made.
+* ``def`` functions run on rillet's worker threads, with a copy of the caller's contextvars,
+  so :func:`rillet.context.get_session_value`, :func:`rillet.context.send_tool_gen_action`
+  and the like work in them; several calls run at once. ``async def`` functions run on the
+  event loop.
+* A function returning an iterator or async iterator (a generator, or annotated ``Iterator``,
+  ``Generator``, ``AsyncIterator`` or ``AsyncGenerator``) is a streaming tool: ``stream()``
+  yields one text chunk per item; ``invoke()`` joins them. Sync generators are advanced on the
+  worker threads.
+* A str result is returned as is; anything else is JSON-encoded (``ensure_ascii=False``;
+  pydantic models through ``model_dump(mode="json")``, dataclasses through ``asdict``; dates,
+  enums, sets and the like as pydantic encodes them). ``None`` becomes ``"null"``.
+* An exception raised by the function propagates unchanged.
+"""
+
+from __future__ import annotations
+
+import abc
+import collections.abc
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import inspect
+import threading
+import typing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
+
+from rillet._native import RilletError
+from rillet._workers import default_pool
+
+if TYPE_CHECKING:
+    import json
+
+__all__ = [
+    "BaseTool",
+    "ExitTool",
+    "FunctionTool",
+    "ToolArgumentsError",
+    "ToolInfo",
+    "as_tool",
+    "exit_tool",
+    "tool",
+]
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """What the model is told about a tool.
+
+    ``parameters`` is a JSON schema object,
+    ``{"type": "object", "properties": {...}, "required": [...]}``; treat it as read-only.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        """The tool in the OpenAI chat-completions ``tools`` format."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+class ToolArgumentsError(RilletError, ValueError):
+    """The model's arguments for a tool are not valid JSON or fail its parameter schema.
+
+    ``tool_name`` names the tool and ``problems`` lists each problem (also in the message)."""
+
+    def __init__(self, tool_name: str, problems: list[str]) -> None:
+        super().__init__(f"tool {tool_name!r}: " + "; ".join(problems))
+        self.tool_name = tool_name
+        self.problems = problems
+
+
+class BaseTool(abc.ABC):
+    """A tool a ChatModelAgent can execute.
+
+    Subclasses set ``info`` (a :class:`ToolInfo`, as an attribute or a property) and implement
+    ``invoke``. A tool whose output comes in pieces sets ``is_streaming = True`` and overrides
+    ``stream``; the agent then calls ``stream`` instead of ``invoke``.
+    """
+
+    info: ToolInfo
+    is_streaming: bool = False
+
+    @abc.abstractmethod
+    async def invoke(self, arguments: str) -> str:
+        """Runs the tool on ``arguments`` (the model's JSON text) and returns the result text."""
+
+    async def stream(self, arguments: str) -> AsyncIterator[str]:
+        """Runs the tool, yielding the result in chunks. The default yields ``invoke()``."""
+        yield await self.invoke(arguments)
+
+    def __repr__(self) -> str:
+        info = getattr(self, "info", None)
+        return f"<{type(self).__name__} {info.name if info is not None else '?'}>"
+
+
+# --- arguments --------------------------------------------------------------------------
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _load_arguments(tool_name: str, arguments: str) -> dict[str, Any]:
+    """The model's arguments text as a dict ("" and whitespace mean {})."""
+    if not isinstance(arguments, str):
+        raise TypeError(f"tool {tool_name!r}: arguments must be the JSON text (str), got {type(arguments).__name__}")
+    if not arguments.strip():
+        return {}
+    import json
+
+    try:
+        data = json.loads(arguments)
+    except json.JSONDecodeError as e:
+        raise ToolArgumentsError(tool_name, [f"arguments are not valid JSON ({e}): {_short(arguments)}"]) from None
+    if not isinstance(data, dict):
+        raise ToolArgumentsError(
+            tool_name, [f"arguments must be a JSON object of named arguments, got {type(data).__name__} {_short(data)}"]
+        )
+    return data
+
+
+def _loc_path(loc: tuple[int | str, ...]) -> str:
+    path = str(loc[0]) if loc else ""
+    for part in loc[1:]:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _problems(errors: list[Any]) -> list[str]:
+    """One line per pydantic error: the argument, what was expected and what was given."""
+    out = []
+    for err in errors:
+        where = f"argument {_loc_path(tuple(err['loc']))!r}"
+        if err["type"] == "missing":
+            out.append(f"{where}: required, but missing")
+        else:
+            msg = err["msg"]
+            given = f" (got {_short(err['input'])})" if "got" in msg else f", got {_short(err['input'])}"
+            out.append(f"{where}: {msg}{given}")
+    return out
+
+
+# --- schemas ----------------------------------------------------------------------------
+
+# JSON-schema keywords whose values are schemas (or maps/lists of schemas): where "title" is
+# pydantic's noise. Data keywords (default, enum, const, examples) are left alone.
+_SCHEMA_MAPS = ("properties", "$defs", "patternProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONES = ("items", "additionalProperties", "not", "contains")
+
+
+def _strip_titles(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    out = {k: v for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    for key in _SCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _strip_titles(sub) for name, sub in out[key].items()}
+    for key in _SCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [_strip_titles(sub) for sub in out[key]]
+    for key in _SCHEMA_ONES:
+        if key in out:
+            out[key] = _strip_titles(out[key])
+    return out
+
+
+_STREAM_SYNC = (collections.abc.Iterator, collections.abc.Generator)
+_STREAM_ASYNC = (collections.abc.AsyncIterator, collections.abc.AsyncGenerator)
+
+
+def _hint_target(fn: Callable[..., Any]) -> Any:
+    """The object whose annotations describe calling ``fn``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isroutine(fn):
+        return fn
+    return type(fn).__call__
+
+
+# --- results ----------------------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    import pydantic
+    import pydantic_core
+
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return pydantic_core.to_jsonable_python(value)
+
+
+_encoder: json.JSONEncoder | None = None  # made on first use (json.dumps with options makes one a call)
+
+
+def _encode(tool_name: str, value: Any) -> str:
+    """A tool result as text: a str as is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    global _encoder
+    if _encoder is None:
+        import json
+
+        _encoder = json.JSONEncoder(ensure_ascii=False, default=_jsonable)
+    try:
+        return _encoder.encode(value)
+    except Exception as e:  # TypeError, ValueError (a cycle), pydantic_core.PydanticSerializationError
+        raise TypeError(
+            f"tool {tool_name!r} returned a {type(value).__name__} that cannot be encoded as JSON ({e}); "
+            "return a str, or JSON-encodable data (dict, list, number, bool, None, a pydantic model, a dataclass)"
+        ) from e
+
+
+def _apply(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except StopIteration as e:  # would end the awaiting coroutine's frame instead (PEP 479)
+        raise RuntimeError(f"tool function {getattr(fn, '__qualname__', fn)!s} raised StopIteration") from e
+
+
+_DONE = object()
+
+
+class _SyncSteps:
+    """A sync iterator advanced on worker threads, one step at a time, in one context."""
+
+    __slots__ = ("ctx", "it", "lock")
+
+    def __init__(self, it: Iterator[Any]) -> None:
+        self.it = it
+        self.ctx = contextvars.copy_context()
+        self.lock = threading.Lock()  # a close may be queued while a step still runs
+
+    def step(self) -> Any:
+        with self.lock:
+            return next(self.it, _DONE)
+
+    def close(self) -> None:
+        close = getattr(self.it, "close", None)
+        if close is not None:
+            with self.lock:
+                close()
+
+
+async def _chunks(result: Any) -> AsyncGenerator[Any, None]:
+    """The items of an async or sync iterator (sync ones advanced on worker threads)."""
+    if isinstance(result, collections.abc.AsyncIterator):
+        closer: contextlib.AbstractAsyncContextManager[Any] = (
+            contextlib.aclosing(result) if hasattr(result, "aclose") else contextlib.nullcontext(result)
+        )
+        async with closer:
+            async for item in result:
+                yield item
+        return
+    steps = _SyncSteps(result)
+    pool = default_pool()
+    done = False
+    try:
+        while True:
+            item = await pool.run_in(steps.ctx, steps.step)
+            if item is _DONE:
+                done = True
+                return
+            yield item
+    finally:
+        if not done:
+            # A copy: a cancelled step may still be running in steps.ctx (the lock orders them).
+            pool.submit_detached(steps.ctx.copy(), steps.close)
+
+
+def _is_stream(value: Any) -> bool:
+    return isinstance(value, collections.abc.AsyncIterator) or (
+        isinstance(value, collections.abc.Iterator) and not isinstance(value, (str, bytes))
+    )
+
+
+class FunctionTool(BaseTool):
+    """A tool made from a Python function (``def``, ``async def`` or a generator of either).
+
+    ``name`` defaults to the function's name and ``description`` to its docstring's text
+    before the parameter section. The schema is built when the tool is made, so a parameter
+    type that has no JSON schema is refused here (``TypeError``), not when the model calls.
+    Calling the tool object calls the function directly.
+    """
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+        import re
+
+        import pydantic
+
+        from rillet._docstrings import parse_docstring
+
+        if not callable(fn):
+            raise TypeError(f"FunctionTool needs a function, got {type(fn).__name__} {_short(fn)}")
+        if name is None:
+            name = getattr(fn, "__name__", None) or type(fn).__name__
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+            raise ValueError(
+                f"tool name {name!r} is not usable: a tool name is 1 to 64 letters, digits, '_' or '-' "
+                "(pass name=... to tool() or FunctionTool)"
+            )
+        target = _hint_target(fn)
+        summary, param_docs = parse_docstring(inspect.getdoc(target) if target is not fn else fn.__doc__)
+        if target is not fn and not summary:
+            summary, param_docs = parse_docstring(getattr(fn, "__doc__", None))
+        try:
+            hints = typing.get_type_hints(target, include_extras=True)
+        except Exception as e:
+            raise TypeError(f"tool {name!r}: cannot resolve the type hints of {fn!r}: {e}") from e
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"tool {name!r}: cannot read the signature of {fn!r}: {e}") from e
+
+        fields: dict[str, Any] = {}
+        positional: list[str] = []
+        keywords: list[tuple[str, str]] = []
+        for i, p in enumerate(sig.parameters.values()):
+            if p.name in ("self", "cls"):
+                raise TypeError(
+                    f"tool {name!r}: parameter {p.name!r}: a tool is a plain function; for a method, "
+                    "make the tool from the bound method (FunctionTool(obj.method)) or a static method"
+                )
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                star = "*" if p.kind is p.VAR_POSITIONAL else "**"
+                raise TypeError(
+                    f"tool {name!r}: parameter {star}{p.name} is not supported: the model passes named "
+                    "arguments, so declare each one as its own parameter"
+                )
+            field = f"p{i}"
+            kw: dict[str, Any] = {"alias": p.name}
+            if p.name in param_docs and param_docs[p.name]:
+                kw["description"] = param_docs[p.name]
+            default = ... if p.default is p.empty else p.default
+            fields[field] = (hints.get(p.name, Any), pydantic.Field(default, **kw))
+            if p.kind is p.POSITIONAL_ONLY:
+                positional.append(field)
+            else:
+                keywords.append((field, p.name))
+        try:
+            model = pydantic.create_model(
+                f"{name}_arguments",
+                __config__=pydantic.ConfigDict(extra="ignore", protected_namespaces=()),
+                **fields,
+            )
+            raw = model.model_json_schema()
+        except pydantic.PydanticUserError as e:
+            raise TypeError(f"tool {name!r}: cannot build the JSON schema of its parameters: {e}") from e
+
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {k: _strip_titles(v) for k, v in raw.get("properties", {}).items()},
+            "required": list(raw.get("required", [])),
+        }
+        if "$defs" in raw:
+            schema["$defs"] = {k: _strip_titles(v) for k, v in raw["$defs"].items()}
+
+        self.fn = fn
+        self.info = ToolInfo(name, summary if description is None else description, schema)
+        self._model = model
+        self._validation_error = pydantic.ValidationError
+        self._positional = tuple(positional)
+        self._keywords = tuple(keywords)
+        self._is_async = inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
+        ret = typing.get_origin(hints.get("return")) or hints.get("return")
+        self.is_streaming = (
+            inspect.isgeneratorfunction(target)
+            or inspect.isasyncgenfunction(target)
+            or ret in _STREAM_SYNC
+            or ret in _STREAM_ASYNC
+        )
+        functools.update_wrapper(self, fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls the function directly (no validation, no thread)."""
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<FunctionTool {self.info.name}>"
+
+    def _parse(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        validator = self._model.__pydantic_validator__
+        try:
+            if isinstance(arguments, str) and arguments and not arguments.isspace():
+                values = validator.validate_json(arguments).__dict__  # parsed and checked in one pass
+            else:
+                values = validator.validate_python(_load_arguments(self.info.name, arguments)).__dict__
+        except self._validation_error as e:
+            errors = e.errors()
+            if errors and not errors[0]["loc"]:  # not JSON, or not an object: say it as json does
+                _load_arguments(self.info.name, arguments)
+            raise ToolArgumentsError(self.info.name, _problems(errors)) from None
+        return tuple(values[f] for f in self._positional), {p: values[f] for f, p in self._keywords}
+
+    async def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self._is_async:
+            result = self.fn(*args, **kwargs)
+        else:
+            result = await default_pool().run(_apply, self.fn, args, kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def invoke(self, arguments: str) -> str:
+        """Validates ``arguments``, calls the function and returns its result as text (a
+        streaming tool's chunks joined)."""
+        args, kwargs = self._parse(arguments)
+        result = await self._call(args, kwargs)
+        if _is_stream(result):
+            return "".join([_encode(self.info.name, item) async for item in _chunks(result)])
+        return _encode(self.info.name, result)
+
+    async def stream(self, arguments: str) -> AsyncIterator[str]:
+        """Validates ``arguments``, calls the function and yields its items as text chunks
+        (one chunk, the whole result, for a function that does not stream)."""
+        args, kwargs = self._parse(arguments)
+        result = await self._call(args, kwargs)
+        if not _is_stream(result):
+            yield _encode(self.info.name, result)
+            return
+        gen = _chunks(result)
+        async with contextlib.aclosing(gen):
+            async for item in gen:
+                yield _encode(self.info.name, item)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Makes a :class:`FunctionTool` of a function: ``@tool`` or
+    ``@tool(name="...", description="...")``."""
+    if fn is None:
+        return lambda f: FunctionTool(f, name=name, description=description)
+    return FunctionTool(fn, name=name, description=description)
+
+
+def as_tool(obj: Any) -> BaseTool:
+    """``obj`` as a tool: a :class:`BaseTool` as is, a function as a :class:`FunctionTool`."""
+    if isinstance(obj, BaseTool):
+        return obj
+    if isinstance(obj, type):
+        hint = " (instantiate it)" if issubclass(obj, BaseTool) else ""
+        raise TypeError(f"as_tool() got the class {obj.__qualname__}{hint}: it accepts a BaseTool instance or a function")
+    if callable(obj):
+        return FunctionTool(obj)
+    raise TypeError(f"as_tool() got {type(obj).__name__} {_short(obj)}: it accepts a BaseTool instance or a function")
+
+
+class ExitTool(BaseTool):
+    """The tool that ends the run: the model calls ``exit`` with its ``final_result``.
+
+    Invoking it attaches an exit action to the tool's event
+    (:func:`rillet.context.send_tool_gen_action`) and returns ``final_result``."""
+
+    def __init__(self) -> None:
+        self.info = ToolInfo(
+            "exit",
+            "Ends the task and returns the final result. Call it once the task is done.",
+            {
+                "type": "object",
+                "properties": {"final_result": {"type": "string", "description": "The final result of the task."}},
+                "required": ["final_result"],
+            },
+        )
+
+    async def invoke(self, arguments: str) -> str:
+        from rillet.context import send_tool_gen_action
+        from rillet.events import new_exit_action
+
+        data = _load_arguments(self.info.name, arguments)
+        if "final_result" not in data:
+            raise ToolArgumentsError(self.info.name, ["argument 'final_result': required, but missing"])
+        final_result = data["final_result"]
+        if not isinstance(final_result, str):
+            raise ToolArgumentsError(
+                self.info.name, [f"argument 'final_result': Input should be a valid string, got {_short(final_result)}"]
+            )
+        send_tool_gen_action(new_exit_action())
+        return final_result
+
+
+exit_tool = ExitTool()
