@@ -52,8 +52,8 @@ CHUNKS_PER_REPLY = 3
 PROMPT_TOKENS, COMPLETION_TOKENS = 10, 5
 
 # Rounds per benchmark: a peer's run at K = 100 takes a few hundred milliseconds.
-ROUNDS = {"rillet": 30, "floor": 30, "langchain": 9, "langgraph": 9}
-WARMUP = 2
+ROUNDS = {"rillet": 30, "floor": 30, "langchain": 7, "langgraph": 7}
+WARMUP = 1
 
 
 def step_call(i: int) -> tuple[str, dict[str, Any]]:
