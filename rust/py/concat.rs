@@ -39,7 +39,18 @@ pub(crate) fn push_chunk(acc: &mut Accumulator, chunk: &Bound<'_, PyAny>) -> PyR
             core::ConcatError::missing_chunk(acc.len()),
         ));
     }
-    with_chunk(chunk, |m| acc.push(m))?.map_err(|e| concat_error(py, e))
+    // A chunk holding Python values is copied out first: merging may release an older
+    // Python value, which must not happen under the chunk's lock.
+    let pushed = with_chunk(chunk, |m| {
+        if holds_python(m) {
+            Err(Box::new(m.clone()))
+        } else {
+            Ok(acc.push(m))
+        }
+    })?;
+    pushed
+        .unwrap_or_else(|owned| acc.push(&owned))
+        .map_err(|e| concat_error(py, e))
 }
 
 fn push_all(acc: &mut Accumulator, chunks: &Bound<'_, PyAny>) -> PyResult<()> {
