@@ -23,7 +23,7 @@ mod _native {
     #[pymodule_export]
     use crate::py::concat::{concat_messages, MessageAccumulator};
     #[pymodule_export]
-    use crate::py::errors::{ChannelClosed, RilletError, StreamEOF};
+    use crate::py::errors::{ChannelClosed, EndOfStream, RilletError, StreamEOF};
     #[pymodule_export]
     use crate::py::message::{ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage};
     #[pymodule_export]

@@ -1,7 +1,16 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
 from rillet import codec, schema
-from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, RilletError, __version__
+from rillet._native import (
+    EMPTY,
+    Channel,
+    ChannelClosed,
+    DecodeError,
+    EncodeError,
+    EndOfStream,
+    RilletError,
+    __version__,
+)
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
 from rillet.schema import *  # noqa: F403  (messages and streams: see schema.__all__)
 
@@ -11,6 +20,7 @@ __all__ = [
     "ChannelClosed",
     "DecodeError",
     "EncodeError",
+    "EndOfStream",
     "EventGenerator",
     "EventIterator",
     "RilletError",
