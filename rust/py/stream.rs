@@ -220,12 +220,17 @@ pub fn no_value(py: Python<'_>) -> &Py<NoValue> {
 #[pyclass(frozen, eq, module = "rillet", name = "SourceEOF")]
 #[derive(PartialEq)]
 pub struct SourceEOF {
-    #[pyo3(get)]
     name: String,
 }
 
 #[pymethods]
 impl SourceEOF {
+    /// The key of the source in the dict given to `merge_named_streams`.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
     #[new]
     fn new(name: String) -> Self {
         SourceEOF { name }
