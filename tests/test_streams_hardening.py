@@ -265,6 +265,37 @@ def test_push_many_keeps_the_chunks_before_a_rejected_one() -> None:
     assert len(acc) == 1 and acc.finish().content == "a"
 
 
+def test_replaced_message_values_are_released_after_the_lock() -> None:
+    out = isolated(
+        """
+        import rillet
+        m = rillet.Message(role="user", content="hi")
+        acc = rillet.MessageAccumulator()
+        seen = []
+
+        class Reads:
+            def __del__(self):
+                seen.append(m.content)  # the message's lock
+
+        class Zero:
+            def __bool__(self):
+                return False
+
+            def __del__(self):
+                seen.append(len(acc))  # the accumulator's lock
+
+        m.extra = {"k": Reads()}
+        m.extra = {"k": 1}
+        m.tool_calls = [rillet.ToolCall(index=0, extra={"k": Reads()})]
+        m.tool_calls = []
+        acc.push(rillet.Message(role="assistant", extra={"z": Zero()}))
+        acc.push(rillet.Message(role="assistant", extra={"z": Zero()}))  # replaces the first
+        print(seen)
+        """
+    )
+    assert out == "['hi', 'hi', 2]"
+
+
 # --- 2: error items and GC -----------------------------------------------------------------
 
 
