@@ -142,14 +142,15 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: EventGenerator[AgentEven
         gen.close()
 
 
-async def run_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+def run_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
     """The events of ``agent`` run on ``input``, in the calling task when the agent is a
     :class:`BaseAgent` (no extra task or channel), else through its ``run`` iterator."""
     if isinstance(agent, BaseAgent):
-        async with contextlib.aclosing(agent._events(input, **options)) as evs:  # type: ignore[type-var]
-            async for ev in evs:
-                yield ev
-        return
+        return agent._events(input, **options)
+    return _iterate_run(agent, input, **options)
+
+
+async def _iterate_run(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
     it = agent.run(input, **options)
     try:
         async for ev in it:

@@ -276,9 +276,9 @@ class ChatModelAgent(BaseAgent):
                 )
             remaining -= 1
             iteration += 1
-            mctx = ModelContext(self.name, iteration, state, infos)
+            mctx = ModelContext(self.name, iteration, state, infos) if self.before_model or self.after_model else None
             for before in self.before_model:
-                new_state = await _maybe_await(before(mctx))
+                new_state = await _maybe_await(before(mctx))  # type: ignore[arg-type]
                 if new_state is not None:
                     state[:] = new_state  # persisted, as Eino's BeforeModelRewriteState
             if streaming:
@@ -290,13 +290,30 @@ class ChatModelAgent(BaseAgent):
                 reply = await self.model.generate(state, tools=infos or None, **model_opts)
                 yield event_from_message(reply.copy())
             for after in self.after_model:
-                replaced = await _maybe_await(after(mctx, reply))
+                replaced = await _maybe_await(after(mctx, reply))  # type: ignore[arg-type]
                 if replaced is not None:
                     reply = replaced
             state.append(reply)
-            if not reply.tool_calls or not infos:
+            calls = reply.tool_calls
+            if not calls or not infos:
                 await self._finish(state, reply.content)
                 return
+            if len(calls) == 1 and not self._emits:
+                # The common round, inline: one call, no task, no round generator.
+                c = calls[0]
+                try:
+                    ev, msg = await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming)
+                except Interrupted as e:
+                    snapshot = _snapshot(state, {}, remaining, iteration)
+                    yield composite_interrupt_event(None, snapshot, e)
+                    return
+                yield ev
+                state.append(msg if isinstance(msg, Message) else await msg)
+                if c.function.name in self.return_directly:
+                    await self._finish(state, state[-1].content)
+                    return
+                round_ = None
+                continue
             outcome = _RoundOutcome()
             round_ = self._round(state, streaming, remaining, iteration, {}, outcome)
 
@@ -367,15 +384,8 @@ class ChatModelAgent(BaseAgent):
             else:
                 yield ev
         if signals:
-            snapshot = {
-                "kind": _STATE_KIND,
-                "messages": list(state),
-                "completed": results,
-                "remaining": remaining,
-                "iteration": iteration,
-            }
             outcome.interrupted = True
-            yield composite_interrupt_event(None, snapshot, *signals)
+            yield composite_interrupt_event(None, _snapshot(state, results, remaining, iteration), *signals)
             return
         state.extend(results[c.id] for c in calls if c.id in results)
         if direct_id:
@@ -474,6 +484,15 @@ class ChatModelAgent(BaseAgent):
         return ev, msg
 
     async def _invoke(self, tool: BaseTool | None, name: str, call_id: str, arguments: str) -> str:
+        if tool is not None and not self.wrap_tool_call:
+            try:
+                result: str = await tool.invoke(arguments)
+                return result
+            except Interrupted:
+                raise
+            except Exception as e:
+                return self._tool_failed(name, call_id, e)
+
         async def call(args: str) -> str:
             if tool is None:
                 raise LookupError(
@@ -490,9 +509,13 @@ class ChatModelAgent(BaseAgent):
         except Interrupted:
             raise
         except Exception as e:
-            if self.tool_error == "raise":
-                raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
-            return f"Error: {e}"
+            return self._tool_failed(name, call_id, e)
+
+    def _tool_failed(self, name: str, call_id: str, e: Exception) -> str:
+        """A failed call: its error text for the model, or (``tool_error="raise"``) the end."""
+        if self.tool_error == "raise":
+            raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
+        return f"Error: {e}"
 
     def _stream_tool(
         self, tool: BaseTool, scope: ToolCallScope, arguments: str
@@ -544,6 +567,18 @@ def _bind(
 
 
 _STATE_KIND = "rillet.chatmodel.round"
+
+
+def _snapshot(state: list[Message], completed: dict[str, Message], remaining: int, iteration: int) -> dict[str, Any]:
+    """What an interrupted round saves: the conversation up to the tool-call message, the
+    results of the calls that completed, and the loop's counters."""
+    return {
+        "kind": _STATE_KIND,
+        "messages": list(state),
+        "completed": completed,
+        "remaining": remaining,
+        "iteration": iteration,
+    }
 
 
 class _RoundOutcome:

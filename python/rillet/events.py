@@ -59,7 +59,7 @@ class MessageVariant:
 
     is_streaming: bool = False
     message: Message | None = None
-    message_stream: StreamReader | None = None
+    message_stream: StreamReader[Message] | None = None
     role: Role = "assistant"
     tool_name: str = ""
 
@@ -92,7 +92,7 @@ class MessageVariant:
         return msg
 
 
-def _concat_nonempty(stream: StreamReader) -> Message:
+def _concat_nonempty(stream: StreamReader[Message]) -> Message:
     from rillet._native import MessageAccumulator
 
     acc = MessageAccumulator()
@@ -195,7 +195,7 @@ class AgentEvent:
 
 def event_from_message(
     message: Message | None,
-    stream: StreamReader | None = None,
+    stream: StreamReader[Message] | None = None,
     role: Role = "assistant",
     tool_name: str = "",
 ) -> AgentEvent:

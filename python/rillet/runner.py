@@ -71,6 +71,8 @@ class Runner:
         ctx = contextvars.copy_context()
         ctx.run(_RUN.set, RunContext(session))
         events = self._flow._events(root_input, **options)
+        if checkpoint_id is None:  # nothing to save: hand the flow's events straight out
+            return start_run(events, ctx)
         return start_run(self._forward(events, root_input, session, checkpoint_id), ctx)
 
     def query(self, text: str, **kwargs: Any) -> RunIterator:

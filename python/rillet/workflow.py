@@ -90,7 +90,7 @@ async def _run_child(
 ) -> AsyncIterator[AgentEvent]:
     """One child's events, under the workflow's address with run path ``path``."""
     ctx = RunContext(run.session, path, run.address, run.root_input)
-    async for ev in advance_in(ctx, child._events(None, **options)):  # type: ignore[arg-type]
+    async for ev in advance_in(ctx, child._events(None, **options)):
         yield ev
 
 
