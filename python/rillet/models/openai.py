@@ -249,7 +249,7 @@ class OpenAIChatModel:
         *,
         tools: Sequence[ToolInfo] | None = None,
         **options: Any,
-    ) -> StreamReader:
+    ) -> StreamReader[Message]:
         """Starts the reply to ``messages``; returns a ``StreamReader`` of ``Message`` chunks.
 
         Request errors raise here, as for :meth:`generate`. Once the stream has started, a
@@ -417,7 +417,7 @@ class OpenAIChatModel:
 
     # --- streaming ------------------------------------------------------------------------
 
-    async def _pump(self, response: httpx.Response, writer: StreamWriter) -> None:
+    async def _pump(self, response: httpx.Response, writer: StreamWriter[Message]) -> None:
         """Reads the response into ``writer`` until it ends, fails, or the reader closes."""
         watcher = asyncio.get_running_loop().create_task(_watch(writer, asyncio.current_task()))
         try:
@@ -437,7 +437,7 @@ class OpenAIChatModel:
             writer.close()
             await response.aclose()
 
-    async def _read_into(self, response: httpx.Response, writer: StreamWriter) -> None:
+    async def _read_into(self, response: httpx.Response, writer: StreamWriter[Message]) -> None:
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("application/json"):
             # The server ignored stream=true and sent a whole response: one chunk.
@@ -482,7 +482,7 @@ def _set_call_indexes(message: Message, *, indexed: bool) -> Message:
     return message
 
 
-async def _watch(writer: StreamWriter, pump: asyncio.Task[Any] | None) -> None:
+async def _watch(writer: StreamWriter[Message], pump: asyncio.Task[Any] | None) -> None:
     """Cancels ``pump`` when the stream's reader is closed, so the HTTP response closes even
     while the server is silent."""
     while pump is not None and not pump.done():
