@@ -776,3 +776,22 @@ def test_demo_runs_on_an_openai_compatible_endpoint(server: FakeOpenAIServer, tm
     assert first["model"] == "demo-model" and first["stream"] is True
     assert {t["function"]["name"] for t in first["tools"]} >= {"get_weather", "convert_currency"}
     assert [m["tool_call_id"] for m in second["messages"] if m["role"] == "tool"] == ["call_w", "call_c"]
+
+
+def test_abandoning_a_streaming_agent_run_closes_the_http_stream(server: FakeOpenAIServer) -> None:
+    from rillet import ChatModelAgent, Runner
+
+    server.script(Reply(transcript("openai_text"), splits=(400,), pause=5.0))
+    model = make_model(server)
+
+    async def main() -> float:
+        it = Runner(ChatModelAgent("a", "", "", model), streaming=True).query("hi")
+        first = await it.__anext__()
+        first.message_output.message_stream.close()  # the consumer stops reading
+        it.close()  # and abandons the run
+        t0 = time.monotonic()
+        while model._tasks and time.monotonic() - t0 < 10:
+            await asyncio.sleep(0.01)
+        return time.monotonic() - t0
+
+    assert run(main()) < 1.0  # not the server's 5 s pause

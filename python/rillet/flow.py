@@ -171,11 +171,15 @@ class FlowAgent(BaseAgent):
     async def _events(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
         """The flow's events; an exception becomes a final error event (one generator: the
         flow has no agent callbacks)."""
+        root = current_run()
         try:
             async for ev in self._flow(input, **options):
                 yield ev
         except Exception as e:  # errors are events: run never raises
             yield AgentEvent(agent_name=self.name, error=e)
+        finally:
+            if root is not None and not root.run_path:  # the run's root: its session ends here
+                root.session.close_streams()
 
     def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         return self._flow(input, **options)
