@@ -49,7 +49,7 @@ from rillet.interrupt import (
     stateful_interrupt,
     stateful_interrupt_event,
 )
-from rillet.models import ChatModel, ModelCall, ScriptedModel, ScriptExhaustedError
+from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
 from rillet.flow import (
     FlowAgent,
     HistoryEntry,
@@ -101,6 +101,7 @@ __all__ = [
     "Interrupted",
     "LoopAgent",
     "MessageVariant",
+    "OpenAIChatModel",
     "ModelCall",
     "ModelContext",
     "ParallelAgent",
