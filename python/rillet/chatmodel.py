@@ -464,11 +464,13 @@ class ChatModelAgent(BaseAgent):
         streaming: bool = False,
         emit: Callable[[AgentEvent], None] | None = None,
     ) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
-        scope = ToolCallScope(name, call_id, None, state, streaming, emit)
         resume = current_resume()
-        if resume is not None:
+        if resume is None:
+            scope = ToolCallScope(name, call_id, None, state, streaming, emit)
+        else:
             run = current_run()
-            scope.point = resume.enter((*(run.address if run else ()), f"tool:{name}:{call_id}"))
+            point = resume.enter((*(run.address if run else ()), f"tool:{name}:{call_id}"))
+            scope = ToolCallScope(name, call_id, None, state, streaming, emit, point)
         token = _TOOL_CALL.set(scope)
         try:
             tool = self._by_name.get(name)

@@ -201,14 +201,8 @@ def event_from_message(
 ) -> AgentEvent:
     """An event whose output is ``message``, or ``stream`` when one is given (then it is a
     streaming event). No agent name, run path or action: the framework adds those."""
-    variant = MessageVariant(
-        is_streaming=stream is not None,
-        message=message,
-        message_stream=stream,
-        role=role,
-        tool_name=tool_name,
-    )
-    return AgentEvent(output=AgentOutput(message_output=variant))
+    # positional arguments: this runs twice per ReAct step
+    return AgentEvent("", (), AgentOutput(MessageVariant(stream is not None, message, stream, role, tool_name), None))
 
 
 def get_message(event: AgentEvent) -> Message | None:

@@ -66,13 +66,14 @@ async def advance_in(
     With ``author`` (the agent's name) ``events`` is an agent's raw ``_run``: this also does
     what :meth:`BaseAgent._events` does, so the common path has one generator fewer: events
     without an author get one, and an exception becomes a final error event."""
+    anext = events.__anext__
     try:
         while True:
             token = _RUN.set(run)
-            tool_token = _TOOL_CALL.set(None)
+            tool_token = _TOOL_CALL.set(None) if _TOOL_CALL.get() is not None else None
             failed = False
             try:
-                ev = await events.__anext__()
+                ev = await anext()
             except StopAsyncIteration:
                 return
             except Exception as e:
@@ -80,7 +81,8 @@ async def advance_in(
                     raise
                 ev, failed = AgentEvent(error=e), True
             finally:
-                _TOOL_CALL.reset(tool_token)
+                if tool_token is not None:
+                    _TOOL_CALL.reset(tool_token)
                 _RUN.reset(token)
             if author is not None and not ev.agent_name:
                 ev.agent_name = _author(ev, author)
