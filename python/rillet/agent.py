@@ -135,9 +135,15 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: EventGenerator[AgentEven
             async for ev in evs:
                 if not gen.send(ev):
                     break  # the consumer is gone
-    except BaseException as e:
-        gen.close(e)
-        raise
+    except asyncio.CancelledError as e:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the run itself was cancelled (abandoned): just end
+        gen.send(AgentEvent(error=e))  # agent code let a CancelledError escape: an error, as data
+    except (KeyboardInterrupt, SystemExit) as e:
+        # Raised by agent code (a tool, a model, a callback): an error event, never an
+        # exception that would stop the event loop the run shares with other runs.
+        gen.send(AgentEvent(error=e))
     finally:
         gen.close()
 

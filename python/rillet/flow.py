@@ -273,6 +273,21 @@ class FlowAgent(BaseAgent):
         return AgentInput(list(rewriter(entries)), root.enable_streaming)
 
 
+def adopt(child: Agent, parent: Agent, who: str) -> None:
+    """Marks ``child`` as belonging to ``parent``; an agent has one parent (a transfer tree
+    or a workflow), as in Eino, so that wiring one tree never rewires another."""
+    current = getattr(child, "_rillet_parent", None)
+    if current is not None and current is not parent:
+        raise ValueError(
+            f"{who}: agent {child.name!r} already belongs to {current.name!r}; an agent can have one parent: "
+            "make a second agent for the second place"
+        )
+    try:
+        child._rillet_parent = parent  # type: ignore[attr-defined]
+    except AttributeError:  # an object that takes no attributes: not tracked
+        pass
+
+
 def _flow(agent: Agent) -> FlowAgent:
     return agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
 
@@ -292,6 +307,7 @@ def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
     for c in children:
         if c.parent is not None:
             raise ValueError(f"set_sub_agents: {c.name!r} already has a parent, {c.parent.name!r}")
+        adopt(c.agent, parent.agent, "set_sub_agents")
     hook = getattr(parent.agent, "on_set_sub_agents", None)
     if hook is not None:
         hook([c.agent for c in children])
