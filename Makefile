@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup demo bench test test-fast test-rust stubtest typecheck bench-full clean
+.PHONY: setup demo bench test test-fast test-rust stubtest typecheck wheel bench-full clean
 
 setup:
 	./scripts/setup
@@ -14,10 +14,13 @@ demo: setup
 bench: setup
 	$(VENV)/bin/rillet bench
 
-test: setup test-rust stubtest typecheck
-	$(PY) -m pytest $(PYTEST_ARGS)
+# cargo test, stubtest and mypy once; then, on every CPython 3.11-3.13 found here (PATH or
+# pyenv), the extension and its wheel are built and the whole pytest suite runs. Versions not
+# found are named as skipped. PYTHON_VERSIONS="3.12" limits the run.
+test: setup
+	$(PY) scripts/test-all $(PYTEST_ARGS)
 
-# Quick local loop: skips the slow stress and fuzz tests.
+# Quick local loop, one Python (.venv's): skips the slow stress, fuzz and wheel tests.
 test-fast: setup stubtest typecheck
 	$(PY) -m pytest -m "not slow" -q $(PYTEST_ARGS)
 
@@ -31,10 +34,14 @@ stubtest:
 typecheck:
 	$(PY) -m mypy
 
+# A release wheel for .venv's Python into dist/, tagged manylinux by auditwheel repair.
+wheel: setup
+	./scripts/build-wheel
+
 # The pytest-benchmark suites, side by side with the peers (see docs/benchmarks.md).
 bench-full: setup
 	$(PY) -m pytest benches --benchmark-only --benchmark-columns=median,mean,ops,rounds \
 		--benchmark-sort=name $(PYTEST_ARGS)
 
 clean:
-	rm -rf target $(VENV) .pytest_cache .benchmarks
+	rm -rf target dist $(VENV) $(VENV)-3.* .pytest_cache .benchmarks
