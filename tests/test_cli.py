@@ -24,10 +24,11 @@ def test_bench_prints_one_summary_with_medians_ranges_and_verdicts(capsys: pytes
     for line in ratio_lines:
         if not line.rstrip().endswith("-"):  # a peer that is not installed has no ratio
             assert re.search(r"\d+\.\d\dx  \d+\.\d\d-\d+\.\d\dx", line), line
-    targets = [line for line in ratio_lines if ">=" in line]
-    assert len(targets) == sum(len(s.targets) for s in SCENARIOS)
-    for line in targets:
-        assert re.search(r">= [\d.]+x (met|NOT met) \(in [0-2] of 2 rounds\)", line), line
+    for scenario in SCENARIOS:
+        for ours, peer, goal in scenario.targets:
+            line = next(line for line in ratio_lines if line.startswith(f"{scenario.name}: {ours} vs {peer} "))
+            if not line.rstrip().endswith("-"):  # measured: a verdict against the target
+                assert re.search(rf">= {goal:g}x (met|NOT met) \(in [0-2] of 2 rounds\)", line), line
 
 
 def test_verdict_reads_the_median_round() -> None:
