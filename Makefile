@@ -38,13 +38,15 @@ typecheck:
 wheel: setup
 	./scripts/build-wheel
 
-# The pytest-benchmark suites, side by side with the peers, BENCH_RUNS times (default 3); then
-# every rillet-vs-peer ratio as the median and range over the runs (see docs/benchmarks.md).
+# The pytest-benchmark suites (BENCHES=benches/bench_x.py for one), side by side with the
+# peers, BENCH_RUNS times (default 3); then every rillet-vs-peer ratio as the median and
+# range over the runs (see docs/benchmarks.md).
 BENCH_RUNS ?= 3
+BENCHES ?= benches
 bench-full: setup
 	mkdir -p .benchmarks && rm -f .benchmarks/full-*.json
 	for i in $$(seq $(BENCH_RUNS)); do \
-		$(PY) -m pytest benches --benchmark-only --benchmark-columns=median,mean,ops,rounds \
+		$(PY) -m pytest $(BENCHES) --benchmark-only --benchmark-columns=median,mean,ops,rounds \
 			--benchmark-sort=name --benchmark-json=.benchmarks/full-$$i.json $(PYTEST_ARGS) || exit 1; \
 	done
 	$(PY) benches/ratios.py .benchmarks/full-*.json
