@@ -15,8 +15,9 @@ bench: setup
 	$(VENV)/bin/rillet bench
 
 # cargo test, stubtest and mypy once; then, on every CPython 3.11-3.13 found here (PATH or
-# pyenv), the extension and its wheel are built and the whole pytest suite runs. Versions not
-# found are named as skipped. PYTHON_VERSIONS="3.12" limits the run.
+# pyenv), the extension is built and the whole pytest suite runs; .venv's wheel is built and
+# tested installed (tests/test_wheel.py). Versions not found are named as skipped;
+# PYTHON_VERSIONS="3.12" limits the run.
 test: setup
 	$(PY) scripts/test-all $(PYTEST_ARGS)
 
