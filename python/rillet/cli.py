@@ -16,15 +16,19 @@ def bench(args: argparse.Namespace) -> int:
     from rillet.benchmarks.runner import measure, summary
 
     print(
-        f"rillet {rillet.__version__} channel benchmark: {args.items:,} items, median of {args.repeat} runs, "
+        f"rillet {rillet.__version__} channel benchmark: {args.items:,} items, {args.rounds} rounds "
+        f"(each implementation runs for at least {args.min_time:g} s a round; its median run counts), "
         f"Python {platform.python_version()} on {platform.machine()}",
         file=sys.stderr,
     )
     items = list(range(args.items))
-    results = measure(SCENARIOS, items, args.repeat)
+    results = measure(SCENARIOS, items, args.rounds, args.min_time)
     print(summary(SCENARIOS, results))
-    print("\nPeers that are missing come with: pip install 'rillet[bench]'. Timings on a shared machine are noisy;")
-    print("compare ratios from one run. The pytest-benchmark suites are in benches/ (make bench-full).")
+    print(
+        "\nEach ratio is taken within a round and reported as the median over rounds with the lowest"
+        "\nand highest round; a verdict reads the median. Peers that are missing come with:"
+        "\npip install 'rillet[bench]'. The pytest-benchmark suites are in benches/ (make bench-full)."
+    )
     return 0
 
 
@@ -91,6 +95,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rillet", description="rillet: an event-stream agent development kit.")
     p.add_argument("--version", action="version", version=f"rillet {rillet.__version__}")
@@ -122,7 +133,12 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(run=resume)
     b = sub.add_parser("bench", help="measure rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans")
     b.add_argument("--items", type=positive_int, default=200_000, help="items per run (default: 200,000)")
-    b.add_argument("--repeat", type=positive_int, default=5, help="runs per measurement; the median is reported (default: 5)")
+    b.add_argument(
+        "--rounds", type=positive_int, default=5, help="rounds over every implementation; medians and ranges are over rounds (default: 5)"
+    )
+    b.add_argument(
+        "--min-time", type=seconds, default=0.2, help="seconds each implementation runs in a round, at least one run (default: 0.2)"
+    )
     b.set_defaults(run=bench)
     return p
 

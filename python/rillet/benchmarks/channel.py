@@ -30,7 +30,7 @@ class Scenario:
     name: str
     rillet: dict[str, Callable[[Items], None]]
     peers: dict[str, Callable[[Items], None]]
-    # (rillet variant, peer, minimum ratio the issue asks for)
+    # (rillet variant, peer, the minimum ratio rillet aims for)
     targets: list[tuple[str, str, float]] = field(default_factory=list)
 
 
