@@ -188,7 +188,7 @@ fn message(state: &Bound<'_, PyAny>) -> Checked<core::Message> {
 }
 
 fn extra(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::Map> {
-    map_from_py(dict(v, path)?).map_err(|e| Field(format!("field '{path}': {e}")))
+    map_from_py(dict(v, path)?).map_err(|e| Field(format!("field '{path}': {}", e.value(v.py()))))
 }
 
 fn tool_call(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::ToolCall> {

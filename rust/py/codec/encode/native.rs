@@ -36,8 +36,9 @@ const MAX_NATIVE_NESTING: usize = 32;
 /// A dict key as the hook path made it.
 #[derive(Clone, Copy)]
 enum Key<'a> {
-    /// An interned str: the same object every time (and as Python's own interned strs).
-    Interned(*mut ffi::PyObject, &'static str),
+    /// A str that is the same object every time: interned (as Python's own interned strs
+    /// are), or one CPython caches (the empty str and some one-character strs).
+    Interned(*mut ffi::PyObject, &'a str),
     /// A str created for this one write.
     Fresh(&'a str),
 }
@@ -421,7 +422,7 @@ impl<'py> Encoder<'_, 'py> {
             return Ok(());
         }
         match k {
-            // SAFETY: an interned str, alive for the life of the process.
+            // SAFETY: a str kept alive (interned, or in `keep`) until the encode ends.
             Key::Interned(p, _) => unsafe { self.str(p) },
             Key::Fresh(t) => self.fresh_str(t),
         }
@@ -629,6 +630,23 @@ impl<'py> Encoder<'_, 'py> {
         Ok(())
     }
 
+    /// A key of an `extra` map as the hook path made it: a new str, except that CPython
+    /// hands out one shared object for the empty str and for some one-character strs,
+    /// which then repeat by identity. Those are made here too (allocating only, no Python
+    /// code runs) and kept until the encode ends, so their address is theirs.
+    fn extra_key<'a>(&mut self, k: &'a str) -> Key<'a> {
+        let Some(share) = self.share.as_mut() else {
+            return Key::Fresh(k);
+        };
+        if k.chars().nth(1).is_some() {
+            return Key::Fresh(k);
+        }
+        let s = PyString::new(self.py, k);
+        let p = s.as_ptr();
+        share.keep.push(s.into_any().unbind());
+        Key::Interned(p, k)
+    }
+
     /// A `Usage` state: the list of its five counts.
     fn usage_list(&mut self, u: &core::Usage) -> Result {
         self.w.array(5)?;
@@ -646,7 +664,7 @@ impl<'py> Encoder<'_, 'py> {
 
     /// An `extra` map (checked by `map_depth`: no Python objects, bounded nesting).
     fn extra_map(&mut self, m: &Map) -> Result {
-        let keys: Vec<Key<'_>> = m.iter().map(|(k, _)| Key::Fresh(k)).collect();
+        let keys: Vec<Key<'_>> = m.iter().map(|(k, _)| self.extra_key(k)).collect();
         let inline = self.begin_dict(&keys)?;
         for (key, (_, v)) in keys.into_iter().zip(m) {
             self.key(key, inline)?;
