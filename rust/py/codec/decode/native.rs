@@ -69,28 +69,42 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-fn wrong(path: &str, what: &str, got: &Bound<'_, PyAny>) -> Field {
+/// A field's path, formatted only when an error names it.
+#[derive(Clone, Copy)]
+struct At<'a>(&'a str, &'a str);
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            f.write_str(self.1)
+        } else {
+            write!(f, "{}.{}", self.0, self.1)
+        }
+    }
+}
+
+fn wrong(path: impl std::fmt::Display, what: &str, got: &Bound<'_, PyAny>) -> Field {
     Field(format!("field '{path}' must be {what}, got {}", kind_of(got)))
 }
 
-fn string(v: &Bound<'_, PyAny>, path: &str) -> Checked<String> {
+fn string(v: &Bound<'_, PyAny>, path: impl std::fmt::Display + Copy) -> Checked<String> {
     let s = v.cast_exact::<PyString>().map_err(|_| wrong(path, "a str", v))?;
     s.to_str()
         .map(str::to_owned)
         .map_err(|_| Field(format!("field '{path}' is not valid UTF-8 (it holds lone surrogates)")))
 }
 
-fn count(v: &Bound<'_, PyAny>, path: &str) -> Checked<u64> {
+fn count(v: &Bound<'_, PyAny>, path: impl std::fmt::Display + Copy) -> Checked<u64> {
     let what = "an int from 0 to 2**64-1";
     let i = v.cast_exact::<PyInt>().map_err(|_| wrong(path, what, v))?;
     i.extract::<u64>().map_err(|_| wrong(path, what, v))
 }
 
-fn dict<'a, 'py>(v: &'a Bound<'py, PyAny>, path: &str) -> Checked<&'a Bound<'py, PyDict>> {
+fn dict<'a, 'py>(v: &'a Bound<'py, PyAny>, path: impl std::fmt::Display) -> Checked<&'a Bound<'py, PyDict>> {
     v.cast_exact::<PyDict>().map_err(|_| wrong(path, "a dict", v))
 }
 
-fn list<'a, 'py>(v: &'a Bound<'py, PyAny>, path: &str) -> Checked<&'a Bound<'py, PyList>> {
+fn list<'a, 'py>(v: &'a Bound<'py, PyAny>, path: impl std::fmt::Display) -> Checked<&'a Bound<'py, PyList>> {
     v.cast_exact::<PyList>().map_err(|_| wrong(path, "a list", v))
 }
 
@@ -109,12 +123,11 @@ fn each<'py>(
     mut f: impl FnMut(&str, Bound<'py, PyAny>) -> Checked<()>,
 ) -> Checked<()> {
     for (k, v) in d.iter() {
-        let key = k
-            .cast_exact::<PyString>()
-            .ok()
-            .and_then(|s| s.to_str().ok().map(str::to_owned))
-            .ok_or_else(|| Field(format!("'{}' has a key that is not a str ({})", path, kind_of(&k))))?;
-        f(&key, v)?;
+        let key = k.cast_exact::<PyString>().ok().and_then(|s| s.to_str().ok());
+        let key = key.ok_or_else(|| {
+            Field(format!("'{}' has a key that is not a str ({})", path, kind_of(&k)))
+        })?;
+        f(key, v)?;
     }
     Ok(())
 }
@@ -196,15 +209,16 @@ fn tool_call(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::ToolCall> {
     let mut t = core::ToolCall::default();
     let (mut id, mut kind, mut function) = (false, false, false);
     each(d, path, |key, v| {
-        let at = join(path, key);
+        let at = At(path, key);
         match key {
             "index" => {
                 let i = v.cast_exact::<PyInt>().ok().and_then(|i| i.extract::<i64>().ok());
-                t.index = Some(i.ok_or_else(|| wrong(&at, "a 64-bit int", &v))?);
+                t.index = Some(i.ok_or_else(|| wrong(at, "a 64-bit int", &v))?);
             }
-            "id" => (t.id, id) = (string(&v, &at)?, true),
-            "type" => (t.kind, kind) = (string(&v, &at)?, true),
+            "id" => (t.id, id) = (string(&v, at)?, true),
+            "type" => (t.kind, kind) = (string(&v, at)?, true),
             "function" => {
+                let at = at.to_string();
                 let f = dict(&v, &at)?;
                 let (mut name, mut arguments) = (None, None);
                 each(f, &at, |key, v| {
@@ -221,7 +235,7 @@ fn tool_call(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::ToolCall> {
                 };
                 function = true;
             }
-            "extra" => t.extra = Some(extra(&v, &at)?),
+            "extra" => t.extra = Some(extra(&v, &at.to_string())?),
             _ => return Err(unknown(path, key)),
         }
         Ok(())
@@ -238,11 +252,12 @@ fn part(v: &Bound<'_, PyAny>, path: &str) -> Checked<Part> {
     let d = dict(v, if path.is_empty() { "state" } else { path })?;
     let (mut kind, mut text, mut image) = (None, None, None);
     each(d, path, |key, v| {
-        let at = join(path, key);
+        let at = At(path, key);
         match key {
-            "type" => kind = Some(string(&v, &at)?),
-            "text" => text = Some(string(&v, &at)?),
+            "type" => kind = Some(string(&v, at)?),
+            "text" => text = Some(string(&v, at)?),
             "image_url" => {
+                let at = at.to_string();
                 let (mut url, mut detail) = (None, String::new());
                 each(dict(&v, &at)?, &at, |key, v| {
                     match key {
@@ -280,11 +295,11 @@ fn part(v: &Bound<'_, PyAny>, path: &str) -> Checked<Part> {
 fn meta(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::ResponseMeta> {
     let (mut finish, mut usage) = (None, None);
     each(dict(v, path)?, path, |key, v| {
-        let at = join(path, key);
+        let at = At(path, key);
         match key {
-            "finish_reason" => finish = Some(string(&v, &at)?),
+            "finish_reason" => finish = Some(string(&v, at)?),
             "usage" if v.is_none() => usage = Some(None),
-            "usage" => usage = Some(Some(usage_dict(&v, &at)?)),
+            "usage" => usage = Some(Some(usage_dict(&v, &at.to_string())?)),
             _ => return Err(unknown(path, key)),
         }
         Ok(())
@@ -310,13 +325,13 @@ fn usage_dict(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::Usage> {
         found.ok_or_else(|| missing(at, inner))
     };
     each(dict(v, path)?, path, |key, v| {
-        let at = join(path, key);
+        let at = At(path, key);
         match key {
-            "prompt_tokens" => counts[0] = Some(count(&v, &at)?),
-            "completion_tokens" => counts[1] = Some(count(&v, &at)?),
-            "total_tokens" => counts[2] = Some(count(&v, &at)?),
-            "prompt_tokens_details" => counts[3] = Some(detail(&v, &at, "cached_tokens")?),
-            "completion_tokens_details" => counts[4] = Some(detail(&v, &at, "reasoning_tokens")?),
+            "prompt_tokens" => counts[0] = Some(count(&v, at)?),
+            "completion_tokens" => counts[1] = Some(count(&v, at)?),
+            "total_tokens" => counts[2] = Some(count(&v, at)?),
+            "prompt_tokens_details" => counts[3] = Some(detail(&v, &at.to_string(), "cached_tokens")?),
+            "completion_tokens_details" => counts[4] = Some(detail(&v, &at.to_string(), "reasoning_tokens")?),
             _ => return Err(unknown(path, key)),
         }
         Ok(())
