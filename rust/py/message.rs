@@ -433,7 +433,7 @@ impl ToolCall {
     }
 }
 
-fn tool_call_to_dict<'py>(py: Python<'py>, t: &core::ToolCall) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn tool_call_to_dict<'py>(py: Python<'py>, t: &core::ToolCall) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     if let Some(i) = t.index {
         d.set_item(intern!(py, "index"), i)?;
@@ -813,7 +813,7 @@ impl ContentPart {
     }
 }
 
-fn part_to_dict<'py>(py: Python<'py>, p: &Part) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn part_to_dict<'py>(py: Python<'py>, p: &Part) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     match p {
         Part::Text(t) => {
