@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup demo bench test test-fast test-rust stubtest typecheck bench-full clean
+.PHONY: setup demo bench test test-fast test-rust stubtest typecheck wheel bench-full clean
 
 setup:
 	./scripts/setup
@@ -14,10 +14,14 @@ demo: setup
 bench: setup
 	$(VENV)/bin/rillet bench
 
-test: setup test-rust stubtest typecheck
-	$(PY) -m pytest $(PYTEST_ARGS)
+# cargo test, stubtest and mypy once; then, on every CPython 3.11-3.13 found here (PATH or
+# pyenv), the extension is built and the whole pytest suite runs; .venv's wheel is built and
+# tested installed (tests/test_wheel.py). Versions not found are named as skipped;
+# PYTHON_VERSIONS="3.12" limits the run.
+test: setup
+	$(PY) scripts/test-all $(PYTEST_ARGS)
 
-# Quick local loop: skips the slow stress and fuzz tests.
+# Quick local loop, one Python (.venv's): skips the slow stress, fuzz and wheel tests.
 test-fast: setup stubtest typecheck
 	$(PY) -m pytest -m "not slow" -q $(PYTEST_ARGS)
 
@@ -31,10 +35,22 @@ stubtest:
 typecheck:
 	$(PY) -m mypy
 
-# The pytest-benchmark suites, side by side with the peers (see docs/benchmarks.md).
+# A release wheel for .venv's Python into dist/, tagged manylinux by auditwheel repair.
+wheel: setup
+	./scripts/build-wheel
+
+# The pytest-benchmark suites (BENCHES=benches/bench_x.py for one), side by side with the
+# peers, BENCH_RUNS times (default 3); then every rillet-vs-peer ratio as the median and
+# range over the runs (see docs/benchmarks.md).
+BENCH_RUNS ?= 3
+BENCHES ?= benches
 bench-full: setup
-	$(PY) -m pytest benches --benchmark-only --benchmark-columns=median,mean,ops,rounds \
-		--benchmark-sort=name $(PYTEST_ARGS)
+	mkdir -p .benchmarks && rm -f .benchmarks/full-*.json
+	for i in $$(seq $(BENCH_RUNS)); do \
+		$(PY) -m pytest $(BENCHES) --benchmark-only --benchmark-columns=median,mean,ops,rounds \
+			--benchmark-sort=name --benchmark-json=.benchmarks/full-$$i.json $(PYTEST_ARGS) || exit 1; \
+	done
+	$(PY) benches/ratios.py .benchmarks/full-*.json
 
 clean:
-	rm -rf target $(VENV) .pytest_cache .benchmarks
+	rm -rf target dist $(VENV) $(VENV)-3.* .pytest_cache .benchmarks

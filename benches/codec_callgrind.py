@@ -2,7 +2,10 @@
 bench_codec.py, for each peer: a noise-free complement to the pytest-benchmark timings.
 
     .venv/bin/python benches/codec_callgrind.py [library ...]   # default: every peer
+    .venv/bin/python benches/codec_callgrind.py "rillet Messages" "jsonplus langchain messages"
 
+A name from ``bench_codec.NATIVE`` measures that framework's own message types (the
+checkpoint with its messages converted, as ``test_roundtrip_native_messages`` does).
 Each count is (run with N operations - run with 0) / N, in a process that imports every peer
 (so the garbage collector sees a realistically large heap).
 """
@@ -22,8 +25,13 @@ HERE = Path(__file__).parent
 def _one(lib: str, op: str, n: int) -> int:
     code = (
         f"import sys; sys.path.insert(0, {str(HERE)!r}); import bench_codec as b\n"
-        f"enc, dec = b.PEERS[{lib!r}]; data = enc(b.STATE)\n"
-        f"f = (lambda: dec(data)) if {op!r} == 'decode' else (lambda: enc(b.STATE))\n"
+        f"if {lib!r} in b.NATIVE:\n"
+        f"    enc, dec, convert = b.NATIVE[{lib!r}]\n"
+        f"    state = {{**b.STATE, 'messages': [convert(m) for m in b.STATE['messages']]}}\n"
+        f"else:\n"
+        f"    (enc, dec), state = b.PEERS[{lib!r}], b.STATE\n"
+        f"data = enc(state)\n"
+        f"f = (lambda: dec(data)) if {op!r} == 'decode' else (lambda: enc(state))\n"
         f"for _ in range({n}): f()\n"
     )
     # A fixed hash seed: str hashes move dict probe counts by ~0.5 % from run to run.

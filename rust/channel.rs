@@ -62,6 +62,15 @@ pub enum Held<'a, T, E, W> {
     Waiter(&'a W),
 }
 
+/// What `unpark` did with a receiver that gave up.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unparked<W> {
+    /// It was still parked: here it is, to be dropped outside the lock.
+    Withdrawn(Option<W>),
+    /// It had been woken already: the wakeup goes to this waiter instead (if any).
+    PassOn(Option<W>),
+}
+
 /// What `clear` took out of a channel.
 pub struct Cleared<T, E, W> {
     pub items: VecDeque<T>,
@@ -212,16 +221,24 @@ impl<T, E: Clone, W> Channel<T, E, W> {
 
     /// Withdraws a waiter whose receiver gave up (cancelled, loop closed).
     ///
-    /// If the waiter was no longer parked it had already been woken, possibly for an item
+    /// A waiter still parked is taken out and handed back, to be dropped after the lock is
+    /// released. If it was no longer parked it had already been woken, possibly for an item
     /// it will now never take: the wakeup is passed to the next parked waiter, if items are
-    /// left. Returns the waiter that should be woken instead, if any.
-    pub fn unpark(&self, is_this: impl Fn(&W) -> bool) -> Option<W> {
+    /// left, and that waiter is returned to be woken.
+    pub fn unpark(&self, is_this: impl Fn(&W) -> bool) -> Unparked<W> {
         let mut st = self.state.lock();
         if let Some(pos) = st.async_waiters.iter().position(is_this) {
-            st.async_waiters.remove(pos);
-            return None;
+            return Unparked::Withdrawn(st.async_waiters.remove(pos));
         }
-        self.pass_wakeup_on(&mut st)
+        Unparked::PassOn(self.pass_wakeup_on(&mut st))
+    }
+
+    /// Takes a waiter out if it is still parked, without passing any wakeup on: its receiver
+    /// is about to retry the receive itself. What it took is dropped by the caller.
+    pub fn remove_waiter(&self, is_this: impl Fn(&W) -> bool) -> Option<W> {
+        let mut st = self.state.lock();
+        let pos = st.async_waiters.iter().position(is_this)?;
+        st.async_waiters.remove(pos)
     }
 
     /// Hands a lost wakeup (a woken waiter that cannot take its item) to another waiter.
@@ -417,11 +434,24 @@ mod tests {
         ch.park(2);
         assert_eq!(ch.send(10).unwrap(), vec![1]);
         // Waiter 1 was woken but its receiver was cancelled: waiter 2 must get the wakeup.
-        assert_eq!(ch.unpark(|w| *w == 1), Some(2));
-        // A waiter still parked is simply withdrawn.
+        assert_eq!(ch.unpark(|w| *w == 1), Unparked::PassOn(Some(2)));
+        // A waiter still parked is withdrawn and handed back (to be dropped unlocked).
         ch.try_recv();
         ch.park(3);
-        assert_eq!(ch.unpark(|w| *w == 3), None);
+        assert_eq!(ch.unpark(|w| *w == 3), Unparked::Withdrawn(Some(3)));
+        assert_eq!(ch.parked_async_waiters(), 0);
+        // With nothing queued there is no wakeup to pass on.
+        assert_eq!(ch.unpark(|w| *w == 9), Unparked::PassOn(None));
+    }
+
+    #[test]
+    fn remove_waiter_takes_only_a_parked_waiter_and_passes_nothing_on() {
+        let ch = Ch::new();
+        ch.park(1);
+        ch.park(2);
+        assert_eq!(ch.send(10).unwrap(), vec![1]);
+        assert_eq!(ch.remove_waiter(|w| *w == 1), None, "1 was woken already");
+        assert_eq!(ch.remove_waiter(|w| *w == 2), Some(2));
         assert_eq!(ch.parked_async_waiters(), 0);
     }
 

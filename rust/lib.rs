@@ -8,6 +8,7 @@ pub mod codec;
 pub mod concat;
 pub mod message;
 pub mod py;
+pub mod sse;
 pub mod stream;
 
 use pyo3::prelude::*;
@@ -23,11 +24,13 @@ mod _native {
     #[pymodule_export]
     use crate::py::concat::{concat_messages, MessageAccumulator};
     #[pymodule_export]
-    use crate::py::errors::{ChannelClosed, RilletError, StreamEOF};
+    use crate::py::errors::{ChannelClosed, EndOfStream, RilletError, StreamEOF};
     #[pymodule_export]
     use crate::py::message::{ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage};
     #[pymodule_export]
     use crate::py::recv_awaitable::Recv;
+    #[pymodule_export]
+    use crate::py::sse::{parse_chat_completion, ChatStreamParser};
     #[pymodule_export]
     use crate::py::stream::{
         concat_message_stream, convert_stream, merge_named_streams, merge_streams, pipe,

@@ -22,8 +22,6 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::channel::{Channel, Ended, TryRecv};
-
 /// One stream element: a value or an error item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Chunk<T, E> {
@@ -43,8 +41,13 @@ pub enum Poll<T, E> {
 // Wakers
 
 enum WakerKind<A> {
-    Thread { woken: Mutex<bool>, cv: Condvar },
-    Async(A),
+    Thread {
+        woken: Mutex<bool>,
+        cv: Condvar,
+    },
+    /// The payload is moved out when the waker fires, so a fired waker holds nothing of the
+    /// binding's: dropping one (e.g. when a list prunes it under its lock) is always harmless.
+    Async(Mutex<Option<A>>),
 }
 
 /// A one-shot wakeup for a blocked thread or a parked async receiver.
@@ -67,7 +70,7 @@ impl<A> Waker<A> {
     pub fn asynchronous(payload: A) -> Arc<Self> {
         Arc::new(Waker {
             fired: AtomicBool::new(false),
-            kind: WakerKind::Async(payload),
+            kind: WakerKind::Async(Mutex::new(Some(payload))),
         })
     }
 
@@ -75,9 +78,10 @@ impl<A> Waker<A> {
         self.fired.load(Ordering::Acquire)
     }
 
-    /// Fires once. A thread waker is woken here; an async one returns its payload for the
-    /// binding to resolve (`None` if it had already fired).
-    pub fn fire(&self) -> Option<&A> {
+    /// Fires once. A thread waker is woken here; an async one hands its payload over for the
+    /// binding to resolve (`None` if it had already fired). Call it with no lock held: the
+    /// payload is the caller's to drop.
+    pub fn fire(&self) -> Option<A> {
         if self.fired.swap(true, Ordering::AcqRel) {
             return None;
         }
@@ -87,7 +91,7 @@ impl<A> Waker<A> {
                 cv.notify_all();
                 None
             }
-            WakerKind::Async(payload) => Some(payload),
+            WakerKind::Async(payload) => payload.lock().take(),
         }
     }
 
@@ -119,7 +123,7 @@ impl<A> Default for WakerList<A> {
 }
 
 impl<A> WakerList<A> {
-    /// Registers `waker`, dropping wakers that have already fired.
+    /// Registers `waker`, dropping wakers that have already fired (they hold no payload).
     pub fn register(&self, waker: &Arc<Waker<A>>) {
         let mut wakers = self.wakers.lock();
         wakers.retain(|w| !w.has_fired());
@@ -145,6 +149,30 @@ impl<A> WakerList<A> {
 /// Wakers to fire once the caller holds no lock.
 pub type Wakeups<A> = Vec<Arc<Waker<A>>>;
 
+/// What a stream operation leaves for its caller to do once it holds no lock: fire the
+/// wakers, then drop the chunks that left the stream (dropping one may run arbitrary code,
+/// e.g. a Python `__del__` that uses the same stream).
+pub struct Deferred<C, A> {
+    pub wakeups: Wakeups<A>,
+    pub dropped: Vec<C>,
+}
+
+impl<C, A> Default for Deferred<C, A> {
+    fn default() -> Self {
+        Deferred {
+            wakeups: Vec::new(),
+            dropped: Vec::new(),
+        }
+    }
+}
+
+impl<C, A> Deferred<C, A> {
+    pub fn extend(&mut self, other: Deferred<C, A>) {
+        self.wakeups.extend(other.wakeups);
+        self.dropped.extend(other.dropped);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Pipe
 
@@ -159,129 +187,154 @@ pub enum SendError<C> {
     Full(C),
 }
 
-/// Free buffer slots of a bounded pipe, with the senders waiting for one.
-struct Slots<A> {
-    free: Mutex<usize>,
-    waiting: WakerList<A>,
+struct PipeState<C> {
+    buf: VecDeque<C>,
+    writer_closed: bool,
+    reader_closed: bool,
 }
 
-/// A single-consumer stream: the unbounded [`Channel`] holds the chunks; a bounded pipe adds
-/// a slot count so that senders wait when `capacity` chunks are buffered.
+/// A single-consumer FIFO of chunks, optionally bounded: senders wait while `capacity`
+/// chunks are buffered. Every chunk that leaves it is handed to the caller, never dropped
+/// under its lock.
 pub struct Pipe<T, E, A> {
-    chan: Channel<Chunk<T, E>, (), ()>,
+    state: Mutex<PipeState<Chunk<T, E>>>,
+    capacity: Option<usize>,
     readers: WakerList<A>,
-    slots: Option<Slots<A>>,
-    reader_closed: AtomicBool,
+    senders: WakerList<A>,
 }
 
 impl<T, E, A> Pipe<T, E, A> {
     /// A pipe holding at most `capacity` chunks (unbounded if `None`). Capacity must be ≥ 1.
     pub fn new(capacity: Option<usize>) -> Self {
         Pipe {
-            chan: Channel::new(),
-            readers: WakerList::default(),
-            slots: capacity.map(|n| Slots {
-                free: Mutex::new(n.max(1)),
-                waiting: WakerList::default(),
+            state: Mutex::new(PipeState {
+                buf: VecDeque::new(),
+                writer_closed: false,
+                reader_closed: false,
             }),
-            reader_closed: AtomicBool::new(false),
+            capacity: capacity.map(|n| n.max(1)),
+            readers: WakerList::default(),
+            senders: WakerList::default(),
         }
     }
 
+    pub fn capacity(&self) -> Option<usize> {
+        self.capacity
+    }
+
     pub fn capacity_free(&self) -> Option<usize> {
-        self.slots.as_ref().map(|s| *s.free.lock())
+        let len = self.state.lock().buf.len();
+        self.capacity.map(|n| n.saturating_sub(len))
     }
 
     /// Enqueues `chunk` unless the pipe is full or closed; never blocks.
     pub fn try_send(&self, chunk: Chunk<T, E>) -> Result<Wakeups<A>, SendError<Chunk<T, E>>> {
-        if self.reader_closed.load(Ordering::Acquire) {
+        let mut st = self.state.lock();
+        if st.reader_closed {
             return Err(SendError::ReaderClosed(chunk));
         }
-        if let Some(slots) = &self.slots {
-            let mut free = slots.free.lock();
-            if *free == 0 {
-                return Err(SendError::Full(chunk));
-            }
-            *free -= 1;
-        }
-        if let Err(chunk) = self.chan.send(chunk) {
-            self.release_slot();
+        if st.writer_closed {
             return Err(SendError::WriterClosed(chunk));
         }
+        if self.capacity.is_some_and(|n| st.buf.len() >= n) {
+            return Err(SendError::Full(chunk));
+        }
+        st.buf.push_back(chunk);
+        drop(st);
         Ok(self.readers.take())
     }
 
     /// Registers a sender waiting for space. Returns false (not registered) if it should
-    /// retry now: there is space, or the reader closed.
+    /// retry now: there is space, or either side closed.
     pub fn subscribe_space(&self, waker: &Arc<Waker<A>>) -> bool {
-        let Some(slots) = &self.slots else {
+        let Some(capacity) = self.capacity else {
             return false;
         };
-        slots.waiting.register(waker);
-        *slots.free.lock() == 0 && !self.reader_closed.load(Ordering::Acquire)
-    }
-
-    fn release_slot(&self) -> Wakeups<A> {
-        match &self.slots {
-            Some(slots) => {
-                *slots.free.lock() += 1;
-                slots.waiting.take()
-            }
-            None => Vec::new(),
-        }
+        self.senders.register(waker);
+        let st = self.state.lock();
+        st.buf.len() >= capacity && !st.reader_closed && !st.writer_closed
     }
 
     /// Takes the next chunk; also returns the senders to wake for the freed slot.
     pub fn poll(&self) -> (Poll<T, E>, Wakeups<A>) {
-        if self.reader_closed.load(Ordering::Acquire) {
+        let mut st = self.state.lock();
+        if st.reader_closed {
             return (Poll::Ended, Vec::new());
         }
-        match self.chan.try_recv() {
-            TryRecv::Item(chunk) => (Poll::Ready(chunk), self.release_slot()),
-            TryRecv::Empty => (Poll::Pending, Vec::new()),
-            TryRecv::Ended(_) => (Poll::Ended, Vec::new()),
+        match st.buf.pop_front() {
+            Some(chunk) => {
+                drop(st);
+                let wakeups = if self.capacity.is_some() {
+                    self.senders.take()
+                } else {
+                    Vec::new()
+                };
+                (Poll::Ready(chunk), wakeups)
+            }
+            None if st.writer_closed => (Poll::Ended, Vec::new()),
+            None => (Poll::Pending, Vec::new()),
         }
     }
 
     /// Registers a reader waiting for a chunk. Returns false if it should poll again now.
     pub fn subscribe(&self, waker: &Arc<Waker<A>>) -> bool {
         self.readers.register(waker);
-        self.chan.is_empty()
-            && !self.chan.is_closed()
-            && !self.reader_closed.load(Ordering::Acquire)
+        let st = self.state.lock();
+        st.buf.is_empty() && !st.writer_closed && !st.reader_closed
     }
 
     /// The writer's end of stream. Idempotent.
     pub fn close_writer(&self) -> Wakeups<A> {
-        self.chan.close(Ended::Closed);
-        self.readers.take()
+        self.state.lock().writer_closed = true;
+        let mut wakeups = self.readers.take();
+        wakeups.extend(self.senders.take());
+        wakeups
     }
 
     /// The reader's close: later sends report `ReaderClosed`, blocked senders wake up, and
     /// the buffered chunks are handed back to be dropped by the caller. Idempotent.
-    pub fn close_reader(&self) -> (Vec<Chunk<T, E>>, Wakeups<A>) {
-        self.reader_closed.store(true, Ordering::Release);
+    pub fn close_reader(&self) -> Deferred<Chunk<T, E>, A> {
+        let dropped = {
+            let mut st = self.state.lock();
+            st.reader_closed = true;
+            std::mem::take(&mut st.buf)
+        };
         let mut wakeups = self.readers.take();
-        if let Some(slots) = &self.slots {
-            wakeups.extend(slots.waiting.take());
+        wakeups.extend(self.senders.take());
+        Deferred {
+            wakeups,
+            dropped: dropped.into(),
         }
-        (self.chan.clear().items.into(), wakeups)
+    }
+
+    /// Takes the receivers waiting for a chunk (to wake them).
+    pub fn take_readers(&self) -> Wakeups<A> {
+        self.readers.take()
+    }
+
+    /// Calls `f` on every buffered chunk, unless the pipe is busy (then nothing): for a
+    /// garbage collector's traversal, which must not wait.
+    pub fn try_visit<R>(&self, f: impl FnMut(&Chunk<T, E>) -> Result<(), R>) -> Result<(), R> {
+        match self.state.try_lock() {
+            Some(st) => st.buf.iter().try_for_each(f),
+            None => Ok(()),
+        }
     }
 
     pub fn is_reader_closed(&self) -> bool {
-        self.reader_closed.load(Ordering::Acquire)
+        self.state.lock().reader_closed
     }
 
     pub fn is_writer_closed(&self) -> bool {
-        self.chan.is_closed()
+        self.state.lock().writer_closed
     }
 
     pub fn len(&self) -> usize {
-        self.chan.len()
+        self.state.lock().buf.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.chan.is_empty()
+        self.len() == 0
     }
 }
 
@@ -302,6 +355,8 @@ pub enum TeeNext<C> {
     Pull,
     /// Another child is pulling from the source: subscribe and wait.
     Busy,
+    /// The shared buffer is at its limit: wait until the slowest child reads on.
+    Full,
 }
 
 struct TeeState<C> {
@@ -315,25 +370,29 @@ struct TeeState<C> {
 }
 
 /// `n` independent cursors over one source, Eino's `Copy`: every child sees every chunk
-/// (errors too), buffering between children is unbounded, EOF is sticky, and whichever
-/// child is furthest ahead pulls from the source. A chunk is dropped from the buffer once
-/// every open child has passed it.
+/// (errors too), EOF is sticky, and whichever child is furthest ahead pulls from the source.
+/// A chunk leaves the buffer once every open child has passed it. With a `limit`, the
+/// buffer holds at most that many chunks: the fastest child waits for the slowest one, and
+/// the source (a bounded pipe) fills up and holds its writer back.
 pub struct Tee<C, A> {
     state: Mutex<TeeState<C>>,
+    limit: Option<usize>,
     /// Children waiting for a chunk: woken when a pull brings one (or the end).
     waiting_data: WakerList<A>,
     /// Children that found another child pulling: woken when that pull finishes, even
     /// empty-handed, so that one of them pulls next and subscribes to the source.
     waiting_pull: WakerList<A>,
+    /// Children that found the buffer full: woken when the slowest child moves on.
+    waiting_space: WakerList<A>,
 }
 
 /// How a copy child that got no chunk should wait.
 #[derive(Debug, PartialEq, Eq)]
 pub enum TeeWait {
-    /// Poll again now: a chunk is buffered for it, or the source ended.
+    /// Poll again now: a chunk is buffered for it, the source ended or the child closed.
     Retry,
-    /// Registered until the current pull finishes.
-    PullInProgress,
+    /// Registered until the current pull finishes, or until the buffer has room.
+    Registered,
     /// Registered for the next chunk; the caller must also subscribe to the source.
     SourceIdle,
 }
@@ -341,19 +400,21 @@ pub enum TeeWait {
 impl<T, E, A> Tee<Chunk<T, E>, A> {
     /// One non-blocking receive for `child`: a buffered chunk, or a pull from the source
     /// through `pull` when this child is furthest ahead. `pull` runs with no lock held (it
-    /// may call into Python). Returns the wakers to fire.
+    /// may call into Python). Returns what the caller does once it holds no lock.
     pub fn poll_child(
         &self,
         child: usize,
         clone: impl Fn(&Chunk<T, E>) -> Chunk<T, E>,
         mut pull: impl FnMut() -> Poll<T, E>,
-    ) -> (Poll<T, E>, Wakeups<A>) {
-        let mut wakeups = Vec::new();
+    ) -> (Poll<T, E>, Deferred<Chunk<T, E>, A>) {
+        let mut after = Deferred::default();
         loop {
-            match self.next(child, &clone) {
-                TeeNext::Ready(chunk) => return (Poll::Ready(chunk), wakeups),
-                TeeNext::Ended | TeeNext::Closed => return (Poll::Ended, wakeups),
-                TeeNext::Busy => return (Poll::Pending, wakeups),
+            let (next, released) = self.next(child, &clone);
+            after.extend(released);
+            match next {
+                TeeNext::Ready(chunk) => return (Poll::Ready(chunk), after),
+                TeeNext::Ended | TeeNext::Closed => return (Poll::Ended, after),
+                TeeNext::Busy | TeeNext::Full => return (Poll::Pending, after),
                 TeeNext::Pull => {
                     let (chunk, ended) = match pull() {
                         Poll::Ready(chunk) => (Some(chunk), false),
@@ -361,9 +422,9 @@ impl<T, E, A> Tee<Chunk<T, E>, A> {
                         Poll::Pending => (None, false),
                     };
                     let pending = chunk.is_none() && !ended;
-                    wakeups.extend(self.finish_pull(chunk, ended));
+                    after.extend(self.finish_pull(chunk, ended));
                     if pending {
-                        return (Poll::Pending, wakeups);
+                        return (Poll::Pending, after);
                     }
                 }
             }
@@ -372,7 +433,8 @@ impl<T, E, A> Tee<Chunk<T, E>, A> {
 }
 
 impl<C, A> Tee<C, A> {
-    pub fn new(children: usize) -> Self {
+    /// A tee for `children` cursors; `limit` bounds the shared buffer (`None`: unbounded).
+    pub fn new(children: usize, limit: Option<usize>) -> Self {
         Tee {
             state: Mutex::new(TeeState {
                 buf: VecDeque::new(),
@@ -381,38 +443,49 @@ impl<C, A> Tee<C, A> {
                 ended: false,
                 pulling: false,
             }),
+            limit: limit.map(|n| n.max(1)),
             waiting_data: WakerList::default(),
             waiting_pull: WakerList::default(),
+            waiting_space: WakerList::default(),
         }
     }
 
-    /// The next step for `child`. `clone` copies a buffered chunk (it runs under the lock,
-    /// so it must not call back into the tee).
-    pub fn next(&self, child: usize, clone: impl Fn(&C) -> C) -> TeeNext<C> {
+    pub fn limit(&self) -> Option<usize> {
+        self.limit
+    }
+
+    /// The next step for `child`, with the chunks it released from the buffer (to drop once
+    /// no lock is held) and the children to wake for the room that made. `clone` copies a
+    /// buffered chunk (it runs under the lock, so it must not call back into the tee).
+    pub fn next(&self, child: usize, clone: impl Fn(&C) -> C) -> (TeeNext<C>, Deferred<C, A>) {
         let mut st = self.state.lock();
         let Some(pos) = st.cursors[child] else {
-            return TeeNext::Closed;
+            return (TeeNext::Closed, Deferred::default());
         };
         let offset = (pos - st.base) as usize;
         if let Some(chunk) = st.buf.get(offset) {
             let chunk = clone(chunk);
             st.cursors[child] = Some(pos + 1);
-            Self::trim(&mut st);
-            return TeeNext::Ready(chunk);
+            let dropped = Self::trim(&mut st);
+            drop(st);
+            return (TeeNext::Ready(chunk), self.released(dropped));
         }
-        if st.ended {
-            return TeeNext::Ended;
-        }
-        if st.pulling {
-            return TeeNext::Busy;
-        }
-        st.pulling = true;
-        TeeNext::Pull
+        let next = if st.ended {
+            TeeNext::Ended
+        } else if st.pulling {
+            TeeNext::Busy
+        } else if self.limit.is_some_and(|n| st.buf.len() >= n) {
+            TeeNext::Full
+        } else {
+            st.pulling = true;
+            TeeNext::Pull
+        };
+        (next, Deferred::default())
     }
 
     /// Ends a pull: `Some(chunk)` appends it, `ended` records the source's end. Returns the
     /// children to wake: those waiting for the pull, and on progress those waiting for data.
-    pub fn finish_pull(&self, chunk: Option<C>, ended: bool) -> Wakeups<A> {
+    pub fn finish_pull(&self, chunk: Option<C>, ended: bool) -> Deferred<C, A> {
         let mut st = self.state.lock();
         st.pulling = false;
         let progressed = chunk.is_some() || ended;
@@ -420,41 +493,80 @@ impl<C, A> Tee<C, A> {
             st.buf.push_back(chunk);
         }
         st.ended |= ended;
-        Self::trim(&mut st);
+        let dropped = Self::trim(&mut st);
         drop(st);
-        let mut wakeups = self.waiting_pull.take();
+        let mut after = self.released(dropped);
+        after.wakeups.extend(self.waiting_pull.take());
         if progressed {
-            wakeups.extend(self.waiting_data.take());
+            after.wakeups.extend(self.waiting_data.take());
         }
-        wakeups
+        after
     }
 
     /// Registers a child that got no chunk; see [`TeeWait`]. A pull never waits (polling
     /// the source does not block), so a child waiting on a pull is woken promptly.
     pub fn subscribe(&self, child: usize, waker: &Arc<Waker<A>>) -> TeeWait {
         // Registering under the state lock: a pull cannot finish between the check and it.
+        // (Registering drops only fired wakers, which hold nothing.)
         let st = self.state.lock();
-        let behind = st.cursors[child].is_some_and(|pos| pos < st.base + st.buf.len() as u64);
-        if behind || st.ended {
+        let Some(pos) = st.cursors[child] else {
+            return TeeWait::Retry; // closed: the next poll reports the end
+        };
+        if pos < st.base + st.buf.len() as u64 || st.ended {
             return TeeWait::Retry;
         }
         if st.pulling {
             self.waiting_pull.register(waker);
-            return TeeWait::PullInProgress;
+            return TeeWait::Registered;
+        }
+        if self.limit.is_some_and(|n| st.buf.len() >= n) {
+            self.waiting_space.register(waker);
+            return TeeWait::Registered;
         }
         self.waiting_data.register(waker);
         TeeWait::SourceIdle
     }
 
-    /// Closes `child` (idempotent). Returns true when that closed the last open child: the
-    /// caller then closes the source.
-    pub fn close_child(&self, child: usize) -> bool {
+    /// Closes `child` (idempotent). Returns true when that closed the last open child (the
+    /// caller then closes the source), and what to do once no lock is held: the chunks only
+    /// this child still needed, and every waiting child to wake, among them any receiver
+    /// blocked on this child, which then sees the end.
+    pub fn close_child(&self, child: usize) -> (bool, Deferred<C, A>) {
         let mut st = self.state.lock();
         if st.cursors[child].take().is_none() {
-            return false;
+            return (false, Deferred::default());
         }
-        Self::trim(&mut st);
-        st.cursors.iter().all(Option::is_none)
+        let dropped = Self::trim(&mut st);
+        let last = st.cursors.iter().all(Option::is_none);
+        drop(st);
+        let mut after = self.released(dropped);
+        after.wakeups.extend(self.take_waiters());
+        (last, after)
+    }
+
+    /// Takes every waiting child (to wake them).
+    pub fn take_waiters(&self) -> Wakeups<A> {
+        let mut wakeups = self.waiting_data.take();
+        wakeups.extend(self.waiting_pull.take());
+        wakeups.extend(self.waiting_space.take());
+        wakeups
+    }
+
+    /// Empties the buffer (a garbage collector breaking a cycle); the chunks are returned.
+    pub fn clear(&self) -> Vec<C> {
+        let mut st = self.state.lock();
+        let n = st.buf.len() as u64;
+        st.base += n;
+        std::mem::take(&mut st.buf).into()
+    }
+
+    /// Calls `f` on every buffered chunk, unless the tee is busy (then nothing): for a
+    /// garbage collector's traversal, which must not wait.
+    pub fn try_visit<R>(&self, f: impl FnMut(&C) -> Result<(), R>) -> Result<(), R> {
+        match self.state.try_lock() {
+            Some(st) => st.buf.iter().try_for_each(f),
+            None => Ok(()),
+        }
     }
 
     /// Chunks still buffered (for tests and repr).
@@ -462,12 +574,24 @@ impl<C, A> Tee<C, A> {
         self.state.lock().buf.len()
     }
 
-    fn trim(st: &mut TeeState<C>) {
+    /// The children to wake when trimming made room in a bounded buffer.
+    fn released(&self, dropped: Vec<C>) -> Deferred<C, A> {
+        let wakeups = if !dropped.is_empty() && self.limit.is_some() {
+            self.waiting_space.take()
+        } else {
+            Vec::new()
+        };
+        Deferred { wakeups, dropped }
+    }
+
+    /// Removes the chunks every open child has passed; they are returned, to be dropped by
+    /// the caller once it holds no lock.
+    fn trim(st: &mut TeeState<C>) -> Vec<C> {
         let min = st.cursors.iter().flatten().min().copied();
         let keep_from = min.unwrap_or(st.base + st.buf.len() as u64);
-        while st.base < keep_from && st.buf.pop_front().is_some() {
-            st.base += 1;
-        }
+        let n = (keep_from.saturating_sub(st.base) as usize).min(st.buf.len());
+        st.base += n as u64;
+        st.buf.drain(..n).collect()
     }
 }
 
@@ -517,7 +641,7 @@ mod tests {
         let (got, wake) = p.poll();
         assert_eq!(item(got), Some(1));
         assert_eq!(wake.len(), 1);
-        assert_eq!(wake[0].fire(), Some(&7));
+        assert_eq!(wake[0].fire(), Some(7));
         p.try_send(Chunk::Item(3)).unwrap();
         assert_eq!(p.capacity_free(), Some(0));
     }
@@ -528,9 +652,13 @@ mod tests {
         p.try_send(Chunk::Item(1)).unwrap();
         let sender = Waker::asynchronous(1);
         assert!(p.subscribe_space(&sender));
-        let (dropped, wake) = p.close_reader();
-        assert_eq!(dropped, vec![Chunk::Item(1)]);
-        assert_eq!(wake.len(), 1, "a blocked sender is woken to see the close");
+        let after = p.close_reader();
+        assert_eq!(after.dropped, vec![Chunk::Item(1)]);
+        assert_eq!(
+            after.wakeups.len(),
+            1,
+            "a blocked sender is woken to see the close"
+        );
         assert_eq!(
             p.try_send(Chunk::Item(2)).err(),
             Some(SendError::ReaderClosed(Chunk::Item(2)))
@@ -567,7 +695,7 @@ mod tests {
         list.register(&a);
         list.register(&a);
         assert_eq!(list.len(), 1);
-        assert_eq!(a.fire(), Some(&1));
+        assert_eq!(a.fire(), Some(1));
         assert_eq!(a.fire(), None);
         list.register(&Waker::asynchronous(2));
         assert_eq!(list.len(), 1, "the fired waker was pruned");
@@ -576,53 +704,53 @@ mod tests {
 
     #[test]
     fn tee_delivers_every_chunk_to_every_child_and_trims() {
-        let tee: Tee<u32, u8> = Tee::new(3);
+        let tee: Tee<u32, u8> = Tee::new(3, None);
         let c = |x: &u32| *x;
-        assert_eq!(tee.next(0, c), TeeNext::Pull);
-        assert_eq!(tee.next(1, c), TeeNext::Busy);
+        assert_eq!(tee.next(0, c).0, TeeNext::Pull);
+        assert_eq!(tee.next(1, c).0, TeeNext::Busy);
         let w = Waker::asynchronous(1);
-        assert_eq!(tee.subscribe(1, &w), TeeWait::PullInProgress);
-        assert_eq!(tee.finish_pull(Some(10), false).len(), 1);
+        assert_eq!(tee.subscribe(1, &w), TeeWait::Registered);
+        assert_eq!(tee.finish_pull(Some(10), false).wakeups.len(), 1);
         assert_eq!(
             tee.subscribe(1, &w),
             TeeWait::Retry,
             "a chunk is buffered for it"
         );
-        assert_eq!(tee.next(0, c), TeeNext::Ready(10));
-        assert_eq!(tee.next(1, c), TeeNext::Ready(10));
+        assert_eq!(tee.next(0, c).0, TeeNext::Ready(10));
+        assert_eq!(tee.next(1, c).0, TeeNext::Ready(10));
         assert_eq!(tee.buffered(), 1, "child 2 has not read it yet");
-        assert_eq!(tee.next(2, c), TeeNext::Ready(10));
+        assert_eq!(tee.next(2, c).0, TeeNext::Ready(10));
         assert_eq!(tee.buffered(), 0);
         // A pull that finds nothing wakes only the children waiting for that pull.
-        assert_eq!(tee.next(2, c), TeeNext::Pull);
+        assert_eq!(tee.next(2, c).0, TeeNext::Pull);
         let (busy, idle) = (Waker::asynchronous(2), Waker::asynchronous(3));
-        assert_eq!(tee.subscribe(0, &busy), TeeWait::PullInProgress);
-        let woken = tee.finish_pull(None, false);
+        assert_eq!(tee.subscribe(0, &busy), TeeWait::Registered);
+        let woken = tee.finish_pull(None, false).wakeups;
         assert_eq!(tee.subscribe(1, &idle), TeeWait::SourceIdle);
         assert_eq!(woken.len(), 1);
-        assert_eq!(woken[0].fire(), Some(&2));
+        assert_eq!(woken[0].fire(), Some(2));
         assert!(
-            tee.finish_pull(None, false).is_empty(),
+            tee.finish_pull(None, false).wakeups.is_empty(),
             "nobody waits for a pull"
         );
-        assert_eq!(tee.next(0, c), TeeNext::Pull);
+        assert_eq!(tee.next(0, c).0, TeeNext::Pull);
         tee.finish_pull(None, true);
         for child in 0..3 {
-            assert_eq!(tee.next(child, c), TeeNext::Ended);
-            assert_eq!(tee.next(child, c), TeeNext::Ended);
+            assert_eq!(tee.next(child, c).0, TeeNext::Ended);
+            assert_eq!(tee.next(child, c).0, TeeNext::Ended);
         }
     }
 
     #[test]
     fn tee_closes_the_source_when_the_last_child_closes() {
-        let tee: Tee<u32, u8> = Tee::new(2);
-        assert_eq!(tee.next(0, |x| *x), TeeNext::Pull);
+        let tee: Tee<u32, u8> = Tee::new(2, None);
+        assert_eq!(tee.next(0, |x| *x).0, TeeNext::Pull);
         tee.finish_pull(Some(1), false);
-        assert!(!tee.close_child(1));
-        assert!(!tee.close_child(1), "idempotent");
-        assert_eq!(tee.next(1, |x| *x), TeeNext::Closed);
+        assert!(!tee.close_child(1).0);
+        assert!(!tee.close_child(1).0, "idempotent");
+        assert_eq!(tee.next(1, |x| *x).0, TeeNext::Closed);
         assert_eq!(tee.buffered(), 1);
-        assert!(tee.close_child(0));
+        assert!(tee.close_child(0).0);
         assert_eq!(tee.buffered(), 0);
     }
 
@@ -630,7 +758,7 @@ mod tests {
     fn copy_children_on_threads_each_see_every_item_of_a_piped_source() {
         const N: u32 = 20_000;
         let source: Arc<P> = Arc::new(P::new(None));
-        let tee: Arc<Tee<Chunk<u32, String>, u8>> = Arc::new(Tee::new(3));
+        let tee: Arc<Tee<Chunk<u32, String>, u8>> = Arc::new(Tee::new(3, None));
         let fire = |wakeups: Wakeups<u8>| wakeups.iter().for_each(|w| assert!(w.fire().is_none()));
         let children: Vec<_> = (0..3)
             .map(|child| {
@@ -638,12 +766,12 @@ mod tests {
                 thread::spawn(move || {
                     let mut got = Vec::new();
                     loop {
-                        let (poll, wakeups) = tee.poll_child(child, Clone::clone, || {
+                        let (poll, after) = tee.poll_child(child, Clone::clone, || {
                             let (poll, wakeups) = source.poll();
                             fire(wakeups);
                             poll
                         });
-                        fire(wakeups);
+                        fire(after.wakeups);
                         match poll {
                             Poll::Ready(Chunk::Item(x)) => got.push(x),
                             Poll::Ready(Chunk::Error(e)) => panic!("{e}"),
@@ -652,7 +780,7 @@ mod tests {
                                 let w = Waker::thread();
                                 let wait = match tee.subscribe(child, &w) {
                                     TeeWait::Retry => false,
-                                    TeeWait::PullInProgress => true,
+                                    TeeWait::Registered => true,
                                     TeeWait::SourceIdle => source.subscribe(&w),
                                 };
                                 if wait {
@@ -678,5 +806,64 @@ mod tests {
             assert_eq!(child.join().unwrap(), (0..N).collect::<Vec<_>>());
         }
         assert_eq!(tee.buffered(), 0);
+    }
+
+    #[test]
+    fn tee_hands_released_chunks_to_the_caller_and_wakes_a_closed_childs_waiter() {
+        let tee: Tee<u32, u8> = Tee::new(2, None);
+        assert_eq!(tee.next(0, |x| *x).0, TeeNext::Pull);
+        tee.finish_pull(Some(1), false);
+        let (got, after) = tee.next(0, |x| *x);
+        assert_eq!(got, TeeNext::Ready(1));
+        assert!(after.dropped.is_empty(), "child 1 still needs it");
+        let w = Waker::asynchronous(9);
+        assert_eq!(tee.subscribe(0, &w), TeeWait::SourceIdle);
+        let (last, after) = tee.close_child(1);
+        assert!(!last);
+        assert_eq!(
+            after.dropped,
+            vec![1],
+            "dropped by the caller, not under the lock"
+        );
+        assert_eq!(after.wakeups.len(), 1);
+        let (_, after) = tee.close_child(0);
+        assert_eq!(
+            after.wakeups.len(),
+            0,
+            "fired wakers are not handed out twice"
+        );
+        assert_eq!(w.fire(), Some(9));
+        assert_eq!(
+            tee.subscribe(0, &w),
+            TeeWait::Retry,
+            "a closed child retries"
+        );
+    }
+
+    #[test]
+    fn a_bounded_tee_holds_the_fast_child_until_the_slow_one_reads() {
+        let tee: Tee<u32, u8> = Tee::new(2, Some(2));
+        for x in 0..2 {
+            assert_eq!(tee.next(0, |x| *x).0, TeeNext::Pull);
+            tee.finish_pull(Some(x), false);
+            assert_eq!(tee.next(0, |x| *x).0, TeeNext::Ready(x));
+        }
+        assert_eq!(tee.next(0, |x| *x).0, TeeNext::Full);
+        let w = Waker::asynchronous(5);
+        assert_eq!(tee.subscribe(0, &w), TeeWait::Registered);
+        let (got, after) = tee.next(1, |x| *x);
+        assert_eq!(got, TeeNext::Ready(0));
+        assert_eq!(after.dropped, vec![0]);
+        assert_eq!(after.wakeups.len(), 1, "room made: the fast child wakes");
+        assert_eq!(tee.next(0, |x| *x).0, TeeNext::Pull);
+    }
+
+    #[test]
+    fn writer_close_is_separate_from_reader_close() {
+        let p = P::new(None);
+        p.close_reader();
+        assert!(p.is_reader_closed() && !p.is_writer_closed());
+        p.close_writer();
+        assert!(p.is_writer_closed());
     }
 }

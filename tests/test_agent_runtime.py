@@ -229,3 +229,27 @@ def test_abandoning_an_async_run_cancels_its_task() -> None:
 
     assert asyncio.run(main()) == 0
     assert agent.closed.is_set()
+
+
+def test_abandoning_a_streaming_run_closes_every_copy_of_the_model_stream() -> None:
+    from rillet import ChatModelAgent
+
+    reader, writer = pipe()
+
+    class Live:
+        async def generate(self, messages: list[Message], **kw: Any) -> Message:
+            raise AssertionError("streaming runs call stream()")
+
+        async def stream(self, messages: list[Message], **kw: Any) -> Any:
+            return reader
+
+    writer.send(Message(role="assistant", content="first words"))
+    it = Runner(ChatModelAgent("s", "", "", Live()), streaming=True).query("x")  # type: ignore[arg-type]
+    first = next(iter(it))
+    first.message_output.message_stream.close()  # the consumer stops reading...
+    it.close()  # ...and abandons the run
+    deadline = time.monotonic() + 5
+    while not writer.reader_closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert writer.reader_closed  # the producer learns nobody reads: the agent's and the session's copies closed
+    assert writer.send(Message(content="more")) is False

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import decimal
+import fractions
 import gc
 import math
 import signal
@@ -11,15 +13,24 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
+import tracemalloc
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from rillet import EMPTY, Channel, ChannelClosed, RilletError
+import rillet
+from rillet import EMPTY, Channel, ChannelClosed, EndOfStream, RilletError
 
 
 class Boom(RuntimeError):
     pass
+
+
+class Weakrefable:
+    """An item that can be weakly referenced, to see when the channel lets go of it."""
 
 
 # -- sending and receiving ------------------------------------------------------------------
@@ -100,15 +111,42 @@ def test_close_is_idempotent_and_the_first_close_wins() -> None:
         ch.recv()
 
 
-def test_sending_after_close() -> None:
+def test_sending_returns_whether_the_item_was_queued() -> None:
+    ch: Channel[int] = Channel()
+    assert ch.send(1) is True
+    assert ch.try_send(2) is True
+    assert ch.send_many([3, 4]) is True
+    assert ch.send_many(()) is True
+    ch.close()
+    dropped = Weakrefable()
+    refs = weakref.ref(dropped)
+    assert ch.send(dropped) is False  # never raises: the item is dropped
+    assert ch.try_send(dropped) is False
+    assert ch.send_many([dropped, dropped]) is False
+    del dropped
+    assert refs() is None, "a refused item is released, not kept"
+    assert ch.try_recv_many(10) == [1, 2, 3, 4]
+
+
+class SubChannel(Channel[int]):
+    pass
+
+
+def test_sending_after_close_on_a_subclass_returns_false_too() -> None:
+    ch = SubChannel()
+    ch.close()
+    assert ch.send(1) is False
+    assert ch.try_send(1) is False
+
+
+def test_channel_closed_is_an_end_of_stream() -> None:
+    assert issubclass(ChannelClosed, EndOfStream)
+    assert issubclass(EndOfStream, RilletError)
+    assert issubclass(rillet.StreamEOF, EndOfStream)
     ch: Channel[int] = Channel()
     ch.close()
-    with pytest.raises(ChannelClosed, match="try_send"):
-        ch.send(1)
-    with pytest.raises(ChannelClosed):
-        ch.send_many([1])
-    assert ch.try_send(1) is False
-    assert len(ch) == 0
+    with pytest.raises(EndOfStream):
+        ch.recv()
 
 
 def test_close_with_error_reaches_every_receiver_after_the_items() -> None:
@@ -170,7 +208,7 @@ def test_close_wakes_blocked_and_awaiting_receivers() -> None:
 
     async def awaiting() -> None:
         try:
-            await ch.recv_async()
+            await ch.arecv()
         except ChannelClosed:
             outcome.append("task")
 
@@ -237,8 +275,42 @@ def test_recv_many_needs_at_least_one(bad: int) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         ch.try_recv_many(bad)
     with pytest.raises(ValueError, match="at least 1"):
-        asyncio.run(ch.recv_many_async(bad))
+        asyncio.run(ch.arecv_many(bad))
     assert ch.recv() == 1  # nothing was consumed
+
+
+@pytest.mark.parametrize("bad", ["1", b"1", [1], object()], ids=repr)
+def test_a_timeout_that_is_not_a_number_names_the_argument(bad: Any) -> None:
+    ch: Channel[int] = Channel()
+    with pytest.raises(TypeError, match="timeout must be None or a number of seconds, got"):
+        ch.recv(timeout=bad)
+    with pytest.raises(TypeError, match="timeout must be None or a number"):
+        ch.recv_many(1, bad)
+
+
+@pytest.mark.parametrize("bad", ["2", 2.0, None], ids=repr)
+def test_max_items_that_is_not_an_int_names_the_argument(bad: Any) -> None:
+    ch: Channel[int] = Channel()
+    ch.send(1)
+    for receive in (ch.recv_many, ch.try_recv_many, ch.arecv_many):
+        with pytest.raises(TypeError, match="max_items must be an int of at least 1, got"):
+            receive(bad)
+    assert ch.recv() == 1
+
+
+def test_max_items_beyond_64_bits() -> None:
+    ch: Channel[int] = Channel()
+    ch.send_many([1, 2])
+    with pytest.raises(ValueError, match="max_items must be at least 1"):
+        ch.try_recv_many(-(2**70))
+    assert ch.recv_many(2**70) == [1, 2]  # "everything queued"
+
+
+def test_timeouts_accept_any_real_number() -> None:
+    ch: Channel[int] = Channel()
+    for timeout in (0, 0.0, False, fractions.Fraction(1, 100), decimal.Decimal("0.01")):
+        with pytest.raises(TimeoutError):
+            ch.recv(timeout=timeout)
 
 
 def test_len_closed_and_repr() -> None:
@@ -252,15 +324,15 @@ def test_len_closed_and_repr() -> None:
 # -- asyncio --------------------------------------------------------------------------------
 
 
-def test_recv_async_and_recv_many_async() -> None:
+def test_arecv_and_arecv_many() -> None:
     async def main() -> tuple[int, list[int], list[int]]:
         ch: Channel[int] = Channel()
         loop = asyncio.get_running_loop()
         loop.call_later(0.02, ch.send, 1)
-        first = await ch.recv_async()
+        first = await ch.arecv()
         loop.call_later(0.02, ch.send_many, [2, 3, 4])
-        batch = await ch.recv_many_async(2)
-        rest = await ch.recv_many_async(10)
+        batch = await ch.arecv_many(2)
+        rest = await ch.arecv_many(10)
         return first, batch, rest
 
     assert asyncio.run(main()) == (1, [2, 3], [4])
@@ -271,8 +343,8 @@ def test_cancelled_receiver_passes_its_wakeup_on() -> None:
 
     async def main() -> int:
         ch: Channel[int] = Channel()
-        first = asyncio.create_task(ch.recv_async())
-        second = asyncio.create_task(ch.recv_async())
+        first = asyncio.create_task(ch.arecv())
+        second = asyncio.create_task(ch.arecv())
         await asyncio.sleep(0)  # both park, first in line
         ch.send(42)  # wakes `first` only (one item, one wakeup)
         first.cancel()  # ... which is cancelled before it could take the item
@@ -286,25 +358,25 @@ def test_cancelled_receiver_passes_its_wakeup_on() -> None:
 def test_cancelling_a_parked_receiver_loses_nothing() -> None:
     async def main() -> list[int]:
         ch: Channel[int] = Channel()
-        waiting = asyncio.create_task(ch.recv_async())
+        waiting = asyncio.create_task(ch.arecv())
         await asyncio.sleep(0)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
         ch.send_many([1, 2])
-        return [await ch.recv_async(), await ch.recv_async()]
+        return [await ch.arecv(), await ch.arecv()]
 
     assert asyncio.run(main()) == [1, 2]
 
 
-def test_wait_for_timeout_on_recv_async_loses_nothing() -> None:
+def test_wait_for_timeout_on_arecv_loses_nothing() -> None:
     async def main() -> list[int]:
         ch: Channel[int] = Channel()
         for _ in range(20):
             with pytest.raises(asyncio.TimeoutError):
-                await asyncio.wait_for(ch.recv_async(), 0.001)
+                await asyncio.wait_for(ch.arecv(), 0.001)
         ch.send_many(range(3))
-        return [await ch.recv_async() for _ in range(3)]
+        return [await ch.arecv() for _ in range(3)]
 
     assert asyncio.run(main()) == [0, 1, 2]
 
@@ -319,14 +391,14 @@ def test_cancel_storm_delivers_every_item_exactly_once() -> None:
         async def consumer() -> None:
             while True:
                 try:
-                    got.append(await ch.recv_async())
+                    got.append(await ch.arecv())
                 except ChannelClosed:
                     return
 
         async def canceller() -> None:
             # Keep starting receivers that get cancelled at random points.
             for i in range(items // 3):
-                t = asyncio.create_task(ch.recv_async())
+                t = asyncio.create_task(ch.arecv())
                 await asyncio.sleep(0)
                 if not t.done():
                     t.cancel()
@@ -390,7 +462,7 @@ def test_a_receiver_whose_loop_closed_passes_its_wakeup_on() -> None:
     dead_loop = asyncio.new_event_loop()
 
     async def receive() -> int:
-        return await ch.recv_async()
+        return await ch.arecv()
 
     stranded = dead_loop.create_task(receive())
     dead_loop.run_until_complete(asyncio.sleep(0.01))  # the task parks in the channel
@@ -404,6 +476,93 @@ def test_a_receiver_whose_loop_closed_passes_its_wakeup_on() -> None:
     threading.Thread(target=send_later).start()
     assert asyncio.run(asyncio.wait_for(receive(), 5)) == 5
     del stranded
+
+
+def test_a_dead_waiter_on_the_senders_own_thread_passes_its_wakeup_on() -> None:
+    """The sender runs on the thread of a parked waiter whose loop is closed: resolving its
+    future directly fails, and the next parked receiver must get the wakeup instead."""
+    ch: Channel[int] = Channel()
+    dead_loop = asyncio.new_event_loop()
+
+    async def receive() -> int:
+        return await ch.arecv()
+
+    stranded = dead_loop.create_task(receive())
+    dead_loop.run_until_complete(asyncio.sleep(0.01))  # parks first in line, on this thread
+    dead_loop.close()
+
+    async def main() -> int:
+        live = asyncio.create_task(receive())
+        await asyncio.sleep(0.01)  # parks second
+        assert ch._parks == 2
+        assert ch.send(5) is True  # same thread as the dead waiter: no call_soon_threadsafe
+        return await asyncio.wait_for(live, 5)
+
+    assert asyncio.run(main()) == 5
+    stranded._log_destroy_pending = False  # type: ignore[attr-defined]
+    del stranded
+
+
+class FailingWakeupLoop(asyncio.SelectorEventLoop):
+    """A loop whose cross-thread wakeups raise `error` while it is set."""
+
+    error: BaseException | None = None
+
+    def call_soon_threadsafe(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if self.error is not None:
+            raise self.error
+        return super().call_soon_threadsafe(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "error", [RuntimeError("loop broken"), KeyboardInterrupt(), SystemExit(3)], ids=repr
+)
+def test_a_wakeup_that_raises_is_passed_on(error: BaseException) -> None:
+    """Whatever call_soon_threadsafe raises, the wakeup goes to the next parked receiver; an
+    error that is not an Exception (Ctrl-C) then reaches the sender."""
+    ch: Channel[int] = Channel()
+    failing = FailingWakeupLoop()
+    parked = threading.Event()
+
+    async def receive() -> int:
+        task = asyncio.create_task(ch.arecv())  # type: ignore[arg-type]
+        await asyncio.sleep(0.01)
+        parked.set()
+        return await task
+
+    first = failing.create_task(receive())
+    failing.run_until_complete(asyncio.sleep(0.05))  # parks first in line, on this thread
+    assert ch._parks == 1
+    got: list[int] = []
+
+    def live_receiver() -> None:
+        got.append(asyncio.run(asyncio.wait_for(receive(), 5)))
+
+    live = threading.Thread(target=live_receiver)
+    parked.clear()
+    live.start()
+    assert parked.wait(5)
+    failing.error = error
+    sent: list[object] = []
+
+    def send_from_another_thread() -> None:
+        try:
+            sent.append(ch.send(1))
+        except BaseException as e:  # noqa: BLE001 - recording what the sender saw
+            sent.append(e)
+
+    sender = threading.Thread(target=send_from_another_thread)
+    sender.start()
+    sender.join(5)
+    live.join(5)
+    assert got == [1], "the wakeup reached the second receiver"
+    assert sent == [True] if isinstance(error, Exception) else sent == [error]
+    # The first receiver's wakeup was lost with its loop's failure; it can still be cancelled.
+    failing.error = None
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        failing.run_until_complete(first)
+    failing.close()
 
 
 class CountingLoop(asyncio.SelectorEventLoop):
@@ -510,7 +669,7 @@ def test_await_protocol_without_am_send(item: object) -> None:
     ch.send_many([item, item])
     for step in (lambda it: next(it), lambda it: it.send(None)):
         with pytest.raises(StopIteration) as stop:
-            step(ch.recv_async().__await__())
+            step(ch.arecv().__await__())
         assert stop.value.value == item or stop.value.value is item
 
 
@@ -518,7 +677,7 @@ def test_awaiting_under_a_tracer_takes_the_slow_path_correctly() -> None:
     async def main() -> list[object]:
         ch: Channel[object] = Channel()
         asyncio.get_running_loop().call_later(0.01, ch.send_many, [(1, 2), None])
-        return [await ch.recv_async(), await ch.recv_async()]
+        return [await ch.arecv(), await ch.arecv()]
 
     sys.settrace(lambda *args: None)
     try:
@@ -531,9 +690,9 @@ def test_awaiting_under_a_tracer_takes_the_slow_path_correctly() -> None:
 def test_an_abandoned_wait_does_not_swallow_a_wakeup() -> None:
     async def main() -> int:
         ch: Channel[int] = Channel()
-        abandoned = ch.recv_async().__await__()
+        abandoned = ch.arecv().__await__()
         abandoned.send(None)  # parks first in line, then its owner forgets it
-        waiting = asyncio.create_task(ch.recv_async())  # type: ignore[arg-type]
+        waiting = asyncio.create_task(ch.arecv())  # type: ignore[arg-type]
         await asyncio.sleep(0)
         assert ch._parks == 2
         del abandoned
@@ -549,7 +708,7 @@ def test_closing_an_awaiting_coroutine_withdraws_it() -> None:
         ch: Channel[int] = Channel()
 
         async def receive() -> int:
-            return await ch.recv_async()
+            return await ch.arecv()
 
         coro = receive()
         coro.send(None)  # parked
@@ -562,13 +721,13 @@ def test_closing_an_awaiting_coroutine_withdraws_it() -> None:
     assert asyncio.run(main()) == 2
 
 
-def test_recv_async_needs_a_running_loop_only_to_wait() -> None:
+def test_arecv_needs_a_running_loop_only_to_wait() -> None:
     ch: Channel[int] = Channel()
     ch.send(1)
     with pytest.raises(StopIteration):
-        next(ch.recv_async().__await__())  # ready: no loop needed
+        next(ch.arecv().__await__())  # ready: no loop needed
     with pytest.raises(RuntimeError, match="no running event loop"):
-        next(ch.recv_async().__await__())
+        next(ch.arecv().__await__())
 
 
 def test_channel_is_generic_in_annotations() -> None:
@@ -626,10 +785,108 @@ def test_reference_cycles_through_a_channel_are_collected() -> None:
     assert "in a cycle" in Tracked.freed
 
 
+def traceback_length(e: BaseException) -> int:
+    return len(traceback.extract_tb(e.__traceback__))
+
+
+def closed_with_a_raised_error() -> tuple[Channel[int], Boom]:
+    ch: Channel[int] = Channel()
+
+    def producer() -> None:
+        raise Boom("producer failed")
+
+    try:
+        producer()
+    except Boom as e:
+        ch.close(e)
+        return ch, e
+    raise AssertionError
+
+
+def receive_error(receive: Callable[[Channel[int]], object], ch: Channel[int]) -> Boom:
+    big = bytearray(100_000)  # a frame worth keeping alive, if the traceback kept it
+    try:
+        receive(ch)
+    except Boom as e:
+        assert len(big) == 100_000
+        return e
+    raise AssertionError("expected the close error")
+
+
+def next_async(ch: Channel[int]) -> object:
+    async def step() -> object:
+        return await ch.__anext__()
+
+    return asyncio.run(step())
+
+
+RECEIVERS: dict[str, Callable[[Channel[int]], object]] = {
+    "recv": lambda ch: ch.recv(),
+    "try_recv": lambda ch: ch.try_recv(),
+    "recv_many": lambda ch: ch.recv_many(3),
+    "try_recv_many": lambda ch: ch.try_recv_many(3),
+    "for": lambda ch: list(ch),
+    "arecv": lambda ch: asyncio.run(ch.arecv()),  # type: ignore[arg-type]
+    "arecv_many": lambda ch: asyncio.run(ch.arecv_many(2)),  # type: ignore[arg-type]
+    "async for": next_async,
+}
+
+
+@pytest.mark.parametrize("receive", RECEIVERS.values(), ids=RECEIVERS.keys())
+def test_each_receiver_gets_the_close_error_with_a_fresh_traceback(
+    receive: Callable[[Channel[int]], object],
+) -> None:
+    ch, error = closed_with_a_raised_error()
+    at_close = traceback_length(error)
+    first = receive_error(receive, ch)
+    assert first is error, "the very instance the channel was closed with"
+    fresh = traceback_length(first)
+    for _ in range(50):
+        again = receive_error(receive, ch)
+    assert traceback_length(again) == fresh, "the traceback does not grow per receive"
+    names = [f.name for f in traceback.extract_tb(again.__traceback__)]
+    assert names.count("receive_error") == 1 and "producer" in names
+    assert fresh > at_close, "the receiver's frame is on top of the one it was closed with"
+
+
+def test_receiving_the_close_error_repeatedly_keeps_no_frames_alive() -> None:
+    ch, _ = closed_with_a_raised_error()
+    receive = RECEIVERS["recv"]
+    receive_error(receive, ch)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(300):
+            receive_error(receive, ch)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # Before the fix every receive kept its 100 KB frame: 30 MB here.
+    assert grown < 1_000_000, f"{grown} bytes kept by 300 receives"
+
+
+def test_the_close_error_context_is_reset_for_each_receiver() -> None:
+    ch: Channel[int] = Channel()
+    ch.close(Boom("end"))
+    with pytest.raises(Boom) as first:
+        ch.recv()
+    try:
+        raise KeyError("a receiver's own trouble")
+    except KeyError:
+        with pytest.raises(Boom):
+            raise first.value  # a receiver re-raises it while handling something else
+    assert isinstance(first.value.__context__, KeyError)
+    with pytest.raises(Boom) as later:
+        ch.recv()
+    assert later.value.__context__ is None, "one receiver's context is not shown to the next"
+
+
 def test_a_blocking_receive_inside_an_event_loop_is_refused_clearly() -> None:
     async def main() -> tuple[int, list[int]]:
         ch: Channel[int] = Channel()
-        with pytest.raises(RuntimeError, match="would block the running event loop; use `await ch.recv_async"):
+        with pytest.raises(RuntimeError, match="would block the running event loop; use `await ch.arecv"):
             ch.recv()
         with pytest.raises(RuntimeError, match="async for"):
             next(iter(ch))

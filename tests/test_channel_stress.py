@@ -90,9 +90,9 @@ async def async_consumer(ch: Channel[Item], out: list[Item]) -> None:
     while True:
         try:
             if len(out) % 3:
-                out.extend(await ch.recv_many_async(256))
+                out.extend(await ch.arecv_many(256))
             else:
-                out.append(await ch.recv_async())
+                out.append(await ch.arecv())
         except ChannelClosed:
             return
 

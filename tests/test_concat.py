@@ -1,5 +1,5 @@
 """concat_messages / MessageAccumulator, written from Eino's ConcatMessages rules
-(schema/message.go) as summarised in reference/eino-adk.md section 10.3."""
+(schema/message.go in Eino)."""
 
 from __future__ import annotations
 

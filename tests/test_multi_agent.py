@@ -123,7 +123,7 @@ def test_a_child_that_may_not_transfer_to_its_parent_gets_no_transfer_tool() -> 
 def test_set_sub_agents_refuses_a_second_parent_and_duplicate_names() -> None:
     child = agent("c", [])
     set_sub_agents(agent("p1", []), [child])
-    with pytest.raises(ValueError, match="already has a parent"):
+    with pytest.raises(ValueError, match="already belongs to 'p1'"):
         set_sub_agents(agent("p2", []), [child])
     with pytest.raises(ValueError, match="unique"):
         set_sub_agents(agent("p3", []), [agent("x", []), agent("x", [])])

@@ -68,7 +68,7 @@ def drain(reader: StreamReader) -> list[Any]:
 def test_unbounded_send_never_blocks_and_order_is_kept() -> None:
     r, w = pipe()
     for i in range(10_000):
-        assert w.send(i) is False
+        assert w.send(i) is True
     w.close()
     assert list(r) == list(range(10_000))
 
@@ -106,7 +106,7 @@ def test_reader_close_tells_the_writer_to_stop() -> None:
     r, w = pipe()
     w.send(1)
     r.close()
-    assert w.reader_closed and w.send(2) is True
+    assert w.reader_closed and w.send(2) is False
     with pytest.raises(StreamEOF):
         r.recv(timeout=T)
 
@@ -156,7 +156,7 @@ def test_bounded_send_blocks_a_thread_until_space() -> None:
         pipe(capacity=0)
 
 
-def test_bounded_send_returns_true_when_the_reader_closes_while_blocked() -> None:
+def test_bounded_send_returns_false_when_the_reader_closes_while_blocked() -> None:
     r, w = pipe(capacity=1)
     w.send(0)
     result: list[bool] = []
@@ -164,7 +164,7 @@ def test_bounded_send_returns_true_when_the_reader_closes_while_blocked() -> Non
     time.sleep(0.05)
     r.close()
     t.join(T)
-    assert result == [True]
+    assert result == [False]
 
 
 def test_bounded_send_timeout() -> None:
@@ -219,7 +219,7 @@ def test_asend_waits_without_blocking_the_loop() -> None:
 
         async def produce() -> None:
             for i in range(20):
-                assert await w.asend(i) is False
+                assert await w.asend(i) is True
             w.close()
 
         tick = asyncio.create_task(ticker())
@@ -236,7 +236,7 @@ def test_asend_waits_without_blocking_the_loop() -> None:
     assert got == list(range(20)) and ticks > 5
 
 
-def test_asend_returns_true_once_the_reader_closed() -> None:
+def test_asend_returns_false_once_the_reader_closed() -> None:
     async def main() -> bool:
         r, w = pipe(capacity=1)
         await w.asend(0)
@@ -245,7 +245,7 @@ def test_asend_returns_true_once_the_reader_closed() -> None:
         r.close()
         return await pending
 
-    assert run(main()) is True
+    assert run(main()) is False
 
 
 def test_thread_producer_to_asyncio_consumer() -> None:
@@ -270,7 +270,7 @@ def bounded_threads_to_asyncio(producers: int, per: int, capacity: int) -> None:
 
     def produce(p: int) -> None:
         for i in range(per):
-            assert w.send((p, i), timeout=T) is False
+            assert w.send((p, i), timeout=T) is True
 
     async def main() -> list[tuple[int, int]]:
         threads = [start(lambda p=p: produce(p)) for p in range(producers)]
@@ -409,10 +409,10 @@ def test_copy_source_closes_only_when_all_children_closed() -> None:
     a, b, c = r.copy(3)
     a.close()
     b.close()
-    assert w.send(1) is False
+    assert w.send(1) is True
     assert c.recv(timeout=T) == 1
     c.close()
-    assert w.send(2) is True
+    assert w.send(2) is False
 
 
 def test_closed_copy_child_reads_eof_and_releases_its_buffer() -> None:
@@ -462,7 +462,7 @@ def test_merge_edge_cases_and_close_propagation() -> None:
     (r1, w1), (r2, w2) = pipe(), pipe()
     merged = merge_streams([r1, r2])
     merged.close()
-    assert w1.send(1) is True and w2.send(1) is True
+    assert w1.send(1) is False and w2.send(1) is False
 
 
 def test_a_failed_merge_takes_nothing() -> None:
@@ -540,7 +540,7 @@ def test_convert_close_propagates_to_the_source() -> None:
     r, w = pipe()
     conv = convert_stream(r, str)
     conv.close()
-    assert w.send(1) is True
+    assert w.send(1) is False
 
 
 # --- dropping --------------------------------------------------------------------------
@@ -558,7 +558,7 @@ def test_dropping_an_unread_reader_frees_items_and_stops_the_writer() -> None:
     del item, r
     gc.collect()
     assert ref() is None, "the buffered item was freed"
-    assert w.send(Payload()) is True
+    assert w.send(Payload()) is False
 
 
 def test_dropping_copy_children_closes_the_source() -> None:
@@ -570,7 +570,7 @@ def test_dropping_copy_children_closes_the_source() -> None:
     del item, children, r
     gc.collect()
     assert ref() is None
-    assert w.send(1) is True
+    assert w.send(1) is False
 
 
 def test_dropping_the_writer_ends_the_stream() -> None:
@@ -607,7 +607,7 @@ def test_concat_message_stream_drains_and_closes() -> None:
     out = concat_message_stream(r)
     t.join(T)
     assert out.content == "".join(f"{i} " for i in range(100))
-    assert w.send(Message()) is True
+    assert w.send(Message()) is False
 
 
 def test_concat_message_stream_raises_a_mid_stream_error() -> None:

@@ -1,7 +1,7 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
 from rillet import codec, schema
-from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, RilletError, __version__
+from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, EndOfStream, RilletError, __version__
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta
 from rillet.agent_tool import AgentTool, AgentToolError
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
@@ -49,7 +49,7 @@ from rillet.interrupt import (
     stateful_interrupt,
     stateful_interrupt_event,
 )
-from rillet.models import ChatModel, ModelCall, ScriptedModel, ScriptExhaustedError
+from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
 from rillet.flow import (
     FlowAgent,
     HistoryEntry,
@@ -87,6 +87,7 @@ __all__ = [
     "DecodeError",
     "EMPTY",
     "EncodeError",
+    "EndOfStream",
     "EventGenerator",
     "EventIterator",
     "ExceedMaxIterationsError",
@@ -100,6 +101,7 @@ __all__ = [
     "Interrupted",
     "LoopAgent",
     "MessageVariant",
+    "OpenAIChatModel",
     "ModelCall",
     "ModelContext",
     "ParallelAgent",

@@ -30,7 +30,10 @@ def background_loop() -> asyncio.AbstractEventLoop:
             def main() -> None:
                 asyncio.set_event_loop(loop)
                 loop.call_soon(ready.set)
-                loop.run_forever()
+                try:
+                    loop.run_forever()
+                finally:  # if it ever stops, the next run starts a new loop instead of hanging
+                    loop.close()
 
             threading.Thread(target=main, name="rillet-loop", daemon=True).start()
             ready.wait()

@@ -10,9 +10,10 @@ two callbacks per call. Here a job is one tuple on a ``queue.SimpleQueue`` (C, t
 released while a worker waits) and the result comes back with a single
 ``loop.call_soon_threadsafe``. ``benches/bench_tool_handoff.py`` measures the three designs.
 
-The pool grows on demand: a job finds an idle worker or starts a new thread, up to
-``min(32, cpu_count + 4)`` (the bound ``ThreadPoolExecutor`` uses); beyond that jobs wait in
-the queue. Workers are daemon threads and live for the process (a forked child starts afresh).
+The pool grows on demand: a job finds an idle worker or starts a new thread, up to 256
+threads (far above ``ThreadPoolExecutor``'s ``cpu_count + 4``: a sync tool that runs a nested
+Runner holds its worker while the inner run's sync tools need workers of their own, and a
+small bound deadlocks such trees); beyond that jobs wait in the queue. Workers are daemon threads and live for the process (a forked child starts afresh).
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ class WorkerPool:
 
     def __init__(self, max_workers: int | None = None, *, name: str = "rillet-worker") -> None:
         if max_workers is None:
-            max_workers = min(32, (os.cpu_count() or 1) + 4)
+            # Generous: a sync tool may block on a nested run whose own sync tools need
+            # workers too; a small bound deadlocks such trees once every worker waits.
+            max_workers = 256
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers

@@ -135,21 +135,28 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: EventGenerator[AgentEven
             async for ev in evs:
                 if not gen.send(ev):
                     break  # the consumer is gone
-    except BaseException as e:
-        gen.close(e)
-        raise
+    except asyncio.CancelledError as e:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the run itself was cancelled (abandoned): just end
+        gen.send(AgentEvent(error=e))  # agent code let a CancelledError escape: an error, as data
+    except (KeyboardInterrupt, SystemExit) as e:
+        # Raised by agent code (a tool, a model, a callback): an error event, never an
+        # exception that would stop the event loop the run shares with other runs.
+        gen.send(AgentEvent(error=e))
     finally:
         gen.close()
 
 
-async def run_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+def run_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
     """The events of ``agent`` run on ``input``, in the calling task when the agent is a
     :class:`BaseAgent` (no extra task or channel), else through its ``run`` iterator."""
     if isinstance(agent, BaseAgent):
-        async with contextlib.aclosing(agent._events(input, **options)) as evs:  # type: ignore[type-var]
-            async for ev in evs:
-                yield ev
-        return
+        return agent._events(input, **options)
+    return _iterate_run(agent, input, **options)
+
+
+async def _iterate_run(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
     it = agent.run(input, **options)
     try:
         async for ev in it:

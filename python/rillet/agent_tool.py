@@ -15,7 +15,7 @@ from typing import Any
 from rillet._native import Message, RilletError
 from rillet.agent import Agent, AgentInput
 from rillet.context import RunContext, Session, current_run, current_tool_call
-from rillet.events import AgentEvent, RunStep, copy_event
+from rillet.events import AgentAction, AgentEvent, RunStep, copy_event
 from rillet.interrupt import composite_interrupt
 from rillet.flow import FlowAgent, advance_in, gen_transfer_messages, rewrite_message
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
@@ -57,6 +57,8 @@ class AgentTool(BaseTool):
         input_schema: dict[str, Any] | None = None,
         emit_internal_events: bool = False,
     ) -> None:
+        if not (callable(getattr(agent, "run", None)) and isinstance(getattr(agent, "name", None), str)):
+            raise TypeError(f"AgentTool(agent): expected an agent (name, description, run), got {type(agent).__name__}")
         if not agent.name:
             raise ValueError("AgentTool: the agent needs a non-empty name (it is the tool's name)")
         if not agent.description:
@@ -123,6 +125,10 @@ class AgentTool(BaseTool):
             if emit is not None and (ev.action is None or ev.action.interrupted is None):
                 local = copy_event(ev)
                 ev.run_path = (*prefix, *ev.run_path)
+                a = ev.action
+                if a is not None and (a.exit or a.transfer_to_agent or a.break_loop):
+                    # shown, never acted on: the inner agent's control actions stay in the tool
+                    ev.action = AgentAction(customized_action=a.customized_action) if a.customized_action is not None else None
                 emit(ev)
                 ev = local
             if last is not None and last.message_output is not None and last.message_output.message_stream is not None:

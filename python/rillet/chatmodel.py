@@ -75,6 +75,50 @@ AfterAgent = Callable[[list[Message]], "None | Awaitable[None]"]
 GenModelInput = Callable[[str, AgentInput], "list[Message] | Awaitable[list[Message]]"]
 
 
+async def _awaited(value: Any, model: Any, method: str) -> Any:
+    if not inspect.isawaitable(value):
+        raise TypeError(f"{type(model).__name__}.{method} must be `async def` (the ChatModel protocol); it returned {type(value).__name__}")
+    return await value
+
+
+def _check_arguments(
+    name: Any,
+    description: Any,
+    instruction: Any,
+    model: Any,
+    tools: Any,
+    return_directly: Any,
+    max_iterations: Any,
+    exit_tool: Any,
+) -> None:
+    """Clear errors for the mistakes people make when building a ChatModelAgent."""
+    from rillet.tools import BaseTool
+
+    where = f"ChatModelAgent {name!r}"
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"ChatModelAgent(name=...): a non-empty str is required, got {name!r}")
+    for field_name, value in (("description", description), ("instruction", instruction)):
+        if not isinstance(value, str):
+            raise TypeError(
+                f"{where}: {field_name} must be str, got {type(value).__name__}; "
+                "the order is (name, description, instruction, model, tools), or pass model=... by keyword"
+            )
+    if model is None:
+        raise ValueError(f"{where}: model is required (for example ScriptedModel([...]) or OpenAIChatModel('gpt-4o-mini'))")
+    if not (callable(getattr(model, "generate", None)) and callable(getattr(model, "stream", None))):
+        hint = f"; for a hosted model use OpenAIChatModel({model!r})" if isinstance(model, str) else ""
+        raise TypeError(f"{where}: model must be a ChatModel (async generate and stream), got {type(model).__name__}{hint}")
+    if isinstance(tools, (str, bytes, BaseTool)) or callable(tools) or not hasattr(tools, "__iter__"):
+        raise TypeError(f"{where}: tools must be a list of tools, got {type(tools).__name__}; write tools=[...]")
+    if isinstance(return_directly, str):
+        raise TypeError(f"{where}: return_directly must be a set of tool names, e.g. {{{return_directly!r}}}")
+    if not isinstance(max_iterations, int) or isinstance(max_iterations, bool):
+        raise TypeError(f"{where}: max_iterations must be an int, got {max_iterations!r}")
+    if exit_tool is not None and not isinstance(exit_tool, BaseTool):
+        what = "the class; pass an instance, e.g. ExitTool()" if isinstance(exit_tool, type) else type(exit_tool).__name__
+        raise TypeError(f"{where}: exit_tool must be a tool instance, got {what}")
+
+
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
@@ -145,8 +189,8 @@ class ChatModelAgent(BaseAgent):
             before_agent_callbacks=before_agent_callbacks,
             after_agent_callbacks=after_agent_callbacks,
         )
-        if model is None:
-            raise ValueError(f"ChatModelAgent {name!r}: model is required (for example ScriptedModel([...]))")
+        _check_arguments(name, description, instruction, model, tools, return_directly, max_iterations, exit_tool)
+        assert model is not None  # checked just above
         if tool_error not in ("return", "raise"):
             raise ValueError(f"ChatModelAgent {name!r}: tool_error must be 'return' or 'raise', got {tool_error!r}")
         from rillet.tools import as_tool
@@ -276,27 +320,55 @@ class ChatModelAgent(BaseAgent):
                 )
             remaining -= 1
             iteration += 1
-            mctx = ModelContext(self.name, iteration, state, infos)
+            mctx = ModelContext(self.name, iteration, state, infos) if self.before_model or self.after_model else None
             for before in self.before_model:
-                new_state = await _maybe_await(before(mctx))
+                new_state = await _maybe_await(before(mctx))  # type: ignore[arg-type]
                 if new_state is not None:
                     state[:] = new_state  # persisted, as Eino's BeforeModelRewriteState
             if streaming:
-                stream = await self.model.stream(state, tools=infos or None, **model_opts)
+                stream = await _awaited(self.model.stream(state, tools=infos or None, **model_opts), self.model, "stream")
                 user_copy, own = stream.copy(2)
                 yield event_from_message(None, user_copy)
                 reply = await aconcat_message_stream(own)
             else:
-                reply = await self.model.generate(state, tools=infos or None, **model_opts)
+                reply = await _awaited(self.model.generate(state, tools=infos or None, **model_opts), self.model, "generate")
+                if type(reply) is not Message:
+                    raise TypeError(
+                        f"{type(self.model).__name__}.generate returned {type(reply).__name__}; "
+                        "a ChatModel's generate must return a rillet.Message"
+                    )
                 yield event_from_message(reply.copy())
             for after in self.after_model:
-                replaced = await _maybe_await(after(mctx, reply))
+                replaced = await _maybe_await(after(mctx, reply))  # type: ignore[arg-type]
                 if replaced is not None:
                     reply = replaced
             state.append(reply)
-            if not reply.tool_calls or not infos:
+            calls = reply.tool_calls
+            if not calls or not infos:
                 await self._finish(state, reply.content)
                 return
+            if len(calls) == 1 and not self._emits:
+                # The common round, inline: one call, no task, no round generator.
+                c = calls[0]
+                try:
+                    ev, msg = await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming)
+                except Interrupted as e:
+                    snapshot = _snapshot(state, {}, remaining, iteration)
+                    yield composite_interrupt_event(None, snapshot, e)
+                    return
+                yield ev
+                if not isinstance(msg, Message):
+                    try:
+                        msg = await msg
+                    except Interrupted as e:  # a streaming tool interrupted part-way
+                        yield composite_interrupt_event(None, _snapshot(state, {}, remaining, iteration), e)
+                        return
+                state.append(msg)
+                if c.function.name in self.return_directly:
+                    await self._finish(state, state[-1].content)
+                    return
+                round_ = None
+                continue
             outcome = _RoundOutcome()
             round_ = self._round(state, streaming, remaining, iteration, {}, outcome)
 
@@ -348,66 +420,63 @@ class ChatModelAgent(BaseAgent):
         """One tool round for the calls of ``state[-1]``: events as calls finish; a
         return-directly event held to the end; an interrupt of any call (after every call
         has finished) becomes one composite interrupt of this agent, saving what it needs
-        to rerun only the calls that did not complete."""
+        to rerun only the calls that did not complete. Calls are told apart by position
+        (ids may repeat or be empty)."""
         calls = state[-1].tool_calls
-        direct_id = final_id(calls, self)
+        direct = final_position(calls, self)
         final: AgentEvent | None = None
         signals: list[Any] = []
-        results: dict[str, Message] = dict(completed)
-        async for ev, call_id, msg in self._tool_calls([c for c in calls if c.id not in completed], state, streaming):
+        results: dict[int, Message] = {int(k): v for k, v in completed.items()}
+        pending = [(i, c) for i, c in enumerate(calls) if i not in results]
+        async for ev, pos, msg in self._tool_calls(pending, state, streaming):
             if isinstance(ev, Interrupted):
                 signals.append(ev)
                 continue
             if msg is not None:
-                results[call_id] = msg
+                results[pos] = msg
             if ev is None:  # a streaming tool's result, joined after its event
                 continue
-            if direct_id and call_id == direct_id:
+            if pos >= 0 and pos == direct:
                 final = ev
             else:
                 yield ev
         if signals:
-            snapshot = {
-                "kind": _STATE_KIND,
-                "messages": list(state),
-                "completed": results,
-                "remaining": remaining,
-                "iteration": iteration,
-            }
             outcome.interrupted = True
-            yield composite_interrupt_event(None, snapshot, *signals)
+            saved = {str(i): m for i, m in results.items()}
+            yield composite_interrupt_event(None, _snapshot(state, saved, remaining, iteration), *signals)
             return
-        state.extend(results[c.id] for c in calls if c.id in results)
-        if direct_id:
-            if final is None and direct_id in results:  # it completed before an interrupt
-                final = event_from_message(results[direct_id].copy(), role="tool", tool_name=results[direct_id].tool_name)
+        state.extend(results[i] for i in range(len(calls)) if i in results)
+        if direct >= 0:
+            if final is None and direct in results:  # it completed before an interrupt
+                final = event_from_message(results[direct].copy(), role="tool", tool_name=results[direct].tool_name)
             outcome.ends = True
-            outcome.final_text = results[direct_id].content if direct_id in results else ""
+            outcome.final_text = results[direct].content if direct in results else ""
             if final is not None:
                 yield final
 
     async def _tool_calls(
-        self, calls: Sequence[ToolCall], state: list[Message], streaming: bool
-    ) -> AsyncIterator[tuple[Any, str, Message | None]]:
-        """Runs tool calls (concurrently unless told otherwise); yields (event, call id, tool
-        message) as each call returns (a streaming tool's event before its stream is read:
-        its message is then None and joins later), or (Interrupted, call id, None). Events that
-        tools emit (agent tools with ``emit_internal_events``) are yielded as they come."""
-        futures: dict[str, asyncio.Future[Message]] = {}
+        self, calls: Sequence[tuple[int, ToolCall]], state: list[Message], streaming: bool
+    ) -> AsyncIterator[tuple[Any, int, Message | None]]:
+        """Runs ``(position, call)`` pairs (concurrently unless told otherwise); yields
+        (event, position, tool message) as each call returns (a streaming tool's event before
+        its stream is read: its message is then None and comes later), or (Interrupted,
+        position, None). Events that tools emit (agent tools with ``emit_internal_events``)
+        are yielded as they come, with position -1."""
+        futures: dict[int, asyncio.Future[Message]] = {}
         inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         emit = (lambda ev: inbox.put_nowait(("event", ev))) if self._emits else None
         if emit is None and (len(calls) == 1 or self.execute_tools_sequentially):
-            for c in calls:
+            for pos, c in calls:
                 try:
                     ev, msg = await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming)
                 except Interrupted as e:
-                    yield e, c.id, None
+                    yield e, pos, None
                     continue
                 if isinstance(msg, Message):
-                    yield ev, c.id, msg
+                    yield ev, pos, msg
                 else:
-                    futures[c.id] = msg
-                    yield ev, c.id, None
+                    futures[pos] = msg
+                    yield ev, pos, None
         else:
             gate = asyncio.Lock() if self.execute_tools_sequentially else None
 
@@ -417,7 +486,7 @@ class ChatModelAgent(BaseAgent):
                 async with gate:
                     return await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming, emit)
 
-            tasks = {asyncio.ensure_future(one(c)): c.id for c in calls}
+            tasks = {asyncio.ensure_future(one(c)): pos for pos, c in calls}
             for t in tasks:
                 t.add_done_callback(lambda t: inbox.put_nowait(("done", t)))
             try:
@@ -425,25 +494,28 @@ class ChatModelAgent(BaseAgent):
                 while left:
                     kind, item = await inbox.get()  # emitted events and finished calls, as they come
                     if kind == "event":
-                        yield item, "", None
+                        yield item, -1, None
                         continue
                     left -= 1
-                    call_id = tasks[item]
+                    pos = tasks[item]
                     try:
                         ev, msg = item.result()
                     except Interrupted as e:
-                        yield e, call_id, None
+                        yield e, pos, None
                         continue
                     if isinstance(msg, Message):
-                        yield ev, call_id, msg
+                        yield ev, pos, msg
                     else:
-                        futures[call_id] = msg
-                        yield ev, call_id, None
+                        futures[pos] = msg
+                        yield ev, pos, None
             finally:
                 for t in tasks:
                     t.cancel()
-        for call_id, fut in futures.items():  # streaming tools' concatenated results
-            yield None, call_id, await fut
+        for pos, fut in futures.items():  # streaming tools' concatenated results
+            try:
+                yield None, pos, await fut
+            except Interrupted as e:  # the stream interrupted part-way
+                yield e, pos, None
 
     async def _call_tool(
         self,
@@ -454,16 +526,18 @@ class ChatModelAgent(BaseAgent):
         streaming: bool = False,
         emit: Callable[[AgentEvent], None] | None = None,
     ) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
-        scope = ToolCallScope(name, call_id, None, state, streaming, emit)
         resume = current_resume()
-        if resume is not None:
+        if resume is None:
+            scope = ToolCallScope(name, call_id, None, state, streaming, emit)
+        else:
             run = current_run()
-            scope.point = resume.enter((*(run.address if run else ()), f"tool:{name}:{call_id}"))
+            point = resume.enter((*(run.address if run else ()), f"tool:{name}:{call_id}"))
+            scope = ToolCallScope(name, call_id, None, state, streaming, emit, point)
         token = _TOOL_CALL.set(scope)
         try:
             tool = self._by_name.get(name)
             if tool is not None and tool.is_streaming:
-                return self._stream_tool(tool, scope, arguments)
+                return await self._stream_tool(tool, scope, arguments)
             content = await self._invoke(tool, name, call_id, arguments)
         finally:
             _TOOL_CALL.reset(token)
@@ -474,6 +548,15 @@ class ChatModelAgent(BaseAgent):
         return ev, msg
 
     async def _invoke(self, tool: BaseTool | None, name: str, call_id: str, arguments: str) -> str:
+        if tool is not None and not self.wrap_tool_call:
+            try:
+                result: str = await tool.invoke(arguments)
+                return result
+            except Interrupted:
+                raise
+            except Exception as e:
+                return self._tool_failed(name, call_id, e)
+
         async def call(args: str) -> str:
             if tool is None:
                 raise LookupError(
@@ -490,40 +573,60 @@ class ChatModelAgent(BaseAgent):
         except Interrupted:
             raise
         except Exception as e:
-            if self.tool_error == "raise":
-                raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
-            return f"Error: {e}"
+            return self._tool_failed(name, call_id, e)
 
-    def _stream_tool(
+    def _tool_failed(self, name: str, call_id: str, e: Exception) -> str:
+        """A failed call: its error text for the model, or (``tool_error="raise"``) the end."""
+        if self.tool_error == "raise":
+            raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
+        return f"Error: {e}"
+
+    async def _stream_tool(
         self, tool: BaseTool, scope: ToolCallScope, arguments: str
     ) -> tuple[AgentEvent, asyncio.Future[Message]]:
-        """A streaming tool (its native flavour, whatever the run's mode): the event carries
-        a stream of tool-message chunks and is emitted before the stream is read; the state
-        gets their concatenation. Tool-call wrappers apply to invoked tools only."""
+        """A streaming tool (its native flavour, whatever the run's mode): its event carries a
+        stream of tool-message chunks, emitted once the first chunk is there (so an action the
+        tool sends before its first chunk is on the event); the state gets their concatenation.
+        An interrupt before the first chunk interrupts the call; one after it, once the stream
+        ends. Tool-call wrappers apply to invoked tools only."""
         name, call_id = scope.tool_name, scope.call_id
         reader, writer = pipe()
         user_copy, own = reader.copy(2)
+        started = asyncio.Event()
+        interrupted: list[Interrupted] = []
 
         async def produce() -> None:
             try:
                 async for piece in tool.stream(arguments):
                     writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name))
+                    started.set()
                     if writer.reader_closed:  # every reader is gone: stop producing
                         break
+            except Interrupted as e:
+                interrupted.append(e)
             except Exception as e:
                 if self.tool_error == "raise":
                     writer.send_error(ToolCallError(f"failed to stream tool call {call_id}: {e}"))
                 else:
                     writer.send(Message(role="tool", content=f"Error: {e}", tool_call_id=call_id, tool_name=name))
             finally:
+                started.set()
                 writer.close()
 
+        producer = asyncio.ensure_future(produce())  # runs with the tool-call scope set
+        await started.wait()
+        if interrupted and producer.done():
+            user_copy.close()
+            own.close()
+            raise interrupted[0]
+
         async def concat() -> Message:
-            producer = asyncio.ensure_future(produce())  # runs with the tool-call scope set
             try:
                 msg = await aconcat_message_stream(own)
             finally:
                 await producer
+            if interrupted:
+                raise interrupted[0]
             return msg if msg.role else Message.tool_message("", call_id, name)
 
         result = asyncio.ensure_future(concat())
@@ -546,6 +649,18 @@ def _bind(
 _STATE_KIND = "rillet.chatmodel.round"
 
 
+def _snapshot(state: list[Message], completed: dict[str, Message], remaining: int, iteration: int) -> dict[str, Any]:
+    """What an interrupted round saves: the conversation up to the tool-call message, the
+    results of the calls that completed, and the loop's counters."""
+    return {
+        "kind": _STATE_KIND,
+        "messages": list(state),
+        "completed": completed,
+        "remaining": remaining,
+        "iteration": iteration,
+    }
+
+
 class _RoundOutcome:
     """How a tool round ended: interrupted, or ending the run (a return-directly tool)."""
 
@@ -557,10 +672,10 @@ class _RoundOutcome:
         self.final_text = ""
 
 
-def final_id(calls: Sequence[ToolCall], agent: ChatModelAgent) -> str:
-    """The id of the round's return-directly call ("" if none); the last such call wins."""
-    found = ""
-    for c in calls:
+def final_position(calls: Sequence[ToolCall], agent: ChatModelAgent) -> int:
+    """The position of the round's return-directly call (-1 if none); the last one wins."""
+    found = -1
+    for i, c in enumerate(calls):
         if c.function.name in agent.return_directly:
-            found = c.id
+            found = i
     return found

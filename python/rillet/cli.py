@@ -16,15 +16,19 @@ def bench(args: argparse.Namespace) -> int:
     from rillet.benchmarks.runner import measure, summary
 
     print(
-        f"rillet {rillet.__version__} channel benchmark: {args.items:,} items, median of {args.repeat} runs, "
+        f"rillet {rillet.__version__} channel benchmark: {args.items:,} items, {args.rounds} rounds "
+        f"(each implementation runs for at least {args.min_time:g} s a round; its median run counts), "
         f"Python {platform.python_version()} on {platform.machine()}",
         file=sys.stderr,
     )
     items = list(range(args.items))
-    results = measure(SCENARIOS, items, args.repeat)
+    results = measure(SCENARIOS, items, args.rounds, args.min_time)
     print(summary(SCENARIOS, results))
-    print("\nPeers that are missing come with: pip install 'rillet[bench]'. Timings on a shared machine are noisy;")
-    print("compare ratios from one run. The pytest-benchmark suites are in benches/ (make bench-full).")
+    print(
+        "\nEach ratio is taken within a round and reported as the median over rounds with the lowest"
+        "\nand highest round; a verdict reads the median. Peers that are missing come with:"
+        "\npip install 'rillet[bench]'. The pytest-benchmark suites are in benches/ (make bench-full)."
+    )
     return 0
 
 
@@ -34,7 +38,12 @@ def demo(args: argparse.Namespace) -> int:
     if args.example != "travel":
         import importlib
 
-        flags = {"--approve/--reject": args.decision, "--db": args.db, "--stop-at-approval": args.stop_at_approval}
+        flags = {
+            "--approve/--reject": args.decision,
+            "--db": args.db,
+            "--stop-at-approval": args.stop_at_approval,
+            "--model": args.model != "scripted",
+        }
         used = [flag for flag, value in flags.items() if value]
         if used:
             print(
@@ -53,13 +62,16 @@ def demo(args: argparse.Namespace) -> int:
         decision=args.decision,
         db=args.db,
         stop_at_approval=args.stop_at_approval,
+        model=args.model,
     )
 
 
 def resume(args: argparse.Namespace) -> int:
     from rillet.demo import resume as resume_demo
 
-    return resume_demo(args.checkpoint_id, db=args.db, decision=args.decision, color=False if args.no_color else None)
+    return resume_demo(
+        args.checkpoint_id, db=args.db, decision=args.decision, color=False if args.no_color else None, model=args.model
+    )
 
 
 def _approval_flags(p: argparse.ArgumentParser) -> None:
@@ -67,12 +79,26 @@ def _approval_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--approve", dest="decision", action="store_const", const="approve", help="approve the booking")
     g.add_argument("--reject", dest="decision", action="store_const", const="reject", help="decline the booking")
     p.add_argument("--db", help="the SQLite checkpoint file (default: rillet-demo.db in the temp folder)")
+    p.add_argument(
+        "--model",
+        choices=["scripted", "openai"],
+        default="scripted",
+        help="travel demo only: the scripted model (default, offline) or an OpenAI-compatible endpoint "
+        "from OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL (default gpt-4o-mini); see docs/models.md",
+    )
 
 
 def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
     return value
 
 
@@ -107,7 +133,12 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(run=resume)
     b = sub.add_parser("bench", help="measure rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans")
     b.add_argument("--items", type=positive_int, default=200_000, help="items per run (default: 200,000)")
-    b.add_argument("--repeat", type=positive_int, default=5, help="runs per measurement; the median is reported (default: 5)")
+    b.add_argument(
+        "--rounds", type=positive_int, default=5, help="rounds over every implementation; medians and ranges are over rounds (default: 5)"
+    )
+    b.add_argument(
+        "--min-time", type=seconds, default=0.2, help="seconds each implementation runs in a round, at least one run (default: 0.2)"
+    )
     b.set_defaults(run=bench)
     return p
 

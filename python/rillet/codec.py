@@ -64,10 +64,12 @@ ToState = Callable[[Any], State]
 FromState = Callable[[State], Any]
 Migrate = Callable[[State, int], State]
 
-# type -> (name, version, to_state, state_is_fields): read by the Rust encoder.
-_BY_TYPE: dict[type, tuple[str, int, ToState, bool]] = {}
-# name -> (version, from_state, migrate): read by the Rust decoder.
-_BY_NAME: dict[str, tuple[int, FromState, Migrate | None]] = {}
+# type -> (name, version, to_state, state_is_fields): read by the Rust encoder. A to_state of
+# None marks rillet's own message types, which the encoder writes from their Rust fields.
+_BY_TYPE: dict[type, tuple[str, int, ToState | None, bool]] = {}
+# name -> (version, from_state, migrate): read by the Rust decoder. A from_state of None marks
+# rillet's own message types, which the decoder builds natively.
+_BY_NAME: dict[str, tuple[int, FromState | None, Migrate | None]] = {}
 
 # Classes the codec already encodes exactly; registering them would be ambiguous.
 _BUILTIN = (
@@ -338,34 +340,18 @@ def _register_rillet_types() -> None:
     """rillet's own message types, under stable names, so every checkpoint can hold them.
 
     A Message, ToolCall or ContentPart travels as its exact chat-completions dict; the small
-    value types as a list of their fields. Changing a state's shape needs a new version.
+    value types as a list of their fields (docs/checkpoint-format.md). The encoder writes
+    these states straight from the Rust fields and the decoder builds the objects straight
+    from them, so their entries carry no hooks (None). Changing a state's shape needs a new
+    version and a migrate function.
     """
     from rillet._native import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage
 
-    for cls in (Message, ToolCall, ContentPart):
-        register_type(cls, f"rillet.{cls.__name__}", to_state=cls.to_dict, from_state=cls.from_dict)
-
-    def fields_of(*names: str) -> Callable[[Any], list[Any]]:
-        return lambda obj: [getattr(obj, n) for n in names]
-
-    register_type(
-        FunctionCall,
-        "rillet.FunctionCall",
-        to_state=fields_of("name", "arguments"),
-        from_state=lambda s: FunctionCall(*s),
-    )
-    register_type(
-        Usage,
-        "rillet.Usage",
-        to_state=fields_of("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens"),
-        from_state=lambda s: Usage(*s),
-    )
-    register_type(
-        ResponseMeta,
-        "rillet.ResponseMeta",
-        to_state=fields_of("finish_reason", "usage"),
-        from_state=lambda s: ResponseMeta(*s),
-    )
+    for cls in (Message, ToolCall, ContentPart, FunctionCall, Usage, ResponseMeta):
+        name = f"rillet.{cls.__name__}"
+        _check_registration(cls, name, 1, None)
+        _BY_TYPE[cls] = (name, 1, None, False)
+        _BY_NAME[name] = (1, None, None)
 
 
 _register_rillet_types()

@@ -60,6 +60,17 @@ class Session:
             self.events.append(event)
             self.stamps.append(stamp)
 
+    def close_streams(self) -> None:
+        """Closes the streams of recorded events no one read: at the end of a run, so that a
+        producer (a model's HTTP response) learns that nobody will read the rest."""
+        with self.lock:
+            events = list(self.events)
+        for ev in events:
+            out = ev.output
+            mv = out.message_output if out is not None else None
+            if mv is not None and mv.message_stream is not None:
+                mv.message_stream.close()
+
     def snapshot(self) -> list[AgentEvent]:
         """A copy of the event log."""
         with self.lock:

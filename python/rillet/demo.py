@@ -128,9 +128,9 @@ def reply_for(messages: list[Message], tools: Any = None) -> Message:
     )
 
 
-def build_agent(delay: float = 0.02) -> Any:
-    """The demo's agent: a ChatModelAgent over a ScriptedModel and four tools, one of which
-    needs approval."""
+def build_agent(delay: float = 0.02, model: Any = None) -> Any:
+    """The demo's agent: a ChatModelAgent over a ScriptedModel (or ``model``) and four tools,
+    one of which needs approval."""
     from rillet.approval import requires_approval
     from rillet.chatmodel import ChatModelAgent
     from rillet.models import ScriptedModel
@@ -140,7 +140,7 @@ def build_agent(delay: float = 0.02) -> Any:
         name="travel_assistant",
         description="Answers travel questions with live tools.",
         instruction="You are a concise travel assistant. Use the tools; never guess numbers.",
-        model=ScriptedModel(reply_for, chunk_size=3, delay=delay),
+        model=model if model is not None else ScriptedModel(reply_for, chunk_size=3, delay=delay),
         tools=[tool(get_weather), tool(convert_currency), tool(packing_tips), requires_approval(tool(book_hotel))],
     )
 
@@ -365,17 +365,25 @@ def main(
     decision: str | None = None,
     db: str | Path | None = None,
     stop_at_approval: bool = False,
+    model: str = "scripted",
 ) -> int:
     """Runs the demo and prints it; returns the process exit code. The run is checkpointed
-    in SQLite (``db``) when it stops for approval, then resumed from there."""
+    in SQLite (``db``) when it stops for approval, then resumed from there. ``model="openai"``
+    runs it on an OpenAI-compatible endpoint (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, and
+    ``OPENAI_MODEL``, default gpt-4o-mini) instead of the scripted model."""
     from rillet.checkpoint import SqliteCheckpointStore
     from rillet.runner import Runner
 
     console = make_console(color)
-    console.print("[bold]rillet demo[/]: a ReAct agent with four tools on a scripted model (offline)")
+    chat = _chat_model(model)
+    where = "a scripted model (offline)" if chat is None else "an OpenAI-compatible model"
+    console.print(f"[bold]rillet demo[/]: a ReAct agent with four tools on {where}")
+    if chat is not None:
+        console.print(f"[dim]{chat.model} at {chat.base_url}[/]")
     print_user(console, QUESTION)
     db_path = Path(db) if db is not None else _default_db()
-    runner = Runner(build_agent(delay), streaming=streaming, checkpoint_store=SqliteCheckpointStore(db_path))
+    delay = delay if chat is None else 0.0
+    runner = Runner(build_agent(delay, chat), streaming=streaming, checkpoint_store=SqliteCheckpointStore(db_path))
     checkpoint_id = f"demo-{uuid.uuid4().hex[:8]}"
     start = time.perf_counter()
     r = render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console)
@@ -391,14 +399,34 @@ def main(
     return 0
 
 
-def resume(checkpoint_id: str, *, db: str | Path | None = None, decision: str | None = None, color: bool | None = None) -> int:
+def _chat_model(model: str) -> Any:
+    """None for the scripted model; an OpenAIChatModel configured from the environment."""
+    if model == "scripted":
+        return None
+    if model != "openai":
+        raise ValueError(f"model must be 'scripted' or 'openai', got {model!r}")
+    import os
+
+    from rillet.models.openai import OpenAIChatModel
+
+    return OpenAIChatModel(os.environ.get("OPENAI_MODEL") or "gpt-4o-mini")
+
+
+def resume(
+    checkpoint_id: str,
+    *,
+    db: str | Path | None = None,
+    decision: str | None = None,
+    color: bool | None = None,
+    model: str = "scripted",
+) -> int:
     """``rillet resume``: continues a demo run saved in SQLite, from any process."""
     from rillet.checkpoint import SqliteCheckpointStore
     from rillet.runner import Runner
 
     console = make_console(color)
     db_path = Path(db) if db is not None else _default_db()
-    runner = Runner(build_agent(0.0), checkpoint_store=SqliteCheckpointStore(db_path))
+    runner = Runner(build_agent(0.0, _chat_model(model)), checkpoint_store=SqliteCheckpointStore(db_path))
     data = runner.checkpoint_store.get(checkpoint_id)
     if data is None:
         console.print(f"[red]no checkpoint {checkpoint_id!r} in {db_path}[/]")

@@ -59,7 +59,7 @@ class MessageVariant:
 
     is_streaming: bool = False
     message: Message | None = None
-    message_stream: StreamReader | None = None
+    message_stream: StreamReader[Message] | None = None
     role: Role = "assistant"
     tool_name: str = ""
 
@@ -92,7 +92,7 @@ class MessageVariant:
         return msg
 
 
-def _concat_nonempty(stream: StreamReader) -> Message:
+def _concat_nonempty(stream: StreamReader[Message]) -> Message:
     from rillet._native import MessageAccumulator
 
     acc = MessageAccumulator()
@@ -195,20 +195,14 @@ class AgentEvent:
 
 def event_from_message(
     message: Message | None,
-    stream: StreamReader | None = None,
+    stream: StreamReader[Message] | None = None,
     role: Role = "assistant",
     tool_name: str = "",
 ) -> AgentEvent:
     """An event whose output is ``message``, or ``stream`` when one is given (then it is a
     streaming event). No agent name, run path or action: the framework adds those."""
-    variant = MessageVariant(
-        is_streaming=stream is not None,
-        message=message,
-        message_stream=stream,
-        role=role,
-        tool_name=tool_name,
-    )
-    return AgentEvent(output=AgentOutput(message_output=variant))
+    # positional arguments: this runs twice per ReAct step
+    return AgentEvent("", (), AgentOutput(MessageVariant(stream is not None, message, stream, role, tool_name), None))
 
 
 def get_message(event: AgentEvent) -> Message | None:

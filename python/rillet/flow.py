@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rillet._native import FunctionCall, Message, RilletError, ToolCall
-from rillet.agent import Agent, AgentInput, BaseAgent, run_events
+from rillet.agent import Agent, AgentInput, BaseAgent, _author, run_events
 from rillet.context import _RUN, _TOOL_CALL, RunContext, Session, current_run
 from rillet.events import AgentAction, AgentEvent, copy_event, event_from_message, new_transfer_to_agent_action
 from rillet.interrupt import current_resume
@@ -56,22 +56,39 @@ class HistoryEntry:
 HistoryRewriter = Callable[[list[HistoryEntry]], list[Message]]
 
 
-async def advance_in(run: RunContext, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+async def advance_in(
+    run: RunContext, events: AsyncIterator[AgentEvent], author: str | None = None
+) -> AsyncIterator[AgentEvent]:
     """Iterates ``events`` with the run context set to ``run`` (and no tool call in scope: an
     agent run from inside a tool is not that tool) while each event is produced, and restored
-    before it is handed on, so the consumer's own context is never changed."""
+    before it is handed on, so the consumer's own context is never changed.
+
+    With ``author`` (the agent's name) ``events`` is an agent's raw ``_run``: this also does
+    what :meth:`BaseAgent._events` does, so the common path has one generator fewer: events
+    without an author get one, and an exception becomes a final error event."""
+    anext = events.__anext__
     try:
         while True:
             token = _RUN.set(run)
-            tool_token = _TOOL_CALL.set(None)
+            tool_token = _TOOL_CALL.set(None) if _TOOL_CALL.get() is not None else None
+            failed = False
             try:
-                ev = await events.__anext__()
+                ev = await anext()
             except StopAsyncIteration:
                 return
+            except Exception as e:
+                if author is None:
+                    raise
+                ev, failed = AgentEvent(error=e), True
             finally:
-                _TOOL_CALL.reset(tool_token)
+                if tool_token is not None:
+                    _TOOL_CALL.reset(tool_token)
                 _RUN.reset(token)
+            if author is not None and not ev.agent_name:
+                ev.agent_name = _author(ev, author)
             yield ev
+            if failed:
+                return
     finally:
         token = _RUN.set(run)
         tool_token = _TOOL_CALL.set(None)
@@ -153,7 +170,23 @@ class FlowAgent(BaseAgent):
             return self.parent
         return None
 
-    async def _run(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
+    async def _events(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
+        """The flow's events; an exception becomes a final error event (one generator: the
+        flow has no agent callbacks)."""
+        root = current_run()
+        try:
+            async for ev in self._flow(input, **options):
+                yield ev
+        except Exception as e:  # errors are events: run never raises
+            yield AgentEvent(agent_name=self.name, error=e)
+        finally:
+            if root is not None and not root.run_path:  # the run's root: its session ends here
+                root.session.close_streams()
+
+    def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        return self._flow(input, **options)
+
+    async def _flow(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
         parent = current_run()
         if parent is None:  # run on its own, outside a Runner: a fresh session
             parent = RunContext(Session())
@@ -174,7 +207,12 @@ class FlowAgent(BaseAgent):
         own_path = run.run_path
         session = run.session
         last_action: AgentAction | None = None
-        async for ev in advance_in(run, run_events(self.agent, input, **options)):
+        inner = self.agent
+        if isinstance(inner, BaseAgent) and not (inner.before_agent_callbacks or inner.after_agent_callbacks):
+            events = advance_in(run, inner._run(input, **options), author=inner.name)
+        else:
+            events = advance_in(run, run_events(inner, input, **options))
+        async for ev in events:
             if not ev.run_path:
                 if not ev.agent_name:
                     ev.agent_name = self.name
@@ -199,7 +237,7 @@ class FlowAgent(BaseAgent):
                 ),
             )
             return
-        async for ev in advance_in(run, target._events(None, **options)):  # type: ignore[arg-type]
+        async for ev in advance_in(run, target._events(None, **options)):
             yield ev
 
     async def _resume_transfer(self, run: RunContext, points: list[str], **options: Any) -> AsyncIterator[AgentEvent]:
@@ -214,7 +252,7 @@ class FlowAgent(BaseAgent):
         if target is None:
             yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume: sub-agent '{names[0]}' not found"))
             return
-        async for ev in advance_in(run, target._events(None, **options)):  # type: ignore[arg-type]
+        async for ev in advance_in(run, target._events(None, **options)):
             yield ev
 
     async def _history_input(self, run: RunContext) -> AgentInput:
@@ -233,6 +271,21 @@ class FlowAgent(BaseAgent):
             entries.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))
         rewriter = self.history_rewriter or _default_rewriter(self.name)
         return AgentInput(list(rewriter(entries)), root.enable_streaming)
+
+
+def adopt(child: Agent, parent: Agent, who: str) -> None:
+    """Marks ``child`` as belonging to ``parent``; an agent has one parent (a transfer tree
+    or a workflow), as in Eino, so that wiring one tree never rewires another."""
+    current = getattr(child, "_rillet_parent", None)
+    if current is not None and current is not parent:
+        raise ValueError(
+            f"{who}: agent {child.name!r} already belongs to {current.name!r}; an agent can have one parent: "
+            "make a second agent for the second place"
+        )
+    try:
+        child._rillet_parent = parent  # type: ignore[attr-defined]
+    except AttributeError:  # an object that takes no attributes: not tracked
+        pass
 
 
 def _flow(agent: Agent) -> FlowAgent:
@@ -254,6 +307,7 @@ def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
     for c in children:
         if c.parent is not None:
             raise ValueError(f"set_sub_agents: {c.name!r} already has a parent, {c.parent.name!r}")
+        adopt(c.agent, parent.agent, "set_sub_agents")
     hook = getattr(parent.agent, "on_set_sub_agents", None)
     if hook is not None:
         hook([c.agent for c in children])

@@ -30,6 +30,13 @@ from rillet.interrupt import _RESUME, InterruptInfo, ResumeScope
 __all__ = ["Runner"]
 
 
+def _agent_options(model_options: Mapping[str, Any] | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    out = dict(options or {})
+    if model_options:
+        out["model_options"] = dict(model_options)
+    return out
+
+
 class Runner:
     """Runs ``agent`` (wrapped in the flow wrapper, which fills ``agent_name`` and ``run_path``
     and records the session's events). ``streaming=True`` asks models to stream their output;
@@ -37,7 +44,7 @@ class Runner:
     :mod:`rillet.checkpoint`)."""
 
     def __init__(self, agent: Agent, *, streaming: bool = False, checkpoint_store: Any = None) -> None:
-        if not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):  # duck-typed: Protocol isinstance is slow
+        if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
             raise TypeError(
                 f"Runner(agent): expected an agent (name, description and run(input)), got {type(agent).__name__}"
             )
@@ -52,11 +59,14 @@ class Runner:
         *,
         checkpoint_id: str | None = None,
         session_values: Mapping[str, Any] | None = None,
-        **options: Any,
+        model_options: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> RunIterator:
         """Starts a run on ``messages`` and returns its events at once. ``session_values``
         seed the session every agent of the run shares; with ``checkpoint_id`` an interrupt
-        is saved to the checkpoint store under that id."""
+        is saved to the checkpoint store under that id. ``model_options`` go to every model
+        call (``temperature=...``); ``options`` are keyword options for every agent's run."""
+        options = _agent_options(model_options, options)
         msgs = list(messages)
         for i, m in enumerate(msgs):
             if not isinstance(m, Message):
@@ -71,6 +81,8 @@ class Runner:
         ctx = contextvars.copy_context()
         ctx.run(_RUN.set, RunContext(session))
         events = self._flow._events(root_input, **options)
+        if checkpoint_id is None:  # nothing to save: hand the flow's events straight out
+            return start_run(events, ctx)
         return start_run(self._forward(events, root_input, session, checkpoint_id), ctx)
 
     def query(self, text: str, **kwargs: Any) -> RunIterator:
@@ -85,14 +97,17 @@ class Runner:
         *,
         targets: Mapping[str, Any] | None = None,
         session_values: Mapping[str, Any] | None = None,
-        **options: Any,
+        model_options: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> RunIterator:
         """Continues the run saved under ``checkpoint_id``. ``targets`` maps interrupt ids
         to the data each interrupted point gets back; without it every interrupt point is
         re-entered and decides for itself (an untargeted tool interrupts again). Raises at
-        once if the checkpoint cannot be loaded."""
+        once if the checkpoint cannot be loaded. When the resumed run finishes without
+        interrupting again or failing, the checkpoint is deleted (if the store can), so a
+        finished run cannot be resumed, and its side effects repeated, by mistake."""
         data = self._get_sync(checkpoint_id)
-        return self._resume(checkpoint_id, data, targets, session_values, options)
+        return self._resume(checkpoint_id, data, targets, session_values, _agent_options(model_options, options))
 
     async def aresume(
         self,
@@ -100,13 +115,14 @@ class Runner:
         *,
         targets: Mapping[str, Any] | None = None,
         session_values: Mapping[str, Any] | None = None,
-        **options: Any,
+        model_options: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> RunIterator:
         """``await`` twin of :meth:`resume`, for stores whose ``get`` is async."""
         store = self._store()
         got = store.get(checkpoint_id)
         data = await got if inspect.isawaitable(got) else got
-        return self._resume(checkpoint_id, data, targets, session_values, options)
+        return self._resume(checkpoint_id, data, targets, session_values, _agent_options(model_options, options))
 
     def _store(self) -> Any:
         if self.checkpoint_store is None:
@@ -158,7 +174,7 @@ class Runner:
         ctx.run(_RUN.set, RunContext(session))
         ctx.run(_RESUME.set, ResumeScope(loaded.addresses, loaded.states, targets))
         events = self._flow._events(loaded.root_input, **options)
-        return start_run(self._forward(events, loaded.root_input, session, checkpoint_id), ctx)
+        return start_run(self._forward(events, loaded.root_input, session, checkpoint_id, resumed=True), ctx)
 
     # --- the forwarder --------------------------------------------------------------------
 
@@ -168,13 +184,16 @@ class Runner:
         root_input: AgentInput,
         session: Session,
         checkpoint_id: str | None,
+        resumed: bool = False,
     ) -> AsyncIterator[AgentEvent]:
         """Forwards the run's events; on an interrupt, saves the checkpoint first (an error
-        event precedes the interrupt event if saving fails)."""
-        seen_interrupt = False
+        event precedes the interrupt event if saving fails). A resumed run that ends well
+        deletes its checkpoint."""
+        seen_interrupt = failed = False
         async for ev in events:
             action = ev.action
             if action is None or action.signal is None:
+                failed = failed or ev.error is not None
                 yield ev
                 continue
             if seen_interrupt:
@@ -195,6 +214,14 @@ class Runner:
                     err.__cause__ = e
                     yield AgentEvent(ev.agent_name, ev.run_path, error=err)
             yield ev
+        delete = getattr(self.checkpoint_store, "delete", None)
+        if resumed and not seen_interrupt and not failed and checkpoint_id is not None and delete is not None:
+            try:
+                done = delete(checkpoint_id)
+                if inspect.isawaitable(done):
+                    await done
+            except Exception as e:
+                yield AgentEvent(error=CheckpointError(f"the run finished but deleting checkpoint[{checkpoint_id}] failed: {e}"))
 
     def __repr__(self) -> str:
         return f"Runner({self.agent!r}, streaming={self.streaming})"

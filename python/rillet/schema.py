@@ -19,7 +19,7 @@ mapping), so an in-place edit raises: assign the attribute to change it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from rillet._native import (
     EMPTY,
@@ -82,7 +82,7 @@ async def _wait(subscribe: Any) -> None:
         await fut
 
 
-async def _arecv(reader: StreamReader) -> Any:
+async def _arecv(reader: StreamReader[Any]) -> Any:
     while True:
         item = reader._poll()
         if item is not EMPTY:
@@ -90,14 +90,14 @@ async def _arecv(reader: StreamReader) -> Any:
         await _wait(reader._subscribe)
 
 
-async def _anext(reader: StreamReader) -> Any:
+async def _anext(reader: StreamReader[Any]) -> Any:
     try:
         return await _arecv(reader)
     except StreamEOF:
         raise StopAsyncIteration from None
 
 
-async def _asend(writer: StreamWriter, item: Any, is_error: bool) -> bool:
+async def _asend(writer: StreamWriter[Any], item: Any, is_error: bool) -> bool:
     while True:
         done = writer._try_send(item, is_error)
         if done is not EMPTY:
@@ -105,10 +105,27 @@ async def _asend(writer: StreamWriter, item: Any, is_error: bool) -> bool:
         await _wait(writer._subscribe_space)
 
 
-async def aconcat_message_stream(reader: StreamReader) -> Message:
+async def _aenter(obj: Any) -> Any:
+    """``async with reader:`` (the reader itself)."""
+    return obj
+
+
+async def _aexit(obj: StreamReader[Any]) -> None:
+    """Leaving ``async with reader:`` closes the reader."""
+    obj.close()
+
+
+async def aconcat_message_stream(
+    reader: StreamReader[Any], *, usage: Literal["max", "sum", "last"] = "max"
+) -> Message:
     """``await`` twin of :func:`concat_message_stream`: drains ``reader`` without blocking
-    the loop, handing every batch of ready chunks to Rust in one call."""
-    acc = MessageAccumulator()
+    the loop, handing every batch of ready chunks to Rust in one call.
+
+    ``usage`` combines the usage counters of the chunks as in :func:`concat_messages`
+    ("max", the default, "sum" or "last"). The first error item is raised; the reader is
+    closed in every case.
+    """
+    acc = MessageAccumulator(usage=usage)
     try:
         while not reader._drain_into(acc):
             await _wait(reader._subscribe)

@@ -315,7 +315,12 @@ async def _chunks(result: Any) -> AsyncGenerator[Any, None]:
             pool.submit_detached(steps.ctx.copy(), steps.close)
 
 
+_PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})
+
+
 def _is_stream(value: Any) -> bool:
+    if type(value) in _PLAIN:  # the common results, without two ABC checks per call
+        return False
     return isinstance(value, collections.abc.AsyncIterator) or (
         isinstance(value, collections.abc.Iterator) and not isinstance(value, (str, bytes))
     )

@@ -24,7 +24,7 @@ from typing import Any
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.context import RunContext, current_run
 from rillet.events import AgentEvent, RunStep
-from rillet.flow import FlowAgent, advance_in, with_disallow_transfer_to_parent
+from rillet.flow import FlowAgent, adopt, advance_in, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event, current_resume
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
@@ -48,21 +48,30 @@ class WorkflowAgent(BaseAgent):
             before_agent_callbacks=before_agent_callbacks,
             after_agent_callbacks=after_agent_callbacks,
         )
+        kind = type(self).__name__
+        if not isinstance(name, str) or not isinstance(description, str):
+            raise TypeError(
+                f"{kind}(name, description, sub_agents): name and description must be str "
+                f"(got {type(name).__name__} and {type(description).__name__}); pass the agents as sub_agents=[...]"
+            )
         if not sub_agents:
-            raise ValueError(f"{type(self).__name__} {name!r}: sub_agents is empty; give it at least one agent")
+            raise ValueError(f"{kind} {name!r}: sub_agents is empty; give it at least one agent")
         self.sub_agents: list[FlowAgent] = []
         names: set[str] = set()
         for a in sub_agents:
-            flow = with_disallow_transfer_to_parent(a)
+            if not (callable(getattr(a, "run", None)) and isinstance(getattr(a, "name", None), str)):
+                raise TypeError(f"{kind} {name!r}: sub_agents must be agents, got {type(a).__name__}")
+            flow = a if isinstance(a, FlowAgent) else FlowAgent(a)
             if flow.parent is not None:
-                raise ValueError(f"{type(self).__name__} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
+                raise ValueError(f"{kind} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
             if flow.name in names:
-                raise ValueError(f"{type(self).__name__} {name!r}: two sub-agents are named {flow.name!r}")
+                raise ValueError(f"{kind} {name!r}: two sub-agents are named {flow.name!r}")
+            adopt(flow.agent, self, f"{kind} {name!r}")
             names.add(flow.name)
+            self.sub_agents.append(with_disallow_transfer_to_parent(flow))
             on_disallow = getattr(flow.agent, "on_disallow_transfer_to_parent", None)
             if on_disallow is not None:
                 on_disallow()
-            self.sub_agents.append(flow)
 
     def _context(self) -> RunContext | None:
         """The workflow's own run context (set by its flow wrapper), or None when it was
@@ -90,7 +99,7 @@ async def _run_child(
 ) -> AsyncIterator[AgentEvent]:
     """One child's events, under the workflow's address with run path ``path``."""
     ctx = RunContext(run.session, path, run.address, run.root_input)
-    async for ev in advance_in(ctx, child._events(None, **options)):  # type: ignore[arg-type]
+    async for ev in advance_in(ctx, child._events(None, **options)):
         yield ev
 
 
@@ -188,6 +197,8 @@ class LoopAgent(WorkflowAgent):
             before_agent_callbacks=before_agent_callbacks,
             after_agent_callbacks=after_agent_callbacks,
         )
+        if not isinstance(max_iterations, int) or isinstance(max_iterations, bool):
+            raise TypeError(f"LoopAgent {name!r}: max_iterations must be an int (0 means no limit), got {max_iterations!r}")
         if max_iterations < 0:
             raise ValueError(f"LoopAgent {name!r}: max_iterations must be >= 0 (0 means no limit), got {max_iterations}")
         self.max_iterations = max_iterations

@@ -87,6 +87,9 @@ pub struct AddrRepeats {
     slots: Vec<(usize, u32, u32)>,
     generation: u32,
     len: usize,
+    /// Sightings of values that can never repeat (see [`AddrRepeats::note_fresh`]): they
+    /// count against `capacity` like tracked ones but take no slot.
+    fresh: usize,
     defined: u32,
     capacity: usize,
 }
@@ -100,6 +103,7 @@ impl AddrRepeats {
             slots: Vec::new(),
             generation: 1,
             len: 0,
+            fresh: 0,
             defined: 0,
             capacity,
         }
@@ -108,6 +112,7 @@ impl AddrRepeats {
     pub fn clear(&mut self) {
         self.generation = next_generation(self.generation, &mut self.slots);
         self.len = 0;
+        self.fresh = 0;
         self.defined = 0;
     }
 
@@ -126,7 +131,7 @@ impl AddrRepeats {
         loop {
             let slot = &mut self.slots[i];
             if slot.2 != self.generation {
-                if addr == 0 || self.len >= self.capacity {
+                if addr == 0 || self.len + self.fresh >= self.capacity {
                     return Use::Plain;
                 }
                 *slot = (addr, SEEN_ONCE, self.generation);
@@ -143,6 +148,19 @@ impl AddrRepeats {
             }
             i = (i + 1) & mask;
         }
+    }
+
+    /// Records one occurrence of a value known to be distinct from every other (an object
+    /// made for this one write and kept alive until the encode ends, whose address is
+    /// therefore new). It is always written in full; noting it only uses up capacity exactly
+    /// as [`AddrRepeats::note`] of a new address would, without storing it.
+    #[inline]
+    pub fn note_fresh(&mut self) -> Use {
+        if self.len + self.fresh >= self.capacity {
+            return Use::Plain;
+        }
+        self.fresh += 1;
+        Use::First
     }
 
     /// Doubles the table (at most half full keeps probe runs short).
@@ -163,6 +181,8 @@ pub struct ShapeRepeats {
     /// Per distinct list: where it is in `arena`, its length, its index or `SEEN_ONCE`.
     shapes: Vec<(usize, usize, u32)>,
     arena: Vec<usize>,
+    /// Key lists that can never repeat, noted by [`ShapeRepeats::note_fresh`].
+    fresh: usize,
     defined: u32,
     capacity: usize,
 }
@@ -174,6 +194,7 @@ impl ShapeRepeats {
             generation: 1,
             shapes: Vec::new(),
             arena: Vec::new(),
+            fresh: 0,
             defined: 0,
             capacity,
         }
@@ -183,6 +204,7 @@ impl ShapeRepeats {
         self.generation = next_generation(self.generation, &mut self.slots);
         self.shapes.clear();
         self.arena.clear();
+        self.fresh = 0;
         self.defined = 0;
     }
 
@@ -214,12 +236,23 @@ impl ShapeRepeats {
             }
             i = (i + 1) & mask;
         }
-        if self.shapes.len() >= self.capacity {
+        if self.shapes.len() + self.fresh >= self.capacity {
             return Use::Plain;
         }
         self.slots[i] = (hash, self.shapes.len() as u32, self.generation);
         self.shapes.push((self.arena.len(), keys.len(), SEEN_ONCE));
         self.arena.extend_from_slice(keys);
+        Use::First
+    }
+
+    /// Records a key list holding a key that is new (see [`AddrRepeats::note_fresh`]): such
+    /// a list is never seen again, so it only uses up capacity as a new list would.
+    #[inline]
+    pub fn note_fresh(&mut self) -> Use {
+        if self.shapes.len() + self.fresh >= self.capacity {
+            return Use::Plain;
+        }
+        self.fresh += 1;
         Use::First
     }
 
@@ -362,6 +395,26 @@ mod tests {
         assert_eq!(r.note(&[16]), Use::Define(2));
         r.clear();
         assert_eq!(r.note(&[16, 32]), Use::First);
+    }
+
+    #[test]
+    fn fresh_values_use_up_capacity_like_new_ones() {
+        let mut a = AddrRepeats::new(2);
+        assert_eq!(a.note_fresh(), Use::First);
+        assert_eq!(a.note(16), Use::First);
+        assert_eq!(a.note(32), Use::Plain);
+        assert_eq!(a.note_fresh(), Use::Plain);
+        assert_eq!(a.note(16), Use::Define(0));
+        a.clear();
+        assert_eq!(a.note(32), Use::First);
+        let mut s = ShapeRepeats::new(2);
+        assert_eq!(s.note_fresh(), Use::First);
+        assert_eq!(s.note(&[16]), Use::First);
+        assert_eq!(s.note(&[32]), Use::Plain);
+        assert_eq!(s.note_fresh(), Use::Plain);
+        assert_eq!(s.note(&[16]), Use::Define(0));
+        s.clear();
+        assert_eq!(s.note(&[32]), Use::First);
     }
 
     #[test]

@@ -13,16 +13,17 @@ use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::ffi;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyTuple, PyType};
+use pyo3::types::{PyInt, PyList, PyTuple, PyType};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::channel::{self as core, Ended, Held, Park, TryRecv, Waited, Wakeups};
 use crate::py::errors::ChannelClosed;
-use crate::py::event_loop::refuse_inside_event_loop;
+use crate::py::event_loop::{invalid_state_error, refuse_inside_event_loop};
 use crate::py::recv_awaitable::{EndAs, Recv, Want};
 
 /// How long a blocked `recv` sleeps before re-checking for Ctrl-C.
@@ -45,8 +46,48 @@ pub struct AsyncWaiter {
     pub thread: ThreadId,
 }
 
-/// The error a channel was closed with, shared by every receiver that reports it.
-pub type EndError = Arc<Py<PyAny>>;
+/// The error a channel was closed with, shared by every receiver that reports it, with the
+/// traceback and context it had at close. Each receiver raises it from those again (as
+/// `asyncio.Future.result()` does): raising one instance over and over would otherwise chain
+/// every receiver's frames onto one ever-growing traceback and keep them all alive.
+pub struct CloseError {
+    exc: Py<PyAny>,
+    traceback: Py<PyAny>,
+    context: Py<PyAny>,
+}
+
+impl CloseError {
+    fn new(exc: Bound<'_, PyAny>) -> PyResult<Self> {
+        let py = exc.py();
+        Ok(CloseError {
+            traceback: exc.getattr(intern!(py, "__traceback__"))?.unbind(),
+            context: exc.getattr(intern!(py, "__context__"))?.unbind(),
+            exc: exc.unbind(),
+        })
+    }
+
+    /// The error, ready to raise: its traceback and context reset to those it was closed with.
+    pub fn to_err(&self, py: Python<'_>) -> PyErr {
+        let exc = self.exc.bind(py);
+        // Replacing the attributes drops what the previous receiver left there, which may
+        // run finalizers: no lock is held here.
+        let reset = exc
+            .setattr(intern!(py, "__traceback__"), self.traceback.bind(py))
+            .and_then(|()| exc.setattr(intern!(py, "__context__"), self.context.bind(py)));
+        match reset {
+            Ok(()) => PyErr::from_value(exc.clone()),
+            Err(err) => err,
+        }
+    }
+
+    fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.exc)?;
+        visit.call(&self.traceback)?;
+        visit.call(&self.context)
+    }
+}
+
+pub type EndError = Arc<CloseError>;
 
 pub type Core = core::Channel<Py<PyAny>, EndError, AsyncWaiter>;
 
@@ -73,13 +114,17 @@ pub fn empty(py: Python<'_>) -> &Py<Empty> {
     })
 }
 
-/// An unbounded multi-producer, multi-consumer FIFO of Python objects.
+/// An unbounded multi-producer, multi-consumer FIFO for threads and asyncio tasks.
+///
+/// `send` never blocks. Each item reaches exactly one receiver, and each producer's items
+/// arrive in the order it sent them. `close(error=None)` ends the channel: receivers drain
+/// what is queued, then get `ChannelClosed` (or `error`); `for` and `async for` just stop.
 #[pyclass(frozen, subclass, module = "rillet", name = "Channel")]
 pub struct Channel {
     core: Core,
     /// How often an async receiver had to park (tests use it to check wakeup coalescing).
     parks: AtomicU64,
-    /// The awaitables `async for` and `recv_async` hand out, reused once their await is over.
+    /// The awaitables `async for` and `arecv` hand out, reused once their await is over.
     next_awaitable: Mutex<Option<Py<Recv>>>,
     recv_awaitable: Mutex<Option<Py<Recv>>>,
 }
@@ -127,18 +172,15 @@ impl Channel {
         Ok(fresh)
     }
 
+    /// `send` and `try_send`: true when queued, false (the item dropped) once closed.
     #[inline]
-    pub fn send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
-        match self.core().send(item) {
-            Ok(wakeups) => wake_all(py, self.core(), wakeups),
-            Err(_) => Err(closed_for_send()),
-        }
-    }
-
-    pub fn try_send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
+    pub fn send_item(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
         match self.core().send(item) {
             Ok(wakeups) => wake_all(py, self.core(), wakeups).map(|()| true),
-            Err(_) => Ok(false),
+            Err(item) => {
+                drop(item); // refused: dropped here, with no lock held
+                Ok(false)
+            }
         }
     }
 
@@ -173,7 +215,7 @@ impl Channel {
         }
         self.core.try_visit(|held| match held {
             Held::Item(item) => visit.call(item),
-            Held::Error(err) => visit.call(&**err),
+            Held::Error(err) => err.visit(&visit),
             Held::Waiter(w) => {
                 visit.call(&w.fut)?;
                 visit.call(&w.event_loop)
@@ -190,7 +232,7 @@ impl Channel {
         drop((caches, cleared)); // after the locks are released: finalizers may run
     }
 
-    /// `Channel[int]` in annotations.
+    /// `Channel[int]` in annotations: a generic alias, as for builtin containers.
     #[classmethod]
     #[pyo3(signature = (item, /))]
     fn __class_getitem__<'py>(
@@ -203,29 +245,40 @@ impl Channel {
             .call1((cls, item))
     }
 
-    /// Appends `item`; never blocks. Raises ChannelClosed once the channel is closed.
-    fn send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<()> {
+    /// Replaced at module init by the direct entry point in `fast_paths` (same behaviour,
+    /// and the docstring users see).
+    fn send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
         self.send_item(py, item)
     }
 
-    /// Appends `item` and returns True, or returns False if the channel is closed.
+    /// Replaced at module init by the direct entry point in `fast_paths`.
     fn try_send(&self, py: Python<'_>, item: Py<PyAny>) -> PyResult<bool> {
-        self.try_send_item(py, item)
+        self.send_item(py, item)
     }
 
     /// Appends every item of `items` in order, atomically with respect to receivers.
-    fn send_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
+    ///
+    /// Returns True when they were queued, or False (and drops them all) if the channel is
+    /// closed. `items` is read completely before anything is queued: if iterating it raises,
+    /// nothing is sent.
+    fn send_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<bool> {
         match self.core().send_many(collect_items(items)?) {
-            Ok(wakeups) => wake_all(py, self.core(), wakeups),
-            Err(_) => Err(closed_for_send()),
+            Ok(wakeups) => wake_all(py, self.core(), wakeups).map(|()| true),
+            Err(items) => {
+                drop(items); // refused: dropped here, with no lock held
+                Ok(false)
+            }
         }
     }
 
     /// Takes the next item, waiting up to `timeout` seconds (forever if None).
     ///
-    /// Raises TimeoutError when the time is up, ChannelClosed (or the close error) at the end.
+    /// Raises TimeoutError when the time is up, and once the channel is closed and drained
+    /// ChannelClosed, or the error it was closed with. Refuses to block inside a running
+    /// event loop: use `await ch.arecv()` there.
     #[pyo3(signature = (timeout=None))]
-    fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+    fn recv(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let timeout = timeout_arg(timeout)?;
         let deadline = deadline_after(timeout)?;
         match self.recv_until(py, deadline)? {
             Some(item) => Ok(item),
@@ -236,7 +289,9 @@ impl Channel {
         }
     }
 
-    /// Takes the next item if one is queued, else returns `rillet.EMPTY`.
+    /// Takes the next item if one is queued, else returns `rillet.EMPTY` (which is falsy).
+    ///
+    /// Never blocks. Once the channel is closed and drained it raises like `recv`.
     fn try_recv(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         match self.core().try_recv() {
             TryRecv::Item(item) => Ok(item),
@@ -245,16 +300,19 @@ impl Channel {
         }
     }
 
-    /// Waits for at least one item, then returns up to `max_items` in a list.
+    /// Waits up to `timeout` seconds (forever if None) for at least one item, then returns
+    /// up to `max_items` (at least 1) queued items in a list, oldest first.
+    ///
+    /// Raises like `recv` on timeout and at the end.
     #[pyo3(signature = (max_items, timeout=None))]
     fn recv_many<'py>(
         &self,
         py: Python<'py>,
-        max_items: i64,
-        timeout: Option<f64>,
+        max_items: &Bound<'py, PyAny>,
+        timeout: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let max_items = check_max_items(max_items)?;
-        let deadline = deadline_after(timeout)?;
+        let deadline = deadline_after(timeout_arg(timeout)?)?;
         let batch = self
             .core()
             .try_recv_many(max_items)
@@ -273,7 +331,13 @@ impl Channel {
     }
 
     /// Returns up to `max_items` queued items without waiting (possibly an empty list).
-    fn try_recv_many<'py>(&self, py: Python<'py>, max_items: i64) -> PyResult<Bound<'py, PyList>> {
+    ///
+    /// Once the channel is closed and drained it raises like `recv`.
+    fn try_recv_many<'py>(
+        &self,
+        py: Python<'py>,
+        max_items: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let max_items = check_max_items(max_items)?;
         let batch = self
             .core()
@@ -283,16 +347,19 @@ impl Channel {
     }
 
     /// Ends the channel. Receivers drain what is queued, then get ChannelClosed, or `error`
-    /// raised if one is given. Idempotent: only the first close counts.
+    /// raised if one is given (an exception instance, or a class to instantiate). Later
+    /// sends return False. Idempotent: only the first close counts.
+    ///
+    /// Every receiver raises the same `error` instance, with the traceback it had here.
     #[pyo3(signature = (error=None))]
     fn close(&self, py: Python<'_>, error: Option<Bound<'_, PyAny>>) -> PyResult<()> {
         let end = match error {
             None => Ended::Closed,
-            Some(err) => Ended::Failed(Arc::new(exception_instance(&err)?)),
+            Some(err) => Ended::Failed(Arc::new(CloseError::new(exception_instance(&err)?)?)),
         };
         match self.core().close(end) {
             Some(waiters) => wake_all(py, self.core(), waiters),
-            None => Ok(()),
+            None => Ok(()), // the refused `end` was dropped by `close` after its lock
         }
     }
 
@@ -302,6 +369,7 @@ impl Channel {
         self.core().is_closed()
     }
 
+    /// The number of queued items.
     fn __len__(&self) -> usize {
         self.core().len()
     }
@@ -315,29 +383,39 @@ impl Channel {
         format!("<rillet.Channel {state}, {} queued>", self.core().len())
     }
 
+    /// `for item in ch`: receives until the channel is closed and drained (then stops, or
+    /// raises the close error). Blocks like `recv()`.
     fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
 
+    /// The next item of `for item in ch`.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         self.next_item(py)
     }
 
-    /// Awaitable: the next item, waiting for one if the channel is empty.
-    fn recv_async(slf: &Bound<'_, Self>) -> PyResult<Py<Recv>> {
+    /// `await ch.arecv()`: the next item, waiting without blocking the event loop.
+    ///
+    /// Raises ChannelClosed (or the close error) once the channel is closed and drained.
+    /// Cancelling the awaiting task loses no item. Each returned awaitable is awaited once.
+    fn arecv(slf: &Bound<'_, Self>) -> PyResult<Py<Recv>> {
         Self::awaitable(slf, |ch| &ch.recv_awaitable, EndAs::ChannelClosed)
     }
 
-    /// Awaitable: waits for at least one item, then returns up to `max_items` in a list.
-    fn recv_many_async(slf: &Bound<'_, Self>, max_items: i64) -> PyResult<Recv> {
+    /// `await ch.arecv_many(n)`: waits for at least one item, then returns up to `max_items`
+    /// (at least 1) in a list. Raises like `arecv` at the end.
+    fn arecv_many(slf: &Bound<'_, Self>, max_items: &Bound<'_, PyAny>) -> PyResult<Recv> {
         let want = Want::Many(check_max_items(max_items)?);
         Ok(Recv::new(slf.clone().unbind(), want, EndAs::ChannelClosed))
     }
 
+    /// `async for item in ch`: receives until the channel is closed and drained (then stops,
+    /// or raises the close error).
     fn __aiter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
 
+    /// The awaitable of the next step of `async for item in ch`.
     fn __anext__(slf: &Bound<'_, Self>) -> PyResult<Py<Recv>> {
         Self::next_awaitable(slf)
     }
@@ -363,7 +441,7 @@ impl Channel {
             refuse_inside_event_loop(
                 py,
                 "a blocking receive on an empty Channel (recv, recv_many or `for`)",
-                "`await ch.recv_async()`, `await ch.recv_many_async(n)` or `async for`",
+                "`await ch.arecv()`, `await ch.arecv_many(n)` or `async for`",
             )?;
         }
         loop {
@@ -385,8 +463,11 @@ impl Channel {
 /// Resolves the futures of woken async receivers, outside the channel lock.
 ///
 /// On the waiter's own thread the future is resolved directly (no syscall); elsewhere the
-/// wakeup goes through `loop.call_soon_threadsafe`. A waiter whose loop has closed cannot
-/// take its item, so its wakeup is passed to the next parked receiver.
+/// wakeup goes through `loop.call_soon_threadsafe`. A wakeup that cannot be delivered (the
+/// waiter's loop is closed, or anything at all is raised on the way) is passed to the next
+/// parked receiver, so no item is stranded. Errors of a waiter's loop are not the sender's
+/// and are not reported; an exception that is not an `Exception` (KeyboardInterrupt,
+/// SystemExit) is raised once every wakeup has been passed on.
 #[inline]
 pub fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
     if wakeups.is_empty() {
@@ -399,25 +480,35 @@ pub fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> P
 fn wake_parked(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
     let me = thread::current().id();
     let mut pending = wakeups;
+    let mut interrupt: Option<PyErr> = None;
     while let Some(w) = pending.pop() {
-        let fut = w.fut.bind(py);
-        let delivered = if w.thread == me {
-            resolve_future(fut);
-            true
-        } else {
-            w.event_loop
-                .bind(py)
-                .call_method1(
-                    pyo3::intern!(py, "call_soon_threadsafe"),
-                    (resolver(py), fut),
-                )
-                .is_ok()
-        };
-        if !delivered {
+        if let Err(err) = wake(py, &w, me) {
             pending.extend(core.pass_on());
+            if interrupt.is_none() && !err.is_instance_of::<PyException>(py) {
+                interrupt = Some(err);
+            }
         }
     }
-    Ok(())
+    interrupt.map_or(Ok(()), Err)
+}
+
+/// Delivers one wakeup. Ok also when the future was already done: it was cancelled, and its
+/// receiver passes the wakeup on itself when the cancellation reaches it (`Recv::withdraw`).
+fn wake(py: Python<'_>, w: &AsyncWaiter, me: ThreadId) -> PyResult<()> {
+    let fut = w.fut.bind(py);
+    if w.thread != me {
+        return w
+            .event_loop
+            .bind(py)
+            .call_method1(intern!(py, "call_soon_threadsafe"), (resolver(py), fut))
+            .map(drop);
+    }
+    // One call instead of done() first. With its loop closed, set_result marks the future
+    // done and then fails to schedule the task: that is a failed delivery, not a done future.
+    match fut.call_method1(intern!(py, "set_result"), (py.None(),)) {
+        Err(err) if err.is_instance(py, invalid_state_error(py)?) => Ok(()),
+        done => done.map(drop),
+    }
 }
 
 /// Resolves a parked receiver's future. A future that is already done was cancelled: its
@@ -449,7 +540,7 @@ pub(crate) fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
 pub fn ended_error(py: Python<'_>, end: Ended<EndError>) -> PyErr {
     match end {
         Ended::Closed => ChannelClosed::new_err("the channel is closed and has no items left"),
-        Ended::Failed(err) => PyErr::from_value(err.bind(py).clone()),
+        Ended::Failed(err) => err.to_err(py),
     }
 }
 
@@ -501,22 +592,16 @@ fn collect_items(items: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
         .collect()
 }
 
-fn closed_for_send() -> PyErr {
-    ChannelClosed::new_err(
-        "cannot send: the channel is closed (use try_send to drop items silently)",
-    )
-}
-
 /// Accepts an exception instance, or an exception class (instantiated with no arguments).
-fn exception_instance(err: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+fn exception_instance<'py>(err: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let py = err.py();
     let base = py.get_type::<pyo3::exceptions::PyBaseException>();
     if err.is_instance(&base)? {
-        return Ok(err.clone().unbind());
+        return Ok(err.clone());
     }
     if let Ok(cls) = err.cast::<PyType>() {
         if cls.is_subclass(&base)? {
-            return Ok(cls.call0()?.unbind());
+            return cls.call0();
         }
     }
     Err(PyTypeError::new_err(format!(
@@ -539,11 +624,42 @@ pub(crate) fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> 
         .and_then(|d| Instant::now().checked_add(d)))
 }
 
-fn check_max_items(max_items: i64) -> PyResult<usize> {
-    if max_items < 1 {
-        return Err(PyValueError::new_err(format!(
-            "max_items must be at least 1, got {max_items}"
-        )));
+/// `timeout=`: None or a real number of seconds (checked by `deadline_after`).
+pub(crate) fn timeout_arg(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
+    let Some(timeout) = timeout.filter(|t| !t.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(secs) = timeout.extract::<f64>() {
+        return Ok(Some(secs));
     }
-    Ok(usize::try_from(max_items).unwrap_or(usize::MAX))
+    Err(PyTypeError::new_err(format!(
+        "timeout must be None or a number of seconds, got {}",
+        type_name(timeout)
+    )))
+}
+
+/// `max_items=`: an int of at least 1. Huge values mean "everything queued".
+fn check_max_items(max_items: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let Ok(n) = max_items.cast::<PyInt>() else {
+        return Err(PyTypeError::new_err(format!(
+            "max_items must be an int of at least 1, got {}",
+            type_name(max_items)
+        )));
+    };
+    match n.extract::<i64>() {
+        Ok(n) if n < 1 => Err(PyValueError::new_err(format!(
+            "max_items must be at least 1, got {n}"
+        ))),
+        Ok(n) => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        Err(_) if n.lt(0)? => Err(PyValueError::new_err(format!(
+            "max_items must be at least 1, got {n}"
+        ))),
+        Err(_) => Ok(usize::MAX),
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "an object".to_owned(), |n| n.to_string())
 }

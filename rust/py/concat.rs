@@ -7,6 +7,7 @@ use pyo3::sync::MutexExt;
 use pyo3::types::PyList;
 
 use crate::concat::{self as core, Accumulator, UsagePolicy};
+use crate::message::{Map, Value};
 use crate::py::errors;
 use crate::py::message::{with_chunk, Message};
 
@@ -38,7 +39,18 @@ pub(crate) fn push_chunk(acc: &mut Accumulator, chunk: &Bound<'_, PyAny>) -> PyR
             core::ConcatError::missing_chunk(acc.len()),
         ));
     }
-    with_chunk(chunk, |m| acc.push(m))?.map_err(|e| concat_error(py, e))
+    // A chunk holding Python values is copied out first: merging may release an older
+    // Python value, which must not happen under the chunk's lock.
+    let pushed = with_chunk(chunk, |m| {
+        if holds_python(m) {
+            Err(Box::new(m.clone()))
+        } else {
+            Ok(acc.push(m))
+        }
+    })?;
+    pushed
+        .unwrap_or_else(|owned| acc.push(&owned))
+        .map_err(|e| concat_error(py, e))
 }
 
 fn push_all(acc: &mut Accumulator, chunks: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -53,6 +65,25 @@ fn push_all(acc: &mut Accumulator, chunks: &Bound<'_, PyAny>) -> PyResult<()> {
         push_chunk(acc, &chunk?)?;
     }
     Ok(())
+}
+
+/// True if `m` carries Python objects (opaque `extra` values), whose release must wait
+/// until no lock is held.
+fn holds_python(m: &crate::message::Message) -> bool {
+    fn value(v: &Value) -> bool {
+        match v {
+            Value::Opaque(_) => true,
+            Value::Map(m) => map(m),
+            _ => false,
+        }
+    }
+    fn map(m: &Map) -> bool {
+        m.iter().any(|(_, v)| value(v))
+    }
+    m.extra.as_ref().is_some_and(map)
+        || m.tool_calls
+            .iter()
+            .any(|t| t.extra.as_ref().is_some_and(map))
 }
 
 /// Concatenates streamed message chunks into one new Message with Eino's rules.
@@ -88,17 +119,42 @@ impl MessageAccumulator {
         })
     }
 
-    /// Adds one chunk (a Message or its dict form); a rejected chunk raises ConcatError and
-    /// is not applied.
+    /// Adds one chunk (a Message, or its dict form). Raises ConcatError when the chunk
+    /// conflicts with the ones before (it is then not applied) or is None.
     pub(crate) fn push(&self, chunk: &Bound<'_, PyAny>) -> PyResult<()> {
-        push_chunk(&mut self.acc.lock_py_attached(chunk.py()), chunk)
+        let py = chunk.py();
+        if chunk.is_none() {
+            let index = self.acc.lock_py_attached(py).len();
+            return Err(concat_error(py, core::ConcatError::missing_chunk(index)));
+        }
+        // Read the chunk before taking the lock: a dict chunk is read from Python (which may
+        // run arbitrary code, e.g. `__bool__` of an extra value), a Message is copied under
+        // its own lock.
+        let chunk = with_chunk(chunk, Clone::clone)?;
+        let pushed = if holds_python(&chunk) {
+            // Merging may replace a Python value held in `extra`: apply it detached, so that
+            // the old value's reference is released after the lock, not under it.
+            py.detach(|| self.acc.lock().push(&chunk))
+        } else {
+            self.acc.lock_py_attached(py).push(&chunk)
+        };
+        pushed.map_err(|e| concat_error(py, e))
     }
 
-    /// Pushes every chunk in order; stops at the first rejected one.
+    /// Pushes every chunk of `chunks` in order; stops at the first rejected one (the chunks
+    /// before it stay applied). The iterable is read with no lock held, so it may use the
+    /// accumulator itself (e.g. `len(acc)`).
     fn push_many(&self, chunks: &Bound<'_, PyAny>) -> PyResult<()> {
-        // Dict chunks are read from Python while the lock is held, so another thread waiting
-        // for it must detach (lock_py_attached) rather than block the interpreter.
-        push_all(&mut self.acc.lock_py_attached(chunks.py()), chunks)
+        if let Ok(list) = chunks.cast::<PyList>() {
+            for chunk in list.iter() {
+                self.push(&chunk)?;
+            }
+            return Ok(());
+        }
+        for chunk in chunks.try_iter()? {
+            self.push(&chunk?)?;
+        }
+        Ok(())
     }
 
     /// The message the chunks so far concatenate to; the accumulator goes on.

@@ -20,14 +20,22 @@ create_exception!(
 );
 create_exception!(
     rillet,
-    ChannelClosed,
+    EndOfStream,
     RilletError,
-    "The channel was closed: nothing more can be sent, and every item has been received."
+    "The end of a stream of items: every item has been received. Raised again by every \
+     later receive. `except rillet.EndOfStream` catches the end of a Channel and of a \
+     StreamReader."
+);
+create_exception!(
+    rillet,
+    ChannelClosed,
+    EndOfStream,
+    "The channel was closed and every queued item has been received."
 );
 create_exception!(
     rillet,
     StreamEOF,
-    RilletError,
+    EndOfStream,
     "The stream has ended: every item has been received. Raised again by every later receive."
 );
 

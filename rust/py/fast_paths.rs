@@ -45,25 +45,13 @@ unsafe fn with_channel(
     }
 }
 
+/// `send` and `try_send`, the same operation: True when queued, False once closed.
 unsafe extern "C" fn send(slf: *mut ffi::PyObject, item: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    unsafe {
-        with_channel(slf, |py, ch| {
-            ch.get()
-                .send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
-            Ok(py.None().into_ptr())
-        })
-    }
-}
-
-unsafe extern "C" fn try_send(
-    slf: *mut ffi::PyObject,
-    item: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
     unsafe {
         with_channel(slf, |py, ch| {
             let sent = ch
                 .get()
-                .try_send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
+                .send_item(py, Bound::from_borrowed_ptr(py, item).unbind())?;
             Ok(pyo3::types::PyBool::new(py, sent).to_owned().into_ptr())
         })
     }
@@ -86,9 +74,8 @@ unsafe extern "C" fn anext(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
     unsafe { with_channel(slf, |_, ch| Ok(Channel::next_awaitable(ch)?.into_ptr())) }
 }
 
-const SEND_DOC: &CStr = c"send($self, item, /)\n--\n\nAppends `item`; never blocks. Raises ChannelClosed once the channel is closed.";
-const TRY_SEND_DOC: &CStr =
-    c"try_send($self, item, /)\n--\n\nAppends `item` and returns True, or returns False if the channel is closed.";
+const SEND_DOC: &CStr = c"send($self, item, /)\n--\n\nAppends `item` without blocking and returns True, or returns False (dropping `item`) if\nthe channel is closed. Wakes one waiting receiver, if any.";
+const TRY_SEND_DOC: &CStr = c"try_send($self, item, /)\n--\n\nThe same as `send`: appends `item` and returns True, or returns False (dropping `item`)\nif the channel is closed. The name reads well in producers that expect to be ignored.";
 
 /// Replaces Channel's `send`, `try_send`, `tp_iternext` and `am_anext` with the direct entry
 /// points.
@@ -96,7 +83,7 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
     let tp = Channel::type_object_raw(py);
     for (name, meth, doc) in [
         (c"send", send as ffi::PyCFunction, SEND_DOC),
-        (c"try_send", try_send, TRY_SEND_DOC),
+        (c"try_send", send, TRY_SEND_DOC),
     ] {
         // The method table must outlive the type, which lives until interpreter exit.
         let def = Box::leak(Box::new(ffi::PyMethodDef {

@@ -433,7 +433,7 @@ impl ToolCall {
     }
 }
 
-fn tool_call_to_dict<'py>(py: Python<'py>, t: &core::ToolCall) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn tool_call_to_dict<'py>(py: Python<'py>, t: &core::ToolCall) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     if let Some(i) = t.index {
         d.set_item(intern!(py, "index"), i)?;
@@ -813,7 +813,7 @@ impl ContentPart {
     }
 }
 
-fn part_to_dict<'py>(py: Python<'py>, p: &Part) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn part_to_dict<'py>(py: Python<'py>, p: &Part) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     match p {
         Part::Text(t) => {
@@ -1164,7 +1164,9 @@ impl Message {
     #[setter]
     fn set_tool_calls(&self, v: &Bound<'_, PyAny>) -> PyResult<()> {
         let calls = tool_calls_from_py(Some(v))?;
-        self.inner.lock().tool_calls = calls;
+        // The old calls may hold Python values: released after the lock, not under it.
+        let old = std::mem::replace(&mut self.inner.lock().tool_calls, calls);
+        drop(old);
         Ok(())
     }
 
@@ -1214,7 +1216,9 @@ impl Message {
     #[setter]
     fn set_extra(&self, v: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let extra = extra_from_py(v, "Message.extra")?;
-        self.inner.lock().extra = extra;
+        // The old values may be Python objects: released after the lock, not under it.
+        let old = std::mem::replace(&mut self.inner.lock().extra, extra);
+        drop(old);
         Ok(())
     }
 

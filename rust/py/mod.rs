@@ -8,4 +8,5 @@ pub mod event_loop;
 pub mod fast_paths;
 pub mod message;
 pub mod recv_awaitable;
+pub mod sse;
 pub mod stream;

@@ -1,4 +1,4 @@
-//! The awaitable behind `await ch.recv_async()`, `await ch.recv_many_async(n)` and
+//! The awaitable behind `await ch.arecv()`, `await ch.arecv_many(n)` and
 //! `async for x in ch`.
 //!
 //! A Python coroutine per received item costs more than the whole channel operation, so the
@@ -15,11 +15,14 @@ use std::ptr;
 use std::thread;
 
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration, PyStopIteration};
+use pyo3::exceptions::{
+    PyBaseException, PyRuntimeError, PyStopAsyncIteration, PyStopIteration, PyTypeError,
+};
 use pyo3::prelude::*;
+use pyo3::types::{PyTraceback, PyTuple, PyType};
 use pyo3::{ffi, intern, PyTraverseError, PyTypeInfo, PyVisit};
 
-use crate::channel::{Ended, Park, TryRecv};
+use crate::channel::{Ended, Park, TryRecv, Unparked};
 use crate::py::channel::{ended_error, list_from, wake_all, AsyncWaiter, Channel, EndError};
 use crate::py::event_loop::running_loop;
 
@@ -32,7 +35,7 @@ pub enum Want {
 /// What the end of the channel looks like to the awaiting code.
 #[derive(Clone, Copy)]
 pub enum EndAs {
-    /// `await ch.recv_async()`: ChannelClosed.
+    /// `await ch.arecv()`: ChannelClosed.
     ChannelClosed,
     /// `async for`: StopAsyncIteration.
     StopAsyncIteration,
@@ -43,6 +46,9 @@ enum Polled {
     Pending(Py<PyAny>),
 }
 
+/// The awaitable of one receive from a Channel (`arecv`, `arecv_many`, `async for`).
+///
+/// Await it once: awaiting it again while the first await waits raises RuntimeError.
 #[pyclass(frozen, module = "rillet", name = "ChannelRecv")]
 pub struct Recv {
     chan: Py<Channel>,
@@ -64,8 +70,7 @@ impl Recv {
 
     /// Takes what is ready, or parks a new future and returns it to be awaited.
     fn poll(&self, py: Python<'_>) -> PyResult<Polled> {
-        // Resumed after a wakeup: the sender already took our future out of the channel.
-        drop(self.parked.lock().take());
+        self.end_wait(py)?;
         let chan = self.chan.get();
         loop {
             if let Some(ready) = self.take_ready(py, chan)? {
@@ -73,19 +78,52 @@ impl Recv {
             }
             let event_loop = running_loop(py)?;
             let fut = event_loop.call_method0(intern!(py, "create_future"))?;
+            // What `Future.__await__` sets before yielding: tells the Task to wait on it.
+            fut.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
             let waiter = AsyncWaiter {
                 fut: fut.clone().unbind(),
                 event_loop: event_loop.unbind(),
                 thread: thread::current().id(),
             };
             if let Park::Parked = chan.park(waiter) {
-                // What `Future.__await__` sets before yielding: tells the Task to wait on it.
-                fut.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
-                *self.parked.lock() = Some(fut.clone().unbind());
+                let previous = self.parked.lock().replace(fut.clone().unbind());
+                drop(previous); // None (end_wait took it); dropped unlocked all the same
                 return Ok(Polled::Pending(fut.unbind()));
             }
             // Refused: an item arrived or the channel ended meanwhile. Retry.
         }
+    }
+
+    /// Called as the task resumes this awaitable: the future it parked must be done (a
+    /// sender resolved it). If it is not, a second await of this same awaitable is running
+    /// while the first waits: refuse it, since the first wait would otherwise be forgotten
+    /// and later swallow a wakeup.
+    fn end_wait(&self, py: Python<'_>) -> PyResult<()> {
+        let Some(fut) = self.parked.lock().as_ref().map(|f| f.clone_ref(py)) else {
+            return Ok(());
+        };
+        if !fut
+            .bind(py)
+            .call_method0(intern!(py, "done"))?
+            .is_truthy()?
+        {
+            return Err(PyRuntimeError::new_err(
+                "this ChannelRecv is already being awaited: await each arecv() / \
+                 arecv_many() / __anext__() result once, and call it again for another receive",
+            ));
+        }
+        let taken = {
+            let mut slot = self.parked.lock();
+            match slot.as_ref() {
+                Some(f) if f.is(&fut) => slot.take(),
+                _ => None,
+            }
+        };
+        // A sender takes the waiter out of the channel before resolving it; a future
+        // cancelled by someone else may still be parked. Retrying takes its item, if any.
+        let removed = self.chan.get().core().remove_waiter(|w| w.fut.is(&fut));
+        drop((taken, removed, fut)); // no lock held
+        Ok(())
     }
 
     fn take_ready(&self, py: Python<'_>, chan: &Channel) -> PyResult<Option<Py<PyAny>>> {
@@ -118,22 +156,92 @@ impl Recv {
         };
         let chan = self.chan.get();
         match chan.core().unpark(|w| w.fut.is(&fut)) {
-            Some(next) => wake_all(py, chan.core(), vec![next]),
-            None => Ok(()),
+            Unparked::Withdrawn(waiter) => {
+                drop(waiter); // after the channel lock was released
+                Ok(())
+            }
+            Unparked::PassOn(next) => wake_all(py, chan.core(), next.into_iter().collect()),
         }
+    }
+}
+
+/// The exception `throw(typ, val, tb)` raises, built as CPython builds it for a generator:
+/// `typ` is an exception instance (then `val` must be None) or an exception class,
+/// instantiated from `val` (an instance of it is used as is, a tuple is the arguments, None
+/// means none, anything else is the one argument); `tb`, if given, becomes its traceback.
+fn thrown_exception<'py>(
+    typ: &Bound<'py, PyAny>,
+    val: Option<Bound<'py, PyAny>>,
+    tb: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBaseException>> {
+    let py = typ.py();
+    if tb
+        .as_ref()
+        .is_some_and(|tb| !tb.is_instance_of::<PyTraceback>())
+    {
+        return Err(PyTypeError::new_err(
+            "throw() third argument must be a traceback object",
+        ));
+    }
+    let exc = if let Ok(exc) = typ.cast::<PyBaseException>() {
+        if val.is_some() {
+            return Err(PyTypeError::new_err(
+                "instance exception may not have a separate value",
+            ));
+        }
+        exc.clone()
+    } else if let Some(cls) = exception_class(typ)? {
+        let made = match val {
+            Some(val) if val.is_instance(&cls)? => val,
+            None => cls.call0()?,
+            Some(val) => match val.cast_into::<PyTuple>() {
+                Ok(args) => cls.call1(args)?,
+                Err(val) => cls.call1((val.into_inner(),))?,
+            },
+        };
+        made.cast_into::<PyBaseException>().map_err(|made| {
+            PyTypeError::new_err(format!(
+                "calling {} should have returned an instance of BaseException, not {}",
+                cls.name().map_or_else(|_| "it".into(), |n| n.to_string()),
+                made.into_inner()
+                    .get_type()
+                    .name()
+                    .map_or_else(|_| "?".into(), |n| n.to_string()),
+            ))
+        })?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "exceptions must be classes or instances deriving from BaseException, not {}",
+            typ.get_type().name()?
+        )));
+    };
+    if let Some(tb) = tb {
+        exc.setattr(intern!(py, "__traceback__"), tb)?;
+    }
+    Ok(exc)
+}
+
+fn exception_class<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyType>>> {
+    match obj.cast::<PyType>() {
+        Ok(cls) if cls.is_subclass_of::<PyBaseException>()? => Ok(Some(cls.clone())),
+        _ => Ok(None),
     }
 }
 
 #[pymethods]
 impl Recv {
+    /// The awaitable is its own iterator, driven by the awaiting task.
     fn __await__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
 
+    /// Itself, as `__await__`.
     fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
 
+    /// One step of the await: raises StopIteration(result) when ready, else returns the
+    /// future to wait on.
     fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         match self.poll(py)? {
             Polled::Pending(fut) => Ok(fut),
@@ -141,14 +249,17 @@ impl Recv {
         }
     }
 
+    /// One step of the await, as `__next__` (the task always sends None).
     #[pyo3(signature = (value, /))]
     fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let _ = value; // the task only ever sends None
         self.__next__(py)
     }
 
-    /// Called by the task when the awaiting coroutine is cancelled (or another error is
-    /// thrown in): give up the wait, then raise what was thrown.
+    /// Raises an exception where the awaiting code waits: what a task does when it is
+    /// cancelled (CancelledError). The wait is given up first, passing on a wakeup it may
+    /// already have had. Accepts every form a generator's throw() does: an exception
+    /// instance, a class, a class with a value, and a traceback as third argument.
     #[pyo3(signature = (typ, val=None, tb=None))]
     fn throw(
         &self,
@@ -157,19 +268,14 @@ impl Recv {
         val: Option<Bound<'_, PyAny>>,
         tb: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        // Built first: malformed arguments leave the wait in place, as for a generator.
+        // Building may run Python code (an exception's __init__), with no lock held.
+        let exc = thrown_exception(&typ, val, tb)?;
         self.withdraw(py)?;
-        // SAFETY: PyErr_Restore steals the three references, any of which may be null; the
-        // interpreter normalizes a (type, value) pair the same way `raise` does.
-        unsafe {
-            ffi::PyErr_Restore(
-                typ.into_ptr(),
-                val.map_or(ptr::null_mut(), Bound::into_ptr),
-                tb.map_or(ptr::null_mut(), Bound::into_ptr),
-            )
-        };
-        Err(PyErr::fetch(py))
+        Err(PyErr::from_value(exc.into_any()))
     }
 
+    /// Gives up the wait (what closing the awaiting coroutine does).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.withdraw(py)
     }

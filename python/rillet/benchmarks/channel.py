@@ -30,7 +30,7 @@ class Scenario:
     name: str
     rillet: dict[str, Callable[[Items], None]]
     peers: dict[str, Callable[[Items], None]]
-    # (rillet variant, peer, minimum ratio the issue asks for)
+    # (rillet variant, peer, the minimum ratio rillet aims for)
     targets: list[tuple[str, str, float]] = field(default_factory=list)
 
 
@@ -158,7 +158,7 @@ def rillet_task_to_task_batched(items: Items) -> None:
         producer = asyncio.create_task(produce())
         got = 0
         while got < len(items):
-            got += len(await ch.recv_many_async(RECV_BATCH))
+            got += len(await ch.arecv_many(RECV_BATCH))
         await producer
 
     asyncio.run(main())
@@ -201,7 +201,7 @@ def rillet_thread_to_asyncio_batched(items: Items) -> None:
         t = _batch_sender_thread(ch, items)
         got = 0
         while got < len(items):
-            got += len(await ch.recv_many_async(RECV_BATCH))
+            got += len(await ch.arecv_many(RECV_BATCH))
         t.join()
 
     asyncio.run(main())

@@ -1,4 +1,11 @@
-"""Runs benchmark scenarios and reports medians and ratios against the named peers."""
+"""Runs benchmark scenarios in rounds and reports medians, ranges and ratios against the peers.
+
+Every implementation is timed once per round, all rounds interleaved, so a slow spell on a
+shared machine falls on every implementation alike instead of on whichever ran during it. In
+a round an implementation runs until ``min_time`` has passed (at least once) and its median
+run is that round's time. A ratio is computed per round (peer time over rillet time in the
+same round) and reported as the median over rounds with the lowest and highest round.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +14,38 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from rillet.benchmarks.channel import Items, Scenario
 
 
-@dataclass(frozen=True)
+@dataclass
 class Measurement:
+    """One implementation of one scenario: nanoseconds per item in each round."""
+
     scenario: str
     name: str
-    ns_per_item: float | None  # None: the peer is not installed
-    note: str = ""
+    rounds: list[float] = field(default_factory=list)
+    note: str = ""  # why there are no rounds, e.g. "not installed (janus)"
+
+    @property
+    def ns_per_item(self) -> float | None:
+        """The median over rounds, or None when the implementation did not run."""
+        return statistics.median(self.rounds) if self.rounds else None
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The median of per-round values with the lowest and highest round."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        return cls(statistics.median(values), min(values), max(values))
 
 
 def time_once(run: Callable[[Items], None], items: Items) -> float:
@@ -28,50 +55,83 @@ def time_once(run: Callable[[Items], None], items: Items) -> float:
     return time.perf_counter() - start
 
 
-def median_ns_per_item(run: Callable[[Items], None], items: Items, repeat: int) -> float:
-    run(items[: max(1, len(items) // 10)])  # warm up imports, caches and the allocator
-    times = [time_once(run, items) for _ in range(repeat)]
+def round_ns_per_item(run: Callable[[Items], None], items: Items, min_time: float) -> float:
+    """Runs until `min_time` seconds have been spent (at least once); the median run, per item."""
+    times = [time_once(run, items)]
+    while sum(times) < min_time:
+        times.append(time_once(run, items))
     return statistics.median(times) / len(items) * 1e9
 
 
-def measure(scenarios: Sequence[Scenario], items: Items, repeat: int, progress: TextIO = sys.stderr) -> list[Measurement]:
-    results = []
-    for scenario in scenarios:
-        for name, run in {**scenario.rillet, **scenario.peers}.items():
-            print(f"  {scenario.name:<15} {name:<18}", end="", file=progress, flush=True)
-            try:
-                ns = median_ns_per_item(run, items, repeat)
-            except ImportError as missing:
-                results.append(Measurement(scenario.name, name, None, f"not installed ({missing.name})"))
-                print(" skipped: not installed", file=progress)
-                continue
-            results.append(Measurement(scenario.name, name, ns))
-            print(f" {ns:9.1f} ns/item", file=progress)
+def measure(
+    scenarios: Sequence[Scenario],
+    items: Items,
+    rounds: int,
+    min_time: float = 0.2,
+    progress: TextIO | None = None,
+) -> list[Measurement]:
+    """Times every implementation of every scenario in `rounds` interleaved rounds, printing a
+    line per round to `progress` (default: stderr)."""
+    progress = progress or sys.stderr
+    results = [
+        Measurement(scenario.name, name) for scenario in scenarios for name in {**scenario.rillet, **scenario.peers}
+    ]
+    runs = {
+        (scenario.name, name): run for scenario in scenarios for name, run in {**scenario.rillet, **scenario.peers}.items()
+    }
+    warm = max(1, len(items) // 10)
+    for m in results:  # warm up imports, caches and the allocator; find the missing peers
+        try:
+            runs[m.scenario, m.name](items[:warm])
+        except ImportError as missing:
+            m.note = f"not installed ({missing.name})"
+    for r in range(rounds):
+        start = time.perf_counter()
+        for m in results:
+            if not m.note:
+                m.rounds.append(round_ns_per_item(runs[m.scenario, m.name], items, min_time))
+        print(f"  round {r + 1}/{rounds}: {time.perf_counter() - start:.1f} s", file=progress, flush=True)
     return results
 
 
-def ratio(results: Sequence[Measurement], scenario: str, ours: str, peer: str) -> float | None:
-    by_name = {(m.scenario, m.name): m.ns_per_item for m in results}
-    ours_ns, peer_ns = by_name.get((scenario, ours)), by_name.get((scenario, peer))
-    if not ours_ns or not peer_ns:
-        return None
-    return peer_ns / ours_ns
+def ratios(results: Sequence[Measurement], scenario: str, ours: str, peer: str) -> list[float]:
+    """Peer time over rillet time in each round; empty when either did not run."""
+    by_name = {(m.scenario, m.name): m.rounds for m in results}
+    ours_rounds, peer_rounds = by_name.get((scenario, ours), []), by_name.get((scenario, peer), [])
+    return [p / o for p, o in zip(peer_rounds, ours_rounds)]
 
 
 def summary(scenarios: Sequence[Scenario], results: Sequence[Measurement]) -> str:
-    """A table of medians, then every rillet-vs-peer speed-up with the issue's targets."""
-    lines = [f"{'scenario':<16}{'implementation':<20}{'median ns/item':>16}", "-" * 52]
+    """A table of per-item times, then every rillet-vs-peer speed-up with its target, if any."""
+    rounds = max((len(m.rounds) for m in results), default=0)
+    lines = [f"{'scenario':<16}{'implementation':<20}{'ns/item':>10}  range over {rounds} rounds", "-" * 72]
     for m in results:
-        value = f"{m.ns_per_item:16.1f}" if m.ns_per_item is not None else f"{m.note:>16}"
-        lines.append(f"{m.scenario:<16}{m.name:<20}{value}")
-    lines += ["", f"{'speed-up (peer time / rillet time)':<52}{'ratio':>8}  target", "-" * 72]
+        if not m.rounds:
+            lines.append(f"{m.scenario:<16}{m.name:<20}{'-':>10}  {m.note}")
+            continue
+        s = Spread.of(m.rounds)
+        lines.append(f"{m.scenario:<16}{m.name:<20}{s.median:10.1f}  {s.low:.1f}-{s.high:.1f}")
+    lines += [
+        "",
+        f"{'speed-up (peer time / rillet time)':<52}{'median':>8}  {'range':<14}target",
+        "-" * 96,
+    ]
     for scenario in scenarios:
         targets = {(ours, peer): goal for ours, peer, goal in scenario.targets}
         for ours in scenario.rillet:
             for peer in scenario.peers:
-                r = ratio(results, scenario.name, ours, peer)
-                shown = f"{r:7.2f}x" if r is not None else "      -"
+                label = f"{scenario.name}: {ours} vs {peer}"
+                per_round = ratios(results, scenario.name, ours, peer)
+                if not per_round:
+                    lines.append(f"{label:<52}{'-':>8}")
+                    continue
+                r = Spread.of(per_round)
                 goal = targets.get((ours, peer))
-                verdict = "" if goal is None or r is None else f"  >= {goal:g}x {'met' if r >= goal else 'NOT met'}"
-                lines.append(f"{scenario.name + ': ' + ours + ' vs ' + peer:<52}{shown}{verdict}")
+                verdict = ""
+                if goal is not None:
+                    held = sum(v >= goal for v in per_round)
+                    met = "met" if r.median >= goal else "NOT met"
+                    verdict = f">= {goal:g}x {met} (in {held} of {len(per_round)} rounds)"
+                spread = f"{r.low:.2f}-{r.high:.2f}x"
+                lines.append(f"{label:<52}{r.median:7.2f}x  {spread:<14}{verdict}")
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from typing import Any
 
 from rillet import codec
 from rillet._native import Message, RilletError
-from rillet.agent import AgentInput
+from rillet.agent import AgentInput, StateDelta
 from rillet.context import Session
 from rillet.events import (
     AgentAction,
@@ -71,7 +71,9 @@ async def _event_record(ev: AgentEvent) -> dict[str, Any]:
         if a.break_loop is not None:
             b = a.break_loop
             act["break_loop"] = [b.from_agent, b.done, b.current_iterations]
-        if a.customized_action is not None:
+        if isinstance(a.customized_action, StateDelta):
+            act["state_delta"] = dict(a.customized_action)
+        elif a.customized_action is not None:
             act["customized"] = a.customized_action
         rec["action"] = act
     if ev.error is not None:
@@ -105,7 +107,7 @@ def _event(rec: dict[str, Any]) -> AgentEvent:
             exit=bool(act.get("exit")),
             transfer_to_agent=TransferToAgentAction(act["transfer_to"]) if "transfer_to" in act else None,
             break_loop=BreakLoopAction(brk[0], bool(brk[1]), int(brk[2])) if brk is not None else None,
-            customized_action=act.get("customized"),
+            customized_action=StateDelta(act["state_delta"]) if "state_delta" in act else act.get("customized"),
         )
     err = rec.get("error")
     if err is not None:

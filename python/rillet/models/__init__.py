@@ -1,7 +1,12 @@
 """Chat models: the :class:`ChatModel` protocol agents call, and :class:`ScriptedModel`,
-the offline test double. Provider models are imported from their own modules, lazily."""
+the offline test double, and :class:`OpenAIChatModel` for any OpenAI-compatible endpoint
+(its HTTP client is imported on first use)."""
 
+from rillet.models import errors
 from rillet.models.base import ChatModel, ModelCall
+from rillet.models.errors import *  # noqa: F403  (ModelError and its subclasses)
+from rillet.models.openai import OpenAIChatModel
 from rillet.models.scripted import ScriptedModel, ScriptExhaustedError
 
-__all__ = ["ChatModel", "ModelCall", "ScriptExhaustedError", "ScriptedModel"]
+__all__ = ["ChatModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel"]
+__all__ += errors.__all__

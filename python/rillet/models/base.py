@@ -58,7 +58,7 @@ class ChatModel(Protocol):
         *,
         tools: Sequence[ToolInfo] | None = None,
         **options: Any,
-    ) -> StreamReader:
+    ) -> StreamReader[Message]:
         """Starts the reply to ``messages`` and returns a ``StreamReader`` of ``Message`` chunks.
 
         The chunks must concatenate to the whole reply with :func:`rillet.concat_messages`

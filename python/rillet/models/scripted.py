@@ -188,7 +188,7 @@ class ScriptedModel:
         *,
         tools: Sequence[ToolInfo] | None = None,
         **options: Any,
-    ) -> StreamReader:
+    ) -> StreamReader[Message]:
         """Returns a ``StreamReader`` of the next reply's chunks.
 
         Chunk by chunk: the reasoning, then the content, each in pieces of ``chunk_size``
@@ -246,7 +246,7 @@ class ScriptedModel:
             out = await out
         return _prepare(out, f"ScriptedModel {self.name!r}: the reply function's answer to call {n}")
 
-    def _paced(self, chunks: list[Message]) -> StreamReader:
+    def _paced(self, chunks: list[Message]) -> StreamReader[Message]:
         reader, writer = pipe()
         task = asyncio.get_running_loop().create_task(
             _send_paced(writer, chunks, self.delay, self.name)
@@ -277,7 +277,7 @@ def _prepare(reply: object, where: str) -> Message:
                     f"calls by their position in the reply (leave index unset or set it to {i})"
                 )
             numbered.append(ToolCall(i, tc.id, tc.type, tc.function, tc.extra))
-        msg.tool_calls = numbered
+        msg.tool_calls = tuple(numbered)
     return msg
 
 
@@ -320,7 +320,7 @@ def split_message(reply: Message, chunk_size: int) -> list[Message]:
     return [Message(**delta) for delta in deltas]
 
 
-async def _send_paced(writer: StreamWriter, chunks: list[Message], delay: float, name: str) -> None:
+async def _send_paced(writer: StreamWriter[Message], chunks: list[Message], delay: float, name: str) -> None:
     """Sends ``chunks`` with ``delay`` seconds between them; stops when the reader is gone."""
     sent = 0
     try:

@@ -8,6 +8,8 @@ use pyo3::types::{
     PyBytes, PyDate, PyDateTime, PyDelta, PyDict, PyInt, PyList, PyString, PyTime, PyTzInfo,
 };
 
+mod native;
+
 use super::stdlib::stdlib;
 use super::utf8::decode_str;
 use crate::codec::decode::{Builder, Kind, Scalar};
@@ -337,6 +339,10 @@ impl<'py> PyBuilder<'py> {
                     e,
                 )
             })?;
+        }
+        if from_state.is_none() {
+            // rillet's own message types: built from the state's fields in Rust.
+            return native::build(name.to_str()?, &state);
         }
         from_state.call1((state,)).map_err(|e| {
             BuildError::caused(format!("building {name} from its state failed: {e}"), e)

@@ -23,6 +23,8 @@ use pyo3::types::{
     PyTime, PyTimeAccess, PyTuple, PyTzInfo, PyTzInfoAccess,
 };
 
+mod native;
+
 use super::stdlib::stdlib;
 use crate::codec::ext;
 use crate::codec::repeats::{AddrRepeats, ShapeRepeats, Use};
@@ -147,6 +149,7 @@ pub fn encode<'py>(
         share,
         items: Vec::new(),
         shape: Vec::new(),
+        keys: None,
     };
     enc.w.envelope(version);
     let result = enc.run(obj).map_err(|mut f| {
@@ -235,6 +238,8 @@ struct Encoder<'a, 'py> {
     /// nesting levels), and a scratch list of one dict's key addresses.
     items: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     shape: Vec<usize>,
+    /// The interned keys of rillet's message states, once one is written natively.
+    keys: Option<native::Keys>,
 }
 
 macro_rules! is_type {
@@ -908,6 +913,10 @@ impl<'py> Encoder<'_, 'py> {
             Bound<'py, PyAny>,
             bool,
         ) = entry.extract().map_err(bad_entry)?;
+        if to_state.is_none() {
+            // rillet's own classes: written from their Rust fields.
+            return self.native_object(o, &name, version);
+        }
         self.enter(o)?;
         let state = to_state.call1((o,)).map_err(|e| {
             let ty = type_name(o);

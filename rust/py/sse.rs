@@ -1,0 +1,164 @@
+//! `ChatStreamParser` and `parse_chat_completion`: Python entry points of [`crate::sse`].
+//!
+//! Bytes go in and `Message` chunks come out; the JSON is read in Rust, so no Python code
+//! runs per token. Errors are raised as the classes of `rillet.models.errors`, looked up when
+//! one is raised.
+
+use std::borrow::Cow;
+
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::{PyDict, PyList};
+
+use crate::message as core;
+use crate::py::message::Message;
+use crate::sse::{self, ParserOptions, StreamError};
+
+/// The Python exception for `err`: `MalformedChunkError` (bad JSON or UTF-8),
+/// `ModelStreamError` (an error object from the server) or `IncompleteStreamError` (the
+/// stream stopped early), each with `line` set.
+fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
+    let (class, code) = match err {
+        StreamError::InvalidUtf8 { .. } | StreamError::Malformed { .. } => {
+            ("MalformedChunkError", None)
+        }
+        StreamError::Server { code, .. } => ("ModelStreamError", code.as_deref()),
+        StreamError::Truncated { .. } => ("IncompleteStreamError", None),
+    };
+    let make = || -> PyResult<PyErr> {
+        let cls = py.import("rillet.models.errors")?.getattr(class)?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("line", err.line())?;
+        if let Some(code) = code {
+            kwargs.set_item("code", code)?;
+        }
+        Ok(PyErr::from_value(
+            cls.call((err.to_string(),), Some(&kwargs))?,
+        ))
+    };
+    make().unwrap_or_else(|e| e)
+}
+
+fn options(think_tags: bool, id_prefix: &str) -> ParserOptions {
+    ParserOptions {
+        think_tags,
+        id_prefix: id_prefix.to_owned(),
+    }
+}
+
+fn to_list(py: Python<'_>, chunks: Vec<core::Message>) -> PyResult<Bound<'_, PyList>> {
+    let items: PyResult<Vec<_>> = chunks
+        .into_iter()
+        .map(|m| Bound::new(py, Message::wrap(m)))
+        .collect();
+    PyList::new(py, items?)
+}
+
+struct State {
+    parser: sse::ChatStreamParser,
+    /// Once an error was found, every later call raises it.
+    error: Option<StreamError>,
+}
+
+/// Reads a streamed chat completion (server-sent events) into rillet Message chunks.
+///
+/// Feed it the response bytes as they arrive, in any pieces; call `finish()` at the end.
+/// Chunks have Eino's shape: role on the first, tool-call index on every tool-call delta,
+/// id and name on a call's first delta, finish reason and usage where the server sent them.
+/// `think_tags` moves `<think>...</think>` text from the content to `reasoning_content`;
+/// calls the server sent without an id get `id_prefix` plus their index.
+#[pyclass(frozen, module = "rillet", name = "ChatStreamParser")]
+pub struct ChatStreamParser {
+    state: Mutex<State>,
+}
+
+impl ChatStreamParser {
+    fn run(
+        &self,
+        py: Python<'_>,
+        step: impl FnOnce(
+            &mut sse::ChatStreamParser,
+            &mut Vec<core::Message>,
+        ) -> Result<(), StreamError>,
+    ) -> PyResult<Vec<core::Message>> {
+        let mut out = Vec::new();
+        let error = {
+            let mut state = self.state.lock_py_attached(py);
+            if let Some(err) = &state.error {
+                Some(err.clone())
+            } else {
+                let result = step(&mut state.parser, &mut out);
+                state.error = result.err();
+                // Chunks before the bad line are returned; the error comes with the next call.
+                state.error.clone().filter(|_| out.is_empty())
+            }
+        };
+        match error {
+            Some(err) => Err(stream_error(py, &err)),
+            None => Ok(out),
+        }
+    }
+}
+
+#[pymethods]
+impl ChatStreamParser {
+    #[new]
+    #[pyo3(signature = (*, think_tags=true, id_prefix="call_"))]
+    fn new(think_tags: bool, id_prefix: &str) -> Self {
+        ChatStreamParser {
+            state: Mutex::new(State {
+                parser: sse::ChatStreamParser::new(options(think_tags, id_prefix)),
+                error: None,
+            }),
+        }
+    }
+
+    /// Reads `data` and returns the chunks it completes (often none, sometimes several).
+    ///
+    /// A malformed line raises `rillet.models.MalformedChunkError` naming the line; an error
+    /// object from the server raises `ModelStreamError`. Chunks before the offending line are
+    /// returned first, and the error is raised by the next call (and every one after it).
+    fn feed<'py>(&self, py: Python<'py>, data: Cow<'_, [u8]>) -> PyResult<Bound<'py, PyList>> {
+        let out = self.run(py, |p, out| p.feed(&data, out))?;
+        to_list(py, out)
+    }
+
+    /// The response has ended: returns the last chunks. Raises `IncompleteStreamError` when
+    /// the stream stopped before the model finished (no finish reason and no `[DONE]`).
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = self.run(py, |p, out| p.finish(out))?;
+        to_list(py, out)
+    }
+
+    /// True once `data: [DONE]` was read.
+    #[getter]
+    fn done(&self, py: Python<'_>) -> bool {
+        self.state.lock_py_attached(py).parser.done()
+    }
+
+    /// The number of lines read so far.
+    #[getter]
+    fn lines(&self, py: Python<'_>) -> usize {
+        self.state.lock_py_attached(py).parser.lines()
+    }
+}
+
+/// Reads a whole (non-streamed) chat-completions response body into one assistant Message,
+/// with the stream's dialect rules (reasoning fields, `<think>` tags, generated call ids).
+#[pyfunction]
+#[pyo3(signature = (body, *, think_tags=true, id_prefix="call_"))]
+pub fn parse_chat_completion(
+    py: Python<'_>,
+    body: Cow<'_, [u8]>,
+    think_tags: bool,
+    id_prefix: &str,
+) -> PyResult<Message> {
+    let text = std::str::from_utf8(&body).map_err(|e| {
+        let line = 1 + memchr::memchr_iter(b'\n', &body[..e.valid_up_to()]).count();
+        stream_error(py, &StreamError::InvalidUtf8 { line })
+    })?;
+    sse::parse_completion(text, options(think_tags, id_prefix))
+        .map(Message::wrap)
+        .map_err(|e| stream_error(py, &e))
+}
