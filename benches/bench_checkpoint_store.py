@@ -1,5 +1,5 @@
 """Saving and loading the checkpoint of a 1,000-event run: rillet's SqliteCheckpointStore
-against LangGraph's SqliteSaver (issue 10, bench (b)), in one run.
+against LangGraph's SqliteSaver, in one run.
 
 The run: a user asks, then 500 ReAct steps, each an assistant message with one tool call
 (JSON arguments; usage and finish reason on every assistant message; text on every other one)

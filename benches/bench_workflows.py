@@ -1,4 +1,4 @@
-"""Workflow agents against LangGraph graphs doing the same work (issue 11), in one run.
+"""Workflow agents against LangGraph graphs doing the same work, in one run.
 
 Two shapes, each agent or graph node making exactly one call to an instant model double that
 answers with one assistant message (text and usage 10/5 tokens):
