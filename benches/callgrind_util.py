@@ -6,7 +6,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 
 def instructions(code: str) -> int:
@@ -25,3 +25,13 @@ def instructions(code: str) -> int:
 def per_operation(make_code: Callable[[int], str], n: int) -> float:
     """Instructions per operation: (a run doing ``n`` operations - a run doing none) / n."""
     return (instructions(make_code(n)) - instructions(make_code(0))) / n
+
+
+def print_table(impls: Iterable[str], columns: Sequence[str], count: Callable[[str, str], float], fmt: str) -> None:
+    """Prints a Markdown table: a row per implementation, a cell per column, each cell
+    ``count(impl, column)`` formatted with ``fmt``, rows printed as they are measured."""
+    print("| implementation | " + " | ".join(columns) + " |")
+    print("| --- |" + " ---: |" * len(columns))
+    for impl in impls:
+        cells = [format(count(impl, col), fmt) for col in columns]
+        print(f"| {impl} | " + " | ".join(cells) + " |", flush=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from callgrind_util import per_operation
+from callgrind_util import per_operation, print_table
 
 N = 5
 HERE = Path(__file__).parent
@@ -32,13 +32,12 @@ def _code(impl: str, op: str, n: int) -> str:
 
 
 def main() -> None:
-    sys.path.insert(0, str(HERE))
-    impls = sys.argv[1:] or ["rillet", "langgraph"]
-    print("| implementation | " + " | ".join(f"{op} (M instr)" for op in OPS) + " |")
-    print("| --- |" + " ---: |" * len(OPS))
-    for impl in impls:
-        cells = [per_operation(lambda n, op=op: _code(impl, op, n), N) / 1e6 for op in OPS]
-        print(f"| {impl} | " + " | ".join(f"{c:.2f}" for c in cells) + " |", flush=True)
+    print_table(
+        sys.argv[1:] or ["rillet", "langgraph"],
+        [f"{op} (M instr)" for op in OPS],
+        lambda impl, col: per_operation(lambda n: _code(impl, col.split(" ")[0], n), N) / 1e6,
+        ".2f",
+    )
 
 
 if __name__ == "__main__":

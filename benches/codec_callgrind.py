@@ -12,11 +12,10 @@ Each count is (run with N operations - run with 0) / N, in a process that import
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import sys
 from pathlib import Path
+
+from callgrind_util import instructions
 
 N = 10
 HERE = Path(__file__).parent
@@ -34,15 +33,7 @@ def _one(lib: str, op: str, n: int) -> int:
         f"f = (lambda: dec(data)) if {op!r} == 'decode' else (lambda: enc(state))\n"
         f"for _ in range({n}): f()\n"
     )
-    # A fixed hash seed: str hashes move dict probe counts by ~0.5 % from run to run.
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code],
-        capture_output=True, text=True, check=True, env=env,
-    ).stderr
-    match = re.search(r"refs:\s+([\d,]+)", out)
-    assert match, out
-    return int(match.group(1).replace(",", ""))
+    return instructions(code)
 
 
 def main() -> None:

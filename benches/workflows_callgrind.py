@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from callgrind_util import per_operation
+from callgrind_util import per_operation, print_table
 
 N = 20
 HERE = Path(__file__).parent
@@ -30,14 +30,14 @@ def _code(impl: str, shape: str, n: int) -> str:
 
 
 def main() -> None:
-    sys.path.insert(0, str(HERE))
     import bench_workflows
 
-    print("| implementation | " + " | ".join(f"{s} (k instr per run)" for s in bench_workflows.SHAPES) + " |")
-    print("| --- |" + " ---: |" * len(bench_workflows.SHAPES))
-    for impl in sys.argv[1:] or bench_workflows.WORKLOADS:
-        cells = [per_operation(lambda n, s=shape: _code(impl, s, n), N) / 1e3 for shape in bench_workflows.SHAPES]
-        print(f"| {impl} | " + " | ".join(f"{c:,.0f}" for c in cells) + " |", flush=True)
+    print_table(
+        sys.argv[1:] or list(bench_workflows.WORKLOADS),
+        [f"{shape} (k instr per run)" for shape in bench_workflows.SHAPES],
+        lambda impl, col: per_operation(lambda n: _code(impl, col.split(" ")[0], n), N) / 1e3,
+        ",.0f",
+    )
 
 
 if __name__ == "__main__":
