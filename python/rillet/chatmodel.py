@@ -467,24 +467,15 @@ class ChatModelAgent(BaseAgent):
         emit = (lambda ev: inbox.put_nowait(("event", ev))) if self._emits else None
         if emit is None and (len(calls) == 1 or self.execute_tools_sequentially):
             for pos, c in calls:
-                try:
-                    ev, msg = await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming)
-                except Interrupted as e:
-                    yield e, pos, None
-                    continue
-                if isinstance(msg, Message):
-                    yield ev, pos, msg
-                else:
-                    futures[pos] = msg
-                    yield ev, pos, None
+                yield _settle(pos, await self._attempt(c, state, streaming, None), futures)
         else:
             gate = asyncio.Lock() if self.execute_tools_sequentially else None
 
-            async def one(c: ToolCall) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
+            async def one(c: ToolCall) -> tuple[Any, Message | asyncio.Future[Message] | None]:
                 if gate is None:
-                    return await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming, emit)
+                    return await self._attempt(c, state, streaming, emit)
                 async with gate:
-                    return await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming, emit)
+                    return await self._attempt(c, state, streaming, emit)
 
             tasks = {asyncio.ensure_future(one(c)): pos for pos, c in calls}
             for t in tasks:
@@ -497,17 +488,7 @@ class ChatModelAgent(BaseAgent):
                         yield item, -1, None
                         continue
                     left -= 1
-                    pos = tasks[item]
-                    try:
-                        ev, msg = item.result()
-                    except Interrupted as e:
-                        yield e, pos, None
-                        continue
-                    if isinstance(msg, Message):
-                        yield ev, pos, msg
-                    else:
-                        futures[pos] = msg
-                        yield ev, pos, None
+                    yield _settle(tasks[item], item.result(), futures)
             finally:
                 for t in tasks:
                     t.cancel()
@@ -516,6 +497,15 @@ class ChatModelAgent(BaseAgent):
                 yield None, pos, await fut
             except Interrupted as e:  # the stream interrupted part-way
                 yield e, pos, None
+
+    async def _attempt(
+        self, c: ToolCall, state: list[Message], streaming: bool, emit: Callable[[AgentEvent], None] | None
+    ) -> tuple[Any, Message | asyncio.Future[Message] | None]:
+        """One call's (event, result), or (the Interrupted it raised, None)."""
+        try:
+            return await self._call_tool(c.function.name, c.id, c.function.arguments, state, streaming, emit)
+        except Interrupted as e:
+            return e, None
 
     async def _call_tool(
         self,
@@ -647,6 +637,18 @@ def _bind(
 
 
 _STATE_KIND = "rillet.chatmodel.round"
+
+
+def _settle(
+    pos: int, outcome: tuple[Any, Message | asyncio.Future[Message] | None], futures: dict[int, asyncio.Future[Message]]
+) -> tuple[Any, int, Message | None]:
+    """A finished call as (event or Interrupted, position, message); a streaming tool's
+    result is still coming: it is parked in ``futures`` and its message is None for now."""
+    ev, msg = outcome
+    if msg is None or isinstance(msg, Message):
+        return ev, pos, msg
+    futures[pos] = msg
+    return ev, pos, None
 
 
 def _snapshot(state: list[Message], completed: dict[str, Message], remaining: int, iteration: int) -> dict[str, Any]:

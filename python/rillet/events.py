@@ -205,31 +205,30 @@ def event_from_message(
     return AgentEvent("", (), AgentOutput(MessageVariant(stream is not None, message, stream, role, tool_name), None))
 
 
+def _split_for_reading(event: AgentEvent) -> tuple[Message | None, StreamReader[Message] | None]:
+    """(the whole message, None), or (None, a copy of the stream to read; the event keeps the
+    other copy)."""
+    mv = event.message_output
+    if mv is None or mv.message is not None or mv.message_stream is None:
+        return (mv.message if mv is not None else None), None
+    keep, read = mv.message_stream.copy(2)
+    mv.message_stream = keep
+    return None, read
+
+
 def get_message(event: AgentEvent) -> Message | None:
     """The event's message, without consuming it: a stream is copied, one copy goes back into
     the event and the other is concatenated. None when the event has no message output."""
-    mv = event.message_output
-    if mv is None:
-        return None
-    if mv.message is not None or mv.message_stream is None:
-        return mv.message
-    keep, read = mv.message_stream.copy(2)
-    mv.message_stream = keep
-    return concat_message_stream(read)
+    message, read = _split_for_reading(event)
+    return concat_message_stream(read) if read is not None else message
 
 
 async def aget_message(event: AgentEvent) -> Message | None:
     """``await`` twin of :func:`get_message`, for use inside an event loop."""
-    mv = event.message_output
-    if mv is None:
-        return None
-    if mv.message is not None or mv.message_stream is None:
-        return mv.message
     from rillet.schema import aconcat_message_stream
 
-    keep, read = mv.message_stream.copy(2)
-    mv.message_stream = keep
-    return await aconcat_message_stream(read)
+    message, read = _split_for_reading(event)
+    return await aconcat_message_stream(read) if read is not None else message
 
 
 def copy_event(event: AgentEvent) -> AgentEvent:
