@@ -239,10 +239,7 @@ impl Channel {
         cls: &Bound<'py, PyType>,
         item: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let py = cls.py();
-        py.import("types")?
-            .getattr("GenericAlias")?
-            .call1((cls, item))
+        crate::py::stream::generic_alias(cls, item)
     }
 
     /// Replaced at module init by the direct entry point in `fast_paths` (same behaviour,

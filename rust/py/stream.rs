@@ -589,8 +589,8 @@ fn async_helper<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>>
     module.bind(py).getattr(name)
 }
 
-/// `Cls[item]` in annotations: a `types.GenericAlias`.
-fn generic_alias<'py>(
+/// `Cls[item]` in annotations: a `types.GenericAlias` (shared by the channel's binding).
+pub(crate) fn generic_alias<'py>(
     cls: &Bound<'py, PyType>,
     item: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
