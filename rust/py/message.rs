@@ -433,7 +433,10 @@ impl ToolCall {
     }
 }
 
-pub(crate) fn tool_call_to_dict<'py>(py: Python<'py>, t: &core::ToolCall) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn tool_call_to_dict<'py>(
+    py: Python<'py>,
+    t: &core::ToolCall,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     if let Some(i) = t.index {
         d.set_item(intern!(py, "index"), i)?;
@@ -481,18 +484,26 @@ fn tool_call_from_py(obj: &Bound<'_, PyAny>, i: usize) -> PyResult<core::ToolCal
     if let Ok(d) = obj.cast::<PyDict>() {
         return tool_call_from_dict(d);
     }
-    Err(expected(&format!("Message.tool_calls[{i}]"), "ToolCall | dict", obj))
+    Err(expected(
+        &format!("Message.tool_calls[{i}]"),
+        "ToolCall | dict",
+        obj,
+    ))
 }
 
 fn tool_calls_from_py(list: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<core::ToolCall>> {
     let Some(list) = list.filter(|l| !l.is_none()) else {
         return Ok(Vec::new());
     };
-    list_items(list, "Message.tool_calls", "a list of ToolCall | dict (or None)")?
-        .iter()
-        .enumerate()
-        .map(|(i, item)| tool_call_from_py(item, i))
-        .collect()
+    list_items(
+        list,
+        "Message.tool_calls",
+        "a list of ToolCall | dict (or None)",
+    )?
+    .iter()
+    .enumerate()
+    .map(|(i, item)| tool_call_from_py(item, i))
+    .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -690,7 +701,10 @@ fn usage_from_py(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<core::Usage> {
 }
 
 /// A ResponseMeta argument: the class or its dict form; None is None.
-fn meta_from_py(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<core::ResponseMeta>> {
+fn meta_from_py(
+    obj: Option<&Bound<'_, PyAny>>,
+    field: &str,
+) -> PyResult<Option<core::ResponseMeta>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(None);
     };

@@ -310,9 +310,9 @@ impl<'py> PyBuilder<'py> {
         })?;
         let Some(entry) = self.names.get_item(name)? else {
             if let Some(unknown) = &self.unknown {
-                return unknown.call1((name, version, &f[2])).map_err(|e| {
-                    BuildError::caused(format!("the unknown= hook failed: {e}"), e)
-                });
+                return unknown
+                    .call1((name, version, &f[2]))
+                    .map_err(|e| BuildError::caused(format!("the unknown= hook failed: {e}"), e));
             }
             return Err(BuildError::new(format!(
                 "unknown registered type {name}: call rillet.codec.register_type(<its class>, name={name}) before decoding, or pass unknown=\"placeholder\" to inspect it",

@@ -19,8 +19,8 @@ use std::ptr::addr_of_mut;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{
-    PyDate, PyDateAccess, PyDateTime, PyDelta, PyDeltaAccess, PyDict, PyIterator, PyString,
-    PyTime, PyTimeAccess, PyTuple, PyTzInfo, PyTzInfoAccess,
+    PyDate, PyDateAccess, PyDateTime, PyDelta, PyDeltaAccess, PyDict, PyIterator, PyString, PyTime,
+    PyTimeAccess, PyTuple, PyTzInfo, PyTzInfoAccess,
 };
 
 mod native;
@@ -300,10 +300,9 @@ impl<'py> Encoder<'_, 'py> {
             }
             Frame::Set { iter, seen, n, .. } => match iter.next() {
                 None => self.finish(),
-                Some(Err(e)) => self.fail_own(fail_with(
-                    "cannot iterate the set at {path}".into(),
-                    e,
-                )),
+                Some(Err(e)) => {
+                    self.fail_own(fail_with("cannot iterate the set at {path}".into(), e))
+                }
                 Some(Ok(item)) => {
                     *seen += 1;
                     if *seen > *n {
@@ -383,7 +382,11 @@ impl<'py> Encoder<'_, 'py> {
             }
             Frame::Tuple { mark, .. } => self.w.ext_end(mark, ext::TUPLE)?,
             Frame::Set {
-                seen, n, mark, code, ..
+                seen,
+                n,
+                mark,
+                code,
+                ..
             } => {
                 if seen != n {
                     return Err(changed("set"));
@@ -439,9 +442,7 @@ impl<'py> Encoder<'_, 'py> {
                     ..
                 } => key(k, *fields),
                 Frame::Map { .. } => Seg::MapKey,
-                Frame::Record {
-                    in_key: true, ..
-                } => Seg::MapKey,
+                Frame::Record { in_key: true, .. } => Seg::MapKey,
                 Frame::Record { i, fields, .. } => match self.items.get(i.wrapping_sub(1)) {
                     Some((k, _)) => key(k, *fields),
                     None => Seg::MapKey,

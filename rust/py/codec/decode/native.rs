@@ -11,18 +11,22 @@ use pyo3::types::{PyDict, PyInt, PyList, PyString};
 
 use super::{kind_of, BuildError, Result};
 use crate::message::{self as core, Part};
-use crate::py::message::{map_from_py, ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage};
+use crate::py::message::{
+    map_from_py, ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage,
+};
 
 /// Builds the object of the registered `name` from `state`.
 pub(super) fn build<'py>(name: &str, state: &Bound<'py, PyAny>) -> Result<Bound<'py, PyAny>> {
     let py = state.py();
-    let bad = |e: Field| {
-        BuildError::new(format!("cannot build {name} from its state: {}", e.0))
-    };
+    let bad = |e: Field| BuildError::new(format!("cannot build {name} from its state: {}", e.0));
     let obj = match name {
         "rillet.Message" => Bound::new(py, Message::wrap(message(state).map_err(bad)?))?.into_any(),
-        "rillet.ToolCall" => Bound::new(py, ToolCall(tool_call(state, "").map_err(bad)?))?.into_any(),
-        "rillet.ContentPart" => Bound::new(py, ContentPart(part(state, "").map_err(bad)?))?.into_any(),
+        "rillet.ToolCall" => {
+            Bound::new(py, ToolCall(tool_call(state, "").map_err(bad)?))?.into_any()
+        }
+        "rillet.ContentPart" => {
+            Bound::new(py, ContentPart(part(state, "").map_err(bad)?))?.into_any()
+        }
         "rillet.FunctionCall" => {
             let [name, arguments] = items::<2>(state, "[name, arguments]").map_err(bad)?;
             let f = core::FunctionCall {
@@ -50,7 +54,11 @@ pub(super) fn build<'py>(name: &str, state: &Bound<'py, PyAny>) -> Result<Bound<
             };
             Bound::new(py, ResponseMeta(meta))?.into_any()
         }
-        _ => return Err(BuildError::new(format!("{name} has no state hooks and is not one of rillet's types"))),
+        _ => {
+            return Err(BuildError::new(format!(
+                "{name} has no state hooks and is not one of rillet's types"
+            )))
+        }
     };
     Ok(obj)
 }
@@ -84,14 +92,21 @@ impl std::fmt::Display for At<'_> {
 }
 
 fn wrong(path: impl std::fmt::Display, what: &str, got: &Bound<'_, PyAny>) -> Field {
-    Field(format!("field '{path}' must be {what}, got {}", kind_of(got)))
+    Field(format!(
+        "field '{path}' must be {what}, got {}",
+        kind_of(got)
+    ))
 }
 
 fn string(v: &Bound<'_, PyAny>, path: impl std::fmt::Display + Copy) -> Checked<String> {
-    let s = v.cast_exact::<PyString>().map_err(|_| wrong(path, "a str", v))?;
-    s.to_str()
-        .map(str::to_owned)
-        .map_err(|_| Field(format!("field '{path}' is not valid UTF-8 (it holds lone surrogates)")))
+    let s = v
+        .cast_exact::<PyString>()
+        .map_err(|_| wrong(path, "a str", v))?;
+    s.to_str().map(str::to_owned).map_err(|_| {
+        Field(format!(
+            "field '{path}' is not valid UTF-8 (it holds lone surrogates)"
+        ))
+    })
 }
 
 fn count(v: &Bound<'_, PyAny>, path: impl std::fmt::Display + Copy) -> Checked<u64> {
@@ -100,20 +115,35 @@ fn count(v: &Bound<'_, PyAny>, path: impl std::fmt::Display + Copy) -> Checked<u
     i.extract::<u64>().map_err(|_| wrong(path, what, v))
 }
 
-fn dict<'a, 'py>(v: &'a Bound<'py, PyAny>, path: impl std::fmt::Display) -> Checked<&'a Bound<'py, PyDict>> {
-    v.cast_exact::<PyDict>().map_err(|_| wrong(path, "a dict", v))
+fn dict<'a, 'py>(
+    v: &'a Bound<'py, PyAny>,
+    path: impl std::fmt::Display,
+) -> Checked<&'a Bound<'py, PyDict>> {
+    v.cast_exact::<PyDict>()
+        .map_err(|_| wrong(path, "a dict", v))
 }
 
-fn list<'a, 'py>(v: &'a Bound<'py, PyAny>, path: impl std::fmt::Display) -> Checked<&'a Bound<'py, PyList>> {
-    v.cast_exact::<PyList>().map_err(|_| wrong(path, "a list", v))
+fn list<'a, 'py>(
+    v: &'a Bound<'py, PyAny>,
+    path: impl std::fmt::Display,
+) -> Checked<&'a Bound<'py, PyList>> {
+    v.cast_exact::<PyList>()
+        .map_err(|_| wrong(path, "a list", v))
 }
 
 /// The items of a list state of exactly `N` items.
-fn items<'py, const N: usize>(v: &Bound<'py, PyAny>, what: &str) -> Checked<[Bound<'py, PyAny>; N]> {
+fn items<'py, const N: usize>(
+    v: &Bound<'py, PyAny>,
+    what: &str,
+) -> Checked<[Bound<'py, PyAny>; N]> {
     let l = list(v, what)?;
     let got: Vec<_> = l.iter().collect();
-    got.try_into()
-        .map_err(|got: Vec<_>| Field(format!("expected a list {what} of {N} items, got {}", got.len())))
+    got.try_into().map_err(|got: Vec<_>| {
+        Field(format!(
+            "expected a list {what} of {N} items, got {}",
+            got.len()
+        ))
+    })
 }
 
 /// Calls `f(key, value)` for each item of a state dict, whose keys must be strs.
@@ -123,9 +153,16 @@ fn each<'py>(
     mut f: impl FnMut(&str, Bound<'py, PyAny>) -> Checked<()>,
 ) -> Checked<()> {
     for (k, v) in d.iter() {
-        let key = k.cast_exact::<PyString>().ok().and_then(|s| s.to_str().ok());
+        let key = k
+            .cast_exact::<PyString>()
+            .ok()
+            .and_then(|s| s.to_str().ok());
         let key = key.ok_or_else(|| {
-            Field(format!("'{}' has a key that is not a str ({})", path, kind_of(&k)))
+            Field(format!(
+                "'{}' has a key that is not a str ({})",
+                path,
+                kind_of(&k)
+            ))
         })?;
         f(key, v)?;
     }
@@ -133,7 +170,10 @@ fn each<'py>(
 }
 
 fn unknown(path: &str, key: &str) -> Field {
-    Field(format!("unknown field '{}' (a newer rillet's state? upgrade rillet)", join(path, key)))
+    Field(format!(
+        "unknown field '{}' (a newer rillet's state? upgrade rillet)",
+        join(path, key)
+    ))
 }
 
 fn missing(path: &str, key: &str) -> Field {
@@ -212,7 +252,10 @@ fn tool_call(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::ToolCall> {
         let at = At(path, key);
         match key {
             "index" => {
-                let i = v.cast_exact::<PyInt>().ok().and_then(|i| i.extract::<i64>().ok());
+                let i = v
+                    .cast_exact::<PyInt>()
+                    .ok()
+                    .and_then(|i| i.extract::<i64>().ok());
                 t.index = Some(i.ok_or_else(|| wrong(at, "a 64-bit int", &v))?);
             }
             "id" => (t.id, id) = (string(&v, at)?, true),
@@ -330,8 +373,12 @@ fn usage_dict(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::Usage> {
             "prompt_tokens" => counts[0] = Some(count(&v, at)?),
             "completion_tokens" => counts[1] = Some(count(&v, at)?),
             "total_tokens" => counts[2] = Some(count(&v, at)?),
-            "prompt_tokens_details" => counts[3] = Some(detail(&v, &at.to_string(), "cached_tokens")?),
-            "completion_tokens_details" => counts[4] = Some(detail(&v, &at.to_string(), "reasoning_tokens")?),
+            "prompt_tokens_details" => {
+                counts[3] = Some(detail(&v, &at.to_string(), "cached_tokens")?)
+            }
+            "completion_tokens_details" => {
+                counts[4] = Some(detail(&v, &at.to_string(), "reasoning_tokens")?)
+            }
             _ => return Err(unknown(path, key)),
         }
         Ok(())

@@ -317,7 +317,10 @@ impl<'py> Encoder<'_, 'py> {
         self.enter(o)?;
         let state = hook_state(o).map_err(|e| {
             let ty = super::type_name(o);
-            super::fail_with(format!("cannot take the state of the {ty} at {{path}}: {e}"), e)
+            super::fail_with(
+                format!("cannot take the state of the {ty} at {{path}}: {e}"),
+                e,
+            )
         })?;
         let mark = self.w.ext_begin();
         self.w.array(3)?;
@@ -347,7 +350,8 @@ impl<'py> Encoder<'_, 'py> {
     }
 
     fn keys(&self) -> Keys {
-        self.keys.expect("keys are looked up before any native write")
+        self.keys
+            .expect("keys are looked up before any native write")
     }
 
     /// A str the hook path created for this one write.
@@ -675,12 +679,10 @@ impl<'py> Encoder<'_, 'py> {
                 Value::Float(f) => self.w.float(*f),
                 Value::Str(s) => self.fresh_str(s)?,
                 Value::Map(inner) => self.extra_map(inner)?,
-                Value::Opaque(_) => {
-                    return Err(fail(
-                        "internal error: a Python object in extra at {path} reached the native encoder"
-                            .into(),
-                    ))
-                }
+                Value::Opaque(_) => return Err(fail(
+                    "internal error: a Python object in extra at {path} reached the native encoder"
+                        .into(),
+                )),
             }
         }
         Ok(())
