@@ -241,3 +241,37 @@ def test_a_model_that_is_not_async_or_returns_text_is_named() -> None:
     assert "must be `async def`" in str(ev.error)
     (ev,) = list(Runner(ChatModelAgent("a", model=TextModel())).query("x"))  # type: ignore[arg-type]
     assert "must return a rillet.Message" in str(ev.error)
+
+
+def test_a_run_whose_event_loop_closes_ends_with_an_error_not_a_silent_end() -> None:
+    @tool
+    async def slow() -> str:
+        """Takes a while."""
+        await asyncio.sleep(10)
+        return "late"
+
+    held: dict[str, Any] = {}
+
+    async def start() -> None:
+        model = ScriptedModel([asks(call("slow", {})), "fin"])
+        held["it"] = Runner(ChatModelAgent("a", "", "", model, [slow])).query("q")
+        await asyncio.sleep(0.05)  # the run gets going, then this loop ends and cancels it
+
+    asyncio.run(start())
+    events = list(held["it"])
+    assert events[-1].error is not None and "cancelled" in str(events[-1].error)
+
+
+def test_a_model_stream_that_is_not_a_stream_reader_is_named() -> None:
+    class Gen:
+        async def generate(self, messages: Any, **kw: Any) -> Message:
+            raise AssertionError
+
+        async def stream(self, messages: Any, **kw: Any) -> Any:
+            async def chunks() -> AsyncIterator[Message]:
+                yield Message.assistant("x")
+
+            return chunks()
+
+    (ev,) = list(Runner(ChatModelAgent("a", model=Gen()), streaming=True).query("x"))  # type: ignore[arg-type]
+    assert "Gen.stream returned async_generator" in str(ev.error) and "StreamReader" in str(ev.error)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rillet._loop import RunTask, spawn
-from rillet._native import Channel, ChannelClosed, Message
+from rillet._native import Channel, ChannelClosed, Message, RilletError
 from rillet.event_pair import EventGenerator, EventIterator
 from rillet.events import AgentAction, AgentEvent, event_from_message
 
@@ -138,7 +138,9 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: EventGenerator[AgentEven
     except asyncio.CancelledError as e:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
-            raise  # the run itself was cancelled (abandoned): just end
+            if not gen.closed:  # not abandoned by its consumer: its event loop is shutting down
+                gen.send(AgentEvent(error=RilletError("the run was cancelled: the event loop it ran on closed or cancelled it")))
+            raise
         gen.send(AgentEvent(error=e))  # agent code let a CancelledError escape: an error, as data
     except (KeyboardInterrupt, SystemExit) as e:
         # Raised by agent code (a tool, a model, a callback): an error event, never an

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from rillet._native import Message, RilletError, ToolCall, pipe
+from rillet._native import Message, RilletError, StreamReader, ToolCall, pipe
 from rillet.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.context import _TOOL_CALL, ToolCallScope, add_session_value, current_run
 from rillet.events import AgentEvent, event_from_message
@@ -327,6 +327,11 @@ class ChatModelAgent(BaseAgent):
                     state[:] = new_state  # persisted, as Eino's BeforeModelRewriteState
             if streaming:
                 stream = await _awaited(self.model.stream(state, tools=infos or None, **model_opts), self.model, "stream")
+                if not isinstance(stream, StreamReader):
+                    raise TypeError(
+                        f"{type(self.model).__name__}.stream returned {type(stream).__name__}; a ChatModel's stream "
+                        "must return a rillet StreamReader of Message chunks (e.g. rillet.stream_from_list([...]))"
+                    )
                 user_copy, own = stream.copy(2)
                 yield event_from_message(None, user_copy)
                 reply = await aconcat_message_stream(own)
