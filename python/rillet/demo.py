@@ -1,4 +1,4 @@
-"""``rillet demo``: a ReAct agent with three tools, offline, on a scripted model.
+"""``rillet demo``: a ReAct agent with four tools (one needs approval), offline, on a scripted model.
 
 The model is a :class:`~rillet.models.ScriptedModel`: it plays a fixed conversation, so no API
 key or network is needed, but everything else is the real thing: the Runner, the ReAct loop,
