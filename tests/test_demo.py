@@ -54,6 +54,10 @@ def test_stop_at_approval_then_resume_from_another_process(tmp_path: Path) -> No
     assert "I did not book" in second.stdout
     missing = cli("resume", "nope", "--db", db, "--no-color")
     assert missing.returncode == 1 and "no checkpoint 'nope'" in missing.stdout
+    nowhere = tmp_path / "none.db"
+    absent = cli("resume", "nope", "--db", str(nowhere), "--no-color")
+    assert absent.returncode == 1 and "no checkpoint database" in absent.stdout
+    assert not nowhere.exists()  # nothing created
 
 
 def test_demo_streams_and_non_streams_the_same_conversation() -> None:

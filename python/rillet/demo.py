@@ -426,6 +426,9 @@ def resume(
 
     console = make_console(color)
     db_path = Path(db) if db is not None else _default_db()
+    if not db_path.exists():  # opening it would create an empty database
+        console.print(f"[red]no checkpoint database at {db_path}[/] (give the --db that `rillet demo` printed)")
+        return 1
     runner = Runner(build_agent(0.0, _chat_model(model)), checkpoint_store=SqliteCheckpointStore(db_path))
     data = runner.checkpoint_store.get(checkpoint_id)
     if data is None:
