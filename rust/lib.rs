@@ -13,6 +13,12 @@ pub mod stream;
 
 use pyo3::prelude::*;
 
+/// mimalloc for every Rust allocation of the extension: decoding a checkpoint allocates
+/// many small strings and vectors, and glibc's malloc took about a quarter of the decode's
+/// instructions (benches/codec_callgrind.py). Python's own objects are unaffected.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 mod _native {
     use super::*;

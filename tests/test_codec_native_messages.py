@@ -187,3 +187,67 @@ def test_a_well_formed_hand_made_state_decodes() -> None:
     state = _message_state()
     assert codec.decode(_checkpoint("rillet.Message", state)) == full_message()
     assert codec.decode(_checkpoint("rillet.Message", {"role": "user", "content": "hi"})) == Message.user("hi")
+
+
+# Decoding builds a message state's values as Rust values and moves them into the message;
+# what the string table shares crosses between those values and Python ones.
+
+
+def test_strings_shared_between_message_states_and_python_values_round_trip() -> None:
+    m = full_message()
+    # "content" and "role" are interned keys: the message state and the plain dicts share
+    # them through the string table, in both orders.
+    value = [{"role": "a", "content": "b"}, m, {"content": "c", "role": "d", "tool_calls": 1}, m]
+    assert codec.decode(codec.encode(value)) == value
+    value = [m, {"content": "x", "role": "y"}, m, ["content", "role", "tool_calls"]]
+    assert codec.decode(codec.encode(value)) == value
+
+
+def test_python_objects_inside_a_message_extra_round_trip() -> None:
+    import datetime
+    import decimal
+    import uuid
+
+    extra = {
+        "when": datetime.datetime(2026, 12, 1, 4, 5, 6, tzinfo=datetime.timezone.utc),
+        "tags": ["a", 1, None],
+        "blob": b"\x00\xff",
+        "big": 2**70,
+        "huge_unsigned": 2**64 - 1,
+        "id": uuid.UUID(int=7),
+        "price": decimal.Decimal("9.99"),
+        "pair": (1, 2),
+        "nested": {"deep": {"k": [1.5]}},
+    }
+    m = Message(role="user", content="hi", extra=extra)
+    back = codec.decode(codec.encode([m, m]))
+    assert back == [m, m]
+    assert back[0].extra == extra
+
+
+def _hand_made(state: bytes) -> bytes:
+    """A checkpoint of one rillet.Message whose state is the given msgpack bytes."""
+    import msgpack
+
+    payload = b"\x93" + msgpack.packb("rillet.Message") + msgpack.packb(1) + state
+    return b"\x93" + msgpack.packb("rillet-ckpt") + msgpack.packb(2) + msgpack.packb(msgpack.ExtType(5, payload))
+
+
+def test_a_message_state_with_a_duplicate_key_is_refused() -> None:
+    import msgpack
+
+    pairs = [("role", "user"), ("role", "assistant"), ("content", "")]
+    state = b"\x83" + b"".join(msgpack.packb(k) + msgpack.packb(v) for k, v in pairs)
+    with pytest.raises(DecodeError, match="duplicate map key 'role'"):
+        codec.decode(_hand_made(state))
+    # the same state without the duplicate decodes
+    state = b"\x82" + b"".join(msgpack.packb(k) + msgpack.packb(v) for k, v in pairs[1:])
+    assert codec.decode(_hand_made(state)) == Message(role="assistant", content="")
+
+
+def test_invalid_utf8_inside_a_message_state_is_refused() -> None:
+    import msgpack
+
+    state = b"\x82" + msgpack.packb("role") + msgpack.packb("user") + msgpack.packb("content") + b"\xa2\xc3\x28"
+    with pytest.raises(DecodeError, match="expected a UTF-8 str"):
+        codec.decode(_hand_made(state))

@@ -77,7 +77,7 @@ pub enum Scalar<'a> {
 
 /// Makes values from what the decoder reads. Errors abort the whole decode.
 pub trait Builder {
-    type Value;
+    type Value: Clone;
     type Error;
     /// Called once with the checkpoint's format version, before any value.
     fn format(&mut self, _version: u8) {}
@@ -99,6 +99,19 @@ pub trait Builder {
         items: &mut Vec<Self::Value>,
         start: usize,
     ) -> Result<Self::Value, Self::Error>;
+    /// Called once the name of a registered object (the first item of its ext 5 array) is
+    /// read. Returning true lets the builder make the object's version and state its own way
+    /// (as Rust values rather than Python ones, say); [`Builder::end_object_state`] is called
+    /// when they are complete, before the object itself is built.
+    fn begin_object_state(&mut self, _name: &Self::Value) -> bool {
+        false
+    }
+    fn end_object_state(&mut self) {}
+    /// A value for a string-table reference to `entry`. A builder in another mode than the
+    /// one that made `entry` may convert it, and may update `entry` for later references.
+    fn reuse(&mut self, entry: &mut Self::Value) -> Self::Value {
+        entry.clone()
+    }
 }
 
 /// Why a decode failed: a malformed input, or the builder refused a value. Boxed so the
@@ -131,7 +144,7 @@ struct Frame {
 }
 
 /// Decodes a whole checkpoint: envelope, body, and nothing after it.
-pub fn decode<B: Builder<Value: Clone>>(
+pub fn decode<B: Builder>(
     input: &[u8],
     limits: &Limits,
     builder: &mut B,
@@ -157,6 +170,7 @@ pub fn decode<B: Builder<Value: Clone>>(
         strings: Vec::new(),
         shape_keys: Vec::new(),
         shapes: Vec::new(),
+        object_state: None,
     }
     .run(builder)?;
     Ok(value)
@@ -207,6 +221,9 @@ struct Decoder<'a, 'l, V> {
     shape_keys: Vec<V>,
     /// ...and where each shape's keys are in `shape_keys`: (start, count).
     shapes: Vec<(usize, usize)>,
+    /// The frame index of the registered object whose state the builder makes its own way
+    /// (see [`Builder::begin_object_state`]).
+    object_state: Option<usize>,
 }
 
 impl<'a, V: Clone> Decoder<'a, '_, V> {
@@ -224,11 +241,12 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
                 .fixext1(ext::STR_REF)
                 .filter(|_| self.version >= 2)
             {
-                let Some(s) = self.strings.get(index as usize) else {
-                    let defined = self.strings.len();
+                let defined = self.strings.len();
+                let Some(s) = self.strings.get_mut(index as usize) else {
                     return Err(undefined(at, "string", index as usize, defined).into());
                 };
-                self.values.push(s.clone());
+                let s = b.reuse(s);
+                self.values.push(s);
                 if let Some(body) = self.close_finished(b)? {
                     return self.finish(body);
                 }
@@ -388,9 +406,10 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
             }
             ext::STR_REF => {
                 let index = table_index(payload, code, at)?;
-                match self.strings.get(index) {
-                    Some(s) => Ok(s.clone()),
-                    None => Err(undefined(at, "string", index, self.strings.len()).into()),
+                let defined = self.strings.len();
+                match self.strings.get_mut(index) {
+                    Some(s) => Ok(b.reuse(s)),
+                    None => Err(undefined(at, "string", index, defined).into()),
                 }
             }
             _ => Err(WireError::new(
@@ -468,9 +487,23 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
             };
             top.remaining = top.remaining.saturating_sub(1);
             if top.remaining > 0 {
+                if top.kind == Kind::Object && self.values.len() - top.start == 1 {
+                    self.named_object(b);
+                }
                 return Ok(None);
             }
             self.close_top(b)?;
+        }
+    }
+
+    /// The top frame is a registered object whose name was just read: lets the builder
+    /// choose how to make its state.
+    fn named_object<B: Builder<Value = V>>(&mut self, b: &mut B) {
+        if self.object_state.is_none() {
+            let name = &self.values[self.values.len() - 1];
+            if b.begin_object_state(name) {
+                self.object_state = Some(self.frames.len() - 1);
+            }
         }
     }
 
@@ -479,6 +512,10 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
         let Some(f) = self.frames.pop() else {
             return Ok(());
         };
+        if self.object_state == Some(self.frames.len()) {
+            self.object_state = None;
+            b.end_object_state();
+        }
         if let Some(end) = f.end {
             if self.reader.pos() != end {
                 let msg = format!(

@@ -37,7 +37,7 @@ fn opaque_eq(a: &Opaque, b: &Opaque) -> bool {
     }
 }
 
-fn value_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+pub(crate) fn value_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Null);
     }

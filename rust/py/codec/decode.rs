@@ -9,11 +9,13 @@ use pyo3::types::{
 };
 
 mod native;
+mod value;
 
 use super::stdlib::stdlib;
 use super::utf8::decode_str;
 use crate::codec::decode::{Builder, Kind, Scalar};
 use crate::py::errors::decode_error;
+pub use value::Val;
 
 /// A value the registry or Python refused, with the Python error behind it if any.
 pub struct BuildError {
@@ -63,6 +65,9 @@ pub struct PyBuilder<'py> {
     keys: KeyCache<'py>,
     /// The longest ASCII str that goes through `keys`, for values and for map keys.
     cached_len: [usize; 2],
+    /// True while the state of one of rillet's own message types is read: its values are
+    /// made as Rust values (see [`Val`]), which `native::build` moves into the message.
+    native: bool,
 }
 
 impl<'py> PyBuilder<'py> {
@@ -80,6 +85,7 @@ impl<'py> PyBuilder<'py> {
             unknown,
             keys,
             cached_len: [MAX_CACHED_VALUE, MAX_CACHED_KEY],
+            native: false,
         }
     }
 
@@ -92,7 +98,7 @@ impl<'py> PyBuilder<'py> {
 }
 
 impl<'py> Builder for PyBuilder<'py> {
-    type Value = Bound<'py, PyAny>;
+    type Value = Val<'py>;
     type Error = BuildError;
 
     fn format(&mut self, version: u8) {
@@ -104,7 +110,133 @@ impl<'py> Builder for PyBuilder<'py> {
     }
 
     #[inline]
-    fn scalar(&mut self, s: Scalar<'_>, key: bool) -> Result<Self::Value> {
+    fn scalar(&mut self, s: Scalar<'_>, key: bool) -> Result<Val<'py>> {
+        // Inside a message state, map keys are Rust strs too: `extra`'s keys move into
+        // the message's map. (Record keys come from the shape table, made outside.)
+        if self.native {
+            if let Some(v) = native_scalar(&s) {
+                return Ok(v);
+            }
+        }
+        self.py_scalar(s, key).map(Val::Py)
+    }
+
+    fn container(
+        &mut self,
+        kind: Kind,
+        items: &mut Vec<Val<'py>>,
+        start: usize,
+    ) -> Result<Val<'py>> {
+        if self.native {
+            match kind {
+                Kind::List => return Ok(Val::List(items.drain(start..).collect())),
+                Kind::Map if value::str_keys_distinct(&items[start..]) => {
+                    let mut flat = items.drain(start..);
+                    let pairs = std::iter::from_fn(|| Some((flat.next()?, flat.next()?)));
+                    return Ok(Val::Map(pairs.collect()));
+                }
+                // Other keys, or a duplicate: the Python path builds or refuses them.
+                _ => {}
+            }
+        }
+        let py = self.py;
+        Ok(Val::Py(match kind {
+            Kind::List => self.list(items, start)?,
+            Kind::Map => self.map(items, start)?,
+            Kind::Tuple => self.tuple(items, start)?,
+            Kind::Set | Kind::FrozenSet => self.set(items, start, kind == Kind::FrozenSet)?,
+            Kind::Object => return self.object(items.drain(start..).collect()),
+            _ => {
+                let fields = items
+                    .drain(start..)
+                    .map(|v| v.into_py(py))
+                    .collect::<PyResult<Vec<_>>>()?;
+                match kind {
+                    Kind::DateTime => datetime(py, &fields)?,
+                    Kind::Date => date(py, &fields)?,
+                    Kind::Time => time(py, &fields)?,
+                    _ => timedelta(py, &fields)?,
+                }
+            }
+        }))
+    }
+
+    fn record(
+        &mut self,
+        keys: &[Val<'py>],
+        items: &mut Vec<Val<'py>>,
+        start: usize,
+    ) -> Result<Val<'py>> {
+        if self.native {
+            return Ok(Val::Map(
+                keys.iter().cloned().zip(items.drain(start..)).collect(),
+            ));
+        }
+        self.record_dict(keys, items, start).map(Val::Py)
+    }
+
+    fn begin_object_state(&mut self, name: &Val<'py>) -> bool {
+        self.native = self.is_native_type(name);
+        self.native
+    }
+
+    fn end_object_state(&mut self) {
+        self.native = false;
+    }
+
+    fn reuse(&mut self, entry: &mut Val<'py>) -> Val<'py> {
+        // A str first read inside a message state and now used outside one becomes (and
+        // stays) a Python str; the other way round, a Python str's text is read in place.
+        if !self.native && !matches!(entry, Val::Py(_)) {
+            if let Ok(o) = entry.clone().into_py(self.py) {
+                *entry = Val::Py(o);
+            }
+        }
+        entry.clone()
+    }
+}
+
+/// A scalar as a Rust value, for the types a message field can hold; None for the others
+/// (bytes, big ints, uuids...), which stay Python objects.
+#[inline]
+fn native_scalar(s: &Scalar<'_>) -> Option<Val<'static>> {
+    Some(match *s {
+        Scalar::Nil => Val::Nil,
+        Scalar::Bool(v) => Val::Bool(v),
+        Scalar::Int(v) => Val::Int(v),
+        Scalar::UInt(v) => Val::UInt(v),
+        Scalar::Float(v) => Val::Float(v),
+        // Invalid UTF-8 goes the Python way, which reports it.
+        Scalar::Str(text) => Val::Str(utf8(text)?.to_owned()),
+        _ => return None,
+    })
+}
+
+/// `text` as a str if it is strict UTF-8. Short ASCII strs (keys, roles, ids) are the
+/// common case and skip the general validator's setup.
+#[inline]
+fn utf8(text: &[u8]) -> Option<&str> {
+    if text.len() <= 32 && text.is_ascii() {
+        // SAFETY: ASCII bytes are valid UTF-8.
+        return Some(unsafe { std::str::from_utf8_unchecked(text) });
+    }
+    simdutf8::basic::from_utf8(text).ok()
+}
+
+impl<'py> PyBuilder<'py> {
+    /// Whether `name` is registered as one of rillet's own types (no `from_state` hook).
+    fn is_native_type(&self, name: &Val<'py>) -> bool {
+        let Val::Py(name) = name else {
+            return false;
+        };
+        let entry = self.names.get_item(name).ok().flatten();
+        entry
+            .and_then(|e| e.get_item(1).ok())
+            .is_some_and(|from_state| from_state.is_none())
+    }
+
+    #[inline]
+    fn py_scalar(&mut self, s: Scalar<'_>, key: bool) -> Result<Bound<'py, PyAny>> {
         let py = self.py;
         // SAFETY (all arms): C API constructors given valid pointers and lengths.
         unsafe {
@@ -152,53 +284,23 @@ impl<'py> Builder for PyBuilder<'py> {
             }
         }
     }
-
-    fn container(
-        &mut self,
-        kind: Kind,
-        items: &mut Vec<Self::Value>,
-        start: usize,
-    ) -> Result<Self::Value> {
-        match kind {
-            Kind::List => self.list(items, start),
-            Kind::Map => self.map(items, start),
-            Kind::Tuple => self.tuple(items, start),
-            Kind::Set | Kind::FrozenSet => self.set(items, start, kind == Kind::FrozenSet),
-            _ => {
-                let fields: Vec<Self::Value> = items.drain(start..).collect();
-                match kind {
-                    Kind::Object => self.object(&fields),
-                    Kind::DateTime => datetime(self.py, &fields),
-                    Kind::Date => date(self.py, &fields),
-                    Kind::Time => time(self.py, &fields),
-                    _ => timedelta(self.py, &fields),
-                }
-            }
-        }
-    }
-
-    fn record(
-        &mut self,
-        keys: &[Self::Value],
-        items: &mut Vec<Self::Value>,
-        start: usize,
-    ) -> Result<Self::Value> {
-        self.record_dict(keys, items, start)
-    }
 }
 
 impl<'py> PyBuilder<'py> {
     /// A format-2 record: the decoder checked that the keys are distinct strs.
     fn record_dict(
         &self,
-        keys: &[Bound<'py, PyAny>],
-        items: &mut Vec<Bound<'py, PyAny>>,
+        keys: &[Val<'py>],
+        items: &mut Vec<Val<'py>>,
         start: usize,
     ) -> Result<Bound<'py, PyAny>> {
         // SAFETY: a new dict filled with the C API; every insert is checked.
         unsafe {
             let dict = self.owned(_PyDict_NewPresized(keys.len() as ffi::Py_ssize_t))?;
             for (k, v) in keys.iter().zip(items.drain(start..)) {
+                // Shape keys are always made as Python strs.
+                let k = k.clone().into_py(self.py)?;
+                let v = v.into_py(self.py)?;
                 if ffi::PyDict_SetItem(dict.as_ptr(), k.as_ptr(), v.as_ptr()) != 0 {
                     return Err(PyErr::fetch(self.py).into());
                 }
@@ -208,24 +310,27 @@ impl<'py> PyBuilder<'py> {
     }
 
     #[inline]
-    fn list(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
+    fn list(&self, items: &mut Vec<Val<'py>>, start: usize) -> Result<Bound<'py, PyAny>> {
         let n = items.len() - start;
-        // SAFETY: a new list of n NULL slots, each filled exactly once with a stolen reference.
+        // SAFETY: a new list of n NULL slots, each filled at most once with a stolen
+        // reference (a list left with NULL slots by an error is still freed safely).
         unsafe {
             let list = self.owned(ffi::PyList_New(n as ffi::Py_ssize_t))?;
             for (i, v) in items.drain(start..).enumerate() {
+                let v = v.into_py(self.py)?;
                 ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, v.into_ptr());
             }
             Ok(list)
         }
     }
 
-    fn tuple(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
+    fn tuple(&self, items: &mut Vec<Val<'py>>, start: usize) -> Result<Bound<'py, PyAny>> {
         let n = items.len() - start;
         // SAFETY: as for lists.
         unsafe {
             let tuple = self.owned(ffi::PyTuple_New(n as ffi::Py_ssize_t))?;
             for (i, v) in items.drain(start..).enumerate() {
+                let v = v.into_py(self.py)?;
                 ffi::PyTuple_SET_ITEM(tuple.as_ptr(), i as ffi::Py_ssize_t, v.into_ptr());
             }
             Ok(tuple)
@@ -233,14 +338,15 @@ impl<'py> PyBuilder<'py> {
     }
 
     #[inline]
-    fn map(&self, items: &mut Vec<Bound<'py, PyAny>>, start: usize) -> Result<Bound<'py, PyAny>> {
+    fn map(&self, items: &mut Vec<Val<'py>>, start: usize) -> Result<Bound<'py, PyAny>> {
         // SAFETY: a new dict, filled with the C API; every failure is checked.
         let dict = unsafe {
             self.owned(_PyDict_NewPresized(
                 ((items.len() - start) / 2) as ffi::Py_ssize_t,
             ))?
         };
-        let mut pairs = items.drain(start..);
+        let pairs = self.py_items(items, start)?;
+        let mut pairs = pairs.into_iter();
         let pairs = std::iter::from_fn(|| Some((pairs.next()?, pairs.next()?)));
         self.fill_unique(&dict, pairs, "map key", |d, (k, v)| unsafe {
             (
@@ -254,10 +360,11 @@ impl<'py> PyBuilder<'py> {
 
     fn set(
         &self,
-        items: &mut Vec<Bound<'py, PyAny>>,
+        items: &mut Vec<Val<'py>>,
         start: usize,
         frozen: bool,
     ) -> Result<Bound<'py, PyAny>> {
+        let items = self.py_items(items, start)?;
         // SAFETY: a brand-new set or frozenset may be filled with PySet_Add.
         let set = unsafe {
             self.owned(if frozen {
@@ -266,10 +373,19 @@ impl<'py> PyBuilder<'py> {
                 ffi::PySet_New(std::ptr::null_mut())
             })?
         };
-        self.fill_unique(&set, items.drain(start..), "set element", |s, v| unsafe {
+        self.fill_unique(&set, items.into_iter(), "set element", |s, v| unsafe {
             (ffi::PySet_Add(s, v.as_ptr()), ffi::PySet_Size(s), v)
         })?;
         Ok(set)
+    }
+
+    /// `items[start..]` as Python objects, taken off the stack.
+    fn py_items(
+        &self,
+        items: &mut Vec<Val<'py>>,
+        start: usize,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        items.drain(start..).map(|v| v.into_py(self.py)).collect()
     }
 
     /// Inserts every item with `insert`, which returns (status, new size, the key), and
@@ -301,17 +417,27 @@ impl<'py> PyBuilder<'py> {
     }
 
     /// `[name, version, state]` → the registered class, migrating older versions first.
-    fn object(&self, f: &[Bound<'py, PyAny>]) -> Result<Bound<'py, PyAny>> {
-        let name = f[0]
+    fn object(&self, f: Vec<Val<'py>>) -> Result<Val<'py>> {
+        let py = self.py;
+        let [name, version, state]: [Val<'py>; 3] = f.try_into().map_err(|_| {
+            BuildError::new("expected [name, version, state] in a registered object")
+        })?;
+        let name = name.into_py(py)?;
+        let name = name
             .cast_exact::<PyString>()
             .map_err(|_| BuildError::new("expected a str as registered type name"))?;
-        let version: u32 = f[1].extract().map_err(|_| {
-            BuildError::new("expected a non-negative int as registered type version")
-        })?;
+        let version: u32 = match version {
+            Val::Int(v) => u32::try_from(v).ok(),
+            Val::UInt(v) => u32::try_from(v).ok(),
+            Val::Py(v) => v.extract().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| BuildError::new("expected a non-negative int as registered type version"))?;
         let Some(entry) = self.names.get_item(name)? else {
             if let Some(unknown) = &self.unknown {
                 return unknown
-                    .call1((name, version, &f[2]))
+                    .call1((name, version, state.into_py(py)?))
+                    .map(Val::Py)
                     .map_err(|e| BuildError::caused(format!("the unknown= hook failed: {e}"), e));
             }
             return Err(BuildError::new(format!(
@@ -321,7 +447,7 @@ impl<'py> PyBuilder<'py> {
         };
         let (current, from_state, migrate): (u32, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>) =
             entry.extract()?;
-        let mut state = f[2].clone();
+        let mut state = state;
         if version > current {
             return Err(BuildError::new(format!(
                 "{name} version {version} is newer than the registered version {current}; upgrade the code that registers it"
@@ -333,20 +459,24 @@ impl<'py> PyBuilder<'py> {
                     "{name} version {version} is older than the registered version {current}, and no migrate function was registered"
                 )));
             };
-            state = migrate.call1((state, version)).map_err(|e| {
+            let migrated = migrate.call1((state.into_py(py)?, version)).map_err(|e| {
                 BuildError::caused(
                     format!("migrating {name} from version {version} failed: {e}"),
                     e,
                 )
             })?;
+            state = Val::Py(migrated);
         }
         if from_state.is_none() {
             // rillet's own message types: built from the state's fields in Rust.
-            return native::build(name.to_str()?, &state);
+            return native::build(py, name.to_str()?, state).map(Val::Py);
         }
-        from_state.call1((state,)).map_err(|e| {
-            BuildError::caused(format!("building {name} from its state failed: {e}"), e)
-        })
+        from_state
+            .call1((state.into_py(py)?,))
+            .map(Val::Py)
+            .map_err(|e| {
+                BuildError::caused(format!("building {name} from its state failed: {e}"), e)
+            })
     }
 }
 

@@ -124,7 +124,7 @@ pub fn codec_decode<'py>(
     let _gc = GcPause::new();
     let run = AssertUnwindSafe(|| crate::codec::decode::decode(input, &limits, &mut builder));
     match catch_unwind(run) {
-        Ok(Ok(value)) => Ok(value),
+        Ok(Ok(value)) => value.into_py(py),
         Ok(Err(Failure::Wire(e))) => Err(PyErr::from_type(decode_error(py).clone(), e.to_string())),
         Ok(Err(Failure::Build { offset, error })) => Err(error.into_pyerr(py, offset)),
         Err(_) => Err(PyErr::from_type(

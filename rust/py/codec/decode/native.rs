@@ -3,53 +3,62 @@
 //!
 //! The states are the ones `docs/checkpoint-format.md` lists (and the encoder writes), and
 //! they are read strictly: a missing required field, a field the version does not have, or
-//! a field of the wrong type is a DecodeError naming the type and the field. A state that
-//! a migrate function returned goes through the same checks.
+//! a field of the wrong type is a DecodeError naming the type and the field. The decoder
+//! hands a state over as Rust values ([`Val`]), so its strings move into the message
+//! without a Python str in between; a state that a migrate function returned (Python
+//! objects) goes through the same checks.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString};
 
-use super::{kind_of, BuildError, Result};
+use super::{BuildError, Result, Val};
 use crate::message::{self as core, Part};
 use crate::py::message::{
-    map_from_py, ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage,
+    value_from_py, ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage,
 };
 
 /// Builds the object of the registered `name` from `state`.
-pub(super) fn build<'py>(name: &str, state: &Bound<'py, PyAny>) -> Result<Bound<'py, PyAny>> {
-    let py = state.py();
+pub(super) fn build<'py>(
+    py: Python<'py>,
+    name: &str,
+    state: Val<'py>,
+) -> Result<Bound<'py, PyAny>> {
     let bad = |e: Field| BuildError::new(format!("cannot build {name} from its state: {}", e.0));
     let obj = match name {
-        "rillet.Message" => Bound::new(py, Message::wrap(message(state).map_err(bad)?))?.into_any(),
+        "rillet.Message" => {
+            Bound::new(py, Message::wrap(message(py, state).map_err(bad)?))?.into_any()
+        }
         "rillet.ToolCall" => {
-            Bound::new(py, ToolCall(tool_call(state, "").map_err(bad)?))?.into_any()
+            Bound::new(py, ToolCall(tool_call(py, state, Path::Root).map_err(bad)?))?.into_any()
         }
         "rillet.ContentPart" => {
-            Bound::new(py, ContentPart(part(state, "").map_err(bad)?))?.into_any()
+            Bound::new(py, ContentPart(part(state, Path::Root).map_err(bad)?))?.into_any()
         }
         "rillet.FunctionCall" => {
             let [name, arguments] = items::<2>(state, "[name, arguments]").map_err(bad)?;
             let f = core::FunctionCall {
-                name: string(&name, "name").map_err(bad)?,
-                arguments: string(&arguments, "arguments").map_err(bad)?,
+                name: string(name, "name").map_err(bad)?,
+                arguments: string(arguments, "arguments").map_err(bad)?,
             };
             Bound::new(py, FunctionCall(f))?.into_any()
         }
         "rillet.Usage" => Bound::new(py, Usage(usage_list(state).map_err(bad)?))?.into_any(),
         "rillet.ResponseMeta" => {
             let [finish, usage] = items::<2>(state, "[finish_reason, usage]").map_err(bad)?;
-            let usage = if usage.is_none() {
-                None
-            } else if let Ok(u) = usage.cast_exact::<Usage>() {
-                Some(u.get().0)
-            } else {
-                return Err(bad(Field(format!(
-                    "field 'usage' must be a rillet.Usage or None, got {}",
-                    kind_of(&usage)
-                ))));
+            let usage = match &usage {
+                u if u.is_none() => None,
+                Val::Py(u) if u.cast_exact::<Usage>().is_ok() => {
+                    Some(u.cast_exact::<Usage>().map_err(PyErr::from)?.get().0)
+                }
+                _ => {
+                    return Err(bad(Field(format!(
+                        "field 'usage' must be a rillet.Usage or None, got {}",
+                        usage.kind()
+                    ))))
+                }
             };
             let meta = core::ResponseMeta {
-                finish_reason: string(&finish, "finish_reason").map_err(bad)?,
+                finish_reason: string(finish, "finish_reason").map_err(bad)?,
                 usage,
             };
             Bound::new(py, ResponseMeta(meta))?.into_any()
@@ -68,77 +77,120 @@ struct Field(String);
 
 type Checked<T> = std::result::Result<T, Field>;
 
-/// `path` joined with `key`, as `tool_calls[0].function`.
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
+/// Where a field is in a state, as `tool_calls[0].function`: built on the stack and
+/// formatted only when an error names it.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root,
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl<'a> Path<'a> {
+    fn key(&'a self, key: &'a str) -> Path<'a> {
+        Path::Key(self, key)
     }
 }
 
-/// A field's path, formatted only when an error names it.
-#[derive(Clone, Copy)]
-struct At<'a>(&'a str, &'a str);
-
-impl std::fmt::Display for At<'_> {
+impl std::fmt::Display for Path<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.is_empty() {
-            f.write_str(self.1)
-        } else {
-            write!(f, "{}.{}", self.0, self.1)
+        match self {
+            Path::Root => Ok(()),
+            Path::Key(Path::Root, key) => f.write_str(key),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, i) => write!(f, "{parent}[{i}]"),
         }
     }
 }
 
-fn wrong(path: impl std::fmt::Display, what: &str, got: &Bound<'_, PyAny>) -> Field {
-    Field(format!(
-        "field '{path}' must be {what}, got {}",
-        kind_of(got)
-    ))
+/// A path for "'<path>' has ...": the state itself is named "state".
+struct Named<'a>(Path<'a>);
+
+impl std::fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Path::Root => f.write_str("state"),
+            p => p.fmt(f),
+        }
+    }
 }
 
-fn string(v: &Bound<'_, PyAny>, path: impl std::fmt::Display + Copy) -> Checked<String> {
-    let s = v
-        .cast_exact::<PyString>()
-        .map_err(|_| wrong(path, "a str", v))?;
-    s.to_str().map(str::to_owned).map_err(|_| {
-        Field(format!(
-            "field '{path}' is not valid UTF-8 (it holds lone surrogates)"
-        ))
-    })
+fn wrong(path: impl std::fmt::Display, what: &str, got: &Val<'_>) -> Field {
+    Field(format!("field '{path}' must be {what}, got {}", got.kind()))
 }
 
-fn count(v: &Bound<'_, PyAny>, path: impl std::fmt::Display + Copy) -> Checked<u64> {
+fn string(v: Val<'_>, path: impl std::fmt::Display + Copy) -> Checked<String> {
+    if let Val::Str(s) = v {
+        return Ok(s);
+    }
+    if let Val::Py(o) = &v {
+        if let Ok(s) = o.cast_exact::<PyString>() {
+            return s.to_str().map(str::to_owned).map_err(|_| {
+                Field(format!(
+                    "field '{path}' is not valid UTF-8 (it holds lone surrogates)"
+                ))
+            });
+        }
+    }
+    Err(wrong(path, "a str", &v))
+}
+
+fn count(v: &Val<'_>, path: impl std::fmt::Display + Copy) -> Checked<u64> {
     let what = "an int from 0 to 2**64-1";
-    let i = v.cast_exact::<PyInt>().map_err(|_| wrong(path, what, v))?;
-    i.extract::<u64>().map_err(|_| wrong(path, what, v))
+    match v {
+        Val::Int(i) => u64::try_from(*i).ok(),
+        Val::UInt(u) => Some(*u),
+        Val::Py(o) => o
+            .cast_exact::<PyInt>()
+            .ok()
+            .and_then(|i| i.extract::<u64>().ok()),
+        _ => None,
+    }
+    .ok_or_else(|| wrong(path, what, v))
 }
 
-fn dict<'a, 'py>(
-    v: &'a Bound<'py, PyAny>,
-    path: impl std::fmt::Display,
-) -> Checked<&'a Bound<'py, PyDict>> {
-    v.cast_exact::<PyDict>()
-        .map_err(|_| wrong(path, "a dict", v))
+fn int64(v: &Val<'_>, path: impl std::fmt::Display + Copy) -> Checked<i64> {
+    match v {
+        Val::Int(i) => Some(*i),
+        Val::UInt(u) => i64::try_from(*u).ok(),
+        Val::Py(o) => o
+            .cast_exact::<PyInt>()
+            .ok()
+            .and_then(|i| i.extract::<i64>().ok()),
+        _ => None,
+    }
+    .ok_or_else(|| wrong(path, "a 64-bit int", v))
 }
 
-fn list<'a, 'py>(
-    v: &'a Bound<'py, PyAny>,
-    path: impl std::fmt::Display,
-) -> Checked<&'a Bound<'py, PyList>> {
-    v.cast_exact::<PyList>()
-        .map_err(|_| wrong(path, "a list", v))
+/// The key/value pairs of a dict state.
+fn pairs<'py>(v: Val<'py>, path: impl std::fmt::Display) -> Checked<Vec<(Val<'py>, Val<'py>)>> {
+    if let Val::Map(pairs) = v {
+        return Ok(pairs);
+    }
+    if let Val::Py(o) = &v {
+        if let Ok(d) = o.cast_exact::<PyDict>() {
+            return Ok(d.iter().map(|(k, v)| (Val::Py(k), Val::Py(v))).collect());
+        }
+    }
+    Err(wrong(path, "a dict", &v))
+}
+
+/// The items of a list state.
+fn list<'py>(v: Val<'py>, path: impl std::fmt::Display) -> Checked<Vec<Val<'py>>> {
+    if let Val::List(items) = v {
+        return Ok(items);
+    }
+    if let Val::Py(o) = &v {
+        if let Ok(l) = o.cast_exact::<PyList>() {
+            return Ok(l.iter().map(Val::Py).collect());
+        }
+    }
+    Err(wrong(path, "a list", &v))
 }
 
 /// The items of a list state of exactly `N` items.
-fn items<'py, const N: usize>(
-    v: &Bound<'py, PyAny>,
-    what: &str,
-) -> Checked<[Bound<'py, PyAny>; N]> {
-    let l = list(v, what)?;
-    let got: Vec<_> = l.iter().collect();
-    got.try_into().map_err(|got: Vec<_>| {
+fn items<'py, const N: usize>(v: Val<'py>, what: &str) -> Checked<[Val<'py>; N]> {
+    list(v, what)?.try_into().map_err(|got: Vec<_>| {
         Field(format!(
             "expected a list {what} of {N} items, got {}",
             got.len()
@@ -148,86 +200,86 @@ fn items<'py, const N: usize>(
 
 /// Calls `f(key, value)` for each item of a state dict, whose keys must be strs.
 fn each<'py>(
-    d: &Bound<'py, PyDict>,
-    path: &str,
-    mut f: impl FnMut(&str, Bound<'py, PyAny>) -> Checked<()>,
+    v: Val<'py>,
+    path: Path<'_>,
+    mut f: impl FnMut(&str, Val<'py>) -> Checked<()>,
 ) -> Checked<()> {
-    for (k, v) in d.iter() {
-        let key = k
-            .cast_exact::<PyString>()
-            .ok()
-            .and_then(|s| s.to_str().ok());
-        let key = key.ok_or_else(|| {
-            Field(format!(
-                "'{}' has a key that is not a str ({})",
-                path,
-                kind_of(&k)
-            ))
-        })?;
+    for (k, v) in pairs(v, Named(path))? {
+        let Some(key) = k.text() else {
+            return Err(Field(format!(
+                "'{path}' has a key that is not a str ({})",
+                k.kind()
+            )));
+        };
         f(key, v)?;
     }
     Ok(())
 }
 
-fn unknown(path: &str, key: &str) -> Field {
+fn unknown(path: Path<'_>, key: &str) -> Field {
     Field(format!(
         "unknown field '{}' (a newer rillet's state? upgrade rillet)",
-        join(path, key)
+        path.key(key)
     ))
 }
 
-fn missing(path: &str, key: &str) -> Field {
-    Field(format!("missing field '{}'", join(path, key)))
+fn missing(path: Path<'_>, key: &str) -> Field {
+    Field(format!("missing field '{}'", path.key(key)))
 }
 
-fn message(state: &Bound<'_, PyAny>) -> Checked<core::Message> {
-    let d = dict(state, "state")?;
+fn message(py: Python<'_>, state: Val<'_>) -> Checked<core::Message> {
     let mut m = core::Message::default();
     let (mut role, mut content, mut content_text) = (false, false, None);
-    each(d, "", |key, v| {
+    let root = Path::Root;
+    each(state, root, |key, v| {
+        let at = root.key(key);
         match key {
             "role" => {
-                m.role = string(&v, key)?;
+                m.role = string(v, at)?;
                 role = true;
             }
             "content" => {
                 content = true;
-                if let Ok(s) = v.cast_exact::<PyString>() {
-                    m.content = string(s.as_any(), key)?;
-                } else if let Ok(l) = v.cast_exact::<PyList>() {
-                    m.user_input_multi_content = l
-                        .iter()
+                let py_is =
+                    |check: fn(&Bound<'_, PyAny>) -> bool| matches!(&v, Val::Py(o) if check(o));
+                if matches!(v, Val::List(_)) || py_is(|o| o.is_exact_instance_of::<PyList>()) {
+                    m.user_input_multi_content = list(v, at)?
+                        .into_iter()
                         .enumerate()
-                        .map(|(i, p)| part(&p, &format!("content[{i}]")))
+                        .map(|(i, p)| part(p, Path::Index(&at, i)))
                         .collect::<Checked<_>>()?;
+                } else if matches!(v, Val::Str(_))
+                    || py_is(|o| o.is_exact_instance_of::<PyString>())
+                {
+                    m.content = string(v, at)?;
                 } else {
-                    return Err(wrong(key, "a str or a list of content parts", &v));
+                    return Err(wrong(at, "a str or a list of content parts", &v));
                 }
             }
-            "content_text" => content_text = Some(string(&v, key)?),
-            "name" => m.name = string(&v, key)?,
-            "reasoning_content" => m.reasoning_content = string(&v, key)?,
-            "refusal" => m.refusal = string(&v, key)?,
-            "tool_call_id" => m.tool_call_id = string(&v, key)?,
-            "tool_name" => m.tool_name = string(&v, key)?,
+            "content_text" => content_text = Some(string(v, at)?),
+            "name" => m.name = string(v, at)?,
+            "reasoning_content" => m.reasoning_content = string(v, at)?,
+            "refusal" => m.refusal = string(v, at)?,
+            "tool_call_id" => m.tool_call_id = string(v, at)?,
+            "tool_name" => m.tool_name = string(v, at)?,
             "tool_calls" => {
-                m.tool_calls = list(&v, key)?
-                    .iter()
+                m.tool_calls = list(v, at)?
+                    .into_iter()
                     .enumerate()
-                    .map(|(i, t)| tool_call(&t, &format!("tool_calls[{i}]")))
+                    .map(|(i, t)| tool_call(py, t, Path::Index(&at, i)))
                     .collect::<Checked<_>>()?;
             }
-            "response_meta" => m.response_meta = Some(meta(&v, key)?),
-            "extra" => m.extra = Some(extra(&v, key)?),
-            _ => return Err(unknown("", key)),
+            "response_meta" => m.response_meta = Some(meta(v, at)?),
+            "extra" => m.extra = Some(extra(py, v, at)?),
+            _ => return Err(unknown(root, key)),
         }
         Ok(())
     })?;
     if !role {
-        return Err(missing("", "role"));
+        return Err(missing(root, "role"));
     }
     if !content {
-        return Err(missing("", "content"));
+        return Err(missing(root, "content"));
     }
     if let Some(text) = content_text {
         if m.user_input_multi_content.is_empty() {
@@ -240,45 +292,86 @@ fn message(state: &Bound<'_, PyAny>) -> Checked<core::Message> {
     Ok(m)
 }
 
-fn extra(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::Map> {
-    map_from_py(dict(v, path)?).map_err(|e| Field(format!("field '{path}': {}", e.value(v.py()))))
+/// An `extra` dict as the message's Rust map.
+fn extra(py: Python<'_>, v: Val<'_>, path: Path<'_>) -> Checked<core::Map> {
+    let bad = |e: PyErr| Field(format!("field '{path}': {}", e.value(py)));
+    if let Val::Py(o) = &v {
+        let d = o
+            .cast_exact::<PyDict>()
+            .map_err(|_| wrong(path, "a dict", &v))?;
+        return crate::py::message::map_from_py(d).map_err(bad);
+    }
+    let pairs = pairs(v, path)?;
+    let mut map = core::Map::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        let key = match k {
+            Val::Str(s) => s,
+            k => match k.text() {
+                Some(t) => t.to_owned(),
+                None => {
+                    return Err(Field(format!(
+                        "'{path}' has a key that is not a str ({})",
+                        k.kind()
+                    )))
+                }
+            },
+        };
+        map.push((key, extra_value(py, v).map_err(bad)?));
+    }
+    Ok(map)
 }
 
-fn tool_call(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::ToolCall> {
-    let d = dict(v, if path.is_empty() { "state" } else { path })?;
+/// A value of an `extra` map: the types Rust models are kept as Rust values, the rest is
+/// made into the Python object it stands for and held opaquely, as the setter does.
+fn extra_value(py: Python<'_>, v: Val<'_>) -> PyResult<core::Value> {
+    Ok(match v {
+        Val::Nil => core::Value::Null,
+        Val::Bool(b) => core::Value::Bool(b),
+        Val::Int(i) => core::Value::Int(i),
+        Val::UInt(u) if i64::try_from(u).is_ok() => core::Value::Int(u as i64),
+        Val::Float(f) => core::Value::Float(f),
+        Val::Str(s) => core::Value::Str(s),
+        Val::Map(pairs) => {
+            let mut map = core::Map::with_capacity(pairs.len());
+            for (k, v) in pairs {
+                let key = match k {
+                    Val::Str(s) => s,
+                    k => k.text().map(str::to_owned).unwrap_or_default(),
+                };
+                map.push((key, extra_value(py, v)?));
+            }
+            core::Value::Map(map)
+        }
+        other => value_from_py(&other.into_py(py)?)?,
+    })
+}
+
+fn tool_call(py: Python<'_>, v: Val<'_>, path: Path<'_>) -> Checked<core::ToolCall> {
     let mut t = core::ToolCall::default();
     let (mut id, mut kind, mut function) = (false, false, false);
-    each(d, path, |key, v| {
-        let at = At(path, key);
+    each(v, path, |key, v| {
+        let at = path.key(key);
         match key {
-            "index" => {
-                let i = v
-                    .cast_exact::<PyInt>()
-                    .ok()
-                    .and_then(|i| i.extract::<i64>().ok());
-                t.index = Some(i.ok_or_else(|| wrong(at, "a 64-bit int", &v))?);
-            }
-            "id" => (t.id, id) = (string(&v, at)?, true),
-            "type" => (t.kind, kind) = (string(&v, at)?, true),
+            "index" => t.index = Some(int64(&v, at)?),
+            "id" => (t.id, id) = (string(v, at)?, true),
+            "type" => (t.kind, kind) = (string(v, at)?, true),
             "function" => {
-                let at = at.to_string();
-                let f = dict(&v, &at)?;
                 let (mut name, mut arguments) = (None, None);
-                each(f, &at, |key, v| {
+                each(v, at, |key, v| {
                     match key {
-                        "name" => name = Some(string(&v, &join(&at, key))?),
-                        "arguments" => arguments = Some(string(&v, &join(&at, key))?),
-                        _ => return Err(unknown(&at, key)),
+                        "name" => name = Some(string(v, at.key(key))?),
+                        "arguments" => arguments = Some(string(v, at.key(key))?),
+                        _ => return Err(unknown(at, key)),
                     }
                     Ok(())
                 })?;
                 t.function = core::FunctionCall {
-                    name: name.ok_or_else(|| missing(&at, "name"))?,
-                    arguments: arguments.ok_or_else(|| missing(&at, "arguments"))?,
+                    name: name.ok_or_else(|| missing(at, "name"))?,
+                    arguments: arguments.ok_or_else(|| missing(at, "arguments"))?,
                 };
                 function = true;
             }
-            "extra" => t.extra = Some(extra(&v, &at.to_string())?),
+            "extra" => t.extra = Some(extra(py, v, at)?),
             _ => return Err(unknown(path, key)),
         }
         Ok(())
@@ -291,26 +384,24 @@ fn tool_call(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::ToolCall> {
     Ok(t)
 }
 
-fn part(v: &Bound<'_, PyAny>, path: &str) -> Checked<Part> {
-    let d = dict(v, if path.is_empty() { "state" } else { path })?;
+fn part(v: Val<'_>, path: Path<'_>) -> Checked<Part> {
     let (mut kind, mut text, mut image) = (None, None, None);
-    each(d, path, |key, v| {
-        let at = At(path, key);
+    each(v, path, |key, v| {
+        let at = path.key(key);
         match key {
-            "type" => kind = Some(string(&v, at)?),
-            "text" => text = Some(string(&v, at)?),
+            "type" => kind = Some(string(v, at)?),
+            "text" => text = Some(string(v, at)?),
             "image_url" => {
-                let at = at.to_string();
                 let (mut url, mut detail) = (None, String::new());
-                each(dict(&v, &at)?, &at, |key, v| {
+                each(v, at, |key, v| {
                     match key {
-                        "url" => url = Some(string(&v, &join(&at, key))?),
-                        "detail" => detail = string(&v, &join(&at, key))?,
-                        _ => return Err(unknown(&at, key)),
+                        "url" => url = Some(string(v, at.key(key))?),
+                        "detail" => detail = string(v, at.key(key))?,
+                        _ => return Err(unknown(at, key)),
                     }
                     Ok(())
                 })?;
-                let url = url.ok_or_else(|| missing(&at, "url"))?;
+                let url = url.ok_or_else(|| missing(at, "url"))?;
                 image = Some(Part::ImageUrl { url, detail });
             }
             _ => return Err(unknown(path, key)),
@@ -325,24 +416,24 @@ fn part(v: &Bound<'_, PyAny>, path: &str) -> Checked<Part> {
         (None, _, _) => Err(missing(path, "type")),
         (Some(other), _, _) if other != "text" && other != "image_url" => Err(Field(format!(
             "field '{}' must be 'text' or 'image_url', got {other:?}",
-            join(path, "type")
+            path.key("type")
         ))),
         _ => Err(Field(format!(
             "'{}' has both 'text' and 'image_url'",
-            if path.is_empty() { "state" } else { path }
+            Named(path)
         ))),
     }
 }
 
 /// The `response_meta` dict of a message state.
-fn meta(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::ResponseMeta> {
+fn meta(v: Val<'_>, path: Path<'_>) -> Checked<core::ResponseMeta> {
     let (mut finish, mut usage) = (None, None);
-    each(dict(v, path)?, path, |key, v| {
-        let at = At(path, key);
+    each(v, path, |key, v| {
+        let at = path.key(key);
         match key {
-            "finish_reason" => finish = Some(string(&v, at)?),
+            "finish_reason" => finish = Some(string(v, at)?),
             "usage" if v.is_none() => usage = Some(None),
-            "usage" => usage = Some(Some(usage_dict(&v, &at.to_string())?)),
+            "usage" => usage = Some(Some(usage_dict(v, at)?)),
             _ => return Err(unknown(path, key)),
         }
         Ok(())
@@ -354,45 +445,41 @@ fn meta(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::ResponseMeta> {
 }
 
 /// OpenAI's usage dict, with the cached and reasoning counts in their details dicts.
-fn usage_dict(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::Usage> {
-    let mut counts: [Option<u64>; 5] = [None; 5];
-    let detail = |v: &Bound<'_, PyAny>, at: &str, inner: &str| -> Checked<u64> {
-        let mut found = None;
-        each(dict(v, at)?, at, |key, v| {
-            if key != inner {
-                return Err(unknown(at, key));
-            }
-            found = Some(count(&v, &join(at, key))?);
-            Ok(())
-        })?;
-        found.ok_or_else(|| missing(at, inner))
-    };
-    each(dict(v, path)?, path, |key, v| {
-        let at = At(path, key);
-        match key {
-            "prompt_tokens" => counts[0] = Some(count(&v, at)?),
-            "completion_tokens" => counts[1] = Some(count(&v, at)?),
-            "total_tokens" => counts[2] = Some(count(&v, at)?),
-            "prompt_tokens_details" => {
-                counts[3] = Some(detail(&v, &at.to_string(), "cached_tokens")?)
-            }
-            "completion_tokens_details" => {
-                counts[4] = Some(detail(&v, &at.to_string(), "reasoning_tokens")?)
-            }
-            _ => return Err(unknown(path, key)),
-        }
-        Ok(())
-    })?;
-    let names = [
+fn usage_dict(v: Val<'_>, path: Path<'_>) -> Checked<core::Usage> {
+    const NAMES: [&str; 5] = [
         "prompt_tokens",
         "completion_tokens",
         "total_tokens",
         "prompt_tokens_details",
         "completion_tokens_details",
     ];
+    let mut counts: [Option<u64>; 5] = [None; 5];
+    let detail = |v: Val<'_>, at: Path<'_>, inner: &str| -> Checked<u64> {
+        let mut found = None;
+        each(v, at, |key, v| {
+            if key != inner {
+                return Err(unknown(at, key));
+            }
+            found = Some(count(&v, at.key(key))?);
+            Ok(())
+        })?;
+        found.ok_or_else(|| missing(at, inner))
+    };
+    each(v, path, |key, v| {
+        let at = path.key(key);
+        match key {
+            "prompt_tokens" => counts[0] = Some(count(&v, at)?),
+            "completion_tokens" => counts[1] = Some(count(&v, at)?),
+            "total_tokens" => counts[2] = Some(count(&v, at)?),
+            "prompt_tokens_details" => counts[3] = Some(detail(v, at, "cached_tokens")?),
+            "completion_tokens_details" => counts[4] = Some(detail(v, at, "reasoning_tokens")?),
+            _ => return Err(unknown(path, key)),
+        }
+        Ok(())
+    })?;
     let mut got = [0u64; 5];
     for (i, c) in counts.iter().enumerate() {
-        got[i] = c.ok_or_else(|| missing(path, names[i]))?;
+        got[i] = c.ok_or_else(|| missing(path, NAMES[i]))?;
     }
     Ok(core::Usage {
         prompt_tokens: got[0],
@@ -404,7 +491,7 @@ fn usage_dict(v: &Bound<'_, PyAny>, path: &str) -> Checked<core::Usage> {
 }
 
 /// A `Usage` state: `[prompt, completion, total, cached, reasoning]`.
-fn usage_list(v: &Bound<'_, PyAny>) -> Checked<core::Usage> {
+fn usage_list(v: Val<'_>) -> Checked<core::Usage> {
     let what = "[prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens]";
     let [p, c, t, ca, r] = items::<5>(v, what)?;
     Ok(core::Usage {

@@ -224,7 +224,7 @@ impl<'py> Encoder<'_, 'py> {
         }
         // Room for the object and the containers its state opens, as the hook path counts.
         let room = self.max_depth.saturating_sub(self.open.len());
-        let fits = |levels: Option<usize>| levels.is_some_and(|l| 1 + l <= room);
+        let fits = |levels: Option<usize>| levels.is_some_and(|l| l < room);
         let written = match native {
             Native::Message(m) => {
                 // Checked and written under one lock, so the fields cannot change between;

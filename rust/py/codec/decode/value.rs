@@ -1,0 +1,110 @@
+//! What the decoder's value stack holds on the Python side: Python objects, and, while the
+//! state of one of rillet's message types is read, plain Rust values that become the
+//! message's fields without a Python object in between (a message's content goes from the
+//! input bytes into its Rust `String` in one copy).
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
+
+/// A decoded value.
+#[derive(Clone)]
+pub enum Val<'py> {
+    Py(Bound<'py, PyAny>),
+    Nil,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(String),
+    List(Vec<Val<'py>>),
+    /// A map whose keys are strs (Python or Rust), distinct, in the order read.
+    Map(Vec<(Val<'py>, Val<'py>)>),
+}
+
+impl<'py> Val<'py> {
+    /// The Python object this value stands for.
+    pub fn into_py(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY (C API arms): constructors returning a new reference or NULL with an
+        // exception set, which `from_owned_ptr_or_err` turns into an error.
+        unsafe {
+            Ok(match self {
+                Val::Py(o) => o,
+                Val::Nil => py.None().into_bound(py),
+                Val::Bool(v) => PyBool::new(py, v).to_owned().into_any(),
+                Val::Int(v) => Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromLongLong(v))?,
+                Val::UInt(v) => {
+                    Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLongLong(v))?
+                }
+                Val::Float(v) => Bound::from_owned_ptr_or_err(py, ffi::PyFloat_FromDouble(v))?,
+                Val::Str(s) => PyString::new(py, &s).into_any(),
+                Val::List(items) => {
+                    let items = items
+                        .into_iter()
+                        .map(|v| v.into_py(py))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    PyList::new(py, items)?.into_any()
+                }
+                Val::Map(pairs) => {
+                    let d = PyDict::new(py);
+                    for (k, v) in pairs {
+                        d.set_item(k.into_py(py)?, v.into_py(py)?)?;
+                    }
+                    d.into_any()
+                }
+            })
+        }
+    }
+
+    /// The text of a str value (None for anything else, or a str with lone surrogates).
+    #[inline]
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Val::Str(s) => Some(s),
+            Val::Py(o) => o.cast_exact::<PyString>().ok()?.to_str().ok(),
+            _ => None,
+        }
+    }
+
+    /// The Python type name of the value, for error messages.
+    pub fn kind(&self) -> String {
+        match self {
+            Val::Py(o) => super::kind_of(o),
+            Val::Nil => "NoneType".into(),
+            Val::Bool(_) => "bool".into(),
+            Val::Int(_) | Val::UInt(_) => "int".into(),
+            Val::Float(_) => "float".into(),
+            Val::Str(_) => "str".into(),
+            Val::List(_) => "list".into(),
+            Val::Map(_) => "dict".into(),
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        match self {
+            Val::Nil => true,
+            Val::Py(o) => o.is_none(),
+            _ => false,
+        }
+    }
+}
+
+/// Whether the keys of the flat `key, value, key, value...` items are distinct strs:
+/// compared pairwise for the few keys a state has, hashed beyond that.
+pub fn str_keys_distinct(flat: &[Val<'_>]) -> bool {
+    let keys = flat.iter().step_by(2).map(Val::text);
+    if flat.len() <= 32 {
+        let mut seen: [&str; 16] = [""; 16];
+        for (i, k) in keys.enumerate() {
+            let Some(k) = k else { return false };
+            if seen[..i].contains(&k) {
+                return false;
+            }
+            seen[i] = k;
+        }
+        true
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(flat.len() / 2);
+        keys.into_iter().all(|k| k.is_some_and(|k| seen.insert(k)))
+    }
+}
