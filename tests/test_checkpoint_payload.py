@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +21,12 @@ from payload_scenarios import (
     signal,
 )
 
-from rillet import AgentEvent, Message
+from rillet import AgentEvent, DecodeError, Message, RunStep, codec, event_from_message
+from rillet._native import stream_from_list
 from rillet.agent import StateDelta
-from rillet.checkpoint.payload import RecordedError, dump, load
+from rillet.checkpoint.payload import PAYLOAD_VERSION, RecordedError, dump, events_to_records, load, records_to_events
+from rillet.context import Session
+from rillet.events import AgentOutput, MessageVariant
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -70,6 +75,7 @@ def check_kinds_of_events(events: list[AgentEvent]) -> None:
         mv.message_stream = None
         mv.message = Message.assistant(["Lisbon", "read before"][i - 2])
     assert [describe(ev) for ev in events] == want
+    assert events[0].run_path is events[1].run_path  # one shared tuple per distinct path
 
 
 @pytest.mark.parametrize("data", golden("events"))
@@ -120,3 +126,127 @@ def test_a_saved_agent_tool_run_resumes_with_its_inner_events(data: bytes) -> No
     paid.clear()
     assert texts(resume_golden(agent_tool_runner(resumed=True), data)) == ["inner done", "all done"]
     assert paid == [9]
+
+
+# --- records ----------------------------------------------------------------------------------
+
+
+def test_every_field_of_a_restored_event_is_set() -> None:
+    """records_to_events fills the dataclasses without their __init__: a field added to one of
+    them must be added there too."""
+    data = asyncio.run(dump(ROOT, events_session(), signal(), INFO))
+    for ev in load(data, "x").session.events:
+        for obj in (ev, ev.output, ev.message_output):
+            if obj is not None:
+                for f in dataclasses.fields(obj):
+                    getattr(obj, f.name)  # AttributeError if the restore left it unset
+
+
+def test_without_unread_streams_events_to_records_never_suspends() -> None:
+    events = [ev for ev in kinds_of_events() if not (ev.message_output and ev.message_output.message is None)]
+    coro = events_to_records(events)
+    with pytest.raises(StopIteration) as done:
+        coro.send(None)  # ran to its end without awaiting anything
+    assert len(done.value.value) == len(events) == 12
+    assert done.value.value == asyncio.run(events_to_records(events))
+
+
+def test_records_of_unread_streams_equal_those_of_streams_read_before() -> None:
+    def events(read: bool) -> list[AgentEvent]:
+        out = []
+        for i in range(4):
+            ev = event_from_message(None, stream_from_list([Message.assistant(f"part {i}. "), Message.assistant("end")]))
+            ev.agent_name, ev.run_path = "a", (RunStep("a"),)
+            if read or i % 2:
+                ev.output.message_output.get_message()  # type: ignore[union-attr]
+            out.append(ev)
+        out.insert(2, event_from_message(Message.assistant("whole")))
+        return out
+
+    unread, read = events(False), events(True)
+    got = asyncio.run(events_to_records(unread))
+    assert got == asyncio.run(events_to_records(read))
+    assert [r[2].content for r in got] == ["part 0. end", "part 1. end", "whole", "part 2. end", "part 3. end"]
+    assert all(ev.message_output and ev.message_output.message is not None for ev in unread)  # kept, as get_message does
+
+
+def test_a_run_path_is_written_once_then_by_index() -> None:
+    a, ab = (RunStep("a"),), (RunStep("a"), RunStep("b"))
+    events = [AgentEvent("a", a), AgentEvent("b", ab), AgentEvent("a", a), AgentEvent("b", (RunStep("a"), RunStep("b")))]
+    records = asyncio.run(events_to_records(events))
+    assert [r[1] for r in records] == [["a"], ["a", "b"], 0, 1]
+    back = records_to_events(records)
+    assert [ev.run_path for ev in back] == [a, ab, a, ab] and back[1].run_path is back[3].run_path
+
+
+def test_version_1_records_in_an_interrupt_state_still_restore() -> None:
+    v1 = [
+        {"agent_name": "x", "run_path": ["p", "x"], "message": Message.assistant("hi"), "role": "assistant", "tool_name": "", "is_streaming": True},
+        {"agent_name": "x", "run_path": ["p", "x"], "message": Message.tool_message("r", "c", "t"), "role": "tool", "tool_name": "t",
+         "is_streaming": False, "customized_output": 7, "action": {"exit": True}},
+        {"agent_name": "x", "run_path": [], "error": {"type": "KeyError", "message": "k"}},
+    ]
+    evs = records_to_events(v1)
+    assert [e.agent_name for e in evs] == ["x"] * 3 and evs[0].run_path is evs[1].run_path and evs[2].run_path == ()
+    mv = evs[0].message_output
+    assert mv is not None and mv.is_streaming and mv.message_stream is not None and list(mv.message_stream) == [Message.assistant("hi")]
+    assert evs[1].output == AgentOutput(MessageVariant(False, Message.tool_message("r", "c", "t"), None, "tool", "t"), 7)
+    assert evs[1].action is not None and evs[1].action.exit
+    assert isinstance(evs[2].error, RecordedError) and evs[2].error.type_name == "KeyError" and evs[2].output is None
+
+
+def test_a_malformed_or_newer_payload_is_refused_with_a_clear_error() -> None:
+    good = codec.decode(asyncio.run(dump(ROOT, events_session(), signal(), INFO)))
+    good["events"][1] = ["trip", 0]
+    with pytest.raises(DecodeError, match=r"checkpoint\[bad\] \(payload version 2\) is malformed: ValueError"):
+        load(codec.encode(good), "bad")
+    good["version"] = PAYLOAD_VERSION + 1
+    with pytest.raises(DecodeError, match=r"payload version 3; this rillet reads versions 1, 2"):
+        load(codec.encode(good), "new")
+
+
+# --- Session.restore --------------------------------------------------------------------------
+
+
+def test_restore_appends_in_order_with_one_stamp_after_what_was_recorded() -> None:
+    session = Session()
+    session.record(AgentEvent("first"))
+    evs = [AgentEvent(str(i)) for i in range(5)]
+    session.restore(iter(evs))
+    session.record(AgentEvent("last"))
+    assert [e.agent_name for e in session.events] == ["first", "0", "1", "2", "3", "4", "last"]
+    assert session.stamps == sorted(session.stamps) and len(set(session.stamps[1:6])) == 1
+
+
+def test_restored_lanes_join_in_lane_order_before_new_events() -> None:
+    parent = Session()
+    parent.record(AgentEvent("before"))
+    lanes = [parent.lane() for _ in range(3)]
+    for i, lane in enumerate(lanes):
+        lane.restore([AgentEvent(f"saved {i}.0"), AgentEvent(f"saved {i}.1")])
+    lanes[2].record(AgentEvent("new 2"))
+    time.sleep(0.001)
+    lanes[0].record(AgentEvent("new 0"))
+    parent.join(lanes)
+    assert [e.agent_name for e in parent.events] == [
+        "before", "saved 0.0", "saved 0.1", "saved 1.0", "saved 1.1", "saved 2.0", "saved 2.1", "new 2", "new 0",
+    ]
+
+
+def test_restore_holds_the_lock_once() -> None:
+    session = Session()
+
+    class Lock:
+        def __init__(self) -> None:
+            self.n = 0
+
+        def __enter__(self) -> None:
+            self.n += 1
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    lock = Lock()
+    session.lock = lock  # type: ignore[assignment]
+    session.restore(AgentEvent(str(i)) for i in range(100))
+    assert lock.n == 1 and len(session.events) == len(session.stamps) == 100
