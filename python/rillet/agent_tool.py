@@ -107,8 +107,7 @@ class AgentTool(BaseTool):
         if isinstance(saved, dict) and saved.get("kind") == _STATE_KIND:
             # Resumed: the inner run's log as it was; the inner agents find their own saved
             # state by address as the run re-enters them.
-            for ev in records_to_events(saved["events"]):
-                session.record(ev)
+            session.restore(records_to_events(saved["events"]))
             messages = list(saved["messages"])
         address = (*caller.address, f"tool:{self.info.name}:{scope.call_id if scope else ''}") if caller else ()
         run = RunContext(session, (), address, None)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rillet.interrupt import NOT_RESUMING, ResumePoint, current_resume
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from rillet._native import Message
     from rillet.agent import AgentInput
@@ -59,6 +59,17 @@ class Session:
         with self.lock:
             self.events.append(event)
             self.stamps.append(stamp)
+
+    def restore(self, events: Iterable[AgentEvent]) -> None:
+        """Appends ``events`` in one go, as when a checkpoint rebuilds a log: one lock, one
+        stamp. They keep their order among themselves, come after what was recorded before and
+        before what is recorded after; in a parallel join, lanes restored with equal stamps
+        keep lane order."""
+        events = list(events)
+        stamp = time.monotonic_ns()
+        with self.lock:
+            self.events.extend(events)
+            self.stamps.extend([stamp] * len(events))
 
     def close_streams(self) -> None:
         """Closes the streams of recorded events no one read: at the end of a run, so that a

@@ -246,8 +246,7 @@ class ParallelAgent(WorkflowAgent):
             wanted = resume.next_points(run.address) if resume is not None else []
             todo = [i for i, c in enumerate(self.sub_agents) if f"agent:{c.name}" in wanted]
             for i, records in saved["lanes"].items():
-                for ev in records_to_events(records):
-                    lanes[int(i)].record(ev)
+                lanes[int(i)].restore(records_to_events(records))
         queue: asyncio.Queue[tuple[int, AgentEvent | BaseException | None]] = asyncio.Queue()
 
         async def pump(i: int) -> None:

@@ -5,6 +5,24 @@ recorded event (streams concatenated; errors as ``{type, message}`` so any excep
 saved), and the interrupt tree flattened to ``id -> address`` and ``id -> state``. Session
 values and interrupt info and state must be encodable: if one is not, saving fails with the
 codec's message naming the value and the fix.
+
+An event is kept as a *record*, a list of seven items (payload version 2)::
+
+    [agent_name, run_path, message, role, tool_name, is_streaming, extras]
+
+* ``run_path``: the list of agent names the first time a path appears in a list of records,
+  and afterwards its index among the distinct paths of that list (0 for the first one), so a
+  long run does not repeat the same path a thousand times;
+* ``message``, ``role``, ``tool_name``, ``is_streaming``: the event's message output (a
+  stream concatenated into one message), or ``None, None, None, False`` when it has none;
+* ``extras``: ``None``, or a dict of what events rarely carry: ``customized_output``,
+  ``action`` (``exit``, ``transfer_to``, ``break_loop: [from_agent, done, iterations]``,
+  ``state_delta`` or ``customized``) and ``error`` (``{type, message}``).
+
+Version 1 kept each event as a dict with those same names as keys (``agent_name``,
+``run_path``, ``message``, ``role``, ``tool_name``, ``is_streaming``, ``customized_output``,
+``action``, ``error``); checkpoints written then, and the records inside their interrupt
+states, still load.
 """
 
 from __future__ import annotations
@@ -12,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from rillet import codec
-from rillet._native import Message, RilletError
+from rillet._native import RilletError, stream_from_list
 from rillet.agent import AgentInput, StateDelta
 from rillet.context import Session
 from rillet.events import (
@@ -28,7 +46,8 @@ from rillet.interrupt import InterruptSignal
 
 __all__ = ["PAYLOAD_VERSION", "CheckpointError", "CheckpointNotFoundError", "Loaded", "dump", "load"]
 
-PAYLOAD_VERSION = 1
+PAYLOAD_VERSION = 2
+_READS = (1, 2)
 _KIND = "rillet.checkpoint"
 
 
@@ -49,58 +68,117 @@ class RecordedError(RilletError):
         self.message = message
 
 
-async def _event_record(ev: AgentEvent) -> dict[str, Any]:
-    rec: dict[str, Any] = {"agent_name": ev.agent_name, "run_path": [s.agent_name for s in ev.run_path]}
-    out = ev.output
-    if out is not None:
-        mv = out.message_output
-        if mv is not None:
-            rec["message"] = await mv.aget_message()
-            rec["role"] = mv.role
-            rec["tool_name"] = mv.tool_name
-            rec["is_streaming"] = mv.is_streaming
-        if out.customized_output is not None:
-            rec["customized_output"] = out.customized_output
-    a = ev.action
-    if a is not None:
-        act: dict[str, Any] = {}
-        if a.exit:
-            act["exit"] = True
-        if a.transfer_to_agent is not None:
-            act["transfer_to"] = a.transfer_to_agent.dest_agent_name
-        if a.break_loop is not None:
-            b = a.break_loop
-            act["break_loop"] = [b.from_agent, b.done, b.current_iterations]
-        if isinstance(a.customized_action, StateDelta):
-            act["state_delta"] = dict(a.customized_action)
-        elif a.customized_action is not None:
-            act["customized"] = a.customized_action
-        rec["action"] = act
-    if ev.error is not None:
-        e = ev.error
-        rec["error"] = {"type": getattr(e, "type_name", type(e).__name__), "message": getattr(e, "message", str(e))}
-    return rec
+# --- events -> records ------------------------------------------------------------------------
 
 
-def _event(rec: dict[str, Any]) -> AgentEvent:
-    from rillet._native import stream_from_list
+def _action_record(a: AgentAction) -> dict[str, Any]:
+    act: dict[str, Any] = {}
+    if a.exit:
+        act["exit"] = True
+    if a.transfer_to_agent is not None:
+        act["transfer_to"] = a.transfer_to_agent.dest_agent_name
+    if a.break_loop is not None:
+        b = a.break_loop
+        act["break_loop"] = [b.from_agent, b.done, b.current_iterations]
+    if isinstance(a.customized_action, StateDelta):
+        act["state_delta"] = dict(a.customized_action)
+    elif a.customized_action is not None:
+        act["customized"] = a.customized_action
+    return act
 
-    ev = AgentEvent(rec["agent_name"], tuple(RunStep(n) for n in rec["run_path"]))
-    msg: Message | None = rec.get("message")
-    custom = rec.get("customized_output")
-    if msg is not None or custom is not None:
-        mv = None
-        if msg is not None:
-            streaming = bool(rec.get("is_streaming"))
-            mv = MessageVariant(
-                streaming,
-                None if streaming else msg,
-                stream_from_list([msg]) if streaming else None,  # a one-chunk stream, as Eino
-                rec.get("role", "assistant"),
-                rec.get("tool_name", ""),
-            )
-        ev.output = AgentOutput(mv, custom)
-    act = rec.get("action")
+
+def _extras_record(ev: AgentEvent, custom: Any) -> dict[str, Any]:
+    """The parts of an event that few events set: customized output, action, error."""
+    action, err = ev.action, ev.error
+    extras: dict[str, Any] = {}
+    if custom is not None:
+        extras["customized_output"] = custom
+    if action is not None:
+        extras["action"] = _action_record(action)
+    if err is not None:
+        extras["error"] = {"type": getattr(err, "type_name", type(err).__name__), "message": getattr(err, "message", str(err))}
+    return extras
+
+
+class _RecordWriter:
+    """Turns events into records, remembering the run paths already written."""
+
+    __slots__ = ("by_id", "by_names", "keep", "records")
+
+    def __init__(self) -> None:
+        self.records: list[list[Any]] = []
+        self.by_names: dict[tuple[str, ...], int] = {}
+        self.by_id: dict[int, int] = {}  # id of a run-path tuple -> its index
+        self.keep: list[Any] = []  # those tuples, so that their ids stay theirs
+
+    def _path(self, run_path: tuple[RunStep, ...]) -> list[str] | int:
+        """``run_path``'s names the first time it is written, else its index."""
+        ref = self.by_id.get(id(run_path))
+        if ref is not None:
+            return ref
+        names = [s.agent_name for s in run_path]
+        key = tuple(names)
+        ref = self.by_names.get(key)
+        self.keep.append(run_path)
+        if ref is None:
+            self.by_id[id(run_path)] = self.by_names[key] = len(self.by_names)
+            return names
+        self.by_id[id(run_path)] = ref
+        return ref
+
+    def add(self, events: list[AgentEvent], start: int) -> int:
+        """Appends the records of ``events[start:]`` up to the first event holding an unread
+        stream and returns its index (``len(events)`` when none does)."""
+        append = self.records.append
+        last_path: Any = None  # the run path of the event before (usually the same tuple)
+        ref: list[str] | int = 0
+        for i, ev in enumerate(events[start:] if start else events, start):
+            msg = role = tool_name = custom = None
+            streaming = False
+            output = ev.output
+            if output is not None:
+                mv = output.message_output
+                if mv is not None:
+                    msg = mv.message
+                    if msg is None:
+                        return i
+                    role, tool_name, streaming = mv.role, mv.tool_name, mv.is_streaming
+                custom = output.customized_output
+            run_path = ev.run_path
+            if run_path is not last_path:
+                ref = self._path(run_path)
+                last_path = run_path if ref.__class__ is int else None
+            append([
+                ev.agent_name, ref, msg, role, tool_name, streaming,
+                None if custom is None and ev.action is None and ev.error is None else _extras_record(ev, custom),
+            ])
+        return len(events)
+
+
+async def events_to_records(events: list[AgentEvent]) -> list[list[Any]]:
+    """The records of ``events`` (see the module docstring). A stream no one read is read
+    to its end (awaited) and concatenated; without such streams nothing is awaited."""
+    writer = _RecordWriter()
+    i = writer.add(events, 0)
+    while i < len(events):
+        mv = events[i].message_output
+        assert mv is not None
+        await mv.aget_message()
+        i = writer.add(events, i)
+    return writer.records
+
+
+# --- records -> events ------------------------------------------------------------------------
+
+
+def _apply_extras(ev: AgentEvent, extras: dict[str, Any]) -> None:
+    custom = extras.get("customized_output")
+    if custom is not None:
+        if ev.output is None:
+            ev.output = AgentOutput(None, custom)
+        else:
+            ev.output.customized_output = custom
+    act = extras.get("action")
     if act is not None:
         brk = act.get("break_loop")
         ev.action = AgentAction(
@@ -109,18 +187,67 @@ def _event(rec: dict[str, Any]) -> AgentEvent:
             break_loop=BreakLoopAction(brk[0], bool(brk[1]), int(brk[2])) if brk is not None else None,
             customized_action=StateDelta(act["state_delta"]) if "state_delta" in act else act.get("customized"),
         )
-    err = rec.get("error")
+    err = extras.get("error")
     if err is not None:
         ev.error = RecordedError(err["type"], err["message"])
-    return ev
 
 
-async def events_to_records(events: list[AgentEvent]) -> list[dict[str, Any]]:
-    return [await _event_record(ev) for ev in events]
+def _v1_as_v2(rec: dict[str, Any]) -> list[Any]:
+    """A version-1 record (a dict) in the version-2 layout; its dict serves as the extras."""
+    msg = rec.get("message")
+    if msg is None:
+        return [rec["agent_name"], rec["run_path"], None, None, None, False, rec]
+    role, tool_name = rec.get("role", "assistant"), rec.get("tool_name", "")
+    return [rec["agent_name"], rec["run_path"], msg, role, tool_name, bool(rec.get("is_streaming")), rec]
 
 
-def records_to_events(records: list[dict[str, Any]]) -> list[AgentEvent]:
-    return [_event(r) for r in records]
+def records_to_events(records: list[Any]) -> list[AgentEvent]:
+    """The events of ``records`` (either layout). A streamed message comes back as a
+    one-chunk stream, as in Eino; an error as a :class:`RecordedError`; events of the same
+    run path share one tuple of RunSteps."""
+    if records and isinstance(records[0], dict):
+        records = [_v1_as_v2(r) for r in records]
+    paths: list[tuple[RunStep, ...]] = []
+    shared: dict[tuple[str, ...], tuple[RunStep, ...]] = {}
+    events: list[AgentEvent] = []
+    append = events.append
+    # The three objects of an event are made without calling their dataclass __init__ (a
+    # third of the time here), every field set below: tests/test_checkpoint_payload.py
+    # checks that these are all the fields the classes have.
+    new = object.__new__
+    for name, ref, msg, role, tool_name, streaming, extras in records:
+        if ref.__class__ is int:
+            path = paths[ref]
+        else:
+            key = tuple(ref)
+            path = shared.get(key)  # type: ignore[assignment]
+            if path is None:
+                path = shared[key] = tuple([RunStep(n) for n in key])
+            paths.append(path)
+        ev = new(AgentEvent)
+        ev.agent_name = name
+        ev.run_path = path
+        ev.action = ev.error = None
+        if msg is None:
+            ev.output = None
+        else:
+            mv = new(MessageVariant)
+            if streaming:
+                mv.is_streaming, mv.message, mv.message_stream = True, None, stream_from_list([msg])  # one chunk, as Eino
+            else:
+                mv.is_streaming, mv.message, mv.message_stream = False, msg, None
+            mv.role = role
+            mv.tool_name = tool_name
+            ev.output = out = new(AgentOutput)
+            out.message_output = mv
+            out.customized_output = None
+        if extras is not None:
+            _apply_extras(ev, extras)
+        append(ev)
+    return events
+
+
+# --- the payload ------------------------------------------------------------------------------
 
 
 async def dump(
@@ -143,14 +270,14 @@ async def dump(
 
 
 class Loaded:
-    """A decoded checkpoint."""
+    """A decoded checkpoint: the root input, the session (values and events) to resume
+    with, and the interrupts' addresses, states and info."""
 
     def __init__(self, payload: dict[str, Any]) -> None:
         root = payload["root_input"]
         self.root_input = AgentInput(list(root["messages"]), bool(root["enable_streaming"]))
         self.session = Session(dict(payload["session_values"]))
-        for ev in records_to_events(payload["events"]):
-            self.session.record(ev)
+        self.session.restore(records_to_events(payload["events"]))
         self.addresses = {i: tuple(v["address"]) for i, v in payload["interrupts"].items()}
         self.states = {i: v["state"] for i, v in payload["interrupts"].items()}
         self.info = payload.get("info")
@@ -162,8 +289,15 @@ def load(data: bytes, checkpoint_id: str) -> Loaded:
     if not isinstance(payload, dict) or payload.get("kind") != _KIND:
         raise codec.DecodeError(f"checkpoint[{checkpoint_id}] is not a rillet run checkpoint")
     version = payload.get("version")
-    if version != PAYLOAD_VERSION:
+    if version not in _READS:
         raise codec.DecodeError(
-            f"checkpoint[{checkpoint_id}] has payload version {version!r}; this rillet reads version {PAYLOAD_VERSION}"
+            f"checkpoint[{checkpoint_id}] has payload version {version!r}; this rillet reads versions "
+            f"{', '.join(map(str, _READS))}: load it with the rillet that wrote it"
         )
-    return Loaded(payload)
+    try:
+        return Loaded(payload)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        raise codec.DecodeError(
+            f"checkpoint[{checkpoint_id}] (payload version {version}) is malformed: {type(e).__name__}: {e}; "
+            "it was not written by rillet's payload.dump or was altered since"
+        ) from e

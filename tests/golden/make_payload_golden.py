@@ -1,0 +1,34 @@
+"""Writes the golden run checkpoints of the current payload version. Run once per new payload
+version, never to rewrite a file:
+
+    .venv/bin/python tests/golden/make_payload_golden.py
+
+The files go to tests/golden/payload_v<PAYLOAD_VERSION>/; existing files are kept, and
+tests/test_checkpoint_payload.py loads and resumes every one of them forever.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent))
+
+from payload_scenarios import CHECKPOINTS  # noqa: E402
+
+from rillet.checkpoint.payload import PAYLOAD_VERSION  # noqa: E402
+
+
+def main() -> None:
+    out = HERE / f"payload_v{PAYLOAD_VERSION}"
+    out.mkdir(exist_ok=True)
+    for name, make in CHECKPOINTS.items():
+        path = out / f"{name}.bin"
+        if not path.exists():
+            path.write_bytes(make())
+            print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
