@@ -304,7 +304,7 @@ def test_not_a_checkpoint() -> None:
     with pytest.raises(DecodeError, match="expected a rillet checkpoint"):
         decode(b'{"json": true}')
     with pytest.raises(DecodeError, match="newer than this rillet reads"):
-        decode(HEAD[:-1] + b"\x03\xc0")
+        decode(HEAD[:-1] + b"\x04\xc0")
 
 
 def test_limits() -> None:

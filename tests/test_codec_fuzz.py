@@ -25,7 +25,8 @@ def _seeds() -> list[bytes]:
         for i in range(3)
     ]
     extra = [messages, {"u": uuid.UUID(int=7), "d": Decimal("1.5"), "c": Color.RED, "p": Point(1, 2)}, "\ud800 x"]
-    return [encode(v) for v in [*golden_values().values(), *extra]]
+    plain = [*golden_values().values(), *extra]
+    return [encode(v) for v in plain] + [encode(v, compress=True) for v in plain]
 
 
 def _mutate(rng: random.Random, data: bytes) -> bytes:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import struct
 import uuid
 import zoneinfo
 from typing import Any
 
+import lz4.block
 import msgpack
 from codec_helpers import Point, assert_identical, values
 from hypothesis import given, settings
@@ -90,7 +92,12 @@ class Reader:
 
 def reference_decode(data: bytes) -> Any:
     magic, version, body = Reader().unpack(data)
-    assert magic == MAGIC and version in (1, 2)
+    assert magic == MAGIC and version in (1, 2, 3)
+    if version == 3:
+        # The bin payload: algorithm 1 (LZ4 block), the u32 size, then a format-2 body.
+        algorithm, size = struct.unpack(">BI", body[:5])
+        assert algorithm == 1
+        return Reader().unpack(lz4.block.decompress(body[5:], uncompressed_size=size))
     return body
 
 
@@ -155,6 +162,13 @@ def reference_encode(obj: Any) -> bytes:
     return reference_pack([MAGIC, VERSION, obj])
 
 
+def reference_encode_compressed(obj: Any) -> bytes:
+    """Format 3 around a (format-1 style) body: plain msgpack is a valid format-2 body."""
+    body = reference_pack(obj)
+    block = lz4.block.compress(body, store_size=False)
+    return reference_pack([MAGIC, 3, struct.pack(">BI", 1, len(body)) + block])
+
+
 @settings(max_examples=200, deadline=None)
 @given(values)
 def test_stock_msgpack_reads_what_rillet_writes(value: Any) -> None:
@@ -175,6 +189,18 @@ def test_stock_msgpack_reads_shared_strings_and_records() -> None:
     # second, then only as a shape reference
     assert data.count(b"model") == 2
     assert_identical(reference_decode(data), value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(values)
+def test_stock_msgpack_and_lz4_read_format_3(value: Any) -> None:
+    assert_identical(reference_decode(encode(value, compress=True)), value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(values)
+def test_rillet_reads_format_3_from_the_lz4_c_library(value: Any) -> None:
+    assert_identical(decode(reference_encode_compressed(value)), value)
 
 
 @settings(max_examples=200, deadline=None)

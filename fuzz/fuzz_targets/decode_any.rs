@@ -24,9 +24,18 @@ fuzz_target!(|data: &[u8]| {
         v.extend_from_slice(data);
         v
     };
-    for input in [data.to_vec(), framed(1), framed(2)] {
+    // Format 3 with the raw bytes as its LZ4 block (a declared size the block could hold).
+    let compressed = || {
+        let mut v = b"\x93\xabrillet-ckpt\x03\xc6".to_vec();
+        v.extend_from_slice(&(data.len() as u32 + 5).to_be_bytes());
+        v.push(1);
+        v.extend_from_slice(&(data.len() as u32).saturating_mul(4).to_be_bytes());
+        v.extend_from_slice(data);
+        v
+    };
+    for input in [data.to_vec(), framed(1), framed(2), compressed()] {
         if let Ok(v) = decode(&input, &limits, &mut ValueBuilder) {
-            for version in [1, 2] {
+            for version in [1, 2, 3] {
                 let again = encode_version(&v, version).expect("a decoded value re-encodes");
                 let back = decode(&again, &limits, &mut ValueBuilder).ok().expect("re-encoded value decodes");
                 assert_eq!(back, v);

@@ -69,7 +69,11 @@ class EncodeError(RilletError, TypeError):
     """The object cannot be written as a rillet checkpoint (unregistered type, cycle...)."""
 
 def codec_encode(
-    obj: object, types: Mapping[type, Any], max_depth: int = 512, version: int = 2
+    obj: object,
+    types: Mapping[type, Any],
+    max_depth: int = 512,
+    version: int = 2,
+    compress: bool = False,
 ) -> bytes: ...
 def codec_decode(
     data: bytes,

@@ -1,9 +1,11 @@
 """Checkpoint codec: exact, safe and versioned binary encoding of Python values.
 
 ``encode(obj)`` writes MessagePack inside the envelope ``["rillet-ckpt", 2, body]`` (see
-docs/checkpoint-format.md); ``decode(data)`` reads it back with the exact types, under limits,
-and is safe on untrusted bytes: it only ever builds builtins, a few stdlib values and the
-classes registered here. It never imports or calls anything named by the data.
+docs/checkpoint-format.md); ``encode(obj, compress=True)`` compresses that body with LZ4 into
+``["rillet-ckpt", 3, compressed]``, about a third of the size. ``decode(data)`` reads either
+back with the exact types, under limits, and is safe on untrusted bytes: it only ever builds
+builtins, a few stdlib values and the classes registered here. It never imports or calls
+anything named by the data.
 
 Register your own classes once, at import time, under a stable name (never an import path)::
 
@@ -41,6 +43,7 @@ __all__ = [
     "DEFAULT_MAX_ITEMS",
     "DEFAULT_MAX_SIZE",
     "DecodeError",
+    "COMPRESSED_FORMAT_VERSION",
     "EncodeError",
     "FORMAT_VERSION",
     "MAX_DEPTH_LIMIT",
@@ -51,6 +54,8 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 2
+# What encode(..., compress=True) writes: a format-2 body compressed with LZ4.
+COMPRESSED_FORMAT_VERSION = 3
 DEFAULT_MAX_DEPTH = 512
 DEFAULT_MAX_SIZE = 1 << 30
 DEFAULT_MAX_ITEMS = 1 << 26
@@ -79,7 +84,11 @@ _BUILTIN = (
 
 
 def encode(
-    obj: object, *, max_depth: int = DEFAULT_MAX_DEPTH, format_version: int = FORMAT_VERSION
+    obj: object,
+    *,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    format_version: int = FORMAT_VERSION,
+    compress: bool = False,
 ) -> bytes:
     """Encodes ``obj`` as checkpoint bytes; raises EncodeError naming the path to any value
     that cannot be encoded (an unregistered class, a reference cycle...) and what to do.
@@ -87,12 +96,18 @@ def encode(
     ``max_depth`` (0 to MAX_DEPTH_LIMIT) bounds container nesting. Format 2 (the default)
     writes each repeated string and each repeated set of dict keys once and refers back to
     it; format 1 is plain MessagePack with no back-references, for readers that predate
-    format 2. ``decode`` reads both.
+    format 2. ``compress=True`` writes format 3 (COMPRESSED_FORMAT_VERSION): the format-2
+    body compressed with LZ4, typically a third of the bytes for well under a millisecond
+    per 300 kB; rillet before format 3 refuses it, asking to upgrade. It needs format 2, so
+    ``format_version=1`` with ``compress=True`` is a ValueError. ``decode`` reads all three.
     """
     if format_version not in (1, FORMAT_VERSION):
-        raise ValueError(f"format_version must be 1 or {FORMAT_VERSION}, got {format_version!r}")
+        hint = " (format 3 is written by compress=True)" if format_version == COMPRESSED_FORMAT_VERSION else ""
+        raise ValueError(f"format_version must be 1 or {FORMAT_VERSION}, got {format_version!r}{hint}")
+    if type(compress) is not bool:
+        raise TypeError(f"compress must be True or False, got {compress!r}")
     _check_max_depth(max_depth)
-    return _native.codec_encode(obj, _BY_TYPE, max_depth, format_version)
+    return _native.codec_encode(obj, _BY_TYPE, max_depth, format_version, compress)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,11 +131,14 @@ def decode(
     max_items: int = DEFAULT_MAX_ITEMS,
     unknown: Literal["error", "placeholder"] = "error",
 ) -> Any:
-    """Decodes checkpoint bytes. Raises DecodeError (a ValueError) with the byte offset and
-    what was expected when the input is malformed, breaks a limit, or names an unknown type.
+    """Decodes checkpoint bytes of format 1, 2 or 3 (compressed: recognised by itself).
+    Raises DecodeError (a ValueError) with the byte offset and what was expected when the
+    input is malformed, breaks a limit, or names an unknown type. In a compressed checkpoint,
+    offsets inside the body say they count bytes "of the decompressed body".
 
     ``max_depth`` (0 to MAX_DEPTH_LIMIT) bounds container nesting, ``max_size`` the input
-    length in bytes and ``max_items`` the number of values. ``unknown="placeholder"`` turns
+    length in bytes, and also a compressed body's declared decompressed length, checked
+    before anything is allocated; ``max_items`` bounds the number of values. ``unknown="placeholder"`` turns
     an object whose registered name is unknown here into an ``Unknown(name, version, state)``
     instead of an error, so a tool can inspect a checkpoint without the application's classes.
     """

@@ -6,7 +6,9 @@
 //! that stack only grows by values actually read, so memory stays proportional to the input.
 
 use super::wire::{is_utf8_with_surrogates, Reader, Token, WireError};
-use super::{ext, Limits, FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION};
+use super::{
+    compress, ext, Limits, COMPRESSED_FORMAT_VERSION, FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION,
+};
 
 /// What a complete container becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -159,8 +161,30 @@ pub fn decode<B: Builder>(
     }
     let mut reader = Reader::new(input);
     let version = read_envelope(&mut reader)?;
+    if version == COMPRESSED_FORMAT_VERSION {
+        // Format 3: a format-2 body, compressed. The limits apply to the decompressed body,
+        // whose error offsets count from its start.
+        let body = compress::read_compressed_body(&mut reader, limits)?;
+        builder.format(FORMAT_VERSION);
+        return decode_body(Reader::new(&body), limits, FORMAT_VERSION, builder).map_err(
+            |failure| match failure {
+                Failure::Wire(e) => Failure::Wire(e.in_decompressed_body()),
+                build => build,
+            },
+        );
+    }
     builder.format(version);
-    let value = Decoder {
+    decode_body(reader, limits, version, builder)
+}
+
+/// Decodes the body of format `version` that `reader` is at, then checks nothing follows.
+fn decode_body<B: Builder<Value: Clone>>(
+    reader: Reader<'_>,
+    limits: &Limits,
+    version: u8,
+    builder: &mut B,
+) -> Result<B::Value, Failure<B::Error>> {
+    Decoder {
         reader,
         limits,
         version,
@@ -172,8 +196,7 @@ pub fn decode<B: Builder>(
         shapes: Vec::new(),
         object_state: None,
     }
-    .run(builder)?;
-    Ok(value)
+    .run(builder)
 }
 
 /// Checks the envelope head and returns the format version.
@@ -194,16 +217,17 @@ fn read_envelope(r: &mut Reader<'_>) -> Result<u8, WireError> {
         _ => return Err(not_ours(at)),
     }
     let at = r.pos();
-    let known = OLDEST_FORMAT_VERSION as i64..=FORMAT_VERSION as i64;
+    const NEWEST: u8 = COMPRESSED_FORMAT_VERSION;
+    let known = OLDEST_FORMAT_VERSION as i64..=NEWEST as i64;
     match r.next()? {
         Token::Int(v) if known.contains(&v) => Ok(v as u8),
-        Token::Int(v) if v > FORMAT_VERSION as i64 => Err(WireError::new(
+        Token::Int(v) if v > NEWEST as i64 => Err(WireError::new(
             at,
-            format!("checkpoint format version {v} is newer than this rillet reads ({FORMAT_VERSION}); upgrade rillet"),
+            format!("checkpoint format version {v} is newer than this rillet reads ({NEWEST}); upgrade rillet"),
         )),
         _ => Err(WireError::new(
             at,
-            format!("expected a format version from {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}"),
+            format!("expected a format version from {OLDEST_FORMAT_VERSION} to {NEWEST}"),
         )),
     }
 }

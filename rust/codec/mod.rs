@@ -8,9 +8,13 @@
 //!   hands tokens to a [`decode::Builder`], which makes the values (Python objects in
 //!   `py/codec.rs`, a plain [`value::Value`] tree in tests and in the fuzzer).
 //!
+//! * [`compress`] wraps a format-2 body in an LZ4 block (format 3), and checks a compressed
+//!   body's declared size before it allocates.
+//!
 //! The wire format is specified in `docs/checkpoint-format.md`; the constants below are part
 //! of it and must never change meaning.
 
+pub mod compress;
 pub mod decode;
 pub mod limits;
 pub mod repeats;
@@ -24,8 +28,11 @@ pub use limits::Limits;
 
 /// First element of the envelope `[MAGIC, FORMAT_VERSION, body]`.
 pub const MAGIC: &str = "rillet-ckpt";
-/// The format version this build writes by default (and the newest it reads).
+/// The format version this build writes by default.
 pub const FORMAT_VERSION: u8 = 2;
+/// The format written on request (`compress=True`): a format-2 body compressed with LZ4.
+/// The newest format this build reads.
+pub const COMPRESSED_FORMAT_VERSION: u8 = 3;
 /// The oldest format version this build reads and can still write on request.
 pub const OLDEST_FORMAT_VERSION: u8 = 1;
 

@@ -5,6 +5,8 @@ use super::decode::{decode, Failure, Kind};
 use super::value::{encode, encode_version, Value, ValueBuilder};
 use super::Limits;
 
+mod compress;
+
 fn dec(bytes: &[u8]) -> Result<Value, String> {
     dec_with(bytes, &Limits::default())
 }
@@ -289,7 +291,7 @@ fn rejects_foreign_and_future_envelopes() {
         .unwrap_err()
         .contains("rillet checkpoint"));
     let mut future = envelope(&[0xc0]);
-    future[13] = 3;
+    future[13] = 4;
     assert!(dec(&future).unwrap_err().contains("newer"));
     assert!(dec(b"").is_err());
 }
@@ -332,6 +334,7 @@ fn replays_fuzz_corpus() {
         if let Ok(v) = dec(&bytes) {
             assert_eq!(dec(&encode(&v).unwrap()).unwrap(), v);
             assert_eq!(dec(&encode_version(&v, 2).unwrap()).unwrap(), v);
+            assert_eq!(dec(&encode_version(&v, 3).unwrap()).unwrap(), v);
         }
         n += 1;
     }

@@ -5,10 +5,11 @@
 
 use std::collections::HashSet;
 
+use super::compress::compress_checkpoint;
 use super::decode::{Builder, Kind, Scalar};
 use super::repeats::{Repeats, Use};
 use super::wire::{TooLong, Writer};
-use super::{ext, FORMAT_VERSION};
+use super::{ext, COMPRESSED_FORMAT_VERSION, FORMAT_VERSION};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Value {
@@ -114,8 +115,11 @@ pub fn encode(v: &Value) -> Result<Vec<u8>, TooLong> {
 }
 
 /// Writes a whole checkpoint in the given format version; format 2 shares repeated strings
-/// and map shapes, recognised by content.
+/// and map shapes, recognised by content, and format 3 compresses a format-2 body.
 pub fn encode_version(v: &Value, version: u8) -> Result<Vec<u8>, TooLong> {
+    if version >= COMPRESSED_FORMAT_VERSION {
+        return compress_checkpoint(&encode_version(v, FORMAT_VERSION)?);
+    }
     let mut e = Encoder {
         w: Writer::default(),
         share: (version >= 2).then(Sharing::default),

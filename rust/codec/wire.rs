@@ -12,14 +12,26 @@ use super::MAGIC;
 /// A decoding failure: where it happened and what was expected there. Boxed, because it is
 /// rare and the reader's `Result`s should stay small.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WireError(Box<(usize, String)>);
+pub struct WireError(Box<(At, String)>);
 
 impl WireError {
     pub fn new(offset: usize, message: impl Into<String>) -> Self {
-        WireError(Box::new((offset, message.into())))
+        WireError(Box::new((At::input(offset), message.into())))
+    }
+
+    /// The same error, found in the decompressed body of a format-3 checkpoint: its offset
+    /// counts from the start of that body.
+    pub fn in_decompressed_body(mut self) -> Self {
+        self.0 .0.decompressed = true;
+        self
     }
 
     pub fn offset(&self) -> usize {
+        self.0 .0.offset
+    }
+
+    /// Where the error is, for messages: `12`, or `12 of the decompressed body`.
+    pub fn at(&self) -> At {
         self.0 .0
     }
 
@@ -30,7 +42,33 @@ impl WireError {
 
 impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (at byte {})", self.message(), self.offset())
+        write!(f, "{} (at byte {})", self.message(), self.at())
+    }
+}
+
+/// A byte offset in the input, or in the decompressed body of a format-3 checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At {
+    pub offset: usize,
+    pub decompressed: bool,
+}
+
+impl At {
+    pub fn input(offset: usize) -> Self {
+        At {
+            offset,
+            decompressed: false,
+        }
+    }
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.decompressed {
+            write!(f, "{} of the decompressed body", self.offset)
+        } else {
+            write!(f, "{}", self.offset)
+        }
     }
 }
 
@@ -144,9 +182,14 @@ impl Writer {
     }
 
     pub fn bin(&mut self, b: &[u8]) -> Result<(), TooLong> {
-        self.sized_head(b.len(), [0xc4, 0xc5, 0xc6])?;
+        self.bin_head(b.len())?;
         self.buf.extend_from_slice(b);
         Ok(())
+    }
+
+    /// The head of a bin of `n` bytes, whose data the caller appends.
+    pub fn bin_head(&mut self, n: usize) -> Result<(), TooLong> {
+        self.sized_head(n, [0xc4, 0xc5, 0xc6])
     }
 
     #[inline]

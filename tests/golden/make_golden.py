@@ -25,12 +25,18 @@ class _UserV1:
 
 
 def main() -> None:
-    for version in range(1, codec.FORMAT_VERSION + 1):
+    for version in range(1, codec.COMPRESSED_FORMAT_VERSION + 1):
         out = HERE / f"v{version}"
         out.mkdir(exist_ok=True)
-        files = {f"{name}.bin": codec.encode(value, format_version=version) for name, value in golden_values().items()}
+        # Format 3 is format 2's body, compressed.
+        compress = version == codec.COMPRESSED_FORMAT_VERSION
+        body = min(version, codec.FORMAT_VERSION)
+        files = {
+            f"{name}.bin": codec.encode(value, format_version=body, compress=compress)
+            for name, value in golden_values().items()
+        }
         v1_registry = {_UserV1: ("golden.user", 1, lambda u: {"name": u.name}, True)}
-        files["user_v1.bin"] = _native.codec_encode(_UserV1("Ada Lovelace"), v1_registry, 512, version)
+        files["user_v1.bin"] = _native.codec_encode(_UserV1("Ada Lovelace"), v1_registry, 512, body, compress)
         for name, data in files.items():
             path = out / name
             if not path.exists():

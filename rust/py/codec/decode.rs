@@ -38,7 +38,7 @@ impl BuildError {
         }
     }
 
-    pub fn into_pyerr(self, py: Python<'_>, offset: usize) -> PyErr {
+    pub fn into_pyerr(self, py: Python<'_>, offset: impl std::fmt::Display) -> PyErr {
         let err = PyErr::from_type(
             decode_error(py).clone(),
             format!("{} (at byte {offset})", self.message),

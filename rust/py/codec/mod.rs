@@ -16,8 +16,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use crate::codec::compress::{compress_checkpoint, is_compressed};
 use crate::codec::decode::Failure;
-use crate::codec::{Limits, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
+use crate::codec::wire::{At, TooLong};
+use crate::codec::{Limits, COMPRESSED_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::py::errors::{decode_error, encode_error};
 
 thread_local! {
@@ -28,23 +30,32 @@ thread_local! {
 /// Buffers above this size are released after use instead of kept.
 const KEEP_BUFFER_BYTES: usize = 8 << 20;
 
-// The default `version` above is spelled out so that the Python signature shows it.
+// The default `version` below is spelled out so that the Python signature shows it.
 const _: () = assert!(FORMAT_VERSION == 2);
 
-/// Encodes `obj` as a checkpoint in format `version`. `types` maps a registered class to
+/// Encodes `obj` as a checkpoint in format `version`; with `compress`, a format-2 body
+/// compressed with LZ4 in a format-3 envelope. `types` maps a registered class to
 /// `(name, version, to_state, state_is_fields)`.
 #[pyfunction]
-#[pyo3(signature = (obj, types, max_depth = 512, version = 2))]
+#[pyo3(signature = (obj, types, max_depth = 512, version = 2, compress = false))]
 pub fn codec_encode<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
     types: &Bound<'py, PyDict>,
     max_depth: usize,
     version: u8,
+    compress: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
     if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "format_version must be from {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}, got {version}"
+        )));
+    }
+    if compress && version != FORMAT_VERSION {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "compress=True writes format {COMPRESSED_FORMAT_VERSION} (a compressed format-{FORMAT_VERSION} \
+             body), which readers of format {version} cannot read: drop compress=True, or \
+             format_version={version}"
         )));
     }
     check_max_depth(max_depth)?;
@@ -59,7 +70,19 @@ pub fn codec_encode<'py>(
         );
         (Err(err), Vec::new())
     });
-    let out = result.map(|()| PyBytes::new(py, &buf));
+    let out = result.and_then(|()| {
+        if !compress {
+            return Ok(PyBytes::new(py, &buf));
+        }
+        // Plain bytes in, plain bytes out: other Python threads may run meanwhile.
+        match py.detach(|| compress_checkpoint(&buf)) {
+            Ok(packed) => Ok(PyBytes::new(py, &packed)),
+            Err(TooLong(n)) => Err(PyErr::from_type(
+                encode_error(py).clone(),
+                format!("cannot compress a body of {n} bytes (the most is 4 GiB - 1): encode it with compress=False"),
+            )),
+        }
+    });
     if buf.capacity() <= KEEP_BUFFER_BYTES {
         buf.clear();
         BUFFER.with(|b| *b.borrow_mut() = buf);
@@ -126,7 +149,14 @@ pub fn codec_decode<'py>(
     match catch_unwind(run) {
         Ok(Ok(value)) => value.into_py(py),
         Ok(Err(Failure::Wire(e))) => Err(PyErr::from_type(decode_error(py).clone(), e.to_string())),
-        Ok(Err(Failure::Build { offset, error })) => Err(error.into_pyerr(py, offset)),
+        // Build errors are always in the body: a format-3 body is the decompressed one.
+        Ok(Err(Failure::Build { offset, error })) => Err(error.into_pyerr(
+            py,
+            At {
+                offset,
+                decompressed: is_compressed(input),
+            },
+        )),
         Err(_) => Err(PyErr::from_type(
             decode_error(py).clone(),
             "internal error in the rillet decoder (a bug: please report it)",
