@@ -26,6 +26,8 @@ mod _native {
     #[pymodule_export]
     use crate::py::channel::{Channel, Empty};
     #[pymodule_export]
+    use crate::py::checkpoint::events_from_records;
+    #[pymodule_export]
     use crate::py::codec::{codec_decode, codec_encode};
     #[pymodule_export]
     use crate::py::concat::{concat_messages, MessageAccumulator};

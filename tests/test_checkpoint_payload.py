@@ -197,9 +197,15 @@ def test_version_1_records_in_an_interrupt_state_still_restore() -> None:
 
 def test_a_malformed_or_newer_payload_is_refused_with_a_clear_error() -> None:
     good = codec.decode(asyncio.run(dump(ROOT, events_session(), signal(), INFO)))
-    good["events"][1] = ["trip", 0]
-    with pytest.raises(DecodeError, match=r"checkpoint\[bad\] \(payload version 2\) is malformed: ValueError"):
-        load(codec.encode(good), "bad")
+    records = good["events"]
+    for bad, why in [
+        (["trip", 0], r"TypeError: event record 1 has 2 items, not 7"),
+        ("trip", r"TypeError: event record 1 is not a list"),
+        (["trip", 7, None, None, None, False, None], r"IndexError: event record 1 refers to run path 7, but 1 were"),
+    ]:
+        good["events"] = [*records[:1], bad, *records[2:]]
+        with pytest.raises(DecodeError, match=r"checkpoint\[bad\] \(payload version 2\) is malformed: " + why):
+            load(codec.encode(good), "bad")
     good["version"] = PAYLOAD_VERSION + 1
     with pytest.raises(DecodeError, match=r"payload version 3; this rillet reads versions 1, 2"):
         load(codec.encode(good), "new")

@@ -42,6 +42,7 @@ __all__ = [
     "__version__",
     "codec_decode",
     "codec_encode",
+    "events_from_records",
 ]
 
 _T = TypeVar("_T")
@@ -402,6 +403,9 @@ class StreamWriter(Generic[_T_contra]):
     ) -> None: ...
 
 def pipe(capacity: int | None = None) -> tuple[StreamReader[Any], StreamWriter[Any]]: ...
+def events_from_records(records: list[Any], kinds: Any) -> list[Any]:
+    """rillet.checkpoint.payload's events of version-2 records (internal)."""
+
 def stream_from_list(items: Iterable[_T]) -> StreamReader[_T]: ...
 def convert_stream(
     reader: StreamReader[_T],

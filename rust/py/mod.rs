@@ -1,6 +1,7 @@
 //! Thin PyO3 bindings over the pure-Rust modules. Logic lives in the parent modules.
 
 pub mod channel;
+pub mod checkpoint;
 pub mod codec;
 pub mod concat;
 pub mod errors;

@@ -27,10 +27,13 @@ states, still load.
 
 from __future__ import annotations
 
-from typing import Any
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
 
 from rillet import codec
-from rillet._native import RilletError, stream_from_list
+from rillet._native import RilletError, events_from_records, stream_from_list
 from rillet.agent import AgentInput, StateDelta
 from rillet.context import Session
 from rillet.events import (
@@ -66,6 +69,20 @@ class RecordedError(RilletError):
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
         self.message = message
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pauses the cyclic garbage collector while a checkpoint's thousands of objects are made:
+    they are all live, so the collections their allocations would trigger find nothing
+    (they were a tenth of a load). The codec's decoder does the same."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --- events -> records ------------------------------------------------------------------------
@@ -159,12 +176,14 @@ async def events_to_records(events: list[AgentEvent]) -> list[list[Any]]:
     """The records of ``events`` (see the module docstring). A stream no one read is read
     to its end (awaited) and concatenated; without such streams nothing is awaited."""
     writer = _RecordWriter()
-    i = writer.add(events, 0)
+    with _gc_paused():
+        i = writer.add(events, 0)
     while i < len(events):
         mv = events[i].message_output
         assert mv is not None
         await mv.aget_message()
-        i = writer.add(events, i)
+        with _gc_paused():
+            i = writer.add(events, i)
     return writer.records
 
 
@@ -201,50 +220,28 @@ def _v1_as_v2(rec: dict[str, Any]) -> list[Any]:
     return [rec["agent_name"], rec["run_path"], msg, role, tool_name, bool(rec.get("is_streaming")), rec]
 
 
+class _EventKinds(NamedTuple):
+    """What ``events_from_records`` (Rust) makes events of."""
+
+    event: type[AgentEvent]
+    variant: type[MessageVariant]
+    output: type[AgentOutput]
+    run_step: type[RunStep]
+    one_chunk_stream: Callable[[list[Any]], Any]
+    apply_extras: Callable[[AgentEvent, dict[str, Any]], None]
+
+
 def records_to_events(records: list[Any]) -> list[AgentEvent]:
     """The events of ``records`` (either layout). A streamed message comes back as a
     one-chunk stream, as in Eino; an error as a :class:`RecordedError`; events of the same
-    run path share one tuple of RunSteps."""
+    run path share one tuple of RunSteps. The objects are made in Rust (a third of a load
+    before): tests/test_checkpoint_payload.py checks every dataclass field is set."""
     if records and isinstance(records[0], dict):
         records = [_v1_as_v2(r) for r in records]
-    paths: list[tuple[RunStep, ...]] = []
-    shared: dict[tuple[str, ...], tuple[RunStep, ...]] = {}
-    events: list[AgentEvent] = []
-    append = events.append
-    # The three objects of an event are made without calling their dataclass __init__ (a
-    # third of the time here), every field set below: tests/test_checkpoint_payload.py
-    # checks that these are all the fields the classes have.
-    new = object.__new__
-    for name, ref, msg, role, tool_name, streaming, extras in records:
-        if ref.__class__ is int:
-            path = paths[ref]
-        else:
-            key = tuple(ref)
-            path = shared.get(key)  # type: ignore[assignment]
-            if path is None:
-                path = shared[key] = tuple([RunStep(n) for n in key])
-            paths.append(path)
-        ev = new(AgentEvent)
-        ev.agent_name = name
-        ev.run_path = path
-        ev.action = ev.error = None
-        if msg is None:
-            ev.output = None
-        else:
-            mv = new(MessageVariant)
-            if streaming:
-                mv.is_streaming, mv.message, mv.message_stream = True, None, stream_from_list([msg])  # one chunk, as Eino
-            else:
-                mv.is_streaming, mv.message, mv.message_stream = False, msg, None
-            mv.role = role
-            mv.tool_name = tool_name
-            ev.output = out = new(AgentOutput)
-            out.message_output = mv
-            out.customized_output = None
-        if extras is not None:
-            _apply_extras(ev, extras)
-        append(ev)
-    return events
+    return events_from_records(records, _KINDS)
+
+
+_KINDS = _EventKinds(AgentEvent, MessageVariant, AgentOutput, RunStep, stream_from_list, _apply_extras)
 
 
 # --- the payload ------------------------------------------------------------------------------
@@ -286,6 +283,11 @@ class Loaded:
 
 def load(data: bytes, checkpoint_id: str) -> Loaded:
     """Decodes checkpoint bytes; raises DecodeError for bytes that are not a checkpoint."""
+    with _gc_paused():
+        return _load(data, checkpoint_id)
+
+
+def _load(data: bytes, checkpoint_id: str) -> Loaded:
     payload = codec.decode(data)
     if not isinstance(payload, dict) or payload.get("kind") != _KIND:
         raise codec.DecodeError(f"checkpoint[{checkpoint_id}] is not a rillet run checkpoint")

@@ -68,6 +68,17 @@ pub struct PyBuilder<'py> {
     /// True while the state of one of rillet's own message types is read: its values are
     /// made as Rust values (see [`Val`]), which `native::build` moves into the message.
     native: bool,
+    /// Registry entries already looked up, by name (a checkpoint names a handful of types,
+    /// each many times).
+    entries: Vec<(String, Entry<'py>)>,
+}
+
+/// A registered type: `(version, from_state, migrate)`; `from_state` None for rillet's own.
+#[derive(Clone)]
+struct Entry<'py> {
+    version: u32,
+    from_state: Option<Bound<'py, PyAny>>,
+    migrate: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> PyBuilder<'py> {
@@ -86,6 +97,7 @@ impl<'py> PyBuilder<'py> {
             keys,
             cached_len: [MAX_CACHED_VALUE, MAX_CACHED_KEY],
             native: false,
+            entries: Vec::new(),
         }
     }
 
@@ -225,14 +237,39 @@ fn utf8(text: &[u8]) -> Option<&str> {
 
 impl<'py> PyBuilder<'py> {
     /// Whether `name` is registered as one of rillet's own types (no `from_state` hook).
-    fn is_native_type(&self, name: &Val<'py>) -> bool {
+    fn is_native_type(&mut self, name: &Val<'py>) -> bool {
         let Val::Py(name) = name else {
             return false;
         };
-        let entry = self.names.get_item(name).ok().flatten();
-        entry
-            .and_then(|e| e.get_item(1).ok())
-            .is_some_and(|from_state| from_state.is_none())
+        matches!(self.entry(name), Ok(Some(e)) if e.from_state.is_none())
+    }
+
+    /// The registry entry of `name`, if it is registered.
+    fn entry(&mut self, name: &Bound<'py, PyAny>) -> PyResult<Option<Entry<'py>>> {
+        let text = name
+            .cast_exact::<PyString>()
+            .ok()
+            .and_then(|s| s.to_str().ok());
+        if let Some(text) = text {
+            if let Some((_, e)) = self.entries.iter().find(|(n, _)| n == text) {
+                return Ok(Some(e.clone()));
+            }
+        }
+        let Some(found) = self.names.get_item(name)? else {
+            return Ok(None);
+        };
+        let (version, from_state, migrate): (u32, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>) =
+            found.extract()?;
+        let entry = Entry {
+            version,
+            from_state: (!from_state.is_none()).then_some(from_state),
+            migrate,
+        };
+        // A handful of types per checkpoint; past that, look the rare others up each time.
+        if let (Some(text), true) = (text, self.entries.len() < 16) {
+            self.entries.push((text.to_owned(), entry.clone()));
+        }
+        Ok(Some(entry))
     }
 
     #[inline]
@@ -417,7 +454,7 @@ impl<'py> PyBuilder<'py> {
     }
 
     /// `[name, version, state]` → the registered class, migrating older versions first.
-    fn object(&self, f: Vec<Val<'py>>) -> Result<Val<'py>> {
+    fn object(&mut self, f: Vec<Val<'py>>) -> Result<Val<'py>> {
         let py = self.py;
         let [name, version, state]: [Val<'py>; 3] = f.try_into().map_err(|_| {
             BuildError::new("expected [name, version, state] in a registered object")
@@ -433,7 +470,7 @@ impl<'py> PyBuilder<'py> {
             _ => None,
         }
         .ok_or_else(|| BuildError::new("expected a non-negative int as registered type version"))?;
-        let Some(entry) = self.names.get_item(name)? else {
+        let Some(entry) = self.entry(name.as_any())? else {
             if let Some(unknown) = &self.unknown {
                 return unknown
                     .call1((name, version, state.into_py(py)?))
@@ -445,8 +482,11 @@ impl<'py> PyBuilder<'py> {
                 name = short_repr(name.as_any())
             )));
         };
-        let (current, from_state, migrate): (u32, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>) =
-            entry.extract()?;
+        let Entry {
+            version: current,
+            from_state,
+            migrate,
+        } = entry;
         let mut state = state;
         if version > current {
             return Err(BuildError::new(format!(
@@ -467,10 +507,10 @@ impl<'py> PyBuilder<'py> {
             })?;
             state = Val::Py(migrated);
         }
-        if from_state.is_none() {
+        let Some(from_state) = from_state else {
             // rillet's own message types: built from the state's fields in Rust.
             return native::build(py, name.to_str()?, state).map(Val::Py);
-        }
+        };
         from_state
             .call1((state.into_py(py)?,))
             .map(Val::Py)
