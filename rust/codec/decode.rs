@@ -93,10 +93,12 @@ pub trait Builder {
         items: &mut Vec<Self::Value>,
         start: usize,
     ) -> Result<Self::Value, Self::Error>;
-    /// Builds a map from distinct `keys` (checked by the decoder) and the values
-    /// `items[start..]`, one per key; must leave `items` truncated to `start`.
+    /// Builds a map from distinct `keys` (checked by the decoder), those of the checkpoint's
+    /// `shape`-th record shape, and the values `items[start..]`, one per key; must leave
+    /// `items` truncated to `start`.
     fn record(
         &mut self,
+        shape: usize,
         keys: &[Self::Value],
         items: &mut Vec<Self::Value>,
         start: usize,
@@ -552,6 +554,7 @@ impl<'a, V: Clone> Decoder<'a, '_, V> {
         let built = if f.kind == Kind::Record {
             let (first, count) = self.shapes[f.shape];
             b.record(
+                f.shape,
                 &self.shape_keys[first..first + count],
                 &mut self.values,
                 f.start,

@@ -100,6 +100,7 @@ impl Builder for ValueBuilder {
 
     fn record(
         &mut self,
+        _shape: usize,
         keys: &[Value],
         items: &mut Vec<Value>,
         start: usize,

@@ -71,6 +71,8 @@ pub struct PyBuilder<'py> {
     /// Registry entries already looked up, by name (a checkpoint names a handful of types,
     /// each many times).
     entries: Vec<(String, Entry<'py>)>,
+    /// The key texts of each record shape seen inside a message state, by shape index.
+    shape_texts: Vec<Option<std::rc::Rc<[Box<str>]>>>,
 }
 
 /// A registered type: `(version, from_state, migrate)`; `from_state` None for rillet's own.
@@ -98,6 +100,7 @@ impl<'py> PyBuilder<'py> {
             cached_len: [MAX_CACHED_VALUE, MAX_CACHED_KEY],
             native: false,
             entries: Vec::new(),
+            shape_texts: Vec::new(),
         }
     }
 
@@ -175,11 +178,15 @@ impl<'py> Builder for PyBuilder<'py> {
 
     fn record(
         &mut self,
+        shape: usize,
         keys: &[Val<'py>],
         items: &mut Vec<Val<'py>>,
         start: usize,
     ) -> Result<Val<'py>> {
         if self.native {
+            if let Some(texts) = self.shape_texts(shape, keys) {
+                return Ok(Val::Record(texts, items.drain(start..).collect()));
+            }
             return Ok(Val::Map(
                 keys.iter().cloned().zip(items.drain(start..)).collect(),
             ));
@@ -236,6 +243,20 @@ fn utf8(text: &[u8]) -> Option<&str> {
 }
 
 impl<'py> PyBuilder<'py> {
+    /// The key texts of record shape `shape`, made once per shape (None if a key is not
+    /// valid UTF-8, which the Python path reports).
+    fn shape_texts(&mut self, shape: usize, keys: &[Val<'py>]) -> Option<std::rc::Rc<[Box<str>]>> {
+        if self.shape_texts.len() <= shape {
+            self.shape_texts.resize(shape + 1, None);
+        }
+        if self.shape_texts[shape].is_none() {
+            let texts: Option<Vec<Box<str>>> =
+                keys.iter().map(|k| k.text().map(Box::from)).collect();
+            self.shape_texts[shape] = Some(texts?.into());
+        }
+        self.shape_texts[shape].clone()
+    }
+
     /// Whether `name` is registered as one of rillet's own types (no `from_state` hook).
     fn is_native_type(&mut self, name: &Val<'py>) -> bool {
         let Val::Py(name) = name else {

@@ -164,15 +164,21 @@ fn int64(v: &Val<'_>, path: impl std::fmt::Display + Copy) -> Checked<i64> {
 
 /// The key/value pairs of a dict state.
 fn pairs<'py>(v: Val<'py>, path: impl std::fmt::Display) -> Checked<Vec<(Val<'py>, Val<'py>)>> {
-    if let Val::Map(pairs) = v {
-        return Ok(pairs);
-    }
-    if let Val::Py(o) = &v {
-        if let Ok(d) = o.cast_exact::<PyDict>() {
-            return Ok(d.iter().map(|(k, v)| (Val::Py(k), Val::Py(v))).collect());
+    match v {
+        Val::Map(pairs) => Ok(pairs),
+        Val::Record(keys, values) => Ok(keys
+            .iter()
+            .map(|k| Val::Str(k.to_string()))
+            .zip(values)
+            .collect()),
+        Val::Py(ref o) if o.is_exact_instance_of::<PyDict>() => {
+            let d = o
+                .cast_exact::<PyDict>()
+                .map_err(|_| wrong(&path, "a dict", &v))?;
+            Ok(d.iter().map(|(k, v)| (Val::Py(k), Val::Py(v))).collect())
         }
+        _ => Err(wrong(path, "a dict", &v)),
     }
-    Err(wrong(path, "a dict", &v))
 }
 
 /// The items of a list state.
@@ -204,6 +210,12 @@ fn each<'py>(
     path: Path<'_>,
     mut f: impl FnMut(&str, Val<'py>) -> Checked<()>,
 ) -> Checked<()> {
+    if let Val::Record(keys, values) = v {
+        for (k, v) in keys.iter().zip(values) {
+            f(k, v)?;
+        }
+        return Ok(());
+    }
     for (k, v) in pairs(v, Named(path))? {
         let Some(key) = k.text() else {
             return Err(Field(format!(
@@ -331,7 +343,10 @@ fn extra_value(py: Python<'_>, v: Val<'_>) -> PyResult<core::Value> {
         Val::UInt(u) if i64::try_from(u).is_ok() => core::Value::Int(u as i64),
         Val::Float(f) => core::Value::Float(f),
         Val::Str(s) => core::Value::Str(s),
-        Val::Map(pairs) => {
+        v @ (Val::Map(_) | Val::Record(..)) => {
+            let Ok(pairs) = pairs(v, "extra") else {
+                return Ok(core::Value::Null);
+            };
             let mut map = core::Map::with_capacity(pairs.len());
             for (k, v) in pairs {
                 let key = match k {

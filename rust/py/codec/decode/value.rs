@@ -3,6 +3,8 @@
 //! message's fields without a Python object in between (a message's content goes from the
 //! input bytes into its Rust `String` in one copy).
 
+use std::rc::Rc;
+
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
@@ -20,6 +22,9 @@ pub enum Val<'py> {
     List(Vec<Val<'py>>),
     /// A map whose keys are strs (Python or Rust), distinct, in the order read.
     Map(Vec<(Val<'py>, Val<'py>)>),
+    /// A format-2 record: the keys of its shape (shared by every record of that shape) and
+    /// one value per key.
+    Record(Rc<[Box<str>]>, Vec<Val<'py>>),
 }
 
 impl<'py> Val<'py> {
@@ -52,6 +57,13 @@ impl<'py> Val<'py> {
                     }
                     d.into_any()
                 }
+                Val::Record(keys, values) => {
+                    let d = PyDict::new(py);
+                    for (k, v) in keys.iter().zip(values) {
+                        d.set_item(PyString::new(py, k), v.into_py(py)?)?;
+                    }
+                    d.into_any()
+                }
             })
         }
     }
@@ -76,7 +88,7 @@ impl<'py> Val<'py> {
             Val::Float(_) => "float".into(),
             Val::Str(_) => "str".into(),
             Val::List(_) => "list".into(),
-            Val::Map(_) => "dict".into(),
+            Val::Map(_) | Val::Record(..) => "dict".into(),
         }
     }
 
