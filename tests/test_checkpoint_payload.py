@@ -202,6 +202,7 @@ def test_a_malformed_or_newer_payload_is_refused_with_a_clear_error() -> None:
         (["trip", 0], r"TypeError: event record 1 has 2 items, not 7"),
         ("trip", r"TypeError: event record 1 is not a list"),
         (["trip", 7, None, None, None, False, None], r"IndexError: event record 1 refers to run path 7, but 1 were"),
+        (["trip", -1, None, None, None, False, None], r"IndexError: event record 1 refers to run path -1"),
     ]:
         good["events"] = [*records[:1], bad, *records[2:]]
         with pytest.raises(DecodeError, match=r"checkpoint\[bad\] \(payload version 2\) is malformed: " + why):
@@ -256,3 +257,14 @@ def test_restore_holds_the_lock_once() -> None:
     session.lock = lock  # type: ignore[assignment]
     session.restore(AgentEvent(str(i)) for i in range(100))
     assert lock.n == 1 and len(session.events) == len(session.stamps) == 100
+
+
+def test_events_are_only_built_of_classes_object_new_makes() -> None:
+    from rillet._native import events_from_records
+    from rillet.checkpoint.payload import _KINDS
+
+    class NotPlain(dict):  # type: ignore[type-arg]
+        __slots__ = ("agent_name", "run_path", "output", "action", "error")
+
+    with pytest.raises(TypeError, match="NotPlain is not made by object.__new__"):
+        events_from_records([["a", ["p"], None, None, None, False, None]], _KINDS._replace(event=NotPlain))

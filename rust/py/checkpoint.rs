@@ -101,7 +101,9 @@ fn run_path<'py>(
     i: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     if let Ok(index) = path.cast_exact::<PyInt>() {
-        let index: usize = index.extract()?;
+        let index: usize = index.extract().map_err(|_| {
+            PyIndexError::new_err(format!("event record {i} refers to run path {index}"))
+        })?;
         return paths.get(index).cloned().ok_or_else(|| {
             PyIndexError::new_err(format!(
                 "event record {i} refers to run path {index}, but {} were written before it",
@@ -134,7 +136,22 @@ struct Slots<'py, const N: usize> {
 
 impl<'py, const N: usize> Slots<'py, N> {
     /// The descriptors of `fields`, which must be every field of `cls`, each a plain slot.
+    /// `cls` must be made by `object.__new__` (a subclass of a builtin such as dict needs
+    /// its own `__new__`, which `tp_alloc` alone would skip).
     fn of(cls: &Bound<'py, PyType>, fields: [&str; N]) -> PyResult<Self> {
+        // SAFETY: reading the tp_new slot of a live type and of the static object type.
+        let plain = unsafe {
+            // Both are loaded from type objects (libpython's object_new): compare addresses.
+            let addr = |f: Option<ffi::newfunc>| f.map(|f| f as usize);
+            addr((*cls.as_type_ptr()).tp_new)
+                == addr((*std::ptr::addr_of!(ffi::PyBaseObject_Type)).tp_new)
+        };
+        if !plain {
+            return Err(PyTypeError::new_err(format!(
+                "{} is not made by object.__new__",
+                cls.name()?
+            )));
+        }
         let mut found = Vec::with_capacity(N);
         for name in fields {
             let d = cls.getattr(name)?;
