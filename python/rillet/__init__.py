@@ -30,6 +30,9 @@ from rillet.events import (
 )
 from rillet.approval import requires_approval
 from rillet.checkpoint import (
+    CheckpointAgentMismatchError,
+    CheckpointClaimedError,
+    CheckpointCorruptError,
     CheckpointError,
     CheckpointNotFoundError,
     CheckpointStore,
@@ -81,6 +84,9 @@ __all__ = [
     "ChannelClosed",
     "ChatModel",
     "ChatModelAgent",
+    "CheckpointAgentMismatchError",
+    "CheckpointClaimedError",
+    "CheckpointCorruptError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStore",

@@ -16,12 +16,15 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-from collections.abc import AsyncIterator, Iterable, Mapping
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from rillet._native import Message, RilletError
 from rillet.agent import Agent, AgentInput, RunIterator, start_run
-from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load
+from rillet._workers import run_sync
+from rillet.checkpoint.binding import check_binding
+from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load, seal
 from rillet.context import _RUN, RunContext, Session
 from rillet.events import AgentEvent
 from rillet.flow import FlowAgent
@@ -35,6 +38,42 @@ def _agent_options(model_options: Mapping[str, Any] | None, options: Mapping[str
     if model_options:
         out["model_options"] = dict(model_options)
     return out
+
+
+def _claim_call(store: Any, checkpoint_id: str, owner: str) -> tuple[Any, ...]:
+    """How a resume reads its checkpoint: ``claim`` (exclusive) if the store has it, else ``get``."""
+    claim = getattr(store, "claim", None)
+    return (claim, checkpoint_id, owner) if claim is not None else (store.get, checkpoint_id)
+
+
+async def _call(method: Callable[..., Any], *args: Any) -> Any:
+    """``method(*args)`` of a checkpoint store from async code: awaited if it is async, else
+    run on rillet's worker threads, so a store that blocks (SQLite waiting for a lock) does not
+    stall the event loop and every other run on it."""
+    if inspect.iscoroutinefunction(method):
+        return await method(*args)
+    result = await run_sync(method, *args)
+    return await result if inspect.isawaitable(result) else result
+
+
+def _call_sync(method: Callable[..., Any], *args: Any) -> Any:
+    """``method(*args)`` of a checkpoint store from sync code; an async method is run on the
+    background loop. Inside a running loop an async method is refused: use the ``a`` twin."""
+    got = method(*args)
+    if not inspect.isawaitable(got):
+        return got
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        from rillet._loop import background_loop
+
+        async def wait() -> Any:
+            return await got
+
+        return asyncio.run_coroutine_threadsafe(wait(), background_loop()).result()
+    if inspect.iscoroutine(got):
+        got.close()
+    raise RuntimeError("this checkpoint store's methods are async: inside async code use `await runner.aresume(...)`")
 
 
 class Runner:
@@ -103,11 +142,22 @@ class Runner:
         """Continues the run saved under ``checkpoint_id``. ``targets`` maps interrupt ids
         to the data each interrupted point gets back; without it every interrupt point is
         re-entered and decides for itself (an untargeted tool interrupts again). Raises at
-        once if the checkpoint cannot be loaded. When the resumed run finishes without
-        interrupting again or failing, the checkpoint is deleted (if the store can), so a
-        finished run cannot be resumed, and its side effects repeated, by mistake."""
-        data = self._get_sync(checkpoint_id)
-        return self._resume(checkpoint_id, data, targets, session_values, _agent_options(model_options, options))
+        once if the checkpoint cannot be loaded, fails its checksum, was saved by another
+        agent tree (:class:`CheckpointAgentMismatchError`) or is being resumed elsewhere
+        (:class:`CheckpointClaimedError`, with a store that has ``claim``); then nothing runs
+        and the checkpoint is kept. When the resumed run finishes without interrupting again
+        or failing, the checkpoint is deleted (if the store can), so a finished run cannot be
+        resumed, and its side effects repeated, by mistake."""
+        store = self._store()
+        owner = uuid.uuid4().hex
+        data = _call_sync(*_claim_call(store, checkpoint_id, owner))
+        try:
+            loaded = self._check(checkpoint_id, data, targets)
+        except BaseException:
+            if hasattr(store, "claim") and data is not None:
+                _call_sync(store.release, checkpoint_id, owner)
+            raise
+        return self._resume(checkpoint_id, loaded, owner, targets, session_values, _agent_options(model_options, options))
 
     async def aresume(
         self,
@@ -118,11 +168,18 @@ class Runner:
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> RunIterator:
-        """``await`` twin of :meth:`resume`, for stores whose ``get`` is async."""
+        """``await`` twin of :meth:`resume`, for async code: the store's methods are awaited
+        if async, and run on rillet's worker threads if not."""
         store = self._store()
-        got = store.get(checkpoint_id)
-        data = await got if inspect.isawaitable(got) else got
-        return self._resume(checkpoint_id, data, targets, session_values, _agent_options(model_options, options))
+        owner = uuid.uuid4().hex
+        data = await _call(*_claim_call(store, checkpoint_id, owner))
+        try:
+            loaded = self._check(checkpoint_id, data, targets)
+        except BaseException:
+            if hasattr(store, "claim") and data is not None:
+                await _call(store.release, checkpoint_id, owner)
+            raise
+        return self._resume(checkpoint_id, loaded, owner, targets, session_values, _agent_options(model_options, options))
 
     def _store(self) -> Any:
         if self.checkpoint_store is None:
@@ -132,34 +189,12 @@ class Runner:
             )
         return self.checkpoint_store
 
-    def _get_sync(self, checkpoint_id: str) -> bytes | None:
-        got = self._store().get(checkpoint_id)
-        if not inspect.isawaitable(got):
-            return got  # type: ignore[no-any-return]
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            from rillet._loop import background_loop
-
-            async def wait() -> Any:
-                return await got
-
-            return asyncio.run_coroutine_threadsafe(wait(), background_loop()).result()  # type: ignore[no-any-return]
-        if inspect.iscoroutine(got):
-            got.close()
-        raise RuntimeError("this checkpoint store's get() is async: inside async code use `await runner.aresume(...)`")
-
-    def _resume(
-        self,
-        checkpoint_id: str,
-        data: bytes | None,
-        targets: Mapping[str, Any] | None,
-        session_values: Mapping[str, Any] | None,
-        options: dict[str, Any],
-    ) -> RunIterator:
+    def _check(self, checkpoint_id: str, data: bytes | None, targets: Mapping[str, Any] | None) -> Loaded:
+        """The checkpoint, loaded and checked against ``targets`` and this Runner's agent."""
         if data is None:
             raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
         loaded: Loaded = load(data, checkpoint_id)
+        check_binding(loaded.agent, self.agent, checkpoint_id)
         if targets is not None:
             unknown = [t for t in targets if t not in loaded.addresses]
             if unknown:
@@ -167,6 +202,17 @@ class Runner:
                     f"resume targets {unknown} are not interrupts of checkpoint[{checkpoint_id}]; "
                     f"its interrupt ids are {sorted(loaded.addresses)}"
                 )
+        return loaded
+
+    def _resume(
+        self,
+        checkpoint_id: str,
+        loaded: Loaded,
+        owner: str,
+        targets: Mapping[str, Any] | None,
+        session_values: Mapping[str, Any] | None,
+        options: dict[str, Any],
+    ) -> RunIterator:
         session = loaded.session
         if session_values:
             session.values.update(session_values)
@@ -174,7 +220,8 @@ class Runner:
         ctx.run(_RUN.set, RunContext(session))
         ctx.run(_RESUME.set, ResumeScope(loaded.addresses, loaded.states, targets))
         events = self._flow._events(loaded.root_input, **options)
-        return start_run(self._forward(events, loaded.root_input, session, checkpoint_id, resumed=True), ctx)
+        forward = self._forward(events, loaded.root_input, session, checkpoint_id, resumed=True, owner=owner)
+        return start_run(forward, ctx)
 
     # --- the forwarder --------------------------------------------------------------------
 
@@ -185,43 +232,53 @@ class Runner:
         session: Session,
         checkpoint_id: str | None,
         resumed: bool = False,
+        owner: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Forwards the run's events; on an interrupt, saves the checkpoint first (an error
         event precedes the interrupt event if saving fails). A resumed run that ends well
-        deletes its checkpoint."""
+        deletes its checkpoint; one that fails, or is abandoned, releases its claim on it
+        (``owner``) so that it can be resumed again. Store calls go through :func:`_call`."""
+        store = self.checkpoint_store
+        # True while this resume holds a claim that no set() or delete() has cleared
+        holding = resumed and owner is not None and hasattr(store, "release")
         seen_interrupt = failed = False
-        async for ev in events:
-            action = ev.action
-            if action is None or action.signal is None:
-                failed = failed or ev.error is not None
+        try:
+            async for ev in events:
+                action = ev.action
+                if action is None or action.signal is None:
+                    failed = failed or ev.error is not None
+                    yield ev
+                    continue
+                if seen_interrupt:
+                    yield AgentEvent(ev.agent_name, ev.run_path, error=RilletError("a second interrupt in one run was dropped"))
+                    continue
+                seen_interrupt = True
+                signal = action.signal
+                data = action.interrupted.data if action.interrupted is not None else None
+                action.interrupted = InterruptInfo(data, signal.contexts())
+                if checkpoint_id is not None:
+                    try:
+                        blob = seal(await dump(root_input, session, signal, data, self.agent))
+                        await _call(store.set, checkpoint_id, blob)
+                        holding = False  # set() cleared the claim: resumable again
+                    except Exception as e:  # the user still sees the interrupt, after the error
+                        err = CheckpointError(f"failed to save checkpoint[{checkpoint_id}]: {e}")
+                        err.__cause__ = e
+                        yield AgentEvent(ev.agent_name, ev.run_path, error=err)
                 yield ev
-                continue
-            if seen_interrupt:
-                yield AgentEvent(ev.agent_name, ev.run_path, error=RilletError("a second interrupt in one run was dropped"))
-                continue
-            seen_interrupt = True
-            signal = action.signal
-            data = action.interrupted.data if action.interrupted is not None else None
-            action.interrupted = InterruptInfo(data, signal.contexts())
-            if checkpoint_id is not None:
+            delete = getattr(store, "delete", None)
+            if resumed and not seen_interrupt and not failed and checkpoint_id is not None and delete is not None:
+                holding = False  # the run is done: even if delete fails, do not offer it again
                 try:
-                    blob = await dump(root_input, session, signal, data)
-                    stored = self.checkpoint_store.set(checkpoint_id, blob)
-                    if inspect.isawaitable(stored):
-                        await stored
-                except Exception as e:  # the user still sees the interrupt, after the error
-                    err = CheckpointError(f"failed to save checkpoint[{checkpoint_id}]: {e}")
-                    err.__cause__ = e
-                    yield AgentEvent(ev.agent_name, ev.run_path, error=err)
-            yield ev
-        delete = getattr(self.checkpoint_store, "delete", None)
-        if resumed and not seen_interrupt and not failed and checkpoint_id is not None and delete is not None:
-            try:
-                done = delete(checkpoint_id)
-                if inspect.isawaitable(done):
-                    await done
-            except Exception as e:
-                yield AgentEvent(error=CheckpointError(f"the run finished but deleting checkpoint[{checkpoint_id}] failed: {e}"))
+                    await _call(delete, checkpoint_id)
+                except Exception as e:
+                    yield AgentEvent(error=CheckpointError(f"the run finished but deleting checkpoint[{checkpoint_id}] failed: {e}"))
+        finally:
+            if holding and checkpoint_id is not None and owner is not None:
+                try:
+                    await _call(store.release, checkpoint_id, owner)
+                except Exception:  # noqa: BLE001  (the claim then expires after the store's lease)
+                    pass
 
     def __repr__(self) -> str:
         return f"Runner({self.agent!r}, streaming={self.streaming})"

@@ -23,11 +23,20 @@ Version 1 kept each event as a dict with those same names as keys (``agent_name`
 ``run_path``, ``message``, ``role``, ``tool_name``, ``is_streaming``, ``customized_output``,
 ``action``, ``error``); checkpoints written then, and the records inside their interrupt
 states, still load.
+
+Since rillet recorded which agent saved a checkpoint, the payload may also hold ``agent``:
+``{name, fingerprint, tree}`` of the root agent (see :mod:`rillet.checkpoint.binding`);
+payloads without it (written before) load and resume with any agent, as they always did.
+
+The Runner stores a payload inside a checksummed envelope (:func:`seal`, checked by
+:func:`load` before anything is decoded); bytes without the envelope, written before it
+existed, still load unchecked. docs/checkpoint-format.md describes the envelope.
 """
 
 from __future__ import annotations
 
 import gc
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -47,7 +56,17 @@ from rillet.events import (
 )
 from rillet.interrupt import InterruptSignal
 
-__all__ = ["PAYLOAD_VERSION", "CheckpointError", "CheckpointNotFoundError", "Loaded", "dump", "load"]
+__all__ = [
+    "PAYLOAD_VERSION",
+    "CheckpointClaimedError",
+    "CheckpointCorruptError",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "Loaded",
+    "dump",
+    "load",
+    "seal",
+]
 
 PAYLOAD_VERSION = 2
 _READS = (1, 2)
@@ -60,6 +79,15 @@ class CheckpointError(RilletError):
 
 class CheckpointNotFoundError(CheckpointError, LookupError):
     """The store has no checkpoint under that id."""
+
+
+class CheckpointClaimedError(CheckpointError):
+    """Another resume holds the checkpoint (its claim has not expired): nothing was run."""
+
+
+class CheckpointCorruptError(CheckpointError, codec.DecodeError):
+    """The stored bytes fail their checksum (or are not a checkpoint envelope): they were
+    altered after rillet wrote them."""
 
 
 class RecordedError(RilletError):
@@ -248,10 +276,11 @@ _KINDS = _EventKinds(AgentEvent, MessageVariant, AgentOutput, RunStep, stream_fr
 
 
 async def dump(
-    root_input: AgentInput, session: Session, signal: InterruptSignal, data: Any = None
+    root_input: AgentInput, session: Session, signal: InterruptSignal, data: Any = None, agent: Any = None
 ) -> bytes:
     """The checkpoint bytes of a run that ``signal`` interrupted, LZ4-compressed (codec
-    format 3: a run's text compresses to about a third, for about a millisecond per 300 KB)."""
+    format 3: a run's text compresses to about a third, for about a millisecond per 300 KB).
+    With ``agent``, the payload records which agent tree saved it."""
     events = session.snapshot()
     with session.lock:
         values = dict(session.values)
@@ -264,6 +293,10 @@ async def dump(
         "interrupts": {s.id: {"address": list(s.address), "state": s.state} for s in signal.walk()},
         "info": data,
     }
+    if agent is not None:
+        from rillet.checkpoint.binding import agent_binding
+
+        payload["agent"] = agent_binding(agent)
     return codec.encode(payload, compress=True)
 
 
@@ -279,10 +312,59 @@ class Loaded:
         self.addresses = {i: tuple(v["address"]) for i, v in payload["interrupts"].items()}
         self.states = {i: v["state"] for i, v in payload["interrupts"].items()}
         self.info = payload.get("info")
+        self.agent: dict[str, Any] | None = payload.get("agent")
+
+
+# --- the checksummed envelope ------------------------------------------------------------------
+
+_SEAL_MAGIC = b"RCK"  # never the first byte of a codec envelope (0x93)
+_SEAL_VERSION = 1
+_SEAL_HEAD = len(_SEAL_MAGIC) + 1 + 4
+
+
+def seal(blob: bytes) -> bytes:
+    """``blob`` in the stored envelope: ``b"RCK"``, version 1, then the CRC-32 (big-endian)
+    of the version byte and ``blob``, then ``blob``. CRC-32 detects every error of up to 3 bits
+    and every burst of up to 32 bits."""
+    head = bytes([_SEAL_VERSION])
+    return b"".join((_SEAL_MAGIC, head, zlib.crc32(blob, zlib.crc32(head)).to_bytes(4, "big"), blob))
+
+
+def _unseal(data: bytes, checkpoint_id: str) -> bytes:
+    """The payload bytes of stored ``data``, checked; unsealed (older) bytes are returned as
+    they are."""
+    if data[:1] == b"\x93":  # a bare codec envelope: written before checksums, unchecked
+        return data
+    if data[:3] != _SEAL_MAGIC or len(data) < _SEAL_HEAD:
+        raise CheckpointCorruptError(
+            f"checkpoint[{checkpoint_id}] is not a rillet checkpoint (its first bytes are {bytes(data[:4])!r}); "
+            "it was damaged or written by something else"
+        )
+    if data[3] != _SEAL_VERSION:
+        raise CheckpointCorruptError(
+            f"checkpoint[{checkpoint_id}] has envelope version {data[3]}; this rillet reads version "
+            f"{_SEAL_VERSION}: it was damaged, or load it with the rillet that wrote it"
+        )
+    want = int.from_bytes(data[4:8], "big")
+    got = zlib.crc32(data[8:], zlib.crc32(data[3:4]))
+    if got != want:
+        raise CheckpointCorruptError(
+            f"checkpoint[{checkpoint_id}] fails its checksum (CRC-32 {got:08x}, stored {want:08x}): "
+            "its bytes were altered after rillet saved them; nothing was decoded or run"
+        )
+    return data[8:]
 
 
 def load(data: bytes, checkpoint_id: str) -> Loaded:
-    """Decodes checkpoint bytes; raises DecodeError for bytes that are not a checkpoint."""
+    """Checks and decodes stored checkpoint bytes (sealed or not); raises
+    :class:`CheckpointCorruptError` for bytes that fail their checksum and DecodeError for
+    bytes that are not a checkpoint."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise CheckpointError(
+            f"checkpoint[{checkpoint_id}]: the store returned {type(data).__name__}, not bytes; a checkpoint "
+            "store must keep and return the exact bytes the Runner gave it (a BLOB, not a text column)"
+        )
+    data = _unseal(bytes(data), checkpoint_id)
     with _gc_paused():
         return _load(data, checkpoint_id)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import sqlite3
 
-from rillet.checkpoint.payload import CheckpointError
+from rillet.checkpoint.payload import CheckpointClaimedError, CheckpointError
 
 __all__ = ["CheckpointStore", "InMemoryCheckpointStore", "SqliteCheckpointStore"]
 
@@ -18,19 +19,38 @@ __all__ = ["CheckpointStore", "InMemoryCheckpointStore", "SqliteCheckpointStore"
 @runtime_checkable
 class CheckpointStore(Protocol):
     """Where the Runner keeps checkpoints: opaque bytes under a string id. Either method may
-    be ``async``. ``delete(id)`` is optional."""
+    be ``async``. Optional methods (each may be ``async`` too):
+
+    * ``delete(id)``: called when a resumed run finishes well.
+    * ``claim(id, owner) -> bytes | None`` and ``release(id, owner)``: ``claim`` returns the
+      checkpoint and marks it taken by ``owner`` in one atomic step, or raises
+      :class:`~rillet.checkpoint.CheckpointClaimedError` while another owner's unexpired
+      claim holds it; ``set`` and ``delete`` clear the claim, ``release`` clears it if
+      ``owner`` still holds it. With them, two concurrent resumes of one id run it once.
+      A store without ``claim`` is read with ``get``: concurrent resumes then both run.
+    """
 
     def get(self, checkpoint_id: str) -> bytes | None | Awaitable[bytes | None]: ...
 
     def set(self, checkpoint_id: str, data: bytes) -> None | Awaitable[None]: ...
 
 
-class InMemoryCheckpointStore:
-    """Checkpoints in a dict: for tests and single-process runs."""
+def _claimed(checkpoint_id: str, where: str, seconds_left: float) -> CheckpointClaimedError:
+    return CheckpointClaimedError(
+        f"checkpoint[{checkpoint_id}] is already being resumed (claimed in {where}; the claim expires in "
+        f"{max(seconds_left, 0.0):.0f} s if its holder died); nothing was run"
+    )
 
-    def __init__(self) -> None:
+
+class InMemoryCheckpointStore:
+    """Checkpoints in a dict: for tests and single-process runs. ``claim_lease`` (seconds):
+    how long a resume's claim holds if it is never released (see :class:`CheckpointStore`)."""
+
+    def __init__(self, *, claim_lease: float = 600.0) -> None:
         self._data: dict[str, bytes] = {}
+        self._claims: dict[str, tuple[str, float]] = {}  # id -> (owner, expiry on time.monotonic)
         self._lock = threading.Lock()
+        self.claim_lease = claim_lease
 
     def get(self, checkpoint_id: str) -> bytes | None:
         with self._lock:
@@ -39,16 +59,36 @@ class InMemoryCheckpointStore:
     def set(self, checkpoint_id: str, data: bytes) -> None:
         with self._lock:
             self._data[checkpoint_id] = bytes(data)
+            self._claims.pop(checkpoint_id, None)
 
     def delete(self, checkpoint_id: str) -> None:
         with self._lock:
             self._data.pop(checkpoint_id, None)
+            self._claims.pop(checkpoint_id, None)
+
+    def claim(self, checkpoint_id: str, owner: str) -> bytes | None:
+        now = time.monotonic()
+        with self._lock:
+            data = self._data.get(checkpoint_id)
+            if data is None:
+                return None
+            held = self._claims.get(checkpoint_id)
+            if held is not None and held[0] != owner and held[1] > now:
+                raise _claimed(checkpoint_id, "this process", held[1] - now)
+            self._claims[checkpoint_id] = (owner, now + self.claim_lease)
+            return data
+
+    def release(self, checkpoint_id: str, owner: str) -> None:
+        with self._lock:
+            held = self._claims.get(checkpoint_id)
+            if held is not None and held[0] == owner:
+                del self._claims[checkpoint_id]
 
     def __len__(self) -> int:
         return len(self._data)
 
 
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2  # 2: claimed_by and claimed_until (resume claims)
 _APP_ID = 0x72696C6C  # "rill": marks the file as a rillet checkpoint database
 
 
@@ -59,11 +99,16 @@ class SqliteCheckpointStore:
     committed checkpoint intact. Safe to share between threads (a connection per thread) and
     between processes (SQLite's locking; writers wait up to ``timeout`` seconds). The schema is
     versioned; a file that is not a rillet checkpoint database is refused with a clear error.
+
+    ``claim`` takes a checkpoint for one resume in one ``BEGIN IMMEDIATE`` transaction; a claim
+    never released (its process died) expires after ``claim_lease`` seconds of wall-clock time,
+    so it should be longer than your longest resumed run.
     """
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | Path, *, timeout: float = 30.0, claim_lease: float = 600.0) -> None:
         self.path = Path(path)
         self.timeout = timeout
+        self.claim_lease = claim_lease
         self._local = threading.local()
         self._setup()
 
@@ -109,8 +154,13 @@ class SqliteCheckpointStore:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS checkpoints ("
                 " id TEXT PRIMARY KEY, data BLOB NOT NULL,"
-                " updated_at REAL NOT NULL DEFAULT (julianday('now')))"
+                " updated_at REAL NOT NULL DEFAULT (julianday('now')),"
+                " claimed_by TEXT, claimed_until REAL)"
             )
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(checkpoints)")}
+            for column, kind in (("claimed_by", "TEXT"), ("claimed_until", "REAL")):
+                if column not in columns:  # a schema-1 file: add the claim columns
+                    conn.execute(f"ALTER TABLE checkpoints ADD COLUMN {column} {kind}")
             conn.execute(f"PRAGMA application_id = {_APP_ID}")
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             conn.execute("COMMIT")
@@ -118,15 +168,52 @@ class SqliteCheckpointStore:
             conn.execute("ROLLBACK")
             raise
 
+    def _blob(self, checkpoint_id: str, value: object) -> bytes:
+        if isinstance(value, bytes):
+            return value
+        raise CheckpointError(
+            f"checkpoint[{checkpoint_id}] in {str(self.path)!r}: the data column holds {type(value).__name__}, "
+            "not a BLOB; this row was not written by rillet's SqliteCheckpointStore"
+        )
+
     def get(self, checkpoint_id: str) -> bytes | None:
         row = self._connect().execute("SELECT data FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
-        return None if row is None else bytes(row[0])
+        return None if row is None else self._blob(checkpoint_id, row[0])
 
     def set(self, checkpoint_id: str, data: bytes) -> None:
         self._connect().execute(
             "INSERT INTO checkpoints (id, data) VALUES (?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET data = excluded.data, updated_at = julianday('now')",
+            "ON CONFLICT(id) DO UPDATE SET data = excluded.data, updated_at = julianday('now'),"
+            " claimed_by = NULL, claimed_until = NULL",
             (checkpoint_id, bytes(data)),
+        )
+
+    def claim(self, checkpoint_id: str, owner: str) -> bytes | None:
+        conn = self._connect()
+        conn.execute("BEGIN IMMEDIATE")  # the write lock first: no other claim reads in between
+        try:
+            row = conn.execute(
+                "SELECT data, claimed_by, claimed_until FROM checkpoints WHERE id = ?", (checkpoint_id,)
+            ).fetchone()
+            now = time.time()
+            if row is not None and row[1] is not None and row[1] != owner and (row[2] or 0.0) > now:
+                raise _claimed(checkpoint_id, str(self.path), row[2] - now)
+            if row is not None:
+                self._blob(checkpoint_id, row[0])
+                conn.execute(
+                    "UPDATE checkpoints SET claimed_by = ?, claimed_until = ? WHERE id = ?",
+                    (owner, now + self.claim_lease, checkpoint_id),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return None if row is None else bytes(row[0])
+
+    def release(self, checkpoint_id: str, owner: str) -> None:
+        self._connect().execute(
+            "UPDATE checkpoints SET claimed_by = NULL, claimed_until = NULL WHERE id = ? AND claimed_by = ?",
+            (checkpoint_id, owner),
         )
 
     def delete(self, checkpoint_id: str) -> None:
