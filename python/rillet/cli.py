@@ -66,11 +66,52 @@ def demo(args: argparse.Namespace) -> int:
     )
 
 
+def load_agent(spec: str) -> object:
+    """The agent ``MODULE:ATTRIBUTE`` names (an agent, or a function of no arguments that
+    returns one); ValueError with a one-line message otherwise. The current directory is
+    importable, as with ``python -m``."""
+    import importlib
+    import os
+
+    def is_agent(x: object) -> bool:
+        return not isinstance(x, type) and callable(getattr(x, "run", None)) and isinstance(getattr(x, "name", None), str)
+
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"--agent {spec!r}: expected MODULE:ATTRIBUTE, for example myapp.agents:build_agent")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: object = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            obj = getattr(obj, part)
+        if not is_agent(obj) and callable(obj):
+            obj = obj()
+    except Exception as e:  # noqa: BLE001  (importing or calling the user's code may raise anything)
+        raise ValueError(f"--agent {spec!r}: {type(e).__name__}: {e}") from e
+
+    if not is_agent(obj):
+        raise ValueError(f"--agent {spec!r} is a {type(obj).__name__}, not an agent or a function returning one")
+    return obj
+
+
 def resume(args: argparse.Namespace) -> int:
     from rillet.demo import resume as resume_demo
 
+    agent = None
+    if args.agent is not None:
+        try:
+            agent = load_agent(args.agent)
+        except ValueError as e:
+            print("rillet resume: " + " ".join(str(e).split()), file=sys.stderr)
+            return 2
     return resume_demo(
-        args.checkpoint_id, db=args.db, decision=args.decision, color=False if args.no_color else None, model=args.model
+        args.checkpoint_id,
+        db=args.db,
+        decision=args.decision,
+        color=False if args.no_color else None,
+        model=args.model,
+        agent=agent,
     )
 
 
@@ -126,8 +167,14 @@ def parser() -> argparse.ArgumentParser:
     )
     _approval_flags(d)
     d.set_defaults(run=demo)
-    r = sub.add_parser("resume", help="continue a demo run saved in SQLite (from any process)")
-    r.add_argument("checkpoint_id", help="the id `rillet demo --stop-at-approval` printed")
+    r = sub.add_parser("resume", help="continue a run saved in SQLite (from any process)")
+    r.add_argument("checkpoint_id", help="the id `rillet demo --stop-at-approval` printed, or your run's checkpoint id")
+    r.add_argument(
+        "--agent",
+        metavar="MODULE:ATTRIBUTE",
+        help="the agent to resume with: an agent or a function of no arguments returning one "
+        "(required unless the checkpoint is the demo's); it must be the agent that saved the checkpoint",
+    )
     r.add_argument("--no-color", action="store_true", help="plain text output")
     _approval_flags(r)
     r.set_defaults(run=resume)

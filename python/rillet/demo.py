@@ -419,9 +419,17 @@ def resume(
     decision: str | None = None,
     color: bool | None = None,
     model: str = "scripted",
+    agent: Any = None,
 ) -> int:
-    """``rillet resume``: continues a demo run saved in SQLite, from any process."""
-    from rillet.checkpoint import SqliteCheckpointStore
+    """``rillet resume``: continues a run saved in SQLite, from any process, with ``agent``;
+    without one, only a checkpoint of this demo's agent (which it then resumes). Approval
+    interrupts get ``decision`` (asked on a terminal when None); others stay pending. A
+    problem with the database, the checkpoint or the agent is one line on stderr, exit 1."""
+    import sqlite3
+
+    from rillet import codec
+    from rillet.checkpoint import CheckpointError, SqliteCheckpointStore
+    from rillet.checkpoint.payload import load
     from rillet.runner import Runner
 
     console = make_console(color)
@@ -429,18 +437,42 @@ def resume(
     if not db_path.exists():  # opening it would create an empty database
         console.print(f"[red]no checkpoint database at {db_path}[/] (give the --db that `rillet demo` printed)")
         return 1
-    runner = Runner(build_agent(0.0, _chat_model(model)), checkpoint_store=SqliteCheckpointStore(db_path))
-    data = runner.checkpoint_store.get(checkpoint_id)
-    if data is None:
-        console.print(f"[red]no checkpoint {checkpoint_id!r} in {db_path}[/]")
+    try:
+        store = SqliteCheckpointStore(db_path)
+        data = store.get(checkpoint_id)
+        if data is None:
+            console.print(f"[red]no checkpoint {checkpoint_id!r} in {db_path}[/]")
+            return 1
+        pending = load(data, checkpoint_id)
+        if agent is None:
+            agent = _demo_agent_for(checkpoint_id, pending.agent, model)
+        runner = Runner(agent, checkpoint_store=store)
+        targets = {}
+        for iid, address in pending.addresses.items():
+            state = pending.states.get(iid)
+            if address and address[-1].startswith("tool:") and isinstance(state, dict) and set(state) == {"arguments"}:
+                console.print(f"[magenta]approval needed:[/] {address[-1].split(':')[1]} ({iid[:8]})")
+                targets[iid] = _decide(console, None, decision)
+        render(runner.resume(checkpoint_id, targets=targets or None), console)
+    except (CheckpointError, codec.DecodeError, sqlite3.Error) as e:
+        print("rillet resume: " + " ".join(str(e).split()), file=sys.stderr)
         return 1
-    from rillet.checkpoint.payload import load
-
-    pending = load(data, checkpoint_id)
-    targets = {}
-    for iid, address in pending.addresses.items():
-        if address and address[-1].startswith("tool:book_hotel:"):
-            console.print(f"[magenta]approval needed:[/] {address[-1].split(':')[1]} ({iid[:8]})")
-            targets[iid] = _decide(console, None, decision)
-    render(runner.resume(checkpoint_id, targets=targets or None), console)
     return 0
+
+
+def _demo_agent_for(checkpoint_id: str, saved: Any, model: str) -> Any:
+    """The demo's agent, if the checkpoint is one of the demo's; else a CheckpointError saying
+    to name the agent. A checkpoint from before agents were recorded counts as the demo's if
+    its id is one the demo makes."""
+    from rillet.checkpoint import CheckpointError
+    from rillet.checkpoint.binding import agent_binding
+
+    agent = build_agent(0.0, _chat_model(model))
+    ours = saved.get("fingerprint") == agent_binding(agent)["fingerprint"] if isinstance(saved, dict) else None
+    if ours or (ours is None and checkpoint_id.startswith("demo-")):
+        return agent
+    name = saved.get("name") if isinstance(saved, dict) else None
+    raise CheckpointError(
+        f"checkpoint[{checkpoint_id}] was saved by agent {name!r}, not by the demo: "
+        "pass the agent to resume it with as --agent MODULE:ATTRIBUTE (an agent, or a function that builds one)"
+    )
