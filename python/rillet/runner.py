@@ -8,7 +8,9 @@ with ``async for`` (a blocking ``for`` there raises an error that says so).
 Interrupts: with ``checkpoint_store`` set and ``run(..., checkpoint_id=...)`` given, an
 interrupted run is saved under that id *before* the interrupt event reaches you, and
 ``resume(checkpoint_id, targets={interrupt_id: data})`` continues it, here or in another
-process. A resumed run that interrupts again overwrites the same checkpoint.
+process. A resumed run that interrupts again overwrites the same checkpoint. A resume claims
+its checkpoint first (stores with ``claim``), checks its checksum and that this Runner's agent
+saved it; docs/interrupts.md ("Guarantees") says what that ensures and where it stops.
 """
 
 from __future__ import annotations
@@ -154,8 +156,9 @@ class Runner:
         try:
             loaded = self._check(checkpoint_id, data, targets)
         except BaseException:
-            if hasattr(store, "claim") and data is not None:
-                _call_sync(store.release, checkpoint_id, owner)
+            release = getattr(store, "release", None)
+            if release is not None and hasattr(store, "claim") and data is not None:
+                _call_sync(release, checkpoint_id, owner)
             raise
         return self._resume(checkpoint_id, loaded, owner, targets, session_values, _agent_options(model_options, options))
 
@@ -176,8 +179,9 @@ class Runner:
         try:
             loaded = self._check(checkpoint_id, data, targets)
         except BaseException:
-            if hasattr(store, "claim") and data is not None:
-                await _call(store.release, checkpoint_id, owner)
+            release = getattr(store, "release", None)
+            if release is not None and hasattr(store, "claim") and data is not None:
+                await _call(release, checkpoint_id, owner)
             raise
         return self._resume(checkpoint_id, loaded, owner, targets, session_values, _agent_options(model_options, options))
 
@@ -240,7 +244,7 @@ class Runner:
         (``owner``) so that it can be resumed again. Store calls go through :func:`_call`."""
         store = self.checkpoint_store
         # True while this resume holds a claim that no set() or delete() has cleared
-        holding = resumed and owner is not None and hasattr(store, "release")
+        holding = resumed and owner is not None and hasattr(store, "claim") and hasattr(store, "release")
         seen_interrupt = failed = False
         try:
             async for ev in events:

@@ -324,8 +324,8 @@ _SEAL_HEAD = len(_SEAL_MAGIC) + 1 + 4
 
 def seal(blob: bytes) -> bytes:
     """``blob`` in the stored envelope: ``b"RCK"``, version 1, then the CRC-32 (big-endian)
-    of the version byte and ``blob``, then ``blob``. CRC-32 detects every error of up to 3 bits
-    and every burst of up to 32 bits."""
+    of the version byte and ``blob``, then ``blob``. CRC-32 detects every single-bit error and
+    every burst of up to 32 bits."""
     head = bytes([_SEAL_VERSION])
     return b"".join((_SEAL_MAGIC, head, zlib.crc32(blob, zlib.crc32(head)).to_bytes(4, "big"), blob))
 
