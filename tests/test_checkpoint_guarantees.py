@@ -421,3 +421,25 @@ def test_resume_cli_resumes_only_with_the_agent_that_saved_it(tmp_path: Path) ->
     ok = cli("inv-7", "--db", str(db), "--approve", "--agent", "checkpoint_agents:demo_like", cwd=TESTS, env={"RILLET_TEST_LOG": str(log)})
     assert ok.returncode == 0, ok.stderr
     assert "approval needed: append" in ok.stdout and lines(log) == ["paid"]
+
+
+def test_the_tree_covers_agents_as_tools_and_transfer_targets() -> None:
+    from rillet import AgentTool, set_sub_agents
+    from rillet.checkpoint.binding import CheckpointAgentMismatchError as Mismatch
+    from rillet.checkpoint.binding import check_binding
+
+    def caller(inner: str) -> ChatModelAgent:
+        return ChatModelAgent("boss", "delegates", "", ScriptedModel([]), [AgentTool(build("x", name=inner))])
+
+    saved = agent_binding(caller("clerk"))
+    assert saved["tree"][2] == [["clerk", agent_binding(build("x", name="clerk"))["tree"]]]
+    with pytest.raises(Mismatch, match=r"at boss: tools \['clerk'\] were saved, the Runner has \['typist'\]"):
+        check_binding(saved, caller("typist"), "c")
+    router = set_sub_agents(build("x", name="router"), [build("x", name="billing")])
+    tree = agent_binding(router)["tree"]
+    assert [c[0] for c in tree[3]] == ["billing"] and "transfer_to_agent" in tree[2]
+    with pytest.raises(Mismatch, match=r"tools \['append', 'transfer_to_agent'\] were saved, the Runner has \['append'\]"):
+        check_binding(agent_binding(router), build("x", name="router"), "c")
+    clerk = ChatModelAgent("boss", "delegates", "", ScriptedModel([]), [AgentTool(build("x", name="clerk", extra_tool=True))])
+    with pytest.raises(Mismatch, match=r"at boss/tool:clerk/clerk: tools \['append'\] were saved, the Runner has \['append', 'audit'\]"):
+        check_binding(saved, clerk, "c")

@@ -43,9 +43,9 @@ def agent_tree(agent: Any, _seen: frozenset[int] = frozenset()) -> list[Any]:
     if wrapped is not None and callable(getattr(wrapped, "run", None)) and hasattr(wrapped, "name"):
         children.insert(0, wrapped)
     tools: list[Any] = []
-    for t in getattr(inner, "tools", None) or []:
-        info = getattr(t, "info", None)
-        name = str(getattr(info, "name", "?"))
+    listed = getattr(inner, "tools", None)
+    for t in listed if isinstance(listed, (list, tuple)) else []:
+        name = str(getattr(getattr(t, "info", None), "name", None) or getattr(t, "name", None) or type(t).__qualname__)
         sub = getattr(t, "agent", None)
         tools.append([name, agent_tree(sub, seen)] if sub is not None and hasattr(sub, "run") else name)
     return [str(inner.name), type(inner).__qualname__, tools, [agent_tree(c, seen) for c in children]]
@@ -91,8 +91,10 @@ def check_binding(saved: Any, agent: Any, checkpoint_id: str) -> None:
     now = agent_binding(agent)
     if saved["fingerprint"] == now["fingerprint"]:
         return
-    tree = saved.get("tree")
-    what = _difference(tree, now["tree"]) if isinstance(tree, list) and len(tree) == 4 else "the fingerprints differ"
+    try:
+        what = _difference(saved["tree"], now["tree"])
+    except (KeyError, IndexError, TypeError):  # a tree this rillet does not know how to compare
+        what = "the fingerprints differ"
     raise CheckpointAgentMismatchError(
         f"checkpoint[{checkpoint_id}] was saved by agent {saved.get('name')!r}, not by this Runner's agent "
         f"{now['name']!r} ({what}); resume it with a Runner over the agent that saved it. "
