@@ -624,19 +624,31 @@ def test_a_sender_on_the_receivers_loop_thread_wakes_it_without_a_syscall() -> N
 # -- Ctrl-C ---------------------------------------------------------------------------------
 
 
+# A parent that ignores SIGINT (a background shell does) passes that on: a child restores
+# Python's usual handler first, as an interactive Python has it.
+RESTORE_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
 def test_ctrl_c_interrupts_a_blocked_recv_promptly() -> None:
     ch: Channel[int] = Channel()
-    threading.Timer(0.2, _thread.interrupt_main).start()
-    start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        ch.recv()
-    assert time.monotonic() - start < 2.0
+    # interrupt_main does nothing while SIGINT is ignored: install the usual handler meanwhile
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    try:
+        timer.start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            ch.recv(timeout=5.0)  # a TimeoutError, not a hang, if the interrupt is lost
+        assert time.monotonic() - start < 2.0
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     ch.send(1)
     assert ch.recv() == 1  # the channel is still usable
 
 
 def test_sigint_interrupts_a_blocked_recv_in_a_real_process() -> None:
-    code = (
+    code = RESTORE_SIGINT + (
         "import sys, rillet\n"
         "ch = rillet.Channel()\n"
         "print('blocking', flush=True)\n"
@@ -650,13 +662,19 @@ def test_sigint_interrupts_a_blocked_recv_in_a_real_process() -> None:
         [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "blocking"
-    time.sleep(0.2)
-    start = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=5) == 3
-    assert time.monotonic() - start < 1.0
-    assert proc.stdout.read().strip() == "interrupted"
+    try:
+        assert proc.stdout.readline().strip() == "blocking"
+        time.sleep(0.2)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=5) == 3
+        assert time.monotonic() - start < 1.0
+        assert proc.stdout.read().strip() == "interrupted"
+    finally:
+        if proc.poll() is None:  # the test failed: leave no child blocked behind
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
 
 
 # -- the native awaitable -------------------------------------------------------------------

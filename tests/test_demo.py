@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from rillet import Runner
@@ -38,8 +39,35 @@ def test_demo_runs_offline_asks_approval_resumes_from_sqlite_and_fits_80_columns
         assert expected in result.stdout
 
 
-def test_demo_main_with_a_rejection_returns_zero(tmp_path: Path) -> None:
+REJECTED = "The user rejected this call of book_hotel (the traveller declined)."
+
+
+def test_demo_main_with_a_rejection_tells_the_model_and_books_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(delay=0.0, color=False, decision="reject", db=tmp_path / "x.db") == 0
+    out = " ".join(capsys.readouterr().out.split())  # unwrapped: rich folds long lines
+    assert "paused: book_hotel(city='Lisbon', nights=2) needs approval" in out
+    assert out.index("resuming checkpoint demo-") < out.index(REJECTED) < out.index("I did not book the hotel")
+    assert "Booked" not in out and "LIS-4821" not in out
+    assert "9 events · 4 model calls" in out
+
+
+def test_rillet_demo_reject_flag_declines_the_booking(tmp_path: Path) -> None:
+    result = cli("demo", "--fast", "--no-color", "--reject", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "No terminal to ask" not in out  # the flag decided, not the fallback
+    assert REJECTED in out and "I did not book the hotel" in out
+    assert "Booked" not in out and "LIS-4821" not in out
+
+
+def test_rillet_demo_approve_flag_books(tmp_path: Path) -> None:
+    result = cli("demo", "--fast", "--no-color", "--approve", "--db", str(tmp_path / "a.db"))
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "No terminal to ask" not in out and "rejected" not in out
+    assert "Booked 2 nights" in out and "LIS-4821" in out
 
 
 def test_stop_at_approval_then_resume_from_another_process(tmp_path: Path) -> None:

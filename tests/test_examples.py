@@ -53,6 +53,7 @@ KEY_LINES = {
         "→ calls summarizer(",
         "← summarizer",
         "- Wakeups are batched per receiver",
+        "A worker thread sends into one Rust channel and your asyncio code reads it",
         "8 events · 5 model calls",
     ],
     "review": [
@@ -89,11 +90,15 @@ def test_rillet_demo_runs_each_example_offline(name: str) -> None:
     assert_fits_80(result.stdout)
 
 
-@pytest.mark.parametrize("module", sorted(EXAMPLES.values()))
-def test_examples_run_with_python_dash_m(module: str) -> None:
-    result = run_cli("-m", module, "--fast", "--no-color")
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_examples_run_with_python_dash_m(name: str) -> None:
+    """`python -m rillet.examples.<module>` runs that example, not another one."""
+    result = run_cli("-m", EXAMPLES[name], "--fast", "--no-color")
     assert result.returncode == 0, result.stderr
-    assert "model calls" in result.stdout and not result.stderr
+    assert not result.stderr
+    assert result.stdout.startswith(f"rillet demo {name}: "), result.stdout.splitlines()[:1]
+    for line in KEY_LINES[name]:
+        assert line in result.stdout, line
 
 
 def test_rillet_demo_refuses_an_unknown_example_naming_the_choices() -> None:

@@ -9,10 +9,12 @@ own stream accumulator over the same bytes from the same server.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +45,7 @@ from rillet.models.errors import (
     RateLimitError,
     ServerError,
 )
+from rillet.models import openai as openai_module
 from rillet.models.openai import OpenAIChatModel, message_to_openai
 
 from openai_server import FakeOpenAIServer, Reply, transcript
@@ -430,6 +433,104 @@ def test_5xx_is_retried_with_backoff_then_raises(server: FakeOpenAIServer) -> No
 def test_429_exhausted_reports_retry_after(server: FakeOpenAIServer) -> None:
     err = generate_error(server, Reply.json(error_body("slow down"), 429, headers={"Retry-After": "0"}), max_retries=0)
     assert isinstance(err, RateLimitError) and err.retry_after == 0.0
+
+
+# --- the waits between tries, recorded instead of slept --------------------------------------
+
+OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every wait the client asks for between tries, in order; nothing is actually slept."""
+    recorded: list[float] = []
+
+    async def record(seconds: float) -> None:
+        recorded.append(seconds)
+
+    monkeypatch.setattr(openai_module, "_sleep", record)
+    return recorded
+
+
+def jitter(monkeypatch: pytest.MonkeyPatch, draw: float) -> None:
+    """Fixes the client's random draw (in [0, 1)) that scales each backoff down by up to 25%."""
+    monkeypatch.setattr(openai_module, "random", types.SimpleNamespace(random=lambda: draw))
+
+
+def answered_after(server: FakeOpenAIServer, *failures: Reply, **kw: Any) -> None:
+    server.script(*failures, Reply.json(OK))
+    assert run(make_model(server, max_retries=len(failures), **kw).generate(USER)).content == "ok"
+    assert len(server.requests) == len(failures) + 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Retry-After": "3"}, 3.0),
+        ({"Retry-After": "1.5"}, 1.5),
+        ({"retry-after-ms": "250"}, 0.25),
+        ({"retry-after-ms": "250", "Retry-After": "7"}, 0.25),  # the finer hint wins
+        ({"retry-after-ms": "soon", "Retry-After": "7"}, 7.0),  # an unreadable one is skipped
+        ({"Retry-After": "0"}, 0.0),
+        ({"Retry-After": "-4"}, 0.0),
+    ],
+)
+def test_429_waits_exactly_what_the_server_says(
+    server: FakeOpenAIServer, waits: list[float], headers: dict[str, str], expected: float
+) -> None:
+    answered_after(server, Reply.json(error_body("Rate limit reached"), 429, headers=headers))
+    assert waits == [expected]
+
+
+def test_429_retry_after_as_an_http_date(
+    server: FakeOpenAIServer, waits: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = 1_700_000_000.0
+    monkeypatch.setattr(openai_module, "time", types.SimpleNamespace(time=lambda: now))
+    later = email.utils.formatdate(now + 30, usegmt=True)
+    past = email.utils.formatdate(now - 30, usegmt=True)
+    answered_after(server, *(Reply.json(error_body("slow"), 429, headers={"Retry-After": d}) for d in (later, past)))
+    assert waits == [30.0, 0.0]
+
+
+def test_5xx_backoff_doubles_from_half_a_second_up_to_8_with_jitter_below(
+    server: FakeOpenAIServer, waits: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failures = [Reply.json(error_body("upstream down"), 503) for _ in range(6)]
+    jitter(monkeypatch, 0.0)
+    answered_after(server, *failures)
+    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    waits.clear()
+    jitter(monkeypatch, 0.999)
+    answered_after(server, *failures)
+    assert waits == pytest.approx([0.375, 0.75, 1.5, 3.0, 6.0, 6.0], rel=1e-3)
+
+
+def test_5xx_backoff_with_real_jitter_stays_within_its_bounds(server: FakeOpenAIServer, waits: list[float]) -> None:
+    answered_after(server, *(Reply.json(error_body("busy"), 500) for _ in range(5)))
+    for wait, base in zip(waits, [0.5, 1.0, 2.0, 4.0, 8.0], strict=True):
+        assert 0.75 * base <= wait <= base
+
+
+def test_a_retry_after_over_a_minute_gets_the_usual_backoff(
+    server: FakeOpenAIServer, waits: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jitter(monkeypatch, 0.0)
+    answered_after(
+        server,
+        Reply.json(error_body("slow"), 429, headers={"Retry-After": "61"}),
+        Reply.json(error_body("slow"), 429, headers={"retry-after-ms": "60000"}),
+    )
+    assert waits == [0.5, 60.0]
+
+
+def test_a_refused_connection_backs_off_too(waits: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = FakeOpenAIServer()
+    srv.close()
+    jitter(monkeypatch, 0.0)
+    with pytest.raises(ModelConnectionError, match="after 3 tries"):
+        run(OpenAIChatModel("m", base_url=srv.url, max_retries=2).generate(USER))
+    assert waits == [0.5, 1.0]
 
 
 def test_streaming_retries_too(server: FakeOpenAIServer) -> None:

@@ -6,28 +6,12 @@ block); an example with no such block must print nothing. Each runs in a fresh i
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-README = Path(__file__).resolve().parents[1] / "README.md"
-FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
-
-
-def examples(text: str) -> list[tuple[int, str, str | None]]:
-    """(line, code, expected output or None) for each ```python block of a Markdown text."""
-    blocks = [(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1) for m in FENCE.finditer(text)]
-    found = []
-    for i, (lang, body, line) in enumerate(blocks):
-        if lang != "python":
-            continue
-        following = blocks[i + 1] if i + 1 < len(blocks) else None
-        expected = following[1] if following is not None and following[0] == "output" else None
-        found.append((line, body, expected))
-    return found
+from doc_blocks import README, examples
 
 
 EXAMPLES = examples(README.read_text(encoding="utf-8"))

@@ -475,17 +475,33 @@ def test_a_delayed_stream_concatenates_to_the_reply() -> None:
     assert len(chunks) == 10 and concat_messages(chunks) == model.replies[0]
 
 
-def test_closing_a_delayed_stream_stops_its_producer() -> None:
-    model = ScriptedModel(["x" * 100], chunk_size=1, delay=0.001)
+def test_closing_a_delayed_stream_stops_its_producer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the reader closes, the producer pauses no more: count its pauses (which take no
+    time here) while it winds down. One ignoring the reader would pause for each of the
+    remaining 9,999 chunks."""
+    real_sleep = asyncio.sleep
+    pauses = 0
 
-    async def main() -> None:
+    async def counting_sleep(delay: float, result: Any = None) -> Any:
+        nonlocal pauses
+        if delay != 0.5:
+            return await real_sleep(delay, result)
+        pauses += 1
+        return await real_sleep(0, result)
+
+    monkeypatch.setattr(asyncio, "sleep", counting_sleep)
+    model = ScriptedModel(["x" * 10_000], chunk_size=1, delay=0.5)
+
+    async def main() -> int:
         reader = await model.stream(USER)
         assert (await reader.arecv()).content == "x"
         reader.close()
+        at_close = pauses
         while model._tasks:
-            await asyncio.sleep(0.001)
+            await real_sleep(0)
+        return pauses - at_close
 
-    run(main())
+    assert run(main()) <= 1
 
 
 def test_a_delayed_stream_cut_short_by_its_loop_ending_says_so() -> None:

@@ -123,6 +123,7 @@ def test_recv_timeout_and_blocking_recv_across_threads() -> None:
 def test_a_blocked_recv_is_interruptible_with_ctrl_c() -> None:
     code = (
         "import os, signal, threading, rillet\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the parent ignores it\n"
         "r, w = rillet.pipe()\n"
         "threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
         "try:\n"

@@ -24,10 +24,46 @@ def test_all() -> ModuleType:
     return module
 
 
-def test_a_missing_version_is_skipped_with_the_reason(test_all: ModuleType) -> None:
+@pytest.mark.parametrize("ci", [None, "false", "0", ""])
+def test_a_missing_version_is_skipped_with_the_reason(
+    test_all: ModuleType, monkeypatch: pytest.MonkeyPatch, ci: str | None
+) -> None:
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
     step = test_all.python_step("3.99", [])
     assert step.ok
     assert step.detail == "skipped: no python3.99 on PATH or under pyenv's versions"
+
+
+@pytest.mark.parametrize("ci", ["true", "TRUE", "1"])
+def test_under_ci_a_missing_version_fails_the_run_saying_why(
+    test_all: ModuleType, monkeypatch: pytest.MonkeyPatch, ci: str
+) -> None:
+    monkeypatch.setenv("CI", ci)
+    step = test_all.python_step("3.99", [])
+    assert not step.ok
+    assert step.detail.startswith("FAILED: no python3.99 on PATH or under pyenv's versions; CI=true requires")
+    assert "3.11 3.12 3.13" in step.detail or "PYTHON_VERSIONS" in step.detail
+
+
+def test_under_ci_the_whole_run_exits_non_zero_when_a_version_is_missing(
+    test_all: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main() with the tool steps and the present version stubbed out: only the verdict runs."""
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setattr(test_all, "VERSIONS", ["3.98", "3.99"])
+    monkeypatch.setenv("PYTHON_VERSIONS", "3.98 3.99")
+    monkeypatch.setattr(test_all, "tool_step", lambda name, cmd: test_all.Step(name, True, "ok", 0.0))
+    ran = test_all.Step("CPython 3.98", True, "5 passed in 1.00s", 0.0, passed=5)
+    real = test_all.python_step
+    monkeypatch.setattr(test_all, "python_step", lambda v, args: ran if v == "3.98" else real(v, args))
+    assert test_all.main() == 1
+    out = capsys.readouterr().out
+    assert "== CPython 3.99: FAILED: no python3.99" in out and "CI=true requires" in out
+    monkeypatch.setenv("CI", "false")
+    assert test_all.main() == 0
 
 
 def test_finds_this_interpreter(test_all: ModuleType) -> None:

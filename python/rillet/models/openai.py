@@ -71,6 +71,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _RETRY_STATUSES = frozenset({408, 409, 429})
 # A Retry-After longer than this is not waited for: the usual backoff applies instead.
 _MAX_RETRY_AFTER = 60.0
+# Waits between retries go through this, so tests can record them instead of sleeping.
+_sleep = asyncio.sleep
 # How often a running stream checks whether its reader was closed.
 _WATCH_INTERVAL = 0.05
 
@@ -344,7 +346,7 @@ class OpenAIChatModel:
                 response = await client.send(request, stream=stream)
             except httpx.TransportError as e:  # timeouts included
                 if attempt < self.max_retries:
-                    await asyncio.sleep(self._backoff(attempt, None))
+                    await _sleep(self._backoff(attempt, None))
                     attempt += 1
                     continue
                 raise self._transport_error(e, url, attempt + 1) from e
@@ -356,7 +358,7 @@ class OpenAIChatModel:
                 await response.aclose()
             status = response.status_code
             if (status in _RETRY_STATUSES or status >= 500) and attempt < self.max_retries:
-                await asyncio.sleep(self._backoff(attempt, _retry_after(response.headers)))
+                await _sleep(self._backoff(attempt, _retry_after(response.headers)))
                 attempt += 1
                 continue
             raise self._status_error(status, text, response.headers, attempt + 1, body["model"])
