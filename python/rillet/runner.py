@@ -24,7 +24,7 @@ from rillet.agent import Agent, AgentInput, RunIterator, start_run
 from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load
 from rillet.context import _RUN, RunContext, Session
 from rillet.events import AgentEvent
-from rillet.flow import FlowAgent
+from rillet.flow import flow_of
 from rillet.interrupt import _RESUME, InterruptInfo, ResumeScope
 
 __all__ = ["Runner"]
@@ -51,7 +51,7 @@ class Runner:
         self.agent = agent
         self.streaming = streaming
         self.checkpoint_store = checkpoint_store
-        self._flow = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
+        self._flow = flow_of(agent)
 
     def run(
         self,

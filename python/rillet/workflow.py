@@ -24,7 +24,7 @@ from typing import Any
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.context import RunContext, current_run
 from rillet.events import AgentEvent, RunStep
-from rillet.flow import FlowAgent, adopt, advance_in, with_disallow_transfer_to_parent
+from rillet.flow import FlowAgent, adopt, advance_in, flow_of, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event, current_resume
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
@@ -61,7 +61,7 @@ class WorkflowAgent(BaseAgent):
         for a in sub_agents:
             if not (callable(getattr(a, "run", None)) and isinstance(getattr(a, "name", None), str)):
                 raise TypeError(f"{kind} {name!r}: sub_agents must be agents, got {type(a).__name__}")
-            flow = a if isinstance(a, FlowAgent) else FlowAgent(a)
+            flow = flow_of(a)  # keeps sub-agents set on `a` before
             if flow.parent is not None:
                 raise ValueError(f"{kind} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
             if flow.name in names:
