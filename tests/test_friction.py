@@ -72,3 +72,42 @@ def test_a_transfer_from_an_agent_without_sub_agents_says_how_to_wire_them() -> 
     msg = str(events[-1].error)
     assert "agent 'billing' not found" in msg
     assert "set_sub_agents(router, [...]) and run the agent it returns" in msg
+
+
+# --- Runner.run's input ------------------------------------------------------------------
+
+
+def test_run_with_a_text_says_to_use_query() -> None:
+    with pytest.raises(TypeError, match=r"use runner.query\(text\)"):
+        Runner(agent("a", ["hi"])).run("hello")  # type: ignore[arg-type]
+
+
+def test_run_with_one_message_runs_it() -> None:
+    a = agent("a", ["hi"])
+    assert texts(list(Runner(a).run(Message.user("hello")))) == [("a", "hi")]
+    assert [m.content for m in a.model.calls[0].messages] == ["hello"]
+
+
+def test_run_reads_openai_style_dicts() -> None:
+    a = agent("a", ["hi"])
+    history = [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "hey"},
+        Message.user("how are you?"),
+    ]
+    assert texts(list(Runner(a).run(history))) == [("a", "hi")]
+    assert [(m.role, m.content) for m in a.model.calls[0].messages] == [
+        ("user", "hello"),
+        ("assistant", "hey"),
+        ("user", "how are you?"),
+    ]
+
+
+def test_run_refuses_a_dict_without_a_known_role_and_other_items() -> None:
+    runner = Runner(agent("a", ["hi"]))
+    with pytest.raises(ValueError, match=r"item 0 is a dict with role None; a message dict needs a role"):
+        runner.run([{"content": "hello"}])
+    with pytest.raises(TypeError, match=r"item 1 is int, expected rillet.Message \(or an OpenAI-style dict"):
+        runner.run([Message.user("x"), 3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="expected a list of rillet.Message, got int"):
+        runner.run(3)  # type: ignore[arg-type]

@@ -37,6 +37,37 @@ def _agent_options(model_options: Mapping[str, Any] | None, options: Mapping[str
     return out
 
 
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+def _input_messages(messages: Any) -> list[Message]:
+    """``run()``'s input as a list of Messages: one Message (or dict) is a list of one, and
+    OpenAI-style dicts are read with ``Message.from_dict``."""
+    if isinstance(messages, str):
+        raise TypeError("Runner.run(messages) takes a list of Messages; for a text, use runner.query(text)")
+    if isinstance(messages, (Message, dict)):
+        messages = [messages]
+    elif not isinstance(messages, Iterable):
+        raise TypeError(f"Runner.run(messages): expected a list of rillet.Message, got {type(messages).__name__}")
+    out = []
+    for i, m in enumerate(messages):
+        if isinstance(m, dict):
+            role = m.get("role")
+            if role not in _ROLES:
+                raise ValueError(
+                    f"Runner.run(messages): item {i} is a dict with role {role!r}; "
+                    f"a message dict needs a role among {', '.join(_ROLES)}"
+                )
+            m = Message.from_dict(m)
+        elif not isinstance(m, Message):
+            raise TypeError(
+                f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message "
+                "(or an OpenAI-style dict such as {'role': 'user', 'content': '...'})"
+            )
+        out.append(m)
+    return out
+
+
 class Runner:
     """Runs ``agent`` (wrapped in the flow wrapper, which fills ``agent_name`` and ``run_path``
     and records the session's events). ``streaming=True`` asks models to stream their output;
@@ -55,22 +86,20 @@ class Runner:
 
     def run(
         self,
-        messages: Iterable[Message],
+        messages: Iterable[Message | dict[str, Any]] | Message,
         *,
         checkpoint_id: str | None = None,
         session_values: Mapping[str, Any] | None = None,
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> RunIterator:
-        """Starts a run on ``messages`` and returns its events at once. ``session_values``
+        """Starts a run on ``messages`` (Messages, OpenAI-style message dicts, or one
+        Message; :meth:`query` takes a text) and returns its events at once. ``session_values``
         seed the session every agent of the run shares; with ``checkpoint_id`` an interrupt
         is saved to the checkpoint store under that id. ``model_options`` go to every model
         call (``temperature=...``); ``options`` are keyword options for every agent's run."""
         options = _agent_options(model_options, options)
-        msgs = list(messages)
-        for i, m in enumerate(msgs):
-            if not isinstance(m, Message):
-                raise TypeError(f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message")
+        msgs = _input_messages(messages)
         if checkpoint_id is not None and self.checkpoint_store is None:
             raise ValueError(
                 "Runner.run(checkpoint_id=...): the Runner has no checkpoint_store to save to; "
