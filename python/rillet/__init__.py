@@ -1,5 +1,10 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
+import logging as _logging
+
+# Records go to the "rillet.*" loggers (docs/logging.md); the application chooses handlers.
+_logging.getLogger("rillet").addHandler(_logging.NullHandler())
+
 from rillet import codec, schema
 from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, EndOfStream, RilletError, __version__
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import logging
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -28,6 +29,8 @@ from rillet.flow import flow_of
 from rillet.interrupt import _RESUME, InterruptInfo, ResumeScope
 
 __all__ = ["Runner"]
+
+_log = logging.getLogger(__name__)
 
 
 def _agent_options(model_options: Mapping[str, Any] | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -189,6 +192,7 @@ class Runner:
         if data is None:
             raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
         loaded: Loaded = load(data, checkpoint_id)
+        _log.debug("loaded checkpoint %s (%d bytes)", checkpoint_id, len(data))
         if targets is not None:
             unknown = [t for t in targets if t not in loaded.addresses]
             if unknown:
@@ -238,6 +242,7 @@ class Runner:
                     stored = self.checkpoint_store.set(checkpoint_id, blob)
                     if inspect.isawaitable(stored):
                         await stored
+                    _log.debug("saved checkpoint %s (%d bytes)", checkpoint_id, len(blob))
                 except Exception as e:  # the user still sees the interrupt, after the error
                     err = CheckpointError(f"failed to save checkpoint[{checkpoint_id}]: {e}")
                     err.__cause__ = e
