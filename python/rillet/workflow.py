@@ -62,11 +62,11 @@ class WorkflowAgent(BaseAgent):
             if not (callable(getattr(a, "run", None)) and isinstance(getattr(a, "name", None), str)):
                 raise TypeError(f"{kind} {name!r}: sub_agents must be agents, got {type(a).__name__}")
             flow = flow_of(a)  # keeps sub-agents set on `a` before
-            if flow.parent is not None:
-                raise ValueError(f"{kind} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
             if flow.name in names:
                 raise ValueError(f"{kind} {name!r}: two sub-agents are named {flow.name!r}")
             adopt(flow.agent, self, f"{kind} {name!r}")
+            if flow.parent is not None:
+                raise ValueError(f"{kind} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
             names.add(flow.name)
             self.sub_agents.append(with_disallow_transfer_to_parent(flow))
             on_disallow = getattr(flow.agent, "on_disallow_transfer_to_parent", None)
