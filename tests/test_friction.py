@@ -199,3 +199,51 @@ def test_checkpoint_saves_and_loads_are_logged(caplog: pytest.LogCaptureFixture)
         list(runner.resume("ck1", targets={ask.id: approve()}))
     lines = [r.getMessage() for r in caplog.records if r.name == "rillet.runner"]
     assert lines == [f"saved checkpoint ck1 ({size} bytes)", f"loaded checkpoint ck1 ({size} bytes)"]
+
+
+# --- unknown arguments, undescribed tools, --delay ----------------------------------------
+
+
+def test_unknown_tool_arguments_go_back_to_the_model_as_an_error() -> None:
+    from rillet import tool
+
+    calls: list[int] = []
+
+    def add(a: int, b: int) -> int:
+        """Adds two integers."""
+        calls.append(a + b)
+        return a + b
+
+    a = agent("a", [call_msg("add", '{"a": 1, "b": 2, "c": 3}'), "fixed"], [tool(add)])
+    events = list(Runner(a).query("1+2"))
+    result = events[1].message_output.get_message()
+    assert result.role == "tool"
+    assert result.content == "Error: tool 'add': argument 'c': unknown; the tool takes: a, b"
+    assert calls == []
+
+
+def test_a_tool_without_a_description_warns_when_made() -> None:
+    from rillet import tool
+
+    def nameless(x: int) -> int:
+        return x
+
+    with pytest.warns(UserWarning, match=r"tool 'nameless' has no description .* add a docstring .* description=") as w:
+        t = tool(nameless)
+    assert w[0].filename == __file__  # points at the caller's line
+    assert t.info.description == ""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tool(description="Returns x.")(nameless)  # an explicit description: no warning
+
+
+@pytest.mark.parametrize("value", ["-1", "nan"])
+def test_demo_refuses_a_negative_delay(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from rillet.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["demo", "--delay", value])
+    assert e.value.code == 2
+    assert f"argument --delay: must be a number of seconds >= 0, got {value}" in capsys.readouterr().err
