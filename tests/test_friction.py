@@ -247,3 +247,35 @@ def test_demo_refuses_a_negative_delay(value: str, capsys: pytest.CaptureFixture
         main(["demo", "--delay", value])
     assert e.value.code == 2
     assert f"argument --delay: must be a number of seconds >= 0, got {value}" in capsys.readouterr().err
+
+
+# --- approval helpers ---------------------------------------------------------------------
+
+
+def test_approval_helpers_are_exported_next_to_requires_approval() -> None:
+    import rillet
+    import rillet.approval
+
+    for name in ("approve", "reject", "edit", "requires_approval", "ApprovalDecision"):
+        assert name in rillet.__all__ and getattr(rillet, name) is getattr(rillet.approval, name)
+    assert rillet.approve() == {"decision": "approve"}
+    assert rillet.reject("too dear") == {"decision": "reject", "reason": "too dear"}
+    assert rillet.edit({"amount": 3}) == {"decision": "edit", "arguments": {"amount": 3}}
+    with pytest.raises(TypeError, match="edit.arguments.: arguments must be a dict"):
+        rillet.edit('{"amount": 3}')  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="reason must be a str"):
+        rillet.reject(3)  # type: ignore[arg-type]
+
+
+def test_edit_runs_the_tool_with_the_persons_arguments() -> None:
+    from rillet import InMemoryCheckpointStore, edit, requires_approval, tool
+
+    def pay(amount: int) -> str:
+        """Pays an amount."""
+        return f"paid {amount}"
+
+    a = agent("a", [call_msg("pay", '{"amount": 500}'), "done"], [requires_approval(tool(pay))])
+    runner = Runner(a, checkpoint_store=InMemoryCheckpointStore())
+    ask = list(runner.query("pay", checkpoint_id="e"))[-1].action.interrupted.interrupt_contexts[0]
+    events = list(runner.resume("e", targets={ask.id: edit({"amount": 5})}))
+    assert events[0].message_output.get_message().content == "paid 5"

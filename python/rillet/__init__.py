@@ -33,7 +33,7 @@ from rillet.events import (
     new_exit_action,
     new_transfer_to_agent_action,
 )
-from rillet.approval import requires_approval
+from rillet.approval import ApprovalDecision, approve, edit, reject, requires_approval
 from rillet.checkpoint import (
     CheckpointError,
     CheckpointNotFoundError,
@@ -78,6 +78,7 @@ __all__ = [
     "AgentOutput",
     "AgentTool",
     "AgentToolError",
+    "ApprovalDecision",
     "BaseAgent",
     "BaseTool",
     "BreakLoopAction",
@@ -129,10 +130,12 @@ __all__ = [
     "add_session_value",
     "add_session_values",
     "aget_message",
+    "approve",
     "as_tool",
     "codec",
     "composite_interrupt",
     "composite_interrupt_event",
+    "edit",
     "event_from_message",
     "get_interrupt_state",
     "get_message",
@@ -145,6 +148,7 @@ __all__ = [
     "new_event_pair",
     "new_exit_action",
     "new_transfer_to_agent_action",
+    "reject",
     "requires_approval",
     "send_tool_gen_action",
     "set_sub_agents",
