@@ -110,12 +110,15 @@ def message_to_openai(message: Message) -> dict[str, Any]:
 
 
 def _response_format(value: Any) -> Any:
-    """A pydantic model class becomes a strict JSON-schema response format; dicts pass."""
+    """A pydantic model class becomes a strict JSON-schema response format (its schema made
+    strict: closed objects, every property required); dicts pass."""
     schema = getattr(value, "model_json_schema", None)
     if isinstance(value, type) and callable(schema):
+        from rillet.models.strict_schema import strict_json_schema
+
         return {
             "type": "json_schema",
-            "json_schema": {"name": value.__name__, "schema": schema(), "strict": True},
+            "json_schema": {"name": value.__name__, "schema": strict_json_schema(schema()), "strict": True},
         }
     return value
 
