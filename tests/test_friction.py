@@ -375,3 +375,68 @@ def test_strict_schema_refuses_what_it_cannot_read() -> None:
         strict_json_schema({"properties": {"a": {"$ref": "#/$defs/Missing", "description": "d"}}})
     with pytest.raises(TypeError, match="the schema at #/properties/a is a list"):
         strict_json_schema({"properties": {"a": []}})
+
+
+# --- the demo -----------------------------------------------------------------------------
+
+
+def test_the_approval_prompt_shows_its_y_n_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from rich.console import Console
+
+    from rillet.demo import _decide
+
+    out = io.StringIO()
+    console = Console(file=out, width=80, no_color=True)
+    stdin = io.StringIO("n\n")
+    stdin.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert _decide(console, None, None) == {"decision": "reject", "reason": "the traveller declined"}
+    assert out.getvalue() == "  Approve this call? [y/n] "
+
+
+def test_demo_on_openai_without_a_key_stops_before_sending(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    from rillet.cli import main
+    from rillet.models.openai import OpenAIChatModel
+
+    async def no_request(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a request was sent")
+
+    monkeypatch.setattr(OpenAIChatModel, "_post", no_request)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert main(["demo", "--model", "openai", "--no-color", "--db", str(tmp_path / "d.db")]) == 2
+    out = capsys.readouterr().out
+    assert "--model openai: no OPENAI_API_KEY is set for https://api.openai.com/v1" in out
+    assert "OPENAI_BASE_URL" in out and "Ollama" in out
+
+
+def test_a_keyless_local_endpoint_is_fine(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rillet.demo import _chat_model, _missing_key, make_console
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    assert _missing_key(make_console(False), _chat_model("openai")) is False
+
+
+def test_make_demo_sets_up_light_and_make_test_fully() -> None:
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    root = Path(__file__).resolve().parent.parent
+
+    def dry(target: str) -> str:
+        return subprocess.run(["make", "-n", target], cwd=root, capture_output=True, text=True, timeout=30, check=True).stdout
+
+    assert "./scripts/setup --light" in dry("demo")
+    test = dry("test")
+    assert "./scripts/setup\n" in test and "--light" not in test
+    bad = subprocess.run([str(root / "scripts/setup"), "--bogus"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "usage: scripts/setup [--light]" in bad.stderr

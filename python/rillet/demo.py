@@ -344,7 +344,7 @@ def _decide(console: Console, ask: Any, decision: str | None) -> Any:
     if decision == "reject":
         return reject("the traveller declined")
     if sys.stdin.isatty():
-        answer = console.input("  [bold]Approve this call?[/] [y/n] ").strip().lower()
+        answer = console.input(f"  [bold]Approve this call?[/] {escape('[y/n]')} ").strip().lower()
         return approve() if answer.startswith("y") else reject("the traveller declined")
     console.print("  [dim]No terminal to ask: approving (pass --reject to decline).[/]")
     return approve()
@@ -376,6 +376,8 @@ def main(
 
     console = make_console(color)
     chat = _chat_model(model)
+    if _missing_key(console, chat):
+        return 2
     where = "a scripted model (offline)" if chat is None else "an OpenAI-compatible model"
     console.print(f"[bold]rillet demo[/]: a ReAct agent with four tools on {where}")
     if chat is not None:
@@ -412,6 +414,20 @@ def _chat_model(model: str) -> Any:
     return OpenAIChatModel(os.environ.get("OPENAI_MODEL") or "gpt-4o-mini")
 
 
+def _missing_key(console: Console, chat: Any) -> bool:
+    """Whether ``chat`` would go to OpenAI's own endpoint without a key (said so, before any
+    request); a local server (``OPENAI_BASE_URL``, e.g. Ollama) needs none."""
+    from rillet.models.openai import DEFAULT_BASE_URL
+
+    if chat is None or chat.api_key or chat.base_url != DEFAULT_BASE_URL:
+        return False
+    console.print(
+        f"[red]--model openai: no OPENAI_API_KEY is set[/] for {escape(DEFAULT_BASE_URL)}; set it, or point "
+        "OPENAI_BASE_URL at a local server that needs none (e.g. Ollama: http://127.0.0.1:11434/v1)"
+    )
+    return True
+
+
 def resume(
     checkpoint_id: str,
     *,
@@ -429,7 +445,10 @@ def resume(
     if not db_path.exists():  # opening it would create an empty database
         console.print(f"[red]no checkpoint database at {db_path}[/] (give the --db that `rillet demo` printed)")
         return 1
-    runner = Runner(build_agent(0.0, _chat_model(model)), checkpoint_store=SqliteCheckpointStore(db_path))
+    chat = _chat_model(model)
+    if _missing_key(console, chat):
+        return 2
+    runner = Runner(build_agent(0.0, chat), checkpoint_store=SqliteCheckpointStore(db_path))
     data = runner.checkpoint_store.get(checkpoint_id)
     if data is None:
         console.print(f"[red]no checkpoint {checkpoint_id!r} in {db_path}[/]")
