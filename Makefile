@@ -1,14 +1,18 @@
-# The two Quick start commands are `make demo` and `make test`; both set everything up.
+# The two Quick start commands are `make demo` and `make test`; both set everything up
+# (`make demo` only what running rillet needs; `make test` the test and bench extras too).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup demo bench test test-fast test-rust stubtest typecheck wheel bench-full clean
+.PHONY: setup setup-light demo bench test test-fast test-rust stubtest typecheck wheel bench-full clean
 
 setup:
-	./scripts/setup
+	VENV=$(VENV) ./scripts/setup
 
-demo: setup
+setup-light:
+	VENV=$(VENV) ./scripts/setup --light
+
+demo: setup-light
 	$(VENV)/bin/rillet demo
 
 bench: setup

@@ -108,7 +108,9 @@ def test_transfer_to_an_unknown_agent_is_an_error_event() -> None:
     root = set_sub_agents(agent("router", [transfer("nobody")]), [agent("math", [])])
     events = list(Runner(root).query("x"))
     assert isinstance(events[-1].error, Exception)
-    assert str(events[-1].error) == "transfer failed: agent 'nobody' not found when transferring from 'router'"
+    assert str(events[-1].error) == (
+        "transfer failed: agent 'nobody' not found when transferring from 'router'; it can transfer to: math"
+    )
 
 
 def test_a_child_that_may_not_transfer_to_its_parent_gets_no_transfer_tool() -> None:

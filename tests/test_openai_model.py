@@ -658,7 +658,11 @@ def test_response_format_from_a_pydantic_model() -> None:
     body = model.request_body(USER, None, {"response_format": City}, stream=False)
     assert body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "City", "schema": City.model_json_schema(), "strict": True},
+        "json_schema": {
+            "name": "City",
+            "schema": {**City.model_json_schema(), "additionalProperties": False},
+            "strict": True,
+        },
     }
 
 

@@ -374,14 +374,16 @@ def test_nested_errors_name_the_path_and_the_function_is_not_called() -> None:
         run(collect(place.stream("nope")))
 
 
-def test_empty_arguments_mean_no_arguments_and_unknown_ones_are_ignored() -> None:
+def test_empty_arguments_mean_no_arguments_and_unknown_ones_are_refused() -> None:
     @tool
     def now(fmt: str = "iso") -> str:
         return fmt
 
     assert run(now.invoke("")) == "iso"
     assert run(now.invoke("  ")) == "iso"
-    assert run(now.invoke('{"fmt": "unix", "extra": 1}')) == "unix"
+    with pytest.raises(ToolArgumentsError) as e:
+        run(now.invoke('{"fmt": "unix", "extra": 1}'))
+    assert e.value.problems == ["argument 'extra': unknown; the tool takes: fmt"]
     assert run(add.invoke('{"a": "2", "b": 3}')) == "5"  # lax: a numeric string is an integer
 
 

@@ -1,5 +1,10 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
+import logging as _logging
+
+# Records go to the "rillet.*" loggers (docs/logging.md); the application chooses handlers.
+_logging.getLogger("rillet").addHandler(_logging.NullHandler())
+
 from rillet import codec, schema
 from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, EndOfStream, RilletError, __version__
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta
@@ -28,7 +33,7 @@ from rillet.events import (
     new_exit_action,
     new_transfer_to_agent_action,
 )
-from rillet.approval import requires_approval
+from rillet.approval import ApprovalDecision, approve, edit, reject, requires_approval
 from rillet.checkpoint import (
     CheckpointAgentMismatchError,
     CheckpointClaimedError,
@@ -76,6 +81,7 @@ __all__ = [
     "AgentOutput",
     "AgentTool",
     "AgentToolError",
+    "ApprovalDecision",
     "BaseAgent",
     "BaseTool",
     "BreakLoopAction",
@@ -130,10 +136,12 @@ __all__ = [
     "add_session_value",
     "add_session_values",
     "aget_message",
+    "approve",
     "as_tool",
     "codec",
     "composite_interrupt",
     "composite_interrupt_event",
+    "edit",
     "event_from_message",
     "get_interrupt_state",
     "get_message",
@@ -146,6 +154,7 @@ __all__ = [
     "new_event_pair",
     "new_exit_action",
     "new_transfer_to_agent_action",
+    "reject",
     "requires_approval",
     "send_tool_gen_action",
     "set_sub_agents",

@@ -17,7 +17,7 @@ from rillet.agent import Agent, AgentInput
 from rillet.context import RunContext, Session, current_run, current_tool_call
 from rillet.events import AgentAction, AgentEvent, RunStep, copy_event
 from rillet.interrupt import composite_interrupt
-from rillet.flow import FlowAgent, advance_in, gen_transfer_messages, rewrite_message
+from rillet.flow import advance_in, flow_of, gen_transfer_messages, rewrite_message
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = ["AgentTool", "AgentToolError"]
@@ -68,7 +68,7 @@ class AgentTool(BaseTool):
         self.input_schema = input_schema
         self.emit_internal_events = emit_internal_events
         self.info = ToolInfo(agent.name, agent.description, input_schema or _REQUEST_SCHEMA)
-        self._flow = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
+        self._flow = flow_of(agent)
 
     def _messages(self, arguments: str) -> list[Message]:
         scope = current_tool_call()

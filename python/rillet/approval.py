@@ -18,36 +18,55 @@ course; an edit runs the tool with the person's arguments instead of the model's
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
 
 from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, as_tool
 
-__all__ = ["ApprovalTool", "approve", "edit", "reject", "requires_approval"]
+__all__ = ["ApprovalDecision", "ApprovalTool", "approve", "edit", "reject", "requires_approval"]
 
 
-def approve() -> dict[str, Any]:
+class ApprovalDecision(TypedDict, total=False):
+    """A person's answer to a :func:`requires_approval` interrupt, as resume data (a plain
+    dict: ``reason`` comes with ``"reject"``, ``arguments`` with ``"edit"``)."""
+
+    decision: Literal["approve", "reject", "edit"]
+    reason: str
+    arguments: dict[str, Any]
+
+
+def approve() -> ApprovalDecision:
     """Resume data: run the call as the model proposed it."""
     return {"decision": "approve"}
 
 
-def reject(reason: str = "") -> dict[str, Any]:
-    """Resume data: do not run the call; the model is told it was rejected, and why."""
+def reject(reason: str = "") -> ApprovalDecision:
+    """Resume data: do not run the call; the model is told it was rejected, and ``reason``."""
+    if not isinstance(reason, str):
+        raise TypeError(f"reject(reason): reason must be a str, got {type(reason).__name__}")
     return {"decision": "reject", "reason": reason}
 
 
-def edit(arguments: dict[str, Any]) -> dict[str, Any]:
-    """Resume data: run the call with these arguments instead of the model's."""
-    return {"decision": "edit", "arguments": arguments}
+def edit(arguments: Mapping[str, Any]) -> ApprovalDecision:
+    """Resume data: run the call with ``arguments`` (the tool's named arguments, as a dict)
+    instead of the model's; they are validated as the model's would be."""
+    if not isinstance(arguments, Mapping):
+        raise TypeError(
+            f"edit(arguments): arguments must be a dict of the tool's named arguments, got {type(arguments).__name__}"
+        )
+    return {"decision": "edit", "arguments": dict(arguments)}
 
 
-def _decision(data: Any) -> dict[str, Any]:
+def _decision(data: Any) -> ApprovalDecision:
     if data in ("approve", True):
         return approve()
     if data in ("reject", False):
         return reject()
-    if isinstance(data, dict) and data.get("decision") in ("approve", "reject", "edit"):
-        return data
+    if isinstance(data, dict) and data.get("decision") in ("approve", "reject"):
+        return data  # type: ignore[return-value]
+    if isinstance(data, dict) and data.get("decision") == "edit" and isinstance(data.get("arguments"), dict):
+        return data  # type: ignore[return-value]
     raise ValueError(
         f"approval resume data must be approve(), reject(reason) or edit(arguments) from rillet.approval, got {data!r}"
     )

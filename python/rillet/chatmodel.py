@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,6 +29,8 @@ from rillet.schema import aconcat_message_stream
 if TYPE_CHECKING:
     from rillet.models.base import ChatModel
     from rillet.tools import BaseTool, ToolInfo
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "ChatModelAgent",
@@ -574,6 +577,7 @@ class ChatModelAgent(BaseAgent):
         """A failed call: its error text for the model, or (``tool_error="raise"``) the end."""
         if self.tool_error == "raise":
             raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
+        _log_tool_error(self.name, name, call_id, e)
         return f"Error: {e}"
 
     async def _stream_tool(
@@ -603,6 +607,7 @@ class ChatModelAgent(BaseAgent):
                 if self.tool_error == "raise":
                     writer.send_error(ToolCallError(f"failed to stream tool call {call_id}: {e}"))
                 else:
+                    _log_tool_error(self.name, name, call_id, e)
                     writer.send(Message(role="tool", content=f"Error: {e}", tool_call_id=call_id, tool_name=name))
             finally:
                 started.set()
@@ -629,6 +634,13 @@ class ChatModelAgent(BaseAgent):
         if scope.action is not None:
             ev.action = scope.action
         return ev, result
+
+
+def _log_tool_error(agent: str, tool: str, call_id: str, e: Exception) -> None:
+    """A tool error sent to the model as the call's result: one line at WARNING, the
+    traceback at DEBUG."""
+    _log.warning("agent %r: tool %r (call %s) failed, sent to the model: %s: %s", agent, tool, call_id, type(e).__name__, e)
+    _log.debug("agent %r: tool %r (call %s) traceback", agent, tool, call_id, exc_info=e)
 
 
 def _bind(

@@ -159,7 +159,7 @@ def parser() -> argparse.ArgumentParser:
         "example", nargs="?", default="travel", choices=["travel", *EXAMPLES], help="which example (default: travel)"
     )
     d.add_argument("--fast", action="store_true", help="no pause between streamed tokens")
-    d.add_argument("--delay", type=float, default=0.02, help="seconds between streamed tokens (default: 0.02)")
+    d.add_argument("--delay", type=seconds, default=0.02, help="seconds between streamed tokens (default: 0.02)")
     d.add_argument("--no-stream", action="store_true", help="ask the model for whole replies instead of streams")
     d.add_argument("--no-color", action="store_true", help="plain text output")
     d.add_argument(

@@ -344,7 +344,7 @@ def _decide(console: Console, ask: Any, decision: str | None) -> Any:
     if decision == "reject":
         return reject("the traveller declined")
     if sys.stdin.isatty():
-        answer = console.input("  [bold]Approve this call?[/] [y/n] ").strip().lower()
+        answer = console.input(f"  [bold]Approve this call?[/] {escape('[y/n]')} ").strip().lower()
         return approve() if answer.startswith("y") else reject("the traveller declined")
     console.print("  [dim]No terminal to ask: approving (pass --reject to decline).[/]")
     return approve()
@@ -376,6 +376,8 @@ def main(
 
     console = make_console(color)
     chat = _chat_model(model)
+    if _missing_key(console, chat):
+        return 2
     where = "a scripted model (offline)" if chat is None else "an OpenAI-compatible model"
     console.print(f"[bold]rillet demo[/]: a ReAct agent with four tools on {where}")
     if chat is not None:
@@ -412,6 +414,20 @@ def _chat_model(model: str) -> Any:
     return OpenAIChatModel(os.environ.get("OPENAI_MODEL") or "gpt-4o-mini")
 
 
+def _missing_key(console: Console, chat: Any) -> bool:
+    """Whether ``chat`` would go to OpenAI's own endpoint without a key (said so, before any
+    request); a local server (``OPENAI_BASE_URL``, e.g. Ollama) needs none."""
+    from rillet.models.openai import DEFAULT_BASE_URL
+
+    if chat is None or chat.api_key or chat.base_url != DEFAULT_BASE_URL:
+        return False
+    console.print(
+        f"[red]--model openai: no OPENAI_API_KEY is set[/] for {escape(DEFAULT_BASE_URL)}; set it, or point "
+        "OPENAI_BASE_URL at a local server that needs none (e.g. Ollama: http://127.0.0.1:11434/v1)"
+    )
+    return True
+
+
 def resume(
     checkpoint_id: str,
     *,
@@ -445,7 +461,10 @@ def resume(
             return 1
         pending = load(data, checkpoint_id)
         if agent is None:
-            agent = _demo_agent_for(checkpoint_id, pending.agent, model)
+            chat = _chat_model(model)
+            if _missing_key(console, chat):
+                return 2
+            agent = _demo_agent_for(checkpoint_id, pending.agent, chat)
         runner = Runner(agent, checkpoint_store=store)
         targets = {}
         for iid, address in pending.addresses.items():
@@ -460,14 +479,14 @@ def resume(
     return 0
 
 
-def _demo_agent_for(checkpoint_id: str, saved: Any, model: str) -> Any:
+def _demo_agent_for(checkpoint_id: str, saved: Any, chat: Any) -> Any:
     """The demo's agent, if the checkpoint is one of the demo's; else a CheckpointError saying
     to name the agent. A checkpoint from before agents were recorded counts as the demo's if
     its id is one the demo makes."""
     from rillet.checkpoint import CheckpointError
     from rillet.checkpoint.binding import agent_binding
 
-    agent = build_agent(0.0, _chat_model(model))
+    agent = build_agent(0.0, chat)
     ours = saved.get("fingerprint") == agent_binding(agent)["fingerprint"] if isinstance(saved, dict) else None
     if ours or (ours is None and checkpoint_id.startswith("demo-")):
         return agent

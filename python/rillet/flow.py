@@ -30,6 +30,7 @@ __all__ = [
     "HistoryRewriter",
     "TransferError",
     "advance_in",
+    "flow_of",
     "gen_transfer_messages",
     "rewrite_message",
     "set_sub_agents",
@@ -233,12 +234,23 @@ class FlowAgent(BaseAgent):
                 agent_name=self.name,
                 run_path=own_path,
                 error=TransferError(
-                    f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from '{self.name}'"
+                    f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from "
+                    f"'{self.name}'{self._reachable()}"
                 ),
             )
             return
         async for ev in advance_in(run, target._events(None, **options)):
             yield ev
+
+    def _reachable(self) -> str:
+        """What a failed transfer could have reached, and how to wire it."""
+        names = [s.name for s in self.sub_agents] + ([self.parent.name] if self.parent is not None else [])
+        if names:
+            return f"; it can transfer to: {', '.join(names)}"
+        return (
+            f"; {self.name!r} has no sub-agents in this run: give them with set_sub_agents({self.name}, [...]) "
+            "and run the agent it returns"
+        )
 
     async def _resume_transfer(self, run: RunContext, points: list[str], **options: Any) -> AsyncIterator[AgentEvent]:
         names = [p.removeprefix("agent:") for p in points if p.startswith("agent:")]
@@ -288,14 +300,32 @@ def adopt(child: Agent, parent: Agent, who: str) -> None:
         pass
 
 
+def flow_of(agent: Agent) -> FlowAgent:
+    """The flow wrapper to run ``agent`` with: ``agent`` itself if it is one, else the wrapper
+    that :func:`set_sub_agents` (or a ``with_*`` option) made for it, so that running the
+    original agent keeps its sub-agents; else a new, plain wrapper."""
+    if isinstance(agent, FlowAgent):
+        return agent
+    known = getattr(agent, "_rillet_flow", None)
+    if isinstance(known, FlowAgent) and known.agent is agent:
+        return known
+    return FlowAgent(agent)
+
+
 def _flow(agent: Agent) -> FlowAgent:
-    return agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
+    """``flow_of(agent)``, remembered on the agent for later :func:`flow_of` calls."""
+    flow = flow_of(agent)
+    try:
+        flow.agent._rillet_flow = flow  # type: ignore[attr-defined]
+    except AttributeError:  # an object that takes no attributes: run the returned wrapper
+        pass
+    return flow
 
 
 def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
     """Makes ``sub_agents`` the children of ``agent``: it may transfer to them, and they to it
     (unless made with :func:`with_disallow_transfer_to_parent`). Returns the parent's flow
-    wrapper, which is what a Runner should run."""
+    wrapper; a Runner (or AgentTool) given ``agent`` itself runs that same wrapper."""
     parent = _flow(agent)
     if parent.sub_agents:
         raise ValueError(f"set_sub_agents: the sub-agents of {parent.name!r} are already set")
@@ -305,9 +335,9 @@ def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
     if dup:
         raise ValueError(f"set_sub_agents: agent names must be unique among a parent and its children; repeated: {sorted(dup)}")
     for c in children:
+        adopt(c.agent, parent.agent, "set_sub_agents")
         if c.parent is not None:
             raise ValueError(f"set_sub_agents: {c.name!r} already has a parent, {c.parent.name!r}")
-        adopt(c.agent, parent.agent, "set_sub_agents")
     hook = getattr(parent.agent, "on_set_sub_agents", None)
     if hook is not None:
         hook([c.agent for c in children])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
@@ -29,10 +30,12 @@ from rillet.checkpoint.binding import check_binding
 from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load, seal
 from rillet.context import _RUN, RunContext, Session
 from rillet.events import AgentEvent
-from rillet.flow import FlowAgent
+from rillet.flow import flow_of
 from rillet.interrupt import _RESUME, InterruptInfo, ResumeScope
 
 __all__ = ["Runner"]
+
+_log = logging.getLogger(__name__)
 
 
 def _agent_options(model_options: Mapping[str, Any] | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -76,6 +79,35 @@ def _call_sync(method: Callable[..., Any], *args: Any) -> Any:
     if inspect.iscoroutine(got):
         got.close()
     raise RuntimeError("this checkpoint store's methods are async: inside async code use `await runner.aresume(...)`")
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+def _input_messages(messages: Any) -> list[Message]:
+    """``run()``'s input as a list of Messages: one Message (or dict) is a list of one, and
+    OpenAI-style dicts are read with ``Message.from_dict``."""
+    if isinstance(messages, str):
+        raise TypeError("Runner.run(messages) takes a list of Messages; for a text, use runner.query(text)")
+    if isinstance(messages, (Message, dict)):
+        messages = [messages]
+    elif not isinstance(messages, Iterable):
+        raise TypeError(f"Runner.run(messages): expected a list of rillet.Message, got {type(messages).__name__}")
+    out = []
+    for i, m in enumerate(messages):
+        if isinstance(m, dict):
+            role = m.get("role")
+            if role not in _ROLES:
+                raise ValueError(
+                    f"Runner.run(messages): item {i} is a dict with role {role!r}; "
+                    f"a message dict needs a role among {', '.join(_ROLES)}"
+                )
+            m = Message.from_dict(m)
+        elif not isinstance(m, Message):
+            raise TypeError(
+                f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message "
+                "(or an OpenAI-style dict such as {'role': 'user', 'content': '...'})"
+            )
+        out.append(m)
+    return out
 
 
 class Runner:
@@ -92,26 +124,24 @@ class Runner:
         self.agent = agent
         self.streaming = streaming
         self.checkpoint_store = checkpoint_store
-        self._flow = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
+        self._flow = flow_of(agent)
 
     def run(
         self,
-        messages: Iterable[Message],
+        messages: Iterable[Message | dict[str, Any]] | Message,
         *,
         checkpoint_id: str | None = None,
         session_values: Mapping[str, Any] | None = None,
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> RunIterator:
-        """Starts a run on ``messages`` and returns its events at once. ``session_values``
+        """Starts a run on ``messages`` (Messages, OpenAI-style message dicts, or one
+        Message; :meth:`query` takes a text) and returns its events at once. ``session_values``
         seed the session every agent of the run shares; with ``checkpoint_id`` an interrupt
         is saved to the checkpoint store under that id. ``model_options`` go to every model
         call (``temperature=...``); ``options`` are keyword options for every agent's run."""
         options = _agent_options(model_options, options)
-        msgs = list(messages)
-        for i, m in enumerate(msgs):
-            if not isinstance(m, Message):
-                raise TypeError(f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message")
+        msgs = _input_messages(messages)
         if checkpoint_id is not None and self.checkpoint_store is None:
             raise ValueError(
                 "Runner.run(checkpoint_id=...): the Runner has no checkpoint_store to save to; "
@@ -199,6 +229,7 @@ class Runner:
             raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
         loaded: Loaded = load(data, checkpoint_id)
         check_binding(loaded.agent, self.agent, checkpoint_id)
+        _log.debug("loaded checkpoint %s (%d bytes)", checkpoint_id, len(data))
         if targets is not None:
             unknown = [t for t in targets if t not in loaded.addresses]
             if unknown:
@@ -264,6 +295,7 @@ class Runner:
                     try:
                         blob = seal(await dump(root_input, session, signal, data, self.agent))
                         await _call(store.set, checkpoint_id, blob)
+                        _log.debug("saved checkpoint %s (%d bytes)", checkpoint_id, len(blob))
                         holding = False  # set() cleared the claim: resumable again
                     except Exception as e:  # the user still sees the interrupt, after the error
                         err = CheckpointError(f"failed to save checkpoint[{checkpoint_id}]: {e}")

@@ -22,7 +22,11 @@ Rules a function tool follows:
 
 * Arguments are validated before the call: bad JSON, a JSON value that is not an object, a
   missing or mistyped argument raise :class:`ToolArgumentsError` naming the tool and each
-  problem. An empty arguments string means no arguments. Unknown arguments are ignored.
+  problem. An empty arguments string means no arguments. An argument the function does not
+  take is an error too (``argument 'x': unknown; the tool takes: a, b``): the agent sends it
+  to the model as the call's result, as for any bad argument, so the model can correct it.
+* A function without a docstring (and no ``description=``) gets an empty description, with a
+  ``UserWarning`` naming the tool when it is made: the model chooses tools by description.
 * A parameter without an annotation accepts any JSON value (``Any``). ``self``/``cls``
   parameters, ``*args`` and ``**kwargs`` are refused when the tool is made.
 * ``def`` functions run on rillet's worker threads, with a copy of the caller's contextvars,
@@ -161,11 +165,17 @@ def _loc_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def _problems(errors: list[Any]) -> list[str]:
+def _problems(errors: list[Any], params: tuple[str, ...] = ()) -> list[str]:
     """One line per pydantic error: the argument, what was expected and what was given."""
     out = []
+    unknown = [repr(str(e["loc"][0])) for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
+    if unknown:
+        what = "argument" if len(unknown) == 1 else "arguments"
+        out.append(f"{what} {', '.join(unknown)}: unknown; the tool takes: {', '.join(params) or 'no arguments'}")
     for err in errors:
         where = f"argument {_loc_path(tuple(err['loc']))!r}"
+        if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
+            continue
         if err["type"] == "missing":
             out.append(f"{where}: required, but missing")
         else:
@@ -393,7 +403,7 @@ class FunctionTool(BaseTool):
         try:
             model = pydantic.create_model(
                 f"{name}_arguments",
-                __config__=pydantic.ConfigDict(extra="ignore", protected_namespaces=()),
+                __config__=pydantic.ConfigDict(extra="forbid", protected_namespaces=()),
                 **fields,
             )
             raw = model.model_json_schema()
@@ -408,8 +418,17 @@ class FunctionTool(BaseTool):
         if "$defs" in raw:
             schema["$defs"] = {k: _strip_titles(v) for k, v in raw["$defs"].items()}
 
+        if description is None and not summary:
+            import warnings
+
+            warnings.warn(
+                f"tool {name!r} has no description (no docstring): the model chooses tools by their "
+                "description; add a docstring to the function or pass description=... to tool()",
+                stacklevel=3,
+            )
         self.fn = fn
         self.info = ToolInfo(name, summary if description is None else description, schema)
+        self._params = tuple(sig.parameters)  # named in an unknown-argument error
         self._model = model
         self._validation_error = pydantic.ValidationError
         self._positional = tuple(positional)
@@ -442,7 +461,7 @@ class FunctionTool(BaseTool):
             errors = e.errors()
             if errors and not errors[0]["loc"]:  # not JSON, or not an object: say it as json does
                 _load_arguments(self.info.name, arguments)
-            raise ToolArgumentsError(self.info.name, _problems(errors)) from None
+            raise ToolArgumentsError(self.info.name, _problems(errors, self._params)) from None
         return tuple(values[f] for f in self._positional), {p: values[f] for f, p in self._keywords}
 
     async def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.context import RunContext, current_run
 from rillet.events import AgentEvent, RunStep
-from rillet.flow import FlowAgent, adopt, advance_in, with_disallow_transfer_to_parent
+from rillet.flow import FlowAgent, adopt, advance_in, flow_of, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event, current_resume
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
@@ -61,12 +61,12 @@ class WorkflowAgent(BaseAgent):
         for a in sub_agents:
             if not (callable(getattr(a, "run", None)) and isinstance(getattr(a, "name", None), str)):
                 raise TypeError(f"{kind} {name!r}: sub_agents must be agents, got {type(a).__name__}")
-            flow = a if isinstance(a, FlowAgent) else FlowAgent(a)
-            if flow.parent is not None:
-                raise ValueError(f"{kind} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
+            flow = flow_of(a)  # keeps sub-agents set on `a` before
             if flow.name in names:
                 raise ValueError(f"{kind} {name!r}: two sub-agents are named {flow.name!r}")
             adopt(flow.agent, self, f"{kind} {name!r}")
+            if flow.parent is not None:
+                raise ValueError(f"{kind} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
             names.add(flow.name)
             self.sub_agents.append(with_disallow_transfer_to_parent(flow))
             on_disallow = getattr(flow.agent, "on_disallow_transfer_to_parent", None)

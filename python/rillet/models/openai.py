@@ -20,6 +20,7 @@ import asyncio
 import contextvars
 import email.utils
 import json
+import logging
 import os
 import random
 import re
@@ -67,6 +68,8 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
+_log = logging.getLogger(__name__)
+
 # Statuses worth another try: timeouts, conflicts, rate limits and server errors.
 _RETRY_STATUSES = frozenset({408, 409, 429})
 # A Retry-After longer than this is not waited for: the usual backoff applies instead.
@@ -109,12 +112,15 @@ def message_to_openai(message: Message) -> dict[str, Any]:
 
 
 def _response_format(value: Any) -> Any:
-    """A pydantic model class becomes a strict JSON-schema response format; dicts pass."""
+    """A pydantic model class becomes a strict JSON-schema response format (its schema made
+    strict: closed objects, every property required); dicts pass."""
     schema = getattr(value, "model_json_schema", None)
     if isinstance(value, type) and callable(schema):
+        from rillet.models.strict_schema import strict_json_schema
+
         return {
             "type": "json_schema",
-            "json_schema": {"name": value.__name__, "schema": schema(), "strict": True},
+            "json_schema": {"name": value.__name__, "schema": strict_json_schema(schema()), "strict": True},
         }
     return value
 
@@ -346,7 +352,9 @@ class OpenAIChatModel:
                 response = await client.send(request, stream=stream)
             except httpx.TransportError as e:  # timeouts included
                 if attempt < self.max_retries:
-                    await _sleep(self._backoff(attempt, None))
+                    wait = self._backoff(attempt, None)
+                    _log.info("%s: %s, retry %d of %d in %.2f s", url, type(e).__name__, attempt + 1, self.max_retries, wait)
+                    await _sleep(wait)
                     attempt += 1
                     continue
                 raise self._transport_error(e, url, attempt + 1) from e
@@ -358,7 +366,9 @@ class OpenAIChatModel:
                 await response.aclose()
             status = response.status_code
             if (status in _RETRY_STATUSES or status >= 500) and attempt < self.max_retries:
-                await _sleep(self._backoff(attempt, _retry_after(response.headers)))
+                wait = self._backoff(attempt, _retry_after(response.headers))
+                _log.info("%s: HTTP %d, retry %d of %d in %.2f s", url, status, attempt + 1, self.max_retries, wait)
+                await _sleep(wait)
                 attempt += 1
                 continue
             raise self._status_error(status, text, response.headers, attempt + 1, body["model"])
