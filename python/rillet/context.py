@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rillet.events import RunPath, RunStep
 from rillet.interrupt import NOT_RESUMING, ResumePoint, current_resume
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     from rillet._native import Message
     from rillet.agent import AgentInput
-    from rillet.events import AgentAction, AgentEvent, RunStep
+    from rillet.events import AgentAction, AgentEvent
 
 __all__ = [
     "RunContext",
@@ -52,6 +53,8 @@ class Session:
     events: list[AgentEvent] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     stamps: list[int] = field(default_factory=list, repr=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+    """What the framework derives from the log and keeps up to date as it grows."""
 
     def record(self, event: AgentEvent) -> None:
         """Appends ``event`` to the log, stamped with the time it was recorded."""
@@ -82,10 +85,10 @@ class Session:
             if mv is not None and mv.message_stream is not None:
                 mv.message_stream.close()
 
-    def snapshot(self) -> list[AgentEvent]:
-        """A copy of the event log."""
+    def snapshot(self, start: int = 0) -> list[AgentEvent]:
+        """A copy of the event log (from its ``start``-th event)."""
         with self.lock:
-            return list(self.events)
+            return self.events[start:]
 
     def lane(self) -> Session:
         """A session for one concurrent child: shared values, its own copy of the log."""
@@ -112,20 +115,22 @@ class RunContext:
     resumed run, what it gets back (``point``)."""
 
     session: Session
-    run_path: tuple[RunStep, ...] = ()
+    run_path: RunPath = field(default_factory=RunPath)
     address: tuple[str, ...] = ()
     root_input: AgentInput | None = None
     point: ResumePoint = NOT_RESUMING
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.run_path, RunPath):  # a tuple from a caller: shared from here on
+            object.__setattr__(self, "run_path", RunPath(self.run_path))
+
     def child(self, agent_name: str) -> RunContext:
         """The context of an agent named ``agent_name`` running under this one. In a resumed
         run, entering the address takes that address's saved state and resume data."""
-        from rillet.events import RunStep
-
         address = (*self.address, f"agent:{agent_name}")
         resume = current_resume()
         point = resume.enter(address) if resume is not None else NOT_RESUMING
-        return RunContext(self.session, (*self.run_path, RunStep(agent_name)), address, self.root_input, point)
+        return RunContext(self.session, self.run_path._append(RunStep(agent_name)), address, self.root_input, point)
 
 
 _RUN: ContextVar[RunContext | None] = ContextVar("rillet_run", default=None)

@@ -23,7 +23,7 @@ from typing import Any
 
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.context import RunContext, current_run
-from rillet.events import AgentEvent, RunStep
+from rillet.events import AgentEvent, RunPath, RunStep
 from rillet.flow import FlowAgent, adopt, advance_in, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event, current_resume
 
@@ -95,7 +95,7 @@ class WorkflowAgent(BaseAgent):
 
 
 async def _run_child(
-    child: FlowAgent, run: RunContext, path: tuple[RunStep, ...], **options: Any
+    child: FlowAgent, run: RunContext, path: RunPath, **options: Any
 ) -> AsyncIterator[AgentEvent]:
     """One child's events, under the workflow's address with run path ``path``."""
     ctx = RunContext(run.session, path, run.address, run.root_input)
@@ -112,7 +112,7 @@ class _Outcome:
 
 
 async def _sequence_child(
-    child: FlowAgent, run: RunContext, path: tuple[RunStep, ...], outcome: _Outcome, **options: Any
+    child: FlowAgent, run: RunContext, path: RunPath, outcome: _Outcome, **options: Any
 ) -> AsyncIterator[AgentEvent]:
     """A child's events with Sequential's rules: events with an action are held back by one,
     so the child's last action can be judged after it ends; an error stops the workflow."""
@@ -163,7 +163,7 @@ class SequentialAgent(WorkflowAgent):
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
         saved = _saved(run, _SEQ)
         start = int(saved["index"]) if saved is not None else 0
-        path = (*run.run_path, *(RunStep(c.name) for c in self.sub_agents[:start]))
+        path = run.run_path + [RunStep(c.name) for c in self.sub_agents[:start]]
         for i in range(start, len(self.sub_agents)):
             child = self.sub_agents[i]
             outcome = _Outcome()
@@ -173,7 +173,7 @@ class SequentialAgent(WorkflowAgent):
                 yield _wrap_interrupt(outcome.interrupt, {"kind": _SEQ, "index": i})
             if outcome.stop:
                 return
-            path = (*path, RunStep(child.name))
+            path = path + (RunStep(child.name),)
 
 
 class LoopAgent(WorkflowAgent):
@@ -207,7 +207,7 @@ class LoopAgent(WorkflowAgent):
         saved = _saved(run, _LOOP)
         i, start = (int(saved["iteration"]), int(saved["index"])) if saved is not None else (0, 0)
         names = [RunStep(c.name) for c in self.sub_agents]
-        path = (*run.run_path, *(names * i), *names[:start])
+        path = run.run_path + names * i + names[:start]  # shared: O(1) a step from here on
         while self.max_iterations == 0 or i < self.max_iterations:
             for j in range(start, len(self.sub_agents)):
                 child = self.sub_agents[j]
@@ -224,7 +224,7 @@ class LoopAgent(WorkflowAgent):
                     yield _wrap_interrupt(outcome.interrupt, {"kind": _LOOP, "iteration": i, "index": j})
                 if outcome.stop or broke:
                     return
-                path = (*path, RunStep(child.name))
+                path = path + (names[j],)
             start = 0
             i += 1
 

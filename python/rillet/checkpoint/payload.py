@@ -28,7 +28,7 @@ states, still load.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -128,7 +128,7 @@ class _RecordWriter:
         self.by_id: dict[int, int] = {}  # id of a run-path tuple -> its index
         self.keep: list[Any] = []  # those tuples, so that their ids stay theirs
 
-    def _path(self, run_path: tuple[RunStep, ...]) -> list[str] | int:
+    def _path(self, run_path: Sequence[RunStep]) -> list[str] | int:
         """``run_path``'s names the first time it is written, else its index."""
         ref = self.by_id.get(id(run_path))
         if ref is not None:
