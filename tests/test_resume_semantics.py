@@ -23,7 +23,7 @@ from rillet import (
 )
 from rillet.checkpoint import InMemoryCheckpointStore
 from rillet.interrupt import get_resume_context, interrupt
-from rillet.tools import ExitTool
+from rillet.tools import BaseTool, ExitTool, ToolInfo
 
 
 def call(name: str, args: dict[str, Any], id: str, i: int = 0) -> ToolCall:
@@ -101,3 +101,71 @@ def test_a_transfer_that_completed_beside_an_interrupt_still_transfers_on_resume
     first = list(runner.query("go", checkpoint_id="tr"))
     resumed = shown(resume_all(runner, "tr", first))
     assert resumed == uninterrupted[1:]  # after the model call
+
+
+# --- an interrupt returned (or yielded) instead of raised -------------------------------------
+
+
+@tool
+def pay_sync(amount: int) -> Any:
+    """Returns its interrupt."""
+    is_target, _, data = get_resume_context()
+    return interrupt({"q": amount}) if not is_target else f"paid {amount}: {data}"
+
+
+@tool
+async def pay_async(amount: int) -> Any:
+    """Returns its interrupt."""
+    is_target, _, data = get_resume_context()
+    return interrupt({"q": amount}) if not is_target else f"paid {amount}: {data}"
+
+
+@tool
+def pay_gen(amount: int) -> Iterator[Any]:
+    """Yields its interrupt first."""
+    is_target, _, data = get_resume_context()
+    yield interrupt({"q": amount}) if not is_target else f"paid {amount}: {data}"
+
+
+@tool
+async def pay_agen(amount: int) -> AsyncIterator[Any]:
+    """Yields its interrupt first."""
+    is_target, _, data = get_resume_context()
+    yield interrupt({"q": amount}) if not is_target else f"paid {amount}: {data}"
+
+
+class PayTool(BaseTool):
+    """A hand-written tool whose invoke returns its interrupt."""
+
+    def __init__(self) -> None:
+        self.info = ToolInfo("pay_custom", "pays", {"type": "object", "properties": {"amount": {"type": "integer"}}})
+
+    async def invoke(self, arguments: str) -> str:
+        is_target, _, data = get_resume_context()
+        amount = json.loads(arguments)["amount"]
+        return interrupt({"q": amount}) if not is_target else f"paid {amount}: {data}"  # type: ignore[return-value]
+
+
+def _wrapped_returns_interrupt(ctx: Any, inner: Any) -> Any:
+    async def run() -> Any:
+        is_target, _, data = get_resume_context()
+        return interrupt({"q": 1}) if not is_target else await inner(ctx.arguments)
+
+    return run()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("name", ["pay_sync", "pay_async", "pay_gen", "pay_agen", "pay_custom", "wrapped"])
+def test_a_returned_interrupt_interrupts_like_a_raised_one(name: str, streaming: bool) -> None:
+    tools = [pay_sync, pay_async, pay_gen, pay_agen, PayTool(), note]
+    tool_name, wrap = ("note", _wrapped_returns_interrupt) if name == "wrapped" else (name, None)
+    model = ScriptedModel([Message.assistant("", [call(tool_name, {"amount": 1}, "c")]), "done"])
+    agent = ChatModelAgent("a", "", "", model, tools, wrap_tool_call=wrap)
+    runner = Runner(agent, streaming=streaming, checkpoint_store=InMemoryCheckpointStore())
+    first = list(runner.query("go", checkpoint_id="ret"))
+    (intr,) = interrupts(first)  # not a tool result holding the exception's text
+    assert intr.action.interrupted.interrupt_contexts[0].info == {"q": 1}
+    assert [e for e in first if e.message_output is not None and e.message_output.role == "tool"] == []
+    second = list(runner.resume("ret", targets={intr.action.interrupted.interrupt_contexts[0].id: "ok"}))
+    expected = "paid 1" if name == "wrapped" else "paid 1: ok"
+    assert [e.message_output.get_message().content for e in second] == [expected, "done"]

@@ -543,6 +543,8 @@ class ChatModelAgent(BaseAgent):
             if tool is not None and tool.is_streaming:
                 return await self._stream_tool(tool, scope, arguments)
             content = await self._invoke(tool, name, call_id, arguments)
+            if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
+                raise content
         finally:
             _TOOL_CALL.reset(token)
         msg = Message.tool_message(content, call_id, name)
@@ -602,6 +604,8 @@ class ChatModelAgent(BaseAgent):
         async def produce() -> None:
             try:
                 async for piece in tool.stream(arguments):
+                    if isinstance(piece, Interrupted):  # yielded instead of raised
+                        raise piece
                     writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name))
                     started.set()
                     if writer.reader_closed:  # every reader is gone: stop producing
