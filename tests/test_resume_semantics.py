@@ -11,13 +11,17 @@ import pytest
 
 from rillet import (
     AgentEvent,
+    AgentInput,
+    BaseAgent,
     ChatModelAgent,
     FunctionCall,
     Message,
+    ParallelAgent,
     Runner,
     ScriptedModel,
     SequentialAgent,
     ToolCall,
+    event_from_message,
     set_sub_agents,
     tool,
 )
@@ -169,3 +173,55 @@ def test_a_returned_interrupt_interrupts_like_a_raised_one(name: str, streaming:
     second = list(runner.resume("ret", targets={intr.action.interrupted.interrupt_contexts[0].id: "ok"}))
     expected = "paid 1" if name == "wrapped" else "paid 1: ok"
     assert [e.message_output.get_message().content for e in second] == [expected, "done"]
+
+
+# --- a parallel workflow's lanes keep their recorded order across a resume ---------------------
+
+
+def _parallel_team(ask: bool) -> tuple[SequentialAgent, ChatModelAgent]:
+    """par(x, y) then "after": y's model answers (y1), then x answers (x1), then y's tool ends
+    (asking first when ``ask``) and y answers again (y2): the log reads y1, x1, paid, y2."""
+    import asyncio
+
+    y_recorded, x_recorded = asyncio.Event(), asyncio.Event()
+
+    class X(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            await asyncio.wait_for(y_recorded.wait(), 10)
+            yield event_from_message(Message.assistant("x1"))
+            x_recorded.set()  # resumed by the flow once x1 is recorded
+
+    @tool
+    async def settle(amount: int) -> str:
+        """Pays (after x answered; asking first when told to)."""
+        if ask and not get_resume_context()[0]:
+            raise interrupt({"q": amount})
+        if not ask:
+            await asyncio.wait_for(x_recorded.wait(), 10)
+        return f"paid {amount}"
+
+    def after_y_model(ctx: Any, reply: Message) -> None:
+        y_recorded.set()  # y's model event is recorded by now
+
+    y_reply = Message.assistant("y1", [call("settle", {"amount": 1}, "y-c")])
+    y = ChatModelAgent("y", "", "", ScriptedModel([y_reply, "y2"]), [settle], after_model=after_y_model)
+    after = ChatModelAgent("after", "", "", ScriptedModel(["merged"]))
+    return SequentialAgent("seq", "", [ParallelAgent("par", "", [X("x"), y]), after]), after
+
+
+def test_parallel_lanes_keep_their_recorded_order_across_a_resume() -> None:
+    team, after = _parallel_team(ask=False)
+    list(Runner(team).query("go"))
+    uninterrupted = [m.content for m in after.model.calls[0].messages]  # type: ignore[attr-defined]
+    said = [c.split(" called")[0] for c in uninterrupted if c.startswith("For context")]
+    assert said == [
+        "For context: [y] said: y1. [y]", "For context: [x] said: x1.", "For context: [y] `settle` tool returned result: paid 1.",
+        "For context: [y] said: y2.",
+    ]
+
+    team, after = _parallel_team(ask=True)
+    runner = Runner(team, checkpoint_store=InMemoryCheckpointStore())
+    first = list(runner.query("go", checkpoint_id="par"))
+    assert [e.message_output.get_message().content for e in resume_all(runner, "par", first)][-1] == "merged"
+    resumed = [m.content for m in after.model.calls[0].messages]  # type: ignore[attr-defined]
+    assert resumed == uninterrupted  # y1 was recorded before x1: so the joined log says

@@ -22,7 +22,7 @@ from rillet.events import RunPath, RunStep
 from rillet.interrupt import NOT_RESUMING, ResumePoint, current_resume
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     from rillet._native import Message
     from rillet.agent import AgentInput
@@ -63,16 +63,18 @@ class Session:
             self.events.append(event)
             self.stamps.append(stamp)
 
-    def restore(self, events: Iterable[AgentEvent]) -> None:
+    def restore(self, events: Iterable[AgentEvent], stamps: Sequence[int] | None = None) -> None:
         """Appends ``events`` in one go, as when a checkpoint rebuilds a log: one lock, one
         stamp. They keep their order among themselves, come after what was recorded before and
         before what is recorded after; in a parallel join, lanes restored with equal stamps
-        keep lane order."""
+        keep lane order. ``stamps`` (one per event, all earlier than now) restore a lane's
+        place among its siblings' events (see :meth:`order`)."""
         events = list(events)
-        stamp = time.monotonic_ns()
+        if stamps is not None and len(stamps) != len(events):
+            raise ValueError(f"a parallel lane was saved with {len(events)} events but {len(stamps)} stamps")
         with self.lock:
             self.events.extend(events)
-            self.stamps.extend([stamp] * len(events))
+            self.stamps.extend([time.monotonic_ns()] * len(events) if stamps is None else stamps)
 
     def close_streams(self) -> None:
         """Closes the streams of recorded events no one read: at the end of a run, so that a
@@ -94,6 +96,16 @@ class Session:
         """A session for one concurrent child: shared values, its own copy of the log."""
         with self.lock:
             return Session(self.values, list(self.events), self.lock, list(self.stamps))
+
+    @staticmethod
+    def order(lanes: list[Session], base: int) -> list[list[int]]:
+        """For each lane, the places its events beyond ``base`` take in the order :meth:`join`
+        commits them in: what a checkpoint keeps of the stamps (clocks differ between processes)."""
+        new = sorted((stamp, i, j) for i, lane in enumerate(lanes) for j, stamp in enumerate(lane.stamps[base:]))
+        places: list[list[int]] = [[0] * (len(lane.stamps) - base) for lane in lanes]
+        for place, (_, i, j) in enumerate(new):
+            places[i][j] = place
+        return places
 
     def join(self, lanes: list[Session]) -> None:
         """Commits the events the ``lanes`` recorded beyond this log, in recording order."""

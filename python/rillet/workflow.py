@@ -18,11 +18,12 @@ messages). Children may not transfer to the workflow.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
-from rillet.context import RunContext, current_run
+from rillet.context import RunContext, Session, current_run
 from rillet.events import AgentEvent, RunPath, RunStep
 from rillet.flow import FlowAgent, adopt, advance_in, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event, current_resume
@@ -245,8 +246,11 @@ class ParallelAgent(WorkflowAgent):
             resume = current_resume()
             wanted = resume.next_points(run.address) if resume is not None else []
             todo = [i for i, c in enumerate(self.sub_agents) if f"agent:{c.name}" in wanted]
+            places = saved.get("order")  # absent in checkpoints written before it was kept
+            first = time.monotonic_ns() - sum(len(records) for records in saved["lanes"].values())
             for i, records in saved["lanes"].items():
-                lanes[int(i)].restore(records_to_events(records))
+                stamps = [first + p for p in places[i]] if places is not None else None
+                lanes[int(i)].restore(records_to_events(records), stamps)  # in the order they were recorded
         queue: asyncio.Queue[tuple[int, AgentEvent | BaseException | None]] = asyncio.Queue()
 
         async def pump(i: int) -> None:
@@ -280,9 +284,10 @@ class ParallelAgent(WorkflowAgent):
             await asyncio.gather(*tasks, return_exceptions=True)
         if interrupted:
             lanes_state = {str(i): await events_to_records(lane.events[base:]) for i, lane in enumerate(lanes)}
+            order = {str(i): places for i, places in enumerate(Session.order(lanes, base))}
             signals = [ev.action.signal for ev in interrupted if ev.action is not None and ev.action.signal is not None]
             data = {ev.agent_name: ev.action.interrupted.data for ev in interrupted if ev.action and ev.action.interrupted}
-            out = composite_interrupt_event(data, {"kind": _PAR, "lanes": lanes_state}, *signals)
+            out = composite_interrupt_event(data, {"kind": _PAR, "lanes": lanes_state, "order": order}, *signals)
             out.agent_name, out.run_path = self.name, run.run_path
             yield out
             return
