@@ -464,7 +464,8 @@ def test_run_path_behaves_as_the_tuple_of_its_steps() -> None:
     steps = path("loop", "a", "b", "a", "c")
     p = RunPath(steps)
     assert p == steps and steps == p and p != steps[:-1] and p != list(steps)
-    assert hash(p) == hash(steps) and {p: 1}[steps] == 1
+    by_path: dict[object, int] = {p: 1}
+    assert hash(p) == hash(steps) and by_path[steps] == 1
     assert repr(p) == repr(steps) and str(p) == str(steps)
     assert len(p) == 5 and list(p) == list(steps) and tuple(p) == steps
     assert [p[i] for i in range(-5, 5)] == [steps[i] for i in range(-5, 5)]
@@ -520,3 +521,25 @@ def test_a_6000_iteration_loop_costs_the_same_per_event_and_memory_grows_linearl
     # linear: the second half costs what the first did (quadratic: three times as much)
     assert held[n] - held[n // 2] < 1.5 * held[n // 2], held
     assert held[n] < 20_000_000, held  # was 230 MB
+
+
+def test_the_history_kept_in_the_session_follows_the_log_and_starts_over_when_it_was_changed() -> None:
+    from rillet.context import Session
+    from rillet.flow import _history_entries
+
+    def said(text: str) -> AgentEvent:
+        ev = event_from_message(Message.assistant(text))
+        ev.agent_name = "a"
+        return ev
+
+    async def texts(session: Session, root: AgentInput) -> list[str]:
+        return [e.message.content for e in await _history_entries(session, root, False)]
+
+    root, session = AgentInput([Message.user("q")]), Session()
+    session.record(said("1"))
+    assert asyncio.run(texts(session, root)) == ["q", "1"]
+    session.record(said("2"))
+    assert asyncio.run(texts(session, root)) == ["q", "1", "2"]  # read on from where it was
+    session.events[:] = [said("x")]  # changed under it (not by rillet): read again from the start
+    assert asyncio.run(texts(session, root)) == ["q", "x"]
+    assert asyncio.run(texts(session, AgentInput([Message.user("other")]))) == ["other", "x"]

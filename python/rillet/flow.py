@@ -269,11 +269,12 @@ async def _history_entries(session: Session, root: AgentInput, skip_transfers: b
     the entries are kept in the session and each call reads only the events recorded since
     the last: a LoopAgent's thousandth child does not rescan the 999 runs before it."""
     key = ("history", skip_transfers)
-    cached = session.cache.get(key)
-    if cached is None or cached[0] is not root:
-        cached = (root, 0, [HistoryEntry(True, "", m) for m in root.messages])
-    done, entries = cached[1], list(cached[2])  # a copy: the cached list is never changed
-    new = session.snapshot(done)
+    cached: tuple[AgentInput, int, list[HistoryEntry], AgentEvent] | None = session.cache.get(key)
+    new = session.snapshot(cached[1] - 1) if cached is not None and cached[0] is root else []
+    if cached is None or not new or new[0] is not cached[3]:  # none kept, or the log changed under it: from the start
+        done, entries, new = 0, [HistoryEntry(True, "", m) for m in root.messages], session.snapshot()
+    else:
+        done, entries, new = cached[1], list(cached[2]), new[1:]  # a copy: the cached list is never changed
     for ev in new:
         out = ev.output
         mv = out.message_output if out is not None else None
@@ -283,7 +284,8 @@ async def _history_entries(session: Session, root: AgentInput, skip_transfers: b
             continue
         if mv is not None:
             entries.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))
-    session.cache[key] = (root, done + len(new), entries)
+    if new:
+        session.cache[key] = (root, done + len(new), entries, new[-1])
     return list(entries)
 
 
