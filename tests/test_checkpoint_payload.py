@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import time
 from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from payload_scenarios import (
     signal,
 )
 
-from rillet import AgentEvent, DecodeError, Message, RunStep, codec, event_from_message
+from rillet import AgentEvent, AgentInput, BaseAgent, DecodeError, Message, RunStep, codec, event_from_message
 from rillet._native import stream_from_list
 from rillet.agent import StateDelta
 from rillet.checkpoint.payload import PAYLOAD_VERSION, RecordedError, dump, events_to_records, load, records_to_events
@@ -179,6 +180,44 @@ def test_a_run_path_is_written_once_then_by_index() -> None:
     assert [ev.run_path for ev in back] == [a, ab, a, ab] and back[1].run_path is back[3].run_path
 
 
+def test_a_run_path_a_step_longer_than_one_written_is_written_as_that_ones_index_and_the_step() -> None:
+    from rillet import RunPath
+
+    a = RunPath((RunStep("a"),))
+    ab = a + (RunStep("b"),)
+    abb = ab + (RunStep("b"),)
+    events = [AgentEvent("a", a), AgentEvent("b", ab), AgentEvent("b", abb), AgentEvent("b", ab + (RunStep("c"),))]
+    records = asyncio.run(events_to_records(events))
+    assert [r[1] for r in records] == [["a"], [0, "b"], [1, "b"], [1, "c"]]
+    back = records_to_events(records)
+    assert [ev.run_path for ev in back] == [ev.run_path for ev in events]
+    assert back[2].run_path[:2] is back[1].run_path and back[3].run_path[:2] is back[1].run_path  # shared again
+
+
+@pytest.mark.slow
+def test_saving_and_loading_a_long_loop_grows_linearly_with_its_rounds() -> None:
+    from rillet import LoopAgent, Runner
+
+    class Tick(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            yield event_from_message(Message.assistant("tick"))
+
+    def cost(rounds: int) -> tuple[float, int]:
+        events = list(Runner(LoopAgent("loop", "", [Tick("t")], max_iterations=rounds)).query("go"))
+        best = float("inf")
+        for _ in range(5):  # the best of five: a busy machine only ever adds time
+            t0 = time.perf_counter()
+            data = codec.encode(asyncio.run(events_to_records(events)), compress=True)
+            back = records_to_events(codec.decode(data))
+            best = min(best, time.perf_counter() - t0)
+        assert [e.run_path for e in back] == [e.run_path for e in events]
+        return best, len(codec.encode(asyncio.run(events_to_records(events))))
+
+    (t1, size1), (t4, size4) = cost(1000), cost(4000)
+    assert size4 < 5 * size1, (size1, size4)  # four times the rounds (quadratic: sixteen)
+    assert t4 < 8 * t1 + 0.2, (t1, t4)  # was 0.4 s and 5 s (each path written whole); now milliseconds
+
+
 def test_version_1_records_in_an_interrupt_state_still_restore() -> None:
     v1 = [
         {"agent_name": "x", "run_path": ["p", "x"], "message": Message.assistant("hi"), "role": "assistant", "tool_name": "", "is_streaming": True},
@@ -203,12 +242,13 @@ def test_a_malformed_or_newer_payload_is_refused_with_a_clear_error() -> None:
         ("trip", r"TypeError: event record 1 is not a list"),
         (["trip", 7, None, None, None, False, None], r"IndexError: event record 1 refers to run path 7, but 1 were"),
         (["trip", -1, None, None, None, False, None], r"IndexError: event record 1 refers to run path -1"),
+        (["trip", [5, "x"], None, None, None, False, None], r"IndexError: event record 1 refers to run path 5, but 1 were"),
     ]:
         good["events"] = [*records[:1], bad, *records[2:]]
-        with pytest.raises(DecodeError, match=r"checkpoint\[bad\] \(payload version 2\) is malformed: " + why):
+        with pytest.raises(DecodeError, match=rf"checkpoint\[bad\] \(payload version {PAYLOAD_VERSION}\) is malformed: " + why):
             load(codec.encode(good), "bad")
     good["version"] = PAYLOAD_VERSION + 1
-    with pytest.raises(DecodeError, match=r"payload version 3; this rillet reads versions 1, 2"):
+    with pytest.raises(DecodeError, match=r"payload version 4; this rillet reads versions 1, 2, 3"):
         load(codec.encode(good), "new")
 
 

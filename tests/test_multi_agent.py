@@ -12,6 +12,7 @@ import pytest
 from rillet import (
     AgentEvent,
     AgentInput,
+    AgentOutput,
     AgentTool,
     BaseAgent,
     CallbackContext,
@@ -452,3 +453,95 @@ def test_parallel_forwards_exit_without_stopping_siblings() -> None:
 
     events = list(Runner(ParallelAgent("p", "", [Quit("q"), agent("other", ["still here"])])).query("x"))
     assert sorted(s[2] for s in summary(events)) == ["assistant:bye", "assistant:still here"]
+
+
+# --- run paths: Eino's values, shared prefixes ------------------------------------------------
+
+
+def test_run_path_behaves_as_the_tuple_of_its_steps() -> None:
+    import pickle
+
+    from rillet import RunPath
+
+    steps = path("loop", "a", "b", "a", "c")
+    p = RunPath(steps)
+    assert p == steps and steps == p and p != steps[:-1] and p != list(steps)
+    by_path: dict[object, int] = {p: 1}
+    assert hash(p) == hash(steps) and by_path[steps] == 1
+    assert repr(p) == repr(steps) and str(p) == str(steps)
+    assert len(p) == 5 and list(p) == list(steps) and tuple(p) == steps
+    assert [p[i] for i in range(-5, 5)] == [steps[i] for i in range(-5, 5)]
+    assert p[:2] == steps[:2] and p[1:4] == steps[1:4] and p[::2] == steps[::2] and p[9:] == ()
+    assert list(reversed(p)) == list(reversed(steps)) and RunStep("c") in p and RunStep("z") not in p
+    assert p.index(RunStep("b")) == 2 and p.count(RunStep("a")) == 2
+    assert p + (RunStep("d"),) == (*steps, RunStep("d")) and steps[:1] + p[1:] == p
+    assert pickle.loads(pickle.dumps(p)) == p and RunPath() == () and not RunPath()
+    with pytest.raises(IndexError):
+        p[5]
+    assert RunPath(steps[:3]) == p[:3] and p[:3] is p[:3]  # a prefix is shared, not copied
+
+
+def test_loop_events_carry_eino_run_paths_that_share_their_prefix() -> None:
+    events = list(Runner(LoopAgent("l", "", [agent("w", ["1", "2", "3"])], max_iterations=3)).query("x"))
+    assert [e.run_path for e in events] == [path("l", "w"), path("l", "w", "w"), path("l", "w", "w", "w")]
+    assert events[2].run_path[:2] is events[0].run_path  # the third's prefix is the first's path
+
+
+class _Tick(BaseAgent):
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        yield AgentEvent(output=AgentOutput(customized_output=len(input.messages)))
+
+
+@pytest.mark.slow
+def test_a_6000_iteration_loop_costs_the_same_per_event_and_memory_grows_linearly() -> None:
+    import time
+    import tracemalloc
+
+    n, window = 6000, 1000
+    firsts, lasts = [], []
+    for _ in range(3):  # min over repetitions: a busy machine only ever adds time
+        stamps = []
+        for _ev in Runner(LoopAgent("loop", "", [_Tick("t")], max_iterations=n)).query("go"):
+            stamps.append(time.perf_counter())
+        assert len(stamps) == n
+        firsts.append(stamps[window] - stamps[0])
+        lasts.append(stamps[-1] - stamps[-1 - window])
+    assert min(lasts) < 3 * min(firsts), (firsts, lasts)  # was 20x: each event copied its run path
+
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        held: dict[int, int] = {}
+        events = []
+        for i, ev in enumerate(Runner(LoopAgent("loop", "", [_Tick("t")], max_iterations=n)).query("go"), 1):
+            events.append(ev)  # kept, as a consumer collecting the run would
+            if i in (n // 2, n):
+                held[i] = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert events[-1].run_path == path("loop", *["t"] * n)
+    # linear: the second half costs what the first did (quadratic: three times as much)
+    assert held[n] - held[n // 2] < 1.5 * held[n // 2], held
+    assert held[n] < 20_000_000, held  # was 230 MB
+
+
+def test_the_history_kept_in_the_session_follows_the_log_and_starts_over_when_it_was_changed() -> None:
+    from rillet.context import Session
+    from rillet.flow import _history_entries
+
+    def said(text: str) -> AgentEvent:
+        ev = event_from_message(Message.assistant(text))
+        ev.agent_name = "a"
+        return ev
+
+    async def texts(session: Session, root: AgentInput) -> list[str]:
+        return [e.message.content for e in await _history_entries(session, root, False)]
+
+    root, session = AgentInput([Message.user("q")]), Session()
+    session.record(said("1"))
+    assert asyncio.run(texts(session, root)) == ["q", "1"]
+    session.record(said("2"))
+    assert asyncio.run(texts(session, root)) == ["q", "1", "2"]  # read on from where it was
+    session.events[:] = [said("x")]  # changed under it (not by rillet): read again from the start
+    assert asyncio.run(texts(session, root)) == ["q", "x"]
+    assert asyncio.run(texts(session, AgentInput([Message.user("other")]))) == ["other", "x"]

@@ -15,7 +15,7 @@ from typing import Any
 from rillet._native import Message, RilletError
 from rillet.agent import Agent, AgentInput
 from rillet.context import RunContext, Session, current_run, current_tool_call
-from rillet.events import AgentAction, AgentEvent, RunStep, copy_event
+from rillet.events import AgentAction, AgentEvent, RunPath, copy_event
 from rillet.interrupt import composite_interrupt
 from rillet.flow import advance_in, flow_of, gen_transfer_messages, rewrite_message
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
@@ -110,10 +110,10 @@ class AgentTool(BaseTool):
             session.restore(records_to_events(saved["events"]))
             messages = list(saved["messages"])
         address = (*caller.address, f"tool:{self.info.name}:{scope.call_id if scope else ''}") if caller else ()
-        run = RunContext(session, (), address, None)
+        run = RunContext(session, RunPath(), address, None)
         streaming = scope.streaming if scope is not None else False
         emit = scope.emit if (scope is not None and self.emit_internal_events) else None
-        prefix: tuple[RunStep, ...] = caller.run_path if caller is not None else ()
+        prefix = caller.run_path if caller is not None else RunPath()
         last: AgentEvent | None = None
         async for ev in advance_in(run, self._flow._events(AgentInput(messages, streaming))):
             if ev.action is not None and ev.action.signal is not None:
@@ -123,7 +123,7 @@ class AgentTool(BaseTool):
                 raise AgentToolError(f"agent tool {self.info.name!r}: {ev.error}") from ev.error
             if emit is not None and (ev.action is None or ev.action.interrupted is None):
                 local = copy_event(ev)
-                ev.run_path = (*prefix, *ev.run_path)
+                ev.run_path = prefix + tuple(ev.run_path)
                 a = ev.action
                 if a is not None and (a.exit or a.transfer_to_agent or a.break_loop):
                     # shown, never acted on: the inner agent's control actions stay in the tool

@@ -297,7 +297,7 @@ class ChatModelAgent(BaseAgent):
             state: list[Message] = list(saved["messages"])
             remaining, iteration = int(saved["remaining"]), int(saved["iteration"])
             outcome = _RoundOutcome()
-            round_ = self._round(state, streaming, remaining, iteration, dict(saved["completed"]), outcome)
+            round_ = self._round(state, streaming, remaining, iteration, dict(saved["completed"]), outcome, saved.get("final"))
         else:
             for cb in self.before_agent:
                 changed = await _maybe_await(cb(input))
@@ -424,12 +424,16 @@ class ChatModelAgent(BaseAgent):
         iteration: int,
         completed: dict[str, Message],
         outcome: _RoundOutcome,
+        saved_final: list[Any] | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """One tool round for the calls of ``state[-1]``: events as calls finish; a
         return-directly event held to the end; an interrupt of any call (after every call
         has finished) becomes one composite interrupt of this agent, saving what it needs
         to rerun only the calls that did not complete. Calls are told apart by position
-        (ids may repeat or be empty)."""
+        (ids may repeat or be empty). ``saved_final``: the records of the return-directly
+        event an interrupted run of this round saved (it carries the call's action)."""
+        from rillet.checkpoint.payload import events_to_records, records_to_events
+
         calls = state[-1].tool_calls
         direct = final_position(calls, self)
         final: AgentEvent | None = None
@@ -451,11 +455,16 @@ class ChatModelAgent(BaseAgent):
         if signals:
             outcome.interrupted = True
             saved = {str(i): m for i, m in results.items()}
-            yield composite_interrupt_event(None, _snapshot(state, saved, remaining, iteration), *signals)
+            snapshot = _snapshot(state, saved, remaining, iteration)
+            if final is not None and final.action is not None:  # an exit or transfer: kept for the resumed round
+                snapshot["final"] = await events_to_records([final])
+            yield composite_interrupt_event(None, snapshot, *signals)
             return
         state.extend(results[i] for i in range(len(calls)) if i in results)
         if direct >= 0:
-            if final is None and direct in results:  # it completed before an interrupt
+            if final is None and saved_final:  # it completed before an interrupt, with an action
+                final = records_to_events(saved_final)[0]
+            elif final is None and direct in results:  # it completed before an interrupt
                 final = event_from_message(results[direct].copy(), role="tool", tool_name=results[direct].tool_name)
             outcome.ends = True
             outcome.final_text = results[direct].content if direct in results else ""
@@ -537,6 +546,8 @@ class ChatModelAgent(BaseAgent):
             if tool is not None and tool.is_streaming:
                 return await self._stream_tool(tool, scope, arguments)
             content = await self._invoke(tool, name, call_id, arguments)
+            if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
+                raise content
         finally:
             _TOOL_CALL.reset(token)
         msg = Message.tool_message(content, call_id, name)
@@ -597,6 +608,8 @@ class ChatModelAgent(BaseAgent):
         async def produce() -> None:
             try:
                 async for piece in tool.stream(arguments):
+                    if isinstance(piece, Interrupted):  # yielded instead of raised
+                        raise piece
                     writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name))
                     started.set()
                     if writer.reader_closed:  # every reader is gone: stop producing

@@ -18,14 +18,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rillet.events import RunPath, RunStep
 from rillet.interrupt import NOT_RESUMING, ResumePoint, current_resume
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     from rillet._native import Message
     from rillet.agent import AgentInput
-    from rillet.events import AgentAction, AgentEvent, RunStep
+    from rillet.events import AgentAction, AgentEvent
 
 __all__ = [
     "RunContext",
@@ -52,6 +53,8 @@ class Session:
     events: list[AgentEvent] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     stamps: list[int] = field(default_factory=list, repr=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+    """What the framework derives from the log and keeps up to date as it grows."""
 
     def record(self, event: AgentEvent) -> None:
         """Appends ``event`` to the log, stamped with the time it was recorded."""
@@ -60,16 +63,18 @@ class Session:
             self.events.append(event)
             self.stamps.append(stamp)
 
-    def restore(self, events: Iterable[AgentEvent]) -> None:
+    def restore(self, events: Iterable[AgentEvent], stamps: Sequence[int] | None = None) -> None:
         """Appends ``events`` in one go, as when a checkpoint rebuilds a log: one lock, one
         stamp. They keep their order among themselves, come after what was recorded before and
         before what is recorded after; in a parallel join, lanes restored with equal stamps
-        keep lane order."""
+        keep lane order. ``stamps`` (one per event, all earlier than now) restore a lane's
+        place among its siblings' events (see :meth:`order`)."""
         events = list(events)
-        stamp = time.monotonic_ns()
+        if stamps is not None and len(stamps) != len(events):
+            raise ValueError(f"a parallel lane was saved with {len(events)} events but {len(stamps)} stamps")
         with self.lock:
             self.events.extend(events)
-            self.stamps.extend([stamp] * len(events))
+            self.stamps.extend([time.monotonic_ns()] * len(events) if stamps is None else stamps)
 
     def close_streams(self) -> None:
         """Closes the streams of recorded events no one read: at the end of a run, so that a
@@ -82,15 +87,25 @@ class Session:
             if mv is not None and mv.message_stream is not None:
                 mv.message_stream.close()
 
-    def snapshot(self) -> list[AgentEvent]:
-        """A copy of the event log."""
+    def snapshot(self, start: int = 0) -> list[AgentEvent]:
+        """A copy of the event log (from its ``start``-th event)."""
         with self.lock:
-            return list(self.events)
+            return self.events[start:]
 
     def lane(self) -> Session:
         """A session for one concurrent child: shared values, its own copy of the log."""
         with self.lock:
             return Session(self.values, list(self.events), self.lock, list(self.stamps))
+
+    @staticmethod
+    def order(lanes: list[Session], base: int) -> list[list[int]]:
+        """For each lane, the places its events beyond ``base`` take in the order :meth:`join`
+        commits them in: what a checkpoint keeps of the stamps (clocks differ between processes)."""
+        new = sorted((stamp, i, j) for i, lane in enumerate(lanes) for j, stamp in enumerate(lane.stamps[base:]))
+        places: list[list[int]] = [[0] * (len(lane.stamps) - base) for lane in lanes]
+        for place, (_, i, j) in enumerate(new):
+            places[i][j] = place
+        return places
 
     def join(self, lanes: list[Session]) -> None:
         """Commits the events the ``lanes`` recorded beyond this log, in recording order."""
@@ -112,20 +127,22 @@ class RunContext:
     resumed run, what it gets back (``point``)."""
 
     session: Session
-    run_path: tuple[RunStep, ...] = ()
+    run_path: RunPath = field(default_factory=RunPath)
     address: tuple[str, ...] = ()
     root_input: AgentInput | None = None
     point: ResumePoint = NOT_RESUMING
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.run_path, RunPath):  # a tuple from a caller: shared from here on
+            object.__setattr__(self, "run_path", RunPath(self.run_path))
+
     def child(self, agent_name: str) -> RunContext:
         """The context of an agent named ``agent_name`` running under this one. In a resumed
         run, entering the address takes that address's saved state and resume data."""
-        from rillet.events import RunStep
-
         address = (*self.address, f"agent:{agent_name}")
         resume = current_resume()
         point = resume.enter(address) if resume is not None else NOT_RESUMING
-        return RunContext(self.session, (*self.run_path, RunStep(agent_name)), address, self.root_input, point)
+        return RunContext(self.session, self.run_path._append(RunStep(agent_name)), address, self.root_input, point)
 
 
 _RUN: ContextVar[RunContext | None] = ContextVar("rillet_run", default=None)

@@ -12,8 +12,10 @@ copies it first, so the event can still be read afterwards.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from rillet._native import Message, StreamReader, concat_message_stream
 
@@ -26,6 +28,7 @@ __all__ = [
     "AgentOutput",
     "BreakLoopAction",
     "MessageVariant",
+    "RunPath",
     "RunStep",
     "TransferToAgentAction",
     "aget_message",
@@ -47,6 +50,139 @@ class RunStep:
 
     def __str__(self) -> str:
         return self.agent_name
+
+
+class RunPath(Sequence[RunStep]):
+    """A run path: the steps from the run's root to an agent, an immutable sequence of
+    :class:`RunStep` that compares equal to the tuple of the same steps (and hashes alike).
+
+    Each path is its last step plus a link to the path before it, so extending a path costs
+    O(1) and paths share their prefixes: a LoopAgent's path grows by one step an iteration,
+    and its thousands of events would otherwise each hold their own copy (quadratic time and
+    memory). ``len`` and ``path[-1]`` are O(1), other indexes O(log n) (jump pointers), and
+    iteration and ``tuple(path)`` O(n)."""
+
+    __slots__ = ("__weakref__", "_hash", "_jump", "_last", "_len", "_parent", "_step")
+
+    _parent: RunPath | None
+    _step: RunStep | None
+    _len: int
+    _jump: RunPath  # an ancestor a power-of-two-like distance up (Myers' skew-binary jumps)
+    _hash: int | None
+    _last: weakref.ref[RunPath] | None  # the path last made by extending this one
+
+    def __new__(cls, steps: Iterable[RunStep] = ()) -> RunPath:
+        if isinstance(steps, RunPath):
+            return steps
+        path = _EMPTY_PATH
+        for step in steps:
+            path = path._append(step)
+        return path
+
+    @classmethod
+    def _root(cls) -> RunPath:
+        root = object.__new__(cls)
+        root._parent, root._step, root._len, root._jump, root._hash, root._last = None, None, 0, root, None, None
+        return root
+
+    def _append(self, step: RunStep) -> RunPath:
+        """This path plus ``step``: the same object as the last time it was extended by an
+        equal step (a workflow's next path is the one its child ran under), else a new one."""
+        last = self._last() if self._last is not None else None
+        if last is not None and (last._step is step or last._step == step):
+            return last
+        node = object.__new__(RunPath)
+        node._parent, node._step, node._len, node._hash, node._last = self, step, self._len + 1, None, None
+        j = self._jump
+        node._jump = j._jump if self._len - j._len == j._len - j._jump._len else self
+        self._last = weakref.ref(node)
+        return node
+
+    def _ancestor(self, depth: int) -> RunPath:
+        node = self
+        while node._len > depth:
+            node = node._jump if node._jump._len >= depth else node._parent  # type: ignore[assignment]
+        return node
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> RunStep: ...
+    @overload
+    def __getitem__(self, index: slice) -> RunPath: ...
+    def __getitem__(self, index: int | slice) -> RunStep | RunPath:
+        if isinstance(index, slice):
+            start, stop, stride = index.indices(self._len)
+            if start == 0 and stride == 1:
+                return self._ancestor(max(stop, 0))  # a prefix: shared, not copied
+            return RunPath(tuple(self)[index])
+        i = index.__index__()
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("run path index out of range")
+        step = self._ancestor(i + 1)._step
+        assert step is not None
+        return step
+
+    def __reversed__(self) -> Iterator[RunStep]:
+        node = self
+        while node._step is not None:
+            yield node._step
+            node = node._parent  # type: ignore[assignment]
+
+    def __iter__(self) -> Iterator[RunStep]:
+        steps = list(self.__reversed__())
+        steps.reverse()
+        return iter(steps)
+
+    def __contains__(self, value: object) -> bool:
+        return any(step == value for step in self.__reversed__())
+
+    def __add__(self, steps: Iterable[RunStep]) -> RunPath:
+        """This path extended with ``steps`` (sharing this one)."""
+        if not isinstance(steps, (tuple, list, RunPath)):
+            return NotImplemented
+        path = self
+        for step in steps:
+            path = path._append(step)
+        return path
+
+    def __radd__(self, other: tuple[RunStep, ...]) -> RunPath:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return RunPath(other) + self
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if isinstance(other, RunPath):
+            if other._len != self._len:
+                return False
+            a, b = self, other
+            while a is not b:  # up to the shared prefix
+                if a._step != b._step:
+                    return False
+                a, b = a._parent, b._parent  # type: ignore[assignment]
+            return True
+        if isinstance(other, tuple):
+            return len(other) == self._len and all(x == y for x, y in zip(reversed(other), self.__reversed__()))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self))  # equal to the equal tuple's
+        return self._hash
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RunPath, (tuple(self),))
+
+
+_EMPTY_PATH = RunPath._root()
 
 
 @dataclass(slots=True)
@@ -165,7 +301,9 @@ class AgentEvent:
     events, ``run`` never raises."""
 
     agent_name: str = ""
-    run_path: tuple[RunStep, ...] = ()
+    run_path: Sequence[RunStep] = ()
+    """A :class:`RunPath` when the framework set it (a tuple in events restored from a
+    checkpoint); both compare equal to the tuple of their steps."""
     output: AgentOutput | None = None
     action: AgentAction | None = None
     error: BaseException | None = None

@@ -271,18 +271,34 @@ class FlowAgent(BaseAgent):
         """The input of an agent that is not the root: the root input plus every recorded
         event's message, others' messages rewritten (Eino's genAgentInput)."""
         root = run.root_input or AgentInput([])
-        entries = [HistoryEntry(True, "", m) for m in root.messages]
-        for ev in run.session.snapshot():
-            mv = ev.message_output
-            if self.skip_transfer_messages and ev.action is not None and ev.action.transfer_to_agent is not None:
-                if mv is not None and mv.role == "tool" and len(entries) > len(root.messages):
-                    entries.pop()  # the assistant message that called the transfer tool
-                continue
-            if mv is None:
-                continue
-            entries.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))
+        entries = await _history_entries(run.session, root, self.skip_transfer_messages)
         rewriter = self.history_rewriter or _default_rewriter(self.name)
         return AgentInput(list(rewriter(entries)), root.enable_streaming)
+
+
+async def _history_entries(session: Session, root: AgentInput, skip_transfers: bool) -> list[HistoryEntry]:
+    """The history entries of ``session``'s log after the root input. The log only grows, so
+    the entries are kept in the session and each call reads only the events recorded since
+    the last: a LoopAgent's thousandth child does not rescan the 999 runs before it."""
+    key = ("history", skip_transfers)
+    cached: tuple[AgentInput, int, list[HistoryEntry], AgentEvent] | None = session.cache.get(key)
+    new = session.snapshot(cached[1] - 1) if cached is not None and cached[0] is root else []
+    if cached is None or not new or new[0] is not cached[3]:  # none kept, or the log changed under it: from the start
+        done, entries, new = 0, [HistoryEntry(True, "", m) for m in root.messages], session.snapshot()
+    else:
+        done, entries, new = cached[1], list(cached[2]), new[1:]  # a copy: the cached list is never changed
+    for ev in new:
+        out = ev.output
+        mv = out.message_output if out is not None else None
+        if skip_transfers and ev.action is not None and ev.action.transfer_to_agent is not None:
+            if mv is not None and mv.role == "tool" and len(entries) > len(root.messages):
+                entries.pop()  # the assistant message that called the transfer tool
+            continue
+        if mv is not None:
+            entries.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))
+    if new:
+        session.cache[key] = (root, done + len(new), entries, new[-1])
+    return list(entries)
 
 
 def adopt(child: Agent, parent: Agent, who: str) -> None:

@@ -40,7 +40,8 @@ Rules a function tool follows:
 * A str result is returned as is; anything else is JSON-encoded (``ensure_ascii=False``;
   pydantic models through ``model_dump(mode="json")``, dataclasses through ``asdict``; dates,
   enums, sets and the like as pydantic encodes them). ``None`` becomes ``"null"``.
-* An exception raised by the function propagates unchanged.
+* An exception raised by the function propagates unchanged. An interrupt (``rillet.interrupt(...)``)
+  returned instead of raised, or yielded by a streaming tool, is raised as if the tool had raised it.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from rillet._native import RilletError
 from rillet._workers import default_pool
+from rillet.interrupt import Interrupted
 
 if TYPE_CHECKING:
     import json
@@ -251,9 +253,12 @@ _encoder: json.JSONEncoder | None = None  # made on first use (json.dumps with o
 
 
 def _encode(tool_name: str, value: Any) -> str:
-    """A tool result as text: a str as is, anything else as JSON."""
+    """A tool result as text: a str as is, anything else as JSON. A returned interrupt is
+    raised, as if the tool had raised it (an Eino tool returns its interrupt as its error)."""
     if isinstance(value, str):
         return value
+    if isinstance(value, Interrupted):
+        raise value
     global _encoder
     if _encoder is None:
         import json

@@ -18,12 +18,13 @@ messages). Children may not transfer to the workflow.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
-from rillet.context import RunContext, current_run
-from rillet.events import AgentEvent, RunStep
+from rillet.context import RunContext, Session, current_run
+from rillet.events import AgentEvent, RunPath, RunStep
 from rillet.flow import FlowAgent, adopt, advance_in, flow_of, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event, current_resume
 
@@ -95,7 +96,7 @@ class WorkflowAgent(BaseAgent):
 
 
 async def _run_child(
-    child: FlowAgent, run: RunContext, path: tuple[RunStep, ...], **options: Any
+    child: FlowAgent, run: RunContext, path: RunPath, **options: Any
 ) -> AsyncIterator[AgentEvent]:
     """One child's events, under the workflow's address with run path ``path``."""
     ctx = RunContext(run.session, path, run.address, run.root_input)
@@ -112,7 +113,7 @@ class _Outcome:
 
 
 async def _sequence_child(
-    child: FlowAgent, run: RunContext, path: tuple[RunStep, ...], outcome: _Outcome, **options: Any
+    child: FlowAgent, run: RunContext, path: RunPath, outcome: _Outcome, **options: Any
 ) -> AsyncIterator[AgentEvent]:
     """A child's events with Sequential's rules: events with an action are held back by one,
     so the child's last action can be judged after it ends; an error stops the workflow."""
@@ -163,7 +164,7 @@ class SequentialAgent(WorkflowAgent):
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
         saved = _saved(run, _SEQ)
         start = int(saved["index"]) if saved is not None else 0
-        path = (*run.run_path, *(RunStep(c.name) for c in self.sub_agents[:start]))
+        path = run.run_path + [RunStep(c.name) for c in self.sub_agents[:start]]
         for i in range(start, len(self.sub_agents)):
             child = self.sub_agents[i]
             outcome = _Outcome()
@@ -173,7 +174,7 @@ class SequentialAgent(WorkflowAgent):
                 yield _wrap_interrupt(outcome.interrupt, {"kind": _SEQ, "index": i})
             if outcome.stop:
                 return
-            path = (*path, RunStep(child.name))
+            path = path + (RunStep(child.name),)
 
 
 class LoopAgent(WorkflowAgent):
@@ -207,7 +208,7 @@ class LoopAgent(WorkflowAgent):
         saved = _saved(run, _LOOP)
         i, start = (int(saved["iteration"]), int(saved["index"])) if saved is not None else (0, 0)
         names = [RunStep(c.name) for c in self.sub_agents]
-        path = (*run.run_path, *(names * i), *names[:start])
+        path = run.run_path + names * i + names[:start]  # shared: O(1) a step from here on
         while self.max_iterations == 0 or i < self.max_iterations:
             for j in range(start, len(self.sub_agents)):
                 child = self.sub_agents[j]
@@ -224,7 +225,7 @@ class LoopAgent(WorkflowAgent):
                     yield _wrap_interrupt(outcome.interrupt, {"kind": _LOOP, "iteration": i, "index": j})
                 if outcome.stop or broke:
                     return
-                path = (*path, RunStep(child.name))
+                path = path + (names[j],)
             start = 0
             i += 1
 
@@ -245,8 +246,11 @@ class ParallelAgent(WorkflowAgent):
             resume = current_resume()
             wanted = resume.next_points(run.address) if resume is not None else []
             todo = [i for i, c in enumerate(self.sub_agents) if f"agent:{c.name}" in wanted]
+            places = saved.get("order")  # absent in checkpoints written before it was kept
+            first = time.monotonic_ns() - sum(len(records) for records in saved["lanes"].values())
             for i, records in saved["lanes"].items():
-                lanes[int(i)].restore(records_to_events(records))
+                stamps = [first + p for p in places[i]] if places is not None else None
+                lanes[int(i)].restore(records_to_events(records), stamps)  # in the order they were recorded
         queue: asyncio.Queue[tuple[int, AgentEvent | BaseException | None]] = asyncio.Queue()
 
         async def pump(i: int) -> None:
@@ -280,9 +284,10 @@ class ParallelAgent(WorkflowAgent):
             await asyncio.gather(*tasks, return_exceptions=True)
         if interrupted:
             lanes_state = {str(i): await events_to_records(lane.events[base:]) for i, lane in enumerate(lanes)}
+            order = {str(i): places for i, places in enumerate(Session.order(lanes, base))}
             signals = [ev.action.signal for ev in interrupted if ev.action is not None and ev.action.signal is not None]
             data = {ev.agent_name: ev.action.interrupted.data for ev in interrupted if ev.action and ev.action.interrupted}
-            out = composite_interrupt_event(data, {"kind": _PAR, "lanes": lanes_state}, *signals)
+            out = composite_interrupt_event(data, {"kind": _PAR, "lanes": lanes_state, "order": order}, *signals)
             out.agent_name, out.run_path = self.name, run.run_path
             yield out
             return

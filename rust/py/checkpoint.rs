@@ -20,6 +20,8 @@ pub struct EventKinds<'py> {
     variant: Bound<'py, PyType>,
     output: Bound<'py, PyType>,
     run_step: Bound<'py, PyAny>,
+    /// `extend_path(base, steps)`: the run path `base` extended by the tuple `steps`.
+    extend_path: Bound<'py, PyAny>,
     /// `stream_from_list`, for a streamed message restored as a one-chunk stream.
     one_chunk_stream: Bound<'py, PyAny>,
     /// `apply_extras(event, extras)` for customized output, action and error.
@@ -64,7 +66,7 @@ pub fn events_from_records<'py>(
             )));
         }
         let item = |k: usize| fields.get_item(k);
-        let path = run_path(&item(1)?, &mut paths, &shared, &kinds.run_step, i)?;
+        let path = run_path(&item(1)?, &mut paths, &shared, &kinds, i)?;
         let msg = item(2)?;
         let output = if msg.is_none() {
             none.clone()
@@ -92,40 +94,66 @@ pub fn events_from_records<'py>(
 }
 
 /// A record's run path: its names the first time it appears (a new shared tuple of
-/// `RunStep`s unless an equal one exists), afterwards its index among those.
+/// `RunStep`s unless an equal one exists), or (version 3) `[index, name, ...]`, the path at
+/// `index` extended by those names; afterwards its index among those.
 fn run_path<'py>(
     path: &Bound<'py, PyAny>,
     paths: &mut Vec<Bound<'py, PyAny>>,
     shared: &Bound<'py, PyDict>,
-    run_step: &Bound<'py, PyAny>,
+    kinds: &EventKinds<'py>,
     i: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     if let Ok(index) = path.cast_exact::<PyInt>() {
-        let index: usize = index.extract().map_err(|_| {
-            PyIndexError::new_err(format!("event record {i} refers to run path {index}"))
-        })?;
-        return paths.get(index).cloned().ok_or_else(|| {
-            PyIndexError::new_err(format!(
-                "event record {i} refers to run path {index}, but {} were written before it",
-                paths.len()
-            ))
-        });
+        return earlier(paths, index, i).cloned();
     }
-    let names = PyTuple::new(path.py(), path.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+    let items = path.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+    if let Some(base) = items.first().and_then(|b| b.cast_exact::<PyInt>().ok()) {
+        let base = earlier(paths, base, i)?.clone();
+        let steps = steps_of(&items[1..], &kinds.run_step)?;
+        let extended = kinds.extend_path.call1((base, steps))?;
+        paths.push(extended.clone());
+        return Ok(extended);
+    }
+    let names = PyTuple::new(path.py(), items)?;
     let tuple = match shared.get_item(&names)? {
         Some(t) => t,
         None => {
-            let steps = names
-                .iter()
-                .map(|n| run_step.call1((n,)))
-                .collect::<PyResult<Vec<_>>>()?;
-            let t = PyTuple::new(path.py(), steps)?.into_any();
+            let t = steps_of(&names.iter().collect::<Vec<_>>(), &kinds.run_step)?.into_any();
             shared.set_item(&names, &t)?;
             t
         }
     };
     paths.push(tuple.clone());
     Ok(tuple)
+}
+
+/// The run path written before, at `index`.
+fn earlier<'a, 'py>(
+    paths: &'a [Bound<'py, PyAny>],
+    index: &Bound<'py, PyInt>,
+    i: usize,
+) -> PyResult<&'a Bound<'py, PyAny>> {
+    let at: usize = index.extract().map_err(|_| {
+        PyIndexError::new_err(format!("event record {i} refers to run path {index}"))
+    })?;
+    paths.get(at).ok_or_else(|| {
+        PyIndexError::new_err(format!(
+            "event record {i} refers to run path {at}, but {} were written before it",
+            paths.len()
+        ))
+    })
+}
+
+/// A tuple of `RunStep`s named `names`.
+fn steps_of<'py>(
+    names: &[Bound<'py, PyAny>],
+    run_step: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let steps = names
+        .iter()
+        .map(|n| run_step.call1((n,)))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(run_step.py(), steps)
 }
 
 /// A `__slots__` class and the member descriptors of the fields it is made with.

@@ -6,13 +6,15 @@ saved), and the interrupt tree flattened to ``id -> address`` and ``id -> state`
 values and interrupt info and state must be encodable: if one is not, saving fails with the
 codec's message naming the value and the fix.
 
-An event is kept as a *record*, a list of seven items (payload version 2)::
+An event is kept as a *record*, a list of seven items (payload versions 2 and 3)::
 
     [agent_name, run_path, message, role, tool_name, is_streaming, extras]
 
 * ``run_path``: the list of agent names the first time a path appears in a list of records,
   and afterwards its index among the distinct paths of that list (0 for the first one), so a
-  long run does not repeat the same path a thousand times;
+  long run does not repeat the same path a thousand times. Version 3 writes a path that
+  extends one written before as ``[index, name]`` (that path plus one step), so a LoopAgent's
+  path, a step longer each round, costs one name a round, not the whole path;
 * ``message``, ``role``, ``tool_name``, ``is_streaming``: the event's message output (a
   stream concatenated into one message), or ``None, None, None, False`` when it has none;
 * ``extras``: ``None``, or a dict of what events rarely carry: ``customized_output``,
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 import gc
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -51,6 +53,7 @@ from rillet.events import (
     AgentOutput,
     BreakLoopAction,
     MessageVariant,
+    RunPath,
     RunStep,
     TransferToAgentAction,
 )
@@ -68,8 +71,8 @@ __all__ = [
     "seal",
 ]
 
-PAYLOAD_VERSION = 2
-_READS = (1, 2)
+PAYLOAD_VERSION = 3
+_READS = (1, 2, 3)
 _KIND = "rillet.checkpoint"
 
 
@@ -152,22 +155,29 @@ class _RecordWriter:
 
     def __init__(self) -> None:
         self.records: list[list[Any]] = []
-        self.by_names: dict[tuple[str, ...], int] = {}
-        self.by_id: dict[int, int] = {}  # id of a run-path tuple -> its index
-        self.keep: list[Any] = []  # those tuples, so that their ids stay theirs
+        self.by_names: dict[tuple[Any, ...], int] = {}  # names, or (index, name) of an extension
+        self.by_id: dict[int, int] = {}  # id of a run-path object -> its index
+        self.keep: list[Any] = []  # those objects, so that their ids stay theirs
 
-    def _path(self, run_path: tuple[RunStep, ...]) -> list[str] | int:
-        """``run_path``'s names the first time it is written, else its index."""
+    def _path(self, run_path: Sequence[RunStep]) -> list[Any] | int:
+        """``run_path``'s names (or its parent's index and its last name) the first time it
+        is written, else its index."""
         ref = self.by_id.get(id(run_path))
         if ref is not None:
             return ref
-        names = [s.agent_name for s in run_path]
-        key = tuple(names)
+        parent = run_path._parent if isinstance(run_path, RunPath) else None
+        base = self.by_id.get(id(parent)) if parent else None
+        if base is not None:  # a step longer than a path written before: O(1)
+            form: list[Any] = [base, run_path[-1].agent_name]
+            key: tuple[Any, ...] = (base, form[1])
+        else:
+            form = [s.agent_name for s in run_path]
+            key = tuple(form)
         ref = self.by_names.get(key)
         self.keep.append(run_path)
         if ref is None:
             self.by_id[id(run_path)] = self.by_names[key] = len(self.by_names)
-            return names
+            return form
         self.by_id[id(run_path)] = ref
         return ref
 
@@ -176,7 +186,7 @@ class _RecordWriter:
         stream and returns its index (``len(events)`` when none does)."""
         append = self.records.append
         last_path: Any = None  # the run path of the event before (usually the same tuple)
-        ref: list[str] | int = 0
+        ref: list[Any] | int = 0
         for i, ev in enumerate(events[start:] if start else events, start):
             msg = role = tool_name = custom = None
             streaming = False
@@ -255,6 +265,7 @@ class _EventKinds(NamedTuple):
     variant: type[MessageVariant]
     output: type[AgentOutput]
     run_step: type[RunStep]
+    extend_path: Callable[[Sequence[RunStep], tuple[RunStep, ...]], RunPath]
     one_chunk_stream: Callable[[list[Any]], Any]
     apply_extras: Callable[[AgentEvent, dict[str, Any]], None]
 
@@ -269,7 +280,11 @@ def records_to_events(records: list[Any]) -> list[AgentEvent]:
     return events_from_records(records, _KINDS)
 
 
-_KINDS = _EventKinds(AgentEvent, MessageVariant, AgentOutput, RunStep, stream_from_list, _apply_extras)
+def _extend_path(base: Sequence[RunStep], steps: tuple[RunStep, ...]) -> RunPath:
+    return RunPath(base) + steps  # shares ``base`` (when it is a RunPath: every extended path is)
+
+
+_KINDS = _EventKinds(AgentEvent, MessageVariant, AgentOutput, RunStep, _extend_path, stream_from_list, _apply_extras)
 
 
 # --- the payload ------------------------------------------------------------------------------
