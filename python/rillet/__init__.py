@@ -1,5 +1,7 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
+# First: outside the main interpreter, one clear ImportError before anything else loads.
+from rillet import _interpreter  # noqa: F401  # isort: skip
 from rillet import codec, schema
 from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, EndOfStream, RilletError, __version__
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta
