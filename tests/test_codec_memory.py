@@ -3,7 +3,7 @@ wrong value (the short-str cache once stored None for a str it could not make) o
 "internal error".
 
 CPython's `_testcapi.set_nomemory(n, n + 1)` makes exactly the n-th allocation fail; the
-child interpreter tries every n over one encode and one decode of a value with every kind of
+child process tries every n over one encode and one decode of a value with every kind of
 field, so the test is deterministic. It runs in a child so a crash fails the test.
 """
 

@@ -216,6 +216,8 @@ impl<'py> Builder for PyBuilder<'py> {
     fn reuse(&mut self, entry: &mut Val<'py>) -> Val<'py> {
         // A str first read inside a message state and now used outside one becomes (and
         // stays) a Python str; the other way round, a Python str's text is read in place.
+        // If the str cannot be made now (no memory), the Rust value is handed out as it is:
+        // the container that takes it makes the str, or raises.
         if !self.native && !matches!(entry, Val::Py(_)) {
             if let Ok(o) = entry.clone().into_py(self.py) {
                 *entry = Val::Py(o);
