@@ -67,42 +67,54 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
     }
 }
 
+/// The module's initialisation. rillet's caches (stdlib types, exception classes, event
+/// loop helpers, channel and stream statics) are process-wide and hold the objects of the
+/// interpreter that filled them, so loading in a second interpreter is refused before any
+/// of them is touched (PyO3's multi-phase modules would otherwise load there).
 #[pymodule]
-mod _native {
-    use super::*;
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    use crate::py::{channel, checkpoint, codec, concat, errors, message, recv_awaitable};
+    use crate::py::{sse, stream};
+    let py = m.py();
+    crate::py::require_main_interpreter(py)?;
+    m.add_class::<channel::Channel>()?;
+    m.add_class::<channel::Empty>()?;
+    m.add_function(wrap_pyfunction!(checkpoint::events_from_records, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::codec_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::codec_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(concat::concat_messages, m)?)?;
+    m.add_class::<concat::MessageAccumulator>()?;
+    m.add("ChannelClosed", py.get_type::<errors::ChannelClosed>())?;
+    m.add("EndOfStream", py.get_type::<errors::EndOfStream>())?;
+    m.add("RilletError", py.get_type::<errors::RilletError>())?;
+    m.add("StreamEOF", py.get_type::<errors::StreamEOF>())?;
+    m.add_class::<message::ContentPart>()?;
+    m.add_class::<message::FunctionCall>()?;
+    m.add_class::<message::Message>()?;
+    m.add_class::<message::ResponseMeta>()?;
+    m.add_class::<message::ToolCall>()?;
+    m.add_class::<message::Usage>()?;
+    m.add_class::<recv_awaitable::Recv>()?;
+    m.add_function(wrap_pyfunction!(sse::parse_chat_completion, m)?)?;
+    m.add_class::<sse::ChatStreamParser>()?;
+    m.add_function(wrap_pyfunction!(stream::concat_message_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::convert_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::merge_named_streams, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::merge_streams, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::pipe, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::stream_from_list, m)?)?;
+    m.add_class::<stream::NoValue>()?;
+    m.add_class::<stream::SourceEOF>()?;
+    m.add_class::<stream::StreamReader>()?;
+    m.add_class::<stream::StreamWriter>()?;
 
-    #[pymodule_export]
-    use crate::py::channel::{Channel, Empty};
-    #[pymodule_export]
-    use crate::py::checkpoint::events_from_records;
-    #[pymodule_export]
-    use crate::py::codec::{codec_decode, codec_encode};
-    #[pymodule_export]
-    use crate::py::concat::{concat_messages, MessageAccumulator};
-    #[pymodule_export]
-    use crate::py::errors::{ChannelClosed, EndOfStream, RilletError, StreamEOF};
-    #[pymodule_export]
-    use crate::py::message::{ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage};
-    #[pymodule_export]
-    use crate::py::recv_awaitable::Recv;
-    #[pymodule_export]
-    use crate::py::sse::{parse_chat_completion, ChatStreamParser};
-    #[pymodule_export]
-    use crate::py::stream::{
-        concat_message_stream, convert_stream, merge_named_streams, merge_streams, pipe,
-        stream_from_list, NoValue, SourceEOF, StreamReader, StreamWriter,
-    };
-
-    #[pymodule_init]
-    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        crate::py::recv_awaitable::install_slots(m.py());
-        crate::py::fast_paths::install(m.py())?;
-        m.add("EMPTY", crate::py::channel::empty(m.py()))?;
-        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-        m.add("NO_VALUE", crate::py::stream::no_value(m.py()))?;
-        m.add("ConcatError", crate::py::errors::concat_error(m.py()))?;
-        m.add("DecodeError", crate::py::errors::decode_error(m.py()))?;
-        m.add("EncodeError", crate::py::errors::encode_error(m.py()))?;
-        Ok(())
-    }
+    recv_awaitable::install_slots(py);
+    crate::py::fast_paths::install(py)?;
+    m.add("EMPTY", channel::empty(py))?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("NO_VALUE", stream::no_value(py))?;
+    m.add("ConcatError", errors::concat_error(py))?;
+    m.add("DecodeError", errors::decode_error(py))?;
+    m.add("EncodeError", errors::encode_error(py))?;
+    Ok(())
 }

@@ -55,6 +55,29 @@ pub enum StreamError {
     },
     /// The stream ended before the model finished (no finish reason and no `[DONE]`).
     Truncated { line: usize },
+    /// A line, or an event's data, is longer than its limit (see [`SseLimits`]).
+    TooLarge {
+        line: usize,
+        limit: Limit,
+        bytes: usize,
+    },
+}
+
+/// Which of the [`SseLimits`] a stream went over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    Line,
+    Event,
+}
+
+impl Limit {
+    /// The keyword that sets it (on `ChatStreamParser` and `OpenAIChatModel`).
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Limit::Line => "max_sse_line_bytes",
+            Limit::Event => "max_sse_event_bytes",
+        }
+    }
 }
 
 impl StreamError {
@@ -64,7 +87,8 @@ impl StreamError {
             StreamError::InvalidUtf8 { line }
             | StreamError::Malformed { line, .. }
             | StreamError::Server { line, .. }
-            | StreamError::Truncated { line } => *line,
+            | StreamError::Truncated { line }
+            | StreamError::TooLarge { line, .. } => *line,
         }
     }
 }
@@ -95,6 +119,18 @@ impl fmt::Display for StreamError {
                 "the stream ended after line {line} before the model finished (no finish_reason \
                  and no [DONE]): the connection was probably cut"
             ),
+            StreamError::TooLarge { line, limit, bytes } => {
+                let what = match limit {
+                    Limit::Line => format!("line {line} of the event stream"),
+                    Limit::Event => format!("the data of the event starting at line {line}"),
+                };
+                write!(
+                    f,
+                    "{what} is longer than {bytes} bytes, the limit set by {keyword}={bytes}: \
+                     raise {keyword}= if the server really sends that much",
+                    keyword = limit.keyword()
+                )
+            }
         }
     }
 }
@@ -124,9 +160,35 @@ pub struct SseEvent<'a> {
     pub line: usize,
 }
 
+/// The most a [`SseDecoder`] holds, so a server (or anything between) sending a line that
+/// never ends cannot make it buffer without bound. A chat-completions chunk is one line of
+/// a few hundred bytes; the defaults leave room for a whole long answer in one chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SseLimits {
+    /// The longest line, in bytes, without its line end.
+    pub max_line: usize,
+    /// The most data one event may gather, in bytes (its `data:` lines joined).
+    pub max_event: usize,
+}
+
+impl SseLimits {
+    pub const DEFAULT_MAX_LINE: usize = 4 << 20;
+    pub const DEFAULT_MAX_EVENT: usize = 16 << 20;
+}
+
+impl Default for SseLimits {
+    fn default() -> Self {
+        SseLimits {
+            max_line: Self::DEFAULT_MAX_LINE,
+            max_event: Self::DEFAULT_MAX_EVENT,
+        }
+    }
+}
+
 /// Splits bytes into server-sent events. Feed it bytes as they arrive, in any pieces.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
+    limits: SseLimits,
     /// The bytes of the line in progress.
     partial: Vec<u8>,
     /// The last bytes fed ended with `\r`: a `\n` first in the next bytes belongs to it.
@@ -142,6 +204,13 @@ pub struct SseDecoder {
 impl SseDecoder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    pub fn with_limits(limits: SseLimits) -> Self {
+        SseDecoder {
+            limits,
+            ..Self::default()
+        }
     }
 
     /// Lines completed so far.
@@ -167,6 +236,7 @@ impl SseDecoder {
             }
         }
         while let Some(i) = memchr::memchr2(b'\n', b'\r', rest) {
+            self.check_line(self.partial.len() + i)?;
             if self.partial.is_empty() {
                 self.line_done(&rest[..i], &mut on_event)?;
             } else {
@@ -187,8 +257,22 @@ impl SseDecoder {
                 }
             }
         }
+        // Refused before it is buffered: the line in progress never outgrows the limit.
+        self.check_line(self.partial.len() + rest.len())?;
         self.partial.extend_from_slice(rest);
         Ok(())
+    }
+
+    /// Fails if the line in progress, `len` bytes so far, is over the line limit.
+    fn check_line(&self, len: usize) -> Result<(), StreamError> {
+        if len <= self.limits.max_line {
+            return Ok(());
+        }
+        Err(StreamError::TooLarge {
+            line: self.line + 1,
+            limit: Limit::Line,
+            bytes: self.limits.max_line,
+        })
     }
 
     /// The bytes have ended: an unterminated last line counts as a line, and an event still
@@ -237,6 +321,21 @@ impl SseDecoder {
         };
         match field {
             "data" => {
+                let start = if self.has_data {
+                    self.data_line
+                } else {
+                    self.line
+                };
+                if self.data.len() + usize::from(self.has_data) + value.len()
+                    > self.limits.max_event
+                {
+                    return Err(StreamError::TooLarge {
+                        line: start,
+                        limit: Limit::Event,
+                        bytes: self.limits.max_event,
+                    }
+                    .into());
+                }
                 if self.has_data {
                     self.data.push('\n');
                 } else {
@@ -789,8 +888,12 @@ pub struct ChatStreamParser {
 
 impl ChatStreamParser {
     pub fn new(options: ParserOptions) -> Self {
+        Self::with_limits(options, SseLimits::default())
+    }
+
+    pub fn with_limits(options: ParserOptions, limits: SseLimits) -> Self {
         ChatStreamParser {
-            sse: SseDecoder::new(),
+            sse: SseDecoder::with_limits(limits),
             state: ChunkState {
                 options,
                 ..Default::default()
@@ -918,6 +1021,65 @@ mod tests {
             .feed(b"data: ok\n\ndata: \xff\n", |_| Ok::<(), StreamError>(()))
             .unwrap_err();
         assert_eq!(err, StreamError::InvalidUtf8 { line: 3 });
+    }
+
+    fn limited(max_line: usize, max_event: usize) -> SseDecoder {
+        SseDecoder::with_limits(SseLimits {
+            max_line,
+            max_event,
+        })
+    }
+
+    #[test]
+    fn sse_a_line_over_the_limit_fails_before_it_is_buffered() {
+        let ok = |_: SseEvent<'_>| Ok::<(), StreamError>(());
+        // At the limit is fine, whole or in pieces, with any line end.
+        for end in ["\n", "\r\n", "\r"] {
+            let mut dec = limited(10, 100);
+            dec.feed(format!("data: 1234{end}{end}").as_bytes(), ok)
+                .unwrap();
+            dec.feed(b"data", ok).unwrap();
+            dec.feed(format!(": 1234{end}").as_bytes(), ok).unwrap();
+        }
+        // One byte more fails, in one piece or as a line that never ends.
+        let mut dec = limited(10, 100);
+        let err = dec.feed(b"data: ok\n\ndata: 12345\n", ok).unwrap_err();
+        let too_long = StreamError::TooLarge {
+            line: 3,
+            limit: Limit::Line,
+            bytes: 10,
+        };
+        assert_eq!(err, too_long);
+        let mut dec = limited(10, 100);
+        dec.feed(b"data: ok\n\ndata: ", ok).unwrap();
+        assert_eq!(dec.feed(b"12345", ok).unwrap_err(), too_long);
+        assert!(dec.partial.capacity() <= 10, "the long line was buffered");
+        let text = too_long.to_string();
+        assert!(
+            text.contains("line 3") && text.contains("max_sse_line_bytes=10"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn sse_an_event_over_the_limit_names_its_first_line() {
+        let ok = |_: SseEvent<'_>| Ok::<(), StreamError>(());
+        // 4 + 1 + 4 bytes of data: at a limit of 9 it passes, at 8 it fails.
+        let text = b": ping\ndata: abcd\ndata: efgh\n\n";
+        limited(100, 9).feed(text, ok).unwrap();
+        let err = limited(100, 8).feed(text, ok).unwrap_err();
+        assert_eq!(
+            err,
+            StreamError::TooLarge {
+                line: 2,
+                limit: Limit::Event,
+                bytes: 8,
+            }
+        );
+        assert!(err.to_string().contains("max_sse_event_bytes=8"), "{err}");
+        // The limit is per event: many events each under it pass.
+        let many = "data: abcd\n\n".repeat(100);
+        limited(100, 8).feed(many.as_bytes(), ok).unwrap();
     }
 
     fn parse(pieces: &[&[u8]], options: ParserOptions) -> Result<Vec<Message>, StreamError> {

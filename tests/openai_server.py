@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
@@ -33,7 +34,9 @@ class Reply:
     between writes, so the client sees separate reads). ``drop_at``: the connection closes
     after this many body bytes, mid-response. ``delay``: seconds before the status line.
     ``pause``: seconds between writes. Streams use chunked transfer encoding, so a drop is
-    visible to the client as a cut body.
+    visible to the client as a cut body. ``pieces``: when given, the body is written from
+    this iterator instead (it may be endless: writing stops when the client hangs up), and
+    ``sent`` counts the bytes written.
     """
 
     body: bytes = b""
@@ -44,6 +47,8 @@ class Reply:
     drop_at: int | None = None
     delay: float = 0.0
     pause: float = 0.01
+    pieces: Iterator[bytes] | None = None
+    sent: int = 0
 
     @staticmethod
     def sse(name: str, **kw: Any) -> Reply:
@@ -134,6 +139,12 @@ class FakeOpenAIServer:
         head.append("Transfer-Encoding: chunked" if chunked else f"Content-Length: {len(reply.body)}")
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
         conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        if reply.pieces is not None:
+            for piece in reply.pieces:
+                conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+                reply.sent += len(piece)
+            conn.sendall(b"0\r\n\r\n")
+            return
         body = reply.body if reply.drop_at is None else reply.body[: reply.drop_at]
         cuts = [0, *sorted(s for s in reply.splits if 0 < s < len(body)), len(body)]
         for start, end in zip(cuts, cuts[1:]):

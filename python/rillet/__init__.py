@@ -1,5 +1,8 @@
 """rillet: an event-stream agent development kit for Python with a Rust core."""
 
+# First: outside the main interpreter, one clear ImportError before anything else loads.
+from rillet import _interpreter  # noqa: F401  # isort: skip
+
 import logging as _logging
 
 # Records go to the "rillet.*" loggers (docs/logging.md); the application chooses handlers.

@@ -335,7 +335,14 @@ class MessageAccumulator:
 
 @final
 class ChatStreamParser:
-    def __new__(cls, *, think_tags: bool = True, id_prefix: str = "call_") -> ChatStreamParser: ...
+    def __new__(
+        cls,
+        *,
+        think_tags: bool = True,
+        id_prefix: str = "call_",
+        max_sse_line_bytes: int = 4194304,
+        max_sse_event_bytes: int = 16777216,
+    ) -> ChatStreamParser: ...
     def feed(self, data: bytes | bytearray) -> list[Message]: ...
     def finish(self) -> list[Message]: ...
     @property

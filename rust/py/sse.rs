@@ -13,11 +13,12 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::message as core;
 use crate::py::message::Message;
-use crate::sse::{self, ParserOptions, StreamError};
+use crate::sse::{self, ParserOptions, SseLimits, StreamError};
 
 /// The Python exception for `err`: `MalformedChunkError` (bad JSON or UTF-8),
-/// `ModelStreamError` (an error object from the server) or `IncompleteStreamError` (the
-/// stream stopped early), each with `line` set.
+/// `ModelStreamError` (an error object from the server), `IncompleteStreamError` (the
+/// stream stopped early) or `StreamLimitError` (a line or event over its limit, with
+/// `limit` set to the keyword that raises it), each with `line` set.
 fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
     let (class, code) = match err {
         StreamError::InvalidUtf8 { .. } | StreamError::Malformed { .. } => {
@@ -25,6 +26,7 @@ fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
         }
         StreamError::Server { code, .. } => ("ModelStreamError", code.as_deref()),
         StreamError::Truncated { .. } => ("IncompleteStreamError", None),
+        StreamError::TooLarge { .. } => ("StreamLimitError", None),
     };
     let make = || -> PyResult<PyErr> {
         let cls = py.import("rillet.models.errors")?.getattr(class)?;
@@ -32,6 +34,9 @@ fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
         kwargs.set_item("line", err.line())?;
         if let Some(code) = code {
             kwargs.set_item("code", code)?;
+        }
+        if let StreamError::TooLarge { limit, .. } = err {
+            kwargs.set_item("limit", limit.keyword())?;
         }
         Ok(PyErr::from_value(
             cls.call((err.to_string(),), Some(&kwargs))?,
@@ -67,7 +72,9 @@ struct State {
 /// Chunks have Eino's shape: role on the first, tool-call index on every tool-call delta,
 /// id and name on a call's first delta, finish reason and usage where the server sent them.
 /// `think_tags` moves `<think>...</think>` text from the content to `reasoning_content`;
-/// calls the server sent without an id get `id_prefix` plus their index.
+/// calls the server sent without an id get `id_prefix` plus their index. A line longer than
+/// `max_sse_line_bytes`, or an event with more data than `max_sse_event_bytes`, raises
+/// `StreamLimitError` before it is buffered (defaults: 4 MiB and 16 MiB).
 #[pyclass(frozen, module = "rillet", name = "ChatStreamParser")]
 pub struct ChatStreamParser {
     state: Mutex<State>,
@@ -101,17 +108,42 @@ impl ChatStreamParser {
     }
 }
 
+// The defaults are spelled out below so that the Python signature shows them.
+const _: () = assert!(SseLimits::DEFAULT_MAX_LINE == 4194304);
+const _: () = assert!(SseLimits::DEFAULT_MAX_EVENT == 16777216);
+
 #[pymethods]
 impl ChatStreamParser {
     #[new]
-    #[pyo3(signature = (*, think_tags=true, id_prefix="call_"))]
-    fn new(think_tags: bool, id_prefix: &str) -> Self {
-        ChatStreamParser {
+    #[pyo3(signature = (
+        *,
+        think_tags=true,
+        id_prefix="call_",
+        max_sse_line_bytes=4194304,
+        max_sse_event_bytes=16777216,
+    ))]
+    fn new(
+        think_tags: bool,
+        id_prefix: &str,
+        max_sse_line_bytes: usize,
+        max_sse_event_bytes: usize,
+    ) -> PyResult<Self> {
+        if max_sse_line_bytes == 0 || max_sse_event_bytes == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "max_sse_line_bytes and max_sse_event_bytes must be positive, got \
+                 {max_sse_line_bytes} and {max_sse_event_bytes}"
+            )));
+        }
+        let limits = SseLimits {
+            max_line: max_sse_line_bytes,
+            max_event: max_sse_event_bytes,
+        };
+        Ok(ChatStreamParser {
             state: Mutex::new(State {
-                parser: sse::ChatStreamParser::new(options(think_tags, id_prefix)),
+                parser: sse::ChatStreamParser::with_limits(options(think_tags, id_prefix), limits),
                 error: None,
             }),
-        }
+        })
     }
 
     /// Reads `data` and returns the chunks it completes (often none, sometimes several).

@@ -23,6 +23,7 @@ __all__ = [
     "ModelTimeoutError",
     "RateLimitError",
     "ServerError",
+    "StreamLimitError",
 ]
 
 
@@ -97,3 +98,14 @@ class MalformedChunkError(ModelError, ValueError):
 
 class ModelStreamError(ModelError):
     """The server sent an error object in the middle of a stream."""
+
+
+class StreamLimitError(ModelError, ValueError):
+    """A line of the event stream, or one event's data, is longer than its limit, found
+    before it was buffered. ``limit`` names the keyword that raises it
+    (``max_sse_line_bytes`` or ``max_sse_event_bytes``); ``line`` is where it started.
+    """
+
+    def __init__(self, message: str, *, limit: str, line: int | None = None) -> None:
+        super().__init__(message, line=line)
+        self.limit = limit

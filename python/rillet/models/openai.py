@@ -178,6 +178,10 @@ class OpenAIChatModel:
         think_tags: move ``<think>...</think>`` text out of the content into
             ``reasoning_content`` (models served without a reasoning parser).
         headers: extra HTTP headers for every request.
+        max_sse_line_bytes, max_sse_event_bytes: the longest line of a streamed answer, and
+            the most data one of its events may carry (default 4 MiB and 16 MiB); over either,
+            the stream fails with :class:`~rillet.models.errors.StreamLimitError` before the
+            bytes are buffered, so a server cannot make the client hold an endless line.
         **default_params: request parameters for every call (``temperature``, ``top_p``,
             ``max_tokens``, ``stop``, ``seed``, ``tool_choice``, ``parallel_tool_calls``,
             ``response_format``...). Options given to ``generate``/``stream`` override them.
@@ -199,6 +203,8 @@ class OpenAIChatModel:
         include_usage: bool = True,
         think_tags: bool = True,
         headers: Mapping[str, str] | None = None,
+        max_sse_line_bytes: int = 4 << 20,
+        max_sse_event_bytes: int = 16 << 20,
         **default_params: Any,
     ) -> None:
         if not isinstance(model, str) or not model:
@@ -213,6 +219,9 @@ class OpenAIChatModel:
         self.include_usage = include_usage
         self.think_tags = think_tags
         self.headers = dict(headers or {})
+        self.max_sse_line_bytes = max_sse_line_bytes
+        self.max_sse_event_bytes = max_sse_event_bytes
+        self._stream_parser()  # checks the limits now rather than at the first stream
         self.default_params = default_params
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
             weakref.WeakKeyDictionary()
@@ -242,7 +251,7 @@ class OpenAIChatModel:
         try:
             if response.headers.get("content-type", "").startswith("text/event-stream"):
                 # A server (or proxy) that streams whatever was asked: read the stream whole.
-                parser = ChatStreamParser(think_tags=self.think_tags)
+                parser = self._stream_parser()
                 return _set_call_indexes(
                     concat_messages([*parser.feed(response.content), *parser.finish()]), indexed=False
                 )
@@ -456,7 +465,7 @@ class OpenAIChatModel:
             whole = parse_chat_completion(await response.aread(), think_tags=self.think_tags)
             writer.send(_set_call_indexes(whole, indexed=True))
             return
-        parser = ChatStreamParser(think_tags=self.think_tags)
+        parser = self._stream_parser()
         async for data in response.aiter_bytes():
             for chunk in parser.feed(data):
                 writer.send(chunk)
@@ -464,6 +473,13 @@ class OpenAIChatModel:
                 return
         for chunk in parser.finish():
             writer.send(chunk)
+
+    def _stream_parser(self) -> ChatStreamParser:
+        return ChatStreamParser(
+            think_tags=self.think_tags,
+            max_sse_line_bytes=self.max_sse_line_bytes,
+            max_sse_event_bytes=self.max_sse_event_bytes,
+        )
 
     def _stream_error(self, e: Exception) -> Exception:
         import httpx

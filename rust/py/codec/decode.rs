@@ -4,13 +4,12 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{
-    PyBytes, PyDate, PyDateTime, PyDelta, PyDict, PyInt, PyList, PyString, PyTime, PyTzInfo,
-};
+use pyo3::types::{PyDate, PyDateTime, PyDelta, PyDict, PyInt, PyList, PyString, PyTime, PyTzInfo};
 
 mod native;
 mod value;
 
+use super::checked::{attr, call, new_bytes, new_str};
 use super::stdlib::stdlib;
 use super::utf8::decode_str;
 use crate::codec::decode::{Builder, Kind, Scalar};
@@ -39,11 +38,22 @@ impl BuildError {
     }
 
     pub fn into_pyerr(self, py: Python<'_>, offset: impl std::fmt::Display) -> PyErr {
+        // Running out of memory says nothing about the data: it stays a MemoryError.
+        if let Some(cause) = self.cause {
+            if cause.is_instance_of::<pyo3::exceptions::PyMemoryError>(py) {
+                return cause;
+            }
+            let err = PyErr::from_type(
+                decode_error(py).clone(),
+                format!("{} (at byte {offset})", self.message),
+            );
+            err.set_cause(py, Some(cause));
+            return err;
+        }
         let err = PyErr::from_type(
             decode_error(py).clone(),
             format!("{} (at byte {offset})", self.message),
         );
-        err.set_cause(py, self.cause);
         err
     }
 }
@@ -206,6 +216,8 @@ impl<'py> Builder for PyBuilder<'py> {
     fn reuse(&mut self, entry: &mut Val<'py>) -> Val<'py> {
         // A str first read inside a message state and now used outside one becomes (and
         // stays) a Python str; the other way round, a Python str's text is read in place.
+        // If the str cannot be made now (no memory), the Rust value is handed out as it is:
+        // the container that takes it makes the str, or raises.
         if !self.native && !matches!(entry, Val::Py(_)) {
             if let Ok(o) = entry.clone().into_py(self.py) {
                 *entry = Val::Py(o);
@@ -301,7 +313,7 @@ impl<'py> PyBuilder<'py> {
             match s {
                 Scalar::Str(text) if text.len() <= MAX_CACHED_KEY && text.is_ascii() => {
                     if text.len() <= self.cached_len[key as usize] {
-                        Ok(self.keys.get(py, text))
+                        Ok(self.keys.get(py, text)?)
                     } else {
                         self.owned(new_ascii(text))
                     }
@@ -314,14 +326,14 @@ impl<'py> PyBuilder<'py> {
                 Scalar::Bool(v) => Ok(pyo3::types::PyBool::new(py, v).to_owned().into_any()),
                 Scalar::Float(v) => self.owned(ffi::PyFloat_FromDouble(v)),
                 Scalar::UInt(v) => self.owned(ffi::PyLong_FromUnsignedLongLong(v)),
-                Scalar::Bin(b) => Ok(PyBytes::new(py, b).into_any()),
+                Scalar::Bin(b) => Ok(new_bytes(py, b)?.into_any()),
                 Scalar::BigInt {
                     negative,
                     magnitude,
                 } => {
-                    let int = py
-                        .get_type::<PyInt>()
-                        .call_method1("from_bytes", (PyBytes::new(py, magnitude), "big"))?;
+                    let from_bytes = attr(py.get_type::<PyInt>().as_any(), c"from_bytes")?;
+                    let magnitude = new_bytes(py, magnitude)?.into_any();
+                    let int = call(&from_bytes, &[&magnitude, &new_str(py, "big")?])?;
                     Ok(if negative { int.neg()? } else { int })
                 }
                 Scalar::SurrogateStr(b) => self.owned(ffi::PyUnicode_DecodeUTF8(
@@ -330,15 +342,15 @@ impl<'py> PyBuilder<'py> {
                     c"surrogatepass".as_ptr(),
                 )),
                 Scalar::Uuid(b) => {
-                    let kwargs = PyDict::new(py);
-                    kwargs.set_item("bytes", PyBytes::new(py, b))?;
-                    Ok(stdlib(py)?.uuid.bind(py).call((), Some(&kwargs))?)
+                    // UUID(hex=None, bytes=b)
+                    let args = [&py.None().into_bound(py), &new_bytes(py, b)?.into_any()];
+                    Ok(call(stdlib(py)?.uuid.bind(py).as_any(), &args)?)
                 }
-                Scalar::Decimal(text) => stdlib(py)?
-                    .decimal
-                    .bind(py)
-                    .call1((text,))
-                    .map_err(|e| BuildError::caused(format!("invalid decimal {text:?}"), e)),
+                Scalar::Decimal(text) => call(
+                    stdlib(py)?.decimal.bind(py).as_any(),
+                    &[&new_str(py, text)?],
+                )
+                .map_err(|e| BuildError::caused(format!("invalid decimal {text:?}"), e)),
             }
         }
     }
@@ -710,8 +722,21 @@ struct KeyCache<'py> {
 }
 
 impl<'py> KeyCache<'py> {
+    /// The shared str of `text`, made and cached on a miss; a failed allocation raises (and
+    /// leaves the slot as it was).
     #[inline]
-    fn get(&mut self, py: Python<'py>, text: &[u8]) -> Bound<'py, PyAny> {
+    fn get(&mut self, py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        self.get_with(py, text, new_ascii)
+    }
+
+    /// `get` with the constructor passed in, so tests can make it fail.
+    #[inline(always)]
+    fn get_with(
+        &mut self,
+        py: Python<'py>,
+        text: &[u8],
+        make: unsafe fn(&[u8]) -> *mut ffi::PyObject,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let slot = &mut self.slots[hash(text) % KEY_SLOTS];
         if let Some(s) = slot {
             // SAFETY: cached strings are exact compact ASCII strs made by `new_ascii`.
@@ -722,18 +747,13 @@ impl<'py> KeyCache<'py> {
                 )
             };
             if cached == text {
-                return s.clone();
+                return Ok(s.clone());
             }
         }
         // SAFETY: `text` is ASCII (checked by the reader).
-        match unsafe { Bound::from_owned_ptr_or_err(py, new_ascii(text)) } {
-            Ok(s) => {
-                *slot = Some(s.clone());
-                s
-            }
-            // Out of memory: fall back to the generic constructor, which raises again.
-            Err(_) => py.None().into_bound(py),
-        }
+        let s = unsafe { Bound::from_owned_ptr_or_err(py, make(text)) }?;
+        *slot = Some(s.clone());
+        Ok(s)
     }
 }
 
@@ -761,4 +781,32 @@ unsafe fn new_ascii(text: &[u8]) -> *mut ffi::PyObject {
         std::ptr::copy_nonoverlapping(text.as_ptr(), ffi::PyUnicode_DATA(s) as *mut u8, text.len());
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pyo3::exceptions::PyMemoryError;
+
+    /// A constructor that fails as CPython's do when they cannot allocate.
+    unsafe fn no_memory(_: &[u8]) -> *mut ffi::PyObject {
+        ffi::PyErr_NoMemory()
+    }
+
+    #[test]
+    fn a_key_that_cannot_be_made_raises_and_is_not_cached() {
+        Python::initialize();
+        Python::attach(|py| {
+            let mut keys = KeyCache {
+                slots: (0..KEY_SLOTS).map(|_| None).collect(),
+            };
+            let err = keys.get_with(py, b"role", no_memory).unwrap_err();
+            assert!(err.is_instance_of::<PyMemoryError>(py));
+            let role = keys.get(py, b"role").unwrap();
+            assert_eq!(role.extract::<String>().unwrap(), "role");
+            // A hit needs no allocation.
+            let again = keys.get_with(py, b"role", no_memory).unwrap();
+            assert!(again.is(&role));
+        });
+    }
 }

@@ -497,7 +497,9 @@ impl<'py> Encoder<'_, 'py> {
     /// # Safety
     /// `p` must be a live exact `str`.
     unsafe fn str(&mut self, p: *mut ffi::PyObject) -> Result {
-        if let Some(data) = utf8_of(p) {
+        let data = utf8_of(self.py, p)
+            .map_err(|e| fail_with("cannot encode the str at {path}".into(), e))?;
+        if let Some(data) = data {
             if data.len() >= MIN_SHARED_STR {
                 if let Some(share) = self.share.as_mut() {
                     match share.strings.note(p as usize) {
@@ -646,7 +648,9 @@ impl<'py> Encoder<'_, 'py> {
         // SAFETY: `p` is an exact dict and no Python code runs during this loop.
         while unsafe { ffi::PyDict_Next(p, &mut pos, &mut k, &mut v) } != 0 {
             let is_str = unsafe { ffi::Py_TYPE(k) == addr_of_mut!(ffi::PyUnicode_Type) };
-            if !is_str || unsafe { utf8_of(k) }.is_none() {
+            // A str whose UTF-8 form cannot be made now (no memory) is written the plain
+            // way too, which tries again and raises.
+            if !is_str || !matches!(unsafe { utf8_of(self.py, k) }, Ok(Some(_))) {
                 self.items.truncate(base);
                 self.shape.clear();
                 return None;
@@ -680,8 +684,12 @@ impl<'py> Encoder<'_, 'py> {
                 self.w.array(n)?;
                 for (key, _) in &self.items[base..] {
                     // SAFETY: snapshot keys are exact strs whose UTF-8 form was checked.
-                    self.w
-                        .str(unsafe { utf8_of(key.as_ptr()) }.unwrap_or_default())?;
+                    self.w.str(
+                        unsafe { utf8_of(self.py, key.as_ptr()) }
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default(),
+                    )?;
                 }
                 self.w.ext_end(mark, ext::SHAPE_DEF)?;
             }
@@ -941,26 +949,33 @@ impl<'py> Encoder<'_, 'py> {
 }
 
 /// The UTF-8 of a str without copying (ASCII is its own UTF-8; otherwise CPython's cached
-/// UTF-8 form), or None for a str with lone surrogates, which has none.
+/// UTF-8 form), or None for a str with lone surrogates, which has none. Making the cached
+/// form can also fail for want of memory: that is an error.
 ///
 /// # Safety
 /// `p` must be a live exact `str`; the slice lives as long as the str.
-unsafe fn utf8_of<'a>(p: *mut ffi::PyObject) -> Option<&'a [u8]> {
+unsafe fn utf8_of<'a>(py: Python<'_>, p: *mut ffi::PyObject) -> PyResult<Option<&'a [u8]>> {
     if ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0 {
         let len = ffi::PyUnicode_GET_LENGTH(p) as usize;
-        return Some(std::slice::from_raw_parts(
+        return Ok(Some(std::slice::from_raw_parts(
             ffi::PyUnicode_DATA(p) as *const u8,
             len,
-        ));
+        )));
     }
     let mut len: ffi::Py_ssize_t = 0;
     let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut len);
     if data.is_null() {
+        let err = PyErr::fetch(py);
         // Lone surrogates: the caller writes them another way.
-        ffi::PyErr_Clear();
-        return None;
+        if err.is_instance_of::<pyo3::exceptions::PyUnicodeEncodeError>(py) {
+            return Ok(None);
+        }
+        return Err(err);
     }
-    Some(std::slice::from_raw_parts(data as *const u8, len as usize))
+    Ok(Some(std::slice::from_raw_parts(
+        data as *const u8,
+        len as usize,
+    )))
 }
 
 /// `[hour, minute, second, microsecond, fold]` of a datetime or time.
@@ -1092,6 +1107,12 @@ fn render_path(py: Python<'_>, path: &[Seg]) -> String {
 }
 
 fn into_pyerr(py: Python<'_>, f: Failure) -> PyErr {
+    // Running out of memory says nothing about the value: it stays a MemoryError.
+    if let Some(cause) = f.cause.as_ref() {
+        if cause.is_instance_of::<pyo3::exceptions::PyMemoryError>(py) {
+            return f.cause.unwrap();
+        }
+    }
     let path = render_path(py, &f.path);
     let err = PyErr::from_type(encode_error(py).clone(), f.message.replace("{path}", &path));
     err.set_cause(py, f.cause);

@@ -5,6 +5,7 @@
 //! dispatches on exact type pointers into a reused [`Writer`] buffer, and the decoder is the
 //! pure-Rust [`crate::codec::decode`] driving a [`decode::PyBuilder`].
 
+pub(crate) mod checked;
 mod decode;
 mod encode;
 mod stdlib;
@@ -63,7 +64,10 @@ pub fn codec_encode<'py>(
     let mut buf = BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()));
     buf.clear();
     let run = AssertUnwindSafe(|| encode::encode(py, obj, types, max_depth, version, buf));
-    let (result, mut buf) = catch_unwind(run).unwrap_or_else(|_| {
+    let (result, mut buf) = catch_unwind(run).unwrap_or_else(|payload| {
+        if checked::is_null_panic(&*payload) {
+            return (Err(out_of_memory("encoding")), Vec::new());
+        }
         let err = PyErr::from_type(
             encode_error(py).clone(),
             "internal error in the rillet encoder (a bug: please report it)",
@@ -72,11 +76,11 @@ pub fn codec_encode<'py>(
     });
     let out = result.and_then(|()| {
         if !compress {
-            return Ok(PyBytes::new(py, &buf));
+            return checked::new_bytes(py, &buf);
         }
         // Plain bytes in, plain bytes out: other Python threads may run meanwhile.
         match py.detach(|| compress_checkpoint(&buf)) {
-            Ok(packed) => Ok(PyBytes::new(py, &packed)),
+            Ok(packed) => checked::new_bytes(py, &packed),
             Err(TooLong(n)) => Err(PyErr::from_type(
                 encode_error(py).clone(),
                 format!("cannot compress a body of {n} bytes (the most is 4 GiB - 1): encode it with compress=False"),
@@ -88,6 +92,11 @@ pub fn codec_encode<'py>(
         BUFFER.with(|b| *b.borrow_mut() = buf);
     }
     out
+}
+
+/// What a caught [`checked::is_null_panic`] raises.
+fn out_of_memory(doing: &str) -> PyErr {
+    pyo3::exceptions::PyMemoryError::new_err(format!("out of memory while {doing} a checkpoint"))
 }
 
 fn check_max_depth(max_depth: usize) -> PyResult<()> {
@@ -157,6 +166,7 @@ pub fn codec_decode<'py>(
                 decompressed: is_compressed(input),
             },
         )),
+        Err(payload) if checked::is_null_panic(&*payload) => Err(out_of_memory("decoding")),
         Err(_) => Err(PyErr::from_type(
             decode_error(py).clone(),
             "internal error in the rillet decoder (a bug: please report it)",

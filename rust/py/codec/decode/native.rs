@@ -23,7 +23,13 @@ pub(super) fn build<'py>(
     name: &str,
     state: Val<'py>,
 ) -> Result<Bound<'py, PyAny>> {
-    let bad = |e: Field| BuildError::new(format!("cannot build {name} from its state: {}", e.0));
+    let bad = |e: Field| {
+        let message = format!("cannot build {name} from its state: {}", e.0);
+        match e.1 {
+            Some(cause) => BuildError::caused(message, cause),
+            None => BuildError::new(message),
+        }
+    };
     let obj = match name {
         "rillet.Message" => {
             Bound::new(py, Message::wrap(message(py, state).map_err(bad)?))?.into_any()
@@ -51,7 +57,7 @@ pub(super) fn build<'py>(
                     Some(u.cast_exact::<Usage>().map_err(PyErr::from)?.get().0)
                 }
                 _ => {
-                    return Err(bad(Field(format!(
+                    return Err(bad(Field::new(format!(
                         "field 'usage' must be a rillet.Usage or None, got {}",
                         usage.kind()
                     ))))
@@ -73,7 +79,13 @@ pub(super) fn build<'py>(
 }
 
 /// What is wrong with a state, naming the field.
-struct Field(String);
+struct Field(String, Option<PyErr>);
+
+impl Field {
+    fn new(text: String) -> Self {
+        Field(text, None)
+    }
+}
 
 type Checked<T> = std::result::Result<T, Field>;
 
@@ -116,7 +128,7 @@ impl std::fmt::Display for Named<'_> {
 }
 
 fn wrong(path: impl std::fmt::Display, what: &str, got: &Val<'_>) -> Field {
-    Field(format!("field '{path}' must be {what}, got {}", got.kind()))
+    Field::new(format!("field '{path}' must be {what}, got {}", got.kind()))
 }
 
 fn string(v: Val<'_>, path: impl std::fmt::Display + Copy) -> Checked<String> {
@@ -126,7 +138,7 @@ fn string(v: Val<'_>, path: impl std::fmt::Display + Copy) -> Checked<String> {
     if let Val::Py(o) = &v {
         if let Ok(s) = o.cast_exact::<PyString>() {
             return s.to_str().map(str::to_owned).map_err(|_| {
-                Field(format!(
+                Field::new(format!(
                     "field '{path}' is not valid UTF-8 (it holds lone surrogates)"
                 ))
             });
@@ -197,7 +209,7 @@ fn list<'py>(v: Val<'py>, path: impl std::fmt::Display) -> Checked<Vec<Val<'py>>
 /// The items of a list state of exactly `N` items.
 fn items<'py, const N: usize>(v: Val<'py>, what: &str) -> Checked<[Val<'py>; N]> {
     list(v, what)?.try_into().map_err(|got: Vec<_>| {
-        Field(format!(
+        Field::new(format!(
             "expected a list {what} of {N} items, got {}",
             got.len()
         ))
@@ -218,7 +230,7 @@ fn each<'py>(
     }
     for (k, v) in pairs(v, Named(path))? {
         let Some(key) = k.text() else {
-            return Err(Field(format!(
+            return Err(Field::new(format!(
                 "'{path}' has a key that is not a str ({})",
                 k.kind()
             )));
@@ -229,14 +241,14 @@ fn each<'py>(
 }
 
 fn unknown(path: Path<'_>, key: &str) -> Field {
-    Field(format!(
+    Field::new(format!(
         "unknown field '{}' (a newer rillet's state? upgrade rillet)",
         path.key(key)
     ))
 }
 
 fn missing(path: Path<'_>, key: &str) -> Field {
-    Field(format!("missing field '{}'", path.key(key)))
+    Field::new(format!("missing field '{}'", path.key(key)))
 }
 
 fn message(py: Python<'_>, state: Val<'_>) -> Checked<core::Message> {
@@ -295,7 +307,7 @@ fn message(py: Python<'_>, state: Val<'_>) -> Checked<core::Message> {
     }
     if let Some(text) = content_text {
         if m.user_input_multi_content.is_empty() {
-            return Err(Field(
+            return Err(Field::new(
                 "field 'content_text' is only allowed when 'content' is a list of parts".into(),
             ));
         }
@@ -306,7 +318,7 @@ fn message(py: Python<'_>, state: Val<'_>) -> Checked<core::Message> {
 
 /// An `extra` dict as the message's Rust map.
 fn extra(py: Python<'_>, v: Val<'_>, path: Path<'_>) -> Checked<core::Map> {
-    let bad = |e: PyErr| Field(format!("field '{path}': {}", e.value(py)));
+    let bad = |e: PyErr| Field(format!("field '{path}': {}", e.value(py)), Some(e));
     if let Val::Py(o) = &v {
         let d = o
             .cast_exact::<PyDict>()
@@ -321,7 +333,7 @@ fn extra(py: Python<'_>, v: Val<'_>, path: Path<'_>) -> Checked<core::Map> {
             k => match k.text() {
                 Some(t) => t.to_owned(),
                 None => {
-                    return Err(Field(format!(
+                    return Err(Field::new(format!(
                         "'{path}' has a key that is not a str ({})",
                         k.kind()
                     )))
@@ -429,11 +441,11 @@ fn part(v: Val<'_>, path: Path<'_>) -> Checked<Part> {
         (Some("text"), None, _) => Err(missing(path, "text")),
         (Some("image_url"), _, None) => Err(missing(path, "image_url")),
         (None, _, _) => Err(missing(path, "type")),
-        (Some(other), _, _) if other != "text" && other != "image_url" => Err(Field(format!(
+        (Some(other), _, _) if other != "text" && other != "image_url" => Err(Field::new(format!(
             "field '{}' must be 'text' or 'image_url', got {other:?}",
             path.key("type")
         ))),
-        _ => Err(Field(format!(
+        _ => Err(Field::new(format!(
             "'{}' has both 'text' and 'image_url'",
             Named(path)
         ))),

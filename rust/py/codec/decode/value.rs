@@ -7,7 +7,9 @@ use std::rc::Rc;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyString};
+
+use crate::py::codec::checked::{new_dict, new_list, new_str};
 
 /// A decoded value.
 #[derive(Clone)]
@@ -42,25 +44,19 @@ impl<'py> Val<'py> {
                     Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLongLong(v))?
                 }
                 Val::Float(v) => Bound::from_owned_ptr_or_err(py, ffi::PyFloat_FromDouble(v))?,
-                Val::Str(s) => PyString::new(py, &s).into_any(),
-                Val::List(items) => {
-                    let items = items
-                        .into_iter()
-                        .map(|v| v.into_py(py))
-                        .collect::<PyResult<Vec<_>>>()?;
-                    PyList::new(py, items)?.into_any()
-                }
+                Val::Str(s) => new_str(py, &s)?,
+                Val::List(items) => new_list(py, items.into_iter().map(|v| v.into_py(py)))?,
                 Val::Map(pairs) => {
-                    let d = PyDict::new(py);
+                    let d = new_dict(py)?;
                     for (k, v) in pairs {
                         d.set_item(k.into_py(py)?, v.into_py(py)?)?;
                     }
                     d.into_any()
                 }
                 Val::Record(keys, values) => {
-                    let d = PyDict::new(py);
+                    let d = new_dict(py)?;
                     for (k, v) in keys.iter().zip(values) {
-                        d.set_item(PyString::new(py, k), v.into_py(py)?)?;
+                        d.set_item(new_str(py, k)?, v.into_py(py)?)?;
                     }
                     d.into_any()
                 }
