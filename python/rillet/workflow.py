@@ -21,6 +21,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
+from rillet._loop import Inbox, child_task
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.context import RunContext, current_run
 from rillet.events import AgentEvent, RunStep
@@ -247,7 +248,7 @@ class ParallelAgent(WorkflowAgent):
             todo = [i for i, c in enumerate(self.sub_agents) if f"agent:{c.name}" in wanted]
             for i, records in saved["lanes"].items():
                 lanes[int(i)].restore(records_to_events(records))
-        queue: asyncio.Queue[tuple[int, AgentEvent | BaseException | None]] = asyncio.Queue()
+        queue: Inbox[tuple[int, AgentEvent | BaseException | None]] = Inbox()
 
         async def pump(i: int) -> None:
             lane_run = RunContext(lanes[i], run.run_path, run.address, run.root_input)
@@ -260,7 +261,7 @@ class ParallelAgent(WorkflowAgent):
             finally:
                 queue.put_nowait((i, None))
 
-        tasks = [asyncio.ensure_future(pump(i)) for i in todo]
+        tasks = [child_task(pump(i)) for i in todo]
         interrupted: list[AgentEvent] = []
         try:
             running = len(tasks)
