@@ -442,3 +442,52 @@ def test_closing_a_loop_with_runs_in_flight_is_quiet_and_closes_their_tools(mode
     assert len(report["ends"]) == (7 if mode in ("close-held", "stop") else 0)
     for end in report["ends"]:  # a held run says why it stopped
         assert "event loop" in end, report["ends"]
+
+
+def test_a_run_of_another_threads_loop_iterated_with_for_gets_its_events_then_an_error_when_that_loop_closes() -> None:
+    @tool
+    async def slow() -> str:
+        """Waits long enough for its loop to be closed under it."""
+        await asyncio.sleep(0.3)
+        return "late"
+
+    import threading
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    async def start(model: ScriptedModel) -> RunIterator:
+        return Runner(ChatModelAgent("a", "", "", model, [slow])).query("go")
+
+    try:
+        it = asyncio.run_coroutine_threadsafe(start(ScriptedModel([asks(call("slow")), "done"])), loop).result(T)
+        assert texts(list(it)) == ["", "late", "done"]  # the loop lives: every event, then the end
+        it = asyncio.run_coroutine_threadsafe(start(ScriptedModel([asks(call("slow")), "done"])), loop).result(T)
+        first = next(it)
+        assert first.error is None
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(T)
+        loop.close()  # the second run is still waiting for its tool
+    started = time.monotonic()
+    rest = list(it)
+    assert time.monotonic() - started < 2
+    assert len(rest) == 1 and "event loop it ran on was closed" in str(rest[0].error)
+
+
+@pytest.mark.slow
+def test_many_threads_mixing_interrupted_and_healthy_runs_on_the_shared_loop_all_finish() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = SHAPES
+
+    def one(i: int) -> str:
+        exc = EXCS[i % 2]
+        make, streaming = shapes(exc)[names[i % len(names)]]
+        check_failed_run(drain(Runner(make(), streaming=streaming).query("go")), exc)
+        events = drain(Runner(ChatModelAgent("b", "", "", ScriptedModel([f"fine {i}"]))).query("x"))
+        return texts(events)[0]
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(one, range(200))) == [f"fine {i}" for i in range(200)]
