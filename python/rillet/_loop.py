@@ -14,7 +14,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Fatal", "Inbox", "RunTask", "background_loop", "child_task", "current_background_loop", "spawn"]
+__all__ = ["Fatal", "Inbox", "RunTask", "background_loop", "child_task", "spawn"]
 
 T = TypeVar("T")
 
@@ -121,20 +121,16 @@ class Inbox(Generic[T]):
         return self._items.popleft()
 
 
-def current_background_loop() -> asyncio.AbstractEventLoop | None:
-    """rillet's background loop if it has been started (without starting it)."""
-    return _loop
-
-
 class RunTask:
     """A handle on a spawned run: ``cancel()`` works from any thread, at any time."""
 
-    __slots__ = ("_cancelled", "_loop", "_task")
+    __slots__ = ("_cancelled", "_loop", "_task", "foreign")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, foreign: bool = False) -> None:
         self._loop = loop
         self._task: asyncio.Task[Any] | None = None
         self._cancelled = False
+        self.foreign = foreign  # on a loop the caller runs, not rillet's background loop
 
     def cancel(self) -> None:
         if self._cancelled:
@@ -175,7 +171,7 @@ def spawn(coro: Coroutine[Any, Any, Any], ctx: contextvars.Context | None = None
         loop = asyncio.get_running_loop()
     except RuntimeError:
         loop = None
-    handle = RunTask(loop or background_loop())
+    handle = RunTask(loop or background_loop(), foreign=loop is not None)
     if loop is not None:
         handle._task = loop.create_task(coro, context=ctx)
         _no_pending_log(handle._task)

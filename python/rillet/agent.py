@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from rillet._loop import Fatal, RunTask, current_background_loop, spawn
+from rillet._loop import Fatal, RunTask, spawn
 from rillet._native import Channel, ChannelClosed, Message, RilletError
 from rillet.event_pair import EventGenerator, EventIterator
 from rillet.events import AgentAction, AgentEvent, event_from_message
@@ -70,7 +70,7 @@ class RunIterator(EventIterator[AgentEvent]):
     def __next__(self) -> AgentEvent:
         try:
             task = self._task
-            if task is not None and task.loop is not current_background_loop():
+            if task is not None and task.foreign:
                 return self._next_watching(task.loop)
             return self._ch.__next__()
         except RuntimeError as e:
