@@ -491,3 +491,31 @@ def test_many_threads_mixing_interrupted_and_healthy_runs_on_the_shared_loop_all
 
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(one, range(200))) == [f"fine {i}" for i in range(200)]
+
+
+def test_a_tool_call_wrapper_around_an_agent_tool_sees_the_keyboard_interrupt_itself() -> None:
+    @tool
+    async def bad() -> str:
+        """Raises."""
+        raise KeyboardInterrupt
+
+    @tool
+    async def ok() -> str:
+        """Answers."""
+        return "ok"
+
+    seen: list[type[BaseException]] = []
+
+    async def wrapper(ctx: Any, call_next: Callable[[str], Any]) -> str:
+        try:
+            result: str = await call_next(ctx.arguments)
+        except BaseException as e:
+            seen.append(type(e))
+            raise
+        return result
+
+    inner = ChatModelAgent("inner", "helps", "", ScriptedModel([asks(call("bad", 0), call("ok", 1)), "x"]), [bad, ok])
+    request = ToolCall(index=0, id="c0", function=FunctionCall("inner", '{"request": "go"}'))
+    outer = ChatModelAgent("outer", "", "", ScriptedModel([asks(request), "done"]), [AgentTool(inner)], wrap_tool_call=wrapper)
+    check_failed_run(drain(Runner(outer).query("go")), KeyboardInterrupt)
+    assert seen == [KeyboardInterrupt]  # not rillet's internal carrier

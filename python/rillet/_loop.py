@@ -11,10 +11,10 @@ import asyncio
 import collections
 import contextvars
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Fatal", "Inbox", "RunTask", "background_loop", "child_task", "spawn"]
+__all__ = ["Fatal", "Inbox", "RunTask", "background_loop", "child_task", "joined", "result_of", "spawn"]
 
 T = TypeVar("T")
 
@@ -71,6 +71,25 @@ async def _contained(coro: Coroutine[Any, Any, T]) -> T:
         return await coro
     except (KeyboardInterrupt, SystemExit) as e:
         raise Fatal(e) from None
+
+
+def result_of(task: asyncio.Future[T]) -> T:
+    """``task.result()`` of a :func:`child_task`, raising a carried KeyboardInterrupt or
+    SystemExit as itself, so the code that joins the task sees what the agent code raised."""
+    try:
+        return task.result()
+    except Fatal as e:
+        exc = e.exc
+    raise exc
+
+
+async def joined(task: Awaitable[T]) -> T:
+    """``await task`` of a :func:`child_task`, unwrapped as :func:`result_of` does."""
+    try:
+        return await task
+    except Fatal as e:
+        exc = e.exc
+    raise exc
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from rillet._loop import Inbox, child_task
+from rillet._loop import Inbox, child_task, joined, result_of
 from rillet._native import Message, RilletError, StreamReader, ToolCall, pipe
 from rillet.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.context import _TOOL_CALL, ToolCallScope, add_session_value, current_run
@@ -366,7 +366,7 @@ class ChatModelAgent(BaseAgent):
                 yield ev
                 if not isinstance(msg, Message):
                     try:
-                        msg = await msg
+                        msg = await joined(msg)
                     except Interrupted as e:  # a streaming tool interrupted part-way
                         yield composite_interrupt_event(None, _snapshot(state, {}, remaining, iteration), e)
                         return
@@ -495,13 +495,13 @@ class ChatModelAgent(BaseAgent):
                         yield item, -1, None
                         continue
                     left -= 1
-                    yield _settle(tasks[item], item.result(), futures)
+                    yield _settle(tasks[item], result_of(item), futures)
             finally:
                 for t in tasks:
                     t.cancel()
         for pos, fut in futures.items():  # streaming tools' concatenated results
             try:
-                yield None, pos, await fut
+                yield None, pos, await joined(fut)
             except Interrupted as e:  # the stream interrupted part-way
                 yield e, pos, None
 
