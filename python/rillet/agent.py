@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from rillet._loop import RunTask, spawn
+from rillet._loop import Fatal, RunTask, spawn
 from rillet._native import Channel, ChannelClosed, Message, RilletError
 from rillet.event_pair import EventGenerator, EventIterator
 from rillet.events import AgentAction, AgentEvent, event_from_message
@@ -69,6 +69,9 @@ class RunIterator(EventIterator[AgentEvent]):
 
     def __next__(self) -> AgentEvent:
         try:
+            task = self._task
+            if task is not None and task.foreign:
+                return self._next_watching(task.loop)
             return self._ch.__next__()
         except RuntimeError as e:
             if _on_loop_thread():
@@ -77,6 +80,20 @@ class RunIterator(EventIterator[AgentEvent]):
                     "inside async code use `async for event in runner.run(...)`"
                 ) from e
             raise
+
+    def _next_watching(self, loop: asyncio.AbstractEventLoop) -> AgentEvent:
+        """The next event of a run that is a task of another event loop (one an ``async``
+        caller started, iterated with ``for``): if that loop is closed with the run in flight,
+        nothing will send again, so the run ends here with an error event."""
+        while True:
+            try:
+                return self._ch.recv(_WATCH_INTERVAL)
+            except ChannelClosed:
+                raise StopIteration from None
+            except TimeoutError:
+                if loop.is_closed() and self._task is not None:
+                    self.close()
+                    return AgentEvent(error=RilletError(_LOOP_CLOSED))
 
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         return self
@@ -112,6 +129,10 @@ class RunIterator(EventIterator[AgentEvent]):
                 self.close()
 
 
+_WATCH_INTERVAL = 0.25  # seconds between checks that a foreign run's event loop is still open
+_LOOP_CLOSED = "the run was stopped: the event loop it ran on was closed with the run in flight"
+
+
 def _on_loop_thread() -> bool:
     try:
         asyncio.get_running_loop()
@@ -129,9 +150,27 @@ def start_run(events: AsyncIterator[AgentEvent], ctx: contextvars.Context | None
     return it
 
 
+class _Closing:
+    """``contextlib.aclosing`` for a run's events, except when the run's coroutine is being
+    destroyed (its loop was closed under it): the generator is then suspended mid-step and
+    cannot be closed; it is finalized on its own."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, events: AsyncIterator[AgentEvent]) -> None:
+        self.events = events
+
+    async def __aenter__(self) -> AsyncIterator[AgentEvent]:
+        return self.events
+
+    async def __aexit__(self, typ: type[BaseException] | None, *exc: object) -> None:
+        if typ is not GeneratorExit:
+            await self.events.aclose()  # type: ignore[attr-defined]
+
+
 async def _pump(events: AsyncIterator[AgentEvent], gen: EventGenerator[AgentEvent]) -> None:
     try:
-        async with contextlib.aclosing(events) as evs:  # type: ignore[type-var]
+        async with _Closing(events) as evs:
             async for ev in evs:
                 if not gen.send(ev):
                     break  # the consumer is gone
@@ -146,6 +185,12 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: EventGenerator[AgentEven
         # Raised by agent code (a tool, a model, a callback): an error event, never an
         # exception that would stop the event loop the run shares with other runs.
         gen.send(AgentEvent(error=e))
+    except Fatal as e:  # the same, raised in one of the run's child tasks
+        gen.send(AgentEvent(error=e.exc))
+    except GeneratorExit:  # destroyed: its loop was closed with the run in flight
+        if not gen.closed:
+            gen.send(AgentEvent(error=RilletError(_LOOP_CLOSED)))
+        raise
     finally:
         gen.close()
 

@@ -13,12 +13,14 @@ separate "final" event: the last model event is the answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from rillet._loop import Inbox, child_task, joined, result_of
 from rillet._native import Message, RilletError, StreamReader, ToolCall, pipe
 from rillet.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.context import _TOOL_CALL, ToolCallScope, add_session_value, current_run
@@ -367,7 +369,7 @@ class ChatModelAgent(BaseAgent):
                 yield ev
                 if not isinstance(msg, Message):
                     try:
-                        msg = await msg
+                        msg = await joined(msg)
                     except Interrupted as e:  # a streaming tool interrupted part-way
                         yield composite_interrupt_event(None, _snapshot(state, {}, remaining, iteration), e)
                         return
@@ -480,7 +482,7 @@ class ChatModelAgent(BaseAgent):
         position, None). Events that tools emit (agent tools with ``emit_internal_events``)
         are yielded as they come, with position -1."""
         futures: dict[int, asyncio.Future[Message]] = {}
-        inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        inbox: Inbox[tuple[str, Any]] = Inbox()
         emit = (lambda ev: inbox.put_nowait(("event", ev))) if self._emits else None
         if emit is None and (len(calls) == 1 or self.execute_tools_sequentially):
             for pos, c in calls:
@@ -494,7 +496,7 @@ class ChatModelAgent(BaseAgent):
                 async with gate:
                     return await self._attempt(c, state, streaming, emit)
 
-            tasks = {asyncio.ensure_future(one(c)): pos for pos, c in calls}
+            tasks = {child_task(one(c)): pos for pos, c in calls}
             for t in tasks:
                 t.add_done_callback(lambda t: inbox.put_nowait(("done", t)))
             try:
@@ -505,13 +507,13 @@ class ChatModelAgent(BaseAgent):
                         yield item, -1, None
                         continue
                     left -= 1
-                    yield _settle(tasks[item], item.result(), futures)
+                    yield _settle(tasks[item], result_of(item), futures)
             finally:
                 for t in tasks:
                     t.cancel()
         for pos, fut in futures.items():  # streaming tools' concatenated results
             try:
-                yield None, pos, await fut
+                yield None, pos, await joined(fut)
             except Interrupted as e:  # the stream interrupted part-way
                 yield e, pos, None
 
@@ -549,7 +551,8 @@ class ChatModelAgent(BaseAgent):
             if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
                 raise content
         finally:
-            _TOOL_CALL.reset(token)
+            with contextlib.suppress(ValueError):  # closed by the GC, outside its context, after its loop closed
+                _TOOL_CALL.reset(token)
         msg = Message.tool_message(content, call_id, name)
         ev = event_from_message(msg.copy(), role="tool", tool_name=name)
         if scope.action is not None:
@@ -616,6 +619,9 @@ class ChatModelAgent(BaseAgent):
                         break
             except Interrupted as e:
                 interrupted.append(e)
+            except (KeyboardInterrupt, SystemExit) as e:  # ends the run; the stream says it was cut short
+                writer.send_error(ToolCallError(f"tool call {call_id} raised {type(e).__name__}"))
+                raise
             except Exception as e:
                 if self.tool_error == "raise":
                     writer.send_error(ToolCallError(f"failed to stream tool call {call_id}: {e}"))
@@ -626,7 +632,7 @@ class ChatModelAgent(BaseAgent):
                 started.set()
                 writer.close()
 
-        producer = asyncio.ensure_future(produce())  # runs with the tool-call scope set
+        producer = child_task(produce())  # runs with the tool-call scope set
         await started.wait()
         if interrupted and producer.done():
             user_copy.close()
@@ -636,13 +642,17 @@ class ChatModelAgent(BaseAgent):
         async def concat() -> Message:
             try:
                 msg = await aconcat_message_stream(own)
-            finally:
+            except GeneratorExit:  # destroyed with its closed loop: nothing can be awaited now
+                raise
+            except BaseException:
                 await producer
+                raise
+            await producer
             if interrupted:
                 raise interrupted[0]
             return msg if msg.role else Message.tool_message("", call_id, name)
 
-        result = asyncio.ensure_future(concat())
+        result = child_task(concat())
         ev = event_from_message(None, user_copy, role="tool", tool_name=name)
         if scope.action is not None:
             ev.action = scope.action

@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
+from rillet._loop import Inbox, child_task
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.context import RunContext, Session, current_run
 from rillet.events import AgentEvent, RunPath, RunStep
@@ -251,7 +252,7 @@ class ParallelAgent(WorkflowAgent):
             for i, records in saved["lanes"].items():
                 stamps = [first + p for p in places[i]] if places is not None else None
                 lanes[int(i)].restore(records_to_events(records), stamps)  # in the order they were recorded
-        queue: asyncio.Queue[tuple[int, AgentEvent | BaseException | None]] = asyncio.Queue()
+        queue: Inbox[tuple[int, AgentEvent | BaseException | None]] = Inbox()
 
         async def pump(i: int) -> None:
             lane_run = RunContext(lanes[i], run.run_path, run.address, run.root_input)
@@ -264,7 +265,7 @@ class ParallelAgent(WorkflowAgent):
             finally:
                 queue.put_nowait((i, None))
 
-        tasks = [asyncio.ensure_future(pump(i)) for i in todo]
+        tasks = [child_task(pump(i)) for i in todo]
         interrupted: list[AgentEvent] = []
         try:
             running = len(tasks)
