@@ -443,3 +443,22 @@ def test_the_tree_covers_agents_as_tools_and_transfer_targets() -> None:
     clerk = ChatModelAgent("boss", "delegates", "", ScriptedModel([]), [AgentTool(build("x", name="clerk", extra_tool=True))])
     with pytest.raises(Mismatch, match=r"at boss/tool:clerk/clerk: tools \['append'\] were saved, the Runner has \['append', 'audit'\]"):
         check_binding(saved, clerk, "c")
+
+
+def test_the_agent_given_to_set_sub_agents_is_bound_with_its_sub_agents() -> None:
+    """A Runner over the agent given to set_sub_agents runs its sub-agents, so its fingerprint
+    must cover them: another sub-agent tree is refused, the returned wrapper matches."""
+    from rillet import set_sub_agents
+    from rillet.checkpoint.binding import CheckpointAgentMismatchError as Mismatch
+    from rillet.checkpoint.binding import check_binding
+
+    def router(child: str) -> tuple[ChatModelAgent, Any]:
+        root = build("x", name="router")
+        return root, set_sub_agents(root, [build("x", name=child)])
+
+    original, wrapper = router("billing")
+    saved = agent_binding(original)
+    assert [c[0] for c in saved["tree"][3]] == ["billing"]
+    assert saved == agent_binding(wrapper)
+    with pytest.raises(Mismatch, match=r"sub-agents \['billing'\] were saved, the Runner has \['sales'\]"):
+        check_binding(saved, router("sales")[0], "c")

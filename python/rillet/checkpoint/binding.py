@@ -23,11 +23,13 @@ class CheckpointAgentMismatchError(CheckpointError):
 
 
 def _unwrap(agent: Any) -> tuple[Any, list[Any]]:
-    """The agent a flow wrapper holds and the wrapper's transfer children."""
-    from rillet.flow import FlowAgent
+    """The agent a flow wrapper holds and the wrapper's transfer children; an agent given to
+    set_sub_agents runs with its wrapper's children, so they are its children too."""
+    from rillet.flow import FlowAgent, flow_of
 
-    if isinstance(agent, FlowAgent):
-        return agent.agent, list(agent.sub_agents)
+    flow = agent if isinstance(agent, FlowAgent) else flow_of(agent) if hasattr(agent, "_rillet_flow") else None
+    if flow is not None:
+        return flow.agent, list(flow.sub_agents)
     return agent, []
 
 
