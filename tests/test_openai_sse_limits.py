@@ -95,6 +95,9 @@ def test_the_defaults_are_documented_and_checked() -> None:
     assert parser["max_sse_event_bytes"].default == 16 * MiB
     with pytest.raises(ValueError, match="must be positive"):
         OpenAIChatModel("m", api_key="k", max_sse_line_bytes=0)
+    for bad in (-1, 1.5, None, True):  # each named, not an OverflowError about "unsigned"
+        with pytest.raises(ValueError, match=rf"max_sse_event_bytes must be positive \(an int, in bytes\), got {bad!r}"):
+            OpenAIChatModel("m", api_key="k", max_sse_event_bytes=bad)  # type: ignore[arg-type]
 
 
 def test_the_parser_refuses_a_long_line_fed_in_pieces() -> None:

@@ -219,6 +219,9 @@ class OpenAIChatModel:
         self.include_usage = include_usage
         self.think_tags = think_tags
         self.headers = dict(headers or {})
+        for keyword, limit in (("max_sse_line_bytes", max_sse_line_bytes), ("max_sse_event_bytes", max_sse_event_bytes)):
+            if type(limit) is not int or limit < 1:  # a negative one would fail as an unnamed OverflowError
+                raise ValueError(f"OpenAIChatModel: {keyword} must be positive (an int, in bytes), got {limit!r}")
         self.max_sse_line_bytes = max_sse_line_bytes
         self.max_sse_event_bytes = max_sse_event_bytes
         self._stream_parser()  # checks the limits now rather than at the first stream
