@@ -157,6 +157,25 @@ def test_a_failed_resume_keeps_the_checkpoint_and_releases_its_claim(store: Any,
     assert store.get("c") is None  # finished: deleted
 
 
+@pytest.mark.parametrize("bad", [{"session_values": [1, 2]}, {"options": 5}, {"model_options": "x"}], ids=str)
+def test_a_resume_call_refused_for_a_bad_argument_leaves_the_checkpoint_unclaimed(
+    store: Any, tmp_path: Path, bad: dict[str, Any]
+) -> None:
+    log = tmp_path / "log"
+    iid = interrupt_id(Runner(build(str(log)), checkpoint_store=store), "c")
+    runner = Runner(build(str(log), first=False), checkpoint_store=store)
+    with pytest.raises((TypeError, ValueError)):
+        runner.resume("c", targets={iid: approve()}, **bad)
+
+    async def aresume() -> None:
+        await runner.aresume("c", targets={iid: approve()}, **bad)
+
+    with pytest.raises((TypeError, ValueError)):
+        asyncio.run(aresume())
+    list(runner.resume("c", targets={iid: approve()}))  # not held for the lease by the refused calls
+    assert lines(log) == ["paid"]
+
+
 def test_an_abandoned_resume_releases_its_claim(store: Any, tmp_path: Path) -> None:
     log = tmp_path / "log"
     iid = interrupt_id(Runner(build(str(log), extra_tool=True), checkpoint_store=store), "c")

@@ -181,16 +181,17 @@ class Runner:
         or failing, the checkpoint is deleted (if the store can), so a finished run cannot be
         resumed, and its side effects repeated, by mistake."""
         store = self._store()
+        agent_options = _agent_options(model_options, options)  # a bad argument fails before claiming
         owner = uuid.uuid4().hex
         data = _call_sync(*_claim_call(store, checkpoint_id, owner))
-        try:
+        try:  # until the run owns the claim, a failure releases it
             loaded = self._check(checkpoint_id, data, targets)
+            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options)
         except BaseException:
             release = getattr(store, "release", None)
             if release is not None and hasattr(store, "claim") and data is not None:
                 _call_sync(release, checkpoint_id, owner)
             raise
-        return self._resume(checkpoint_id, loaded, owner, targets, session_values, _agent_options(model_options, options))
 
     async def aresume(
         self,
@@ -204,16 +205,17 @@ class Runner:
         """``await`` twin of :meth:`resume`, for async code: the store's methods are awaited
         if async, and run on rillet's worker threads if not."""
         store = self._store()
+        agent_options = _agent_options(model_options, options)  # a bad argument fails before claiming
         owner = uuid.uuid4().hex
         data = await _call(*_claim_call(store, checkpoint_id, owner))
-        try:
+        try:  # until the run owns the claim, a failure releases it
             loaded = self._check(checkpoint_id, data, targets)
+            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options)
         except BaseException:
             release = getattr(store, "release", None)
             if release is not None and hasattr(store, "claim") and data is not None:
                 await _call(release, checkpoint_id, owner)
             raise
-        return self._resume(checkpoint_id, loaded, owner, targets, session_values, _agent_options(model_options, options))
 
     def _store(self) -> Any:
         if self.checkpoint_store is None:
