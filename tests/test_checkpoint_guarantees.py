@@ -176,6 +176,28 @@ def test_a_resume_call_refused_for_a_bad_argument_leaves_the_checkpoint_unclaime
     assert lines(log) == ["paid"]
 
 
+def test_an_aresume_cancelled_while_claiming_does_not_hold_the_checkpoint(tmp_path: Path) -> None:
+    class SlowClaim(InMemoryCheckpointStore):
+        def claim(self, checkpoint_id: str, owner: str) -> bytes | None:
+            time.sleep(0.3)  # as SQLite waiting for another writer's lock
+            return super().claim(checkpoint_id, owner)
+
+    log = tmp_path / "log"
+    store = SlowClaim()
+    iid = interrupt_id(Runner(build(str(log)), checkpoint_store=store), "c")
+    runner = Runner(build(str(log), first=False), checkpoint_store=store)
+
+    async def main() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(runner.aresume("c", targets={iid: approve()}), 0.05)
+        await asyncio.sleep(0.5)  # the claim landed after the caller gave up: released
+        errors = [e.error async for e in await runner.aresume("c", targets={iid: approve()})]
+        assert errors and not any(errors)
+
+    asyncio.run(main())
+    assert lines(log) == ["paid"]
+
+
 def test_an_abandoned_resume_releases_its_claim(store: Any, tmp_path: Path) -> None:
     log = tmp_path / "log"
     iid = interrupt_id(Runner(build(str(log), extra_tool=True), checkpoint_store=store), "c")

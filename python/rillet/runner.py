@@ -61,6 +61,32 @@ async def _call(method: Callable[..., Any], *args: Any) -> Any:
     return await result if inspect.isawaitable(result) else result
 
 
+_RELEASES: set[asyncio.Future[Any]] = set()  # releases after a cancelled aresume, kept alive until done
+
+
+async def _claim_async(store: Any, checkpoint_id: str, owner: str) -> Any:
+    """``aresume``'s claim: if the caller is cancelled (a timeout) while the claim is under
+    way in a worker thread, the claim that lands afterwards is released rather than held for
+    the whole lease with nothing running."""
+    task = asyncio.ensure_future(_call(*_claim_call(store, checkpoint_id, owner)))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if hasattr(store, "claim") and hasattr(store, "release"):
+
+            async def release() -> None:
+                try:
+                    if await task is not None:
+                        await _call(store.release, checkpoint_id, owner)
+                except Exception:  # noqa: BLE001  (the claim then expires after the store's lease)
+                    pass
+
+            undo = asyncio.ensure_future(release())
+            _RELEASES.add(undo)
+            undo.add_done_callback(_RELEASES.discard)
+        raise
+
+
 def _call_sync(method: Callable[..., Any], *args: Any) -> Any:
     """``method(*args)`` of a checkpoint store from sync code; an async method is run on the
     background loop. Inside a running loop an async method is refused: use the ``a`` twin."""
@@ -207,7 +233,7 @@ class Runner:
         store = self._store()
         agent_options = _agent_options(model_options, options)  # a bad argument fails before claiming
         owner = uuid.uuid4().hex
-        data = await _call(*_claim_call(store, checkpoint_id, owner))
+        data = await _claim_async(store, checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
             loaded = self._check(checkpoint_id, data, targets)
             return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options)
