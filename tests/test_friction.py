@@ -413,6 +413,7 @@ def test_demo_on_openai_without_a_key_stops_before_sending(
     out = capsys.readouterr().out
     assert "--model openai: no OPENAI_API_KEY is set for https://api.openai.com/v1" in out
     assert "OPENAI_BASE_URL" in out and "Ollama" in out
+    assert len(out.strip().splitlines()) == 1, out  # one line, not wrapped at the console's width
 
 
 def test_a_keyless_local_endpoint_is_fine(monkeypatch: pytest.MonkeyPatch) -> None:

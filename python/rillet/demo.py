@@ -423,7 +423,8 @@ def _missing_key(console: Console, chat: Any) -> bool:
         return False
     console.print(
         f"[red]--model openai: no OPENAI_API_KEY is set[/] for {escape(DEFAULT_BASE_URL)}; set it, or point "
-        "OPENAI_BASE_URL at a local server that needs none (e.g. Ollama: http://127.0.0.1:11434/v1)"
+        "OPENAI_BASE_URL at a local server that needs none (e.g. Ollama: http://127.0.0.1:11434/v1)",
+        soft_wrap=True,  # one line, whatever the terminal's width
     )
     return True
 
@@ -451,7 +452,7 @@ def resume(
     console = make_console(color)
     db_path = Path(db) if db is not None else _default_db()
     if not db_path.exists():  # opening it would create an empty database
-        console.print(f"[red]no checkpoint database at {db_path}[/] (give the --db that `rillet demo` printed)")
+        console.print(f"[red]no checkpoint database at {db_path}[/] (give the --db that `rillet demo` printed)", soft_wrap=True)
         return 1
     try:
         store = SqliteCheckpointStore(db_path)
