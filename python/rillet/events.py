@@ -279,8 +279,10 @@ class AgentAction:
     transfer_to_agent: TransferToAgentAction | None = None
     break_loop: BreakLoopAction | None = None
     customized_action: Any = None
-    signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
-    """The internal interrupt tree the Runner saves (set with ``interrupted``)."""
+    _signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
+    """The interrupt tree the Runner saves in the checkpoint (set with ``interrupted``).
+    Private, like the unexported field Eino keeps beside ``Interrupted``: its shape is the
+    checkpoint's business, and users read ``interrupted.interrupt_contexts`` instead."""
 
 
 def new_exit_action() -> AgentAction:

@@ -158,7 +158,7 @@ def composite_interrupt(info: Any, state: Any, *sub_interrupts: Interrupted | In
 def _event(signal: InterruptSignal, data: Any) -> AgentEvent:
     from rillet.events import AgentAction, AgentEvent
 
-    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data, signal.contexts()), signal=signal))
+    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data, signal.contexts()), _signal=signal))
 
 
 def interrupt_event(info: Any = None) -> AgentEvent:

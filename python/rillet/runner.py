@@ -250,7 +250,7 @@ class Runner:
         try:
             async for ev in events:
                 action = ev.action
-                if action is None or action.signal is None:
+                if action is None or action._signal is None:
                     failed = failed or ev.error is not None
                     yield ev
                     continue
@@ -258,7 +258,7 @@ class Runner:
                     yield AgentEvent(ev.agent_name, ev.run_path, error=RilletError("a second interrupt in one run was dropped"))
                     continue
                 seen_interrupt = True
-                signal = action.signal
+                signal = action._signal
                 data = action.interrupted.data if action.interrupted is not None else None
                 action.interrupted = InterruptInfo(data, signal.contexts())
                 if store is not None and checkpoint_id is not None:
