@@ -26,7 +26,7 @@ from rillet._native import Channel, ChannelClosed, Message, RilletError
 from rillet.event_pair import EventGenerator, EventIterator
 from rillet.events import AgentAction, AgentEvent, event_from_message
 
-__all__ = ["Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta", "run_events"]
+__all__ = ["Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta"]
 
 
 @dataclass(slots=True)

@@ -29,11 +29,8 @@ __all__ = [
     "HistoryEntry",
     "HistoryRewriter",
     "TransferError",
-    "advance_in",
-    "flow_of",
-    "gen_transfer_messages",
-    "rewrite_message",
     "set_sub_agents",
+    "with_deterministic_transfer_to",
     "with_disallow_transfer_to_parent",
     "with_history_rewriter",
 ]

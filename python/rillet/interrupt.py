@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 __all__ = [
     "InterruptCtx",
     "InterruptInfo",
-    "InterruptSignal",
+    "InterruptState",
     "Interrupted",
-    "ResumePoint",
+    "ResumeContext",
     "composite_interrupt",
     "composite_interrupt_event",
     "get_interrupt_state",
