@@ -8,7 +8,7 @@ import logging as _logging
 # Records go to the "rillet.*" loggers (docs/logging.md); the application chooses handlers.
 _logging.getLogger("rillet").addHandler(_logging.NullHandler())
 
-from rillet import codec, schema
+from rillet import codec
 from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, EndOfStream, RilletError, __version__
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta
 from rillet.agent_tool import AgentTool, AgentToolError

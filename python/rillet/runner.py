@@ -15,7 +15,6 @@ saved it; docs/interrupts.md ("Guarantees") says what that ensures and where it 
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
 import uuid
