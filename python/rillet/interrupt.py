@@ -22,7 +22,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rillet._native import RilletError
 
 if TYPE_CHECKING:
     from rillet.events import AgentEvent
@@ -101,9 +100,13 @@ class InterruptSignal:
         return out
 
 
-class Interrupted(RilletError):
+class Interrupted(BaseException):
     """Raised by a tool to interrupt the run: ``raise rillet.interrupt(info)``. Carries the
-    interrupt signal up to the agent that ran the tool."""
+    interrupt signal up to the agent that ran the tool.
+
+    A BaseException, like asyncio's CancelledError: an interrupt is control flow, so a tool's
+    (or a tool-call wrapper's) ``except Exception:`` lets it through instead of turning it into
+    an error text for the model. Catch it by name if you must (docs/interrupts.md)."""
 
     def __init__(self, signal: InterruptSignal) -> None:
         super().__init__(f"interrupted at {';'.join(signal.address)}: {signal.info!r}")
