@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-light demo bench test test-fast test-rust stubtest typecheck wheel bench-full clean
+.PHONY: setup setup-light demo bench test test-fast test-rust stubtest typecheck lint wheel bench-full clean
 
 setup:
 	VENV=$(VENV) ./scripts/setup
@@ -18,7 +18,7 @@ demo: setup-light
 bench: setup
 	$(VENV)/bin/rillet bench
 
-# cargo test, stubtest and mypy once; then, on every CPython 3.11-3.13 found here (PATH or
+# cargo test, stubtest, mypy and ruff check once; then, on every CPython 3.11-3.13 found here (PATH or
 # pyenv), the extension is built and the whole pytest suite runs; .venv's wheel is built and
 # tested installed (tests/test_wheel.py). Versions not found are named as skipped;
 # PYTHON_VERSIONS="3.12" limits the run.
@@ -26,7 +26,7 @@ test: setup
 	$(PY) scripts/test-all $(PYTEST_ARGS)
 
 # Quick local loop, one Python (.venv's): skips the slow stress, fuzz and wheel tests.
-test-fast: setup stubtest typecheck
+test-fast: setup stubtest typecheck lint
 	$(PY) -m pytest -m "not slow" -q $(PYTEST_ARGS)
 
 test-rust:
@@ -38,6 +38,10 @@ stubtest:
 # The typed Python surface, strictly (configuration in pyproject.toml).
 typecheck:
 	$(PY) -m mypy
+
+# Lint (rules in pyproject.toml, [tool.ruff]).
+lint:
+	$(PY) -m ruff check
 
 # A release wheel for .venv's Python into dist/, tagged manylinux by auditwheel repair.
 wheel: setup

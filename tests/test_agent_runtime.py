@@ -21,10 +21,10 @@ from rillet.events import (
     AgentEvent,
     RunStep,
     event_from_message,
-    get_message,
     new_break_loop_action,
     new_exit_action,
     new_transfer_to_agent_action,
+    peek_message,
 )
 from rillet.runner import Runner
 
@@ -45,10 +45,10 @@ def test_event_from_message_whole_and_streamed() -> None:
     assert tool_ev.message_output.is_streaming and tool_ev.message_output.tool_name == "search"
 
 
-def test_variant_get_message_is_destructive_and_module_get_message_is_not() -> None:
+def test_variant_get_message_is_destructive_and_module_peek_message_is_not() -> None:
     ev = event_from_message(None, chunks("Hel", "lo"))
-    assert get_message(ev).content == "Hello"
-    assert get_message(ev).content == "Hello"  # still readable: the stream was copied
+    assert peek_message(ev).content == "Hello"
+    assert peek_message(ev).content == "Hello"  # still readable: the stream was copied
     assert [c.content for c in ev.message_output.message_stream] == ["Hel", "lo"]
 
     ev = event_from_message(None, chunks("Hel", "lo"))

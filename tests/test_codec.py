@@ -12,7 +12,7 @@ from codec_helpers import assert_identical, values
 from hypothesis import given, settings
 
 import rillet
-from rillet import _native, codec
+from rillet import _native
 from rillet.codec import DecodeError, EncodeError, decode, encode, register_type
 
 

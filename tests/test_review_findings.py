@@ -27,7 +27,6 @@ from rillet import (
     ToolCall,
     event_from_message,
     get_interrupt_state,
-    get_resume_context,
     interrupt,
     new_break_loop_action,
     new_exit_action,
@@ -80,7 +79,7 @@ def test_sync_tools_running_nested_runners_do_not_starve_the_worker_pool() -> No
 
     n = 12
     model = ScriptedModel([asks(*[call("nested", {}, f"c{i}", i) for i in range(n)]), "outer done"])
-    events = list(Runner(ChatModelAgent("outer", "", "", model, [nested])).query("x"))
+    list(Runner(ChatModelAgent("outer", "", "", model, [nested])).query("x"))
     assert [m.content for m in model.calls[1].messages if m.role == "tool"] == ["inner done"] * n
 
 

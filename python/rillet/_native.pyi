@@ -2,9 +2,9 @@
 
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from types import GenericAlias, TracebackType
-from typing import Any, Generic, Literal, TypeVar, final
+from typing import Any, Generic, Literal, Self, TypeVar, final
 
-from typing_extensions import Self, disjoint_base
+from typing_extensions import disjoint_base
 
 __all__ = [
     "EMPTY",

@@ -25,8 +25,9 @@ from rillet._loop import Fatal, RunTask, spawn
 from rillet._native import Channel, ChannelClosed, Message, RilletError
 from rillet.event_pair import EventGenerator, EventIterator
 from rillet.events import AgentAction, AgentEvent, event_from_message
+from rillet.interrupt import Interrupted
 
-__all__ = ["Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta", "run_events"]
+__all__ = ["Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta"]
 
 
 @dataclass(slots=True)
@@ -335,7 +336,7 @@ class BaseAgent:
                 _, ev = await self._callbacks(self.after_agent_callbacks, input)
                 if ev is not None:
                     yield ev
-        except Exception as e:  # errors are events: run never raises
+        except (Exception, Interrupted) as e:  # errors are events: run never raises
             yield AgentEvent(error=e)
 
     async def _callbacks(self, callbacks: list[AgentCallback], input: AgentInput) -> tuple[bool, AgentEvent | None]:

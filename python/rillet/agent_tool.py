@@ -116,9 +116,9 @@ class AgentTool(BaseTool):
         prefix = caller.run_path if caller is not None else RunPath()
         last: AgentEvent | None = None
         async for ev in advance_in(run, self._flow._events(AgentInput(messages, streaming))):
-            if ev.action is not None and ev.action.signal is not None:
+            if ev.action is not None and ev.action._signal is not None:
                 state = {"kind": _STATE_KIND, "messages": messages, "events": await events_to_records(session.snapshot())}
-                raise composite_interrupt("agent tool interrupt", state, ev.action.signal)
+                raise composite_interrupt("agent tool interrupt", state, ev.action._signal)
             if ev.error is not None:
                 raise AgentToolError(f"agent tool {self.info.name!r}: {ev.error}") from ev.error
             if emit is not None and (ev.action is None or ev.action.interrupted is None):

@@ -28,16 +28,7 @@ if TYPE_CHECKING:
     from rillet.agent import AgentInput
     from rillet.events import AgentAction, AgentEvent
 
-__all__ = [
-    "RunContext",
-    "Session",
-    "add_session_value",
-    "add_session_values",
-    "current_run",
-    "get_session_value",
-    "get_session_values",
-    "send_tool_gen_action",
-]
+__all__ = ["add_session_value", "add_session_values", "get_session_value", "get_session_values", "send_tool_gen_action"]
 
 
 @dataclass(eq=False)

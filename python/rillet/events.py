@@ -6,12 +6,13 @@ error. ``agent_name`` and ``run_path`` are filled by the framework (the Runner a
 wrapper), never by agent code.
 
 Streams are exclusive: a ``MessageVariant``'s ``message_stream`` belongs to whoever holds the
-event. ``MessageVariant.get_message()`` drains it; the module function :func:`get_message`
+event. ``MessageVariant.get_message()`` drains it; the module function :func:`peek_message`
 copies it first, so the event can still be read afterwards.
 """
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,11 +33,13 @@ __all__ = [
     "RunStep",
     "TransferToAgentAction",
     "aget_message",
+    "apeek_message",
     "event_from_message",
     "get_message",
     "new_break_loop_action",
     "new_exit_action",
     "new_transfer_to_agent_action",
+    "peek_message",
 ]
 
 Role = Literal["assistant", "tool"]
@@ -276,8 +279,10 @@ class AgentAction:
     transfer_to_agent: TransferToAgentAction | None = None
     break_loop: BreakLoopAction | None = None
     customized_action: Any = None
-    signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
-    """The internal interrupt tree the Runner saves (set with ``interrupted``)."""
+    _signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
+    """The interrupt tree the Runner saves in the checkpoint (set with ``interrupted``).
+    Private, like the unexported field Eino keeps beside ``Interrupted``: its shape is the
+    checkpoint's business, and users read ``interrupted.interrupt_contexts`` instead."""
 
 
 def new_exit_action() -> AgentAction:
@@ -354,19 +359,42 @@ def _split_for_reading(event: AgentEvent) -> tuple[Message | None, StreamReader[
     return None, read
 
 
-def get_message(event: AgentEvent) -> Message | None:
+def peek_message(event: AgentEvent) -> Message | None:
     """The event's message, without consuming it: a stream is copied, one copy goes back into
-    the event and the other is concatenated. None when the event has no message output."""
+    the event and the other is concatenated. None when the event has no message output.
+    (:meth:`MessageVariant.get_message` instead drains the stream.)"""
     message, read = _split_for_reading(event)
     return concat_message_stream(read) if read is not None else message
 
 
-async def aget_message(event: AgentEvent) -> Message | None:
-    """``await`` twin of :func:`get_message`, for use inside an event loop."""
+async def apeek_message(event: AgentEvent) -> Message | None:
+    """``await`` twin of :func:`peek_message`, for use inside an event loop."""
     from rillet.schema import aconcat_message_stream
 
     message, read = _split_for_reading(event)
     return await aconcat_message_stream(read) if read is not None else message
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(
+        f"rillet.{old}(event) is deprecated: use rillet.{new}(event) (same behaviour: it does not "
+        "consume the event's stream, unlike MessageVariant.get_message())",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
+def get_message(event: AgentEvent) -> Message | None:
+    """Deprecated alias of :func:`peek_message`: the name read as if it drained the event, like
+    :meth:`MessageVariant.get_message`, which it does not."""
+    _renamed("get_message", "peek_message")
+    return peek_message(event)
+
+
+async def aget_message(event: AgentEvent) -> Message | None:
+    """Deprecated alias of :func:`apeek_message`."""
+    _renamed("aget_message", "apeek_message")
+    return await apeek_message(event)
 
 
 def copy_event(event: AgentEvent) -> AgentEvent:

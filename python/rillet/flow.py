@@ -21,7 +21,7 @@ from rillet._native import FunctionCall, Message, RilletError, ToolCall
 from rillet.agent import Agent, AgentInput, BaseAgent, _author, run_events
 from rillet.context import _RUN, _TOOL_CALL, RunContext, Session, current_run
 from rillet.events import AgentAction, AgentEvent, copy_event, event_from_message, new_transfer_to_agent_action
-from rillet.interrupt import current_resume
+from rillet.interrupt import Interrupted, current_resume
 
 __all__ = [
     "TRANSFER_TOOL_NAME",
@@ -29,11 +29,8 @@ __all__ = [
     "HistoryEntry",
     "HistoryRewriter",
     "TransferError",
-    "advance_in",
-    "flow_of",
-    "gen_transfer_messages",
-    "rewrite_message",
     "set_sub_agents",
+    "with_deterministic_transfer_to",
     "with_disallow_transfer_to_parent",
     "with_history_rewriter",
 ]
@@ -77,7 +74,7 @@ async def advance_in(
                 ev = await anext()
             except StopAsyncIteration:
                 return
-            except Exception as e:
+            except (Exception, Interrupted) as e:
                 if author is None:
                     raise
                 ev, failed = AgentEvent(error=e), True
@@ -178,7 +175,7 @@ class FlowAgent(BaseAgent):
         try:
             async for ev in self._flow(input, **options):
                 yield ev
-        except Exception as e:  # errors are events: run never raises
+        except (Exception, Interrupted) as e:  # errors are events: run never raises
             yield AgentEvent(agent_name=self.name, error=e)
         finally:
             if root is not None and not root.run_path:  # the run's root: its session ends here

@@ -20,9 +20,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rillet._native import RilletError
 
 if TYPE_CHECKING:
     from rillet.events import AgentEvent
@@ -30,9 +29,9 @@ if TYPE_CHECKING:
 __all__ = [
     "InterruptCtx",
     "InterruptInfo",
-    "InterruptSignal",
+    "InterruptState",
     "Interrupted",
-    "ResumePoint",
+    "ResumeContext",
     "composite_interrupt",
     "composite_interrupt_event",
     "get_interrupt_state",
@@ -101,9 +100,13 @@ class InterruptSignal:
         return out
 
 
-class Interrupted(RilletError):
+class Interrupted(BaseException):
     """Raised by a tool to interrupt the run: ``raise rillet.interrupt(info)``. Carries the
-    interrupt signal up to the agent that ran the tool."""
+    interrupt signal up to the agent that ran the tool.
+
+    A BaseException, like asyncio's CancelledError: an interrupt is control flow, so a tool's
+    (or a tool-call wrapper's) ``except Exception:`` lets it through instead of turning it into
+    an error text for the model. Catch it by name if you must (docs/interrupts.md)."""
 
     def __init__(self, signal: InterruptSignal) -> None:
         super().__init__(f"interrupted at {';'.join(signal.address)}: {signal.info!r}")
@@ -158,7 +161,7 @@ def composite_interrupt(info: Any, state: Any, *sub_interrupts: Interrupted | In
 def _event(signal: InterruptSignal, data: Any) -> AgentEvent:
     from rillet.events import AgentAction, AgentEvent
 
-    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data, signal.contexts()), signal=signal))
+    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data, signal.contexts()), _signal=signal))
 
 
 def interrupt_event(info: Any = None) -> AgentEvent:
@@ -273,15 +276,37 @@ def _point() -> ResumePoint:
     return run.point if run is not None else NOT_RESUMING
 
 
-def get_interrupt_state() -> tuple[bool, bool, Any]:
-    """``(was_interrupted, has_state, state)`` for the calling tool or agent in a resumed run:
-    whether it was an interrupt point, and the state it saved (``None`` if none)."""
-    p = _point()
-    return p.was_interrupted, p.has_state, p.state
+class InterruptState(NamedTuple):
+    """What :func:`get_interrupt_state` returns; unpacks as ``(was_interrupted, has_state, state)``."""
+
+    was_interrupted: bool
+    """Whether the caller was an interrupt point of the run being resumed."""
+    has_state: bool
+    """Whether it saved a state (with :func:`stateful_interrupt` or a composite interrupt)."""
+    state: Any
+    """That state, or None."""
 
 
-def get_resume_context() -> tuple[bool, bool, Any]:
-    """``(is_resume_target, has_data, data)``: whether the resume targets the calling tool or
-    agent (or something inside it), and the data given for it."""
+class ResumeContext(NamedTuple):
+    """What :func:`get_resume_context` returns; unpacks as ``(is_target, has_data, data)``."""
+
+    is_target: bool
+    """Whether the resume targets the caller (or an interrupt point inside it)."""
+    has_data: bool
+    """Whether the resume gave data (not None) for the caller itself."""
+    data: Any
+    """That data, or None."""
+
+
+def get_interrupt_state() -> InterruptState:
+    """``InterruptState(was_interrupted, has_state, state)`` for the calling tool or agent in a
+    resumed run: whether it was an interrupt point, and the state it saved (``None`` if none)."""
     p = _point()
-    return p.is_resume_target, p.has_data, p.data
+    return InterruptState(p.was_interrupted, p.has_state, p.state)
+
+
+def get_resume_context() -> ResumeContext:
+    """``ResumeContext(is_target, has_data, data)``: whether the resume targets the calling tool
+    or agent (or something inside it), and the data given for it."""
+    p = _point()
+    return ResumeContext(p.is_resume_target, p.has_data, p.data)

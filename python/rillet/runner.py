@@ -15,19 +15,18 @@ saved it; docs/interrupts.md ("Guarantees") says what that ensures and where it 
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
-import inspect
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from rillet._native import Message, RilletError
 from rillet.agent import Agent, AgentInput, RunIterator, start_run
-from rillet._workers import run_sync
+from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import check_binding
 from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load, seal
+from rillet.checkpoint.stores import CheckpointStore
 from rillet.context import _RUN, RunContext, Session
 from rillet.events import AgentEvent
 from rillet.flow import flow_of
@@ -45,66 +44,6 @@ def _agent_options(model_options: Mapping[str, Any] | None, options: Mapping[str
     return out
 
 
-def _claim_call(store: Any, checkpoint_id: str, owner: str) -> tuple[Any, ...]:
-    """How a resume reads its checkpoint: ``claim`` (exclusive) if the store has it, else ``get``."""
-    claim = getattr(store, "claim", None)
-    return (claim, checkpoint_id, owner) if claim is not None else (store.get, checkpoint_id)
-
-
-async def _call(method: Callable[..., Any], *args: Any) -> Any:
-    """``method(*args)`` of a checkpoint store from async code: awaited if it is async, else
-    run on rillet's worker threads, so a store that blocks (SQLite waiting for a lock) does not
-    stall the event loop and every other run on it."""
-    if inspect.iscoroutinefunction(method):
-        return await method(*args)
-    result = await run_sync(method, *args)
-    return await result if inspect.isawaitable(result) else result
-
-
-_RELEASES: set[asyncio.Future[Any]] = set()  # releases after a cancelled aresume, kept alive until done
-
-
-async def _claim_async(store: Any, checkpoint_id: str, owner: str) -> Any:
-    """``aresume``'s claim: if the caller is cancelled (a timeout) while the claim is under
-    way in a worker thread, the claim that lands afterwards is released rather than held for
-    the whole lease with nothing running."""
-    task = asyncio.ensure_future(_call(*_claim_call(store, checkpoint_id, owner)))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        if hasattr(store, "claim") and hasattr(store, "release"):
-
-            async def release() -> None:
-                try:
-                    if await task is not None:
-                        await _call(store.release, checkpoint_id, owner)
-                except Exception:  # noqa: BLE001  (the claim then expires after the store's lease)
-                    pass
-
-            undo = asyncio.ensure_future(release())
-            _RELEASES.add(undo)
-            undo.add_done_callback(_RELEASES.discard)
-        raise
-
-
-def _call_sync(method: Callable[..., Any], *args: Any) -> Any:
-    """``method(*args)`` of a checkpoint store from sync code; an async method is run on the
-    background loop. Inside a running loop an async method is refused: use the ``a`` twin."""
-    got = method(*args)
-    if not inspect.isawaitable(got):
-        return got
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        from rillet._loop import background_loop
-
-        async def wait() -> Any:
-            return await got
-
-        return asyncio.run_coroutine_threadsafe(wait(), background_loop()).result()
-    if inspect.iscoroutine(got):
-        got.close()
-    raise RuntimeError("this checkpoint store's methods are async: inside async code use `await runner.aresume(...)`")
 _ROLES = ("system", "user", "assistant", "tool")
 
 
@@ -142,7 +81,7 @@ class Runner:
     ``checkpoint_store`` is where interrupted runs are saved (see
     :mod:`rillet.checkpoint`)."""
 
-    def __init__(self, agent: Agent, *, streaming: bool = False, checkpoint_store: Any = None) -> None:
+    def __init__(self, agent: Agent, *, streaming: bool = False, checkpoint_store: CheckpointStore | None = None) -> None:
         if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
             raise TypeError(
                 f"Runner(agent): expected an agent (name, description and run(input)), got {type(agent).__name__}"
@@ -150,6 +89,7 @@ class Runner:
         self.agent = agent
         self.streaming = streaming
         self.checkpoint_store = checkpoint_store
+        self._adapter = StoreAdapter(checkpoint_store) if checkpoint_store is not None else None
         self._flow = flow_of(agent)
 
     def run(
@@ -209,14 +149,13 @@ class Runner:
         store = self._store()
         agent_options = _agent_options(model_options, options)  # a bad argument fails before claiming
         owner = uuid.uuid4().hex
-        data = _call_sync(*_claim_call(store, checkpoint_id, owner))
+        data = store.claim_sync(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
             loaded = self._check(checkpoint_id, data, targets)
             return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options)
         except BaseException:
-            release = getattr(store, "release", None)
-            if release is not None and hasattr(store, "claim") and data is not None:
-                _call_sync(release, checkpoint_id, owner)
+            if data is not None:
+                store.release_sync(checkpoint_id, owner)
             raise
 
     async def aresume(
@@ -233,23 +172,27 @@ class Runner:
         store = self._store()
         agent_options = _agent_options(model_options, options)  # a bad argument fails before claiming
         owner = uuid.uuid4().hex
-        data = await _claim_async(store, checkpoint_id, owner)
+        data = await store.claim(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
             loaded = self._check(checkpoint_id, data, targets)
             return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options)
         except BaseException:
-            release = getattr(store, "release", None)
-            if release is not None and hasattr(store, "claim") and data is not None:
-                await _call(release, checkpoint_id, owner)
+            if data is not None:
+                await store.release(checkpoint_id, owner)
             raise
 
-    def _store(self) -> Any:
-        if self.checkpoint_store is None:
+    def _store(self) -> StoreAdapter:
+        """The checkpoint store, seen through :class:`StoreAdapter` (built again if
+        ``checkpoint_store`` was reassigned)."""
+        store = self.checkpoint_store
+        if store is None:
             raise CheckpointError(
                 "failed to resume: the Runner has no checkpoint_store; "
                 "create it as Runner(agent, checkpoint_store=...) with the store the run was saved in"
             )
-        return self.checkpoint_store
+        if self._adapter is None or self._adapter.store is not store:
+            self._adapter = StoreAdapter(store)
+        return self._adapter
 
     def _check(self, checkpoint_id: str, data: bytes | None, targets: Mapping[str, Any] | None) -> Loaded:
         """The checkpoint, loaded and checked against ``targets`` and this Runner's agent."""
@@ -300,15 +243,15 @@ class Runner:
         """Forwards the run's events; on an interrupt, saves the checkpoint first (an error
         event precedes the interrupt event if saving fails). A resumed run that ends well
         deletes its checkpoint; one that fails, or is abandoned, releases its claim on it
-        (``owner``) so that it can be resumed again. Store calls go through :func:`_call`."""
-        store = self.checkpoint_store
+        (``owner``) so that it can be resumed again. Store calls go through :class:`StoreAdapter`."""
+        store = self._store() if checkpoint_id is not None else None
         # True while this resume holds a claim that no set() or delete() has cleared
-        holding = resumed and owner is not None and hasattr(store, "claim") and hasattr(store, "release")
+        holding = resumed and owner is not None and store is not None and store.claims
         seen_interrupt = failed = False
         try:
             async for ev in events:
                 action = ev.action
-                if action is None or action.signal is None:
+                if action is None or action._signal is None:
                     failed = failed or ev.error is not None
                     yield ev
                     continue
@@ -316,13 +259,13 @@ class Runner:
                     yield AgentEvent(ev.agent_name, ev.run_path, error=RilletError("a second interrupt in one run was dropped"))
                     continue
                 seen_interrupt = True
-                signal = action.signal
+                signal = action._signal
                 data = action.interrupted.data if action.interrupted is not None else None
                 action.interrupted = InterruptInfo(data, signal.contexts())
-                if checkpoint_id is not None:
+                if store is not None and checkpoint_id is not None:
                     try:
                         blob = seal(await dump(root_input, session, signal, data, self.agent))
-                        await _call(store.set, checkpoint_id, blob)
+                        await store.set(checkpoint_id, blob)
                         _log.debug("saved checkpoint %s (%d bytes)", checkpoint_id, len(blob))
                         holding = False  # set() cleared the claim: resumable again
                     except Exception as e:  # the user still sees the interrupt, after the error
@@ -330,17 +273,16 @@ class Runner:
                         err.__cause__ = e
                         yield AgentEvent(ev.agent_name, ev.run_path, error=err)
                 yield ev
-            delete = getattr(store, "delete", None)
-            if resumed and not seen_interrupt and not failed and checkpoint_id is not None and delete is not None:
+            if resumed and not seen_interrupt and not failed and store is not None and store.deletes and checkpoint_id is not None:
                 holding = False  # the run is done: even if delete fails, do not offer it again
                 try:
-                    await _call(delete, checkpoint_id)
+                    await store.delete(checkpoint_id)
                 except Exception as e:
                     yield AgentEvent(error=CheckpointError(f"the run finished but deleting checkpoint[{checkpoint_id}] failed: {e}"))
         finally:
-            if holding and checkpoint_id is not None and owner is not None:
+            if holding and store is not None and checkpoint_id is not None and owner is not None:
                 try:
-                    await _call(store.release, checkpoint_id, owner)
+                    await store.release(checkpoint_id, owner)
                 except Exception:  # noqa: BLE001  (the claim then expires after the store's lease)
                     pass
 

@@ -133,7 +133,7 @@ async def _sequence_child(
         yield ev
     if held is not None:
         action = held.action
-        if action is not None and action.signal is not None:
+        if action is not None and action._signal is not None:
             outcome.stop = True
             outcome.interrupt = held  # the workflow wraps it in its own interrupt
             return
@@ -146,9 +146,9 @@ def _wrap_interrupt(child_event: AgentEvent, state: dict[str, Any]) -> AgentEven
     """The workflow's interrupt around a child's: saves where to resume, keeps the child's
     agent name and run path (Eino's composite workflow interrupt)."""
     action = child_event.action
-    assert action is not None and action.signal is not None
+    assert action is not None and action._signal is not None
     data = action.interrupted.data if action.interrupted is not None else None
-    ev = composite_interrupt_event(data, state, action.signal)
+    ev = composite_interrupt_event(data, state, action._signal)
     ev.agent_name, ev.run_path = child_event.agent_name, child_event.run_path
     return ev
 
@@ -275,7 +275,7 @@ class ParallelAgent(WorkflowAgent):
                     running -= 1
                 elif isinstance(item, BaseException):
                     raise item
-                elif item.action is not None and item.action.signal is not None:
+                elif item.action is not None and item.action._signal is not None:
                     interrupted.append(item)  # gathered into the workflow's interrupt below
                 else:
                     yield item
@@ -286,7 +286,7 @@ class ParallelAgent(WorkflowAgent):
         if interrupted:
             lanes_state = {str(i): await events_to_records(lane.events[base:]) for i, lane in enumerate(lanes)}
             order = {str(i): places for i, places in enumerate(Session.order(lanes, base))}
-            signals = [ev.action.signal for ev in interrupted if ev.action is not None and ev.action.signal is not None]
+            signals = [ev.action._signal for ev in interrupted if ev.action is not None and ev.action._signal is not None]
             data = {ev.agent_name: ev.action.interrupted.data for ev in interrupted if ev.action and ev.action.interrupted}
             out = composite_interrupt_event(data, {"kind": _PAR, "lanes": lanes_state, "order": order}, *signals)
             out.agent_name, out.run_path = self.name, run.run_path

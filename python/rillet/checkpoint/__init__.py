@@ -1,8 +1,9 @@
 """Checkpoints of interrupted runs: the payload the Runner saves, and where it is kept.
 
 A store is anything with ``get(id) -> bytes | None`` and ``set(id, data)`` (either may be
-``async``); ``delete(id)``, ``claim(id, owner)`` and ``release(id, owner)`` are optional
-(see :class:`CheckpointStore`). :class:`InMemoryCheckpointStore` keeps them in a dict,
+``async``); ``delete(id)`` is optional, and so are ``claim(id, owner)`` and ``release(id, owner)``
+(see :class:`CheckpointStore` and :class:`ClaimingCheckpointStore`); :class:`StoreAdapter` is
+how rillet calls any of them. :class:`InMemoryCheckpointStore` keeps them in a dict,
 :class:`SqliteCheckpointStore` in a SQLite file that several threads and processes can share.
 """
 
@@ -13,7 +14,13 @@ from rillet.checkpoint.payload import (
     CheckpointError,
     CheckpointNotFoundError,
 )
-from rillet.checkpoint.stores import CheckpointStore, InMemoryCheckpointStore, SqliteCheckpointStore
+from rillet.checkpoint.adapter import StoreAdapter
+from rillet.checkpoint.stores import (
+    CheckpointStore,
+    ClaimingCheckpointStore,
+    InMemoryCheckpointStore,
+    SqliteCheckpointStore,
+)
 
 __all__ = [
     "CheckpointAgentMismatchError",
@@ -22,6 +29,8 @@ __all__ = [
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStore",
+    "ClaimingCheckpointStore",
     "InMemoryCheckpointStore",
     "SqliteCheckpointStore",
+    "StoreAdapter",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 
 from rillet.checkpoint.payload import CheckpointError
 
-__all__ = ["CheckpointAgentMismatchError", "agent_binding", "agent_tree", "check_binding"]
+__all__ = ["CheckpointAgentMismatchError"]
 
 
 class CheckpointAgentMismatchError(CheckpointError):

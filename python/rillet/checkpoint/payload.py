@@ -66,9 +66,7 @@ __all__ = [
     "CheckpointError",
     "CheckpointNotFoundError",
     "Loaded",
-    "dump",
     "load",
-    "seal",
 ]
 
 PAYLOAD_VERSION = 3

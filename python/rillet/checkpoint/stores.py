@@ -13,26 +13,36 @@ if TYPE_CHECKING:
 
 from rillet.checkpoint.payload import CheckpointClaimedError, CheckpointError
 
-__all__ = ["CheckpointStore", "InMemoryCheckpointStore", "SqliteCheckpointStore"]
+__all__ = ["CheckpointStore", "ClaimingCheckpointStore", "InMemoryCheckpointStore", "SqliteCheckpointStore"]
 
 
 @runtime_checkable
 class CheckpointStore(Protocol):
     """Where the Runner keeps checkpoints: opaque bytes under a string id. Either method may
-    be ``async``. Optional methods (each may be ``async`` too):
+    be ``async``; :class:`~rillet.checkpoint.adapter.StoreAdapter` is the one place that
+    calls them. Optional methods (each may be ``async`` too):
 
-    * ``delete(id)``: called when a resumed run finishes well.
-    * ``claim(id, owner) -> bytes | None`` and ``release(id, owner)``: ``claim`` returns the
-      checkpoint and marks it taken by ``owner`` in one atomic step, or raises
-      :class:`~rillet.checkpoint.CheckpointClaimedError` while another owner's unexpired
-      claim holds it; ``set`` and ``delete`` clear the claim, ``release`` clears it if
-      ``owner`` still holds it. With them, two concurrent resumes of one id run it once.
-      A store without ``claim`` is read with ``get``: concurrent resumes then both run.
+    * ``delete(id)``: called when a resumed run finishes well; without it the checkpoint stays.
+    * ``claim`` and ``release``: see :class:`ClaimingCheckpointStore`. Without them a resume
+      reads with ``get``, and two concurrent resumes of one id both run.
     """
 
     def get(self, checkpoint_id: str) -> bytes | None | Awaitable[bytes | None]: ...
 
     def set(self, checkpoint_id: str, data: bytes) -> None | Awaitable[None]: ...
+
+
+@runtime_checkable
+class ClaimingCheckpointStore(CheckpointStore, Protocol):
+    """A :class:`CheckpointStore` whose resumes are exclusive. ``claim`` returns the checkpoint
+    and marks it taken by ``owner`` in one atomic step, or raises
+    :class:`~rillet.checkpoint.CheckpointClaimedError` while another owner's unexpired claim
+    holds it; ``set`` and ``delete`` clear the claim, ``release`` clears it if ``owner`` still
+    holds it. With them, two concurrent resumes of one id run it once."""
+
+    def claim(self, checkpoint_id: str, owner: str) -> bytes | None | Awaitable[bytes | None]: ...
+
+    def release(self, checkpoint_id: str, owner: str) -> None | Awaitable[None]: ...
 
 
 def _claimed(checkpoint_id: str, where: str, seconds_left: float) -> CheckpointClaimedError:

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from rillet._native import Message, StreamReader
 
 if TYPE_CHECKING:
-    # tools.py is written in parallel with this package; the ignore goes once both are merged.
-    from rillet.tools import ToolInfo  # type: ignore[import-not-found, unused-ignore]
+    from rillet.tools import ToolInfo
 
 __all__ = ["ChatModel", "ModelCall"]
 

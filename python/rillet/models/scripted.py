@@ -38,8 +38,7 @@ from rillet._native import (
 from rillet.models.base import ModelCall
 
 if TYPE_CHECKING:
-    # tools.py is written in parallel with this package; the ignore goes once both are merged.
-    from rillet.tools import ToolInfo  # type: ignore[import-not-found, unused-ignore]
+    from rillet.tools import ToolInfo
 
 __all__ = ["ReplyFunction", "ScriptExhaustedError", "ScriptedModel", "split_message"]
 

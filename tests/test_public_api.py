@@ -1,0 +1,156 @@
+"""The public surface a user reads: rillet.__all__ pinned, every public name importable and
+documented, module __all__ lists free of internals, and the API points of the public-surface
+review (named tuples, the peek_message name, the private interrupt tree)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import warnings
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import rillet
+from rillet import (
+    AgentAction,
+    InterruptState,
+    ResumeContext,
+    event_from_message,
+    get_interrupt_state,
+    get_resume_context,
+    peek_message,
+    stream_from_list,
+)
+from rillet import Message
+
+PUBLIC = {
+    # messages and streams
+    "NO_VALUE", "ConcatError", "ContentPart", "FunctionCall", "Message", "MessageAccumulator",
+    "ResponseMeta", "SourceEOF", "StreamEOF", "StreamReader", "StreamWriter", "ToolCall", "Usage",
+    "aconcat_message_stream", "concat_message_stream", "concat_messages", "convert_stream",
+    "merge_named_streams", "merge_streams", "pipe", "stream_from_list",
+    # channels and event iterators
+    "EMPTY", "Channel", "ChannelClosed", "EndOfStream", "EventGenerator", "EventIterator", "new_event_pair",
+    # events
+    "AgentAction", "AgentEvent", "AgentOutput", "BreakLoopAction", "MessageVariant", "RunPath", "RunStep",
+    "TransferToAgentAction", "apeek_message", "event_from_message", "new_break_loop_action",
+    "new_exit_action", "new_transfer_to_agent_action", "peek_message",
+    # agents
+    "Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta",
+    "ChatModelAgent", "ExceedMaxIterationsError", "ModelContext", "ToolCallContext", "ToolCallError",
+    "AgentTool", "AgentToolError", "FlowAgent", "HistoryEntry", "LoopAgent", "ParallelAgent",
+    "SequentialAgent", "TransferError", "set_sub_agents", "with_deterministic_transfer_to",
+    "with_disallow_transfer_to_parent", "with_history_rewriter",
+    # tools
+    "ApprovalDecision", "BaseTool", "ExitTool", "FunctionTool", "ToolArgumentsError", "ToolInfo", "approve",
+    "as_tool", "edit", "reject", "requires_approval", "send_tool_gen_action", "tool",
+    # runs
+    "Runner", "add_session_value", "add_session_values", "get_session_value", "get_session_values",
+    # interrupts
+    "InterruptCtx", "InterruptInfo", "InterruptState", "Interrupted", "ResumeContext", "composite_interrupt",
+    "composite_interrupt_event", "get_interrupt_state", "get_resume_context", "interrupt", "interrupt_event",
+    "stateful_interrupt", "stateful_interrupt_event",
+    # checkpoints
+    "CheckpointAgentMismatchError", "CheckpointClaimedError", "CheckpointCorruptError", "CheckpointError",
+    "CheckpointNotFoundError", "CheckpointStore", "DecodeError", "EncodeError", "InMemoryCheckpointStore",
+    "SqliteCheckpointStore", "codec",
+    # models
+    "ChatModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel",
+    # base error, version, deprecated aliases
+    "RilletError", "__version__", "aget_message", "get_message",
+}  # fmt: skip
+
+# Internals that once leaked through a module's __all__.
+INTERNALS = {
+    "advance_in", "current_run", "dump", "flow_of", "gen_transfer_messages", "InterruptSignal", "ResumePoint",
+    "ResumeScope", "rewrite_message", "run_events", "RunContext", "seal", "Session", "agent_binding",
+    "agent_tree", "check_binding",
+}  # fmt: skip
+
+
+def private_module(name: str | None) -> bool:
+    """A rillet module whose name has a private segment; the Rust core (rillet._native) is
+    where the message and stream types live, so it counts as public."""
+    if not name or not name.startswith("rillet.") or name == "rillet._native":
+        return False
+    return any(part.startswith("_") for part in name.split(".")[1:])
+
+
+def public_modules() -> list[ModuleType]:
+    names = [m.name for m in pkgutil.walk_packages(rillet.__path__, "rillet.") if not private_module(m.name)]
+    return [rillet, *(importlib.import_module(n) for n in names)]
+
+
+def test_the_top_level_surface_is_pinned() -> None:
+    assert len(rillet.__all__) == len(set(rillet.__all__)), "a name is listed twice"
+    assert set(rillet.__all__) == PUBLIC
+
+
+def test_star_import_gives_every_public_name() -> None:
+    namespace: dict[str, Any] = {}
+    exec("from rillet import *", namespace)
+    assert PUBLIC <= set(namespace)
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC - {"__version__"}))
+def test_every_public_name_is_documented_and_from_a_public_module(name: str) -> None:
+    obj = getattr(rillet, name)
+    if inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj):
+        assert inspect.getdoc(obj), f"rillet.{name} has no docstring"
+    assert not private_module(getattr(obj, "__module__", None)), f"rillet.{name} is defined in a private module"
+
+
+@pytest.mark.parametrize("module", public_modules(), ids=lambda m: m.__name__)
+def test_module_all_lists_hold_only_public_names(module: ModuleType) -> None:
+    names = getattr(module, "__all__", [])
+    for name in names:
+        obj = getattr(module, name)  # every listed name exists
+        assert not name.startswith("_") or name == "__version__", f"{module.__name__}.__all__ lists {name}"
+        assert name not in INTERNALS, f"{module.__name__}.__all__ exports the internal {name}"
+        assert not private_module(getattr(obj, "__module__", None)), f"{module.__name__}.{name} is private"
+
+
+def test_the_interrupt_tree_of_an_action_is_not_a_public_field() -> None:
+    fields = AgentAction.__dataclass_fields__
+    assert "signal" not in fields
+    assert [f for f in fields if not f.startswith("_")] == [
+        "exit", "interrupted", "transfer_to_agent", "break_loop", "customized_action",
+    ]  # fmt: skip
+
+
+def test_interrupt_state_and_resume_context_are_named_and_still_unpack() -> None:
+    state = get_interrupt_state()  # outside a resumed run
+    assert isinstance(state, InterruptState)
+    assert (state.was_interrupted, state.has_state, state.state) == (False, False, None)
+    was, has, value = state
+    assert (was, has, value) == (False, False, None)
+    ctx = get_resume_context()
+    assert isinstance(ctx, ResumeContext)
+    assert ctx._fields == ("is_target", "has_data", "data")
+    assert tuple(ctx) == (False, False, None)
+
+
+def test_peek_message_reads_without_draining_and_get_message_is_its_deprecated_alias() -> None:
+    event = event_from_message(None, stream_from_list([Message.assistant("Hel"), Message.assistant("lo")]))
+    assert peek_message(event).content == "Hello"
+    with pytest.warns(DeprecationWarning, match="peek_message"):
+        assert rillet.get_message(event).content == "Hello"
+    assert event.message_output.get_message().content == "Hello"  # the event still had its stream
+
+
+def test_apeek_message_and_its_deprecated_alias() -> None:
+    import asyncio
+
+    async def main() -> tuple[str, str]:
+        event = event_from_message(None, stream_from_list([Message.assistant("a"), Message.assistant("b")]))
+        first = (await rillet.apeek_message(event)).content
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            second = (await rillet.aget_message(event)).content
+        assert [w.category for w in seen] == [DeprecationWarning]
+        return first, second
+
+    assert asyncio.run(main()) == ("ab", "ab")
