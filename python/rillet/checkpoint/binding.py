@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from rillet.checkpoint.payload import CheckpointError
+from rillet.flow import FlowAgent
 
 __all__ = ["CheckpointAgentMismatchError", "agent_binding", "agent_tree", "check_binding"]
 
@@ -24,8 +25,6 @@ class CheckpointAgentMismatchError(CheckpointError):
 
 def _unwrap(agent: Any) -> tuple[Any, list[Any]]:
     """The agent a flow wrapper holds and the wrapper's transfer children."""
-    from rillet.flow import FlowAgent
-
     if isinstance(agent, FlowAgent):
         return agent.agent, list(agent.sub_agents)
     return agent, []
