@@ -35,8 +35,18 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
-from rillet import _native
-from rillet._native import DecodeError, EncodeError
+from rillet._native import (
+    ContentPart,
+    DecodeError,
+    EncodeError,
+    FunctionCall,
+    Message,
+    ResponseMeta,
+    ToolCall,
+    Usage,
+    codec_decode,
+    codec_encode,
+)
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -107,7 +117,7 @@ def encode(
     if type(compress) is not bool:
         raise TypeError(f"compress must be True or False, got {compress!r}")
     _check_max_depth(max_depth)
-    return _native.codec_encode(obj, _BY_TYPE, max_depth, format_version, compress)
+    return codec_encode(obj, _BY_TYPE, max_depth, format_version, compress)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,9 +164,9 @@ def decode(
         if limit < 0:
             raise ValueError(f"{name} must be >= 0, got {limit}")
     if unknown == "error":
-        return _native.codec_decode(data, _BY_NAME, max_depth, max_size, max_items)
+        return codec_decode(data, _BY_NAME, max_depth, max_size, max_items)
     if unknown == "placeholder":
-        return _native.codec_decode(data, _BY_NAME, max_depth, max_size, max_items, Unknown)
+        return codec_decode(data, _BY_NAME, max_depth, max_size, max_items, Unknown)
     raise ValueError(f"unknown must be 'error' or 'placeholder', got {unknown!r}")
 
 
@@ -363,7 +373,6 @@ def _register_rillet_types() -> None:
     from them, so their entries carry no hooks (None). Changing a state's shape needs a new
     version and a migrate function.
     """
-    from rillet._native import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage
 
     for cls in (Message, ToolCall, ContentPart, FunctionCall, Usage, ResponseMeta):
         name = f"rillet.{cls.__name__}"

@@ -241,7 +241,7 @@ def _hint_target(fn: Callable[..., Any]) -> Any:
 
 def _jsonable(value: Any) -> Any:
     import pydantic  # imported on first use: `import rillet` does not load pydantic
-    import pydantic_core
+    import pydantic_core  # as pydantic
 
     if isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json")

@@ -36,7 +36,8 @@ class AddressSegment(NamedTuple):
             return f"{self.kind}:{self.id}"
         return f"{self.kind}:{self.id}:{self.sub_id}"
 
-    __str__ = text
+    def __str__(self) -> str:
+        return self.text()
 
     @classmethod
     def parse(cls, text: str) -> AddressSegment:
