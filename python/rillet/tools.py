@@ -63,7 +63,6 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from rillet._core.workers import default_pool
-from rillet._docstrings import parse_docstring
 from rillet._native import RilletError
 from rillet.context import send_tool_gen_action
 from rillet.events import new_exit_action
@@ -350,9 +349,9 @@ class FunctionTool(BaseTool):
     """
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
-
         import pydantic  # imported on first use: `import rillet` does not load pydantic
 
+        from rillet._docstrings import parse_docstring  # its regular expressions compile on first use
 
         if not callable(fn):
             raise TypeError(f"FunctionTool needs a function, got {type(fn).__name__} {_short(fn)}")
@@ -421,7 +420,6 @@ class FunctionTool(BaseTool):
             schema["$defs"] = {k: _strip_titles(v) for k, v in raw["$defs"].items()}
 
         if description is None and not summary:
-
             warnings.warn(
                 f"tool {name!r} has no description (no docstring): the model chooses tools by their "
                 "description; add a docstring to the function or pass description=... to tool()",
@@ -543,7 +541,6 @@ class ExitTool(BaseTool):
         )
 
     async def invoke(self, arguments: str) -> str:
-
         data = _load_arguments(self.info.name, arguments)
         if "final_result" not in data:
             raise ToolArgumentsError(self.info.name, ["argument 'final_result': required, but missing"])
