@@ -35,18 +35,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
-from rillet._native import (
-    ContentPart,
-    DecodeError,
-    EncodeError,
-    FunctionCall,
-    Message,
-    ResponseMeta,
-    ToolCall,
-    Usage,
-    codec_decode,
-    codec_encode,
-)
+from rillet import _native
+from rillet._native import ContentPart, DecodeError, EncodeError, FunctionCall, Message, ResponseMeta, ToolCall, Usage
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -117,7 +107,7 @@ def encode(
     if type(compress) is not bool:
         raise TypeError(f"compress must be True or False, got {compress!r}")
     _check_max_depth(max_depth)
-    return codec_encode(obj, _BY_TYPE, max_depth, format_version, compress)
+    return _native.codec_encode(obj, _BY_TYPE, max_depth, format_version, compress)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,9 +154,9 @@ def decode(
         if limit < 0:
             raise ValueError(f"{name} must be >= 0, got {limit}")
     if unknown == "error":
-        return codec_decode(data, _BY_NAME, max_depth, max_size, max_items)
+        return _native.codec_decode(data, _BY_NAME, max_depth, max_size, max_items)
     if unknown == "placeholder":
-        return codec_decode(data, _BY_NAME, max_depth, max_size, max_items, Unknown)
+        return _native.codec_decode(data, _BY_NAME, max_depth, max_size, max_items, Unknown)
     raise ValueError(f"unknown must be 'error' or 'placeholder', got {unknown!r}")
 
 
