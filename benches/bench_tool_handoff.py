@@ -7,7 +7,7 @@ parallel tool calls); divide the median by ``N`` for the cost of one hand-off. D
 
 * ``to_thread``: ``asyncio.to_thread`` (the loop's default executor, context copied).
 * ``executor``: ``loop.run_in_executor`` on a shared ``ThreadPoolExecutor``, context copied.
-* ``rillet``: ``rillet._workers.run_sync``, what sync tools use (jobs on a SimpleQueue,
+* ``rillet``: ``rillet._core.workers.run_sync``, what sync tools use (jobs on a SimpleQueue,
   results back by one ``call_soon_threadsafe``).
 * ``rillet-channel``: the same workers fed through a ``rillet.Channel`` instead.
 * ``inline``: calling the function on the loop, the floor (no thread at all).
@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from rillet import Channel
-from rillet._workers import WorkerPool, _Job, run_sync
+from rillet._core.workers import WorkerPool, _Job, run_sync
 
 N = 400
 

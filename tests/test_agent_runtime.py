@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rillet import Message, pipe, stream_from_list
-from rillet import _loop
+from rillet._core import loop as _loop
 from rillet.agent import AgentInput, BaseAgent
 from rillet.context import add_session_value, add_session_values, get_session_value, get_session_values
 from rillet.events import (

@@ -34,7 +34,7 @@ from rillet import (
     ToolCall,
     tool,
 )
-from rillet._loop import background_loop
+from rillet._core.loop import background_loop
 from rillet.agent import RunIterator
 
 pytestmark = pytest.mark.timeout(60)

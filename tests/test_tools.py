@@ -21,7 +21,8 @@ from typing_extensions import TypedDict  # pydantic needs this one before Python
 
 import rillet
 from rillet import context
-from rillet._workers import WorkerPool
+from rillet._core import scope as run_scope
+from rillet._core.workers import WorkerPool
 from rillet.context import RunContext, Session, ToolCallScope
 from rillet.events import new_break_loop_action
 from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, exit_tool, tool
@@ -401,8 +402,8 @@ def test_sync_tools_run_in_a_worker_thread_with_the_run_context() -> None:
     scope = ToolCallScope("peek", "call_1")
 
     async def main() -> str:
-        context._RUN.set(RunContext(session))
-        context._TOOL_CALL.set(scope)
+        run_scope.RUN.set(RunContext(session))
+        run_scope.TOOL_CALL.set(scope)
         return await peek.invoke('{"key": "user"}')
 
     assert asyncio.run(main()) == "ada"
@@ -635,7 +636,7 @@ def test_exit_tool_returns_the_final_result_and_sends_an_exit_action() -> None:
     scope = ToolCallScope("exit", "call_1")
 
     async def main(arguments: str) -> str:
-        context._TOOL_CALL.set(scope)
+        run_scope.TOOL_CALL.set(scope)
         return await ExitTool().invoke(arguments)
 
     assert asyncio.run(main('{"final_result": "all done"}')) == "all done"

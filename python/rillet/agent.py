@@ -19,12 +19,13 @@ import contextvars
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from rillet._loop import Fatal, RunTask, spawn
+from rillet._core.loop import Fatal, RunTask, spawn
 from rillet._native import Channel, ChannelClosed, Message, RilletError
+from rillet.context import add_session_value, current_run
 from rillet.event_pair import EventGenerator, EventIterator
-from rillet.events import AgentAction, AgentEvent, event_from_message
+from rillet.events import AgentAction, AgentEvent, error_event, event_from_message
 from rillet.interrupt import Interrupted
 
 __all__ = ["Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta"]
@@ -143,7 +144,7 @@ def _on_loop_thread() -> bool:
 
 
 def start_run(events: AsyncIterator[AgentEvent], ctx: contextvars.Context | None = None) -> RunIterator:
-    """Pumps ``events`` into a new run iterator from a task (see :func:`rillet._loop.spawn`),
+    """Pumps ``events`` into a new run iterator from a task (see :func:`rillet._core.loop.spawn`),
     running in ``ctx`` (default: a copy of the caller's context)."""
     ch: Channel[AgentEvent] = Channel()
     it = RunIterator(ch)
@@ -181,13 +182,13 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: EventGenerator[AgentEven
             if not gen.closed:  # not abandoned by its consumer: its event loop is shutting down
                 gen.send(AgentEvent(error=RilletError("the run was cancelled: the event loop it ran on closed or cancelled it")))
             raise
-        gen.send(AgentEvent(error=e))  # agent code let a CancelledError escape: an error, as data
+        gen.send(error_event(e))  # agent code let a CancelledError escape: an error, as data
     except (KeyboardInterrupt, SystemExit) as e:
         # Raised by agent code (a tool, a model, a callback): an error event, never an
         # exception that would stop the event loop the run shares with other runs.
-        gen.send(AgentEvent(error=e))
+        gen.send(error_event(e))
     except Fatal as e:  # the same, raised in one of the run's child tasks
-        gen.send(AgentEvent(error=e.exc))
+        gen.send(error_event(e.exc))
     except GeneratorExit:  # destroyed: its loop was closed with the run in flight
         if not gen.closed:
             gen.send(AgentEvent(error=RilletError(_LOOP_CLOSED)))
@@ -200,8 +201,18 @@ def run_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator
     """The events of ``agent`` run on ``input``, in the calling task when the agent is a
     :class:`BaseAgent` (no extra task or channel), else through its ``run`` iterator."""
     if isinstance(agent, BaseAgent):
-        return agent._events(input, **options)
+        return agent.events(input, **options)
     return _iterate_run(agent, input, **options)
+
+
+def raw_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent] | None:
+    """``agent``'s own ``_run`` events as they come (no callbacks, no authors, exceptions
+    raised) when it is a :class:`BaseAgent` without agent callbacks, else None. For a driver
+    that fills authors with :func:`author_of` and turns an exception into
+    :func:`~rillet.events.error_event` itself (the flow wrapper): one generator fewer per event."""
+    if isinstance(agent, BaseAgent) and not (agent.before_agent_callbacks or agent.after_agent_callbacks):
+        return agent._run(input, **options)
+    return None
 
 
 async def _iterate_run(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
@@ -228,8 +239,6 @@ class _CallbackState:
         self._delta = delta
 
     def __getitem__(self, key: str) -> Any:
-        from rillet.context import current_run
-
         run = current_run()
         if run is None:
             return self._delta[key]
@@ -246,8 +255,6 @@ class _CallbackState:
         return self.get(key, _MISSING) is not _MISSING  # type: ignore[arg-type]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        from rillet.context import add_session_value
-
         add_session_value(key, value)
         self._delta[key] = value
 
@@ -269,7 +276,7 @@ class CallbackContext:
 AgentCallback = Callable[[CallbackContext], "Message | str | None | Awaitable[Message | str | None]"]
 
 
-def _author(ev: AgentEvent, agent_name: str) -> str:
+def author_of(ev: AgentEvent, agent_name: str) -> str:
     """ADK's rule for an event without an author: user-role content is the user's."""
     mv = ev.message_output
     if mv is not None and mv.message is not None and mv.message.role == "user":
@@ -289,6 +296,10 @@ class BaseAgent:
     event too (then the body runs). After-callbacks add one new event; they cannot take back
     what the agent said. A callback's exception becomes the call's error event.
     """
+
+    records_own_events: ClassVar[bool] = False
+    """True for an agent that records its children's events in the session itself (the
+    workflow agents): the flow wrapper around it then records none of its events."""
 
     def __init__(
         self,
@@ -316,9 +327,12 @@ class BaseAgent:
     def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         raise NotImplementedError(f"{type(self).__name__} must define an async generator _run(input, **options)")
 
-    async def _events(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
-        """``_run``'s events inside the agent callbacks, authors filled in, with an exception
-        turned into a final error event."""
+    async def events(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        """The agent's events in the calling task: what :meth:`run` hands out, without the task
+        and channel between. For code that drives agents from inside a run (the Runner, the
+        flow wrapper, workflows, agent tools): ``_run``'s events inside the agent callbacks,
+        authors filled in, an exception turned into a final error event. Iterate it to the
+        end or ``aclose()`` it."""
         name = self._name
         try:
             if self.before_agent_callbacks:
@@ -330,14 +344,14 @@ class BaseAgent:
             async with contextlib.aclosing(self._run(input, **options)) as evs:  # type: ignore[type-var]
                 async for ev in evs:
                     if not ev.agent_name:
-                        ev.agent_name = _author(ev, name)
+                        ev.agent_name = author_of(ev, name)
                     yield ev
             if self.after_agent_callbacks:
                 _, ev = await self._callbacks(self.after_agent_callbacks, input)
                 if ev is not None:
                     yield ev
         except (Exception, Interrupted) as e:  # errors are events: run never raises
-            yield AgentEvent(error=e)
+            yield error_event(e)
 
     async def _callbacks(self, callbacks: list[AgentCallback], input: AgentInput) -> tuple[bool, AgentEvent | None]:
         """Runs ``callbacks`` until one returns content; the event (content and/or state
@@ -362,7 +376,7 @@ class BaseAgent:
 
     def run(self, input: AgentInput, **options: Any) -> RunIterator:
         """Starts the agent on ``input`` and returns its events at once."""
-        return start_run(self._events(input, **options))
+        return start_run(self.events(input, **options))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._name!r}>"

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rillet._core.address import tool_segment
 from rillet._native import Message, RilletError
 from rillet.agent import Agent, AgentInput
+from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.context import RunContext, Session, current_run, current_tool_call
 from rillet.events import AgentAction, AgentEvent, RunPath, copy_event
 from rillet.interrupt import composite_interrupt
@@ -96,8 +98,6 @@ class AgentTool(BaseTool):
         return out
 
     async def invoke(self, arguments: str) -> str:
-        from rillet.checkpoint.payload import events_to_records, records_to_events
-
         messages = self._messages(arguments)
         scope = current_tool_call()
         caller = current_run()
@@ -109,13 +109,13 @@ class AgentTool(BaseTool):
             # state by address as the run re-enters them.
             session.restore(records_to_events(saved["events"]))
             messages = list(saved["messages"])
-        address = (*caller.address, f"tool:{self.info.name}:{scope.call_id if scope else ''}") if caller else ()
+        address = (*caller.address, tool_segment(self.info.name, scope.call_id if scope else "")) if caller else ()
         run = RunContext(session, RunPath(), address, None)
         streaming = scope.streaming if scope is not None else False
         emit = scope.emit if (scope is not None and self.emit_internal_events) else None
         prefix = caller.run_path if caller is not None else RunPath()
         last: AgentEvent | None = None
-        async for ev in advance_in(run, self._flow._events(AgentInput(messages, streaming))):
+        async for ev in advance_in(run, self._flow.events(AgentInput(messages, streaming))):
             if ev.action is not None and ev.action._signal is not None:
                 state = {"kind": _STATE_KIND, "messages": messages, "events": await events_to_records(session.snapshot())}
                 raise composite_interrupt("agent tool interrupt", state, ev.action._signal)

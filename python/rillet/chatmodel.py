@@ -20,17 +20,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from rillet._loop import Inbox, child_task, joined, result_of
+from rillet._core.address import tool_segment
+from rillet._core.loop import Inbox, child_task, joined, result_of
+from rillet._core.scope import TOOL_CALL as _TOOL_CALL
+from rillet._core.scope import current_resume
 from rillet._native import Message, RilletError, StreamReader, ToolCall, pipe
 from rillet.agent import AgentCallback, AgentInput, BaseAgent
-from rillet.context import _TOOL_CALL, ToolCallScope, add_session_value, current_run
+from rillet.checkpoint.payload import events_to_records, records_to_events
+from rillet.context import ToolCallScope, add_session_value, current_run
 from rillet.events import AgentEvent, event_from_message
-from rillet.interrupt import Interrupted, composite_interrupt_event, current_resume
+from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
+from rillet.interrupt import Interrupted, composite_interrupt_event
 from rillet.schema import aconcat_message_stream
+from rillet.tools import BaseTool, ToolInfo, as_tool
 
 if TYPE_CHECKING:
     from rillet.models.base import ChatModel
-    from rillet.tools import BaseTool, ToolInfo
 
 _log = logging.getLogger(__name__)
 
@@ -97,8 +102,6 @@ def _check_arguments(
     exit_tool: Any,
 ) -> None:
     """Clear errors for the mistakes people make when building a ChatModelAgent."""
-    from rillet.tools import BaseTool
-
     where = f"ChatModelAgent {name!r}"
     if not isinstance(name, str) or not name:
         raise TypeError(f"ChatModelAgent(name=...): a non-empty str is required, got {name!r}")
@@ -198,8 +201,6 @@ class ChatModelAgent(BaseAgent):
         assert model is not None  # checked just above
         if tool_error not in ("return", "raise"):
             raise ValueError(f"ChatModelAgent {name!r}: tool_error must be 'return' or 'raise', got {tool_error!r}")
-        from rillet.tools import as_tool
-
         self.instruction = instruction
         self.model = model
         self.tools: list[BaseTool] = [as_tool(t) for t in tools]
@@ -267,8 +268,6 @@ class ChatModelAgent(BaseAgent):
 
     def _wire_transfer(self) -> None:
         """Adds (or removes) the transfer tool and instruction for the current targets."""
-        from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
-
         targets = list(self._sub_agents)
         if self._parent is not None and not self._disallow_transfer_to_parent:
             targets.append(self._parent)
@@ -434,8 +433,6 @@ class ChatModelAgent(BaseAgent):
         to rerun only the calls that did not complete. Calls are told apart by position
         (ids may repeat or be empty). ``saved_final``: the records of the return-directly
         event an interrupted run of this round saved (it carries the call's action)."""
-        from rillet.checkpoint.payload import events_to_records, records_to_events
-
         calls = state[-1].tool_calls
         direct = final_position(calls, self)
         final: AgentEvent | None = None
@@ -540,7 +537,7 @@ class ChatModelAgent(BaseAgent):
             scope = ToolCallScope(name, call_id, None, state, streaming, emit)
         else:
             run = current_run()
-            point = resume.enter((*(run.address if run else ()), f"tool:{name}:{call_id}"))
+            point = resume.enter((*(run.address if run else ()), tool_segment(name, call_id)))
             scope = ToolCallScope(name, call_id, None, state, streaming, emit, point)
         token = _TOOL_CALL.set(scope)
         try:

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
 from rillet import _native
-from rillet._native import DecodeError, EncodeError
+from rillet._native import ContentPart, DecodeError, EncodeError, FunctionCall, Message, ResponseMeta, ToolCall, Usage
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -363,7 +363,6 @@ def _register_rillet_types() -> None:
     from them, so their entries carry no hooks (None). Changing a state's shape needs a new
     version and a migrate function.
     """
-    from rillet._native import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage
 
     for cls in (Message, ToolCall, ContentPart, FunctionCall, Usage, ResponseMeta):
         name = f"rillet.{cls.__name__}"

@@ -14,12 +14,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rillet._core.address import Address, agent_segment
+from rillet._core.interrupt import NOT_RESUMING, ResumePoint
+from rillet._core.scope import RUN, TOOL_CALL, current_resume
 from rillet.events import RunPath, RunStep
-from rillet.interrupt import NOT_RESUMING, ResumePoint, current_resume
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -119,7 +120,7 @@ class RunContext:
 
     session: Session
     run_path: RunPath = field(default_factory=RunPath)
-    address: tuple[str, ...] = ()
+    address: Address = ()
     root_input: AgentInput | None = None
     point: ResumePoint = NOT_RESUMING
 
@@ -130,24 +131,21 @@ class RunContext:
     def child(self, agent_name: str) -> RunContext:
         """The context of an agent named ``agent_name`` running under this one. In a resumed
         run, entering the address takes that address's saved state and resume data."""
-        address = (*self.address, f"agent:{agent_name}")
+        address = (*self.address, agent_segment(agent_name))
         resume = current_resume()
         point = resume.enter(address) if resume is not None else NOT_RESUMING
         return RunContext(self.session, self.run_path._append(RunStep(agent_name)), address, self.root_input, point)
 
 
-_RUN: ContextVar[RunContext | None] = ContextVar("rillet_run", default=None)
-
-
 def current_run() -> RunContext | None:
     """The run context of the calling code, or None outside a run."""
-    return _RUN.get()
+    return RUN.get()  # type: ignore[return-value]  # rillet only ever sets RunContexts in it
 
 
 def add_session_value(key: str, value: Any) -> None:
     """Stores ``value`` under ``key`` in the run's session (visible to every agent of the run,
     saved in checkpoints). Does nothing outside a run."""
-    run = _RUN.get()
+    run = current_run()
     if run is not None:
         with run.session.lock:
             run.session.values[key] = value
@@ -155,7 +153,7 @@ def add_session_value(key: str, value: Any) -> None:
 
 def add_session_values(values: Mapping[str, Any]) -> None:
     """Stores every item of ``values`` in the run's session. Does nothing outside a run."""
-    run = _RUN.get()
+    run = current_run()
     if run is not None:
         with run.session.lock:
             run.session.values.update(values)
@@ -163,7 +161,7 @@ def add_session_values(values: Mapping[str, Any]) -> None:
 
 def get_session_value(key: str, default: Any = None) -> Any:
     """The session value under ``key``, or ``default`` when it is absent or outside a run."""
-    run = _RUN.get()
+    run = current_run()
     if run is None:
         return default
     with run.session.lock:
@@ -172,7 +170,7 @@ def get_session_value(key: str, default: Any = None) -> Any:
 
 def get_session_values() -> dict[str, Any]:
     """A copy of all session values ({} outside a run)."""
-    run = _RUN.get()
+    run = current_run()
     if run is None:
         return {}
     with run.session.lock:
@@ -194,19 +192,16 @@ class ToolCallScope:
     point: ResumePoint = NOT_RESUMING
 
 
-_TOOL_CALL: ContextVar[ToolCallScope | None] = ContextVar("rillet_tool_call", default=None)
-
-
 def current_tool_call() -> ToolCallScope | None:
     """The tool call the calling code runs in, or None."""
-    return _TOOL_CALL.get()
+    return TOOL_CALL.get()  # type: ignore[return-value]  # rillet only ever sets ToolCallScopes in it
 
 
 def send_tool_gen_action(action: AgentAction) -> None:
     """Attaches ``action`` (exit, transfer, break-loop, customized) to the event of the tool
     call that is running. The last call wins. Only valid inside a tool that a ChatModelAgent
     is executing."""
-    scope = _TOOL_CALL.get()
+    scope = current_tool_call()
     if scope is None:
         raise RuntimeError(
             "send_tool_gen_action() was called outside a tool call: call it from inside a tool "

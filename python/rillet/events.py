@@ -16,12 +16,11 @@ import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
-from rillet._native import Message, StreamReader, concat_message_stream
-
-if TYPE_CHECKING:
-    from rillet.interrupt import InterruptInfo, InterruptSignal
+from rillet._core.interrupt import InterruptInfo, InterruptSignal
+from rillet._native import Message, MessageAccumulator, StreamReader, concat_message_stream
+from rillet.schema import aconcat_message_stream
 
 __all__ = [
     "AgentAction",
@@ -221,8 +220,6 @@ class MessageVariant:
             return self.message
         if self.message_stream is None:
             raise ValueError("MessageVariant holds neither a message nor a stream")
-        from rillet.schema import aconcat_message_stream
-
         stream, self.message_stream = self.message_stream, None
         msg = await aconcat_message_stream(stream)
         if not msg.role and not msg.content and not msg.tool_calls:
@@ -232,8 +229,6 @@ class MessageVariant:
 
 
 def _concat_nonempty(stream: StreamReader[Message]) -> Message:
-    from rillet._native import MessageAccumulator
-
     acc = MessageAccumulator()
     with stream:
         for chunk in stream:
@@ -336,6 +331,12 @@ class AgentEvent:
         return f"AgentEvent({', '.join(parts)})"
 
 
+def error_event(error: BaseException, agent_name: str = "", run_path: Sequence[RunStep] = ()) -> AgentEvent:
+    """The one event an exception raised by agent code becomes (errors are events: a run
+    never raises); it is the last event of the stream it ends."""
+    return AgentEvent(agent_name, run_path, None, None, error)
+
+
 def event_from_message(
     message: Message | None,
     stream: StreamReader[Message] | None = None,
@@ -369,8 +370,6 @@ def peek_message(event: AgentEvent) -> Message | None:
 
 async def apeek_message(event: AgentEvent) -> Message | None:
     """``await`` twin of :func:`peek_message`, for use inside an event loop."""
-    from rillet.schema import aconcat_message_stream
-
     message, read = _split_for_reading(event)
     return await aconcat_message_stream(read) if read is not None else message
 

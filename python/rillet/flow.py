@@ -12,22 +12,34 @@ messages are rewritten as user messages that start with ``For context:`` (Eino's
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from rillet._core.address import AGENT, AddressSegment
+from rillet._core.scope import RUN, TOOL_CALL, current_resume, entered
 from rillet._native import FunctionCall, Message, RilletError, ToolCall
-from rillet.agent import Agent, AgentInput, BaseAgent, _author, run_events
-from rillet.context import _RUN, _TOOL_CALL, RunContext, Session, current_run
-from rillet.events import AgentAction, AgentEvent, copy_event, event_from_message, new_transfer_to_agent_action
-from rillet.interrupt import Interrupted, current_resume
+from rillet.agent import Agent, AgentInput, BaseAgent, author_of, raw_events, run_events
+from rillet.context import RunContext, Session, current_run, send_tool_gen_action
+from rillet.events import (
+    AgentAction,
+    AgentEvent,
+    copy_event,
+    error_event,
+    event_from_message,
+    new_transfer_to_agent_action,
+)
+from rillet.interrupt import Interrupted
+from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = [
     "TRANSFER_TOOL_NAME",
     "FlowAgent",
     "HistoryEntry",
     "HistoryRewriter",
+    "OnSubAgents",
     "TransferError",
     "set_sub_agents",
     "with_deterministic_transfer_to",
@@ -54,6 +66,22 @@ class HistoryEntry:
 HistoryRewriter = Callable[[list[HistoryEntry]], list[Message]]
 
 
+@runtime_checkable
+class OnSubAgents(Protocol):
+    """What an agent implements to learn how it is wired into a transfer tree (Eino's
+    ``OnSubAgents``): :func:`set_sub_agents` and :func:`with_disallow_transfer_to_parent` call
+    these on an agent that has all three (ChatModelAgent uses them to offer the transfer tool)."""
+
+    def on_set_sub_agents(self, sub_agents: list[Agent]) -> None:
+        """``sub_agents`` were made this agent's children."""
+
+    def on_set_as_sub_agent(self, parent: Agent) -> None:
+        """This agent was made a child of ``parent``."""
+
+    def on_disallow_transfer_to_parent(self) -> None:
+        """This agent, as a sub-agent, may not transfer back to its parent."""
+
+
 async def advance_in(
     run: RunContext, events: AsyncIterator[AgentEvent], author: str | None = None
 ) -> AsyncIterator[AgentEvent]:
@@ -65,10 +93,12 @@ async def advance_in(
     what :meth:`BaseAgent._events` does, so the common path has one generator fewer: events
     without an author get one, and an exception becomes a final error event."""
     anext = events.__anext__
+    # The scope is set around each step by hand, not with scope.entered(): this runs per event.
+    run_set, run_reset, tool_get, tool_set, tool_reset = RUN.set, RUN.reset, TOOL_CALL.get, TOOL_CALL.set, TOOL_CALL.reset
     try:
         while True:
-            token = _RUN.set(run)
-            tool_token = _TOOL_CALL.set(None) if _TOOL_CALL.get() is not None else None
+            token = run_set(run)
+            tool_token = tool_set(None) if tool_get() is not None else None
             failed = False
             try:
                 ev = await anext()
@@ -77,24 +107,19 @@ async def advance_in(
             except (Exception, Interrupted) as e:
                 if author is None:
                     raise
-                ev, failed = AgentEvent(error=e), True
+                ev, failed = error_event(e), True
             finally:
                 if tool_token is not None:
-                    _TOOL_CALL.reset(tool_token)
-                _RUN.reset(token)
+                    tool_reset(tool_token)
+                run_reset(token)
             if author is not None and not ev.agent_name:
-                ev.agent_name = _author(ev, author)
+                ev.agent_name = author_of(ev, author)
             yield ev
             if failed:
                 return
     finally:
-        token = _RUN.set(run)
-        tool_token = _TOOL_CALL.set(None)
-        try:
+        with entered(run):
             await events.aclose()  # type: ignore[attr-defined]
-        finally:
-            _TOOL_CALL.reset(tool_token)
-            _RUN.reset(token)
 
 
 def rewrite_message(msg: Message, agent_name: str) -> Message:
@@ -168,15 +193,16 @@ class FlowAgent(BaseAgent):
             return self.parent
         return None
 
-    async def _events(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
+    async def events(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
         """The flow's events; an exception becomes a final error event (one generator: the
-        flow has no agent callbacks)."""
+        flow has no agent callbacks). ``input`` None (an agent that is not the root of its
+        run) rebuilds the input from the run's history."""
         root = current_run()
         try:
             async for ev in self._flow(input, **options):
                 yield ev
         except (Exception, Interrupted) as e:  # errors are events: run never raises
-            yield AgentEvent(agent_name=self.name, error=e)
+            yield error_event(e, self.name)
         finally:
             if root is not None and not root.run_path:  # the run's root: its session ends here
                 root.session.close_streams()
@@ -199,15 +225,14 @@ class FlowAgent(BaseAgent):
             return
         if input is None:
             input = await self._history_input(run)
-        from rillet.workflow import WorkflowAgent
-
-        records = not isinstance(self.agent, WorkflowAgent)  # workflow children record for themselves
+        inner = self.agent
+        records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
         own_path = run.run_path
         session = run.session
         last_action: AgentAction | None = None
-        inner = self.agent
-        if isinstance(inner, BaseAgent) and not (inner.before_agent_callbacks or inner.after_agent_callbacks):
-            events = advance_in(run, inner._run(input, **options), author=inner.name)
+        raw = raw_events(inner, input, **options)
+        if raw is not None:
+            events = advance_in(run, raw, author=inner.name)
         else:
             events = advance_in(run, run_events(inner, input, **options))
         async for ev in events:
@@ -236,7 +261,7 @@ class FlowAgent(BaseAgent):
                 ),
             )
             return
-        async for ev in advance_in(run, target._events(None, **options)):
+        async for ev in advance_in(run, target.events(None, **options)):
             yield ev
 
     def _reachable(self) -> str:
@@ -250,7 +275,8 @@ class FlowAgent(BaseAgent):
         )
 
     async def _resume_transfer(self, run: RunContext, points: list[str], **options: Any) -> AsyncIterator[AgentEvent]:
-        names = [p.removeprefix("agent:") for p in points if p.startswith("agent:")]
+        segments = [AddressSegment.parse(p) for p in points]
+        names = [seg.id for seg in segments if seg.kind == AGENT]
         if len(names) != 1:
             what = "no child agents leading to the interrupted agent were found" if not names else (
                 f"interrupts lie under several agents ({', '.join(names)}): concurrent transfer is not supported"
@@ -261,7 +287,7 @@ class FlowAgent(BaseAgent):
         if target is None:
             yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume: sub-agent '{names[0]}' not found"))
             return
-        async for ev in advance_in(run, target._events(None, **options)):
+        async for ev in advance_in(run, target.events(None, **options)):
             yield ev
 
     async def _history_input(self, run: RunContext) -> AgentInput:
@@ -351,18 +377,14 @@ def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
         adopt(c.agent, parent.agent, "set_sub_agents")
         if c.parent is not None:
             raise ValueError(f"set_sub_agents: {c.name!r} already has a parent, {c.parent.name!r}")
-    hook = getattr(parent.agent, "on_set_sub_agents", None)
-    if hook is not None:
-        hook([c.agent for c in children])
+    if isinstance(parent.agent, OnSubAgents):
+        parent.agent.on_set_sub_agents([c.agent for c in children])
     for c in children:
         c.parent = parent
-        on_parent = getattr(c.agent, "on_set_as_sub_agent", None)
-        if on_parent is not None:
-            on_parent(parent.agent)
-        if c.disallow_transfer_to_parent:
-            on_disallow = getattr(c.agent, "on_disallow_transfer_to_parent", None)
-            if on_disallow is not None:
-                on_disallow()
+        if isinstance(c.agent, OnSubAgents):
+            c.agent.on_set_as_sub_agent(parent.agent)
+            if c.disallow_transfer_to_parent:
+                c.agent.on_disallow_transfer_to_parent()
     parent.sub_agents = children
     return parent
 
@@ -371,10 +393,8 @@ def with_disallow_transfer_to_parent(agent: Agent) -> FlowAgent:
     """``agent`` wrapped so that, as a sub-agent, it cannot transfer back to its parent."""
     flow = _flow(agent)
     flow.disallow_transfer_to_parent = True
-    if flow.parent is not None:
-        on_disallow = getattr(flow.agent, "on_disallow_transfer_to_parent", None)
-        if on_disallow is not None:
-            on_disallow()
+    if flow.parent is not None and isinstance(flow.agent, OnSubAgents):
+        flow.agent.on_disallow_transfer_to_parent()
     return flow
 
 
@@ -429,35 +449,32 @@ def transfer_instruction(agents: Sequence[Agent]) -> str:
     return "\n".join(lines)
 
 
-def transfer_tool() -> Any:
+class TransferToAgentTool(BaseTool):
     """The ``transfer_to_agent`` tool: its result text is Eino's, and it attaches the transfer
     action to its event."""
-    from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
-    class TransferToAgentTool(BaseTool):
-        info = ToolInfo(
-            TRANSFER_TOOL_NAME,
-            "Hands the conversation over to another agent.",
-            {
-                "type": "object",
-                "properties": {"agent_name": {"type": "string", "description": "The name of the agent to hand over to."}},
-                "required": ["agent_name"],
-            },
-        )
+    info = ToolInfo(
+        TRANSFER_TOOL_NAME,
+        "Hands the conversation over to another agent.",
+        {
+            "type": "object",
+            "properties": {"agent_name": {"type": "string", "description": "The name of the agent to hand over to."}},
+            "required": ["agent_name"],
+        },
+    )
 
-        async def invoke(self, arguments: str) -> str:
-            import json
+    async def invoke(self, arguments: str) -> str:
+        try:
+            data = json.loads(arguments or "{}")
+        except ValueError as e:
+            raise ToolArgumentsError(TRANSFER_TOOL_NAME, [f"arguments are not valid JSON: {e}"]) from None
+        name = data.get("agent_name") if isinstance(data, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ToolArgumentsError(TRANSFER_TOOL_NAME, ["argument 'agent_name': a non-empty string is required"])
+        send_tool_gen_action(new_transfer_to_agent_action(name))
+        return f"successfully transferred to agent [{name}]"
 
-            from rillet.context import send_tool_gen_action
 
-            try:
-                data = json.loads(arguments or "{}")
-            except ValueError as e:
-                raise ToolArgumentsError(TRANSFER_TOOL_NAME, [f"arguments are not valid JSON: {e}"]) from None
-            name = data.get("agent_name") if isinstance(data, dict) else None
-            if not isinstance(name, str) or not name:
-                raise ToolArgumentsError(TRANSFER_TOOL_NAME, ["argument 'agent_name': a non-empty string is required"])
-            send_tool_gen_action(new_transfer_to_agent_action(name))
-            return f"successfully transferred to agent [{name}]"
-
+def transfer_tool() -> TransferToAgentTool:
+    """A new ``transfer_to_agent`` tool."""
     return TransferToAgentTool()

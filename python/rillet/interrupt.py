@@ -17,14 +17,12 @@ once per resumed run.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
-from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
-
-if TYPE_CHECKING:
-    from rillet.events import AgentEvent
+from rillet._core.interrupt import InterruptCtx, InterruptInfo, InterruptSignal
+from rillet._core.scope import current_point, here
+from rillet.events import AgentAction, AgentEvent
 
 __all__ = [
     "InterruptCtx",
@@ -42,63 +40,6 @@ __all__ = [
     "stateful_interrupt_event",
 ]
 
-_USER_SEGMENTS = ("agent:", "tool:")
-
-
-@dataclass(frozen=True, slots=True)
-class InterruptCtx:
-    """One interrupt point: its UUID ``id``, its ``address`` (segments such as
-    ``agent:<name>`` and ``tool:<name>:<call_id>``), the user ``info`` given when it was
-    raised, whether it is a root cause, and its parent context."""
-
-    id: str
-    address: tuple[str, ...]
-    info: Any = None
-    is_root_cause: bool = False
-    parent: InterruptCtx | None = None
-
-
-@dataclass(slots=True)
-class InterruptInfo:
-    """What an interrupt event tells the user: ``data`` and one context per root cause."""
-
-    data: Any = None
-    interrupt_contexts: list[InterruptCtx] = field(default_factory=list)
-
-
-@dataclass(eq=False, slots=True)
-class InterruptSignal:
-    """The internal tree the Runner persists: one node per interrupt point."""
-
-    id: str
-    address: tuple[str, ...]
-    info: Any = None
-    state: Any = None
-    subs: list[InterruptSignal] = field(default_factory=list)
-
-    @property
-    def is_root_cause(self) -> bool:
-        return not self.subs
-
-    def walk(self) -> Iterable[InterruptSignal]:
-        yield self
-        for s in self.subs:
-            yield from s.walk()
-
-    def contexts(self) -> list[InterruptCtx]:
-        """One user-facing context per root cause, each with its parent chain."""
-        out: list[InterruptCtx] = []
-
-        def visit(sig: InterruptSignal, parent: InterruptCtx | None) -> None:
-            ctx = InterruptCtx(sig.id, sig.address, sig.info, sig.is_root_cause, parent)
-            if sig.is_root_cause:
-                out.append(ctx)
-            for s in sig.subs:
-                visit(s, ctx)
-
-        visit(self, None)
-        return out
-
 
 class Interrupted(BaseException):
     """Raised by a tool to interrupt the run: ``raise rillet.interrupt(info)``. Carries the
@@ -113,18 +54,6 @@ class Interrupted(BaseException):
         self.signal = signal
 
 
-def _here() -> tuple[str, ...]:
-    """The address of the calling code: the run's address plus the tool call, if in one."""
-    from rillet.context import current_run, current_tool_call
-
-    run = current_run()
-    address = run.address if run is not None else ()
-    scope = current_tool_call()
-    if scope is not None:
-        address = (*address, f"tool:{scope.tool_name}:{scope.call_id}")
-    return address
-
-
 def _signal(info: Any, state: Any, subs: Iterable[Interrupted | InterruptSignal]) -> InterruptSignal:
     children = []
     for s in subs:
@@ -137,7 +66,7 @@ def _signal(info: Any, state: Any, subs: Iterable[Interrupted | InterruptSignal]
                 f"composite_interrupt: every sub-interrupt must be an Interrupted exception or an InterruptSignal, "
                 f"got {type(s).__name__}"
             )
-    return InterruptSignal(str(uuid.uuid4()), _here(), info, state, children)
+    return InterruptSignal(str(uuid.uuid4()), here(), info, state, children)
 
 
 def interrupt(info: Any = None) -> Interrupted:
@@ -159,8 +88,6 @@ def composite_interrupt(info: Any, state: Any, *sub_interrupts: Interrupted | In
 
 
 def _event(signal: InterruptSignal, data: Any) -> AgentEvent:
-    from rillet.events import AgentAction, AgentEvent
-
     return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data, signal.contexts()), _signal=signal))
 
 
@@ -177,103 +104,6 @@ def stateful_interrupt_event(info: Any, state: Any) -> AgentEvent:
 def composite_interrupt_event(info: Any, state: Any, *sub_interrupts: Interrupted | InterruptSignal) -> AgentEvent:
     """An agent's interrupt that bundles interrupts from work nested inside it."""
     return _event(_signal(info, state, sub_interrupts), info)
-
-
-# --- resuming ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ResumePoint:
-    """Where a component stands in a resumed run (see :func:`get_interrupt_state`)."""
-
-    was_interrupted: bool = False
-    has_state: bool = False
-    state: Any = None
-    is_resume_target: bool = False
-    has_data: bool = False
-    data: Any = None
-
-
-NOT_RESUMING = ResumePoint()
-
-
-class ResumeScope:
-    """The persisted interrupts of one resumed run and what has been handed out of them."""
-
-    def __init__(
-        self,
-        addresses: Mapping[str, tuple[str, ...]],
-        states: Mapping[str, Any],
-        targets: Mapping[str, Any] | None,
-    ) -> None:
-        self.addresses = dict(addresses)
-        self.states = dict(states)
-        self.explicit = targets is not None
-        self.data: dict[str, Any] = dict(targets or {})
-        self.state_used: set[str] = set()
-        self.data_used: set[str] = set()
-
-    def enter(self, address: tuple[str, ...]) -> ResumePoint:
-        """What the component entering ``address`` gets; consumes its state and data."""
-        was = False
-        has_state = False
-        state = None
-        target = False
-        has_data = False
-        data = None
-        for iid, addr in self.addresses.items():
-            if addr == address and iid not in self.state_used:
-                self.state_used.add(iid)
-                was = True
-                state = self.states.get(iid)
-                has_state = state is not None
-                if iid in self.data and iid not in self.data_used:
-                    self.data_used.add(iid)
-                    target = True
-                    data = self.data[iid]
-                    has_data = data is not None
-                break
-        if not target:
-            n = len(address)
-            for iid, addr in self.addresses.items():
-                if len(addr) > n and addr[:n] == address and iid not in self.data_used:
-                    if iid in self.data or not self.explicit:
-                        target = True
-                        break
-        return ResumePoint(was, has_state, state, target, has_data, data)
-
-    def pending_below(self, address: tuple[str, ...]) -> bool:
-        """Whether an interrupt whose state was not handed out lies strictly below ``address``."""
-        n = len(address)
-        return any(
-            len(addr) > n and addr[:n] == address and iid not in self.state_used for iid, addr in self.addresses.items()
-        )
-
-    def next_points(self, address: tuple[str, ...]) -> list[str]:
-        """The distinct next segments under ``address`` that lead to persisted interrupts."""
-        n = len(address)
-        seen: list[str] = []
-        for addr in self.addresses.values():
-            if len(addr) > n and addr[:n] == address and addr[n] not in seen:
-                seen.append(addr[n])
-        return seen
-
-
-_RESUME: ContextVar[ResumeScope | None] = ContextVar("rillet_resume", default=None)
-
-
-def current_resume() -> ResumeScope | None:
-    return _RESUME.get()
-
-
-def _point() -> ResumePoint:
-    from rillet.context import current_run, current_tool_call
-
-    scope = current_tool_call()
-    if scope is not None:
-        return scope.point
-    run = current_run()
-    return run.point if run is not None else NOT_RESUMING
 
 
 class InterruptState(NamedTuple):
@@ -301,12 +131,12 @@ class ResumeContext(NamedTuple):
 def get_interrupt_state() -> InterruptState:
     """``InterruptState(was_interrupted, has_state, state)`` for the calling tool or agent in a
     resumed run: whether it was an interrupt point, and the state it saved (``None`` if none)."""
-    p = _point()
+    p = current_point()
     return InterruptState(p.was_interrupted, p.has_state, p.state)
 
 
 def get_resume_context() -> ResumeContext:
     """``ResumeContext(is_target, has_data, data)``: whether the resume targets the calling tool
     or agent (or something inside it), and the data given for it."""
-    p = _point()
+    p = current_point()
     return ResumeContext(p.is_resume_target, p.has_data, p.data)

@@ -21,16 +21,17 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
+from rillet._core import scope
+from rillet._core.interrupt import InterruptInfo, ResumeScope
 from rillet._native import Message, RilletError
 from rillet.agent import Agent, AgentInput, RunIterator, start_run
 from rillet.checkpoint.adapter import StoreAdapter
-from rillet.checkpoint.binding import check_binding
+from rillet.checkpoint.binding import agent_binding, check_binding
 from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load, seal
 from rillet.checkpoint.stores import CheckpointStore
-from rillet.context import _RUN, RunContext, Session
+from rillet.context import RunContext, Session
 from rillet.events import AgentEvent
 from rillet.flow import flow_of
-from rillet.interrupt import _RESUME, InterruptInfo, ResumeScope
 
 __all__ = ["Runner"]
 
@@ -116,8 +117,8 @@ class Runner:
         session = Session(values=dict(session_values) if session_values else {})
         root_input = AgentInput(msgs, self.streaming)
         ctx = contextvars.copy_context()
-        ctx.run(_RUN.set, RunContext(session))
-        events = self._flow._events(root_input, **options)
+        scope.install(ctx, RunContext(session))
+        events = self._flow.events(root_input, **options)
         if checkpoint_id is None:  # nothing to save: hand the flow's events straight out
             return start_run(events, ctx)
         return start_run(self._forward(events, root_input, session, checkpoint_id), ctx)
@@ -223,9 +224,8 @@ class Runner:
         if session_values:
             session.values.update(session_values)
         ctx = contextvars.copy_context()
-        ctx.run(_RUN.set, RunContext(session))
-        ctx.run(_RESUME.set, ResumeScope(loaded.addresses, loaded.states, targets))
-        events = self._flow._events(loaded.root_input, **options)
+        scope.install(ctx, RunContext(session), ResumeScope(loaded.addresses, loaded.states, targets))
+        events = self._flow.events(loaded.root_input, **options)
         forward = self._forward(events, loaded.root_input, session, checkpoint_id, resumed=True, owner=owner)
         return start_run(forward, ctx)
 
@@ -264,7 +264,7 @@ class Runner:
                 action.interrupted = InterruptInfo(data, signal.contexts())
                 if store is not None and checkpoint_id is not None:
                     try:
-                        blob = seal(await dump(root_input, session, signal, data, self.agent))
+                        blob = seal(await dump(root_input, session, signal, data, agent_binding(self.agent)))
                         await store.set(checkpoint_id, blob)
                         _log.debug("saved checkpoint %s (%d bytes)", checkpoint_id, len(blob))
                         holding = False  # set() cleared the claim: resumable again

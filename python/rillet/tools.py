@@ -53,18 +53,20 @@ import contextvars
 import dataclasses
 import functools
 import inspect
+import json
+import re
 import threading
 import typing
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
+from rillet._core.workers import default_pool
 from rillet._native import RilletError
-from rillet._workers import default_pool
+from rillet.context import send_tool_gen_action
+from rillet.events import new_exit_action
 from rillet.interrupt import Interrupted
-
-if TYPE_CHECKING:
-    import json
 
 __all__ = [
     "BaseTool",
@@ -147,8 +149,6 @@ def _load_arguments(tool_name: str, arguments: str) -> dict[str, Any]:
         raise TypeError(f"tool {tool_name!r}: arguments must be the JSON text (str), got {type(arguments).__name__}")
     if not arguments.strip():
         return {}
-    import json
-
     try:
         data = json.loads(arguments)
     except json.JSONDecodeError as e:
@@ -219,7 +219,7 @@ _STREAM_ASYNC = (collections.abc.AsyncIterator, collections.abc.AsyncGenerator)
 def _described(annotation: Any) -> bool:
     """Whether ``Annotated[..., Field(description=...)]`` describes the parameter already
     (an explicit Field wins over the docstring)."""
-    from pydantic.fields import FieldInfo
+    from pydantic.fields import FieldInfo  # imported on first use: `import rillet` does not load pydantic
 
     return typing.get_origin(annotation) is typing.Annotated and any(
         isinstance(m, FieldInfo) and m.description for m in annotation.__metadata__
@@ -239,8 +239,8 @@ def _hint_target(fn: Callable[..., Any]) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    import pydantic
-    import pydantic_core
+    import pydantic  # imported on first use: `import rillet` does not load pydantic
+    import pydantic_core  # as pydantic
 
     if isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json")
@@ -261,8 +261,6 @@ def _encode(tool_name: str, value: Any) -> str:
         raise value
     global _encoder
     if _encoder is None:
-        import json
-
         _encoder = json.JSONEncoder(ensure_ascii=False, default=_jsonable)
     try:
         return _encoder.encode(value)
@@ -351,11 +349,9 @@ class FunctionTool(BaseTool):
     """
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
-        import re
+        import pydantic  # imported on first use: `import rillet` does not load pydantic
 
-        import pydantic
-
-        from rillet._docstrings import parse_docstring
+        from rillet._docstrings import parse_docstring  # its regular expressions compile on first use
 
         if not callable(fn):
             raise TypeError(f"FunctionTool needs a function, got {type(fn).__name__} {_short(fn)}")
@@ -424,8 +420,6 @@ class FunctionTool(BaseTool):
             schema["$defs"] = {k: _strip_titles(v) for k, v in raw["$defs"].items()}
 
         if description is None and not summary:
-            import warnings
-
             warnings.warn(
                 f"tool {name!r} has no description (no docstring): the model chooses tools by their "
                 "description; add a docstring to the function or pass description=... to tool()",
@@ -547,9 +541,6 @@ class ExitTool(BaseTool):
         )
 
     async def invoke(self, arguments: str) -> str:
-        from rillet.context import send_tool_gen_action
-        from rillet.events import new_exit_action
-
         data = _load_arguments(self.info.name, arguments)
         if "final_result" not in data:
             raise ToolArgumentsError(self.info.name, ["argument 'final_result': required, but missing"])

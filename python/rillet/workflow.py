@@ -22,18 +22,23 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
-from rillet._loop import Inbox, child_task
+from rillet._core.address import agent_segment
+from rillet._core.loop import Inbox, child_task
+from rillet._core.scope import current_resume
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
+from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.context import RunContext, Session, current_run
 from rillet.events import AgentEvent, RunPath, RunStep
-from rillet.flow import FlowAgent, adopt, advance_in, flow_of, with_disallow_transfer_to_parent
-from rillet.interrupt import composite_interrupt_event, current_resume
+from rillet.flow import FlowAgent, OnSubAgents, adopt, advance_in, flow_of, with_disallow_transfer_to_parent
+from rillet.interrupt import composite_interrupt_event
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
 
 
 class WorkflowAgent(BaseAgent):
     """The base of the workflow agents: a name, a description and the children."""
+
+    records_own_events = True  # each child records its events in the session itself
 
     def __init__(
         self,
@@ -71,9 +76,8 @@ class WorkflowAgent(BaseAgent):
                 raise ValueError(f"{kind} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
             names.add(flow.name)
             self.sub_agents.append(with_disallow_transfer_to_parent(flow))
-            on_disallow = getattr(flow.agent, "on_disallow_transfer_to_parent", None)
-            if on_disallow is not None:
-                on_disallow()
+            if isinstance(flow.agent, OnSubAgents):
+                flow.agent.on_disallow_transfer_to_parent()
 
     def _context(self) -> RunContext | None:
         """The workflow's own run context (set by its flow wrapper), or None when it was
@@ -86,7 +90,7 @@ class WorkflowAgent(BaseAgent):
     async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         run = self._context()
         if run is None:  # run directly, not through a Runner: give it its place first
-            async for ev in FlowAgent(self)._events(input, **options):
+            async for ev in FlowAgent(self).events(input, **options):
                 yield ev
             return
         async for ev in self._steps(run, **options):
@@ -101,7 +105,7 @@ async def _run_child(
 ) -> AsyncIterator[AgentEvent]:
     """One child's events, under the workflow's address with run path ``path``."""
     ctx = RunContext(run.session, path, run.address, run.root_input)
-    async for ev in advance_in(ctx, child._events(None, **options)):
+    async for ev in advance_in(ctx, child.events(None, **options)):
         yield ev
 
 
@@ -237,8 +241,6 @@ class ParallelAgent(WorkflowAgent):
     interrupted children."""
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
-        from rillet.checkpoint.payload import events_to_records, records_to_events
-
         saved = _saved(run, _PAR)
         lanes = [run.session.lane() for _ in self.sub_agents]
         base = len(lanes[0].events)
@@ -246,7 +248,7 @@ class ParallelAgent(WorkflowAgent):
         if saved is not None:
             resume = current_resume()
             wanted = resume.next_points(run.address) if resume is not None else []
-            todo = [i for i, c in enumerate(self.sub_agents) if f"agent:{c.name}" in wanted]
+            todo = [i for i, c in enumerate(self.sub_agents) if agent_segment(c.name) in wanted]
             places = saved.get("order")  # absent in checkpoints written before it was kept
             first = time.monotonic_ns() - sum(len(records) for records in saved["lanes"].values())
             for i, records in saved["lanes"].items():

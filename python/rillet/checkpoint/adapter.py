@@ -15,8 +15,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from rillet._loop import background_loop
-from rillet._workers import run_sync
+from rillet._core.loop import background_loop
+from rillet._core.workers import run_sync
 from rillet.checkpoint.stores import CheckpointStore
 
 __all__ = ["StoreAdapter"]

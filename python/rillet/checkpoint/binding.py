@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from rillet.checkpoint.payload import CheckpointError
+from rillet.flow import FlowAgent, flow_of
 
 __all__ = ["CheckpointAgentMismatchError"]
 
@@ -25,8 +26,6 @@ class CheckpointAgentMismatchError(CheckpointError):
 def _unwrap(agent: Any) -> tuple[Any, list[Any]]:
     """The agent a flow wrapper holds and the wrapper's transfer children; an agent given to
     set_sub_agents runs with its wrapper's children, so they are its children too."""
-    from rillet.flow import FlowAgent, flow_of
-
     flow = agent if isinstance(agent, FlowAgent) else flow_of(agent) if hasattr(agent, "_rillet_flow") else None
     if flow is not None:
         return flow.agent, list(flow.sub_agents)

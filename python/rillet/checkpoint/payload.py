@@ -57,7 +57,7 @@ from rillet.events import (
     RunStep,
     TransferToAgentAction,
 )
-from rillet.interrupt import InterruptSignal
+from rillet._core.interrupt import InterruptSignal
 
 __all__ = [
     "PAYLOAD_VERSION",
@@ -289,11 +289,16 @@ _KINDS = _EventKinds(AgentEvent, MessageVariant, AgentOutput, RunStep, _extend_p
 
 
 async def dump(
-    root_input: AgentInput, session: Session, signal: InterruptSignal, data: Any = None, agent: Any = None
+    root_input: AgentInput,
+    session: Session,
+    signal: InterruptSignal,
+    data: Any = None,
+    binding: dict[str, Any] | None = None,
 ) -> bytes:
     """The checkpoint bytes of a run that ``signal`` interrupted, LZ4-compressed (codec
     format 3: a run's text compresses to about a third, for about a millisecond per 300 KB).
-    With ``agent``, the payload records which agent tree saved it."""
+    With ``binding`` (:func:`rillet.checkpoint.binding.agent_binding`), the payload records
+    which agent tree saved it."""
     events = session.snapshot()
     with session.lock:
         values = dict(session.values)
@@ -306,10 +311,8 @@ async def dump(
         "interrupts": {s.id: {"address": list(s.address), "state": s.state} for s in signal.walk()},
         "info": data,
     }
-    if agent is not None:
-        from rillet.checkpoint.binding import agent_binding
-
-        payload["agent"] = agent_binding(agent)
+    if binding is not None:
+        payload["agent"] = binding
     return codec.encode(payload, compress=True)
 
 

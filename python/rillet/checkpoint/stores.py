@@ -136,7 +136,7 @@ class SqliteCheckpointStore:
         return conn
 
     def _setup(self) -> None:
-        import sqlite3
+        import sqlite3  # imported on first use: `import rillet` stays light
 
         conn = self._connect()
         try:

@@ -116,7 +116,7 @@ def _response_format(value: Any) -> Any:
     strict: closed objects, every property required); dicts pass."""
     schema = getattr(value, "model_json_schema", None)
     if isinstance(value, type) and callable(schema):
-        from rillet.models.strict_schema import strict_json_schema
+        from rillet.models.strict_schema import strict_json_schema  # only for pydantic output types
 
         return {
             "type": "json_schema",
@@ -329,7 +329,7 @@ class OpenAIChatModel:
         return body
 
     def _client(self) -> httpx.AsyncClient:
-        import httpx
+        import httpx  # imported on first use: `import rillet` does not load httpx
 
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
@@ -350,7 +350,7 @@ class OpenAIChatModel:
     async def _post(self, body: dict[str, Any], *, stream: bool) -> httpx.Response:
         """Sends ``body``, retrying what is worth retrying; returns a 2xx response (its body
         not yet read when ``stream``)."""
-        import httpx
+        import httpx  # imported on first use: `import rillet` does not load httpx
 
         client = self._client()
         url = f"{self.base_url}/chat/completions"
@@ -386,7 +386,7 @@ class OpenAIChatModel:
             raise self._status_error(status, text, response.headers, attempt + 1, body["model"])
 
     def _transport_error(self, e: Exception, url: str, tries: int) -> ModelError:
-        import httpx
+        import httpx  # imported on first use: `import rillet` does not load httpx
 
         if isinstance(e, httpx.TimeoutException):
             return ModelTimeoutError(
@@ -485,7 +485,7 @@ class OpenAIChatModel:
         )
 
     def _stream_error(self, e: Exception) -> Exception:
-        import httpx
+        import httpx  # imported on first use: `import rillet` does not load httpx
 
         if isinstance(e, httpx.TimeoutException):
             return ModelTimeoutError(

@@ -1,0 +1,110 @@
+"""The run-scope context variables (Go's ``ctx``): which run, which tool call, which resume.
+
+Three variables, set by the framework and read by everything that needs to know where it runs:
+
+* :data:`RUN`: the run context of the calling code (a ``rillet.context.RunContext``);
+* :data:`TOOL_CALL`: the tool call being executed (a ``rillet.context.ToolCallScope``);
+* :data:`RESUME`: the :class:`~rillet._core.interrupt.ResumeScope` of a resumed run.
+
+The variables hold higher-layer objects, seen here only through the small protocols below
+(an address and a resume point), so this module knows nothing about agents or sessions. Code
+that drives agents sets them with :func:`install` (a new run's context), :func:`entered` (a
+block of code in a run) or, on the per-event hot path, ``RUN.set`` / ``RUN.reset`` directly.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Protocol
+
+from rillet._core.address import Address, tool_segment
+from rillet._core.interrupt import NOT_RESUMING, ResumePoint, ResumeScope
+
+__all__ = [
+    "RESUME",
+    "RUN",
+    "TOOL_CALL",
+    "RunScope",
+    "ToolScope",
+    "current_point",
+    "current_resume",
+    "entered",
+    "here",
+    "install",
+]
+
+
+class RunScope(Protocol):
+    """What this layer reads of a run context."""
+
+    @property
+    def address(self) -> Address: ...
+
+    @property
+    def point(self) -> ResumePoint: ...
+
+
+class ToolScope(Protocol):
+    """What this layer reads of a tool-call scope."""
+
+    @property
+    def tool_name(self) -> str: ...
+
+    @property
+    def call_id(self) -> str: ...
+
+    @property
+    def point(self) -> ResumePoint: ...
+
+
+RUN: ContextVar[RunScope | None] = ContextVar("rillet_run", default=None)
+TOOL_CALL: ContextVar[ToolScope | None] = ContextVar("rillet_tool_call", default=None)
+RESUME: ContextVar[ResumeScope | None] = ContextVar("rillet_resume", default=None)
+
+
+def current_resume() -> ResumeScope | None:
+    """The resume bookkeeping of the calling code's run, or None when it is not a resume."""
+    return RESUME.get()
+
+
+def install(ctx: contextvars.Context, run: RunScope, resume: ResumeScope | None = None) -> None:
+    """Makes ``run`` (and, for a resumed run, ``resume``) current in ``ctx``, the context a
+    new run's task will start in."""
+    ctx.run(RUN.set, run)
+    if resume is not None:
+        ctx.run(RESUME.set, resume)
+
+
+@contextmanager
+def entered(run: RunScope) -> Iterator[None]:
+    """Runs the block in ``run`` with no tool call in scope (an agent run from inside a tool
+    is not that tool), restoring the caller's scope after."""
+    token = RUN.set(run)
+    tool_token = TOOL_CALL.set(None)
+    try:
+        yield
+    finally:
+        TOOL_CALL.reset(tool_token)
+        RUN.reset(token)
+
+
+def here() -> Address:
+    """The address of the calling code: the run's address plus the tool call, if in one."""
+    run = RUN.get()
+    address = run.address if run is not None else ()
+    scope = TOOL_CALL.get()
+    if scope is not None:
+        address = (*address, tool_segment(scope.tool_name, scope.call_id))
+    return address
+
+
+def current_point() -> ResumePoint:
+    """Where the calling tool (or else agent) stands in a resumed run."""
+    scope = TOOL_CALL.get()
+    if scope is not None:
+        return scope.point
+    run = RUN.get()
+    return run.point if run is not None else NOT_RESUMING
