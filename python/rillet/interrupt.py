@@ -40,6 +40,11 @@ __all__ = [
     "stateful_interrupt_event",
 ]
 
+# What a user reads off an interrupt event is defined in the foundation (the Runner and the
+# checkpoint use it below the agent layer) but belongs to this module's API, as Eino's adk
+# package aliases its internal/core types: name the public home in help() and reprs.
+InterruptCtx.__module__ = InterruptInfo.__module__ = __name__
+
 
 class Interrupted(BaseException):
     """Raised by a tool to interrupt the run: ``raise rillet.interrupt(info)``. Carries the
