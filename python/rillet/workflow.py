@@ -95,9 +95,9 @@ class WorkflowAgent(BaseAgent):
     def __init__(
         self,
         name: str,
+        *,
         description: str = "",
         sub_agents: Sequence[Agent] = (),
-        *,
         before_agent_callbacks: Iterable[AgentCallback] = (),
         after_agent_callbacks: Iterable[AgentCallback] = (),
     ) -> None:
@@ -110,7 +110,7 @@ class WorkflowAgent(BaseAgent):
         kind = type(self).__name__
         if not isinstance(name, str) or not isinstance(description, str):
             raise TypeError(
-                f"{kind}(name, description, sub_agents): name and description must be str "
+                f"{kind}(name, description=..., sub_agents=...): name and description must be str "
                 f"(got {type(name).__name__} and {type(description).__name__}); pass the agents as sub_agents=[...]"
             )
         if not sub_agents:
@@ -244,17 +244,17 @@ class LoopAgent(WorkflowAgent):
     def __init__(
         self,
         name: str,
+        *,
         description: str = "",
         sub_agents: Sequence[Agent] = (),
-        *,
         max_iterations: int = 0,
         before_agent_callbacks: Iterable[AgentCallback] = (),
         after_agent_callbacks: Iterable[AgentCallback] = (),
     ) -> None:
         super().__init__(
             name,
-            description,
-            sub_agents,
+            description=description,
+            sub_agents=sub_agents,
             before_agent_callbacks=before_agent_callbacks,
             after_agent_callbacks=after_agent_callbacks,
         )

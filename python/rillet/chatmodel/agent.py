@@ -63,11 +63,11 @@ class ChatModelAgent(BaseAgent):
     def __init__(
         self,
         name: str,
+        *,
         description: str = "",
         instruction: str = "",
         model: ChatModel | None = None,
         tools: Iterable[Any] = (),
-        *,
         return_directly: Iterable[str] = (),
         max_iterations: int = 20,
         exit_tool: BaseTool | None = None,
@@ -186,7 +186,8 @@ class ChatModelAgent(BaseAgent):
         """Drives the loop: each step returns the next; the events a step produced go out
         before the next step runs."""
         self._frozen = True
-        loop, step = await self._start(input, options)
+        loop, first = await self._start(input, options)
+        step: Step | None = first
         out = loop.out
         try:
             while step is not None:

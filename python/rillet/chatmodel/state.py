@@ -10,7 +10,7 @@ next step runs) and returns the step that comes next, or None when the run is ov
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,9 +56,8 @@ class RoundState:
 class Round:
     """The tool round in progress: the calls of the last model message and how far they got."""
 
-    calls: list[ToolCall]
-    direct: int  # the position of the return-directly call, -1 if none
-    hold: bool  # hold that call's event to the end of the round (more than one call, or resumed)
+    calls: Sequence[ToolCall]
+    direct: int  # the position of the return-directly call (its event is held to the end), -1 if none
     results: dict[int, Message]
     pending: list[tuple[int, ToolCall]] = field(default_factory=list)
     saved_final: list[Any] | None = None
@@ -87,8 +86,9 @@ class ReactLoop:
     model_options: dict[str, Any]
     out: list[AgentEvent] = field(default_factory=list)
     mctx: ModelContext | None = None
-    reply: StreamReader | Message | None = None  # the model's reply, between two steps
+    reply: StreamReader[Message] | Message | None = None  # the model's reply, between two steps
     round: Round | None = None
+    joining: tuple[ToolCall, asyncio.Future[Message]] | None = None  # a streaming tool's result, one-call round
     resumed: RoundState | None = None  # the saved round to rerun first
     final_text: str = ""
 

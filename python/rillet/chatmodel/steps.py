@@ -8,6 +8,7 @@ the one place a ChatModelAgent interrupts.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from rillet._loop import Inbox, child_task, joined, result_of
 from rillet._native import Message, StreamReader, ToolCall
 from rillet.chatmodel.config import ExceedMaxIterationsError, ModelContext, awaited, maybe_await
 from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
-from rillet.chatmodel.tool_call import Outcome, attempt
+from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.context import add_session_value
 from rillet.events import event_from_message
@@ -25,7 +26,7 @@ from rillet.schema import aconcat_message_stream
 if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent
 
-__all__ = ["call_model", "final_position", "finish", "start_round"]
+__all__ = ["call_model", "final_position", "finish", "one_call", "start_round"]
 
 
 async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
@@ -60,14 +61,15 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
             f"{type(model).__name__}.generate returned {type(reply).__name__}; "
             "a ChatModel's generate must return a rillet.Message"
         )
-    loop.reply = reply
     loop.out.append(event_from_message(reply.copy()))
+    if not agent.after_model:  # nothing runs between the event and the reply's use
+        return _took_reply(agent, loop, reply)
+    loop.reply = reply
     return take_reply
 
 
 async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
-    """The reply (a streamed one read to its end) joins the conversation: tool calls start a
-    round, anything else is the final answer."""
+    """The reply (a streamed one read to its end), after the ``after_model`` callbacks."""
     reply = loop.reply
     loop.reply = None
     if isinstance(reply, StreamReader):
@@ -77,11 +79,18 @@ async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
         replaced = await maybe_await(after(loop.mctx, reply))  # type: ignore[arg-type]
         if replaced is not None:
             reply = replaced
+    return _took_reply(agent, loop, reply)
+
+
+def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
+    """The reply joins the conversation: tool calls start a round, anything else is the
+    final answer."""
     loop.messages.append(reply)
-    if not reply.tool_calls or not agent._tool_infos:
+    calls = reply.tool_calls
+    if not calls or not agent._tool_infos:
         loop.final_text = reply.content
         return finish
-    return start_round
+    return one_call if len(calls) == 1 and not agent._emits else start_round
 
 
 async def finish(agent: ChatModelAgent, loop: ReactLoop) -> None:
@@ -95,17 +104,18 @@ async def finish(agent: ChatModelAgent, loop: ReactLoop) -> None:
 # --- the tool round ------------------------------------------------------------------------
 
 
-async def start_round(agent: ChatModelAgent, loop: ReactLoop) -> Step:
-    """Starts the calls of the last message: inline, one after another, when there is one
-    (the common round: no task) or the agent runs them sequentially; else all at once. A
-    resumed round reruns only the calls that had not completed."""
+async def start_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+    """Starts the calls of the last message (a round other than the common one, see
+    :func:`one_call`): inline, one after another, when there is one call to make or the agent
+    runs them sequentially, else all at once. A resumed round reruns only the calls that had
+    not completed."""
     saved, loop.resumed = loop.resumed, None
     calls = loop.messages[-1].tool_calls
     direct = final_position(calls, agent.return_directly)
     if saved is None:
-        rnd = Round(calls, direct, len(calls) > 1 or agent._emits, {})
+        rnd = Round(calls, direct, {})
     else:
-        rnd = Round(calls, direct, True, dict(saved.completed), saved_final=saved.final)
+        rnd = Round(calls, direct, dict(saved.completed), saved_final=saved.final)
     rnd.pending = [(i, c) for i, c in enumerate(calls) if i not in rnd.results]
     loop.round = rnd
     if not agent._emits and (len(rnd.pending) == 1 or agent.execute_tools_sequentially):
@@ -169,7 +179,7 @@ def _settle(rnd: Round, pos: int, outcome: Outcome, loop: ReactLoop) -> None:
         rnd.results[pos] = msg
     elif msg is not None:
         rnd.futures[pos] = msg
-    if pos == rnd.direct and rnd.hold:
+    if pos == rnd.direct:
         rnd.final = ev
     else:
         loop.out.append(ev)
@@ -191,14 +201,12 @@ async def end_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     results, calls, final = rnd.results, rnd.calls, rnd.final
     if rnd.signals:
         kept = await events_to_records([final]) if final is not None and final.action is not None else None
-        saved = RoundState(tuple(loop.messages), dict(results), loop.remaining, loop.iteration, kept)
-        loop.out.append(composite_interrupt_event(None, saved, *rnd.signals))
-        return None
+        return _interrupt(loop, results, rnd.signals, kept)
     loop.messages.extend(results[i] for i in range(len(calls)) if i in results)
     direct = rnd.direct
     if direct < 0:
         return call_model
-    if final is None and rnd.hold:  # it completed before an interrupt
+    if final is None:  # it completed before an interrupt
         if rnd.saved_final:  # with an action, kept by the interrupted run
             final = records_to_events(rnd.saved_final)[0]
         elif direct in results:
@@ -207,6 +215,52 @@ async def end_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     if final is not None:
         loop.out.append(final)
     return finish
+
+
+async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+    """The common round: one call, nothing resumed, no events emitted by tools. It runs in
+    the agent's own task, and its event goes out as soon as the call returns (a
+    return-directly call's too: there is nothing to hold it for)."""
+    c = loop.messages[-1].tool_calls[0]
+    try:
+        ev, msg = await call_tool(agent, c.function.name, c.id, c.function.arguments, loop.messages, loop.streaming)
+    except Interrupted as e:
+        return _interrupt(loop, {}, [e], None)
+    loop.out.append(ev)
+    if isinstance(msg, Message):
+        return _one_result(agent, loop, c, msg)
+    loop.joining = (c, msg)
+    return join_one
+
+
+async def join_one(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+    """The common round's streaming tool, once its event is out: its concatenated result."""
+    assert loop.joining is not None
+    c, fut = loop.joining
+    loop.joining = None
+    try:
+        msg = await joined(fut)
+    except Interrupted as e:  # the stream interrupted part-way
+        return _interrupt(loop, {}, [e], None)
+    return _one_result(agent, loop, c, msg)
+
+
+def _one_result(agent: ChatModelAgent, loop: ReactLoop, c: ToolCall, msg: Message) -> Step:
+    loop.messages.append(msg)
+    if c.function.name in agent.return_directly:
+        loop.final_text = msg.content
+        return finish
+    return call_model
+
+
+def _interrupt(
+    loop: ReactLoop, completed: dict[int, Message], signals: list[Interrupted], final: list[Any] | None
+) -> Step | None:
+    """The one way a ChatModelAgent interrupts: the round's interrupts become one composite
+    interrupt of the agent, saving the round (see :class:`RoundState`); the run ends."""
+    saved = RoundState(tuple(loop.messages), dict(completed), loop.remaining, loop.iteration, final)
+    loop.out.append(composite_interrupt_event(None, saved, *signals))
+    return None
 
 
 def final_position(calls: Sequence[ToolCall], return_directly: set[str]) -> int:
