@@ -90,7 +90,8 @@ class ParallelState:
 
 
 class WorkflowAgent(BaseAgent):
-    """The base of the workflow agents: a name, a description and the children."""
+    """The base of the workflow agents: a name, a description and the children (everything
+    after ``name`` by keyword: ``SequentialAgent("seq", sub_agents=[a, b])``)."""
 
     def __init__(
         self,

@@ -33,7 +33,8 @@ __all__ = ["ChatModelAgent"]
 
 
 class ChatModelAgent(BaseAgent):
-    """An agent that runs the ReAct loop over ``model`` and ``tools``.
+    """An agent that runs the ReAct loop over ``model`` and ``tools``. Everything after
+    ``name`` is passed by keyword.
 
     Args:
         name: the agent's name (events, transfer, agent tools).

@@ -65,11 +65,12 @@ AfterAgent = Callable[[list[Message]], "None | Awaitable[None]"]
 GenModelInput = Callable[[str, AgentInput], "list[Message] | Awaitable[list[Message]]"]
 
 
-async def awaited(value: Any, model: Any, method: str) -> Any:
-    """The result of a ChatModel method, which must be a coroutine."""
+def awaitable(value: Any, model: Any, method: str) -> Awaitable[Any]:
+    """What a ChatModel method returned, checked to be awaitable (it must be `async def`)."""
     if not inspect.isawaitable(value):
         raise TypeError(f"{type(model).__name__}.{method} must be `async def` (the ChatModel protocol); it returned {type(value).__name__}")
-    return await value
+    awaitable_value: Awaitable[Any] = value
+    return awaitable_value
 
 
 async def maybe_await(value: Any) -> Any:

@@ -1,20 +1,22 @@
 """The steps of the ReAct loop (see :mod:`rillet.chatmodel.state`).
 
-A run goes ``call_model -> take_reply -> start_round -> (call_inline | collect)... ->
-end_round -> call_model ...`` until a reply without tool calls or a return-directly tool
-leads to ``finish``, or an interrupted call makes ``end_round`` save the round and stop:
-the one place a ChatModelAgent interrupts.
+A run goes ``call_model [-> take_reply] -> one_call [-> join_one] -> call_model ...`` in the
+common round (one tool call), or ``-> start_round -> (call_inline | collect)... -> end_round
+-> call_model ...`` in the others, until a reply without tool calls or a return-directly tool
+leads to ``finish``. An interrupted call ends the run through :func:`_interrupt`, the one
+place a ChatModelAgent saves its round and interrupts.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from rillet._loop import Inbox, child_task, joined, result_of
 from rillet._native import Message, StreamReader, ToolCall
-from rillet.chatmodel.config import ExceedMaxIterationsError, ModelContext, awaited, maybe_await
+from rillet.chatmodel.config import ExceedMaxIterationsError, ModelContext, awaitable, maybe_await
 from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
 from rillet.checkpoint.payload import events_to_records, records_to_events
@@ -46,7 +48,8 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
             if new_state is not None:
                 state[:] = new_state  # persisted, as Eino's BeforeModelRewriteState
     if loop.streaming:
-        stream = await awaited(model.stream(state, tools=infos or None, **loop.model_options), model, "stream")
+        stream = model.stream(state, tools=infos or None, **loop.model_options)
+        stream = await (stream if type(stream) is CoroutineType else awaitable(stream, model, "stream"))
         if not isinstance(stream, StreamReader):
             raise TypeError(
                 f"{type(model).__name__}.stream returned {type(stream).__name__}; a ChatModel's stream "
@@ -55,17 +58,23 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
         user_copy, loop.reply = stream.copy(2)
         loop.out.append(event_from_message(None, user_copy))
         return take_reply
-    reply = await awaited(model.generate(state, tools=infos or None, **loop.model_options), model, "generate")
+    reply = model.generate(state, tools=infos or None, **loop.model_options)
+    reply = await (reply if type(reply) is CoroutineType else awaitable(reply, model, "generate"))
     if type(reply) is not Message:
         raise TypeError(
             f"{type(model).__name__}.generate returned {type(reply).__name__}; "
             "a ChatModel's generate must return a rillet.Message"
         )
     loop.out.append(event_from_message(reply.copy()))
-    if not agent.after_model:  # nothing runs between the event and the reply's use
-        return _took_reply(agent, loop, reply)
-    loop.reply = reply
-    return take_reply
+    if agent.after_model:  # they run once the event is out
+        loop.reply = reply
+        return take_reply
+    loop.messages.append(reply)  # (what _took_reply does, inline: this runs for every call)
+    calls = reply.tool_calls
+    if not calls or not agent._tool_infos:
+        loop.final_text = reply.content
+        return finish
+    return one_call if len(calls) == 1 and not agent._emits else start_round
 
 
 async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
@@ -227,10 +236,14 @@ async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     except Interrupted as e:
         return _interrupt(loop, {}, [e], None)
     loop.out.append(ev)
-    if isinstance(msg, Message):
-        return _one_result(agent, loop, c, msg)
-    loop.joining = (c, msg)
-    return join_one
+    if not isinstance(msg, Message):
+        loop.joining = (c, msg)
+        return join_one
+    loop.messages.append(msg)  # (what _one_result does, inline: this runs for every call)
+    if c.function.name in agent.return_directly:
+        loop.final_text = msg.content
+        return finish
+    return call_model
 
 
 async def join_one(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -61,28 +60,31 @@ async def call_tool(
         tool = agent._by_name.get(name)
         if tool is not None and tool.is_streaming:
             return await _stream_tool(agent, tool, scope, arguments)
-        content = await _invoke(agent, tool, name, call_id, arguments)
+        if tool is None or agent.wrap_tool_call:
+            content = await _invoke(agent, tool, name, call_id, arguments)
+        else:  # the common call, without a coroutine of its own
+            try:
+                content = await tool.invoke(arguments)
+            except Interrupted:
+                raise
+            except Exception as e:
+                content = _tool_failed(agent, name, call_id, e)
         if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
             raise content
     finally:
-        with contextlib.suppress(ValueError):  # closed by the GC, outside its context, after its loop closed
+        try:  # (not contextlib.suppress: this runs for every call)
             _TOOL_CALL.reset(token)
+        except ValueError:  # closed by the GC, outside its context, after its loop closed
+            pass
     msg = Message.tool_message(content, call_id, name)
-    ev = event_from_message(msg.copy(), role="tool", tool_name=name)
+    ev = event_from_message(msg.copy(), None, "tool", name)
     if scope.action is not None:
         ev.action = scope.action
     return ev, msg
 
 
 async def _invoke(agent: ChatModelAgent, tool: BaseTool | None, name: str, call_id: str, arguments: str) -> str:
-    if tool is not None and not agent.wrap_tool_call:
-        try:
-            result: str = await tool.invoke(arguments)
-            return result
-        except Interrupted:
-            raise
-        except Exception as e:
-            return _tool_failed(agent, name, call_id, e)
+    """An invoked call through the tool-call wrappers (or of an unknown tool)."""
 
     async def call(args: str) -> str:
         if tool is None:
