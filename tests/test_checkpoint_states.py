@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from payload_scenarios import agent_tool_runner, paid, parallel_runner, run_checkpoint
-
 from rillet import (
     ChatModelAgent,
     FunctionCall,
@@ -24,10 +23,10 @@ from rillet import (
     codec,
 )
 from rillet.agent_tool import AgentToolState
+from rillet.chatmodel.state import RoundState
 from rillet.checkpoint import InMemoryCheckpointStore
 from rillet.checkpoint.payload import load, seal
 from rillet.checkpoint_state import checkpoint_state, saved_state
-from rillet.chatmodel.state import RoundState
 from rillet.workflow import LoopState, ParallelState, SequentialState
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -45,6 +45,6 @@ def saved_state(value: Any, cls: type[S]) -> S | None:
     if isinstance(value, cls):
         return value
     if isinstance(value, dict) and value.get("kind") == getattr(cls, "LEGACY_KIND", None):
-        converted: S = getattr(cls, "from_legacy")(value)
+        converted: S = cls.from_legacy(value)  # type: ignore[attr-defined]
         return converted
     return None

@@ -16,7 +16,12 @@ model and tool steps, each returning the next), :mod:`.tool_call` (one tool call
 """
 
 from rillet.chatmodel.agent import ChatModelAgent
-from rillet.chatmodel.config import ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
+from rillet.chatmodel.config import (
+    ExceedMaxIterationsError,
+    ModelContext,
+    ToolCallContext,
+    ToolCallError,
+)
 
 __all__ = [
     "ChatModelAgent",

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from rillet._loop import Inbox
 from rillet._native import Message, StreamReader, ToolCall
-from rillet.checkpoint_state import checkpoint_state
 from rillet.chatmodel.config import ModelContext
+from rillet.checkpoint_state import checkpoint_state
 from rillet.events import AgentEvent
 from rillet.interrupt import Interrupted
 

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from rillet._loop import Inbox, child_task, joined, result_of
 from rillet._native import Message, StreamReader, ToolCall
-from rillet.chatmodel.config import ExceedMaxIterationsError, ModelContext, awaitable, maybe_await
+from rillet.chatmodel.config import (
+    ExceedMaxIterationsError,
+    ModelContext,
+    awaitable,
+    maybe_await,
+)
 from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
 from rillet.checkpoint.payload import events_to_records, records_to_events
