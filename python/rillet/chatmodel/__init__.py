@@ -16,11 +16,17 @@ model and tool steps, each returning the next), :mod:`.tool_call` (one tool call
 """
 
 from rillet.chatmodel.agent import ChatModelAgent
-from rillet.chatmodel.config import (
+from rillet.chatmodel.config import (  # the callback types stay importable from here, as before
+    AfterAgent,
+    AfterModel,
+    BeforeAgent,
+    BeforeModel,
     ExceedMaxIterationsError,
+    GenModelInput,
     ModelContext,
     ToolCallContext,
     ToolCallError,
+    ToolWrapper,
 )
 
 __all__ = [
