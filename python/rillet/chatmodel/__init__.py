@@ -17,16 +17,16 @@ model and tool steps, each returning the next), :mod:`.tool_call` (one tool call
 
 from rillet.chatmodel.agent import ChatModelAgent
 from rillet.chatmodel.config import (  # the callback types stay importable from here, as before
-    AfterAgent,
-    AfterModel,
-    BeforeAgent,
-    BeforeModel,
+    AfterAgent as AfterAgent,
+    AfterModel as AfterModel,
+    BeforeAgent as BeforeAgent,
+    BeforeModel as BeforeModel,
     ExceedMaxIterationsError,
-    GenModelInput,
+    GenModelInput as GenModelInput,
     ModelContext,
     ToolCallContext,
     ToolCallError,
-    ToolWrapper,
+    ToolWrapper as ToolWrapper,
 )
 
 __all__ = [
