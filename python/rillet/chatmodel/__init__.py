@@ -16,30 +16,10 @@ model and tool steps, each returning the next), :mod:`.tool_call` (one tool call
 """
 
 from rillet.chatmodel.agent import ChatModelAgent
-from rillet.chatmodel.config import (  # the callback types stay importable from here, as before
-    AfterAgent as AfterAgent,
-)
-from rillet.chatmodel.config import (
-    AfterModel as AfterModel,
-)
-from rillet.chatmodel.config import (
-    BeforeAgent as BeforeAgent,
-)
-from rillet.chatmodel.config import (
-    BeforeModel as BeforeModel,
-)
-from rillet.chatmodel.config import (
-    ExceedMaxIterationsError,
-    ModelContext,
-    ToolCallContext,
-    ToolCallError,
-)
-from rillet.chatmodel.config import (
-    GenModelInput as GenModelInput,
-)
-from rillet.chatmodel.config import (
-    ToolWrapper as ToolWrapper,
-)
+from rillet.chatmodel.config import ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
+
+# The callback types, importable from here as before.
+from rillet.chatmodel.config import AfterAgent, AfterModel, BeforeAgent, BeforeModel, GenModelInput, ToolWrapper  # noqa: F401, I001
 
 __all__ = [
     "ChatModelAgent",
