@@ -16,10 +16,18 @@ model and tool steps, each returning the next), :mod:`.tool_call` (one tool call
 """
 
 from rillet.chatmodel.agent import ChatModelAgent
-from rillet.chatmodel.config import ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
-
-# The callback types, importable from here as before.
-from rillet.chatmodel.config import AfterAgent, AfterModel, BeforeAgent, BeforeModel, GenModelInput, ToolWrapper  # noqa: F401, I001
+from rillet.chatmodel.config import (
+    AfterAgent,  # noqa: F401  (a callback type, importable from here as before)
+    AfterModel,  # noqa: F401  (a callback type, importable from here as before)
+    BeforeAgent,  # noqa: F401  (a callback type, importable from here as before)
+    BeforeModel,  # noqa: F401  (a callback type, importable from here as before)
+    ExceedMaxIterationsError,
+    GenModelInput,  # noqa: F401  (a callback type, importable from here as before)
+    ModelContext,
+    ToolCallContext,
+    ToolCallError,
+    ToolWrapper,  # noqa: F401  (a callback type, importable from here as before)
+)
 
 __all__ = [
     "ChatModelAgent",
