@@ -244,7 +244,7 @@ def test_abandoning_a_streaming_run_closes_every_copy_of_the_model_stream() -> N
             return reader
 
     writer.send(Message(role="assistant", content="first words"))
-    it = Runner(ChatModelAgent("s", "", "", Live()), streaming=True).query("x")  # type: ignore[arg-type]
+    it = Runner(ChatModelAgent("s", model=Live()), streaming=True).query("x")  # type: ignore[arg-type]
     first = next(iter(it))
     first.message_output.message_stream.close()  # the consumer stops reading...
     it.close()  # ...and abandons the run

@@ -59,7 +59,7 @@ def kinds(events: list[AgentEvent]) -> list[str]:
 
 def test_react_loop_model_sees_whole_state_and_events_in_order() -> None:
     model = ScriptedModel([asks(call(0, "add", {"a": 2, "b": 3})), asks(call(0, "echo", {"text": "hi"})), "done"])
-    agent = ChatModelAgent("calc", "adds", "You are a calculator.", model, [add, echo])
+    agent = ChatModelAgent("calc", description="adds", instruction="You are a calculator.", model=model, tools=[add, echo])
     events = collect(Runner(agent))
     assert kinds(events) == ["model", "tool:add", "model", "tool:echo", "model"]
     assert all(ev.agent_name == "calc" and ev.run_path == (RunStep("calc"),) for ev in events)
@@ -75,7 +75,7 @@ def test_react_loop_model_sees_whole_state_and_events_in_order() -> None:
 def test_async_and_sync_consumption_of_the_same_workload_agree() -> None:
     def make() -> Runner:
         model = ScriptedModel([asks(call(0, "add", {"a": 1, "b": 1})), "two"])
-        return Runner(ChatModelAgent("a", "", "", model, [add]))
+        return Runner(ChatModelAgent("a", model=model, tools=[add]))
 
     sync_events = [repr(e) for e in make().query("x")]
 
@@ -88,7 +88,7 @@ def test_async_and_sync_consumption_of_the_same_workload_agree() -> None:
 def test_max_iterations_counts_model_calls_and_fails_on_the_next() -> None:
     model = ScriptedModel(lambda messages, tools: asks(call(0, "echo", {"text": "again"})))
     finished: list[Any] = []
-    agent = ChatModelAgent("loop", "", "", model, [echo], max_iterations=3, after_agent=finished.append)
+    agent = ChatModelAgent("loop", model=model, tools=[echo], max_iterations=3, after_agent=finished.append)
     events = collect(Runner(agent))
     assert kinds(events) == ["model", "tool:echo"] * 3 + ["error"]
     assert isinstance(events[-1].error, ExceedMaxIterationsError)
@@ -98,7 +98,7 @@ def test_max_iterations_counts_model_calls_and_fails_on_the_next() -> None:
 
 
 def test_max_iterations_does_not_apply_without_tools() -> None:
-    agent = ChatModelAgent("plain", "", "", ScriptedModel(["hello"]), max_iterations=1)
+    agent = ChatModelAgent("plain", model=ScriptedModel(["hello"]), max_iterations=1)
     events = collect(Runner(agent))
     assert kinds(events) == ["model"]
 
@@ -122,7 +122,7 @@ def test_tool_calls_of_one_round_run_concurrently_results_in_call_order() -> Non
         return "fast:" + x
 
     model = ScriptedModel([asks(call(0, "slow", {"x": "a"}), call(1, "fast", {"x": "b"})), "ok"])
-    events = collect(Runner(ChatModelAgent("p", "", "", model, [slow, fast])))
+    events = collect(Runner(ChatModelAgent("p", model=model, tools=[slow, fast])))
     assert kinds(events) == ["model", "tool:fast", "tool:slow", "model"]  # events: completion order
     state = model.calls[1].messages
     assert [m.content for m in state if m.role == "tool"] == ["slow:a", "fast:b"]  # state: call order
@@ -140,7 +140,7 @@ def test_execute_tools_sequentially_runs_in_call_order() -> None:
 
     calls = [call(i, "t", {"x": str(i)}) for i in range(4)]
     model = ScriptedModel([asks(*calls), "ok"])
-    events = collect(Runner(ChatModelAgent("s", "", "", model, [t], execute_tools_sequentially=True)))
+    events = collect(Runner(ChatModelAgent("s", model=model, tools=[t], execute_tools_sequentially=True)))
     assert order == ["0", "1", "2", "3"]
     assert [e.message_output.message.content for e in events[1:5]] == ["0", "1", "2", "3"]
 
@@ -163,7 +163,7 @@ def test_return_directly_is_held_to_the_end_of_the_round_and_ends_the_run() -> N
     model = ScriptedModel(
         [asks(call(0, "finish", {"answer": "first"}), call(1, "other", {"x": "o"}), call(2, "finish", {"answer": "last"}))]
     )
-    agent = ChatModelAgent("d", "", "", model, [finish, other], return_directly={"finish"}, output_key="out")
+    agent = ChatModelAgent("d", model=model, tools=[finish, other], return_directly={"finish"}, output_key="out")
     runner = Runner(agent)
     events = list(runner.query("go"))
     assert kinds(events)[0] == "model"
@@ -175,7 +175,7 @@ def test_return_directly_is_held_to_the_end_of_the_round_and_ends_the_run() -> N
 
 def test_exit_tool_ends_the_run_with_an_exit_action() -> None:
     model = ScriptedModel([asks(call(0, "exit", {"final_result": "bye"})), "never"])
-    agent = ChatModelAgent("e", "", "", model, [echo], exit_tool=ExitTool())
+    agent = ChatModelAgent("e", model=model, tools=[echo], exit_tool=ExitTool())
     events = collect(Runner(agent))
     assert kinds(events) == ["model", "tool:exit"]
     assert events[-1].action is not None and events[-1].action.exit
@@ -190,7 +190,7 @@ def test_send_tool_gen_action_attaches_to_that_tools_event() -> None:
         return "broken"
 
     model = ScriptedModel([asks(call(0, "breaker", {}), call(1, "echo", {"text": "x"})), "done"])
-    events = collect(Runner(ChatModelAgent("b", "", "", model, [breaker, echo])))
+    events = collect(Runner(ChatModelAgent("b", model=model, tools=[breaker, echo])))
     by_tool = {e.message_output.tool_name: e for e in events if e.message_output and e.message_output.role == "tool"}
     assert by_tool["breaker"].action is not None and by_tool["breaker"].action.break_loop.from_agent == "b"
     assert by_tool["echo"].action is None
@@ -199,16 +199,16 @@ def test_send_tool_gen_action_attaches_to_that_tools_event() -> None:
 def test_instruction_is_formatted_only_when_session_values_exist() -> None:
     def run(**kw: Any) -> ScriptedModel:
         model = ScriptedModel(["ok"])
-        collect(Runner(ChatModelAgent("i", "", "Hello {user}, JSON looks like {}", model)), **kw)
+        collect(Runner(ChatModelAgent("i", instruction="Hello {user}, JSON looks like {}", model=model)), **kw)
         return model
 
     assert run().calls[0].messages[0].content == "Hello {user}, JSON looks like {}"
     model = ScriptedModel(["ok"])
-    events = collect(Runner(ChatModelAgent("i", "", "Hello {user}", model)), session_values={"user": "Ann"})
+    events = collect(Runner(ChatModelAgent("i", instruction="Hello {user}", model=model)), session_values={"user": "Ann"})
     assert model.calls[0].messages[0].content == "Hello Ann"
     assert kinds(events) == ["model"]
     bad = collect(
-        Runner(ChatModelAgent("i", "", "JSON: {}", ScriptedModel(["ok"]))), session_values={"user": "Ann"}
+        Runner(ChatModelAgent("i", instruction="JSON: {}", model=ScriptedModel(["ok"]))), session_values={"user": "Ann"}
     )
     assert kinds(bad) == ["error"] and "gen_model_input" in str(bad[0].error)
 
@@ -219,7 +219,7 @@ def test_output_key_stores_the_final_text_in_the_session() -> None:
     def after(state: list[Message]) -> None:
         seen.append(get_session_value("answer"))
 
-    agent = ChatModelAgent("o", "", "", ScriptedModel(["forty-two"]), output_key="answer", after_agent=after)
+    agent = ChatModelAgent("o", model=ScriptedModel(["forty-two"]), output_key="answer", after_agent=after)
     collect(Runner(agent))
     assert seen == ["forty-two"]
 
@@ -236,7 +236,7 @@ def test_tool_errors_go_back_to_the_model_by_default() -> None:
             "sorry",
         ]
     )
-    events = collect(Runner(ChatModelAgent("t", "", "", model, [broken])))
+    events = collect(Runner(ChatModelAgent("t", model=model, tools=[broken])))
     assert kinds(events)[-1] == "model"
     results = [m.content for m in model.calls[1].messages if m.role == "tool"]
     assert results[0] == "Error: disk on fire"
@@ -251,7 +251,7 @@ def test_tool_error_raise_ends_the_run_with_einos_message() -> None:
         raise RuntimeError("disk on fire")
 
     model = ScriptedModel([asks(call(0, "broken", {}, id="c9")), "never"])
-    events = collect(Runner(ChatModelAgent("t", "", "", model, [broken], tool_error="raise")))
+    events = collect(Runner(ChatModelAgent("t", model=model, tools=[broken], tool_error="raise")))
     assert kinds(events) == ["model", "error"]
     assert "failed to invoke tool[name:broken id:c9]: disk on fire" in str(events[-1].error)
 
@@ -265,7 +265,7 @@ def test_model_error_becomes_an_error_event() -> None:
             raise ConnectionError("model endpoint refused: 503")
 
     for streaming in (False, True):
-        events = collect(Runner(ChatModelAgent("m", "", "", Failing()), streaming=streaming))  # type: ignore[arg-type]
+        events = collect(Runner(ChatModelAgent("m", model=Failing()), streaming=streaming))  # type: ignore[arg-type]
         assert kinds(events) == ["error"] and "503" in str(events[0].error)
         assert events[0].agent_name == "m"
 
@@ -281,7 +281,7 @@ def test_streaming_model_event_is_emitted_before_the_model_finishes() -> None:
             return reader
 
     async def main() -> list[str]:
-        it = Runner(ChatModelAgent("s", "", "", Live()), streaming=True).query("x")  # type: ignore[arg-type]
+        it = Runner(ChatModelAgent("s", model=Live()), streaming=True).query("x")  # type: ignore[arg-type]
         first = await it.__anext__()
         assert first.message_output is not None and first.message_output.is_streaming
         writer.send(Message(role="assistant", content="hel"))  # the model is still producing
@@ -297,7 +297,7 @@ def test_streaming_model_event_is_emitted_before_the_model_finishes() -> None:
 
 def test_streaming_run_streams_model_output_and_concatenates_it_for_the_state() -> None:
     model = ScriptedModel([asks(call(0, "add", {"a": 20, "b": 22}), content="Adding."), "The answer is 42."])
-    events = collect(Runner(ChatModelAgent("s", "", "", model, [add]), streaming=True))
+    events = collect(Runner(ChatModelAgent("s", model=model, tools=[add]), streaming=True))
     assert kinds(events) == ["model", "tool:add", "model"]
     assert events[0].message_output.is_streaming and not events[1].message_output.is_streaming
     assert events[2].message_output.get_message().content == "The answer is 42."
@@ -313,7 +313,7 @@ def test_a_streaming_tool_emits_a_stream_even_in_a_non_streaming_run() -> None:
             yield f"{i}.."
 
     model = ScriptedModel([asks(call(0, "countdown", {"n": 3})), "liftoff"])
-    events = collect(Runner(ChatModelAgent("c", "", "", model, [countdown])))
+    events = collect(Runner(ChatModelAgent("c", model=model, tools=[countdown])))
     assert kinds(events) == ["model", "tool:countdown", "model"]
     mv = events[1].message_output
     assert mv.is_streaming
@@ -344,7 +344,7 @@ def test_callbacks_rewrite_messages_replace_replies_and_wrap_tools() -> None:
 
     model = ScriptedModel([asks(call(0, "echo", {"text": "x"})), "original"])
     agent = ChatModelAgent(
-        "cb", "", "system prompt", model, [echo], before_model=before, after_model=after, wrap_tool_call=[outer, inner]
+        "cb", instruction="system prompt", model=model, tools=[echo], before_model=before, after_model=after, wrap_tool_call=[outer, inner]
     )
     events = collect(Runner(agent))
     assert log == ["before:1", "after:1", "outer", "inner", "before:2", "after:2"]
@@ -357,7 +357,7 @@ def test_a_callback_exception_becomes_the_runs_error_event() -> None:
     def before_agent(input: Any) -> None:
         raise KeyError("no tenant")
 
-    events = collect(Runner(ChatModelAgent("cb", "", "", ScriptedModel(["x"]), before_agent=before_agent)))
+    events = collect(Runner(ChatModelAgent("cb", model=ScriptedModel(["x"]), before_agent=before_agent)))
     assert kinds(events) == ["error"] and "no tenant" in str(events[0].error)
 
 
@@ -366,7 +366,7 @@ def test_usage_and_tool_names_survive_into_events() -> None:
     from rillet import ResponseMeta
 
     reply.response_meta = ResponseMeta("stop", Usage(10, 5, 15))
-    events = collect(Runner(ChatModelAgent("u", "", "", ScriptedModel([reply]))))
+    events = collect(Runner(ChatModelAgent("u", model=ScriptedModel([reply]))))
     assert events[0].message_output.message.response_meta.usage.total_tokens == 15
 
 
@@ -391,5 +391,5 @@ def test_stream_from_list_model_output_round_trips() -> None:
             return stream_from_list([Message(role="assistant", content="wh"), Message(content="ole")])
 
     for streaming in (False, True):
-        events = collect(Runner(ChatModelAgent("t", "", "", Two()), streaming=streaming))  # type: ignore[arg-type]
+        events = collect(Runner(ChatModelAgent("t", model=Two()), streaming=streaming))  # type: ignore[arg-type]
         assert events[0].message_output.get_message().content == "whole"

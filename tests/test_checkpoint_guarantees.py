@@ -149,7 +149,7 @@ def test_concurrent_resumes_in_threads_run_the_approved_call_once(store: Any, tm
 def test_a_failed_resume_keeps_the_checkpoint_and_releases_its_claim(store: Any, tmp_path: Path) -> None:
     log = tmp_path / "log"
     iid = interrupt_id(Runner(build(str(log)), checkpoint_store=store), "c")
-    broken = ChatModelAgent("banker", "moves money", "", ScriptedModel([]), build(str(log)).tools)
+    broken = ChatModelAgent("banker", description="moves money", model=ScriptedModel([]), tools=build(str(log)).tools)
     events = list(Runner(broken, checkpoint_store=store).resume("c", targets={iid: approve()}))
     assert any(e.error is not None for e in events)  # the model had nothing to say
     events = list(Runner(build(str(log), first=False), checkpoint_store=store).resume("c", targets={iid: approve()}))
@@ -312,8 +312,8 @@ def test_the_fingerprint_is_the_same_in_another_process_and_on_another_model(tmp
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == here["fingerprint"], out.stderr
     one, two = build("x", name="one"), build("x", name="two")
-    a = agent_binding(SequentialAgent("seq", "both", [one, two]))
-    b = agent_binding(SequentialAgent("seq", "both", [build("x", name="two"), build("x", name="one")]))
+    a = agent_binding(SequentialAgent("seq", description="both", sub_agents=[one, two]))
+    b = agent_binding(SequentialAgent("seq", description="both", sub_agents=[build("x", name="two"), build("x", name="one")]))
     assert a["fingerprint"] != b["fingerprint"]
     assert a["tree"][3][0][0] == "one" and a["tree"][1] == "SequentialAgent"
 
@@ -397,7 +397,7 @@ def test_a_blocking_sync_store_does_not_delay_other_runs_on_the_loop(tmp_path: P
 
     async def main() -> float:
         slow = Runner(build(str(tmp_path / "log")), checkpoint_store=store)
-        quick = Runner(ChatModelAgent("quick", "answers", "", ScriptedModel(["hi there"]), []))
+        quick = Runner(ChatModelAgent("quick", description="answers", model=ScriptedModel(["hi there"]), tools=[]))
 
         async def drain(it: Any) -> list[Any]:
             return [e async for e in it]
@@ -470,7 +470,7 @@ def test_the_tree_covers_agents_as_tools_and_transfer_targets() -> None:
     from rillet.checkpoint.binding import check_binding
 
     def caller(inner: str) -> ChatModelAgent:
-        return ChatModelAgent("boss", "delegates", "", ScriptedModel([]), [AgentTool(build("x", name=inner))])
+        return ChatModelAgent("boss", description="delegates", model=ScriptedModel([]), tools=[AgentTool(build("x", name=inner))])
 
     saved = agent_binding(caller("clerk"))
     assert saved["tree"][2] == [["clerk", agent_binding(build("x", name="clerk"))["tree"]]]
@@ -481,7 +481,7 @@ def test_the_tree_covers_agents_as_tools_and_transfer_targets() -> None:
     assert [c[0] for c in tree[3]] == ["billing"] and "transfer_to_agent" in tree[2]
     with pytest.raises(Mismatch, match=r"tools \['append', 'transfer_to_agent'\] were saved, the Runner has \['append'\]"):
         check_binding(agent_binding(router), build("x", name="router"), "c")
-    clerk = ChatModelAgent("boss", "delegates", "", ScriptedModel([]), [AgentTool(build("x", name="clerk", extra_tool=True))])
+    clerk = ChatModelAgent("boss", description="delegates", model=ScriptedModel([]), tools=[AgentTool(build("x", name="clerk", extra_tool=True))])
     with pytest.raises(Mismatch, match=r"at boss/tool:clerk/clerk: tools \['append'\] were saved, the Runner has \['append', 'audit'\]"):
         check_binding(saved, clerk, "c")
 

@@ -203,7 +203,7 @@ def test_saving_and_loading_a_long_loop_grows_linearly_with_its_rounds() -> None
             yield event_from_message(Message.assistant("tick"))
 
     def cost(rounds: int) -> tuple[float, int]:
-        events = list(Runner(LoopAgent("loop", "", [Tick("t")], max_iterations=rounds)).query("go"))
+        events = list(Runner(LoopAgent("loop", sub_agents=[Tick("t")], max_iterations=rounds)).query("go"))
         best = float("inf")
         for _ in range(5):  # the best of five: a busy machine only ever adds time
             t0 = time.perf_counter()

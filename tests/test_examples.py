@@ -181,9 +181,9 @@ def test_review_loop_breaks_in_round_two_and_the_writer_sees_the_review() -> Non
 def test_review_loop_stops_at_max_iterations_without_an_approval() -> None:
     from rillet import ChatModelAgent, LoopAgent, ScriptedModel
 
-    writer = ChatModelAgent("writer", "drafts", "", ScriptedModel(["a", "b", "c"]))
-    reviewer = ChatModelAgent("reviewer", "reviews", "", ScriptedModel(["no", "no", "no"]), [review_loop.approve])
-    events = list(Runner(LoopAgent("l", "", [writer, reviewer], max_iterations=3)).query("x"))
+    writer = ChatModelAgent("writer", description="drafts", model=ScriptedModel(["a", "b", "c"]))
+    reviewer = ChatModelAgent("reviewer", description="reviews", model=ScriptedModel(["no", "no", "no"]), tools=[review_loop.approve])
+    events = list(Runner(LoopAgent("l", sub_agents=[writer, reviewer], max_iterations=3)).query("x"))
     assert len(events) == 6 and all(e.action is None for e in events)
 
 

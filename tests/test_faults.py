@@ -110,7 +110,7 @@ def shapes(exc: type[BaseException]) -> dict[str, tuple[Callable[[], Any], bool]
         raise exc
 
     def agent(tools: list[Any], *calls: ToolCall, name: str = "a", **kw: Any) -> ChatModelAgent:
-        return ChatModelAgent(name, "an agent", "", ScriptedModel([asks(*calls), "done"]), tools, **kw)
+        return ChatModelAgent(name, description="an agent", model=ScriptedModel([asks(*calls), "done"]), tools=tools, **kw)
 
     def raises(*_: Any) -> Any:
         raise exc
@@ -147,26 +147,26 @@ def shapes(exc: type[BaseException]) -> dict[str, tuple[Callable[[], Any], bool]
                           ToolCall(index=0, id="c0", function=FunctionCall("inner", '{"request": "go"}')), call("ok", 1)),
             False,
         ),
-        "sequential lane": (lambda: SequentialAgent("w", "", [agent([async_bad], call("async_bad"))]), False),
-        "loop lane": (lambda: LoopAgent("w", "", [agent([sync_bad], call("sync_bad"))], max_iterations=2), False),
+        "sequential lane": (lambda: SequentialAgent("w", sub_agents=[agent([async_bad], call("async_bad"))]), False),
+        "loop lane": (lambda: LoopAgent("w", sub_agents=[agent([sync_bad], call("sync_bad"))], max_iterations=2), False),
         "parallel lane, async tool": (
-            lambda: ParallelAgent("w", "", [agent([async_bad], call("async_bad")), agent([ok], call("ok"), name="b")]),
+            lambda: ParallelAgent("w", sub_agents=[agent([async_bad], call("async_bad")), agent([ok], call("ok"), name="b")]),
             False,
         ),
         "parallel lane, sync tool": (
-            lambda: ParallelAgent("w", "", [agent([ok], call("ok"), name="b"), agent([sync_bad], call("sync_bad"))]),
+            lambda: ParallelAgent("w", sub_agents=[agent([ok], call("ok"), name="b"), agent([sync_bad], call("sync_bad"))]),
             False,
         ),
         "parallel lane, streaming tool": (
-            lambda: ParallelAgent("w", "", [agent([sync_gen_bad], call("sync_gen_bad")), agent([ok], call("ok"), name="b")]),
+            lambda: ParallelAgent("w", sub_agents=[agent([sync_gen_bad], call("sync_gen_bad")), agent([ok], call("ok"), name="b")]),
             True,
         ),
-        "before-agent callback": (lambda: ChatModelAgent("a", "", "", ScriptedModel(["x"]), before_agent_callbacks=[raises]), False),
-        "async after-agent callback": (lambda: ChatModelAgent("a", "", "", ScriptedModel(["x"]), after_agent_callbacks=[araises]), False),
-        "before-model callback": (lambda: ChatModelAgent("a", "", "", ScriptedModel(["x"]), before_model=raises), False),
-        "model generate": (lambda: ChatModelAgent("a", "", "", BadModel()), False),
-        "model stream": (lambda: ChatModelAgent("a", "", "", BadModel()), True),
-        "scripted model's reply function, streaming": (lambda: ChatModelAgent("a", "", "", ScriptedModel(raises)), True),
+        "before-agent callback": (lambda: ChatModelAgent("a", model=ScriptedModel(["x"]), before_agent_callbacks=[raises]), False),
+        "async after-agent callback": (lambda: ChatModelAgent("a", model=ScriptedModel(["x"]), after_agent_callbacks=[araises]), False),
+        "before-model callback": (lambda: ChatModelAgent("a", model=ScriptedModel(["x"]), before_model=raises), False),
+        "model generate": (lambda: ChatModelAgent("a", model=BadModel()), False),
+        "model stream": (lambda: ChatModelAgent("a", model=BadModel()), True),
+        "scripted model's reply function, streaming": (lambda: ChatModelAgent("a", model=ScriptedModel(raises)), True),
     }
 
 
@@ -185,7 +185,7 @@ def texts(events: list[AgentEvent]) -> list[str]:
 
 
 def healthy_sync() -> None:
-    events = drain(Runner(ChatModelAgent("b", "", "", ScriptedModel(["fine"]))).query("x"))
+    events = drain(Runner(ChatModelAgent("b", model=ScriptedModel(["fine"]))).query("x"))
     assert texts(events) == ["fine"]
 
 
@@ -205,7 +205,7 @@ def test_async_consumer_gets_an_error_event_and_its_loop_survives(shape: str, ex
     async def main() -> list[str]:
         check_failed_run(await adrain(Runner(make(), streaming=streaming).query("go")), exc)
         await asyncio.sleep(0.02)  # the failed run's leftover tasks finish here, on a live loop
-        events = await adrain(Runner(ChatModelAgent("b", "", "", ScriptedModel(["fine"]))).query("x"))
+        events = await adrain(Runner(ChatModelAgent("b", model=ScriptedModel(["fine"]))).query("x"))
         return texts(events)
 
     try:
@@ -222,7 +222,7 @@ def test_a_streaming_tool_cut_short_by_keyboard_interrupt_says_so_on_its_stream(
         yield "part"
         raise KeyboardInterrupt
 
-    agent = ChatModelAgent("a", "", "", ScriptedModel([asks(call("chunks")), "done"]), [chunks])
+    agent = ChatModelAgent("a", model=ScriptedModel([asks(call("chunks")), "done"]), tools=[chunks])
     events = drain(Runner(agent, streaming=True).query("go"))
     check_failed_run(events, KeyboardInterrupt)
     (tool_event,) = [ev for ev in events if ev.message_output is not None and ev.message_output.role == "tool"]
@@ -253,7 +253,7 @@ def test_parallel_siblings_of_a_keyboard_interrupt_are_cancelled() -> None:
             raise
         return "late"
 
-    agent = ChatModelAgent("a", "", "", ScriptedModel([asks(call("bad", 0), call("slow", 1)), "done"]), [bad, slow])
+    agent = ChatModelAgent("a", model=ScriptedModel([asks(call("bad", 0), call("slow", 1)), "done"]), tools=[bad, slow])
     started = time.monotonic()
     check_failed_run(drain(Runner(agent).query("go")), KeyboardInterrupt)
     assert time.monotonic() - started < T / 2
@@ -289,7 +289,7 @@ def run_with_a_stray_task() -> None:
         # and CPython 3.11 can fail an unrelated ast.parse when that happens during one
         return "spawned" if isinstance(task.exception(), KeyboardInterrupt) else "not raised?"
 
-    agent = ChatModelAgent("a", "", "", ScriptedModel([asks(call("spawns")), "done"]), [spawns])
+    agent = ChatModelAgent("a", model=ScriptedModel([asks(call("spawns")), "done"]), tools=[spawns])
     events = drain(Runner(agent).query("go"))
     assert texts(events)[-2:] == ["spawned", "done"]
 
@@ -313,7 +313,7 @@ def call(name, i=0):
     return ToolCall(index=i, id=f"c{i}", function=FunctionCall(name, "{}"))
 
 def agent(name, tools, *calls):
-    return ChatModelAgent(name, "", "", ScriptedModel([Message.assistant("", list(calls)), "done"], delay=0.005), tools)
+    return ChatModelAgent(name, model=ScriptedModel([Message.assistant("", list(calls)), "done"], delay=0.005), tools=tools)
 
 def tools(n):
     @tool(name=f"sleeps_{n}")
@@ -371,12 +371,12 @@ def runs():
     s, b, a, g = tools(3)
     out.append(Runner(agent("d", [g], call(g.info.name)), streaming=True).query("go"))
     s, b, a, g = tools(4)
-    out.append(Runner(SequentialAgent("s", "", [agent("e", [s], call(s.info.name))])).query("go"))
+    out.append(Runner(SequentialAgent("s", sub_agents=[agent("e", [s], call(s.info.name))])).query("go"))
     s, b, a, g = tools(5)
-    out.append(Runner(LoopAgent("l", "", [agent("f", [a], call(a.info.name))], max_iterations=3), streaming=True).query("go"))
+    out.append(Runner(LoopAgent("l", sub_agents=[agent("f", [a], call(a.info.name))], max_iterations=3), streaming=True).query("go"))
     s, b, a, g = tools(6)
     lanes = [agent("g", [s], call(s.info.name)), agent("h", [g], call(g.info.name)), agent("i", [a, b], call(a.info.name, 0), call(b.info.name, 1))]
-    out.append(Runner(ParallelAgent("p", "", lanes), streaming=True).query("go"))
+    out.append(Runner(ParallelAgent("p", sub_agents=lanes), streaming=True).query("go"))
     return out
 
 EXPECTED = 11  # tools the runs above start
@@ -458,7 +458,7 @@ def test_a_run_of_another_threads_loop_iterated_with_for_gets_its_events_then_an
     thread.start()
 
     async def start(model: ScriptedModel) -> RunIterator:
-        return Runner(ChatModelAgent("a", "", "", model, [slow])).query("go")
+        return Runner(ChatModelAgent("a", model=model, tools=[slow])).query("go")
 
     try:
         it = asyncio.run_coroutine_threadsafe(start(ScriptedModel([asks(call("slow")), "done"])), loop).result(T)
@@ -486,7 +486,7 @@ def test_many_threads_mixing_interrupted_and_healthy_runs_on_the_shared_loop_all
         exc = EXCS[i % 2]
         make, streaming = shapes(exc)[names[i % len(names)]]
         check_failed_run(drain(Runner(make(), streaming=streaming).query("go")), exc)
-        events = drain(Runner(ChatModelAgent("b", "", "", ScriptedModel([f"fine {i}"]))).query("x"))
+        events = drain(Runner(ChatModelAgent("b", model=ScriptedModel([f"fine {i}"]))).query("x"))
         return texts(events)[0]
 
     with ThreadPoolExecutor(8) as pool:
@@ -514,8 +514,8 @@ def test_a_tool_call_wrapper_around_an_agent_tool_sees_the_keyboard_interrupt_it
             raise
         return result
 
-    inner = ChatModelAgent("inner", "helps", "", ScriptedModel([asks(call("bad", 0), call("ok", 1)), "x"]), [bad, ok])
+    inner = ChatModelAgent("inner", description="helps", model=ScriptedModel([asks(call("bad", 0), call("ok", 1)), "x"]), tools=[bad, ok])
     request = ToolCall(index=0, id="c0", function=FunctionCall("inner", '{"request": "go"}'))
-    outer = ChatModelAgent("outer", "", "", ScriptedModel([asks(request), "done"]), [AgentTool(inner)], wrap_tool_call=wrapper)
+    outer = ChatModelAgent("outer", model=ScriptedModel([asks(request), "done"]), tools=[AgentTool(inner)], wrap_tool_call=wrapper)
     check_failed_run(drain(Runner(outer).query("go")), KeyboardInterrupt)
     assert seen == [KeyboardInterrupt]  # not rillet's internal carrier

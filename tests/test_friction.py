@@ -29,7 +29,7 @@ def transfer(to: str, id: str = "t1") -> Message:
 
 
 def agent(name: str, script: list[Any], tools: list[Any] | None = None) -> ChatModelAgent:
-    return ChatModelAgent(name, f"the {name} agent", "", ScriptedModel(script), tools or [])
+    return ChatModelAgent(name, description=f"the {name} agent", model=ScriptedModel(script), tools=tools or [])
 
 
 def texts(events: list[Any]) -> list[tuple[str, str]]:
@@ -55,7 +55,7 @@ def test_running_the_agent_given_to_set_sub_agents_keeps_its_sub_agents() -> Non
 def test_an_agent_tool_and_a_workflow_of_the_original_agent_keep_its_sub_agents() -> None:
     router = agent("router", [transfer("billing")])
     set_sub_agents(router, [agent("billing", ["12 EUR"])])
-    seq = SequentialAgent("seq", "one step", [router])
+    seq = SequentialAgent("seq", description="one step", sub_agents=[router])
     assert texts(list(Runner(seq).query("bill?")))[-1] == ("billing", "12 EUR")
 
     router2 = agent("router2", [transfer("billing2")])

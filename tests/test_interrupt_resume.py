@@ -62,7 +62,7 @@ def interrupts(events: list[AgentEvent]) -> list[AgentEvent]:
 
 
 def bank(replies: list[Any]) -> ChatModelAgent:
-    return ChatModelAgent("bank", "pays", "", ScriptedModel(replies), [pay, lookup])
+    return ChatModelAgent("bank", description="pays", model=ScriptedModel(replies), tools=[pay, lookup])
 
 
 @pytest.fixture(autouse=True)
@@ -95,11 +95,11 @@ def test_a_tool_interrupts_the_run_is_saved_first_and_resumes_by_id() -> None:
 def test_deep_interrupt_through_an_agent_tool_has_the_full_address_and_resumes() -> None:
     store = InMemoryCheckpointStore()
     inner = ChatModelAgent(
-        "Inner", "pays things", "", ScriptedModel([Message.assistant("", [call("pay", {"amount": 9}, "ic")]), "inner done"]), [pay]
+        "Inner", description="pays things", model=ScriptedModel([Message.assistant("", [call("pay", {"amount": 9}, "ic")]), "inner done"]), tools=[pay]
     )
     outer = ChatModelAgent(
-        "Outer", "", "", ScriptedModel([Message.assistant("", [call("Inner", {"request": "pay 9"}, "oc")]), "all done"]),
-        [AgentTool(inner)],
+        "Outer", model=ScriptedModel([Message.assistant("", [call("Inner", {"request": "pay 9"}, "oc")]), "all done"]),
+        tools=[AgentTool(inner)],
     )
     runner = Runner(outer, checkpoint_store=store)
     (intr,) = interrupts(list(runner.query("go", checkpoint_id="deep")))
@@ -250,7 +250,7 @@ _CHILD = textwrap.dedent(
     ask = Message.assistant("", [ToolCall(index=0, id="c1", function=FunctionCall("approve", '{"what": "deploy"}'))])
     # each process scripts only the model calls it makes: the first asks, the second answers
     model = ScriptedModel([ask] if sys.argv[2] == "run" else ["deployed"])
-    runner = Runner(ChatModelAgent("ops", "", "", model, [approve]), checkpoint_store=SqliteCheckpointStore(sys.argv[1]))
+    runner = Runner(ChatModelAgent("ops", model=model, tools=[approve]), checkpoint_store=SqliteCheckpointStore(sys.argv[1]))
     if sys.argv[2] == "run":
         for ev in runner.query("deploy?", checkpoint_id="job"):
             if ev.action and ev.action.interrupted:
@@ -315,12 +315,12 @@ def test_sigkill_while_writing_leaves_the_last_committed_checkpoint_intact(tmp_p
 def asker(name: str, after: str = "approved") -> ChatModelAgent:
     """An agent whose first model call asks `pay`, then answers ``after``."""
     return ChatModelAgent(
-        name, f"{name} agent", "", ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, f"{name}-c")]), after]), [pay]
+        name, description=f"{name} agent", model=ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, f"{name}-c")]), after]), tools=[pay]
     )
 
 
 def plain(name: str, text: str) -> ChatModelAgent:
-    return ChatModelAgent(name, f"{name} agent", "", ScriptedModel([text]))
+    return ChatModelAgent(name, description=f"{name} agent", model=ScriptedModel([text]))
 
 
 def resume_all(runner: Runner, checkpoint_id: str, events: list[AgentEvent], data: Any = "approve") -> list[AgentEvent]:
@@ -337,7 +337,7 @@ def test_sequential_resumes_at_the_interrupted_child_and_runs_the_rest() -> None
     from rillet import SequentialAgent
 
     a, c = plain("a", "A"), plain("c", "C")
-    seq = SequentialAgent("seq", "", [a, asker("b"), c])
+    seq = SequentialAgent("seq", sub_agents=[a, asker("b"), c])
     runner = Runner(seq, checkpoint_store=InMemoryCheckpointStore())
     first = list(runner.query("go", checkpoint_id="seq"))
     (intr,) = interrupts(first)
@@ -352,9 +352,9 @@ def test_sequential_resumes_at_the_interrupted_child_and_runs_the_rest() -> None
 def test_loop_resumes_in_the_same_round() -> None:
     from rillet import LoopAgent
 
-    w = ChatModelAgent("w", "", "", ScriptedModel(["draft 1", "draft 2"]))
-    r = ChatModelAgent("r", "", "", ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, "r-c")]), "approved", "ok"]), [pay])
-    loop = LoopAgent("loop", "", [w, r], max_iterations=2)
+    w = ChatModelAgent("w", model=ScriptedModel(["draft 1", "draft 2"]))
+    r = ChatModelAgent("r", model=ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, "r-c")]), "approved", "ok"]), tools=[pay])
+    loop = LoopAgent("loop", sub_agents=[w, r], max_iterations=2)
     runner = Runner(loop, checkpoint_store=InMemoryCheckpointStore())
     first = list(runner.query("go", checkpoint_id="loop"))
     assert texts(first) == ["draft 1", ""]
@@ -369,7 +369,7 @@ def test_parallel_resumes_only_the_interrupted_child_and_joins_every_lane() -> N
 
     x = plain("x", "from x")
     after = plain("after", "merged")
-    seq = SequentialAgent("seq", "", [ParallelAgent("par", "", [x, asker("y")]), after])
+    seq = SequentialAgent("seq", sub_agents=[ParallelAgent("par", sub_agents=[x, asker("y")]), after])
     runner = Runner(seq, checkpoint_store=InMemoryCheckpointStore())
     first = list(runner.query("go", checkpoint_id="par"))
     (intr,) = interrupts(first)
@@ -385,7 +385,7 @@ def test_an_interrupt_after_a_transfer_resumes_in_the_transferred_to_agent() -> 
     from rillet import set_sub_agents
 
     router = ChatModelAgent(
-        "router", "routes", "", ScriptedModel([Message.assistant("", [call("transfer_to_agent", {"agent_name": "cashier"}, "t")])])
+        "router", description="routes", model=ScriptedModel([Message.assistant("", [call("transfer_to_agent", {"agent_name": "cashier"}, "t")])])
     )
     cashier = asker("cashier", after="paid and done")
     runner = Runner(set_sub_agents(router, [cashier]), checkpoint_store=InMemoryCheckpointStore())
@@ -415,7 +415,7 @@ def test_requires_approval_approve_reject_and_edit() -> None:
     def run(decision: Any) -> tuple[list[AgentEvent], ScriptedModel]:
         before = len(sent)
         model = ScriptedModel([Message.assistant("", [call("send", {"amount": 10}, "s1")]), "ok"])
-        runner = Runner(ChatModelAgent("a", "", "", model, [requires_approval(send)]), checkpoint_store=InMemoryCheckpointStore())
+        runner = Runner(ChatModelAgent("a", model=model, tools=[requires_approval(send)]), checkpoint_store=InMemoryCheckpointStore())
         (intr,) = interrupts(list(runner.query("x", checkpoint_id="ap")))
         (ctx,) = intr.action.interrupted.interrupt_contexts
         assert ctx.info == {"tool": "send", "arguments": {"amount": 10}}

@@ -65,7 +65,7 @@ def summary(events: list[AgentEvent]) -> list[tuple[str, str, str]]:
 
 
 def agent(name: str, replies: list[Any], description: str = "", instruction: str = "", **kw: Any) -> ChatModelAgent:
-    return ChatModelAgent(name, description or f"the {name} agent", instruction, ScriptedModel(replies), **kw)
+    return ChatModelAgent(name, description=description or f"the {name} agent", instruction=instruction, model=ScriptedModel(replies), **kw)
 
 
 # --- transfer ------------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def test_agent_tool_result_is_the_last_message_and_values_are_shared() -> None:
     outer_model = ScriptedModel([Message.assistant("", [call("researcher", {"request": "find rust"})]), "summary"])
     seen: list[Any] = []
     outer = ChatModelAgent(
-        "outer", "", "", outer_model, [tool_], after_agent=lambda state: seen.append(get_session_value("found"))
+        "outer", model=outer_model, tools=[tool_], after_agent=lambda state: seen.append(get_session_value("found"))
     )
     events = list(Runner(outer).query("research"))
     assert summary(events) == [
@@ -180,7 +180,7 @@ def test_agent_tool_swallows_exit_and_turns_errors_into_tool_errors() -> None:
             "ok",
         ]
     )
-    outer = ChatModelAgent("outer", "", "", outer_model, [AgentTool(exits), AgentTool(broken)])
+    outer = ChatModelAgent("outer", model=outer_model, tools=[AgentTool(exits), AgentTool(broken)])
     events = list(Runner(outer).query("go"))
     assert all(ev.action is None for ev in events)  # the inner exit never left the tool
     results = {m.tool_name: m.content for m in outer_model.calls[1].messages if m.role == "tool"}
@@ -196,7 +196,7 @@ def test_agent_tool_full_history_matches_einos_rewrite() -> None:
     )
 
     # A before-model callback feeds the history of Eino's test: user, assistant, tool call.
-    outer = ChatModelAgent("react-agent", "", "", outer_model, [AgentTool(inner, full_history=True)])
+    outer = ChatModelAgent("react-agent", model=outer_model, tools=[AgentTool(inner, full_history=True)])
     history = [Message.user("first user message"), Message.assistant("first assistant response")]
     list(Runner(outer).run(history))
     got = [(m.role, m.content) for m in inner.model.calls[0].messages]  # type: ignore[attr-defined]
@@ -212,7 +212,7 @@ def test_agent_tool_full_history_matches_einos_rewrite() -> None:
 def test_agent_tool_emits_internal_events_with_the_callers_run_path_prefixed() -> None:
     inner = agent("helper", ["inner says hi"])
     outer_model = ScriptedModel([Message.assistant("", [call("helper", {"request": "x"})]), "done"])
-    outer = ChatModelAgent("outer", "", "", outer_model, [AgentTool(inner, emit_internal_events=True)])
+    outer = ChatModelAgent("outer", model=outer_model, tools=[AgentTool(inner, emit_internal_events=True)])
     runner = Runner(outer)
     events = list(runner.query("go"))
     assert summary(events) == [
@@ -229,7 +229,7 @@ def test_agent_tool_emits_internal_events_with_the_callers_run_path_prefixed() -
 def test_sequential_run_paths_accumulate_and_children_see_each_other_as_context() -> None:
     a = agent("a", ["draft"])
     b = agent("b", ["review"])
-    seq = SequentialAgent("seq", "writes then reviews", [a, b])
+    seq = SequentialAgent("seq", description="writes then reviews", sub_agents=[a, b])
     events = list(Runner(seq).query("write"))
     assert summary(events) == [("a", "seq/a", "assistant:draft"), ("b", "seq/a/b", "assistant:review")]
     assert [m.content for m in b.model.calls[0].messages] == ["write", "For context: [a] said: draft."]  # type: ignore[attr-defined]
@@ -238,13 +238,13 @@ def test_sequential_run_paths_accumulate_and_children_see_each_other_as_context(
 def test_sequential_stops_on_exit_and_on_error() -> None:
     quitter = agent("q", [Message.assistant("", [call("exit", {"final_result": "stop"})])], exit_tool=ExitTool())
     never = agent("never", ["unreachable"])
-    events = list(Runner(SequentialAgent("s", "", [quitter, never])).query("x"))
+    events = list(Runner(SequentialAgent("s", sub_agents=[quitter, never])).query("x"))
     assert events[-1].action is not None and events[-1].action.exit
     assert never.model.call_count == 0  # type: ignore[attr-defined]
 
     failing = agent("f", [Message.assistant("", [call("nope", {})])], max_iterations=1, tools=[ExitTool()])
     never2 = agent("never2", ["unreachable"])
-    events = list(Runner(SequentialAgent("s2", "", [failing, never2])).query("x"))
+    events = list(Runner(SequentialAgent("s2", sub_agents=[failing, never2])).query("x"))
     assert events[-1].error is not None and never2.model.call_count == 0  # type: ignore[attr-defined]
 
 
@@ -267,7 +267,7 @@ class Breaker(BaseAgent):
 def test_loop_runs_rounds_and_break_loop_ends_it_after_the_current_child() -> None:
     writer = agent("writer", ["v1", "v2", "v3"])
     reviewer = Breaker("reviewer", at=2)
-    loop = LoopAgent("loop", "", [writer, reviewer], max_iterations=5)
+    loop = LoopAgent("loop", sub_agents=[writer, reviewer], max_iterations=5)
     events = list(Runner(loop).query("write"))
     assert [s[2] for s in summary(events)] == ["assistant:v1", "assistant:reviewer#1", "assistant:v2", "assistant:reviewer#2"]
     brk = events[-1].action.break_loop
@@ -276,13 +276,13 @@ def test_loop_runs_rounds_and_break_loop_ends_it_after_the_current_child() -> No
 
 
 def test_loop_max_iterations_bounds_the_rounds() -> None:
-    events = list(Runner(LoopAgent("l", "", [agent("w", ["1", "2", "3"])], max_iterations=2)).query("x"))
+    events = list(Runner(LoopAgent("l", sub_agents=[agent("w", ["1", "2", "3"])], max_iterations=2)).query("x"))
     assert [s[2] for s in summary(events)] == ["assistant:1", "assistant:2"]
 
 
 def test_nested_loops_break_only_the_innermost() -> None:
-    inner = LoopAgent("inner", "", [Breaker("b", at=0)], max_iterations=0)
-    outer = LoopAgent("outer", "", [inner, agent("after", ["a1", "a2"])], max_iterations=2)
+    inner = LoopAgent("inner", sub_agents=[Breaker("b", at=0)], max_iterations=0)
+    outer = LoopAgent("outer", sub_agents=[inner, agent("after", ["a1", "a2"])], max_iterations=2)
     events = list(Runner(outer).query("x"))
     texts = [s[2] for s in summary(events)]
     assert texts == ["assistant:b#1", "assistant:a1", "assistant:b#2", "assistant:a2"]
@@ -306,7 +306,7 @@ def test_parallel_children_run_at_once_in_isolated_lanes_then_join() -> None:
 
     x, y = Lane("x"), Lane("y")
     final = agent("final", ["merged"])
-    seq = SequentialAgent("seq", "", [ParallelAgent("par", "", [x, y]), final])
+    seq = SequentialAgent("seq", sub_agents=[ParallelAgent("par", sub_agents=[x, y]), final])
     events = list(Runner(seq).query("go"))
     assert sorted(s[2] for s in summary(events)[:2]) == ["assistant:from x", "assistant:from y"]
     assert {s[1] for s in summary(events)[:2]} == {"seq/par/x", "seq/par/y"}
@@ -318,7 +318,7 @@ def test_parallel_children_run_at_once_in_isolated_lanes_then_join() -> None:
 def test_parallel_forwards_a_childs_error_and_the_others_finish() -> None:
     failing = agent("f", [Message.assistant("", [call("nope", {})])], max_iterations=1, tools=[ExitTool()])
     fine = agent("ok", ["fine"])
-    events = list(Runner(ParallelAgent("p", "", [failing, fine])).query("x"))
+    events = list(Runner(ParallelAgent("p", sub_agents=[failing, fine])).query("x"))
     kinds = sorted("error" if e.error else e.message_output.role for e in events)
     assert kinds.count("error") == 1 and "assistant" in kinds
     assert any(s[2] == "assistant:fine" for s in summary(events))
@@ -378,7 +378,7 @@ def test_events_without_an_author_get_one_by_adks_rule() -> None:
 
 def test_workflow_callbacks_wrap_the_whole_workflow() -> None:
     seq = SequentialAgent(
-        "seq", "", [agent("a", ["A"]), agent("b", ["B"])], after_agent_callbacks=[lambda ctx: "workflow done"]
+        "seq", sub_agents=[agent("a", ["A"]), agent("b", ["B"])], after_agent_callbacks=[lambda ctx: "workflow done"]
     )
     assert [s[2] for s in summary(list(Runner(seq).query("x")))] == ["assistant:A", "assistant:B", "assistant:workflow done"]
 
@@ -391,7 +391,7 @@ def test_exit_inside_a_sequence_child_via_new_exit_action() -> None:
             yield ev
 
     nxt = agent("next", ["unreached"])
-    events = list(Runner(SequentialAgent("s", "", [Quit("q"), nxt])).query("x"))
+    events = list(Runner(SequentialAgent("s", sub_agents=[Quit("q"), nxt])).query("x"))
     assert summary(events) == [("q", "s/q", "assistant:bye")] and nxt.model.call_count == 0  # type: ignore[attr-defined]
 
 
@@ -419,19 +419,19 @@ def test_agent_tool_result_is_only_the_last_events_message() -> None:
                 yield event_from_message(None, stream_from_list(chunks))
 
     outer_model = ScriptedModel([Message.assistant("", [call("two", {"request": "x"})]), "done"])
-    outer = ChatModelAgent("outer", "", "", outer_model, [AgentTool(TwoStreams("two", "streams twice"))])
+    outer = ChatModelAgent("outer", model=outer_model, tools=[AgentTool(TwoStreams("two", "streams twice"))])
     list(Runner(outer).query("go"))
     assert [m.content for m in outer_model.calls[1].messages if m.role == "tool"] == ["ab"]
 
 
 def test_loop_stops_on_a_childs_error() -> None:
     failing = agent("f", [Message.assistant("", [call("nope", {})])], max_iterations=1, tools=[ExitTool()])
-    events = list(Runner(LoopAgent("l", "", [failing, agent("never", ["x"])], max_iterations=0)).query("x"))
+    events = list(Runner(LoopAgent("l", sub_agents=[failing, agent("never", ["x"])], max_iterations=0)).query("x"))
     assert events[-1].error is not None and "exceeds max iterations" in str(events[-1].error)
 
 
 def test_sequential_forwards_break_loop_without_stopping() -> None:
-    seq = SequentialAgent("s", "", [Breaker("b", at=0), agent("next", ["still runs"])])
+    seq = SequentialAgent("s", sub_agents=[Breaker("b", at=0), agent("next", ["still runs"])])
     events = list(Runner(seq).query("x"))
     assert [s[2] for s in summary(events)] == ["assistant:b#1", "assistant:still runs"]
     assert events[0].action.break_loop is not None and not events[0].action.break_loop.done
@@ -440,7 +440,7 @@ def test_sequential_forwards_break_loop_without_stopping() -> None:
 def test_a_sequence_child_transfers_inside_its_own_flow() -> None:
     helper = agent("helper", ["helped"])
     lead = set_sub_agents(agent("lead", [transfer("helper")]), [helper])
-    events = list(Runner(SequentialAgent("s", "", [lead, agent("last", ["end"])])).query("x"))
+    events = list(Runner(SequentialAgent("s", sub_agents=[lead, agent("last", ["end"])])).query("x"))
     assert [s[1] for s in summary(events)] == ["s/lead", "s/lead", "s/lead/helper", "s/lead/last"]
 
 
@@ -451,7 +451,7 @@ def test_parallel_forwards_exit_without_stopping_siblings() -> None:
             ev.action = new_exit_action()
             yield ev
 
-    events = list(Runner(ParallelAgent("p", "", [Quit("q"), agent("other", ["still here"])])).query("x"))
+    events = list(Runner(ParallelAgent("p", sub_agents=[Quit("q"), agent("other", ["still here"])])).query("x"))
     assert sorted(s[2] for s in summary(events)) == ["assistant:bye", "assistant:still here"]
 
 
@@ -482,7 +482,7 @@ def test_run_path_behaves_as_the_tuple_of_its_steps() -> None:
 
 
 def test_loop_events_carry_eino_run_paths_that_share_their_prefix() -> None:
-    events = list(Runner(LoopAgent("l", "", [agent("w", ["1", "2", "3"])], max_iterations=3)).query("x"))
+    events = list(Runner(LoopAgent("l", sub_agents=[agent("w", ["1", "2", "3"])], max_iterations=3)).query("x"))
     assert [e.run_path for e in events] == [path("l", "w"), path("l", "w", "w"), path("l", "w", "w", "w")]
     assert events[2].run_path[:2] is events[0].run_path  # the third's prefix is the first's path
 
@@ -501,7 +501,7 @@ def test_a_6000_iteration_loop_costs_the_same_per_event_and_memory_grows_linearl
     firsts, lasts = [], []
     for _ in range(3):  # min over repetitions: a busy machine only ever adds time
         stamps = []
-        for _ev in Runner(LoopAgent("loop", "", [_Tick("t")], max_iterations=n)).query("go"):
+        for _ev in Runner(LoopAgent("loop", sub_agents=[_Tick("t")], max_iterations=n)).query("go"):
             stamps.append(time.perf_counter())
         assert len(stamps) == n
         firsts.append(stamps[window] - stamps[0])
@@ -513,7 +513,7 @@ def test_a_6000_iteration_loop_costs_the_same_per_event_and_memory_grows_linearl
         base = tracemalloc.get_traced_memory()[0]
         held: dict[int, int] = {}
         events = []
-        for i, ev in enumerate(Runner(LoopAgent("loop", "", [_Tick("t")], max_iterations=n)).query("go"), 1):
+        for i, ev in enumerate(Runner(LoopAgent("loop", sub_agents=[_Tick("t")], max_iterations=n)).query("go"), 1):
             events.append(ev)  # kept, as a consumer collecting the run would
             if i in (n // 2, n):
                 held[i] = tracemalloc.get_traced_memory()[0] - base

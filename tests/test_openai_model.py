@@ -834,7 +834,7 @@ def test_chat_model_agent_runs_tools_against_the_server(server: FakeOpenAIServer
         return a + b
 
     server.script(*(agent_transcripts() if streaming else agent_completions()))
-    agent = ChatModelAgent("calc", "adds", "Use the tools.", make_model(server), [add])
+    agent = ChatModelAgent("calc", description="adds", instruction="Use the tools.", model=make_model(server), tools=[add])
     events = list(Runner(agent, streaming=streaming).query("What is 2 + 3?"))
     assert all(e.error is None for e in events), [e.error for e in events]
     messages = [e.message_output.get_message() for e in events]
@@ -890,7 +890,7 @@ def test_abandoning_a_streaming_agent_run_closes_the_http_stream(server: FakeOpe
     model = make_model(server)
 
     async def main() -> float:
-        it = Runner(ChatModelAgent("a", "", "", model), streaming=True).query("hi")
+        it = Runner(ChatModelAgent("a", model=model), streaming=True).query("hi")
         first = await it.__anext__()
         first.message_output.message_stream.close()  # the consumer stops reading
         it.close()  # and abandons the run

@@ -74,9 +74,9 @@ def shown(events: list[AgentEvent]) -> list[tuple[str, str, str]]:
 
 def _exit_team(first_tool: str) -> SequentialAgent:
     round_ = Message.assistant("", [call(first_tool, {"amount": 1}, "p", 0), call("exit", {"final_result": "bye"}, "x", 1)])
-    worker = ChatModelAgent("worker", "", "", ScriptedModel([round_]), [pay, note], exit_tool=ExitTool())
-    after = ChatModelAgent("after", "", "", ScriptedModel(["should not run"]))
-    return SequentialAgent("seq", "", [worker, after])
+    worker = ChatModelAgent("worker", model=ScriptedModel([round_]), tools=[pay, note], exit_tool=ExitTool())
+    after = ChatModelAgent("after", model=ScriptedModel(["should not run"]))
+    return SequentialAgent("seq", sub_agents=[worker, after])
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -92,8 +92,8 @@ def test_an_exit_that_completed_beside_an_interrupt_still_exits_on_resume(stream
 
 def _transfer_team(first_tool: str) -> Any:
     round_ = Message.assistant("", [call(first_tool, {"amount": 1}, "p", 0), call("transfer_to_agent", {"agent_name": "cashier"}, "t", 1)])
-    router = ChatModelAgent("router", "routes", "", ScriptedModel([round_]), [pay, note])
-    cashier = ChatModelAgent("cashier", "takes money", "", ScriptedModel(["cashier here"]))
+    router = ChatModelAgent("router", description="routes", model=ScriptedModel([round_]), tools=[pay, note])
+    cashier = ChatModelAgent("cashier", description="takes money", model=ScriptedModel(["cashier here"]))
     return set_sub_agents(router, [cashier])
 
 
@@ -164,7 +164,7 @@ def test_a_returned_interrupt_interrupts_like_a_raised_one(name: str, streaming:
     tools = [pay_sync, pay_async, pay_gen, pay_agen, PayTool(), note]
     tool_name, wrap = ("note", _wrapped_returns_interrupt) if name == "wrapped" else (name, None)
     model = ScriptedModel([Message.assistant("", [call(tool_name, {"amount": 1}, "c")]), "done"])
-    agent = ChatModelAgent("a", "", "", model, tools, wrap_tool_call=wrap)
+    agent = ChatModelAgent("a", model=model, tools=tools, wrap_tool_call=wrap)
     runner = Runner(agent, streaming=streaming, checkpoint_store=InMemoryCheckpointStore())
     first = list(runner.query("go", checkpoint_id="ret"))
     (intr,) = interrupts(first)  # not a tool result holding the exception's text
@@ -204,9 +204,9 @@ def _parallel_team(ask: bool) -> tuple[SequentialAgent, ChatModelAgent]:
         y_recorded.set()  # y's model event is recorded by now
 
     y_reply = Message.assistant("y1", [call("settle", {"amount": 1}, "y-c")])
-    y = ChatModelAgent("y", "", "", ScriptedModel([y_reply, "y2"]), [settle], after_model=after_y_model)
-    after = ChatModelAgent("after", "", "", ScriptedModel(["merged"]))
-    return SequentialAgent("seq", "", [ParallelAgent("par", "", [X("x"), y]), after]), after
+    y = ChatModelAgent("y", model=ScriptedModel([y_reply, "y2"]), tools=[settle], after_model=after_y_model)
+    after = ChatModelAgent("after", model=ScriptedModel(["merged"]))
+    return SequentialAgent("seq", sub_agents=[ParallelAgent("par", sub_agents=[X("x"), y]), after]), after
 
 
 def test_parallel_lanes_keep_their_recorded_order_across_a_resume() -> None:

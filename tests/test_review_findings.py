@@ -59,10 +59,10 @@ def test_keyboard_interrupt_and_stray_cancellation_in_a_tool_are_error_events() 
 
     for t in (ctrl_c, cancelled):
         model = ScriptedModel([asks(call(t.info.name, {})), "never"])
-        events = list(Runner(ChatModelAgent("a", "", "", model, [t])).query("x"))
+        events = list(Runner(ChatModelAgent("a", model=model, tools=[t])).query("x"))
         assert isinstance(events[-1].error, (KeyboardInterrupt, asyncio.CancelledError))
     # the background loop survived: later sync runs still work
-    assert [e.message_output.message.content for e in Runner(ChatModelAgent("b", "", "", ScriptedModel(["ok"]))).query("x")] == ["ok"]
+    assert [e.message_output.message.content for e in Runner(ChatModelAgent("b", model=ScriptedModel(["ok"]))).query("x")] == ["ok"]
 
 
 def test_sync_tools_running_nested_runners_do_not_starve_the_worker_pool() -> None:
@@ -74,12 +74,12 @@ def test_sync_tools_running_nested_runners_do_not_starve_the_worker_pool() -> No
     @tool
     def nested() -> str:
         """Runs a whole inner agent synchronously, from a worker thread."""
-        inner = ChatModelAgent("inner", "", "", ScriptedModel([asks(call("leaf", {})), "inner done"]), [leaf])
+        inner = ChatModelAgent("inner", model=ScriptedModel([asks(call("leaf", {})), "inner done"]), tools=[leaf])
         return [e.message_output.message.content for e in Runner(inner).query("go")][-1]
 
     n = 12
     model = ScriptedModel([asks(*[call("nested", {}, f"c{i}", i) for i in range(n)]), "outer done"])
-    list(Runner(ChatModelAgent("outer", "", "", model, [nested])).query("x"))
+    list(Runner(ChatModelAgent("outer", model=model, tools=[nested])).query("x"))
     assert [m.content for m in model.calls[1].messages if m.role == "tool"] == ["inner done"] * n
 
 
@@ -95,7 +95,7 @@ def test_agent_callback_state_deltas_are_saved_in_checkpoints() -> None:
     def remember(ctx: Any) -> None:
         ctx.state["v"] = 1
 
-    agent = ChatModelAgent("a", "", "", ScriptedModel([asks(call("ask", {})), "done"]), [ask], before_agent_callbacks=[remember])
+    agent = ChatModelAgent("a", model=ScriptedModel([asks(call("ask", {})), "done"]), tools=[ask], before_agent_callbacks=[remember])
     runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore())
     events = list(runner.query("x", checkpoint_id="k"))
     assert all(e.error is None for e in events)
@@ -120,12 +120,12 @@ def test_streaming_tools_can_interrupt_and_send_actions_before_their_first_chunk
         yield "streamed after approval"
 
     model = ScriptedModel([asks(call("slow_stream", {})), "never"])
-    events = list(Runner(ChatModelAgent("a", "", "", model, [slow_stream], return_directly={"slow_stream"})).query("x"))
+    events = list(Runner(ChatModelAgent("a", model=model, tools=[slow_stream], return_directly={"slow_stream"})).query("x"))
     assert events[-1].action is not None and events[-1].action.exit
     assert events[-1].message_output.get_message().content == "ab"
 
     model = ScriptedModel([asks(call("ask_stream", {})), "done"])
-    runner = Runner(ChatModelAgent("b", "", "", model, [ask_stream]), checkpoint_store=InMemoryCheckpointStore())
+    runner = Runner(ChatModelAgent("b", model=model, tools=[ask_stream]), checkpoint_store=InMemoryCheckpointStore())
     events = list(runner.query("x", checkpoint_id="s"))
     intr = events[-1].action.interrupted
     assert intr is not None and intr.interrupt_contexts[0].info == "approve the stream?"
@@ -140,15 +140,15 @@ def test_tool_calls_with_repeated_or_empty_ids_keep_every_result() -> None:
         return text
 
     model = ScriptedModel([asks(call("echo", {"text": "A"}, "", 0), call("echo", {"text": "B"}, "", 1)), "ok"])
-    list(Runner(ChatModelAgent("a", "", "", model, [echo])).query("x"))
+    list(Runner(ChatModelAgent("a", model=model, tools=[echo])).query("x"))
     assert [m.content for m in model.calls[1].messages if m.role == "tool"] == ["A", "B"]
 
 
 def test_an_agent_cannot_join_a_second_tree() -> None:
-    b = ChatModelAgent("b", "d", "", ScriptedModel([]))
-    set_sub_agents(ChatModelAgent("router", "d", "", ScriptedModel([])), [b])
+    b = ChatModelAgent("b", description="d", model=ScriptedModel([]))
+    set_sub_agents(ChatModelAgent("router", description="d", model=ScriptedModel([])), [b])
     with pytest.raises(ValueError, match="already belongs to 'router'"):
-        SequentialAgent("w", "", [b])
+        SequentialAgent("w", sub_agents=[b])
     assert "transfer_to_agent" in [t.info.name for t in b.tools]  # the first tree is untouched
 
 
@@ -162,19 +162,17 @@ class Breaker(BaseAgent):
 def test_an_agent_tools_forwarded_break_loop_does_not_end_the_callers_loop() -> None:
     outer = ChatModelAgent(
         "caller",
-        "",
-        "",
-        ScriptedModel(lambda messages, tools: asks(call("brk", {"request": "x"})) if messages[-1].role != "tool" else "next"),
-        [AgentTool(Breaker("brk", "breaks"), emit_internal_events=True)],
+        model=ScriptedModel(lambda messages, tools: asks(call("brk", {"request": "x"})) if messages[-1].role != "tool" else "next"),
+        tools=[AgentTool(Breaker("brk", "breaks"), emit_internal_events=True)],
     )
-    events = list(Runner(LoopAgent("loop", "", [outer], max_iterations=3)).query("go"))
+    events = list(Runner(LoopAgent("loop", sub_agents=[outer], max_iterations=3)).query("go"))
     assert sum(1 for e in events if e.message_output and e.message_output.message and e.message_output.message.content == "next") == 3
     forwarded = [e for e in events if e.agent_name == "brk"]
     assert forwarded and all(e.action is None for e in forwarded)
 
 
 def test_misspelled_run_options_are_refused() -> None:
-    runner = Runner(ChatModelAgent("a", "", "", ScriptedModel(["x"])), checkpoint_store=InMemoryCheckpointStore())
+    runner = Runner(ChatModelAgent("a", model=ScriptedModel(["x"])), checkpoint_store=InMemoryCheckpointStore())
     with pytest.raises(TypeError, match="chekpoint_id"):
         runner.query("x", chekpoint_id="k")  # type: ignore[call-arg]
 
@@ -189,7 +187,7 @@ def test_a_finished_resumed_run_deletes_its_checkpoint() -> None:
         return "yes"
 
     store = InMemoryCheckpointStore()
-    runner = Runner(ChatModelAgent("a", "", "", ScriptedModel([asks(call("ask", {})), "done"]), [ask]), checkpoint_store=store)
+    runner = Runner(ChatModelAgent("a", model=ScriptedModel([asks(call("ask", {})), "done"]), tools=[ask]), checkpoint_store=store)
     ctx = list(runner.query("x", checkpoint_id="k"))[-1].action.interrupted.interrupt_contexts[0]
     list(runner.resume("k", targets={ctx.id: 1}))
     assert store.get("k") is None
@@ -200,7 +198,7 @@ def test_a_finished_resumed_run_deletes_its_checkpoint() -> None:
 def test_construction_mistakes_get_clear_errors() -> None:
     model = ScriptedModel(["x"])
     with pytest.raises(TypeError, match="instruction must be str"):
-        ChatModelAgent("a", "d", model)  # type: ignore[arg-type]
+        ChatModelAgent("a", description="d", instruction=model)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="OpenAIChatModel"):
         ChatModelAgent("a", model="gpt-4o")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="tools must be a list"):
@@ -212,9 +210,9 @@ def test_construction_mistakes_get_clear_errors() -> None:
     with pytest.raises(TypeError, match="pass an instance"):
         ChatModelAgent("a", model=model, exit_tool=ExitTool)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="sub_agents"):
-        SequentialAgent("s", [ChatModelAgent("a", model=model)])  # type: ignore[arg-type]
+        SequentialAgent("s", description=[ChatModelAgent("a", model=model)])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="max_iterations"):
-        LoopAgent("l", "", [ChatModelAgent("b", model=model)], max_iterations=None)  # type: ignore[arg-type]
+        LoopAgent("l", sub_agents=[ChatModelAgent("b", model=model)], max_iterations=None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="expected an agent"):
         AgentTool(model)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="expected an agent"):
@@ -253,7 +251,7 @@ def test_a_run_whose_event_loop_closes_ends_with_an_error_not_a_silent_end() -> 
 
     async def start() -> None:
         model = ScriptedModel([asks(call("slow", {})), "fin"])
-        held["it"] = Runner(ChatModelAgent("a", "", "", model, [slow])).query("q")
+        held["it"] = Runner(ChatModelAgent("a", model=model, tools=[slow])).query("q")
         await asyncio.sleep(0.05)  # the run gets going, then this loop ends and cancels it
 
     asyncio.run(start())

@@ -10,12 +10,14 @@ message; an inner error event makes the tool call fail.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from rillet._core.address import tool_segment
 from rillet._native import Message, RilletError
 from rillet.agent import Agent, AgentInput
 from rillet.checkpoint.payload import events_to_records, records_to_events
+from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run, current_tool_call
 from rillet.events import AgentAction, AgentEvent, RunPath, copy_event
 from rillet.interrupt import composite_interrupt
@@ -24,7 +26,21 @@ from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = ["AgentTool", "AgentToolError"]
 
-_STATE_KIND = "rillet.agent_tool"
+
+@checkpoint_state("rillet.agent_tool")
+@dataclass(frozen=True, slots=True)
+class AgentToolState:
+    """What an interrupted agent tool saves: the inner agent's input messages and the inner
+    run's event log (records); the inner agents keep their own states by address."""
+
+    LEGACY_KIND = "rillet.agent_tool"
+
+    messages: tuple[Message, ...]
+    events: list[Any]
+
+    @classmethod
+    def from_legacy(cls, saved: dict[str, Any]) -> AgentToolState:
+        return cls(tuple(saved["messages"]), saved["events"])
 
 
 class AgentToolError(RilletError):
@@ -103,12 +119,12 @@ class AgentTool(BaseTool):
         caller = current_run()
         values = caller.session if caller is not None else Session()
         session = Session(values.values, [], values.lock)  # shared values, a fresh event log
-        saved = scope.point.state if scope is not None and scope.point.was_interrupted else None
-        if isinstance(saved, dict) and saved.get("kind") == _STATE_KIND:
+        saved = saved_state(scope.point.state, AgentToolState) if scope is not None and scope.point.was_interrupted else None
+        if saved is not None:
             # Resumed: the inner run's log as it was; the inner agents find their own saved
             # state by address as the run re-enters them.
-            session.restore(records_to_events(saved["events"]))
-            messages = list(saved["messages"])
+            session.restore(records_to_events(saved.events))
+            messages = list(saved.messages)
         address = (*caller.address, tool_segment(self.info.name, scope.call_id if scope else "")) if caller else ()
         run = RunContext(session, RunPath(), address, None)
         streaming = scope.streaming if scope is not None else False
@@ -117,7 +133,7 @@ class AgentTool(BaseTool):
         last: AgentEvent | None = None
         async for ev in advance_in(run, self._flow.events(AgentInput(messages, streaming))):
             if ev.action is not None and ev.action._signal is not None:
-                state = {"kind": _STATE_KIND, "messages": messages, "events": await events_to_records(session.snapshot())}
+                state = AgentToolState(tuple(messages), await events_to_records(session.snapshot()))
                 raise composite_interrupt("agent tool interrupt", state, ev.action._signal)
             if ev.error is not None:
                 raise AgentToolError(f"agent tool {self.info.name!r}: {ev.error}") from ev.error

@@ -20,13 +20,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from rillet._core.address import agent_segment
 from rillet._core.loop import Inbox, child_task
 from rillet._core.scope import current_resume
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.checkpoint.payload import events_to_records, records_to_events
+from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run
 from rillet.events import AgentEvent, RunPath, RunStep
 from rillet.flow import FlowAgent, OnSubAgents, adopt, advance_in, flow_of, with_disallow_transfer_to_parent
@@ -35,17 +37,72 @@ from rillet.interrupt import composite_interrupt_event
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
 
 
+# --- what each workflow saves when a child interrupts (docs/checkpoint-format.md) -----------
+
+
+@checkpoint_state("rillet.sequential")
+@dataclass(frozen=True, slots=True)
+class SequentialState:
+    """A SequentialAgent resumes at the child at ``index``."""
+
+    LEGACY_KIND = "rillet.sequential"
+
+    index: int
+
+    @classmethod
+    def from_legacy(cls, saved: dict[str, Any]) -> SequentialState:
+        return cls(int(saved["index"]))
+
+
+@checkpoint_state("rillet.loop")
+@dataclass(frozen=True, slots=True)
+class LoopState:
+    """A LoopAgent resumes in round ``iteration`` (0 = the first) at the child at ``index``."""
+
+    LEGACY_KIND = "rillet.loop"
+
+    iteration: int
+    index: int
+
+    @classmethod
+    def from_legacy(cls, saved: dict[str, Any]) -> LoopState:
+        return cls(int(saved["iteration"]), int(saved["index"]))
+
+
+@checkpoint_state("rillet.parallel")
+@dataclass(frozen=True, slots=True)
+class ParallelState:
+    """A ParallelAgent keeps each lane's events (records, by lane) and where each of them
+    stood in the recording order of all lanes (``order``; None in checkpoints written before
+    it was kept), so the resumed lanes join in the order they were recorded."""
+
+    LEGACY_KIND = "rillet.parallel"
+
+    lanes: tuple[list[Any], ...]
+    order: tuple[list[int], ...] | None = None
+
+    @classmethod
+    def from_legacy(cls, saved: dict[str, Any]) -> ParallelState:
+        lanes, order = saved["lanes"], saved.get("order")
+        n = len(lanes)
+        return cls(
+            tuple(lanes[str(i)] for i in range(n)),
+            tuple(order[str(i)] for i in range(n)) if order is not None else None,
+        )
+
+
 class WorkflowAgent(BaseAgent):
-    """The base of the workflow agents: a name, a description and the children."""
+    """The base of the workflow agents: a name, a description and the children (everything
+    after ``name`` by keyword: ``SequentialAgent("seq", sub_agents=[a, b])``)."""
 
     records_own_events = True  # each child records its events in the session itself
 
     def __init__(
         self,
         name: str,
+        *,
         description: str = "",
         sub_agents: Sequence[Agent] = (),
-        *,
         before_agent_callbacks: Iterable[AgentCallback] = (),
         after_agent_callbacks: Iterable[AgentCallback] = (),
     ) -> None:
@@ -58,7 +115,7 @@ class WorkflowAgent(BaseAgent):
         kind = type(self).__name__
         if not isinstance(name, str) or not isinstance(description, str):
             raise TypeError(
-                f"{kind}(name, description, sub_agents): name and description must be str "
+                f"{kind}(name, description=..., sub_agents=...): name and description must be str "
                 f"(got {type(name).__name__} and {type(description).__name__}); pass the agents as sub_agents=[...]"
             )
         if not sub_agents:
@@ -146,7 +203,7 @@ async def _sequence_child(
         yield held
 
 
-def _wrap_interrupt(child_event: AgentEvent, state: dict[str, Any]) -> AgentEvent:
+def _wrap_interrupt(child_event: AgentEvent, state: SequentialState | LoopState) -> AgentEvent:
     """The workflow's interrupt around a child's: saves where to resume, keeps the child's
     agent name and run path (Eino's composite workflow interrupt)."""
     action = child_event.action
@@ -157,18 +214,20 @@ def _wrap_interrupt(child_event: AgentEvent, state: dict[str, Any]) -> AgentEven
     return ev
 
 
-def _saved(run: RunContext, kind: str) -> dict[str, Any] | None:
+S = TypeVar("S")
+
+
+def _saved(run: RunContext, cls: type[S]) -> S | None:
     """This workflow's own saved state when the run resumes it."""
-    state = run.point.state if run.point.was_interrupted else None
-    return state if isinstance(state, dict) and state.get("kind") == kind else None
+    return saved_state(run.point.state, cls) if run.point.was_interrupted else None
 
 
 class SequentialAgent(WorkflowAgent):
     """Runs its children one after another."""
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
-        saved = _saved(run, _SEQ)
-        start = int(saved["index"]) if saved is not None else 0
+        saved = _saved(run, SequentialState)
+        start = saved.index if saved is not None else 0
         path = run.run_path + [RunStep(c.name) for c in self.sub_agents[:start]]
         for i in range(start, len(self.sub_agents)):
             child = self.sub_agents[i]
@@ -176,7 +235,7 @@ class SequentialAgent(WorkflowAgent):
             async for ev in _sequence_child(child, run, path, outcome, **options):
                 yield ev
             if outcome.interrupt is not None:
-                yield _wrap_interrupt(outcome.interrupt, {"kind": _SEQ, "index": i})
+                yield _wrap_interrupt(outcome.interrupt, SequentialState(i))
             if outcome.stop:
                 return
             path = path + (RunStep(child.name),)
@@ -189,17 +248,17 @@ class LoopAgent(WorkflowAgent):
     def __init__(
         self,
         name: str,
+        *,
         description: str = "",
         sub_agents: Sequence[Agent] = (),
-        *,
         max_iterations: int = 0,
         before_agent_callbacks: Iterable[AgentCallback] = (),
         after_agent_callbacks: Iterable[AgentCallback] = (),
     ) -> None:
         super().__init__(
             name,
-            description,
-            sub_agents,
+            description=description,
+            sub_agents=sub_agents,
             before_agent_callbacks=before_agent_callbacks,
             after_agent_callbacks=after_agent_callbacks,
         )
@@ -210,8 +269,8 @@ class LoopAgent(WorkflowAgent):
         self.max_iterations = max_iterations
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
-        saved = _saved(run, _LOOP)
-        i, start = (int(saved["iteration"]), int(saved["index"])) if saved is not None else (0, 0)
+        saved = _saved(run, LoopState)
+        i, start = (saved.iteration, saved.index) if saved is not None else (0, 0)
         names = [RunStep(c.name) for c in self.sub_agents]
         path = run.run_path + names * i + names[:start]  # shared: O(1) a step from here on
         while self.max_iterations == 0 or i < self.max_iterations:
@@ -227,7 +286,7 @@ class LoopAgent(WorkflowAgent):
                         broke = True
                     yield ev
                 if outcome.interrupt is not None:
-                    yield _wrap_interrupt(outcome.interrupt, {"kind": _LOOP, "iteration": i, "index": j})
+                    yield _wrap_interrupt(outcome.interrupt, LoopState(i, j))
                 if outcome.stop or broke:
                     return
                 path = path + (names[j],)
@@ -241,7 +300,7 @@ class ParallelAgent(WorkflowAgent):
     interrupted children."""
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
-        saved = _saved(run, _PAR)
+        saved = _saved(run, ParallelState)
         lanes = [run.session.lane() for _ in self.sub_agents]
         base = len(lanes[0].events)
         todo = list(range(len(self.sub_agents)))
@@ -249,11 +308,11 @@ class ParallelAgent(WorkflowAgent):
             resume = current_resume()
             wanted = resume.next_points(run.address) if resume is not None else []
             todo = [i for i, c in enumerate(self.sub_agents) if agent_segment(c.name) in wanted]
-            places = saved.get("order")  # absent in checkpoints written before it was kept
-            first = time.monotonic_ns() - sum(len(records) for records in saved["lanes"].values())
-            for i, records in saved["lanes"].items():
+            places = saved.order
+            first = time.monotonic_ns() - sum(len(records) for records in saved.lanes)
+            for i, records in enumerate(saved.lanes):
                 stamps = [first + p for p in places[i]] if places is not None else None
-                lanes[int(i)].restore(records_to_events(records), stamps)  # in the order they were recorded
+                lanes[i].restore(records_to_events(records), stamps)  # in the order they were recorded
         queue: Inbox[tuple[int, AgentEvent | BaseException | None]] = Inbox()
 
         async def pump(i: int) -> None:
@@ -286,17 +345,13 @@ class ParallelAgent(WorkflowAgent):
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         if interrupted:
-            lanes_state = {str(i): await events_to_records(lane.events[base:]) for i, lane in enumerate(lanes)}
-            order = {str(i): places for i, places in enumerate(Session.order(lanes, base))}
+            state = ParallelState(
+                tuple([await events_to_records(lane.events[base:]) for lane in lanes]), tuple(Session.order(lanes, base))
+            )
             signals = [ev.action._signal for ev in interrupted if ev.action is not None and ev.action._signal is not None]
             data = {ev.agent_name: ev.action.interrupted.data for ev in interrupted if ev.action and ev.action.interrupted}
-            out = composite_interrupt_event(data, {"kind": _PAR, "lanes": lanes_state, "order": order}, *signals)
+            out = composite_interrupt_event(data, state, *signals)
             out.agent_name, out.run_path = self.name, run.run_path
             yield out
             return
         run.session.join(lanes)
-
-
-_SEQ = "rillet.sequential"
-_LOOP = "rillet.loop"
-_PAR = "rillet.parallel"

@@ -1,9 +1,11 @@
 """Writes the golden run checkpoints of the current payload version. Run once per new payload
 version, never to rewrite a file:
 
-    .venv/bin/python tests/golden/make_payload_golden.py
+    .venv/bin/python tests/golden/make_payload_golden.py [DIR]
 
-The files go to tests/golden/payload_v<PAYLOAD_VERSION>/; existing files are kept, and
+The files go to tests/golden/payload_v<PAYLOAD_VERSION>/ (or tests/golden/DIR/, which must start
+with ``payload_v``: ``payload_v3_typed_states`` holds the first checkpoints whose agent states
+are registered dataclasses instead of tagged dicts); existing files are kept, and
 tests/test_checkpoint_payload.py loads and resumes every one of them forever.
 """
 
@@ -21,7 +23,8 @@ from rillet.checkpoint.payload import PAYLOAD_VERSION  # noqa: E402
 
 
 def main() -> None:
-    out = HERE / f"payload_v{PAYLOAD_VERSION}"
+    out = HERE / (sys.argv[1] if len(sys.argv) > 1 else f"payload_v{PAYLOAD_VERSION}")
+    assert out.name.startswith("payload_v"), "the golden tests find payload_v*/ directories"
     out.mkdir(exist_ok=True)
     for name, make in CHECKPOINTS.items():
         path = out / f"{name}.bin"

@@ -1,0 +1,248 @@
+"""ChatModelAgent: its configuration, transfer wiring, model input, and the driver of the
+ReAct loop's steps (:mod:`rillet.chatmodel.steps`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any, Literal
+
+from rillet._native import Message
+from rillet.agent import AgentCallback, AgentInput, BaseAgent
+from rillet.chatmodel.config import (
+    AfterAgent,
+    AfterModel,
+    BeforeAgent,
+    BeforeModel,
+    GenModelInput,
+    ToolWrapper,
+    as_list,
+    check_arguments,
+    maybe_await,
+)
+from rillet.chatmodel.state import ReactLoop, RoundState, Step
+from rillet.chatmodel.steps import call_model, start_round
+from rillet.checkpoint_state import saved_state
+from rillet.context import current_run
+from rillet.events import AgentEvent
+from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
+from rillet.tools import as_tool
+
+if TYPE_CHECKING:
+    from rillet.models.base import ChatModel
+    from rillet.tools import BaseTool, ToolInfo
+
+__all__ = ["ChatModelAgent"]
+
+
+class ChatModelAgent(BaseAgent):
+    """An agent that runs the ReAct loop over ``model`` and ``tools``. Everything after
+    ``name`` is passed by keyword.
+
+    Args:
+        name: the agent's name (events, transfer, agent tools).
+        description: what it does, for agents that may call or transfer to it.
+        instruction: the system prompt. When the run has session values it is formatted with
+            them (``"Hello {user}"``); otherwise it is used verbatim.
+        model: a :class:`~rillet.models.ChatModel` (``generate`` and ``stream``).
+        tools: tools (``@tool`` functions, :class:`~rillet.tools.BaseTool`) or plain functions.
+        return_directly: names of tools whose result ends the run (after the round).
+        max_iterations: most model calls per run (default 20); the next one fails with
+            :class:`ExceedMaxIterationsError`.
+        exit_tool: a tool (such as :class:`~rillet.tools.ExitTool`) that ends the run; it is
+            added to the tools and returns directly.
+        output_key: store the final answer's text in the session under this key.
+        gen_model_input: ``(instruction, input) -> messages`` replaces the default
+            ``[system(instruction)] + input.messages``.
+        execute_tools_sequentially: run a round's tool calls one after another.
+        tool_error: ``"return"`` (default) sends a failed tool's error text back to the model
+            as its result; ``"raise"`` ends the run with an error event (Eino's behaviour).
+        before_model, after_model, wrap_tool_call, before_agent, after_agent: callbacks
+            (sync or async; one or a list), see the module documentation.
+        model_options: keyword options passed to every model call.
+        before_agent_callbacks, after_agent_callbacks: ADK-Go's agent callbacks around the
+            whole call (see :class:`~rillet.agent.BaseAgent`).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        instruction: str = "",
+        model: ChatModel | None = None,
+        tools: Iterable[Any] = (),
+        return_directly: Iterable[str] = (),
+        max_iterations: int = 20,
+        exit_tool: BaseTool | None = None,
+        output_key: str | None = None,
+        gen_model_input: GenModelInput | None = None,
+        execute_tools_sequentially: bool = False,
+        tool_error: Literal["return", "raise"] = "return",
+        before_model: BeforeModel | Iterable[BeforeModel] | None = None,
+        after_model: AfterModel | Iterable[AfterModel] | None = None,
+        wrap_tool_call: ToolWrapper | Iterable[ToolWrapper] | None = None,
+        before_agent: BeforeAgent | Iterable[BeforeAgent] | None = None,
+        after_agent: AfterAgent | Iterable[AfterAgent] | None = None,
+        model_options: dict[str, Any] | None = None,
+        before_agent_callbacks: Iterable[AgentCallback] = (),
+        after_agent_callbacks: Iterable[AgentCallback] = (),
+    ) -> None:
+        super().__init__(
+            name,
+            description,
+            before_agent_callbacks=before_agent_callbacks,
+            after_agent_callbacks=after_agent_callbacks,
+        )
+        check_arguments(name, description, instruction, model, tools, return_directly, max_iterations, exit_tool)
+        assert model is not None  # checked just above
+        if tool_error not in ("return", "raise"):
+            raise ValueError(f"ChatModelAgent {name!r}: tool_error must be 'return' or 'raise', got {tool_error!r}")
+        self.instruction = instruction
+        self.model = model
+        self.tools: list[BaseTool] = [as_tool(t) for t in tools]
+        self.return_directly = set(return_directly)
+        if exit_tool is not None:
+            self.tools.append(exit_tool)
+            self.return_directly.add(exit_tool.info.name)
+        self._by_name: dict[str, BaseTool] = {}
+        for t in self.tools:
+            tname = t.info.name
+            if tname in self._by_name:
+                raise ValueError(f"ChatModelAgent {name!r}: two tools are named {tname!r}; tool names must be unique")
+            self._by_name[tname] = t
+        unknown = self.return_directly - set(self._by_name)
+        if unknown:
+            raise ValueError(
+                f"ChatModelAgent {name!r}: return_directly names tools it does not have: {sorted(unknown)}"
+            )
+        self.max_iterations = max_iterations if max_iterations > 0 else 20
+        self.output_key = output_key
+        self.gen_model_input = gen_model_input
+        self.execute_tools_sequentially = execute_tools_sequentially
+        self.tool_error = tool_error
+        self.before_model: list[BeforeModel] = as_list(before_model)
+        self.after_model: list[AfterModel] = as_list(after_model)
+        self.wrap_tool_call: list[ToolWrapper] = as_list(wrap_tool_call)
+        self.before_agent: list[BeforeAgent] = as_list(before_agent)
+        self.after_agent: list[AfterAgent] = as_list(after_agent)
+        self.model_options = dict(model_options or {})
+        self._tool_infos: list[ToolInfo] = [t.info for t in self.tools]
+        self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
+        self._sub_agents: list[Any] = []
+        self._parent: Any = None
+        self._disallow_transfer_to_parent = False
+        self._transfer_instruction = ""
+        self._frozen = False
+
+    # --- transfer wiring (called by set_sub_agents) --------------------------------------
+
+    def on_set_sub_agents(self, sub_agents: list[Any]) -> None:
+        """Called by :func:`rillet.set_sub_agents`: this agent may transfer to ``sub_agents``."""
+        self._check_not_frozen()
+        if self._sub_agents:
+            raise ValueError(f"ChatModelAgent {self.name!r}: sub-agents are already set")
+        self._sub_agents = list(sub_agents)
+        self._wire_transfer()
+
+    def on_set_as_sub_agent(self, parent: Any) -> None:
+        """Called by :func:`rillet.set_sub_agents`: ``parent`` is this agent's parent."""
+        self._check_not_frozen()
+        if self._parent is not None:
+            raise ValueError(f"ChatModelAgent {self.name!r}: it already has a parent, {self._parent.name!r}")
+        self._parent = parent
+        self._wire_transfer()
+
+    def on_disallow_transfer_to_parent(self) -> None:
+        """This agent may not transfer back to its parent."""
+        self._check_not_frozen()
+        self._disallow_transfer_to_parent = True
+        self._wire_transfer()
+
+    def _check_not_frozen(self) -> None:
+        if self._frozen:
+            raise RuntimeError(f"ChatModelAgent {self.name!r} has already run: set its sub-agents before the first run")
+
+    def _wire_transfer(self) -> None:
+        """Adds (or removes) the transfer tool and instruction for the current targets."""
+        targets = list(self._sub_agents)
+        if self._parent is not None and not self._disallow_transfer_to_parent:
+            targets.append(self._parent)
+        self.tools = [t for t in self.tools if t.info.name != TRANSFER_TOOL_NAME]
+        self._by_name.pop(TRANSFER_TOOL_NAME, None)
+        self.return_directly.discard(TRANSFER_TOOL_NAME)
+        self._transfer_instruction = transfer_instruction(targets) if targets else ""
+        if targets:
+            t = transfer_tool()
+            self.tools.append(t)
+            self._by_name[TRANSFER_TOOL_NAME] = t
+            self.return_directly.add(TRANSFER_TOOL_NAME)
+        self._tool_infos = [t.info for t in self.tools]
+        self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
+
+    # --- the run ----------------------------------------------------------------------
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        """Drives the loop: each step returns the next; the events a step produced go out
+        before the next step runs."""
+        self._frozen = True
+        loop, first = await self._start(input, options)
+        step: Step | None = first
+        out = loop.out
+        try:
+            while step is not None:
+                step = await step(self, loop)
+                if out:
+                    for ev in out:
+                        yield ev
+                    out.clear()
+        finally:
+            loop.close()
+
+    async def _start(self, input: AgentInput, options: dict[str, Any]) -> tuple[ReactLoop, Step]:
+        """The loop's first state and step: a resumed run reruns its interrupted round with
+        the conversation as it was (completed results are reused, not recomputed); a new
+        run calls the model with the agent's input."""
+        run = current_run()
+        saved = run.point.state if run is not None and run.point.was_interrupted else None
+        model_options = {**self.model_options, **options.get("model_options", {})}
+        streaming = input.enable_streaming
+        resumed = saved_state(saved, RoundState) if saved is not None else None
+        if resumed is not None:
+            loop = ReactLoop(list(resumed.messages), resumed.remaining, resumed.iteration, streaming, model_options)
+            loop.resumed = resumed
+            return loop, start_round
+        for cb in self.before_agent:
+            changed = await maybe_await(cb(input))
+            if changed is not None:
+                input = changed
+        messages = list(await self._model_input(input))
+        remaining = self.max_iterations if self._tool_infos else 1
+        return ReactLoop(messages, remaining, 0, streaming, model_options), call_model
+
+    async def _model_input(self, input: AgentInput) -> list[Message]:
+        if self.gen_model_input is not None:
+            return list(await maybe_await(self.gen_model_input(self.instruction, input)))
+        instruction = self.instruction
+        if self._transfer_instruction:
+            instruction = f"{instruction}\n\n{self._transfer_instruction}" if instruction else self._transfer_instruction
+        instruction = self._format_instruction(instruction)
+        if not instruction:
+            return list(input.messages)
+        return [Message.system(instruction), *input.messages]
+
+    def _format_instruction(self, instruction: str) -> str:
+        run = current_run()
+        if not instruction or run is None:
+            return instruction
+        with run.session.lock:
+            values = dict(run.session.values)
+        if not values:
+            return instruction
+        try:
+            return instruction.format_map(values)
+        except (KeyError, ValueError, IndexError, AttributeError) as e:
+            raise ValueError(
+                f"ChatModelAgent {self.name!r}: the instruction is formatted with the session values "
+                f"({', '.join(sorted(values))}) and failed: {e!r}. Double literal braces ({{{{ and }}}}) or "
+                "pass gen_model_input to build the model input yourself"
+            ) from e

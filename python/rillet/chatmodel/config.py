@@ -1,0 +1,121 @@
+"""ChatModelAgent's configuration: its errors, the contexts its callbacks see, the callback
+types, and the checks that turn a mistaken constructor call into a clear error."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rillet._native import Message, RilletError
+from rillet.agent import AgentInput
+from rillet.tools import BaseTool
+
+if TYPE_CHECKING:
+    from rillet.tools import ToolInfo
+
+__all__ = [
+    "AfterAgent",
+    "AfterModel",
+    "BeforeAgent",
+    "BeforeModel",
+    "ExceedMaxIterationsError",
+    "GenModelInput",
+    "ModelContext",
+    "ToolCallContext",
+    "ToolCallError",
+    "ToolWrapper",
+]
+
+
+class ExceedMaxIterationsError(RilletError):
+    """The ReAct loop asked the model more often than ``max_iterations`` allows."""
+
+
+class ToolCallError(RilletError):
+    """A tool call failed and the agent was told to stop (``tool_error="raise"``)."""
+
+
+@dataclass(slots=True)
+class ModelContext:
+    """What a model callback sees: the agent, the iteration (1 = first model call), the
+    messages about to be sent (``before_model``) and the tools offered."""
+
+    agent_name: str
+    iteration: int
+    messages: list[Message]
+    tools: list[ToolInfo] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ToolCallContext:
+    """What a tool-call wrapper sees: the tool's name, the call id and its JSON arguments."""
+
+    agent_name: str
+    tool_name: str
+    call_id: str
+    arguments: str
+
+
+BeforeModel = Callable[[ModelContext], "list[Message] | None | Awaitable[list[Message] | None]"]
+AfterModel = Callable[[ModelContext, Message], "Message | None | Awaitable[Message | None]"]
+ToolWrapper = Callable[[ToolCallContext, Callable[[str], Awaitable[str]]], Awaitable[str]]
+BeforeAgent = Callable[[AgentInput], "AgentInput | None | Awaitable[AgentInput | None]"]
+AfterAgent = Callable[[list[Message]], "None | Awaitable[None]"]
+GenModelInput = Callable[[str, AgentInput], "list[Message] | Awaitable[list[Message]]"]
+
+
+def awaitable(value: Any, model: Any, method: str) -> Awaitable[Any]:
+    """What a ChatModel method returned, checked to be awaitable (it must be `async def`)."""
+    if not inspect.isawaitable(value):
+        raise TypeError(f"{type(model).__name__}.{method} must be `async def` (the ChatModel protocol); it returned {type(value).__name__}")
+    awaitable_value: Awaitable[Any] = value
+    return awaitable_value
+
+
+async def maybe_await(value: Any) -> Any:
+    """A callback's result: sync callbacks return it, async ones a coroutine of it."""
+    return await value if inspect.isawaitable(value) else value
+
+
+def as_list(fns: Any) -> list[Any]:
+    """A callback argument (None, one callable, or several) as a list."""
+    if fns is None:
+        return []
+    if callable(fns):
+        return [fns]
+    return list(fns)
+
+
+def check_arguments(
+    name: Any,
+    description: Any,
+    instruction: Any,
+    model: Any,
+    tools: Any,
+    return_directly: Any,
+    max_iterations: Any,
+    exit_tool: Any,
+) -> None:
+    """Clear errors for the mistakes people make when building a ChatModelAgent."""
+    where = f"ChatModelAgent {name!r}"
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"ChatModelAgent(name=...): a non-empty str is required, got {name!r}")
+    for field_name, value in (("description", description), ("instruction", instruction)):
+        if not isinstance(value, str):
+            raise TypeError(f"{where}: {field_name} must be str, got {type(value).__name__}")
+    if model is None:
+        raise ValueError(f"{where}: model is required (for example ScriptedModel([...]) or OpenAIChatModel('gpt-4o-mini'))")
+    if not (callable(getattr(model, "generate", None)) and callable(getattr(model, "stream", None))):
+        hint = f"; for a hosted model use OpenAIChatModel({model!r})" if isinstance(model, str) else ""
+        raise TypeError(f"{where}: model must be a ChatModel (async generate and stream), got {type(model).__name__}{hint}")
+    if isinstance(tools, (str, bytes, BaseTool)) or callable(tools) or not hasattr(tools, "__iter__"):
+        raise TypeError(f"{where}: tools must be a list of tools, got {type(tools).__name__}; write tools=[...]")
+    if isinstance(return_directly, str):
+        raise TypeError(f"{where}: return_directly must be a set of tool names, e.g. {{{return_directly!r}}}")
+    if not isinstance(max_iterations, int) or isinstance(max_iterations, bool):
+        raise TypeError(f"{where}: max_iterations must be an int, got {max_iterations!r}")
+    if exit_tool is not None and not isinstance(exit_tool, BaseTool):
+        what = "the class; pass an instance, e.g. ExitTool()" if isinstance(exit_tool, type) else type(exit_tool).__name__
+        raise TypeError(f"{where}: exit_tool must be a tool instance, got {what}")

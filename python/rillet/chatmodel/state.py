@@ -1,0 +1,98 @@
+"""The ReAct loop's state: the record a run carries from step to step, the state of the tool
+round in progress, and what an interrupted round saves in the checkpoint.
+
+A step is an async function ``step(agent, loop) -> next step | None``: it does one piece of
+work (call the model, read its streamed reply, run or collect tool calls, end the round,
+finish), appends the events it produces to ``loop.out`` (the agent yields them before the
+next step runs) and returns the step that comes next, or None when the run is over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rillet._core.loop import Inbox
+from rillet._native import Message, StreamReader, ToolCall
+from rillet.chatmodel.config import ModelContext
+from rillet.checkpoint_state import checkpoint_state
+from rillet.events import AgentEvent
+from rillet.interrupt import Interrupted
+
+if TYPE_CHECKING:
+    from rillet.chatmodel.agent import ChatModelAgent
+
+__all__ = ["ReactLoop", "Round", "RoundState", "Step"]
+
+Step = Callable[["ChatModelAgent", "ReactLoop"], Awaitable["Step | None"]]
+
+
+@checkpoint_state("rillet.chatmodel.round")
+@dataclass(frozen=True, slots=True)
+class RoundState:
+    """What an interrupted tool round saves: the conversation up to the tool-call message, the
+    results of the calls that completed (by position in the call list: ids may repeat or be
+    empty), the loop's counters, and the records of a held return-directly event that carried
+    an action (an exit or transfer the resumed round must still deliver)."""
+
+    LEGACY_KIND = "rillet.chatmodel.round"
+
+    messages: tuple[Message, ...]
+    completed: dict[int, Message]
+    remaining: int
+    iteration: int
+    final: list[Any] | None = None
+
+    @classmethod
+    def from_legacy(cls, saved: dict[str, Any]) -> RoundState:
+        """The dict form checkpoints held before this class existed."""
+        completed = {int(k): v for k, v in saved["completed"].items()}
+        return cls(tuple(saved["messages"]), completed, int(saved["remaining"]), int(saved["iteration"]), saved.get("final"))
+
+
+@dataclass(slots=True)
+class Round:
+    """The tool round in progress: the calls of the last model message and how far they got."""
+
+    calls: Sequence[ToolCall]
+    direct: int  # the position of the return-directly call (its event is held to the end), -1 if none
+    results: dict[int, Message]
+    pending: list[tuple[int, ToolCall]] = field(default_factory=list)
+    saved_final: list[Any] | None = None
+    next: int = 0  # the next pending call to run, when they run inline
+    signals: list[Interrupted] = field(default_factory=list)
+    final: AgentEvent | None = None
+    futures: dict[int, asyncio.Future[Message]] = field(default_factory=dict)  # streaming tools' results
+    tasks: dict[asyncio.Task[Any], int] = field(default_factory=dict)  # concurrent calls -> position
+    inbox: Inbox[tuple[str, Any]] | None = None
+    left: int = 0  # concurrent calls not finished yet
+
+    def cancel(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+
+
+@dataclass(slots=True)
+class ReactLoop:
+    """One run's state: the conversation, the model-call budget, the current round and the
+    events the last step produced."""
+
+    messages: list[Message]
+    remaining: int  # model calls left
+    iteration: int  # model calls made
+    streaming: bool
+    model_options: dict[str, Any]
+    out: list[AgentEvent] = field(default_factory=list)
+    mctx: ModelContext | None = None
+    reply: StreamReader[Message] | Message | None = None  # the model's reply, between two steps
+    round: Round | None = None
+    joining: tuple[ToolCall, asyncio.Future[Message]] | None = None  # a streaming tool's result, one-call round
+    resumed: RoundState | None = None  # the saved round to rerun first
+    final_text: str = ""
+
+    def close(self) -> None:
+        """Stops the round's calls that still run (the run ended or was dropped)."""
+        if self.round is not None:
+            self.round.cancel()

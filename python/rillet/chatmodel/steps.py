@@ -1,0 +1,290 @@
+"""The steps of the ReAct loop (see :mod:`rillet.chatmodel.state`).
+
+A run goes ``call_model [-> take_reply] -> one_call [-> join_one] -> call_model ...`` in the
+common round (one tool call), or ``-> start_round -> (call_inline | collect)... -> end_round
+-> call_model ...`` in the others, until a reply without tool calls or a return-directly tool
+leads to ``finish``. An interrupted call ends the run through :func:`_interrupt`, the one
+place a ChatModelAgent saves its round and interrupts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any
+
+from rillet._core.loop import Inbox, child_task, joined, result_of
+from rillet._native import Message, StreamReader, ToolCall
+from rillet.chatmodel.config import (
+    ExceedMaxIterationsError,
+    ModelContext,
+    awaitable,
+    maybe_await,
+)
+from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
+from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
+from rillet.checkpoint.payload import events_to_records, records_to_events
+from rillet.context import add_session_value
+from rillet.events import event_from_message
+from rillet.interrupt import Interrupted, composite_interrupt_event
+from rillet.schema import aconcat_message_stream
+
+if TYPE_CHECKING:
+    from rillet.chatmodel.agent import ChatModelAgent
+
+__all__ = ["call_model", "final_position", "finish", "one_call", "start_round"]
+
+
+async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+    """Calls the model with the conversation; its event goes out before the agent reads its
+    own copy of a streamed reply."""
+    if loop.remaining <= 0:
+        raise ExceedMaxIterationsError(
+            f"ChatModelAgent {agent.name!r} exceeds max iterations ({agent.max_iterations} model calls)"
+        )
+    loop.remaining -= 1
+    loop.iteration += 1
+    state, infos, model = loop.messages, agent._tool_infos, agent.model
+    if agent.before_model or agent.after_model:
+        loop.mctx = mctx = ModelContext(agent.name, loop.iteration, state, infos)
+        for before in agent.before_model:
+            new_state = await maybe_await(before(mctx))
+            if new_state is not None:
+                state[:] = new_state  # persisted, as Eino's BeforeModelRewriteState
+    if loop.streaming:
+        stream = model.stream(state, tools=infos or None, **loop.model_options)
+        stream = await (stream if type(stream) is CoroutineType else awaitable(stream, model, "stream"))
+        if not isinstance(stream, StreamReader):
+            raise TypeError(
+                f"{type(model).__name__}.stream returned {type(stream).__name__}; a ChatModel's stream "
+                "must return a rillet StreamReader of Message chunks (e.g. rillet.stream_from_list([...]))"
+            )
+        user_copy, loop.reply = stream.copy(2)
+        loop.out.append(event_from_message(None, user_copy))
+        return take_reply
+    reply = model.generate(state, tools=infos or None, **loop.model_options)
+    reply = await (reply if type(reply) is CoroutineType else awaitable(reply, model, "generate"))
+    if type(reply) is not Message:
+        raise TypeError(
+            f"{type(model).__name__}.generate returned {type(reply).__name__}; "
+            "a ChatModel's generate must return a rillet.Message"
+        )
+    loop.out.append(event_from_message(reply.copy()))
+    if agent.after_model:  # they run once the event is out
+        loop.reply = reply
+        return take_reply
+    loop.messages.append(reply)  # (what _took_reply does, inline: this runs for every call)
+    calls = reply.tool_calls
+    if not calls or not agent._tool_infos:
+        loop.final_text = reply.content
+        return finish
+    return one_call if len(calls) == 1 and not agent._emits else start_round
+
+
+async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+    """The reply (a streamed one read to its end), after the ``after_model`` callbacks."""
+    reply = loop.reply
+    loop.reply = None
+    if isinstance(reply, StreamReader):
+        reply = await aconcat_message_stream(reply)
+    assert isinstance(reply, Message)
+    for after in agent.after_model:
+        replaced = await maybe_await(after(loop.mctx, reply))  # type: ignore[arg-type]
+        if replaced is not None:
+            reply = replaced
+    return _took_reply(agent, loop, reply)
+
+
+def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
+    """The reply joins the conversation: tool calls start a round, anything else is the
+    final answer."""
+    loop.messages.append(reply)
+    calls = reply.tool_calls
+    if not calls or not agent._tool_infos:
+        loop.final_text = reply.content
+        return finish
+    return one_call if len(calls) == 1 and not agent._emits else start_round
+
+
+async def finish(agent: ChatModelAgent, loop: ReactLoop) -> None:
+    """The run ended with an answer: store it under ``output_key``, run ``after_agent``."""
+    if agent.output_key is not None:
+        add_session_value(agent.output_key, loop.final_text)
+    for after in agent.after_agent:
+        await maybe_await(after(loop.messages))
+
+
+# --- the tool round ------------------------------------------------------------------------
+
+
+async def start_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+    """Starts the calls of the last message (a round other than the common one, see
+    :func:`one_call`): inline, one after another, when there is one call to make or the agent
+    runs them sequentially, else all at once. A resumed round reruns only the calls that had
+    not completed."""
+    saved, loop.resumed = loop.resumed, None
+    calls = loop.messages[-1].tool_calls
+    direct = final_position(calls, agent.return_directly)
+    if saved is None:
+        rnd = Round(calls, direct, {})
+    else:
+        rnd = Round(calls, direct, dict(saved.completed), saved_final=saved.final)
+    rnd.pending = [(i, c) for i, c in enumerate(calls) if i not in rnd.results]
+    loop.round = rnd
+    if not agent._emits and (len(rnd.pending) == 1 or agent.execute_tools_sequentially):
+        return call_inline if rnd.pending else end_round
+    _start_tasks(agent, loop, rnd)
+    return collect if rnd.left else end_round
+
+
+def _start_tasks(agent: ChatModelAgent, loop: ReactLoop, rnd: Round) -> None:
+    inbox: Inbox[tuple[str, Any]] = Inbox()
+    emit = (lambda ev: inbox.put_nowait(("event", ev))) if agent._emits else None
+    gate = asyncio.Lock() if agent.execute_tools_sequentially else None
+    state, streaming = loop.messages, loop.streaming
+
+    async def one(c: ToolCall) -> Outcome:
+        if gate is None:
+            return await attempt(agent, c, state, streaming, emit)
+        async with gate:
+            return await attempt(agent, c, state, streaming, emit)
+
+    rnd.inbox = inbox
+    rnd.tasks = {child_task(one(c)): pos for pos, c in rnd.pending}
+    for t in rnd.tasks:
+        t.add_done_callback(lambda t: inbox.put_nowait(("done", t)))
+    rnd.left = len(rnd.tasks)
+
+
+async def call_inline(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+    """Runs the next pending call in the agent's own task."""
+    rnd = loop.round
+    assert rnd is not None
+    pos, c = rnd.pending[rnd.next]
+    rnd.next += 1
+    _settle(rnd, pos, await attempt(agent, c, loop.messages, loop.streaming, None), loop)
+    return call_inline if rnd.next < len(rnd.pending) else end_round
+
+
+async def collect(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+    """Takes the next thing the concurrent calls produced: an event a tool emitted (agent
+    tools with ``emit_internal_events``) or a finished call."""
+    rnd = loop.round
+    assert rnd is not None and rnd.inbox is not None
+    kind, item = await rnd.inbox.get()
+    if kind == "event":
+        loop.out.append(item)
+        return collect
+    rnd.left -= 1
+    _settle(rnd, rnd.tasks[item], result_of(item), loop)
+    return collect if rnd.left else end_round
+
+
+def _settle(rnd: Round, pos: int, outcome: Outcome, loop: ReactLoop) -> None:
+    """A finished call: its interrupt kept for the end of the round, its result kept (a
+    streaming tool's result is still coming: its future is parked), its event sent out or,
+    for a held return-directly call, kept for the end of the round."""
+    ev, msg = outcome
+    if isinstance(ev, Interrupted):
+        rnd.signals.append(ev)
+        return
+    if isinstance(msg, Message):
+        rnd.results[pos] = msg
+    elif msg is not None:
+        rnd.futures[pos] = msg
+    if pos == rnd.direct:
+        rnd.final = ev
+    else:
+        loop.out.append(ev)
+
+
+async def end_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+    """Ends the round once every call has finished: an interrupt of any call becomes one
+    composite interrupt of this agent, saving what the resumed run needs to rerun only the
+    calls that did not complete; otherwise the results join the conversation and the model
+    is called again, unless a return-directly call ends the run (its event last)."""
+    rnd = loop.round
+    assert rnd is not None
+    loop.round = None
+    for pos, fut in rnd.futures.items():  # streaming tools' concatenated results
+        try:
+            rnd.results[pos] = await joined(fut)
+        except Interrupted as e:  # the stream interrupted part-way
+            rnd.signals.append(e)
+    results, calls, final = rnd.results, rnd.calls, rnd.final
+    if rnd.signals:
+        kept = await events_to_records([final]) if final is not None and final.action is not None else None
+        return _interrupt(loop, results, rnd.signals, kept)
+    loop.messages.extend(results[i] for i in range(len(calls)) if i in results)
+    direct = rnd.direct
+    if direct < 0:
+        return call_model
+    if final is None:  # it completed before an interrupt
+        if rnd.saved_final:  # with an action, kept by the interrupted run
+            final = records_to_events(rnd.saved_final)[0]
+        elif direct in results:
+            final = event_from_message(results[direct].copy(), role="tool", tool_name=results[direct].tool_name)
+    loop.final_text = results[direct].content if direct in results else ""
+    if final is not None:
+        loop.out.append(final)
+    return finish
+
+
+async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+    """The common round: one call, nothing resumed, no events emitted by tools. It runs in
+    the agent's own task, and its event goes out as soon as the call returns (a
+    return-directly call's too: there is nothing to hold it for)."""
+    c = loop.messages[-1].tool_calls[0]
+    try:
+        ev, msg = await call_tool(agent, c.function.name, c.id, c.function.arguments, loop.messages, loop.streaming)
+    except Interrupted as e:
+        return _interrupt(loop, {}, [e], None)
+    loop.out.append(ev)
+    if not isinstance(msg, Message):
+        loop.joining = (c, msg)
+        return join_one
+    loop.messages.append(msg)  # (what _one_result does, inline: this runs for every call)
+    if c.function.name in agent.return_directly:
+        loop.final_text = msg.content
+        return finish
+    return call_model
+
+
+async def join_one(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+    """The common round's streaming tool, once its event is out: its concatenated result."""
+    assert loop.joining is not None
+    c, fut = loop.joining
+    loop.joining = None
+    try:
+        msg = await joined(fut)
+    except Interrupted as e:  # the stream interrupted part-way
+        return _interrupt(loop, {}, [e], None)
+    return _one_result(agent, loop, c, msg)
+
+
+def _one_result(agent: ChatModelAgent, loop: ReactLoop, c: ToolCall, msg: Message) -> Step:
+    loop.messages.append(msg)
+    if c.function.name in agent.return_directly:
+        loop.final_text = msg.content
+        return finish
+    return call_model
+
+
+def _interrupt(
+    loop: ReactLoop, completed: dict[int, Message], signals: list[Interrupted], final: list[Any] | None
+) -> Step | None:
+    """The one way a ChatModelAgent interrupts: the round's interrupts become one composite
+    interrupt of the agent, saving the round (see :class:`RoundState`); the run ends."""
+    saved = RoundState(tuple(loop.messages), dict(completed), loop.remaining, loop.iteration, final)
+    loop.out.append(composite_interrupt_event(None, saved, *signals))
+    return None
+
+
+def final_position(calls: Sequence[ToolCall], return_directly: set[str]) -> int:
+    """The position of the round's return-directly call (-1 if none); the last one wins."""
+    found = -1
+    for i, c in enumerate(calls):
+        if c.function.name in return_directly:
+            found = i
+    return found

@@ -1,0 +1,198 @@
+"""One tool call of a ChatModelAgent: its scope, wrappers, error policy and streaming."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from rillet._core.address import tool_segment
+from rillet._core.loop import child_task
+from rillet._core.scope import TOOL_CALL as _TOOL_CALL
+from rillet._core.scope import current_resume
+from rillet._native import Message, ToolCall, pipe
+from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
+from rillet.context import ToolCallScope, current_run
+from rillet.events import AgentEvent, event_from_message
+from rillet.interrupt import Interrupted
+from rillet.schema import aconcat_message_stream
+
+if TYPE_CHECKING:
+    from rillet.chatmodel.agent import ChatModelAgent
+    from rillet.tools import BaseTool
+
+# The logger keeps the package's name: docs/logging.md documents "rillet.chatmodel".
+_log = logging.getLogger("rillet.chatmodel")
+
+__all__ = ["attempt", "call_tool"]
+
+Outcome = tuple[Any, "Message | asyncio.Future[Message] | None"]
+
+
+async def attempt(
+    agent: ChatModelAgent, c: ToolCall, state: list[Message], streaming: bool, emit: Callable[[AgentEvent], None] | None
+) -> Outcome:
+    """One call's (event, result), or (the Interrupted it raised, None)."""
+    try:
+        return await call_tool(agent, c.function.name, c.id, c.function.arguments, state, streaming, emit)
+    except Interrupted as e:
+        return e, None
+
+
+async def call_tool(
+    agent: ChatModelAgent,
+    name: str,
+    call_id: str,
+    arguments: str,
+    state: list[Message] | None = None,
+    streaming: bool = False,
+    emit: Callable[[AgentEvent], None] | None = None,
+) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
+    """Runs one call in its tool-call scope: its event, and its result (a future of it for a
+    streaming tool, whose event goes out before its stream is read)."""
+    resume = current_resume()
+    if resume is None:
+        scope = ToolCallScope(name, call_id, None, state, streaming, emit)
+    else:
+        run = current_run()
+        point = resume.enter((*(run.address if run else ()), tool_segment(name, call_id)))
+        scope = ToolCallScope(name, call_id, None, state, streaming, emit, point)
+    token = _TOOL_CALL.set(scope)
+    try:
+        tool = agent._by_name.get(name)
+        if tool is not None and tool.is_streaming:
+            return await _stream_tool(agent, tool, scope, arguments)
+        if tool is None or agent.wrap_tool_call:
+            content = await _invoke(agent, tool, name, call_id, arguments)
+        else:  # the common call, without a coroutine of its own
+            try:
+                content = await tool.invoke(arguments)
+            except Interrupted:
+                raise
+            except Exception as e:
+                content = _tool_failed(agent, name, call_id, e)
+        if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
+            raise content
+    finally:
+        try:  # (not contextlib.suppress: this runs for every call)
+            _TOOL_CALL.reset(token)
+        except ValueError:  # closed by the GC, outside its context, after its loop closed
+            pass
+    msg = Message.tool_message(content, call_id, name)
+    ev = event_from_message(msg.copy(), None, "tool", name)
+    if scope.action is not None:
+        ev.action = scope.action
+    return ev, msg
+
+
+async def _invoke(agent: ChatModelAgent, tool: BaseTool | None, name: str, call_id: str, arguments: str) -> str:
+    """An invoked call through the tool-call wrappers (or of an unknown tool)."""
+
+    async def call(args: str) -> str:
+        if tool is None:
+            raise LookupError(
+                f"tool {name!r} not found; the agent {agent.name!r} has: {', '.join(agent._by_name) or 'no tools'}"
+            )
+        result: str = await tool.invoke(args)
+        return result
+
+    endpoint: Callable[[str], Awaitable[str]] = call
+    for wrapper in reversed(agent.wrap_tool_call):  # the first wrapper is the outermost
+        endpoint = _bind(wrapper, ToolCallContext(agent.name, name, call_id, arguments), endpoint)
+    try:
+        return await endpoint(arguments)
+    except Interrupted:
+        raise
+    except Exception as e:
+        return _tool_failed(agent, name, call_id, e)
+
+
+def _tool_failed(agent: ChatModelAgent, name: str, call_id: str, e: Exception) -> str:
+    """A failed call: its error text for the model, or (``tool_error="raise"``) the end."""
+    if agent.tool_error == "raise":
+        raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
+    _log_tool_error(agent.name, name, call_id, e)
+    return f"Error: {e}"
+
+
+async def _stream_tool(
+    agent: ChatModelAgent, tool: BaseTool, scope: ToolCallScope, arguments: str
+) -> tuple[AgentEvent, asyncio.Future[Message]]:
+    """A streaming tool (its native flavour, whatever the run's mode): its event carries a
+    stream of tool-message chunks, emitted once the first chunk is there (so an action the
+    tool sends before its first chunk is on the event); the state gets their concatenation.
+    An interrupt before the first chunk interrupts the call; one after it, once the stream
+    ends. Tool-call wrappers apply to invoked tools only."""
+    name, call_id = scope.tool_name, scope.call_id
+    reader, writer = pipe()
+    user_copy, own = reader.copy(2)
+    started = asyncio.Event()
+    interrupted: list[Interrupted] = []
+
+    async def produce() -> None:
+        try:
+            async for piece in tool.stream(arguments):
+                if isinstance(piece, Interrupted):  # yielded instead of raised
+                    raise piece
+                writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name))
+                started.set()
+                if writer.reader_closed:  # every reader is gone: stop producing
+                    break
+        except Interrupted as e:
+            interrupted.append(e)
+        except (KeyboardInterrupt, SystemExit) as e:  # ends the run; the stream says it was cut short
+            writer.send_error(ToolCallError(f"tool call {call_id} raised {type(e).__name__}"))
+            raise
+        except Exception as e:
+            if agent.tool_error == "raise":
+                writer.send_error(ToolCallError(f"failed to stream tool call {call_id}: {e}"))
+            else:
+                _log_tool_error(agent.name, name, call_id, e)
+                writer.send(Message(role="tool", content=f"Error: {e}", tool_call_id=call_id, tool_name=name))
+        finally:
+            started.set()
+            writer.close()
+
+    producer = child_task(produce())  # runs with the tool-call scope set
+    await started.wait()
+    if interrupted and producer.done():
+        user_copy.close()
+        own.close()
+        raise interrupted[0]
+
+    async def concat() -> Message:
+        try:
+            msg = await aconcat_message_stream(own)
+        except GeneratorExit:  # destroyed with its closed loop: nothing can be awaited now
+            raise
+        except BaseException:
+            await producer
+            raise
+        await producer
+        if interrupted:
+            raise interrupted[0]
+        return msg if msg.role else Message.tool_message("", call_id, name)
+
+    result = child_task(concat())
+    ev = event_from_message(None, user_copy, role="tool", tool_name=name)
+    if scope.action is not None:
+        ev.action = scope.action
+    return ev, result
+
+
+def _log_tool_error(agent: str, tool: str, call_id: str, e: Exception) -> None:
+    """A tool error sent to the model as the call's result: one line at WARNING, the
+    traceback at DEBUG."""
+    _log.warning("agent %r: tool %r (call %s) failed, sent to the model: %s: %s", agent, tool, call_id, type(e).__name__, e)
+    _log.debug("agent %r: tool %r (call %s) traceback", agent, tool, call_id, exc_info=e)
+
+
+def _bind(
+    wrapper: ToolWrapper, ctx: ToolCallContext, inner: Callable[[str], Awaitable[str]]
+) -> Callable[[str], Awaitable[str]]:
+    async def call(args: str) -> str:
+        ctx.arguments = args
+        return await wrapper(ctx, inner)
+
+    return call
