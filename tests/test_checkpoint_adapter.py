@@ -31,7 +31,7 @@ def ask() -> str:
 
 def agent() -> ChatModelAgent:
     call = ToolCall(id="c1", function=FunctionCall("ask", json.dumps({})))
-    return ChatModelAgent("a", "", "", ScriptedModel([Message.assistant("", [call]), "done"]), [ask])
+    return ChatModelAgent("a", model=ScriptedModel([Message.assistant("", [call]), "done"]), tools=[ask])
 
 
 class AsyncStore:

@@ -91,7 +91,7 @@ class _Wired(BaseAgent):
 def test_sub_agent_wiring_goes_through_the_on_sub_agents_protocol() -> None:
     parent, child = _Wired("p"), _Wired("c")
     assert isinstance(parent, OnSubAgents)
-    assert isinstance(ChatModelAgent("m", "", "", ScriptedModel(["x"])), OnSubAgents)
+    assert isinstance(ChatModelAgent("m", model=ScriptedModel(["x"])), OnSubAgents)
     assert not isinstance(_Fails("f"), OnSubAgents)
     set_sub_agents(parent, [child])
     assert parent.calls == [("subs", ["c"])] and child.calls == [("parent", "p")]

@@ -51,7 +51,7 @@ def careful() -> str:
 
 def agent(**kwargs: Any) -> ChatModelAgent:
     call = ToolCall(id="c1", function=FunctionCall("careful", json.dumps({})))
-    return ChatModelAgent("a", "", "", ScriptedModel([Message.assistant("", [call]), "done"]), [careful], **kwargs)
+    return ChatModelAgent("a", model=ScriptedModel([Message.assistant("", [call]), "done"]), tools=[careful], **kwargs)
 
 
 def interrupts(events: list[AgentEvent]) -> list[AgentEvent]:
