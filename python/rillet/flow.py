@@ -12,8 +12,10 @@ messages are rewritten as user messages that start with ``For context:`` (Eino's
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -83,8 +85,8 @@ async def advance_in(
                 ev, failed = AgentEvent(error=e), True
             finally:
                 if tool_token is not None:
-                    _TOOL_CALL.reset(tool_token)
-                _RUN.reset(token)
+                    _restore(_TOOL_CALL, tool_token)
+                _restore(_RUN, token)
             if author is not None and not ev.agent_name:
                 ev.agent_name = _author(ev, author)
             yield ev
@@ -96,8 +98,15 @@ async def advance_in(
         try:
             await events.aclose()  # type: ignore[attr-defined]
         finally:
-            _TOOL_CALL.reset(tool_token)
-            _RUN.reset(token)
+            _restore(_TOOL_CALL, tool_token)
+            _restore(_RUN, token)
+
+
+def _restore(var: ContextVar[Any], token: Token[Any]) -> None:
+    """``var.reset(token)``, except where there is nothing to restore: a run's coroutine that the
+    GC closes after its loop closed runs this in another context (CPython 3.13 does so)."""
+    with contextlib.suppress(ValueError):
+        var.reset(token)
 
 
 def rewrite_message(msg: Message, agent_name: str) -> Message:
