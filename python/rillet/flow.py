@@ -110,8 +110,14 @@ async def advance_in(
                 ev, failed = error_event(e), True
             finally:
                 if tool_token is not None:
-                    tool_reset(tool_token)
-                run_reset(token)
+                    try:
+                        tool_reset(tool_token)
+                    except ValueError:  # see run_reset below
+                        pass
+                try:
+                    run_reset(token)
+                except ValueError:  # closed by the GC after its loop closed: another context (CPython 3.13), nothing to restore
+                    pass
             if author is not None and not ev.agent_name:
                 ev.agent_name = author_of(ev, author)
             yield ev

@@ -14,6 +14,7 @@ block of code in a run) or, on the per-event hot path, ``RUN.set`` / ``RUN.reset
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,8 +88,11 @@ def entered(run: RunScope) -> Iterator[None]:
     try:
         yield
     finally:
-        TOOL_CALL.reset(tool_token)
-        RUN.reset(token)
+        # a run's coroutine that the GC closes after its loop closed gets here in another
+        # context (CPython 3.13 does so): there is nothing to restore then
+        with contextlib.suppress(ValueError):
+            TOOL_CALL.reset(tool_token)
+            RUN.reset(token)
 
 
 def here() -> Address:
