@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rillet._loop import Fatal, RunTask, spawn
-from rillet._native import Channel, ChannelClosed, Message, RilletError
+from rillet._native import Channel, Message
+from rillet.errors import ChannelClosed, RilletError
 from rillet.event_pair import EventGenerator, EventIterator
 from rillet.events import AgentAction, AgentEvent, event_from_message
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rillet._native import Message, RilletError
+from rillet._native import Message
 from rillet.agent import Agent, AgentInput
 from rillet.context import RunContext, Session, current_run, current_tool_call
+from rillet.errors import AgentToolError
 from rillet.events import AgentAction, AgentEvent, RunPath, copy_event
 from rillet.interrupt import composite_interrupt
 from rillet.flow import advance_in, flow_of, gen_transfer_messages, rewrite_message
@@ -23,10 +24,6 @@ from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 __all__ = ["AgentTool", "AgentToolError"]
 
 _STATE_KIND = "rillet.agent_tool"
-
-
-class AgentToolError(RilletError):
-    """The agent behind an AgentTool failed or returned nothing."""
 
 
 _REQUEST_SCHEMA: dict[str, Any] = {

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from rillet._loop import Inbox, child_task, joined, result_of
-from rillet._native import Message, RilletError, StreamReader, ToolCall, pipe
+from rillet._native import Message, StreamReader, ToolCall, pipe
 from rillet.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.context import _TOOL_CALL, ToolCallScope, add_session_value, current_run
+from rillet.errors import ExceedMaxIterationsError, ToolCallError
 from rillet.events import AgentEvent, event_from_message
 from rillet.interrupt import Interrupted, composite_interrupt_event, current_resume
 from rillet.schema import aconcat_message_stream
@@ -41,14 +42,6 @@ __all__ = [
     "ToolCallContext",
     "ToolCallError",
 ]
-
-
-class ExceedMaxIterationsError(RilletError):
-    """The ReAct loop asked the model more often than ``max_iterations`` allows."""
-
-
-class ToolCallError(RilletError):
-    """A tool call failed and the agent was told to stop (``tool_error="raise"``)."""
 
 
 @dataclass(slots=True)

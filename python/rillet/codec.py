@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
 from rillet import _native
-from rillet._native import DecodeError, EncodeError
+from rillet.errors import DecodeError, EncodeError
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

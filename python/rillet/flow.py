@@ -17,9 +17,10 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rillet._native import FunctionCall, Message, RilletError, ToolCall
+from rillet._native import FunctionCall, Message, ToolCall
 from rillet.agent import Agent, AgentInput, BaseAgent, _author, run_events
 from rillet.context import _RUN, _TOOL_CALL, RunContext, Session, current_run
+from rillet.errors import TransferError
 from rillet.events import AgentAction, AgentEvent, copy_event, event_from_message, new_transfer_to_agent_action
 from rillet.interrupt import current_resume
 
@@ -39,10 +40,6 @@ __all__ = [
 ]
 
 TRANSFER_TOOL_NAME = "transfer_to_agent"
-
-
-class TransferError(RilletError):
-    """A transfer named an agent that is neither a sub-agent nor the parent."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rillet._native import RilletError
+from rillet.errors import Interrupted
 
 if TYPE_CHECKING:
     from rillet.events import AgentEvent
@@ -99,15 +99,6 @@ class InterruptSignal:
 
         visit(self, None)
         return out
-
-
-class Interrupted(RilletError):
-    """Raised by a tool to interrupt the run: ``raise rillet.interrupt(info)``. Carries the
-    interrupt signal up to the agent that ran the tool."""
-
-    def __init__(self, signal: InterruptSignal) -> None:
-        super().__init__(f"interrupted at {';'.join(signal.address)}: {signal.info!r}")
-        self.signal = signal
 
 
 def _here() -> tuple[str, ...]:

@@ -23,12 +23,13 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
-from rillet._native import Message, RilletError
+from rillet._native import Message
 from rillet.agent import Agent, AgentInput, RunIterator, start_run
 from rillet._workers import run_sync
 from rillet.checkpoint.binding import check_binding
 from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load, seal
 from rillet.context import _RUN, RunContext, Session
+from rillet.errors import RilletError
 from rillet.events import AgentEvent
 from rillet.flow import flow_of
 from rillet.interrupt import _RESUME, InterruptInfo, ResumeScope

@@ -59,8 +59,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
-from rillet._native import RilletError
 from rillet._workers import default_pool
+from rillet.errors import ToolArgumentsError
 from rillet.interrupt import Interrupted
 
 if TYPE_CHECKING:
@@ -96,17 +96,6 @@ class ToolInfo:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
-
-
-class ToolArgumentsError(RilletError, ValueError):
-    """The model's arguments for a tool are not valid JSON or fail its parameter schema.
-
-    ``tool_name`` names the tool and ``problems`` lists each problem (also in the message)."""
-
-    def __init__(self, tool_name: str, problems: list[str]) -> None:
-        super().__init__(f"tool {tool_name!r}: " + "; ".join(problems))
-        self.tool_name = tool_name
-        self.problems = problems
 
 
 class BaseTool(abc.ABC):

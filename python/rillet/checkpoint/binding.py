@@ -13,13 +13,9 @@ import hashlib
 import json
 from typing import Any
 
-from rillet.checkpoint.payload import CheckpointError
+from rillet.errors import CheckpointAgentMismatchError
 
 __all__ = ["CheckpointAgentMismatchError", "agent_binding", "agent_tree", "check_binding"]
-
-
-class CheckpointAgentMismatchError(CheckpointError):
-    """The checkpoint was saved by a different agent (tree) than the Runner's."""
 
 
 def _unwrap(agent: Any) -> tuple[Any, list[Any]]:
