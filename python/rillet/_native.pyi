@@ -36,6 +36,7 @@ __all__ = [
     "codec_decode",
     "codec_encode",
     "events_from_records",
+    "_init_errors",
 ]
 
 _T = TypeVar("_T")

@@ -34,7 +34,7 @@ from rillet._native import (
     pipe,
     stream_from_list,
 )
-from rillet.errors import ScriptExhaustedError
+from rillet.errors import RilletError, ScriptExhaustedError
 from rillet.models.base import ModelCall
 
 if TYPE_CHECKING:
