@@ -15,8 +15,6 @@ use pyo3::PyErrArguments;
 /// An exception class raised by Rust code; its variant name is its name in `rillet.errors`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
-    RilletError,
-    EndOfStream,
     ChannelClosed,
     StreamEOF,
     ConcatError,
@@ -28,12 +26,10 @@ pub enum Class {
     StreamLimitError,
 }
 
-const COUNT: usize = 11;
+const COUNT: usize = 9;
 
 impl Class {
     const ALL: [Class; COUNT] = [
-        Class::RilletError,
-        Class::EndOfStream,
         Class::ChannelClosed,
         Class::StreamEOF,
         Class::ConcatError,
@@ -48,8 +44,6 @@ impl Class {
     /// The class's name in `rillet.errors`.
     pub fn name(self) -> &'static str {
         match self {
-            Class::RilletError => "RilletError",
-            Class::EndOfStream => "EndOfStream",
             Class::ChannelClosed => "ChannelClosed",
             Class::StreamEOF => "StreamEOF",
             Class::ConcatError => "ConcatError",
