@@ -169,7 +169,9 @@ pub fn codec_decode<'py>(
             },
         )),
         Err(payload) if checked::is_null_panic(&*payload) => Err(out_of_memory("decoding")),
-        Err(_) => Err(errors::new_err(py, Class::DecodeError,
+        Err(_) => Err(errors::new_err(
+            py,
+            Class::DecodeError,
             "internal error in the rillet decoder (a bug: please report it)",
         )),
     }
