@@ -84,10 +84,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codec::codec_encode, m)?)?;
     m.add_function(wrap_pyfunction!(concat::concat_messages, m)?)?;
     m.add_class::<concat::MessageAccumulator>()?;
-    m.add("ChannelClosed", py.get_type::<errors::ChannelClosed>())?;
-    m.add("EndOfStream", py.get_type::<errors::EndOfStream>())?;
-    m.add("RilletError", py.get_type::<errors::RilletError>())?;
-    m.add("StreamEOF", py.get_type::<errors::StreamEOF>())?;
+    // set, not added: a private hook for rillet.errors stays out of the module's __all__
+    m.setattr("_init_errors", wrap_pyfunction!(errors::init_errors, m)?)?;
     m.add_class::<message::ContentPart>()?;
     m.add_class::<message::FunctionCall>()?;
     m.add_class::<message::Message>()?;
@@ -113,8 +111,5 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EMPTY", channel::empty(py))?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("NO_VALUE", stream::no_value(py))?;
-    m.add("ConcatError", errors::concat_error(py))?;
-    m.add("DecodeError", errors::decode_error(py))?;
-    m.add("EncodeError", errors::encode_error(py))?;
     Ok(())
 }

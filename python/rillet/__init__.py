@@ -9,7 +9,7 @@ import logging as _logging
 _logging.getLogger("rillet").addHandler(_logging.NullHandler())
 
 from rillet import codec
-from rillet._native import EMPTY, Channel, ChannelClosed, DecodeError, EncodeError, EndOfStream, RilletError, __version__
+from rillet._native import EMPTY, Channel, __version__
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta
 from rillet.agent_tool import AgentTool, AgentToolError
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
@@ -20,6 +20,7 @@ from rillet.context import (
     get_session_values,
     send_tool_gen_action,
 )
+from rillet.errors import ChannelClosed, DecodeError, EncodeError, EndOfStream, RilletError
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
 from rillet.events import (
     AgentAction,

@@ -1,7 +1,7 @@
 """Type stubs for rillet's Rust core. Checked against the binary by `mypy.stubtest`."""
 
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
-from types import GenericAlias, TracebackType
+from types import GenericAlias, ModuleType, TracebackType
 from typing import Any, Generic, Literal, Self, TypeVar, final
 
 from typing_extensions import disjoint_base
@@ -9,24 +9,17 @@ from typing_extensions import disjoint_base
 __all__ = [
     "EMPTY",
     "Channel",
-    "ChannelClosed",
     "ChannelRecv",
     "ChatStreamParser",
-    "ConcatError",
     "ContentPart",
-    "DecodeError",
-    "EncodeError",
     "Empty",
-    "EndOfStream",
     "FunctionCall",
     "Message",
     "MessageAccumulator",
     "NO_VALUE",
     "NoValue",
     "ResponseMeta",
-    "RilletError",
     "SourceEOF",
-    "StreamEOF",
     "StreamReader",
     "StreamWriter",
     "ToolCall",
@@ -52,22 +45,9 @@ _T_contra = TypeVar("_T_contra", contravariant=True)
 
 __version__: str
 
-class RilletError(Exception):
-    """Base class of every error rillet raises."""
-
-class EndOfStream(RilletError):
-    """The end of a stream of items: every item has been received. Raised again by every
-    later receive. `except rillet.EndOfStream` catches the end of a Channel and of a
-    StreamReader."""
-
-class ChannelClosed(EndOfStream):
-    """The channel was closed and every queued item has been received."""
-
-class DecodeError(RilletError, ValueError):
-    """The bytes are not a valid rillet checkpoint, or break a decode limit."""
-
-class EncodeError(RilletError, TypeError):
-    """The object cannot be written as a rillet checkpoint (unregistered type, cycle...)."""
+# The exception classes the native core raises are those of rillet.errors, which hands
+# itself over at import; ImportError when a class is missing.
+def _init_errors(module: ModuleType) -> None: ...
 
 def codec_encode(
     obj: object,
@@ -141,11 +121,6 @@ class ChannelRecv(Generic[_R]):
     def close(self) -> None: ...
 
 # --- messages -------------------------------------------------------------------------
-
-class ConcatError(RilletError, ValueError):
-    field: str
-
-class StreamEOF(EndOfStream): ...
 
 @final
 class FunctionCall:

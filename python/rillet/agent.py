@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rillet._core.loop import Fatal, RunTask, spawn
-from rillet._native import Channel, ChannelClosed, Message, RilletError
+from rillet._native import Channel, Message
 from rillet.context import add_session_value, current_run
+from rillet.errors import ChannelClosed, Interrupted, RilletError
 from rillet.event_pair import EventGenerator, EventIterator
 from rillet.events import AgentAction, AgentEvent, error_event, event_from_message
-from rillet.interrupt import Interrupted
 
 __all__ = ["Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta"]
 

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from rillet._core.address import tool_segment
-from rillet._native import Message, RilletError
+from rillet._native import Message
 from rillet.agent import Agent, AgentInput
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run, current_tool_call
+from rillet.errors import AgentToolError
 from rillet.events import AgentAction, AgentEvent, RunPath, copy_event
 from rillet.interrupt import composite_interrupt
 from rillet.flow import advance_in, flow_of, gen_transfer_messages, rewrite_message
@@ -41,10 +42,6 @@ class AgentToolState:
     @classmethod
     def from_legacy(cls, saved: dict[str, Any]) -> AgentToolState:
         return cls(tuple(saved["messages"]), saved["events"])
-
-
-class AgentToolError(RilletError):
-    """The agent behind an AgentTool failed or returned nothing."""
 
 
 _REQUEST_SCHEMA: dict[str, Any] = {

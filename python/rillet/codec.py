@@ -36,7 +36,8 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
 from rillet import _native
-from rillet._native import ContentPart, DecodeError, EncodeError, FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from rillet._native import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from rillet.errors import DecodeError, EncodeError
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

@@ -20,9 +20,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from rillet._core.address import AGENT, AddressSegment
 from rillet._core.scope import RUN, TOOL_CALL, current_resume, entered
-from rillet._native import FunctionCall, Message, RilletError, ToolCall
+from rillet._native import FunctionCall, Message, ToolCall
 from rillet.agent import Agent, AgentInput, BaseAgent, author_of, raw_events, run_events
 from rillet.context import RunContext, Session, current_run, send_tool_gen_action
+from rillet.errors import Interrupted, TransferError
 from rillet.events import (
     AgentAction,
     AgentEvent,
@@ -31,7 +32,6 @@ from rillet.events import (
     event_from_message,
     new_transfer_to_agent_action,
 )
-from rillet.interrupt import Interrupted
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = [
@@ -48,10 +48,6 @@ __all__ = [
 ]
 
 TRANSFER_TOOL_NAME = "transfer_to_agent"
-
-
-class TransferError(RilletError):
-    """A transfer named an agent that is neither a sub-agent nor the parent."""
 
 
 @dataclass(frozen=True, slots=True)

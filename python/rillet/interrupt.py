@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from rillet._core.interrupt import InterruptCtx, InterruptInfo, InterruptSignal
 from rillet._core.scope import current_point, here
+from rillet.errors import Interrupted
 from rillet.events import AgentAction, AgentEvent
 
 __all__ = [
@@ -46,17 +47,6 @@ __all__ = [
 InterruptCtx.__module__ = InterruptInfo.__module__ = __name__
 
 
-class Interrupted(BaseException):
-    """Raised by a tool to interrupt the run: ``raise rillet.interrupt(info)``. Carries the
-    interrupt signal up to the agent that ran the tool.
-
-    A BaseException, like asyncio's CancelledError: an interrupt is control flow, so a tool's
-    (or a tool-call wrapper's) ``except Exception:`` lets it through instead of turning it into
-    an error text for the model. Catch it by name if you must (docs/interrupts.md)."""
-
-    def __init__(self, signal: InterruptSignal) -> None:
-        super().__init__(f"interrupted at {';'.join(signal.address)}: {signal.info!r}")
-        self.signal = signal
 
 
 def _signal(info: Any, state: Any, subs: Iterable[Interrupted | InterruptSignal]) -> InterruptSignal:

@@ -23,13 +23,14 @@ from typing import Any
 
 from rillet._core import scope
 from rillet._core.interrupt import InterruptInfo, ResumeScope
-from rillet._native import Message, RilletError
+from rillet._native import Message
 from rillet.agent import Agent, AgentInput, RunIterator, start_run
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import agent_binding, check_binding
 from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load, seal
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.context import RunContext, Session
+from rillet.errors import RilletError
 from rillet.events import AgentEvent
 from rillet.flow import flow_of
 

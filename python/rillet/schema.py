@@ -24,14 +24,12 @@ from typing import Any, Literal
 from rillet._native import (
     EMPTY,
     NO_VALUE,
-    ConcatError,
     ContentPart,
     FunctionCall,
     Message,
     MessageAccumulator,
     ResponseMeta,
     SourceEOF,
-    StreamEOF,
     StreamReader,
     StreamWriter,
     ToolCall,
@@ -44,6 +42,7 @@ from rillet._native import (
     pipe,
     stream_from_list,
 )
+from rillet.errors import ConcatError, StreamEOF
 
 __all__ = [
     "NO_VALUE",

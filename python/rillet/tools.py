@@ -63,10 +63,9 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from rillet._core.workers import default_pool
-from rillet._native import RilletError
 from rillet.context import send_tool_gen_action
+from rillet.errors import Interrupted, ToolArgumentsError
 from rillet.events import new_exit_action
-from rillet.interrupt import Interrupted
 
 __all__ = [
     "BaseTool",
@@ -98,17 +97,6 @@ class ToolInfo:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
-
-
-class ToolArgumentsError(RilletError, ValueError):
-    """The model's arguments for a tool are not valid JSON or fail its parameter schema.
-
-    ``tool_name`` names the tool and ``problems`` lists each problem (also in the message)."""
-
-    def __init__(self, tool_name: str, problems: list[str]) -> None:
-        super().__init__(f"tool {tool_name!r}: " + "; ".join(problems))
-        self.tool_name = tool_name
-        self.problems = problems
 
 
 class BaseTool(abc.ABC):

@@ -22,7 +22,7 @@ use pyo3::types::{PyInt, PyList, PyTuple, PyType};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::channel::{self as core, Ended, Held, Park, TryRecv, Waited, Wakeups};
-use crate::py::errors::ChannelClosed;
+use crate::py::errors::{self, Class};
 use crate::py::event_loop::{invalid_state_error, refuse_inside_event_loop};
 use crate::py::recv_awaitable::{EndAs, Recv, Want};
 
@@ -189,7 +189,7 @@ impl Channel {
     pub fn next_item(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match self.recv_until(py, None) {
             Ok(item) => Ok(item),
-            Err(err) if err.is_instance_of::<ChannelClosed>(py) => Ok(None),
+            Err(err) if errors::is_instance(py, &err, Class::ChannelClosed) => Ok(None),
             Err(err) => Err(err),
         }
     }
@@ -536,7 +536,11 @@ pub(crate) fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
 
 pub fn ended_error(py: Python<'_>, end: Ended<EndError>) -> PyErr {
     match end {
-        Ended::Closed => ChannelClosed::new_err("the channel is closed and has no items left"),
+        Ended::Closed => errors::new_err(
+            py,
+            Class::ChannelClosed,
+            "the channel is closed and has no items left",
+        ),
         Ended::Failed(err) => err.to_err(py),
     }
 }

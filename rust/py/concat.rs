@@ -8,12 +8,13 @@ use pyo3::types::PyList;
 
 use crate::concat::{self as core, Accumulator, UsagePolicy};
 use crate::message::{Map, Value};
-use crate::py::errors;
+use crate::py::errors::{self, Class};
 use crate::py::message::{with_chunk, Message};
 
 /// Raises `ConcatError` with the message of `err` and its `field` attribute set.
 pub(crate) fn concat_error(py: Python<'_>, err: core::ConcatError) -> PyErr {
-    match errors::concat_error(py).call1((err.message.as_str(),)) {
+    let made = errors::class(py, Class::ConcatError).and_then(|c| c.call1((err.message.as_str(),)));
+    match made {
         Ok(exc) => {
             let _ = exc.setattr("field", err.field.as_str());
             PyErr::from_value(exc)

@@ -1,110 +1,147 @@
-//! The Python exception hierarchy of rillet, rooted at `RilletError`.
+//! Every exception class the bindings raise, in one table.
 //!
-//! Every error raised from Rust is one of these (or a builtin such as ValueError where the
-//! stdlib convention is clearer), so `except rillet.RilletError` catches what rillet raises.
+//! The classes are defined in Python, in `rillet/errors.py` (the whole hierarchy, rooted at
+//! `RilletError`, in one readable module). That module hands itself to `_init_errors` when it
+//! is imported, which looks up every class of [`Class`] at once: a class that is missing
+//! there is an ImportError of `import rillet`, not a failure at the first raise. Bindings
+//! raise through [`new_err`] and [`class`], never by importing a class by name.
 
-use std::ffi::CStr;
-
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
-use pyo3::ffi;
+use pyo3::exceptions::{PyBaseException, PyImportError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyTuple, PyType};
+use pyo3::types::PyType;
+use pyo3::PyErrArguments;
 
-create_exception!(
-    rillet,
-    RilletError,
-    PyException,
-    "Base class of every error rillet raises."
-);
-create_exception!(
-    rillet,
-    EndOfStream,
-    RilletError,
-    "The end of a stream of items: every item has been received. Raised again by every \
-     later receive. `except rillet.EndOfStream` catches the end of a Channel and of a \
-     StreamReader."
-);
-create_exception!(
-    rillet,
+/// An exception class raised by Rust code; its variant name is its name in `rillet.errors`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
     ChannelClosed,
-    EndOfStream,
-    "The channel was closed and every queued item has been received."
-);
-create_exception!(
-    rillet,
     StreamEOF,
-    EndOfStream,
-    "The stream has ended: every item has been received. Raised again by every later receive."
-);
-
-// Errors with two bases (rillet's and the builtin a caller may already catch) are made at
-// first use, because `create_exception!` allows one base class only.
-
-/// `rillet.ConcatError`: message chunks that cannot be concatenated (a ValueError).
-static CONCAT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-/// `rillet.codec.DecodeError`: a RilletError and a ValueError.
-static DECODE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-/// `rillet.codec.EncodeError`: a RilletError and a TypeError.
-static ENCODE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
-pub fn concat_error(py: Python<'_>) -> &Bound<'_, PyType> {
-    let doc = c"Message chunks that cannot be concatenated; `field` names the offending field.";
-    exception_type(
-        py,
-        &CONCAT_ERROR,
-        c"rillet.ConcatError",
-        doc,
-        py.get_type::<PyValueError>(),
-    )
+    ConcatError,
+    DecodeError,
+    EncodeError,
+    MalformedChunkError,
+    ModelStreamError,
+    IncompleteStreamError,
+    StreamLimitError,
 }
 
-pub fn decode_error(py: Python<'_>) -> &Bound<'_, PyType> {
-    let doc = c"The bytes are not a valid rillet checkpoint, or break a decode limit.";
-    exception_type(
-        py,
-        &DECODE_ERROR,
-        c"rillet.DecodeError",
-        doc,
-        py.get_type::<PyValueError>(),
-    )
+const COUNT: usize = 9;
+
+impl Class {
+    const ALL: [Class; COUNT] = [
+        Class::ChannelClosed,
+        Class::StreamEOF,
+        Class::ConcatError,
+        Class::DecodeError,
+        Class::EncodeError,
+        Class::MalformedChunkError,
+        Class::ModelStreamError,
+        Class::IncompleteStreamError,
+        Class::StreamLimitError,
+    ];
+
+    /// The class's name in `rillet.errors`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::ChannelClosed => "ChannelClosed",
+            Class::StreamEOF => "StreamEOF",
+            Class::ConcatError => "ConcatError",
+            Class::DecodeError => "DecodeError",
+            Class::EncodeError => "EncodeError",
+            Class::MalformedChunkError => "MalformedChunkError",
+            Class::ModelStreamError => "ModelStreamError",
+            Class::IncompleteStreamError => "IncompleteStreamError",
+            Class::StreamLimitError => "StreamLimitError",
+        }
+    }
 }
 
-pub fn encode_error(py: Python<'_>) -> &Bound<'_, PyType> {
-    let doc = c"The object cannot be written as a rillet checkpoint (unregistered type, cycle...).";
-    exception_type(
-        py,
-        &ENCODE_ERROR,
-        c"rillet.EncodeError",
-        doc,
-        py.get_type::<PyTypeError>(),
-    )
+/// The classes, in the order of [`Class::ALL`] (a variant's discriminant is its index).
+static CLASSES: PyOnceLock<[Py<PyType>; COUNT]> = PyOnceLock::new();
+
+/// `_native._init_errors(module)`: takes every class of [`Class`] from `module` (rillet.errors
+/// calls it once, at its import). Raises ImportError naming a class that is missing or is not
+/// an exception class. The first complete table stays: later calls only check theirs.
+#[pyfunction]
+#[pyo3(name = "_init_errors")]
+pub fn init_errors(module: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = module.py();
+    let mut found = Vec::with_capacity(COUNT);
+    for c in Class::ALL {
+        found.push(lookup(module, c)?);
+    }
+    let table: [Py<PyType>; COUNT] = found.try_into().expect("one class per variant");
+    let _ = CLASSES.set(py, table);
+    Ok(())
 }
 
-fn exception_type<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyType>>,
-    name: &CStr,
-    doc: &CStr,
-    builtin: Bound<'py, PyType>,
-) -> &'py Bound<'py, PyType> {
-    cell.get_or_init(py, || {
-        let bases = PyTuple::new(py, [py.get_type::<RilletError>(), builtin])
-            .expect("a tuple of two types");
-        // SAFETY: valid NUL-terminated strings and a tuple of exception types; the result is
-        // a new reference or NULL with an exception set.
-        let ty = unsafe {
-            let ptr = ffi::PyErr_NewExceptionWithDoc(
-                name.as_ptr(),
-                doc.as_ptr(),
-                bases.as_ptr(),
-                std::ptr::null_mut(),
-            );
-            Bound::from_owned_ptr_or_err(py, ptr)
-        };
-        ty.and_then(|t| Ok(t.cast_into::<PyType>()?.unbind()))
-            .expect("creating a rillet exception type")
-    })
-    .bind(py)
+fn lookup(module: &Bound<'_, PyAny>, c: Class) -> PyResult<Py<PyType>> {
+    let missing = || {
+        PyImportError::new_err(format!(
+            "rillet.errors has no exception class {:?}, which rillet's native module raises: \
+             the Python files and the native extension of rillet are out of step; reinstall \
+             rillet",
+            c.name()
+        ))
+    };
+    let ty = module
+        .getattr(c.name())
+        .map_err(|_| missing())?
+        .cast_into::<PyType>()
+        .map_err(|_| missing())?;
+    if !ty.is_subclass_of::<PyBaseException>()? {
+        return Err(missing());
+    }
+    Ok(ty.unbind())
+}
+
+/// The class `c`. rillet.errors fills the table when `import rillet` runs, before any user
+/// code; should native code raise earlier, the import is done here.
+#[inline]
+pub fn class(py: Python<'_>, c: Class) -> PyResult<&Bound<'_, PyType>> {
+    let table = match CLASSES.get(py) {
+        Some(table) => table,
+        None => {
+            py.import("rillet.errors")?;
+            CLASSES.get(py).ok_or_else(|| {
+                PyRuntimeError::new_err(
+                    "rillet.errors has not registered its exception classes yet (an exception \
+                     was raised while it was being imported)",
+                )
+            })?
+        }
+    };
+    Ok(table[c as usize].bind(py))
+}
+
+/// A new exception of class `c` with `args` (a message, usually), made when it is raised.
+#[inline]
+pub fn new_err<A>(py: Python<'_>, c: Class, args: A) -> PyErr
+where
+    A: PyErrArguments + Send + Sync + 'static,
+{
+    match class(py, c) {
+        Ok(ty) => PyErr::from_type(ty.clone(), args),
+        Err(e) => e,
+    }
+}
+
+/// Whether `err` is an instance of `c` (or of a subclass).
+#[inline]
+pub fn is_instance(py: Python<'_>, err: &PyErr, c: Class) -> bool {
+    class(py, c).is_ok_and(|ty| err.is_instance(py, ty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_is_listed_at_its_index() {
+        for (i, c) in Class::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i, "{c:?}");
+            assert_eq!(format!("{c:?}"), c.name());
+        }
+    }
 }

@@ -1,8 +1,7 @@
 //! `ChatStreamParser` and `parse_chat_completion`: Python entry points of [`crate::sse`].
 //!
 //! Bytes go in and `Message` chunks come out; the JSON is read in Rust, so no Python code
-//! runs per token. Errors are raised as the classes of `rillet.models.errors`, looked up when
-//! one is raised.
+//! runs per token. Errors are raised as the model errors of `rillet.errors`.
 
 use std::borrow::Cow;
 
@@ -12,6 +11,7 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyList};
 
 use crate::message as core;
+use crate::py::errors::{self, Class};
 use crate::py::message::Message;
 use crate::sse::{self, ParserOptions, SseLimits, StreamError};
 
@@ -22,14 +22,14 @@ use crate::sse::{self, ParserOptions, SseLimits, StreamError};
 fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
     let (class, code) = match err {
         StreamError::InvalidUtf8 { .. } | StreamError::Malformed { .. } => {
-            ("MalformedChunkError", None)
+            (Class::MalformedChunkError, None)
         }
-        StreamError::Server { code, .. } => ("ModelStreamError", code.as_deref()),
-        StreamError::Truncated { .. } => ("IncompleteStreamError", None),
-        StreamError::TooLarge { .. } => ("StreamLimitError", None),
+        StreamError::Server { code, .. } => (Class::ModelStreamError, code.as_deref()),
+        StreamError::Truncated { .. } => (Class::IncompleteStreamError, None),
+        StreamError::TooLarge { .. } => (Class::StreamLimitError, None),
     };
     let make = || -> PyResult<PyErr> {
-        let cls = py.import("rillet.models.errors")?.getattr(class)?;
+        let cls = errors::class(py, class)?;
         let kwargs = PyDict::new(py);
         kwargs.set_item("line", err.line())?;
         if let Some(code) = code {

@@ -31,7 +31,7 @@ use pyo3::{PyTraverseError, PyVisit};
 use crate::concat::{Accumulator, UsagePolicy};
 use crate::py::channel::{deadline_after, empty, resolve_future, resolver, wait_slice};
 use crate::py::concat::{push_chunk, MessageAccumulator};
-use crate::py::errors::{ChannelClosed, StreamEOF};
+use crate::py::errors::{self, Class};
 use crate::py::event_loop::refuse_inside_event_loop;
 use crate::py::message::Message;
 use crate::stream::{Chunk, Deferred, Pipe, Poll, SendError, Tee, TeeWait, Waker};
@@ -190,8 +190,8 @@ fn visit_chunk(visit: &PyVisit<'_>, c: &PyChunk) -> Result<(), PyTraverseError> 
     }
 }
 
-fn eof() -> PyErr {
-    StreamEOF::new_err("end of stream")
+fn eof(py: Python<'_>) -> PyErr {
+    errors::new_err(py, Class::StreamEOF, "end of stream")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -550,7 +550,7 @@ impl StreamReader {
             match kind.poll(py) {
                 Poll::Ready(Chunk::Item(x)) => return Ok(x),
                 Poll::Ready(Chunk::Error(e)) => return Err(e.raise(py)),
-                Poll::Ended => return Err(eof()),
+                Poll::Ended => return Err(eof(py)),
                 Poll::Pending => {
                     refuse_inside_event_loop(
                         py,
@@ -630,7 +630,7 @@ impl StreamReader {
         match self.kind()?.poll(py) {
             Poll::Ready(Chunk::Item(x)) => Ok(x),
             Poll::Ready(Chunk::Error(e)) => Err(e.raise(py)),
-            Poll::Ended => Err(eof()),
+            Poll::Ended => Err(eof(py)),
             Poll::Pending => Ok(empty(py).clone_ref(py).into_any()),
         }
     }
@@ -730,7 +730,7 @@ impl StreamReader {
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match self.recv_until(py, None) {
             Ok(x) => Ok(Some(x)),
-            Err(e) if e.is_instance_of::<StreamEOF>(py) => Ok(None),
+            Err(e) if errors::is_instance(py, &e, Class::StreamEOF) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -832,7 +832,9 @@ impl StreamWriter {
             }
             Err(SendError::ReaderClosed(_)) => Ok(Ok(false)),
             Err(SendError::Full(chunk)) => Ok(Err(chunk)),
-            Err(SendError::WriterClosed(_)) => Err(ChannelClosed::new_err(
+            Err(SendError::WriterClosed(_)) => Err(errors::new_err(
+                py,
+                Class::ChannelClosed,
                 "cannot send: this StreamWriter has been closed",
             )),
         }

@@ -14,6 +14,8 @@ import threading
 from collections.abc import Awaitable, Coroutine
 from typing import Any, Generic, TypeVar
 
+from rillet.errors import Fatal
+
 __all__ = ["Fatal", "Inbox", "RunTask", "background_loop", "child_task", "joined", "result_of", "spawn"]
 
 T = TypeVar("T")
@@ -54,16 +56,6 @@ def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
             return
         except (KeyboardInterrupt, SystemExit) as e:
             loop.call_exception_handler({"message": f"{type(e).__name__} escaped a task on rillet's event loop", "exception": e})
-
-
-class Fatal(BaseException):
-    """Carries a KeyboardInterrupt or SystemExit that agent code raised in a child task out
-    of it. Raised as is, asyncio would re-raise it out of the event loop, stopping the loop
-    and every run on it; the run's top task turns ``exc`` into the run's error event."""
-
-    def __init__(self, exc: KeyboardInterrupt | SystemExit) -> None:
-        super().__init__(exc)
-        self.exc = exc
 
 
 async def _contained(coro: Coroutine[Any, Any, T]) -> T:

@@ -8,8 +8,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rillet._native import Message, RilletError
+from rillet._native import Message
 from rillet.agent import AgentInput
+from rillet.errors import ExceedMaxIterationsError, ToolCallError
 from rillet.tools import BaseTool
 
 if TYPE_CHECKING:
@@ -27,14 +28,6 @@ __all__ = [
     "ToolCallError",
     "ToolWrapper",
 ]
-
-
-class ExceedMaxIterationsError(RilletError):
-    """The ReAct loop asked the model more often than ``max_iterations`` allows."""
-
-
-class ToolCallError(RilletError):
-    """A tool call failed and the agent was told to stop (``tool_error="raise"``)."""
 
 
 @dataclass(slots=True)

@@ -18,8 +18,8 @@ from rillet._core.loop import Inbox
 from rillet._native import Message, StreamReader, ToolCall
 from rillet.chatmodel.config import ModelContext
 from rillet.checkpoint_state import checkpoint_state
+from rillet.errors import Interrupted
 from rillet.events import AgentEvent
-from rillet.interrupt import Interrupted
 
 if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent

@@ -26,8 +26,9 @@ from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.context import add_session_value
+from rillet.errors import Interrupted
 from rillet.events import event_from_message
-from rillet.interrupt import Interrupted, composite_interrupt_event
+from rillet.interrupt import composite_interrupt_event
 from rillet.schema import aconcat_message_stream
 
 if TYPE_CHECKING:

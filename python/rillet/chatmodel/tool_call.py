@@ -14,8 +14,8 @@ from rillet._core.scope import current_resume
 from rillet._native import Message, ToolCall, pipe
 from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
 from rillet.context import ToolCallScope, current_run
+from rillet.errors import Interrupted
 from rillet.events import AgentEvent, event_from_message
-from rillet.interrupt import Interrupted
 from rillet.schema import aconcat_message_stream
 
 if TYPE_CHECKING:

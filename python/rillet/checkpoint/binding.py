@@ -13,14 +13,10 @@ import hashlib
 import json
 from typing import Any
 
-from rillet.checkpoint.payload import CheckpointError
+from rillet.errors import CheckpointAgentMismatchError
 from rillet.flow import FlowAgent, flow_of
 
 __all__ = ["CheckpointAgentMismatchError"]
-
-
-class CheckpointAgentMismatchError(CheckpointError):
-    """The checkpoint was saved by a different agent (tree) than the Runner's."""
 
 
 def _unwrap(agent: Any) -> tuple[Any, list[Any]]:

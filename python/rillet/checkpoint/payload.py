@@ -44,9 +44,16 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from rillet import codec
-from rillet._native import RilletError, events_from_records, stream_from_list
+from rillet._native import events_from_records, stream_from_list
 from rillet.agent import AgentInput, StateDelta
 from rillet.context import Session
+from rillet.errors import (
+    CheckpointClaimedError,
+    CheckpointCorruptError,
+    CheckpointError,
+    CheckpointNotFoundError,
+    RecordedError,
+)
 from rillet.events import (
     AgentAction,
     AgentEvent,
@@ -72,32 +79,6 @@ __all__ = [
 PAYLOAD_VERSION = 3
 _READS = (1, 2, 3)
 _KIND = "rillet.checkpoint"
-
-
-class CheckpointError(RilletError):
-    """A checkpoint could not be saved or loaded."""
-
-
-class CheckpointNotFoundError(CheckpointError, LookupError):
-    """The store has no checkpoint under that id."""
-
-
-class CheckpointClaimedError(CheckpointError):
-    """Another resume holds the checkpoint (its claim has not expired): nothing was run."""
-
-
-class CheckpointCorruptError(CheckpointError, codec.DecodeError):
-    """The stored bytes fail their checksum (or are not a checkpoint envelope): they were
-    altered after rillet wrote them."""
-
-
-class RecordedError(RilletError):
-    """An error event restored from a checkpoint: the original's type name and message."""
-
-    def __init__(self, type_name: str, message: str) -> None:
-        super().__init__(f"{type_name}: {message}")
-        self.type_name = type_name
-        self.message = message
 
 
 @contextmanager

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 from rillet._native import (
     ChatStreamParser,
     Message,
-    RilletError,
     StreamReader,
     StreamWriter,
     ToolCall,
@@ -40,6 +39,7 @@ from rillet._native import (
     parse_chat_completion,
     pipe,
 )
+from rillet.errors import RilletError
 from rillet.models.errors import (
     AuthenticationError,
     ContextLengthError,

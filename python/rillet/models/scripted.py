@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from rillet._native import (
     FunctionCall,
     Message,
-    RilletError,
     StreamReader,
     StreamWriter,
     ToolCall,
     pipe,
     stream_from_list,
 )
+from rillet.errors import RilletError, ScriptExhaustedError
 from rillet.models.base import ModelCall
 
 if TYPE_CHECKING:
@@ -46,10 +46,6 @@ Reply: TypeAlias = "Message | str"
 ReplyFunction: TypeAlias = (
     "Callable[[list[Message], tuple[ToolInfo, ...]], Message | str | Awaitable[Message | str]]"
 )
-
-
-class ScriptExhaustedError(RilletError):
-    """A :class:`ScriptedModel` was called once more than it has scripted replies."""
 
 
 class ScriptedModel:

@@ -13,7 +13,7 @@ use super::checked::{attr, call, new_bytes, new_str};
 use super::stdlib::stdlib;
 use super::utf8::decode_str;
 use crate::codec::decode::{Builder, Kind, Scalar};
-use crate::py::errors::decode_error;
+use crate::py::errors::{self, Class};
 pub use value::Val;
 
 /// A value the registry or Python refused, with the Python error behind it if any.
@@ -43,15 +43,17 @@ impl BuildError {
             if cause.is_instance_of::<pyo3::exceptions::PyMemoryError>(py) {
                 return cause;
             }
-            let err = PyErr::from_type(
-                decode_error(py).clone(),
+            let err = errors::new_err(
+                py,
+                Class::DecodeError,
                 format!("{} (at byte {offset})", self.message),
             );
             err.set_cause(py, Some(cause));
             return err;
         }
-        let err = PyErr::from_type(
-            decode_error(py).clone(),
+        let err = errors::new_err(
+            py,
+            Class::DecodeError,
             format!("{} (at byte {offset})", self.message),
         );
         err

@@ -29,7 +29,7 @@ use super::stdlib::stdlib;
 use crate::codec::ext;
 use crate::codec::repeats::{AddrRepeats, ShapeRepeats, Use};
 use crate::codec::wire::{TooLong, Writer};
-use crate::py::errors::encode_error;
+use crate::py::errors::{self, Class};
 
 /// One step of the path from the top-level object to a failing value.
 enum Seg {
@@ -1114,7 +1114,7 @@ fn into_pyerr(py: Python<'_>, f: Failure) -> PyErr {
         }
     }
     let path = render_path(py, &f.path);
-    let err = PyErr::from_type(encode_error(py).clone(), f.message.replace("{path}", &path));
+    let err = errors::new_err(py, Class::EncodeError, f.message.replace("{path}", &path));
     err.set_cause(py, f.cause);
     err
 }

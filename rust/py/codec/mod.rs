@@ -21,7 +21,7 @@ use crate::codec::compress::{compress_checkpoint, is_compressed};
 use crate::codec::decode::Failure;
 use crate::codec::wire::{At, TooLong};
 use crate::codec::{Limits, COMPRESSED_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
-use crate::py::errors::{decode_error, encode_error};
+use crate::py::errors::{self, Class};
 
 thread_local! {
     /// The encode buffer, kept between calls so a checkpoint does not re-grow it each time.
@@ -68,8 +68,9 @@ pub fn codec_encode<'py>(
         if checked::is_null_panic(&*payload) {
             return (Err(out_of_memory("encoding")), Vec::new());
         }
-        let err = PyErr::from_type(
-            encode_error(py).clone(),
+        let err = errors::new_err(
+            py,
+            Class::EncodeError,
             "internal error in the rillet encoder (a bug: please report it)",
         );
         (Err(err), Vec::new())
@@ -81,8 +82,9 @@ pub fn codec_encode<'py>(
         // Plain bytes in, plain bytes out: other Python threads may run meanwhile.
         match py.detach(|| compress_checkpoint(&buf)) {
             Ok(packed) => checked::new_bytes(py, &packed),
-            Err(TooLong(n)) => Err(PyErr::from_type(
-                encode_error(py).clone(),
+            Err(TooLong(n)) => Err(errors::new_err(
+            py,
+            Class::EncodeError,
                 format!("cannot compress a body of {n} bytes (the most is 4 GiB - 1): encode it with compress=False"),
             )),
         }
@@ -157,7 +159,7 @@ pub fn codec_decode<'py>(
     let run = AssertUnwindSafe(|| crate::codec::decode::decode(input, &limits, &mut builder));
     match catch_unwind(run) {
         Ok(Ok(value)) => value.into_py(py),
-        Ok(Err(Failure::Wire(e))) => Err(PyErr::from_type(decode_error(py).clone(), e.to_string())),
+        Ok(Err(Failure::Wire(e))) => Err(errors::new_err(py, Class::DecodeError, e.to_string())),
         // Build errors are always in the body: a format-3 body is the decompressed one.
         Ok(Err(Failure::Build { offset, error })) => Err(error.into_pyerr(
             py,
@@ -167,8 +169,9 @@ pub fn codec_decode<'py>(
             },
         )),
         Err(payload) if checked::is_null_panic(&*payload) => Err(out_of_memory("decoding")),
-        Err(_) => Err(PyErr::from_type(
-            decode_error(py).clone(),
+        Err(_) => Err(errors::new_err(
+            py,
+            Class::DecodeError,
             "internal error in the rillet decoder (a bug: please report it)",
         )),
     }

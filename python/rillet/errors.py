@@ -1,0 +1,278 @@
+"""Every exception rillet raises, in one module (docs/errors.md draws the tree).
+
+Each is a :class:`RilletError` (the root) except the internal carrier :class:`Fatal`; several
+are also the builtin a caller may already catch (a ``ValueError``, ``TypeError``,
+``LookupError``...). The classes are importable from here and from the module that raises
+them (``rillet``, ``rillet.codec``, ``rillet.models``, ``rillet.checkpoint``...).
+
+The native core raises the classes of this module too: the last line hands the module to
+``rillet._native``, which takes the classes it raises from it once, so a class missing here is
+an ImportError of ``import rillet`` rather than a failure at its first raise. This module may
+import only the standard library and ``rillet._native``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from rillet import _native
+
+if TYPE_CHECKING:
+    from rillet._core.interrupt import InterruptSignal
+
+__all__ = [
+    "AgentToolError",
+    "AuthenticationError",
+    "ChannelClosed",
+    "CheckpointAgentMismatchError",
+    "CheckpointClaimedError",
+    "CheckpointCorruptError",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "ConcatError",
+    "ContextLengthError",
+    "DecodeError",
+    "EncodeError",
+    "EndOfStream",
+    "ExceedMaxIterationsError",
+    "IncompleteStreamError",
+    "Interrupted",
+    "InvalidRequestError",
+    "MalformedChunkError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelNotFoundError",
+    "ModelStreamError",
+    "ModelTimeoutError",
+    "RateLimitError",
+    "RecordedError",
+    "RilletError",
+    "ScriptExhaustedError",
+    "ServerError",
+    "StreamEOF",
+    "StreamLimitError",
+    "ToolArgumentsError",
+    "ToolCallError",
+    "TransferError",
+]
+
+
+class RilletError(Exception):
+    """Base class of every error rillet raises."""
+
+
+# --- streams and channels (raised by the native core) ---------------------------------------
+
+
+class EndOfStream(RilletError):
+    """The end of a stream of items: every item has been received. Raised again by every
+    later receive. `except rillet.EndOfStream` catches the end of a Channel and of a
+    StreamReader."""
+
+
+class ChannelClosed(EndOfStream):
+    """The channel was closed and every queued item has been received."""
+
+
+class StreamEOF(EndOfStream):
+    """The stream has ended: every item has been received. Raised again by every later receive."""
+
+
+# --- messages and checkpoints (raised by the native core) -----------------------------------
+
+
+class ConcatError(RilletError, ValueError):
+    """Message chunks that cannot be concatenated; `field` names the offending field."""
+
+    field: str
+
+
+class DecodeError(RilletError, ValueError):
+    """The bytes are not a valid rillet checkpoint, or break a decode limit."""
+
+
+class EncodeError(RilletError, TypeError):
+    """The object cannot be written as a rillet checkpoint (unregistered type, cycle...)."""
+
+
+class CheckpointError(RilletError):
+    """A checkpoint could not be saved or loaded."""
+
+
+class CheckpointNotFoundError(CheckpointError, LookupError):
+    """The store has no checkpoint under that id."""
+
+
+class CheckpointClaimedError(CheckpointError):
+    """Another resume holds the checkpoint (its claim has not expired): nothing was run."""
+
+
+class CheckpointCorruptError(CheckpointError, DecodeError):
+    """The stored bytes fail their checksum (or are not a checkpoint envelope): they were
+    altered after rillet wrote them."""
+
+
+class CheckpointAgentMismatchError(CheckpointError):
+    """The checkpoint was saved by a different agent (tree) than the Runner's."""
+
+
+class RecordedError(RilletError):
+    """An error event restored from a checkpoint: the original's type name and message."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+
+
+# --- agents and tools -----------------------------------------------------------------------
+
+
+class Interrupted(BaseException):
+    """Raised by a tool to interrupt the run: ``raise rillet.interrupt(info)``. Carries the
+    interrupt signal up to the agent that ran the tool.
+
+    A BaseException, like asyncio's CancelledError: an interrupt is control flow, so a tool's
+    (or a tool-call wrapper's) ``except Exception:`` lets it through instead of turning it into
+    an error text for the model. Catch it by name if you must (docs/interrupts.md)."""
+
+    def __init__(self, signal: InterruptSignal) -> None:
+        super().__init__(f"interrupted at {';'.join(signal.address)}: {signal.info!r}")
+        self.signal = signal
+
+
+class TransferError(RilletError):
+    """A transfer named an agent that is neither a sub-agent nor the parent."""
+
+
+class ToolArgumentsError(RilletError, ValueError):
+    """The model's arguments for a tool are not valid JSON or fail its parameter schema.
+
+    ``tool_name`` names the tool and ``problems`` lists each problem (also in the message)."""
+
+    def __init__(self, tool_name: str, problems: list[str]) -> None:
+        super().__init__(f"tool {tool_name!r}: " + "; ".join(problems))
+        self.tool_name = tool_name
+        self.problems = problems
+
+
+class ToolCallError(RilletError):
+    """A tool call failed and the agent was told to stop (``tool_error="raise"``)."""
+
+
+class ExceedMaxIterationsError(RilletError):
+    """The ReAct loop asked the model more often than ``max_iterations`` allows."""
+
+
+class AgentToolError(RilletError):
+    """The agent behind an AgentTool failed or returned nothing."""
+
+
+# --- models ---------------------------------------------------------------------------------
+
+
+class ModelError(RilletError):
+    """Base class of the errors a model client raises.
+
+    Attributes (``None`` when they do not apply): ``status_code`` (the HTTP status),
+    ``base_url`` (the server asked), ``body`` (the server's answer, as text), ``code`` (the
+    server's error code or type), ``line`` (the line of the event stream).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        base_url: str | None = None,
+        body: str | None = None,
+        code: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.base_url = base_url
+        self.body = body
+        self.code = code
+        self.line = line
+
+
+class AuthenticationError(ModelError):
+    """The server refused the credentials (HTTP 401 or 403): check the API key."""
+
+
+class ModelNotFoundError(ModelError, LookupError):
+    """The server does not know the model, or the URL (HTTP 404)."""
+
+
+class InvalidRequestError(ModelError, ValueError):
+    """The server refused the request as invalid (HTTP 400 or 422); the message is the
+    server's."""
+
+
+class ContextLengthError(InvalidRequestError):
+    """The conversation is longer than the model's context window."""
+
+
+class RateLimitError(ModelError):
+    """HTTP 429, still after the retries. ``retry_after`` is the server's hint in seconds."""
+
+    retry_after: float | None = None
+
+
+class ServerError(ModelError):
+    """The server failed (HTTP 5xx), still after the retries."""
+
+
+class ModelTimeoutError(ModelError, TimeoutError):
+    """The server did not answer in time (connecting, or between two reads)."""
+
+
+class ModelConnectionError(ModelError, ConnectionError):
+    """The connection could not be made, or was cut in the middle of a response."""
+
+
+class IncompleteStreamError(ModelConnectionError):
+    """The event stream ended before the model finished (no finish reason, no ``[DONE]``)."""
+
+
+class MalformedChunkError(ModelError, ValueError):
+    """A line of the event stream is not a valid chat-completions chunk; ``line`` names it."""
+
+
+class ModelStreamError(ModelError):
+    """The server sent an error object in the middle of a stream."""
+
+
+class StreamLimitError(ModelError, ValueError):
+    """A line of the event stream, or one event's data, is longer than its limit, found
+    before it was buffered. ``limit`` names the keyword that raises it
+    (``max_sse_line_bytes`` or ``max_sse_event_bytes``); ``line`` is where it started.
+    """
+
+    def __init__(self, message: str, *, limit: str, line: int | None = None) -> None:
+        super().__init__(message, line=line)
+        self.limit = limit
+
+
+class ScriptExhaustedError(RilletError):
+    """A :class:`ScriptedModel` was called once more than it has scripted replies."""
+
+
+# --- internal -------------------------------------------------------------------------------
+
+
+class Fatal(BaseException):
+    """Internal, never seen by a user: carries a KeyboardInterrupt or SystemExit that agent
+    code raised in a child task out of it. Raised as is, asyncio would re-raise it out of the
+    event loop, stopping the loop and every run on it; the run's top task turns ``exc`` into
+    the run's error event."""
+
+    def __init__(self, exc: KeyboardInterrupt | SystemExit) -> None:
+        super().__init__(exc)
+        self.exc = exc
+
+
+# Last: the native core takes the classes it raises (an ImportError names one that is missing).
+_native._init_errors(sys.modules[__name__])
