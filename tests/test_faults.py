@@ -402,8 +402,8 @@ elif mode == "close-held":  # the runs are still held: the loop is closed under 
     loop.close()
 elif mode == "stop":  # run_forever stopped while the runs work, then closed
     loop = asyncio.new_event_loop()
-    loop.create_task(main(held))
-    loop.call_later(0.5, loop.stop)
+    # stopped once every tool runs (a fixed delay could stop it earlier on a busy machine)
+    loop.create_task(main(held)).add_done_callback(lambda _: loop.stop())
     loop.run_forever()
     loop.close()
 ends = []
