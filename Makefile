@@ -18,7 +18,7 @@ demo: setup-light
 bench: setup
 	$(VENV)/bin/rillet bench
 
-# cargo test, stubtest, mypy and ruff check once; then, on every CPython 3.11-3.13 found here (PATH or
+# cargo test, stubtest, mypy, ruff check and ruff format --check once; then, on every CPython 3.11-3.13 found here (PATH or
 # pyenv), the extension is built and the whole pytest suite runs; .venv's wheel is built and
 # tested installed (tests/test_wheel.py). Versions not found are named as skipped;
 # PYTHON_VERSIONS="3.12" limits the run.
@@ -39,9 +39,10 @@ stubtest:
 typecheck:
 	$(PY) -m mypy
 
-# Lint (rules in pyproject.toml, [tool.ruff]).
+# Lint and formatting (rules in pyproject.toml, [tool.ruff]); `ruff format` fixes the layout.
 lint:
 	$(PY) -m ruff check
+	$(PY) -m ruff format --check
 
 # A release wheel for .venv's Python into dist/, tagged manylinux by auditwheel repair.
 wheel: setup

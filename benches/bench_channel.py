@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from rillet.benchmarks.channel import SCENARIOS, Items
 
 ITEMS: Items = list(range(200_000))

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from rillet import AgentInput, FunctionCall, Message, ResponseMeta, RunStep, ToolCall, Usage, event_from_message
 from rillet.checkpoint import SqliteCheckpointStore
 from rillet.checkpoint.payload import dump, load
@@ -52,8 +51,10 @@ STEPS = 500  # one assistant message + one tool result each: 1,000 events
 AGENT = "assistant"
 QUESTION = "Find the three cheapest refundable flights to Lisbon next week and hold the best one."
 TOOLS = ("search_flights", "lookup_fare_rules", "hold_booking")
-WORDS = ("flight fare refundable Lisbon departs arrives economy seat window aisle baggage "
-         "included change fee none 检索 结果 ✓ price EUR total carrier TAP direct stop").split()
+WORDS = (
+    "flight fare refundable Lisbon departs arrives economy seat window aisle baggage "
+    "included change fee none 检索 结果 ✓ price EUR total carrier TAP direct stop"
+).split()
 ROUNDS = {"rillet": 40, "langgraph": 15}
 WARMUP = 2
 
@@ -64,20 +65,24 @@ def conversation() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(STEPS):
         call_id = f"call_{i:04d}_{rng.getrandbits(40):010x}"
-        out.append({
-            "kind": "ai",
-            "content": " ".join(rng.choice(WORDS) for _ in range(12)) if i % 2 else "",
-            "tool": TOOLS[i % len(TOOLS)],
-            "args": {"query": " ".join(rng.choice(WORDS) for _ in range(4)), "limit": rng.randint(1, 20)},
-            "call_id": call_id,
-            "usage": (rng.randint(200, 8000), rng.randint(10, 300)),
-        })
-        out.append({
-            "kind": "tool",
-            "content": " ".join(rng.choice(WORDS) for _ in range(40)),
-            "tool": TOOLS[i % len(TOOLS)],
-            "call_id": call_id,
-        })
+        out.append(
+            {
+                "kind": "ai",
+                "content": " ".join(rng.choice(WORDS) for _ in range(12)) if i % 2 else "",
+                "tool": TOOLS[i % len(TOOLS)],
+                "args": {"query": " ".join(rng.choice(WORDS) for _ in range(4)), "limit": rng.randint(1, 20)},
+                "call_id": call_id,
+                "usage": (rng.randint(200, 8000), rng.randint(10, 300)),
+            }
+        )
+        out.append(
+            {
+                "kind": "tool",
+                "content": " ".join(rng.choice(WORDS) for _ in range(40)),
+                "tool": TOOLS[i % len(TOOLS)],
+                "call_id": call_id,
+            }
+        )
     return out
 
 
@@ -91,11 +96,17 @@ def rillet_session(msgs: list[dict[str, Any]]) -> Session:
         if m["kind"] == "ai":
             inp, outp = m["usage"]
             call = ToolCall(id=m["call_id"], function=FunctionCall(m["tool"], json.dumps(m["args"])))
-            msg = Message(role="assistant", content=m["content"], tool_calls=[call],
-                          response_meta=ResponseMeta("tool_calls", Usage(inp, outp, inp + outp)))
+            msg = Message(
+                role="assistant",
+                content=m["content"],
+                tool_calls=[call],
+                response_meta=ResponseMeta("tool_calls", Usage(inp, outp, inp + outp)),
+            )
             ev = event_from_message(msg)
         else:
-            ev = event_from_message(Message.tool_message(m["content"], m["call_id"], m["tool"]), role="tool", tool_name=m["tool"])
+            ev = event_from_message(
+                Message.tool_message(m["content"], m["call_id"], m["tool"]), role="tool", tool_name=m["tool"]
+            )
         ev.agent_name, ev.run_path = AGENT, path
         session.record(ev)
     return session
@@ -109,7 +120,8 @@ class RilletSide:
         self.session = rillet_session(msgs)
         last = msgs[-1]
         self.signal = InterruptSignal(
-            str(uuid.uuid4()), (f"agent:{AGENT}", f"tool:{last['tool']}:{last['call_id']}"),
+            str(uuid.uuid4()),
+            (f"agent:{AGENT}", f"tool:{last['tool']}:{last['call_id']}"),
             info={"reason": "approve the booking"},
         )
         self.path = directory / "rillet.sqlite"
@@ -156,13 +168,15 @@ def langchain_messages(msgs: list[dict[str, Any]]) -> list[Any]:
     for m in msgs:
         if m["kind"] == "ai":
             inp, outp = m["usage"]
-            out.append(AIMessage(
-                content=m["content"],
-                id=new_id(),
-                tool_calls=[{"name": m["tool"], "args": m["args"], "id": m["call_id"], "type": "tool_call"}],
-                usage_metadata={"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp},
-                response_metadata={"finish_reason": "tool_calls"},
-            ))
+            out.append(
+                AIMessage(
+                    content=m["content"],
+                    id=new_id(),
+                    tool_calls=[{"name": m["tool"], "args": m["args"], "id": m["call_id"], "type": "tool_call"}],
+                    usage_metadata={"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp},
+                    response_metadata={"finish_reason": "tool_calls"},
+                )
+            )
         else:
             out.append(ToolMessage(content=m["content"], tool_call_id=m["call_id"], name=m["tool"], id=new_id()))
     return out
@@ -205,7 +219,9 @@ class LangGraphSide:
 
     def blob_bytes(self) -> int:
         with sqlite3.connect(self.path) as conn:
-            cp = conn.execute("SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints").fetchone()[0]
+            cp = conn.execute(
+                "SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints"
+            ).fetchone()[0]
             writes = conn.execute("SELECT coalesce(sum(length(value)), 0) FROM writes").fetchone()[0]
         return int(cp + writes)
 

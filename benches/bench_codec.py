@@ -24,20 +24,26 @@ import msgspec
 import ormsgpack
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-
 from rillet import FunctionCall, Message, ResponseMeta, ToolCall, Usage, codec
 
-WORDS = ("the agent calls a tool and reads the result before it answers 检索 结果 🎉 ✓ "
-         "weather forecast invoice refund order status shipping delay apology").split()
+WORDS = (
+    "the agent calls a tool and reads the result before it answers 检索 结果 🎉 ✓ "
+    "weather forecast invoice refund order status shipping delay apology"
+).split()
 
 
 def _message(rng: random.Random, i: int) -> dict[str, Any]:
     role = ("user", "assistant", "tool")[i % 3]
     content = " ".join(rng.choice(WORDS) for _ in range(60))
     tool_calls = [
-        {"id": f"call_{i}_{k}", "type": "function",
-         "function": {"name": rng.choice(["search", "lookup_order", "send_email"]),
-                      "arguments": f'{{"query": "{rng.choice(WORDS)}", "limit": {rng.randint(1, 50)}}}'}}
+        {
+            "id": f"call_{i}_{k}",
+            "type": "function",
+            "function": {
+                "name": rng.choice(["search", "lookup_order", "send_email"]),
+                "arguments": f'{{"query": "{rng.choice(WORDS)}", "limit": {rng.randint(1, 50)}}}',
+            },
+        }
         for k in range(rng.randint(0, 2) if role == "assistant" else 0)
     ]
     return {
@@ -45,7 +51,11 @@ def _message(rng: random.Random, i: int) -> dict[str, Any]:
         "role": role,
         "content": content,
         "tool_calls": tool_calls,
-        "usage": {"input_tokens": rng.randint(10, 4000), "output_tokens": rng.randint(1, 800), "cost": rng.random() / 100},
+        "usage": {
+            "input_tokens": rng.randint(10, 4000),
+            "output_tokens": rng.randint(1, 800),
+            "cost": rng.random() / 100,
+        },
         "extra": {"model": "gpt-x-mini", "latency_s": rng.random() * 3, "cached": rng.random() < 0.3, "trace": None},
     }
 
@@ -96,12 +106,19 @@ def test_roundtrip(benchmark: Any, name: str) -> None:
 
 
 def _rillet_message(m: dict[str, Any]) -> Message:
-    calls = [ToolCall(id=t["id"], function=FunctionCall(t["function"]["name"], t["function"]["arguments"]))
-             for t in m["tool_calls"]]
+    calls = [
+        ToolCall(id=t["id"], function=FunctionCall(t["function"]["name"], t["function"]["arguments"]))
+        for t in m["tool_calls"]
+    ]
     usage = Usage(m["usage"]["input_tokens"], m["usage"]["output_tokens"], 0, 0, 0)
-    return Message(role=m["role"], content=m["content"], tool_calls=calls,
-                   tool_call_id="call_0" if m["role"] == "tool" else "",
-                   response_meta=ResponseMeta("stop", usage), extra=m["extra"])
+    return Message(
+        role=m["role"],
+        content=m["content"],
+        tool_calls=calls,
+        tool_call_id="call_0" if m["role"] == "tool" else "",
+        response_meta=ResponseMeta("stop", usage),
+        extra=m["extra"],
+    )
 
 
 def _langchain_message(m: dict[str, Any]) -> Any:
@@ -112,9 +129,14 @@ def _langchain_message(m: dict[str, Any]) -> Any:
     if m["role"] == "tool":
         return ToolMessage(content=m["content"], id=m["id"], tool_call_id="call_0")
     calls = [{"id": t["id"], "name": t["function"]["name"], "args": {"query": "x"}} for t in m["tool_calls"]]
-    usage = {"input_tokens": m["usage"]["input_tokens"], "output_tokens": m["usage"]["output_tokens"], "total_tokens": 0}
-    return AIMessage(content=m["content"], id=m["id"], tool_calls=calls, usage_metadata=usage,
-                     response_metadata=m["extra"])
+    usage = {
+        "input_tokens": m["usage"]["input_tokens"],
+        "output_tokens": m["usage"]["output_tokens"],
+        "total_tokens": 0,
+    }
+    return AIMessage(
+        content=m["content"], id=m["id"], tool_calls=calls, usage_metadata=usage, response_metadata=m["extra"]
+    )
 
 
 # The same conversation as each framework's checkpoint holds it: rillet Messages through

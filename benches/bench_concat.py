@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import rillet
 from rillet import FunctionCall, Message, ResponseMeta, ToolCall, Usage
 
 sys.path.insert(0, str(Path(__file__).parent))
-from reference_concat import PyTee, reference_concat  # noqa: E402
+from reference_concat import PyTee, reference_concat
 
 TEXT_DELTAS = 1000
 ARG_DELTAS = 100
@@ -39,7 +38,13 @@ def dict_chunks() -> list[dict[str, Any]]:
         chunks += [
             {"tool_calls": [{"index": index, "function": {"arguments": f'"k{j}":{j},'}}]} for j in range(ARG_DELTAS)
         ]
-    usage = {"prompt_tokens": 812, "completion_tokens": 1203, "total_tokens": 2015, "cached_tokens": 512, "reasoning_tokens": 0}
+    usage = {
+        "prompt_tokens": 812,
+        "completion_tokens": 1203,
+        "total_tokens": 2015,
+        "cached_tokens": 512,
+        "reasoning_tokens": 0,
+    }
     chunks.append({"response_meta": {"finish_reason": "tool_calls", "usage": usage}})
     return chunks
 
@@ -48,17 +53,23 @@ def message_chunks(dicts: list[dict[str, Any]]) -> list[Message]:
     out = []
     for d in dicts:
         calls = [
-            ToolCall(index=tc["index"], id=tc.get("id", ""), type=tc.get("type", ""),
-                     function=FunctionCall(tc["function"].get("name", ""), tc["function"]["arguments"]))
+            ToolCall(
+                index=tc["index"],
+                id=tc.get("id", ""),
+                type=tc.get("type", ""),
+                function=FunctionCall(tc["function"].get("name", ""), tc["function"]["arguments"]),
+            )
             for tc in d.get("tool_calls", ())
         ]
         meta = d.get("response_meta")
-        out.append(Message(
-            role=d.get("role", ""),
-            content=d.get("content", ""),
-            tool_calls=calls,
-            response_meta=ResponseMeta(meta["finish_reason"], Usage(**meta["usage"])) if meta else None,
-        ))
+        out.append(
+            Message(
+                role=d.get("role", ""),
+                content=d.get("content", ""),
+                tool_calls=calls,
+                response_meta=ResponseMeta(meta["finish_reason"], Usage(**meta["usage"])) if meta else None,
+            )
+        )
     return out
 
 
@@ -70,14 +81,22 @@ def langchain_chunks(dicts: list[dict[str, Any]]) -> list[Any]:
         kwargs: dict[str, Any] = {"content": d.get("content", "")}
         if "tool_calls" in d:
             tc = d["tool_calls"][0]
-            kwargs["tool_call_chunks"] = [{
-                "name": tc["function"].get("name"), "args": tc["function"]["arguments"],
-                "id": tc.get("id"), "index": tc["index"], "type": "tool_call_chunk",
-            }]
+            kwargs["tool_call_chunks"] = [
+                {
+                    "name": tc["function"].get("name"),
+                    "args": tc["function"]["arguments"],
+                    "id": tc.get("id"),
+                    "index": tc["index"],
+                    "type": "tool_call_chunk",
+                }
+            ]
         if "response_meta" in d:
             u = d["response_meta"]["usage"]
-            kwargs["usage_metadata"] = {"input_tokens": u["prompt_tokens"], "output_tokens": u["completion_tokens"],
-                                        "total_tokens": u["total_tokens"]}
+            kwargs["usage_metadata"] = {
+                "input_tokens": u["prompt_tokens"],
+                "output_tokens": u["completion_tokens"],
+                "total_tokens": u["total_tokens"],
+            }
             kwargs["response_metadata"] = {"finish_reason": d["response_meta"]["finish_reason"]}
         out.append(AIMessageChunk(**kwargs))
     return out

@@ -30,7 +30,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from rillet import concat_messages
 from rillet.models.openai import ChatStreamParser
 
@@ -41,8 +40,13 @@ WORDS = ["the", " rain", " in", " Lisbon", " falls", " softly,", " ça", " va", 
 
 
 def recorded_stream() -> bytes:
-    head = {"id": "chatcmpl-B9xQe2", "object": "chat.completion.chunk", "created": 1764550000,
-            "model": "gpt-4o-mini-2024-07-18", "system_fingerprint": "fp_0aa8d3e20b"}
+    head = {
+        "id": "chatcmpl-B9xQe2",
+        "object": "chat.completion.chunk",
+        "created": 1764550000,
+        "model": "gpt-4o-mini-2024-07-18",
+        "system_fingerprint": "fp_0aa8d3e20b",
+    }
 
     def event(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> bytes:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
@@ -59,9 +63,13 @@ def recorded_stream() -> bytes:
             for j in range(ARG_DELTAS)
         ]
     out.append(event({}, "tool_calls"))
-    usage = {"prompt_tokens": 812, "completion_tokens": 2002, "total_tokens": 2814,
-             "prompt_tokens_details": {"cached_tokens": 512, "audio_tokens": 0},
-             "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}
+    usage = {
+        "prompt_tokens": 812,
+        "completion_tokens": 2002,
+        "total_tokens": 2814,
+        "prompt_tokens_details": {"cached_tokens": 512, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+    }
     out.append(event(None, usage=usage))
     out.append(b"data: [DONE]\n\n")
     return b"".join(out)

@@ -37,7 +37,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
-
 import rillet
 from rillet import Channel, FunctionCall, Message, ResponseMeta, ToolCall, Usage
 from rillet.chatmodel import ChatModelAgent
@@ -122,7 +121,9 @@ class RilletDouble:
             meta = ResponseMeta("stop", Usage(PROMPT_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS + COMPLETION_TOKENS))
             chunks = [Message(role="assistant", content="do"), Message(content="ne"), Message(response_meta=meta)]
         else:
-            meta = ResponseMeta("tool_calls", Usage(PROMPT_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS + COMPLETION_TOKENS))
+            meta = ResponseMeta(
+                "tool_calls", Usage(PROMPT_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS + COMPLETION_TOKENS)
+            )
             head = ToolCall(index=0, id=f"call_{i}", type="function", function=FunctionCall(name, ""))
             body = ToolCall(index=0, type="", function=FunctionCall("", args))
             chunks = [
@@ -239,7 +240,9 @@ def peer_model(k: int) -> Any:
             i = self._i
             self._i += 1
             if i >= self.steps:
-                return AIMessage(content="done", usage_metadata=dict(usage), response_metadata={"finish_reason": "stop"})  # type: ignore[arg-type]
+                return AIMessage(
+                    content="done", usage_metadata=dict(usage), response_metadata={"finish_reason": "stop"}
+                )  # type: ignore[arg-type]
             name, args = step_call(i)
             return AIMessage(
                 content="",
@@ -251,7 +254,9 @@ def peer_model(k: int) -> Any:
         def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
             return ChatResult(generations=[ChatGeneration(message=self._reply())])
 
-        async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        async def _agenerate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> ChatResult:
             return ChatResult(generations=[ChatGeneration(message=self._reply())])
 
         async def _astream(
@@ -275,11 +280,15 @@ def peer_model(k: int) -> Any:
                 chunks = [
                     AIMessageChunk(
                         content="",
-                        tool_call_chunks=[{"name": name, "args": "", "id": f"call_{i}", "index": 0, "type": "tool_call_chunk"}],
+                        tool_call_chunks=[
+                            {"name": name, "args": "", "id": f"call_{i}", "index": 0, "type": "tool_call_chunk"}
+                        ],
                     ),
                     AIMessageChunk(
                         content="",
-                        tool_call_chunks=[{"name": None, "args": json.dumps(args), "id": None, "index": 0, "type": "tool_call_chunk"}],
+                        tool_call_chunks=[
+                            {"name": None, "args": json.dumps(args), "id": None, "index": 0, "type": "tool_call_chunk"}
+                        ],
                     ),
                     AIMessageChunk(
                         content="",

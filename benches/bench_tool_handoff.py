@@ -27,7 +27,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-
 from rillet import Channel
 from rillet._core.workers import WorkerPool, _Job, run_sync
 

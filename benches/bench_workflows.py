@@ -37,7 +37,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-
 from rillet import ChatModelAgent, Message, ParallelAgent, ResponseMeta, Runner, ScriptedModel, SequentialAgent, Usage
 
 INPUT = "go"
@@ -68,7 +67,11 @@ def rillet_workload(shape: str) -> Workload:
         for i in range(n)
     ]
     agents = [ChatModelAgent(f"a{i}", model=m) for i, m in enumerate(models)]
-    workflow = SequentialAgent("seq", sub_agents=agents) if shape.startswith("seq") else ParallelAgent("par", sub_agents=agents)
+    workflow = (
+        SequentialAgent("seq", sub_agents=agents)
+        if shape.startswith("seq")
+        else ParallelAgent("par", sub_agents=agents)
+    )
     runner = Runner(workflow)
 
     async def run() -> int:
@@ -96,7 +99,11 @@ def peer_model(i: int) -> Any:
     from langchain_core.outputs import ChatGeneration, ChatResult
 
     text = reply_text(i)
-    usage = {"input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS, "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS}
+    usage = {
+        "input_tokens": PROMPT_TOKENS,
+        "output_tokens": COMPLETION_TOKENS,
+        "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+    }
 
     class PeerDouble(BaseChatModel):
         @property
@@ -110,7 +117,9 @@ def peer_model(i: int) -> Any:
         def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
             return self._reply()
 
-        async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        async def _agenerate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+        ) -> ChatResult:
             return self._reply()
 
     return PeerDouble()
@@ -187,7 +196,9 @@ WORKLOADS: dict[str, Callable[[str], Workload]] = {
 def test_workflow(benchmark: Any, impl: str, shape: str) -> None:
     run, reset, events = WORKLOADS[impl](shape)
     benchmark.group = f"workflow {shape}"
-    benchmark.extra_info.update(impl=impl, series=f"workflow {shape}", size=SHAPES[shape], per=events, unit="event", events=events)
+    benchmark.extra_info.update(
+        impl=impl, series=f"workflow {shape}", size=SHAPES[shape], per=events, unit="event", events=events
+    )
 
     # One event loop for the benchmark, as a server keeps one; each round is one run on it.
     loop = asyncio.new_event_loop()
@@ -202,7 +213,9 @@ def test_workflow(benchmark: Any, impl: str, shape: str) -> None:
             gc.collect()
             return (), {}
 
-        result = benchmark.pedantic(lambda: loop.run_until_complete(run()), setup=setup, rounds=ROUNDS[impl], warmup_rounds=WARMUP)
+        result = benchmark.pedantic(
+            lambda: loop.run_until_complete(run()), setup=setup, rounds=ROUNDS[impl], warmup_rounds=WARMUP
+        )
         assert result == events
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())

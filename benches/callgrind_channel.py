@@ -37,7 +37,16 @@ def instructions(key: str, n: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg.out")
         subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__, "run", key, str(n)],
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "run",
+                key,
+                str(n),
+            ],
             check=True,
             capture_output=True,
             env={**os.environ, "PYTHONHASHSEED": "0"},

@@ -12,9 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import bench_concat as b  # noqa: E402
-
-import rillet  # noqa: E402
+import bench_concat as b
+import rillet
 
 
 def main(which: str, n: int) -> None:

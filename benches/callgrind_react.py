@@ -53,8 +53,19 @@ def instructions(impl: str, kind: str, mode: str, k: int, n: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg.out")
         subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-             "run", impl, kind, mode, str(k), str(n)],
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "run",
+                impl,
+                kind,
+                mode,
+                str(k),
+                str(n),
+            ],
             check=True,
             capture_output=True,
             env={**os.environ, "PYTHONHASHSEED": "0"},
@@ -68,7 +79,9 @@ def main(keys: list[str]) -> None:
     for key in keys:
         impl, kind, mode = key.partition("@")[0].split("-")
         k = int(key.partition("@")[2] or K)
-        per_call[key] = (instructions(impl, kind, mode, k, RUNS) - instructions(impl, kind, mode, k, 0)) / (RUNS * (k + 1))
+        per_call[key] = (instructions(impl, kind, mode, k, RUNS) - instructions(impl, kind, mode, k, 0)) / (
+            RUNS * (k + 1)
+        )
         print(f"{key:<28} {per_call[key]:10.0f} instructions/model call", flush=True)
     print()
     for key, mine in per_call.items():

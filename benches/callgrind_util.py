@@ -15,7 +15,10 @@ def instructions(code: str) -> int:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code],
-        capture_output=True, text=True, check=True, env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     ).stderr
     match = re.search(r"refs:\s+([\d,]+)", out)
     assert match, out

@@ -122,8 +122,13 @@ def _merge_call(
         return
     base = indexed.get(index)
     if base is None:
-        indexed[index] = {"index": index, "id": tc.get("id", ""), "type": tc.get("type", ""),
-                          "function": {"name": fn.get("name", ""), "arguments": ""}, "extra": tc.get("extra")}
+        indexed[index] = {
+            "index": index,
+            "id": tc.get("id", ""),
+            "type": tc.get("type", ""),
+            "function": {"name": fn.get("name", ""), "arguments": ""},
+            "extra": tc.get("extra"),
+        }
         args[index] = [fn.get("arguments", "")]
         return
     for key, new in (("id", tc.get("id")), ("type", tc.get("type"))):

@@ -44,7 +44,9 @@ def build(
 
     tools: list[Any] = [requires_approval(append)] + ([audit] if extra_tool else [])
     answer = replies if replies is not None else ["Done."]
-    return ChatModelAgent(name, description="moves money", model=ScriptedModel([ask(text), *answer] if first else answer), tools=tools)
+    return ChatModelAgent(
+        name, description="moves money", model=ScriptedModel([ask(text), *answer] if first else answer), tools=tools
+    )
 
 
 def demo_like() -> ChatModelAgent:

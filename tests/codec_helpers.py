@@ -52,7 +52,11 @@ ints = st.integers() | st.integers(min_value=-(2**300), max_value=2**300)
 # Text that may contain lone surrogates (st.text() never generates them).
 texts = st.text() | st.text(st.characters() | st.characters(categories=["Cs"]), max_size=20)
 fixed_offsets = st.timedeltas(min_value=dt.timedelta(hours=-23), max_value=dt.timedelta(hours=23)).map(dt.timezone)
-named_offsets = st.builds(dt.timezone, st.timedeltas(min_value=dt.timedelta(hours=-23), max_value=dt.timedelta(hours=23)), st.text(min_size=1, max_size=5))
+named_offsets = st.builds(
+    dt.timezone,
+    st.timedeltas(min_value=dt.timedelta(hours=-23), max_value=dt.timedelta(hours=23)),
+    st.text(min_size=1, max_size=5),
+)
 tzs = st.none() | st.just(dt.timezone.utc) | fixed_offsets | named_offsets | st.timezones()
 
 hashable_atoms = (
@@ -74,11 +78,13 @@ atoms = hashable_atoms | st.decimals(allow_nan=True)
 hashables = st.recursive(hashable_atoms, lambda c: st.tuples(c, c) | st.frozensets(c, max_size=3), max_leaves=6)
 values = st.recursive(
     atoms,
-    lambda c: st.lists(c, max_size=5)
-    | st.lists(c, max_size=4).map(tuple)
-    | st.dictionaries(hashables, c, max_size=5)
-    | st.sets(hashables, max_size=4)
-    | st.frozensets(hashables, max_size=4),
+    lambda c: (
+        st.lists(c, max_size=5)
+        | st.lists(c, max_size=4).map(tuple)
+        | st.dictionaries(hashables, c, max_size=5)
+        | st.sets(hashables, max_size=4)
+        | st.frozensets(hashables, max_size=4)
+    ),
     max_leaves=30,
 )
 
@@ -98,11 +104,33 @@ class Point:
 def golden_values() -> dict[str, Any]:
     """The values behind tests/golden/v1/*.bin. Never change them: add new ones instead."""
     return {
-        "scalars": [None, True, False, 0, -1, 127, -33, 2**63 - 1, -(2**63), 2**64 - 1, 2**64, -(2**100), 1.5, -0.0,
-                    float("inf"), float("-inf"), struct.unpack("<d", struct.pack("<Q", 0x7FF8_0000_0000_0ABC))[0]],
+        "scalars": [
+            None,
+            True,
+            False,
+            0,
+            -1,
+            127,
+            -33,
+            2**63 - 1,
+            -(2**63),
+            2**64 - 1,
+            2**64,
+            -(2**100),
+            1.5,
+            -0.0,
+            float("inf"),
+            float("-inf"),
+            struct.unpack("<d", struct.pack("<Q", 0x7FF8_0000_0000_0ABC))[0],
+        ],
         "text": ["", "ascii", "héllo wörld ✓ 你好 🎉", "lone \ud800 surrogate", "x" * 40, b"\x00\xffbytes"],
-        "containers": {"list": [1, [2, [3]]], (1, "tuple key"): (1, (2,), ()), "set": {1, 2, 3},
-                       "frozenset": frozenset({4, 5}), 7: {"nested": {"dict": None}}},
+        "containers": {
+            "list": [1, [2, [3]]],
+            (1, "tuple key"): (1, (2,), ()),
+            "set": {1, 2, 3},
+            "frozenset": frozenset({4, 5}),
+            7: {"nested": {"dict": None}},
+        },
         "stdlib": [
             dt.datetime(2026, 11, 30, 19, 10, 5, 123456),
             dt.datetime(2026, 11, 30, 19, 10, tzinfo=dt.timezone.utc),
@@ -125,8 +153,10 @@ def golden_values() -> dict[str, Any]:
 def golden_records() -> list[Any]:
     """Repeated strings and dict shapes: format 2 writes them as table definitions and
     references (plain maps and strs in format 1)."""
-    rows = [{"role": role, "content": f"turn {i}", "usage": {"input_tokens": i, "output_tokens": 2 * i}}
-            for i, role in enumerate(["user", "assistant", "user", "assistant"])]
+    rows = [
+        {"role": role, "content": f"turn {i}", "usage": {"input_tokens": i, "output_tokens": 2 * i}}
+        for i, role in enumerate(["user", "assistant", "user", "assistant"])
+    ]
     return [rows, {"role": "user", "extra": ["assistant", "assistant"]}, ("usage", "usage", "usage")]
 
 
@@ -136,12 +166,20 @@ def golden_messages() -> list[Any]:
 
     return [
         Message.system("You are terse."),
-        Message(role="user", user_input_multi_content=[ContentPart("what is this?"), ContentPart(image_url="https://example.invalid/a.png", detail="low")]),
+        Message(
+            role="user",
+            user_input_multi_content=[
+                ContentPart("what is this?"),
+                ContentPart(image_url="https://example.invalid/a.png", detail="low"),
+            ],
+        ),
         Message(
             role="assistant",
             content="Checking.",
             reasoning_content="needs a tool",
-            tool_calls=[ToolCall(index=0, id="call_1", function=FunctionCall("weather", '{"city":"Paris"}'), extra={"k": 1})],
+            tool_calls=[
+                ToolCall(index=0, id="call_1", function=FunctionCall("weather", '{"city":"Paris"}'), extra={"k": 1})
+            ],
             response_meta=ResponseMeta("tool_calls", Usage(10, 20, 30, 4, 5)),
             extra={"trace": "abc"},
         ),

@@ -13,9 +13,9 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
@@ -70,8 +70,16 @@ class Recorded:
         return json.loads(self.body)
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 class FakeOpenAIServer:
@@ -121,8 +129,10 @@ class FakeOpenAIServer:
             with self._lock:
                 self.requests.append(request)
                 self.times.append(time.monotonic())
-                reply = self.replies.pop(0) if self.replies else Reply.json(
-                    {"error": {"message": "the test scripted no more replies"}}, status=500
+                reply = (
+                    self.replies.pop(0)
+                    if self.replies
+                    else Reply.json({"error": {"message": "the test scripted no more replies"}}, status=500)
                 )
             self._respond(conn, reply)
         except OSError:
@@ -134,8 +144,11 @@ class FakeOpenAIServer:
         if reply.delay:
             time.sleep(reply.delay)
         chunked = reply.content_type == "text/event-stream"
-        head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}",
-                f"Content-Type: {reply.content_type}", "Connection: close"]
+        head = [
+            f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}",
+            f"Content-Type: {reply.content_type}",
+            "Connection: close",
+        ]
         head.append("Transfer-Encoding: chunked" if chunked else f"Content-Length: {len(reply.body)}")
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
         conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode())

@@ -121,7 +121,9 @@ def parallel_runner(resumed: bool) -> tuple[Runner, ChatModelAgent]:
     """A sequence: (x || y), then ``after``; y asks to pay. Resumed, the models hold only the
     replies left after the checkpoint; returns the runner and ``after``."""
     x = ChatModelAgent("x", description="x agent", model=ScriptedModel([] if resumed else ["from x"]))
-    y_replies: list[Any] = ["approved"] if resumed else [Message.assistant("", [call("pay", {"amount": 1}, "y-c")]), "approved"]
+    y_replies: list[Any] = (
+        ["approved"] if resumed else [Message.assistant("", [call("pay", {"amount": 1}, "y-c")]), "approved"]
+    )
     y = ChatModelAgent("y", description="y agent", model=ScriptedModel(y_replies), tools=[pay])
     after = ChatModelAgent("after", description="after agent", model=ScriptedModel(["merged"]))
     seq = SequentialAgent("seq", sub_agents=[ParallelAgent("par", sub_agents=[x, y]), after])
@@ -130,9 +132,13 @@ def parallel_runner(resumed: bool) -> tuple[Runner, ChatModelAgent]:
 
 def agent_tool_runner(resumed: bool) -> Runner:
     """Outer calls the AgentTool Inner, whose agent asks to pay 9."""
-    inner_replies: list[Any] = ["inner done"] if resumed else [Message.assistant("", [call("pay", {"amount": 9}, "ic")]), "inner done"]
+    inner_replies: list[Any] = (
+        ["inner done"] if resumed else [Message.assistant("", [call("pay", {"amount": 9}, "ic")]), "inner done"]
+    )
     inner = ChatModelAgent("Inner", description="pays things", model=ScriptedModel(inner_replies), tools=[pay])
-    outer_replies: list[Any] = ["all done"] if resumed else [Message.assistant("", [call("Inner", {"request": "pay 9"}, "oc")]), "all done"]
+    outer_replies: list[Any] = (
+        ["all done"] if resumed else [Message.assistant("", [call("Inner", {"request": "pay 9"}, "oc")]), "all done"]
+    )
     outer = ChatModelAgent("Outer", model=ScriptedModel(outer_replies), tools=[AgentTool(inner)])
     return Runner(outer, checkpoint_store=InMemoryCheckpointStore())
 

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
 from rillet import Message, pipe, stream_from_list
 from rillet._core import loop as _loop
 from rillet.agent import AgentInput, BaseAgent

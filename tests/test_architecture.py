@@ -25,7 +25,12 @@ def _lint_imports(project: Path, python_path: Path) -> subprocess.CompletedProce
     pytest.importorskip("importlinter", reason="import-linter is in the `test` extra: pip install 'rillet[test]'")
     paths = [str(python_path), *sys.path]
     return subprocess.run(
-        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()", "--no-cache"],
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command; lint_imports_command()",
+            "--no-cache",
+        ],
         cwd=project,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
         capture_output=True,

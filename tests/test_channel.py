@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 import rillet
 from rillet import EMPTY, Channel, ChannelClosed, EndOfStream, RilletError
 
@@ -514,9 +513,7 @@ class FailingWakeupLoop(asyncio.SelectorEventLoop):
         return super().call_soon_threadsafe(*args, **kwargs)
 
 
-@pytest.mark.parametrize(
-    "error", [RuntimeError("loop broken"), KeyboardInterrupt(), SystemExit(3)], ids=repr
-)
+@pytest.mark.parametrize("error", [RuntimeError("loop broken"), KeyboardInterrupt(), SystemExit(3)], ids=repr)
 def test_a_wakeup_that_raises_is_passed_on(error: BaseException) -> None:
     """Whatever call_soon_threadsafe raises, the wakeup goes to the next parked receiver; an
     error that is not an Exception (Ctrl-C) then reaches the sender."""
@@ -548,7 +545,7 @@ def test_a_wakeup_that_raises_is_passed_on(error: BaseException) -> None:
     def send_from_another_thread() -> None:
         try:
             sent.append(ch.send(1))
-        except BaseException as e:  # noqa: BLE001 - recording what the sender saw
+        except BaseException as e:
             sent.append(e)
 
     sender = threading.Thread(target=send_from_another_thread)
@@ -658,9 +655,7 @@ def test_sigint_interrupts_a_blocked_recv_in_a_real_process() -> None:
         "    print('interrupted', flush=True)\n"
         "    sys.exit(3)\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     try:
         assert proc.stdout.readline().strip() == "blocking"

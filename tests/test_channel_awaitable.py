@@ -10,7 +10,6 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
-
 from rillet import Channel, ChannelClosed, new_event_pair
 
 # -- cancellation through Python frames -------------------------------------------------------
@@ -139,7 +138,7 @@ def generator_throw(*args: Any) -> BaseException:
         warnings.simplefilter("ignore", DeprecationWarning)  # the multi-argument forms
         try:
             it.throw(*args)
-        except BaseException as e:  # noqa: BLE001 - any exception is the answer
+        except BaseException as e:
             return e
     raise AssertionError("the generator did not raise")
 
@@ -211,9 +210,7 @@ BAD_THROWS: list[tuple[tuple[Any, ...], str]] = [
 
 
 @pytest.mark.parametrize(("args", "message"), BAD_THROWS, ids=[m for _, m in BAD_THROWS])
-def test_a_malformed_throw_raises_type_error_and_leaves_the_wait_in_place(
-    args: tuple[Any, ...], message: str
-) -> None:
+def test_a_malformed_throw_raises_type_error_and_leaves_the_wait_in_place(args: tuple[Any, ...], message: str) -> None:
     reference = generator_throw(*args)
     assert isinstance(reference, TypeError) and message in str(reference)
 

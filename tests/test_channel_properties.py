@@ -6,7 +6,6 @@ from collections import deque
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from rillet import EMPTY, Channel, ChannelClosed
 
 items = st.integers() | st.text(max_size=3) | st.none() | st.tuples(st.integers())

@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable
 
 import pytest
-
 from rillet import Channel, ChannelClosed
 
 Item = tuple[int, int]

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import pytest
-
 from rillet import FunctionCall, Message, ToolCall, Usage, pipe, stream_from_list
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext
 from rillet.context import get_session_value, send_tool_gen_action
@@ -59,7 +58,9 @@ def kinds(events: list[AgentEvent]) -> list[str]:
 
 def test_react_loop_model_sees_whole_state_and_events_in_order() -> None:
     model = ScriptedModel([asks(call(0, "add", {"a": 2, "b": 3})), asks(call(0, "echo", {"text": "hi"})), "done"])
-    agent = ChatModelAgent("calc", description="adds", instruction="You are a calculator.", model=model, tools=[add, echo])
+    agent = ChatModelAgent(
+        "calc", description="adds", instruction="You are a calculator.", model=model, tools=[add, echo]
+    )
     events = collect(Runner(agent))
     assert kinds(events) == ["model", "tool:add", "model", "tool:echo", "model"]
     assert all(ev.agent_name == "calc" and ev.run_path == (RunStep("calc"),) for ev in events)
@@ -161,7 +162,13 @@ def test_return_directly_is_held_to_the_end_of_the_round_and_ends_the_run() -> N
         return x
 
     model = ScriptedModel(
-        [asks(call(0, "finish", {"answer": "first"}), call(1, "other", {"x": "o"}), call(2, "finish", {"answer": "last"}))]
+        [
+            asks(
+                call(0, "finish", {"answer": "first"}),
+                call(1, "other", {"x": "o"}),
+                call(2, "finish", {"answer": "last"}),
+            )
+        ]
     )
     agent = ChatModelAgent("d", model=model, tools=[finish, other], return_directly={"finish"}, output_key="out")
     runner = Runner(agent)
@@ -204,7 +211,9 @@ def test_instruction_is_formatted_only_when_session_values_exist() -> None:
 
     assert run().calls[0].messages[0].content == "Hello {user}, JSON looks like {}"
     model = ScriptedModel(["ok"])
-    events = collect(Runner(ChatModelAgent("i", instruction="Hello {user}", model=model)), session_values={"user": "Ann"})
+    events = collect(
+        Runner(ChatModelAgent("i", instruction="Hello {user}", model=model)), session_values={"user": "Ann"}
+    )
     assert model.calls[0].messages[0].content == "Hello Ann"
     assert kinds(events) == ["model"]
     bad = collect(
@@ -344,7 +353,13 @@ def test_callbacks_rewrite_messages_replace_replies_and_wrap_tools() -> None:
 
     model = ScriptedModel([asks(call(0, "echo", {"text": "x"})), "original"])
     agent = ChatModelAgent(
-        "cb", instruction="system prompt", model=model, tools=[echo], before_model=before, after_model=after, wrap_tool_call=[outer, inner]
+        "cb",
+        instruction="system prompt",
+        model=model,
+        tools=[echo],
+        before_model=before,
+        after_model=after,
+        wrap_tool_call=[outer, inner],
     )
     events = collect(Runner(agent))
     assert log == ["before:1", "after:1", "outer", "inner", "before:2", "after:2"]

@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall, tool
 from rillet.checkpoint import (
     CheckpointStore,

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from checkpoint_agents import build
-
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SequentialAgent, ToolCall
 from rillet.approval import approve
 from rillet.checkpoint import (
@@ -258,7 +257,10 @@ def test_two_processes_resuming_one_checkpoint_run_the_approved_call_once(tmp_pa
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _RACER, str(TESTS), str(db)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
         )
         for _ in range(2)
     ]
@@ -297,7 +299,9 @@ def test_another_agent_is_refused_before_running_and_the_checkpoint_is_kept(stor
     with pytest.raises(CheckpointAgentMismatchError, match=r"checkpoint\[c\] was saved by agent 'banker'.*'other'"):
         other.resume("c", targets={iid: approve()})
     changed = Runner(build(str(log), first=False, extra_tool=True), checkpoint_store=store)
-    with pytest.raises(CheckpointAgentMismatchError, match=r"tools \['append'\] were saved, the Runner has \['append', 'audit'\]"):
+    with pytest.raises(
+        CheckpointAgentMismatchError, match=r"tools \['append'\] were saved, the Runner has \['append', 'audit'\]"
+    ):
         changed.resume("c", targets={iid: approve()})
     assert lines(log) == [] and store.get("c") == saved
     list(Runner(build(str(log), first=False), checkpoint_store=store).resume("c", targets={iid: approve()}))
@@ -307,13 +311,17 @@ def test_another_agent_is_refused_before_running_and_the_checkpoint_is_kept(stor
 def test_the_fingerprint_is_the_same_in_another_process_and_on_another_model(tmp_path: Path) -> None:
     here = agent_binding(build("x"))
     assert here == agent_binding(build("y", first=False)) and here["name"] == "banker"
-    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from checkpoint_agents import build; " \
+    code = (
+        f"import sys; sys.path.insert(0, {str(TESTS)!r}); from checkpoint_agents import build; "
         "from rillet.checkpoint.binding import agent_binding; print(agent_binding(build('z'))['fingerprint'])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == here["fingerprint"], out.stderr
     one, two = build("x", name="one"), build("x", name="two")
     a = agent_binding(SequentialAgent("seq", description="both", sub_agents=[one, two]))
-    b = agent_binding(SequentialAgent("seq", description="both", sub_agents=[build("x", name="two"), build("x", name="one")]))
+    b = agent_binding(
+        SequentialAgent("seq", description="both", sub_agents=[build("x", name="two"), build("x", name="one")])
+    )
     assert a["fingerprint"] != b["fingerprint"]
     assert a["tree"][3][0][0] == "one" and a["tree"][1] == "SequentialAgent"
 
@@ -422,7 +430,11 @@ def test_a_blocking_sync_store_does_not_delay_other_runs_on_the_loop(tmp_path: P
 def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "rillet.cli", "resume", *args, "--no-color"],
-        capture_output=True, text=True, timeout=60, cwd=cwd, env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -459,7 +471,16 @@ def test_resume_cli_resumes_only_with_the_agent_that_saved_it(tmp_path: Path) ->
     nonsense = cli("inv-7", "--db", str(db), "--agent", "no_such_module:x")
     assert nonsense.returncode == 2 and "No module named 'no_such_module'" in nonsense.stderr
     assert lines(log) == []
-    ok = cli("inv-7", "--db", str(db), "--approve", "--agent", "checkpoint_agents:demo_like", cwd=TESTS, env={"RILLET_TEST_LOG": str(log)})
+    ok = cli(
+        "inv-7",
+        "--db",
+        str(db),
+        "--approve",
+        "--agent",
+        "checkpoint_agents:demo_like",
+        cwd=TESTS,
+        env={"RILLET_TEST_LOG": str(log)},
+    )
     assert ok.returncode == 0, ok.stderr
     assert "approval needed: append" in ok.stdout and lines(log) == ["paid"]
 
@@ -470,7 +491,9 @@ def test_the_tree_covers_agents_as_tools_and_transfer_targets() -> None:
     from rillet.checkpoint.binding import check_binding
 
     def caller(inner: str) -> ChatModelAgent:
-        return ChatModelAgent("boss", description="delegates", model=ScriptedModel([]), tools=[AgentTool(build("x", name=inner))])
+        return ChatModelAgent(
+            "boss", description="delegates", model=ScriptedModel([]), tools=[AgentTool(build("x", name=inner))]
+        )
 
     saved = agent_binding(caller("clerk"))
     assert saved["tree"][2] == [["clerk", agent_binding(build("x", name="clerk"))["tree"]]]
@@ -479,10 +502,19 @@ def test_the_tree_covers_agents_as_tools_and_transfer_targets() -> None:
     router = set_sub_agents(build("x", name="router"), [build("x", name="billing")])
     tree = agent_binding(router)["tree"]
     assert [c[0] for c in tree[3]] == ["billing"] and "transfer_to_agent" in tree[2]
-    with pytest.raises(Mismatch, match=r"tools \['append', 'transfer_to_agent'\] were saved, the Runner has \['append'\]"):
+    with pytest.raises(
+        Mismatch, match=r"tools \['append', 'transfer_to_agent'\] were saved, the Runner has \['append'\]"
+    ):
         check_binding(agent_binding(router), build("x", name="router"), "c")
-    clerk = ChatModelAgent("boss", description="delegates", model=ScriptedModel([]), tools=[AgentTool(build("x", name="clerk", extra_tool=True))])
-    with pytest.raises(Mismatch, match=r"at boss/tool:clerk/clerk: tools \['append'\] were saved, the Runner has \['append', 'audit'\]"):
+    clerk = ChatModelAgent(
+        "boss",
+        description="delegates",
+        model=ScriptedModel([]),
+        tools=[AgentTool(build("x", name="clerk", extra_tool=True))],
+    )
+    with pytest.raises(
+        Mismatch, match=r"at boss/tool:clerk/clerk: tools \['append'\] were saved, the Runner has \['append', 'audit'\]"
+    ):
         check_binding(saved, clerk, "c")
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from pathlib import Path
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +21,6 @@ from payload_scenarios import (
     parallel_runner,
     signal,
 )
-
 from rillet import AgentEvent, AgentInput, BaseAgent, DecodeError, Message, RunStep, codec, event_from_message
 from rillet._native import stream_from_list
 from rillet.agent import StateDelta
@@ -62,7 +61,11 @@ def describe(ev: AgentEvent) -> tuple[Any, ...]:
             type(a.customized_action).__name__,
             a.customized_action,
         )
-    err = None if ev.error is None else (getattr(ev.error, "type_name", type(ev.error).__name__), str(getattr(ev.error, "message", ev.error)))
+    err = (
+        None
+        if ev.error is None
+        else (getattr(ev.error, "type_name", type(ev.error).__name__), str(getattr(ev.error, "message", ev.error)))
+    )
     return (ev.agent_name, [s.agent_name for s in ev.run_path], out, act, err)
 
 
@@ -98,7 +101,11 @@ def test_dump_then_load_restores_every_kind_of_event() -> None:
 
 def test_a_state_delta_comes_back_as_a_state_delta() -> None:
     data = asyncio.run(dump(ROOT, events_session(), signal(), INFO))
-    (delta,) = [ev.action.customized_action for ev in load(data, "x").session.events if ev.action and isinstance(ev.action.customized_action, StateDelta)]
+    (delta,) = [
+        ev.action.customized_action
+        for ev in load(data, "x").session.events
+        if ev.action and isinstance(ev.action.customized_action, StateDelta)
+    ]
     assert delta == {"budget": 900}
 
 
@@ -156,7 +163,9 @@ def test_records_of_unread_streams_equal_those_of_streams_read_before() -> None:
     def events(read: bool) -> list[AgentEvent]:
         out = []
         for i in range(4):
-            ev = event_from_message(None, stream_from_list([Message.assistant(f"part {i}. "), Message.assistant("end")]))
+            ev = event_from_message(
+                None, stream_from_list([Message.assistant(f"part {i}. "), Message.assistant("end")])
+            )
             ev.agent_name, ev.run_path = "a", (RunStep("a"),)
             if read or i % 2:
                 ev.output.message_output.get_message()  # type: ignore[union-attr]
@@ -168,12 +177,19 @@ def test_records_of_unread_streams_equal_those_of_streams_read_before() -> None:
     got = asyncio.run(events_to_records(unread))
     assert got == asyncio.run(events_to_records(read))
     assert [r[2].content for r in got] == ["part 0. end", "part 1. end", "whole", "part 2. end", "part 3. end"]
-    assert all(ev.message_output and ev.message_output.message is not None for ev in unread)  # kept, as get_message does
+    assert all(
+        ev.message_output and ev.message_output.message is not None for ev in unread
+    )  # kept, as get_message does
 
 
 def test_a_run_path_is_written_once_then_by_index() -> None:
     a, ab = (RunStep("a"),), (RunStep("a"), RunStep("b"))
-    events = [AgentEvent("a", a), AgentEvent("b", ab), AgentEvent("a", a), AgentEvent("b", (RunStep("a"), RunStep("b")))]
+    events = [
+        AgentEvent("a", a),
+        AgentEvent("b", ab),
+        AgentEvent("a", a),
+        AgentEvent("b", (RunStep("a"), RunStep("b"))),
+    ]
     records = asyncio.run(events_to_records(events))
     assert [r[1] for r in records] == [["a"], ["a", "b"], 0, 1]
     back = records_to_events(records)
@@ -220,16 +236,38 @@ def test_saving_and_loading_a_long_loop_grows_linearly_with_its_rounds() -> None
 
 def test_version_1_records_in_an_interrupt_state_still_restore() -> None:
     v1 = [
-        {"agent_name": "x", "run_path": ["p", "x"], "message": Message.assistant("hi"), "role": "assistant", "tool_name": "", "is_streaming": True},
-        {"agent_name": "x", "run_path": ["p", "x"], "message": Message.tool_message("r", "c", "t"), "role": "tool", "tool_name": "t",
-         "is_streaming": False, "customized_output": 7, "action": {"exit": True}},
+        {
+            "agent_name": "x",
+            "run_path": ["p", "x"],
+            "message": Message.assistant("hi"),
+            "role": "assistant",
+            "tool_name": "",
+            "is_streaming": True,
+        },
+        {
+            "agent_name": "x",
+            "run_path": ["p", "x"],
+            "message": Message.tool_message("r", "c", "t"),
+            "role": "tool",
+            "tool_name": "t",
+            "is_streaming": False,
+            "customized_output": 7,
+            "action": {"exit": True},
+        },
         {"agent_name": "x", "run_path": [], "error": {"type": "KeyError", "message": "k"}},
     ]
     evs = records_to_events(v1)
     assert [e.agent_name for e in evs] == ["x"] * 3 and evs[0].run_path is evs[1].run_path and evs[2].run_path == ()
     mv = evs[0].message_output
-    assert mv is not None and mv.is_streaming and mv.message_stream is not None and list(mv.message_stream) == [Message.assistant("hi")]
-    assert evs[1].output == AgentOutput(MessageVariant(False, Message.tool_message("r", "c", "t"), None, "tool", "t"), 7)
+    assert (
+        mv is not None
+        and mv.is_streaming
+        and mv.message_stream is not None
+        and list(mv.message_stream) == [Message.assistant("hi")]
+    )
+    assert evs[1].output == AgentOutput(
+        MessageVariant(False, Message.tool_message("r", "c", "t"), None, "tool", "t"), 7
+    )
     assert evs[1].action is not None and evs[1].action.exit
     assert isinstance(evs[2].error, RecordedError) and evs[2].error.type_name == "KeyError" and evs[2].output is None
 
@@ -242,10 +280,15 @@ def test_a_malformed_or_newer_payload_is_refused_with_a_clear_error() -> None:
         ("trip", r"TypeError: event record 1 is not a list"),
         (["trip", 7, None, None, None, False, None], r"IndexError: event record 1 refers to run path 7, but 1 were"),
         (["trip", -1, None, None, None, False, None], r"IndexError: event record 1 refers to run path -1"),
-        (["trip", [5, "x"], None, None, None, False, None], r"IndexError: event record 1 refers to run path 5, but 1 were"),
+        (
+            ["trip", [5, "x"], None, None, None, False, None],
+            r"IndexError: event record 1 refers to run path 5, but 1 were",
+        ),
     ]:
         good["events"] = [*records[:1], bad, *records[2:]]
-        with pytest.raises(DecodeError, match=rf"checkpoint\[bad\] \(payload version {PAYLOAD_VERSION}\) is malformed: " + why):
+        with pytest.raises(
+            DecodeError, match=rf"checkpoint\[bad\] \(payload version {PAYLOAD_VERSION}\) is malformed: " + why
+        ):
             load(codec.encode(good), "bad")
     good["version"] = PAYLOAD_VERSION + 1
     with pytest.raises(DecodeError, match=r"payload version 4; this rillet reads versions 1, 2, 3"):
@@ -276,7 +319,15 @@ def test_restored_lanes_join_in_lane_order_before_new_events() -> None:
     lanes[0].record(AgentEvent("new 0"))
     parent.join(lanes)
     assert [e.agent_name for e in parent.events] == [
-        "before", "saved 0.0", "saved 0.1", "saved 1.0", "saved 1.1", "saved 2.0", "saved 2.1", "new 2", "new 0",
+        "before",
+        "saved 0.0",
+        "saved 0.1",
+        "saved 1.0",
+        "saved 1.1",
+        "saved 2.0",
+        "saved 2.1",
+        "new 2",
+        "new 0",
     ]
 
 

@@ -98,11 +98,22 @@ def test_a_newer_state_version_migrates_the_older_one_as_it_is_read() -> None:
 def test_legacy_dicts_convert_to_the_dataclasses() -> None:
     msg, result = Message.user("hi"), Message.tool_message("r", "c", "t")
     cases = [
-        ({"kind": "rillet.chatmodel.round", "messages": [msg], "completed": {"1": result}, "remaining": 3, "iteration": 2},
-         RoundState((msg,), {1: result}, 3, 2, None)),
+        (
+            {
+                "kind": "rillet.chatmodel.round",
+                "messages": [msg],
+                "completed": {"1": result},
+                "remaining": 3,
+                "iteration": 2,
+            },
+            RoundState((msg,), {1: result}, 3, 2, None),
+        ),
         ({"kind": "rillet.sequential", "index": 2}, SequentialState(2)),
         ({"kind": "rillet.loop", "iteration": 4, "index": 1}, LoopState(4, 1)),
-        ({"kind": "rillet.parallel", "lanes": {"0": [], "1": [["r"]]}, "order": {"0": [], "1": [0]}}, ParallelState(([], [["r"]]), ([], [0]))),
+        (
+            {"kind": "rillet.parallel", "lanes": {"0": [], "1": [["r"]]}, "order": {"0": [], "1": [0]}},
+            ParallelState(([], [["r"]]), ([], [0])),
+        ),
         ({"kind": "rillet.parallel", "lanes": {"0": ["a"]}}, ParallelState((["a"],), None)),
         ({"kind": "rillet.agent_tool", "messages": [msg], "events": []}, AgentToolState((msg,), [])),
     ]
@@ -124,8 +135,13 @@ def test_new_checkpoints_hold_the_dataclasses() -> None:
 def _as_legacy(state: Any) -> Any:
     """A state as checkpoints before the dataclasses held it."""
     if isinstance(state, RoundState):
-        out = {"kind": state.LEGACY_KIND, "messages": list(state.messages), "completed": {str(k): v for k, v in state.completed.items()},
-               "remaining": state.remaining, "iteration": state.iteration}
+        out = {
+            "kind": state.LEGACY_KIND,
+            "messages": list(state.messages),
+            "completed": {str(k): v for k, v in state.completed.items()},
+            "remaining": state.remaining,
+            "iteration": state.iteration,
+        }
         return out if state.final is None else {**out, "final": state.final}
     if isinstance(state, SequentialState):
         return {"kind": state.LEGACY_KIND, "index": state.index}
@@ -171,13 +187,18 @@ def _loop_runner(resumed: bool) -> Runner:
     from payload_scenarios import pay
 
     def call(i: int) -> Message:
-        return Message.assistant("", [ToolCall(index=0, id=f"c{i}", function=FunctionCall("pay", json.dumps({"amount": i})))])
+        return Message.assistant(
+            "", [ToolCall(index=0, id=f"c{i}", function=FunctionCall("pay", json.dumps({"amount": i})))]
+        )
 
     asks = ["first"] if not resumed else []
     asks += [call(2), "second"] if not resumed else ["second"]
     ask = ChatModelAgent("ask", model=ScriptedModel(asks), tools=[pay])
     note = ChatModelAgent("note", model=ScriptedModel(["noted 1", "noted 2"] if not resumed else ["noted 2"]))
-    return Runner(SequentialAgent("seq", sub_agents=[LoopAgent("loop", sub_agents=[ask, note], max_iterations=2)]), checkpoint_store=InMemoryCheckpointStore())
+    return Runner(
+        SequentialAgent("seq", sub_agents=[LoopAgent("loop", sub_agents=[ask, note], max_iterations=2)]),
+        checkpoint_store=InMemoryCheckpointStore(),
+    )
 
 
 def test_a_loop_checkpoint_with_legacy_states_resumes_as_the_typed_one() -> None:

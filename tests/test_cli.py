@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from rillet import cli
 from rillet.benchmarks.channel import SCENARIOS
 from rillet.benchmarks.runner import Measurement, summary
@@ -47,7 +46,10 @@ def test_verdict_reads_the_median_round() -> None:
 
 def test_missing_peer_is_named_not_measured() -> None:
     scenario = SCENARIOS[2]
-    results = [Measurement(scenario.name, "rillet", [10.0]), Measurement(scenario.name, "janus", note="not installed (janus)")]
+    results = [
+        Measurement(scenario.name, "rillet", [10.0]),
+        Measurement(scenario.name, "janus", note="not installed (janus)"),
+    ]
     table = summary([scenario], results)
     assert "not installed (janus)" in table
     assert re.search(r"thread→asyncio: rillet vs janus\s+-$", table, re.MULTILINE)

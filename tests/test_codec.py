@@ -8,10 +8,9 @@ import enum
 from typing import Any
 
 import pytest
+import rillet
 from codec_helpers import assert_identical, values
 from hypothesis import given, settings
-
-import rillet
 from rillet import _native
 from rillet.codec import DecodeError, EncodeError, decode, encode, register_type
 

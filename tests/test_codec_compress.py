@@ -14,7 +14,6 @@ import pytest
 from codec_helpers import assert_identical, golden_values, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rillet import Message, _native, codec
 from rillet.codec import COMPRESSED_FORMAT_VERSION, DecodeError, decode, encode
 
@@ -99,8 +98,14 @@ BLOCK_SIZE, BLOCK = split(encode(transcript(20), compress=True))
             framed(payload(BLOCK_SIZE, BLOCK, algorithm=7)),
             r"unknown compression algorithm 7 \(this rillet reads 1, LZ4 block\).*upgrade rillet \(at byte 19\)",
         ),
-        (framed(payload(BLOCK_SIZE + 1, BLOCK)), rf"decompresses to {BLOCK_SIZE} bytes, not the declared {BLOCK_SIZE + 1} \(at byte 24\)"),
-        (framed(payload(BLOCK_SIZE - 1, BLOCK)), rf"decompresses to more than the declared {BLOCK_SIZE - 1} bytes \(at byte 24\)"),
+        (
+            framed(payload(BLOCK_SIZE + 1, BLOCK)),
+            rf"decompresses to {BLOCK_SIZE} bytes, not the declared {BLOCK_SIZE + 1} \(at byte 24\)",
+        ),
+        (
+            framed(payload(BLOCK_SIZE - 1, BLOCK)),
+            rf"decompresses to more than the declared {BLOCK_SIZE - 1} bytes \(at byte 24\)",
+        ),
         (framed(payload(BLOCK_SIZE, BLOCK[:-2])), r"corrupt or truncated LZ4 block \(.*\) \(at byte 24\)"),
         (framed(payload(10, b"\x10x\x00\x00")), r"corrupt or truncated LZ4 block \(a match has offset 0\)"),
         (framed(payload(BLOCK_SIZE, BLOCK))[:-5], r"truncated compressed body: expected bin data of"),
@@ -137,7 +142,9 @@ def test_a_bomb_is_refused_before_allocating() -> None:
     # 24 bytes declaring 4 GiB: refused by max_size, and with no size limit by what a
     # 5-byte block can hold; allocating would fail with MemoryError or be seen below.
     bomb = framed(payload(2**32 - 1, b"\x00" * 5))
-    with pytest.raises(DecodeError, match=r"declares 4294967295 decompressed bytes, which exceeds max_size=1073741824 \(at byte 20\)"):
+    with pytest.raises(
+        DecodeError, match=r"declares 4294967295 decompressed bytes, which exceeds max_size=1073741824 \(at byte 20\)"
+    ):
         decode(bomb)
     with pytest.raises(DecodeError, match=r"more than its LZ4 block of 5 bytes can hold"):
         decode(bomb, max_size=sys.maxsize)

@@ -12,15 +12,12 @@ import textwrap
 from typing import Any
 
 import pytest
-
 from rillet import codec
 from rillet.codec import MAX_DEPTH_LIMIT, EncodeError, decode, encode
 
 
 def _run(code: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"exit status {proc.returncode}: {proc.stderr[-2000:]}"
     return proc.stdout
 

@@ -12,7 +12,6 @@ import pytest
 from codec_helpers import assert_identical, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rillet import codec
 from rillet.codec import DecodeError, decode, encode, register_type
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from codec_helpers import Color, Point, golden_values
-
 from rillet.codec import DecodeError, decode, encode
 
 HEAD = b"\x93\xabrillet-ckpt\x01"
@@ -25,8 +24,13 @@ HEAD = b"\x93\xabrillet-ckpt\x01"
 
 def _seeds() -> list[bytes]:
     messages = [
-        {"role": "assistant", "content": f"step {i} ✓", "tool_calls": [{"id": f"c{i}", "args": (i, None)}],
-         "usage": {"in": i, "out": 2**70}, "extra": {1.5: {b"x", -0.0}, "when": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)}}
+        {
+            "role": "assistant",
+            "content": f"step {i} ✓",
+            "tool_calls": [{"id": f"c{i}", "args": (i, None)}],
+            "usage": {"in": i, "out": 2**70},
+            "extra": {1.5: {b"x", -0.0}, "when": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)},
+        }
         for i in range(3)
     ]
     extra = [messages, {"u": uuid.UUID(int=7), "d": Decimal("1.5"), "c": Color.RED, "p": Point(1, 2)}, "\ud800 x"]
@@ -160,8 +164,13 @@ def _tuple_bomb(depth: int) -> bytes:
 
 @pytest.mark.parametrize(
     "header",
-    [b"\xdd\xff\xff\xff\xff", b"\xdf\xff\xff\xff\xff", b"\xdb\xff\xff\xff\xff", b"\xc6\xff\xff\xff\xff",
-     b"\xc9\xff\xff\xff\xff\x01"],
+    [
+        b"\xdd\xff\xff\xff\xff",
+        b"\xdf\xff\xff\xff\xff",
+        b"\xdb\xff\xff\xff\xff",
+        b"\xc6\xff\xff\xff\xff",
+        b"\xc9\xff\xff\xff\xff\x01",
+    ],
     ids=["array", "map", "str", "bin", "ext"],
 )
 @needs_proc

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from codec_helpers import User, assert_identical, golden_values
-
 from rillet.codec import COMPRESSED_FORMAT_VERSION, FORMAT_VERSION, decode, encode
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -15,7 +15,6 @@ import lz4.block
 import msgpack
 from codec_helpers import Point, assert_identical, values
 from hypothesis import given, settings
-
 from rillet.codec import decode, encode
 
 MAGIC, VERSION = "rillet-ckpt", 1
@@ -49,8 +48,9 @@ class Reader:
         self.shapes: list[list[str]] = []
 
     def unpack(self, payload: bytes) -> Any:
-        return msgpack.unpackb(payload, ext_hook=self.ext_hook, list_hook=self.list_hook,
-                               strict_map_key=False, raw=False)
+        return msgpack.unpackb(
+            payload, ext_hook=self.ext_hook, list_hook=self.list_hook, strict_map_key=False, raw=False
+        )
 
     def list_hook(self, items: list[Any]) -> Any:
         if items and type(items[0]) is _Shape:
@@ -63,30 +63,42 @@ class Reader:
 
         index = int.from_bytes(payload, "big")
         match code:
-            case 1: return tuple(items())
-            case 2: return (-1 if payload[0] else 1) * int.from_bytes(payload[1:], "big")
-            case 3: return set(items())
-            case 4: return frozenset(items())
-            case 5: return ("object", *items())
-            case 6: return payload.decode("utf-8", "surrogatepass")
+            case 1:
+                return tuple(items())
+            case 2:
+                return (-1 if payload[0] else 1) * int.from_bytes(payload[1:], "big")
+            case 3:
+                return set(items())
+            case 4:
+                return frozenset(items())
+            case 5:
+                return ("object", *items())
+            case 6:
+                return payload.decode("utf-8", "surrogatepass")
             case 7:
                 *fields, fold, tz = items()
                 return dt.datetime(*fields, fold=fold, tzinfo=_tz(tz))
-            case 8: return dt.date(*items())
+            case 8:
+                return dt.date(*items())
             case 9:
                 *fields, fold, tz = items()
                 return dt.time(*fields, fold=fold, tzinfo=_tz(tz))
-            case 10: return dt.timedelta(*items())
-            case 11: return uuid.UUID(bytes=payload)
-            case 12: return decimal.Decimal(payload.decode("ascii"))
+            case 10:
+                return dt.timedelta(*items())
+            case 11:
+                return uuid.UUID(bytes=payload)
+            case 12:
+                return decimal.Decimal(payload.decode("ascii"))
             case 13:
                 self.strings.append(payload.decode("utf-8"))
                 return self.strings[-1]
-            case 14: return self.strings[index]
+            case 14:
+                return self.strings[index]
             case 15:
                 self.shapes.append(msgpack.unpackb(payload, raw=False))
                 return _Shape(self.shapes[-1])
-            case 16: return _Shape(self.shapes[index])
+            case 16:
+                return _Shape(self.shapes[index])
         raise ValueError(f"unknown ext type {code}")
 
 

@@ -74,9 +74,7 @@ CHILD = textwrap.dedent(
 
 @pytest.mark.slow
 def test_every_failed_allocation_raises_memory_error() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, "400"], capture_output=True, text=True, timeout=300
-    )
+    proc = subprocess.run([sys.executable, "-c", CHILD, "400"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"exit status {proc.returncode}: {proc.stderr[-3000:]}"
     results = json.loads(proc.stdout.splitlines()[-1])
     assert results["wrong"] == [], "\n".join(results["wrong"])

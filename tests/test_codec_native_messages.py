@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rillet import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage, _native, codec
 from rillet.codec import DecodeError
 
@@ -43,13 +42,24 @@ tool_calls = st.builds(
 )
 parts = st.one_of(
     st.builds(ContentPart, texts),
-    st.builds(lambda url, detail: ContentPart(image_url=url, detail=detail), words, st.sampled_from(["", "low", "auto"])),
+    st.builds(
+        lambda url, detail: ContentPart(image_url=url, detail=detail), words, st.sampled_from(["", "low", "auto"])
+    ),
 )
 messages = st.builds(
     lambda role, content, name, reasoning, refusal, calls, call_id, tool, meta, extra, ps: Message(
         role, content, name, reasoning, calls, call_id, tool, meta, extra, user_input_multi_content=ps, refusal=refusal
     ),
-    words, texts, words, texts, words, st.lists(tool_calls, max_size=3), words, words, metas, extras,
+    words,
+    texts,
+    words,
+    texts,
+    words,
+    st.lists(tool_calls, max_size=3),
+    words,
+    words,
+    metas,
+    extras,
     st.lists(parts, max_size=3),
 )
 any_part = messages | tool_calls | functions | usages | metas | parts
@@ -74,11 +84,20 @@ def test_native_bytes_are_the_hook_bytes(values: list[Any], repeat: int) -> None
 
 def full_message() -> Message:
     return Message(
-        role="assistant", content="text too", name="planner", reasoning_content="why", refusal="no",
+        role="assistant",
+        content="text too",
+        name="planner",
+        reasoning_content="why",
+        refusal="no",
         tool_calls=[ToolCall(index=0, id="call_1", function=FunctionCall("weather", "{}"), extra={"k": {"n": 1}})],
-        tool_call_id="call_0", tool_name="search", response_meta=ResponseMeta("stop", Usage(1, 2, 3, 4, 5)),
+        tool_call_id="call_0",
+        tool_name="search",
+        response_meta=ResponseMeta("stop", Usage(1, 2, 3, 4, 5)),
         extra={"trace": "abc", "spans": [1, 2]},
-        user_input_multi_content=[ContentPart("hi"), ContentPart(image_url="https://example.invalid/a.png", detail="low")],
+        user_input_multi_content=[
+            ContentPart("hi"),
+            ContentPart(image_url="https://example.invalid/a.png", detail="low"),
+        ],
     )
 
 
@@ -152,29 +171,65 @@ _DROP = object()
         ("rillet.Message", _message_state(role=3), "field 'role' must be a str, got int"),
         ("rillet.Message", _message_state(content=4.5), "field 'content' must be a str or a list"),
         ("rillet.Message", _message_state(content=[{"type": "text"}]), r"missing field 'content\[0\].text'"),
-        ("rillet.Message", _message_state(content=[{"type": "video"}]), r"'content\[0\].type' must be 'text' or 'image_url'"),
+        (
+            "rillet.Message",
+            _message_state(content=[{"type": "video"}]),
+            r"'content\[0\].type' must be 'text' or 'image_url'",
+        ),
         ("rillet.Message", _message_state(tool_calls={"id": "x"}), "field 'tool_calls' must be a list, got dict"),
-        ("rillet.Message", _message_state(tool_calls=[{"id": "x", "type": "function"}]), r"missing field 'tool_calls\[0\].function'"),
-        ("rillet.Message", _message_state(tool_calls=[{"id": "x", "type": "function", "function": {"name": "f"}}]),
-         r"missing field 'tool_calls\[0\].function.arguments'"),
-        ("rillet.Message", _message_state(tool_calls=[{"id": "x", "type": "function", "function": {"name": "f", "arguments": "", "x": 1}}]),
-         r"unknown field 'tool_calls\[0\].function.x'"),
-        ("rillet.Message", _message_state(tool_calls=[{"index": "0", "id": "x", "type": "function", "function": {"name": "f", "arguments": ""}}]),
-         r"field 'tool_calls\[0\].index' must be a 64-bit int, got str"),
-        ("rillet.Message", _message_state(response_meta={"finish_reason": "stop"}), "missing field 'response_meta.usage'"),
-        ("rillet.Message", _message_state(response_meta={"finish_reason": "stop", "usage": {"prompt_tokens": -1}}),
-         "field 'response_meta.usage.prompt_tokens' must be an int from 0 to 2"),
+        (
+            "rillet.Message",
+            _message_state(tool_calls=[{"id": "x", "type": "function"}]),
+            r"missing field 'tool_calls\[0\].function'",
+        ),
+        (
+            "rillet.Message",
+            _message_state(tool_calls=[{"id": "x", "type": "function", "function": {"name": "f"}}]),
+            r"missing field 'tool_calls\[0\].function.arguments'",
+        ),
+        (
+            "rillet.Message",
+            _message_state(
+                tool_calls=[{"id": "x", "type": "function", "function": {"name": "f", "arguments": "", "x": 1}}]
+            ),
+            r"unknown field 'tool_calls\[0\].function.x'",
+        ),
+        (
+            "rillet.Message",
+            _message_state(
+                tool_calls=[{"index": "0", "id": "x", "type": "function", "function": {"name": "f", "arguments": ""}}]
+            ),
+            r"field 'tool_calls\[0\].index' must be a 64-bit int, got str",
+        ),
+        (
+            "rillet.Message",
+            _message_state(response_meta={"finish_reason": "stop"}),
+            "missing field 'response_meta.usage'",
+        ),
+        (
+            "rillet.Message",
+            _message_state(response_meta={"finish_reason": "stop", "usage": {"prompt_tokens": -1}}),
+            "field 'response_meta.usage.prompt_tokens' must be an int from 0 to 2",
+        ),
         ("rillet.Message", _message_state(extra={1: "x"}), "field 'extra': extra keys must be str"),
         ("rillet.Message", _message_state(content_text=None), "field 'content_text' must be a str, got NoneType"),
         ("rillet.Message", ["not", "a", "dict"], "field 'state' must be a dict, got list"),
         ("rillet.ToolCall", {"id": "x", "type": "function"}, "missing field 'function'"),
-        ("rillet.ContentPart", {"type": "text", "text": "a", "image_url": {"url": "u"}}, "has both 'text' and 'image_url'"),
+        (
+            "rillet.ContentPart",
+            {"type": "text", "text": "a", "image_url": {"url": "u"}},
+            "has both 'text' and 'image_url'",
+        ),
         ("rillet.ContentPart", {"type": "image_url", "image_url": {"detail": "low"}}, "missing field 'image_url.url'"),
         ("rillet.FunctionCall", ["f"], r"expected a list \[name, arguments\] of 2 items, got 1"),
         ("rillet.FunctionCall", ["f", None], "field 'arguments' must be a str, got NoneType"),
         ("rillet.Usage", [1, 2, 3, 4, True], "field 'reasoning_tokens' must be an int from 0 to 2\\*\\*64-1, got bool"),
         ("rillet.Usage", [1, 2, 3, 4, 2**64], "field 'reasoning_tokens' must be an int"),
-        ("rillet.ResponseMeta", ["stop", {"prompt_tokens": 1}], "field 'usage' must be a rillet.Usage or None, got dict"),
+        (
+            "rillet.ResponseMeta",
+            ["stop", {"prompt_tokens": 1}],
+            "field 'usage' must be a rillet.Usage or None, got dict",
+        ),
         ("rillet.ResponseMeta", "stop", r"field '\[finish_reason, usage\]' must be a list, got str"),
     ],
 )

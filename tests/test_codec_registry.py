@@ -12,7 +12,6 @@ import types
 from typing import Any
 
 import pytest
-
 from rillet import codec
 from rillet.codec import DecodeError, EncodeError, Unknown, decode, encode, register_type
 
@@ -134,7 +133,9 @@ def test_unknown_names_decode_to_placeholders_on_request() -> None:
 
 @pytest.mark.parametrize("data", ["abc", 3, None, [1]])
 def test_decode_of_a_non_bytes_value_names_data(data: Any) -> None:
-    with pytest.raises(TypeError, match=rf"decode: data must be the bytes encode\(\) returned .*got {type(data).__name__}"):
+    with pytest.raises(
+        TypeError, match=rf"decode: data must be the bytes encode\(\) returned .*got {type(data).__name__}"
+    ):
         decode(data)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from rillet import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage, codec
 
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rillet.codec import DecodeError, decode, encode
 
 HEAD = b"\x93\xabrillet-ckpt\x01"
@@ -122,9 +121,13 @@ def test_invalid_utf8_from_the_format_doc() -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.binary(max_size=60) | st.lists(st.sampled_from([b"a" * 20, b"\x80", b"\xc3\xa9", b"\xed\xa0\x80",
-                                                         "检".encode(), "🎉".encode(), b"\xf4\x90"]),
-                                         max_size=8).map(b"".join))
+@given(
+    st.binary(max_size=60)
+    | st.lists(
+        st.sampled_from([b"a" * 20, b"\x80", b"\xc3\xa9", b"\xed\xa0\x80", "检".encode(), "🎉".encode(), b"\xf4\x90"]),
+        max_size=8,
+    ).map(b"".join)
+)
 def test_any_bytes_decode_like_cpython_strict(raw: bytes) -> None:
     data = HEAD + str_head(len(raw)) + raw
     try:

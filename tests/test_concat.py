@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rillet import (
     ConcatError,
     FunctionCall,
@@ -44,7 +43,12 @@ def test_concat_error_is_a_value_error_and_a_rillet_error() -> None:
 
 def test_first_non_empty_role_wins_and_content_concatenates() -> None:
     out = concat_messages(
-        [Message(content="Hel"), Message(role="assistant", content="lo"), Message(content=", "), Message(role="assistant", content="world")]
+        [
+            Message(content="Hel"),
+            Message(role="assistant", content="lo"),
+            Message(content=", "),
+            Message(role="assistant", content="world"),
+        ]
     )
     assert out.role == "assistant" and out.content == "Hello, world"
 
@@ -114,7 +118,11 @@ def test_finish_reason_last_non_empty_and_usage_maximum() -> None:
         Message(response_meta=ResponseMeta("", Usage(prompt_tokens=10, total_tokens=10, cached_tokens=3))),
         Message(response_meta=ResponseMeta("length")),
         Message(response_meta=ResponseMeta("stop")),
-        Message(response_meta=ResponseMeta("", Usage(prompt_tokens=8, completion_tokens=5, total_tokens=13, reasoning_tokens=2))),
+        Message(
+            response_meta=ResponseMeta(
+                "", Usage(prompt_tokens=8, completion_tokens=5, total_tokens=13, reasoning_tokens=2)
+            )
+        ),
     ]
     meta = concat_messages(chunks).response_meta
     assert meta is not None and meta.finish_reason == "stop"
@@ -155,9 +163,19 @@ def test_extra_conflicts_raise(a: dict[str, Any], b: dict[str, Any], field: str,
 
 def test_inputs_are_not_mutated() -> None:
     chunks = [
-        Message(role="assistant", content="a", tool_calls=[tc(0, "id", "f", "{")], extra={"d": {"x": "1"}},
-                response_meta=ResponseMeta("", Usage(1, 1, 2))),
-        Message(content="b", tool_calls=[tc(0, args="}")], extra={"d": {"x": "2"}}, response_meta=ResponseMeta("stop", Usage(1, 3, 4))),
+        Message(
+            role="assistant",
+            content="a",
+            tool_calls=[tc(0, "id", "f", "{")],
+            extra={"d": {"x": "1"}},
+            response_meta=ResponseMeta("", Usage(1, 1, 2)),
+        ),
+        Message(
+            content="b",
+            tool_calls=[tc(0, args="}")],
+            extra={"d": {"x": "2"}},
+            response_meta=ResponseMeta("stop", Usage(1, 3, 4)),
+        ),
     ]
     before = [c.copy() for c in chunks]
     concat_messages(chunks)
@@ -170,7 +188,9 @@ def test_dict_chunks_are_accepted() -> None:
 
 
 def test_user_input_text_parts_merge() -> None:
-    out = concat_messages([Message.user(["a"]), Message(user_input_multi_content=["b", {"type": "image_url", "image_url": {"url": "u"}}])])
+    out = concat_messages(
+        [Message.user(["a"]), Message(user_input_multi_content=["b", {"type": "image_url", "image_url": {"url": "u"}}])]
+    )
     assert [p.text for p in out.user_input_multi_content] == ["ab", None]
 
 
@@ -221,9 +241,21 @@ def message_and_chunks(draw: st.DrawFn) -> tuple[Message, list[Message]]:
     chunks += [Message(reasoning_content=p) for p in split(reasoning, draw(cuts))]
     for call in calls:
         parts = split(call.function.arguments, draw(cuts))
-        chunks.append(Message(tool_calls=[ToolCall(index=call.index, id=call.id, type="function",
-                                                   function=FunctionCall(call.function.name, parts[0]))]))
-        chunks += [Message(tool_calls=[ToolCall(index=call.index, type="", function=FunctionCall("", p))]) for p in parts[1:]]
+        chunks.append(
+            Message(
+                tool_calls=[
+                    ToolCall(
+                        index=call.index,
+                        id=call.id,
+                        type="function",
+                        function=FunctionCall(call.function.name, parts[0]),
+                    )
+                ]
+            )
+        )
+        chunks += [
+            Message(tool_calls=[ToolCall(index=call.index, type="", function=FunctionCall("", p))]) for p in parts[1:]
+        ]
     # Usage reported cumulatively: counters never go down, the last report is the total.
     steps = draw(st.integers(0, 3))
     u = [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens, usage.cached_tokens, usage.reasoning_tokens]
@@ -237,6 +269,7 @@ def message_and_chunks(draw: st.DrawFn) -> tuple[Message, list[Message]]:
 
 def interleave_keeping_order(chunks: list[Message], order: list[int]) -> list[Message]:
     """Shuffles across fields, but chunks of the same field keep their relative order."""
+
     def key(m: Message) -> str:
         if m.tool_calls:
             return f"tc{m.tool_calls[0].index}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from rillet import FunctionCall, Message, ToolCall, concat_messages
 
 

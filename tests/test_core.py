@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
 from rillet import AgentEvent, AgentInput, BaseAgent, ChatModelAgent, Message, ScriptedModel, event_from_message
 from rillet._core.address import AddressSegment, agent_segment, tool_segment
 from rillet._core.interrupt import ResumeScope

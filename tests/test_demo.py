@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-
 from rillet import Runner
 from rillet.approval import approve
 from rillet.checkpoint import InMemoryCheckpointStore

@@ -36,8 +36,13 @@ COMPLETION = {
     "id": "chatcmpl-doc",
     "object": "chat.completion",
     "model": "gpt-4o-mini",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": '{"city": "Lisbon", "high_c": 24.0}'}}],
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": '{"city": "Lisbon", "high_c": 24.0}'},
+        }
+    ],
 }
 
 # What each page leaves for the reader to supply, typed, so the blocks also type-check.
@@ -98,8 +103,13 @@ def run_page(path: Path, server: FakeOpenAIServer, cwd: Path) -> subprocess.Comp
     page = {"path": str(path), "prelude": PRELUDES.get(path.name, ""), "blocks": blocks}
     env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-doc-test"}
     return subprocess.run(
-        [sys.executable, "-c", DRIVER], input=json.dumps(page), cwd=cwd, env=env,
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", DRIVER],
+        input=json.dumps(page),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )  # run() kills the child on a timeout
 
 
@@ -115,8 +125,7 @@ def test_doc_blocks_run_in_order(path: Path, server: FakeOpenAIServer, tmp_path:
     proc = run_page(path, server, tmp_path)
     assert proc.returncode == 0, f"a block of docs/{path.name} failed:\n{proc.stderr}"
     printed = dict(
-        (int(head), body) for head, _, body in
-        (part.partition("\n") for part in proc.stdout.split("\x1eblock ")[1:])
+        (int(head), body) for head, _, body in (part.partition("\n") for part in proc.stdout.split("\x1eblock ")[1:])
     )
     for line, _, expected in examples(path.read_text(encoding="utf-8")):
         assert line in printed, f"docs/{path.name}:{line} never ran"
@@ -168,9 +177,21 @@ def test_doc_blocks_type_check_strictly(tmp_path: Path, request: pytest.FixtureR
         (tmp_path / name).write_text(source, encoding="utf-8")
     cache = request.config.cache.mkdir("doc-mypy") if request.config.cache else tmp_path / ".mypy_cache"
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-color-output", "--hide-error-context",
-         "--cache-dir", str(cache), *found],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-color-output",
+            "--hide-error-context",
+            "--cache-dir",
+            str(cache),
+            *found,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
     def where(m: re.Match[str]) -> str:
@@ -179,4 +200,3 @@ def test_doc_blocks_type_check_strictly(tmp_path: Path, request: pytest.FixtureR
 
     report = re.sub(r"^(doc_\w+\.py):(\d+):", where, proc.stdout, flags=re.M)
     assert proc.returncode == 0, f"mypy --strict on the docs' Python blocks:\n{report}{proc.stderr}"
-

@@ -8,7 +8,6 @@ import pkgutil
 import types
 
 import pytest
-
 import rillet
 import rillet.errors as E
 from rillet import _native, codec
@@ -54,25 +53,44 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
 # Where each class was importable before rillet.errors existed: it still is, as the same class.
 OLD_HOMES = {
     "rillet": [
-        "AgentToolError", "ChannelClosed", "DecodeError", "EncodeError", "EndOfStream",
-        "ExceedMaxIterationsError", "Interrupted", "RilletError", "ScriptExhaustedError",
-        "ToolArgumentsError", "ToolCallError", "TransferError",
+        "AgentToolError",
+        "ChannelClosed",
+        "DecodeError",
+        "EncodeError",
+        "EndOfStream",
+        "ExceedMaxIterationsError",
+        "Interrupted",
+        "RilletError",
+        "ScriptExhaustedError",
+        "ToolArgumentsError",
+        "ToolCallError",
+        "TransferError",
     ],
     "rillet.codec": ["DecodeError", "EncodeError"],
     "rillet.schema": ["ConcatError", "StreamEOF"],
     "rillet.checkpoint": [
-        "CheckpointAgentMismatchError", "CheckpointClaimedError", "CheckpointCorruptError",
-        "CheckpointError", "CheckpointNotFoundError",
+        "CheckpointAgentMismatchError",
+        "CheckpointClaimedError",
+        "CheckpointCorruptError",
+        "CheckpointError",
+        "CheckpointNotFoundError",
     ],
     "rillet.checkpoint.payload": [
-        "CheckpointClaimedError", "CheckpointCorruptError", "CheckpointError",
-        "CheckpointNotFoundError", "RecordedError",
+        "CheckpointClaimedError",
+        "CheckpointCorruptError",
+        "CheckpointError",
+        "CheckpointNotFoundError",
+        "RecordedError",
     ],
     "rillet.checkpoint.binding": ["CheckpointAgentMismatchError"],
     "rillet.models": ["ScriptExhaustedError"],
-    "rillet.models.errors": [n for n in HIERARCHY if n.startswith(("Model", "Auth", "Invalid", "Context",
-                                                                     "RateLimit", "Server", "Incomplete",
-                                                                     "Malformed", "StreamLimit"))],
+    "rillet.models.errors": [
+        n
+        for n in HIERARCHY
+        if n.startswith(
+            ("Model", "Auth", "Invalid", "Context", "RateLimit", "Server", "Incomplete", "Malformed", "StreamLimit")
+        )
+    ],
     "rillet.models.scripted": ["ScriptExhaustedError"],
     "rillet.flow": ["TransferError"],
     "rillet.interrupt": ["Interrupted"],

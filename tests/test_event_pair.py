@@ -7,7 +7,6 @@ import pydoc
 import threading
 
 import pytest
-
 from rillet import Channel, ChannelClosed, EventGenerator, EventIterator, new_event_pair
 
 

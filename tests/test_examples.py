@@ -9,10 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from rillet import Runner
-from rillet.examples import EXAMPLES
-from rillet.examples import research, review_loop, team
+from rillet.examples import EXAMPLES, research, review_loop, team
 
 
 def path_of(ev: object) -> str:
@@ -31,7 +29,7 @@ def assert_fits_80(text: str) -> None:
 KEY_LINES = {
     "team": [
         "run path: supervisor / billing / supervisor / tech_support",
-        "→ calls transfer_to_agent({\"agent_name\": \"billing\"})",
+        '→ calls transfer_to_agent({"agent_name": "billing"})',
         "action: transfer to billing",
         "action: transfer to supervisor",
         "action: transfer to tech_support",
@@ -45,7 +43,7 @@ KEY_LINES = {
         "13 events · 7 model calls",
     ],
     "research": [
-        "→ calls searcher({\"request\": \"how events cross from threads to asyncio\"})",
+        '→ calls searcher({"request": "how events cross from threads to asyncio"})',
         "run path: researcher / searcher",
         "→ calls search_notes(",
         "← search_notes",
@@ -182,7 +180,9 @@ def test_review_loop_stops_at_max_iterations_without_an_approval() -> None:
     from rillet import ChatModelAgent, LoopAgent, ScriptedModel
 
     writer = ChatModelAgent("writer", description="drafts", model=ScriptedModel(["a", "b", "c"]))
-    reviewer = ChatModelAgent("reviewer", description="reviews", model=ScriptedModel(["no", "no", "no"]), tools=[review_loop.approve])
+    reviewer = ChatModelAgent(
+        "reviewer", description="reviews", model=ScriptedModel(["no", "no", "no"]), tools=[review_loop.approve]
+    )
     events = list(Runner(LoopAgent("l", sub_agents=[writer, reviewer], max_iterations=3)).query("x"))
     assert len(events) == 6 and all(e.action is None for e in events)
 
@@ -205,7 +205,11 @@ def doc_blocks() -> list[tuple[str, str]]:
 
 def snippets() -> list[tuple[str, str]]:
     blocks = doc_blocks()
-    return [(code, blocks[i + 1][1]) for i, (lang, code) in enumerate(blocks[:-1]) if lang == "python" and blocks[i + 1][0] == "text"]
+    return [
+        (code, blocks[i + 1][1])
+        for i, (lang, code) in enumerate(blocks[:-1])
+        if lang == "python" and blocks[i + 1][0] == "text"
+    ]
 
 
 @pytest.mark.parametrize("code,expected", snippets(), ids=[f"snippet-{i + 1}" for i in range(len(snippets()))])

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from rillet import (
     AgentEvent,
     AgentTool,
@@ -110,7 +109,9 @@ def shapes(exc: type[BaseException]) -> dict[str, tuple[Callable[[], Any], bool]
         raise exc
 
     def agent(tools: list[Any], *calls: ToolCall, name: str = "a", **kw: Any) -> ChatModelAgent:
-        return ChatModelAgent(name, description="an agent", model=ScriptedModel([asks(*calls), "done"]), tools=tools, **kw)
+        return ChatModelAgent(
+            name, description="an agent", model=ScriptedModel([asks(*calls), "done"]), tools=tools, **kw
+        )
 
     def raises(*_: Any) -> Any:
         raise exc
@@ -141,28 +142,49 @@ def shapes(exc: type[BaseException]) -> dict[str, tuple[Callable[[], Any], bool]
             lambda: agent([async_gen_bad, ok], call("async_gen_bad", 0), call("ok", 1)),
             True,
         ),
-        "tool-call wrapper, parallel calls": (lambda: agent([ok], call("ok", 0), call("ok", 1), wrap_tool_call=araises), False),
+        "tool-call wrapper, parallel calls": (
+            lambda: agent([ok], call("ok", 0), call("ok", 1), wrap_tool_call=araises),
+            False,
+        ),
         "agent tool's inner tool, parallel calls": (
-            lambda: agent([AgentTool(agent([async_bad, ok], call("async_bad", 0), call("ok", 1), name="inner")), ok],
-                          ToolCall(index=0, id="c0", function=FunctionCall("inner", '{"request": "go"}')), call("ok", 1)),
+            lambda: agent(
+                [AgentTool(agent([async_bad, ok], call("async_bad", 0), call("ok", 1), name="inner")), ok],
+                ToolCall(index=0, id="c0", function=FunctionCall("inner", '{"request": "go"}')),
+                call("ok", 1),
+            ),
             False,
         ),
         "sequential lane": (lambda: SequentialAgent("w", sub_agents=[agent([async_bad], call("async_bad"))]), False),
-        "loop lane": (lambda: LoopAgent("w", sub_agents=[agent([sync_bad], call("sync_bad"))], max_iterations=2), False),
+        "loop lane": (
+            lambda: LoopAgent("w", sub_agents=[agent([sync_bad], call("sync_bad"))], max_iterations=2),
+            False,
+        ),
         "parallel lane, async tool": (
-            lambda: ParallelAgent("w", sub_agents=[agent([async_bad], call("async_bad")), agent([ok], call("ok"), name="b")]),
+            lambda: ParallelAgent(
+                "w", sub_agents=[agent([async_bad], call("async_bad")), agent([ok], call("ok"), name="b")]
+            ),
             False,
         ),
         "parallel lane, sync tool": (
-            lambda: ParallelAgent("w", sub_agents=[agent([ok], call("ok"), name="b"), agent([sync_bad], call("sync_bad"))]),
+            lambda: ParallelAgent(
+                "w", sub_agents=[agent([ok], call("ok"), name="b"), agent([sync_bad], call("sync_bad"))]
+            ),
             False,
         ),
         "parallel lane, streaming tool": (
-            lambda: ParallelAgent("w", sub_agents=[agent([sync_gen_bad], call("sync_gen_bad")), agent([ok], call("ok"), name="b")]),
+            lambda: ParallelAgent(
+                "w", sub_agents=[agent([sync_gen_bad], call("sync_gen_bad")), agent([ok], call("ok"), name="b")]
+            ),
             True,
         ),
-        "before-agent callback": (lambda: ChatModelAgent("a", model=ScriptedModel(["x"]), before_agent_callbacks=[raises]), False),
-        "async after-agent callback": (lambda: ChatModelAgent("a", model=ScriptedModel(["x"]), after_agent_callbacks=[araises]), False),
+        "before-agent callback": (
+            lambda: ChatModelAgent("a", model=ScriptedModel(["x"]), before_agent_callbacks=[raises]),
+            False,
+        ),
+        "async after-agent callback": (
+            lambda: ChatModelAgent("a", model=ScriptedModel(["x"]), after_agent_callbacks=[araises]),
+            False,
+        ),
         "before-model callback": (lambda: ChatModelAgent("a", model=ScriptedModel(["x"]), before_model=raises), False),
         "model generate": (lambda: ChatModelAgent("a", model=BadModel()), False),
         "model stream": (lambda: ChatModelAgent("a", model=BadModel()), True),
@@ -191,7 +213,9 @@ def healthy_sync() -> None:
 
 @pytest.mark.parametrize("exc", EXCS, ids=lambda e: e.__name__)
 @pytest.mark.parametrize("shape", SHAPES)
-def test_sync_consumer_gets_an_error_event_and_the_background_loop_survives(shape: str, exc: type[BaseException]) -> None:
+def test_sync_consumer_gets_an_error_event_and_the_background_loop_survives(
+    shape: str, exc: type[BaseException]
+) -> None:
     make, streaming = shapes(exc)[shape]
     check_failed_run(drain(Runner(make(), streaming=streaming).query("go")), exc)
     healthy_sync()
@@ -514,8 +538,12 @@ def test_a_tool_call_wrapper_around_an_agent_tool_sees_the_keyboard_interrupt_it
             raise
         return result
 
-    inner = ChatModelAgent("inner", description="helps", model=ScriptedModel([asks(call("bad", 0), call("ok", 1)), "x"]), tools=[bad, ok])
+    inner = ChatModelAgent(
+        "inner", description="helps", model=ScriptedModel([asks(call("bad", 0), call("ok", 1)), "x"]), tools=[bad, ok]
+    )
     request = ToolCall(index=0, id="c0", function=FunctionCall("inner", '{"request": "go"}'))
-    outer = ChatModelAgent("outer", model=ScriptedModel([asks(request), "done"]), tools=[AgentTool(inner)], wrap_tool_call=wrapper)
+    outer = ChatModelAgent(
+        "outer", model=ScriptedModel([asks(request), "done"]), tools=[AgentTool(inner)], wrap_tool_call=wrapper
+    )
     check_failed_run(drain(Runner(outer).query("go")), KeyboardInterrupt)
     assert seen == [KeyboardInterrupt]  # not rillet's internal carrier

@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-
 from rillet import (
     AgentTool,
     ChatModelAgent,
@@ -161,13 +160,14 @@ def test_model_retries_are_logged_with_status_and_wait(caplog: pytest.LogCapture
     import logging
 
     from openai_server import FakeOpenAIServer, Reply
-
     from rillet.models.openai import OpenAIChatModel
 
     completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
     srv = FakeOpenAIServer()
     try:
-        srv.script(Reply.json({"error": {"message": "busy"}}, 503, headers={"retry-after-ms": "20"}), Reply.json(completion))
+        srv.script(
+            Reply.json({"error": {"message": "busy"}}, 503, headers={"retry-after-ms": "20"}), Reply.json(completion)
+        )
         model = OpenAIChatModel("m", base_url=srv.url, api_key="k", max_retries=2)
         with caplog.at_level(logging.INFO, logger="rillet"):
             reply = asyncio.run(asyncio.wait_for(model.generate([Message.user("hi")]), 20))
@@ -339,7 +339,6 @@ def _strict_models() -> list[Any]:
 def test_strict_schemas_match_the_openai_sdk(index: int) -> None:
     pytest.importorskip("openai")
     from openai.lib._pydantic import to_strict_json_schema
-
     from rillet.models.strict_schema import strict_json_schema
 
     model = _strict_models()[index]
@@ -385,7 +384,6 @@ def test_the_approval_prompt_shows_its_y_n_hint(monkeypatch: pytest.MonkeyPatch)
     import sys
 
     from rich.console import Console
-
     from rillet.demo import _decide
 
     out = io.StringIO()
@@ -434,7 +432,9 @@ def test_make_demo_sets_up_light_and_make_test_fully() -> None:
     root = Path(__file__).resolve().parent.parent
 
     def dry(target: str) -> str:
-        return subprocess.run(["make", "-n", target], cwd=root, capture_output=True, text=True, timeout=30, check=True).stdout
+        return subprocess.run(
+            ["make", "-n", target], cwd=root, capture_output=True, text=True, timeout=30, check=True
+        ).stdout
 
     assert "./scripts/setup --light" in dry("demo")
     test = dry("test")

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-
 from rillet import (
     AgentEvent,
     AgentInput,
@@ -73,7 +72,9 @@ def test_a_tool_catching_exception_around_an_interrupt_still_interrupts_and_resu
     assert [e.error for e in events if e.error is not None] == []
     iid = ev.action.interrupted.interrupt_contexts[0].id
     resumed = list(runner.resume("c", targets={iid: "yes"}))
-    tool_text = [e.message_output.message.content for e in resumed if e.message_output and e.message_output.role == "tool"]
+    tool_text = [
+        e.message_output.message.content for e in resumed if e.message_output and e.message_output.role == "tool"
+    ]
     assert tool_text == ["did it"]
 
 
@@ -87,7 +88,9 @@ def test_a_tool_call_wrapper_catching_exception_does_not_swallow_the_interrupt()
             swallowed.append(type(e).__name__)
             return "wrapper swallowed it"
 
-    events = list(Runner(agent(wrap_tool_call=[guard]), checkpoint_store=InMemoryCheckpointStore()).query("go", checkpoint_id="c"))
+    events = list(
+        Runner(agent(wrap_tool_call=[guard]), checkpoint_store=InMemoryCheckpointStore()).query("go", checkpoint_id="c")
+    )
     assert len(interrupts(events)) == 1
     assert swallowed == []
 

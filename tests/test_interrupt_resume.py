@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from rillet import (
     AgentEvent,
     AgentTool,
@@ -95,10 +94,14 @@ def test_a_tool_interrupts_the_run_is_saved_first_and_resumes_by_id() -> None:
 def test_deep_interrupt_through_an_agent_tool_has_the_full_address_and_resumes() -> None:
     store = InMemoryCheckpointStore()
     inner = ChatModelAgent(
-        "Inner", description="pays things", model=ScriptedModel([Message.assistant("", [call("pay", {"amount": 9}, "ic")]), "inner done"]), tools=[pay]
+        "Inner",
+        description="pays things",
+        model=ScriptedModel([Message.assistant("", [call("pay", {"amount": 9}, "ic")]), "inner done"]),
+        tools=[pay],
     )
     outer = ChatModelAgent(
-        "Outer", model=ScriptedModel([Message.assistant("", [call("Inner", {"request": "pay 9"}, "oc")]), "all done"]),
+        "Outer",
+        model=ScriptedModel([Message.assistant("", [call("Inner", {"request": "pay 9"}, "oc")]), "all done"]),
         tools=[AgentTool(inner)],
     )
     runner = Runner(outer, checkpoint_store=store)
@@ -114,7 +117,12 @@ def test_deep_interrupt_through_an_agent_tool_has_the_full_address_and_resumes()
 def test_two_interrupts_in_one_round_resume_one_at_a_time_without_rerunning_completed_calls() -> None:
     store = InMemoryCheckpointStore()
     round_ = Message.assistant(
-        "", [call("pay", {"amount": 1}, "a", 0), call("lookup", {"item": "tea"}, "b", 1), call("pay", {"amount": 2}, "c", 2)]
+        "",
+        [
+            call("pay", {"amount": 1}, "a", 0),
+            call("lookup", {"item": "tea"}, "b", 1),
+            call("pay", {"amount": 2}, "c", 2),
+        ],
     )
     agent = bank([round_, "finished"])
     runner = Runner(agent, checkpoint_store=store)
@@ -190,7 +198,11 @@ def test_resume_takes_the_streaming_mode_from_the_checkpoint() -> None:
     store = InMemoryCheckpointStore()
     agent = bank([Message.assistant("", [call("pay", {"amount": 4}, "c1")]), "streamed answer"])
     (intr,) = interrupts(list(Runner(agent, streaming=True, checkpoint_store=store).query("x", checkpoint_id="s")))
-    events = list(Runner(agent, streaming=False, checkpoint_store=store).resume("s", targets={intr.action.interrupted.interrupt_contexts[0].id: "approve"}))
+    events = list(
+        Runner(agent, streaming=False, checkpoint_store=store).resume(
+            "s", targets={intr.action.interrupted.interrupt_contexts[0].id: "approve"}
+        )
+    )
     assert events[-1].message_output.is_streaming
     assert events[-1].message_output.get_message().content == "streamed answer"
 
@@ -270,7 +282,9 @@ def test_a_run_interrupted_in_one_process_resumes_in_another(tmp_path: Path) -> 
     first = subprocess.run([sys.executable, str(script), db, "run"], capture_output=True, text=True, timeout=60)
     assert first.returncode == 0, first.stderr
     interrupt_id = first.stdout.strip()
-    second = subprocess.run([sys.executable, str(script), db, "resume", interrupt_id], capture_output=True, text=True, timeout=60)
+    second = subprocess.run(
+        [sys.executable, str(script), db, "resume", interrupt_id], capture_output=True, text=True, timeout=60
+    )
     assert second.returncode == 0, second.stderr
     assert second.stdout.splitlines() == ["deploy: yes", "deployed"]
 
@@ -315,7 +329,10 @@ def test_sigkill_while_writing_leaves_the_last_committed_checkpoint_intact(tmp_p
 def asker(name: str, after: str = "approved") -> ChatModelAgent:
     """An agent whose first model call asks `pay`, then answers ``after``."""
     return ChatModelAgent(
-        name, description=f"{name} agent", model=ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, f"{name}-c")]), after]), tools=[pay]
+        name,
+        description=f"{name} agent",
+        model=ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, f"{name}-c")]), after]),
+        tools=[pay],
     )
 
 
@@ -353,7 +370,11 @@ def test_loop_resumes_in_the_same_round() -> None:
     from rillet import LoopAgent
 
     w = ChatModelAgent("w", model=ScriptedModel(["draft 1", "draft 2"]))
-    r = ChatModelAgent("r", model=ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, "r-c")]), "approved", "ok"]), tools=[pay])
+    r = ChatModelAgent(
+        "r",
+        model=ScriptedModel([Message.assistant("", [call("pay", {"amount": 1}, "r-c")]), "approved", "ok"]),
+        tools=[pay],
+    )
     loop = LoopAgent("loop", sub_agents=[w, r], max_iterations=2)
     runner = Runner(loop, checkpoint_store=InMemoryCheckpointStore())
     first = list(runner.query("go", checkpoint_id="loop"))
@@ -385,13 +406,19 @@ def test_an_interrupt_after_a_transfer_resumes_in_the_transferred_to_agent() -> 
     from rillet import set_sub_agents
 
     router = ChatModelAgent(
-        "router", description="routes", model=ScriptedModel([Message.assistant("", [call("transfer_to_agent", {"agent_name": "cashier"}, "t")])])
+        "router",
+        description="routes",
+        model=ScriptedModel([Message.assistant("", [call("transfer_to_agent", {"agent_name": "cashier"}, "t")])]),
     )
     cashier = asker("cashier", after="paid and done")
     runner = Runner(set_sub_agents(router, [cashier]), checkpoint_store=InMemoryCheckpointStore())
     first = list(runner.query("pay", checkpoint_id="tr"))
     (intr,) = interrupts(first)
-    assert intr.action.interrupted.interrupt_contexts[0].address == ("agent:router", "agent:cashier", "tool:pay:cashier-c")
+    assert intr.action.interrupted.interrupt_contexts[0].address == (
+        "agent:router",
+        "agent:cashier",
+        "tool:pay:cashier-c",
+    )
     second = resume_all(runner, "tr", first)
     assert texts(second) == ["paid 1", "paid and done"]
     assert router.model.call_count == 1  # type: ignore[attr-defined]
@@ -415,7 +442,10 @@ def test_requires_approval_approve_reject_and_edit() -> None:
     def run(decision: Any) -> tuple[list[AgentEvent], ScriptedModel]:
         before = len(sent)
         model = ScriptedModel([Message.assistant("", [call("send", {"amount": 10}, "s1")]), "ok"])
-        runner = Runner(ChatModelAgent("a", model=model, tools=[requires_approval(send)]), checkpoint_store=InMemoryCheckpointStore())
+        runner = Runner(
+            ChatModelAgent("a", model=model, tools=[requires_approval(send)]),
+            checkpoint_store=InMemoryCheckpointStore(),
+        )
         (intr,) = interrupts(list(runner.query("x", checkpoint_id="ap")))
         (ctx,) = intr.action.interrupted.interrupt_contexts
         assert ctx.info == {"tool": "send", "arguments": {"amount": 10}}

@@ -7,7 +7,6 @@ import pickle
 import threading
 
 import pytest
-
 from rillet import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage
 
 
@@ -93,7 +92,12 @@ def test_dict_form_is_openai_chat_completions() -> None:
         "role": "assistant",
         "content": "",
         "tool_calls": [
-            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "search", "arguments": '{"q":"rust"}'}}
+            {
+                "index": 0,
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "search", "arguments": '{"q":"rust"}'},
+            }
         ],
     }
     assert Message.tool_message("r", "call_1").to_dict() == {"role": "tool", "content": "r", "tool_call_id": "call_1"}

@@ -8,7 +8,6 @@ import pickle
 from typing import Any
 
 import pytest
-
 from rillet import (
     ContentPart,
     FunctionCall,
@@ -25,7 +24,10 @@ from rillet import (
 @pytest.mark.parametrize(
     ("make", "error"),
     [
-        (lambda: Message(content={"a": 1}), r"Message.content: expected str or a list of ContentPart \| dict, got dict"),
+        (
+            lambda: Message(content={"a": 1}),
+            r"Message.content: expected str or a list of ContentPart \| dict, got dict",
+        ),
         (lambda: Message(content=3), r"Message.content: expected str or a list of ContentPart \| dict, got int"),
         (lambda: Message(content=["ok", 3]), r"Message.content\[1\]: expected ContentPart \| dict \| str, got int"),
         (lambda: Message.user({"text": "x"}), r"Message.user: expected str or a list of ContentPart \| dict, got dict"),
@@ -68,7 +70,11 @@ def test_dicts_are_accepted_wherever_a_part_type_is() -> None:
     assert ResponseMeta(usage=usage).usage == Usage(1, 2, 3)
     m.response_meta = {"finish_reason": "length"}
     assert m.response_meta == ResponseMeta("length")
-    for cls, value in [(FunctionCall, FunctionCall("f", "1")), (Usage, Usage(1, 2, 3)), (ResponseMeta, ResponseMeta("stop", Usage(1)))]:
+    for cls, value in [
+        (FunctionCall, FunctionCall("f", "1")),
+        (Usage, Usage(1, 2, 3)),
+        (ResponseMeta, ResponseMeta("stop", Usage(1))),
+    ]:
         assert cls.from_dict(value.to_dict()) == value  # type: ignore[attr-defined]
 
 
@@ -120,7 +126,11 @@ def test_parsed_arguments() -> None:
 
 
 def test_refusal_survives_concat_and_round_trips() -> None:
-    chunks: list[Any] = [{"role": "assistant", "refusal": "I can't "}, {"refusal": "help with that."}, Message(refusal="")]
+    chunks: list[Any] = [
+        {"role": "assistant", "refusal": "I can't "},
+        {"refusal": "help with that."},
+        Message(refusal=""),
+    ]
     out = concat_messages(chunks)
     assert out.refusal == "I can't help with that."
     acc = MessageAccumulator()

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
 from rillet import (
     AgentEvent,
     AgentInput,
@@ -65,7 +64,13 @@ def summary(events: list[AgentEvent]) -> list[tuple[str, str, str]]:
 
 
 def agent(name: str, replies: list[Any], description: str = "", instruction: str = "", **kw: Any) -> ChatModelAgent:
-    return ChatModelAgent(name, description=description or f"the {name} agent", instruction=instruction, model=ScriptedModel(replies), **kw)
+    return ChatModelAgent(
+        name,
+        description=description or f"the {name} agent",
+        instruction=instruction,
+        model=ScriptedModel(replies),
+        **kw,
+    )
 
 
 # --- transfer ------------------------------------------------------------------------------
@@ -151,7 +156,13 @@ def test_deterministic_transfer_hands_over_after_a_normal_finish() -> None:
 
 
 def test_agent_tool_result_is_the_last_message_and_values_are_shared() -> None:
-    inner = agent("researcher", ["step one", ], output_key="found")
+    inner = agent(
+        "researcher",
+        [
+            "step one",
+        ],
+        output_key="found",
+    )
     tool_ = AgentTool(inner)
     assert tool_.info.parameters["required"] == ["request"]
     outer_model = ScriptedModel([Message.assistant("", [call("researcher", {"request": "find rust"})]), "summary"])
@@ -191,9 +202,7 @@ def test_agent_tool_swallows_exit_and_turns_errors_into_tool_errors() -> None:
 
 def test_agent_tool_full_history_matches_einos_rewrite() -> None:
     inner = agent("test-agent", ["inner answer"])
-    outer_model = ScriptedModel(
-        [Message.assistant("", [call("test-agent", {"request": "r"})]), "end"]
-    )
+    outer_model = ScriptedModel([Message.assistant("", [call("test-agent", {"request": "r"})]), "end"])
 
     # A before-model callback feeds the history of Eino's test: user, assistant, tool call.
     outer = ChatModelAgent("react-agent", model=outer_model, tools=[AgentTool(inner, full_history=True)])
@@ -202,7 +211,10 @@ def test_agent_tool_full_history_matches_einos_rewrite() -> None:
     got = [(m.role, m.content) for m in inner.model.calls[0].messages]  # type: ignore[attr-defined]
     assert got[0] == ("user", "first user message")
     assert got[1] == ("user", "For context: [react-agent] said: first assistant response.")
-    assert got[-2] == ("user", "For context: [react-agent] called tool: `transfer_to_agent` with arguments: test-agent.")
+    assert got[-2] == (
+        "user",
+        "For context: [react-agent] called tool: `transfer_to_agent` with arguments: test-agent.",
+    )
     assert got[-1] == (
         "user",
         "For context: [react-agent] `transfer_to_agent` tool returned result: successfully transferred to agent [test-agent].",
@@ -269,7 +281,12 @@ def test_loop_runs_rounds_and_break_loop_ends_it_after_the_current_child() -> No
     reviewer = Breaker("reviewer", at=2)
     loop = LoopAgent("loop", sub_agents=[writer, reviewer], max_iterations=5)
     events = list(Runner(loop).query("write"))
-    assert [s[2] for s in summary(events)] == ["assistant:v1", "assistant:reviewer#1", "assistant:v2", "assistant:reviewer#2"]
+    assert [s[2] for s in summary(events)] == [
+        "assistant:v1",
+        "assistant:reviewer#1",
+        "assistant:v2",
+        "assistant:reviewer#2",
+    ]
     brk = events[-1].action.break_loop
     assert brk.done and brk.current_iterations == 1
     assert summary(events)[2][1] == "loop/writer/reviewer/writer"  # run paths accumulate across rounds
@@ -380,7 +397,11 @@ def test_workflow_callbacks_wrap_the_whole_workflow() -> None:
     seq = SequentialAgent(
         "seq", sub_agents=[agent("a", ["A"]), agent("b", ["B"])], after_agent_callbacks=[lambda ctx: "workflow done"]
     )
-    assert [s[2] for s in summary(list(Runner(seq).query("x")))] == ["assistant:A", "assistant:B", "assistant:workflow done"]
+    assert [s[2] for s in summary(list(Runner(seq).query("x")))] == [
+        "assistant:A",
+        "assistant:B",
+        "assistant:workflow done",
+    ]
 
 
 def test_exit_inside_a_sequence_child_via_new_exit_action() -> None:
@@ -393,8 +414,6 @@ def test_exit_inside_a_sequence_child_via_new_exit_action() -> None:
     nxt = agent("next", ["unreached"])
     events = list(Runner(SequentialAgent("s", sub_agents=[Quit("q"), nxt])).query("x"))
     assert summary(events) == [("q", "s/q", "assistant:bye")] and nxt.model.call_count == 0  # type: ignore[attr-defined]
-
-
 
 
 # --- more of Eino's documented shapes ---------------------------------------------------------

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
+from openai_server import FakeOpenAIServer, Reply, transcript
 from rillet import (
     FunctionCall,
     Message,
@@ -31,6 +31,7 @@ from rillet import (
     concat_messages,
 )
 from rillet._native import ChatStreamParser, parse_chat_completion
+from rillet.models import openai as openai_module
 from rillet.models.errors import (
     AuthenticationError,
     ContextLengthError,
@@ -45,10 +46,7 @@ from rillet.models.errors import (
     RateLimitError,
     ServerError,
 )
-from rillet.models import openai as openai_module
 from rillet.models.openai import OpenAIChatModel, message_to_openai
-
-from openai_server import FakeOpenAIServer, Reply, transcript
 
 DIALECTS = [
     "openai_text",
@@ -86,14 +84,12 @@ async def drain(reader: StreamReader) -> tuple[list[Message], BaseException | No
     try:
         async for chunk in reader:
             chunks.append(chunk)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return chunks, e
     return chunks, None
 
 
-def stream_once(
-    server: FakeOpenAIServer, reply: Reply, **kw: Any
-) -> tuple[list[Message], BaseException | None]:
+def stream_once(server: FakeOpenAIServer, reply: Reply, **kw: Any) -> tuple[list[Message], BaseException | None]:
     server.script(reply)
     model = make_model(server, **kw)
 
@@ -158,7 +154,9 @@ def test_parser_returns_chunks_before_a_bad_line_then_raises_every_time() -> Non
 def test_model_errors_pickle_with_their_details() -> None:
     import pickle
 
-    err = ContextLengthError("too long", status_code=400, base_url="http://x/v1", body="{}", code="context_length_exceeded")
+    err = ContextLengthError(
+        "too long", status_code=400, base_url="http://x/v1", body="{}", code="context_length_exceeded"
+    )
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is ContextLengthError and str(back) == "too long"
     assert (back.status_code, back.base_url, back.code) == (400, "http://x/v1", "context_length_exceeded")
@@ -256,9 +254,7 @@ WANT = {
         usage=usage(140, 38, 178),
     ),
     # no index, no ids, finish "stop" despite the calls, no usage
-    "ollama_no_index": Want(
-        calls=((0, "call_0", "add", '{"a":1,"b":2}'), (1, "call_1", "add", '{"a":3,"b":4}'))
-    ),
+    "ollama_no_index": Want(calls=((0, "call_0", "add", '{"a":1,"b":2}'), (1, "call_1", "add", '{"a":3,"b":4}'))),
     "vllm_reasoning": Want(
         "Soft rain on the roof,\nquiet streets — ça brille.",
         "The user wants a haiku about rain.",
@@ -568,10 +564,17 @@ class Info:
     parameters: dict[str, Any]
 
     def to_openai(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
 
-WEATHER = Info("get_weather", "Tomorrow's forecast.", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+WEATHER = Info(
+    "get_weather",
+    "Tomorrow's forecast.",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
 
 
 def test_generate_reads_a_whole_response_and_sends_the_conversation(server: FakeOpenAIServer) -> None:
@@ -586,7 +589,13 @@ def test_generate_reads_a_whole_response_and_sends_the_conversation(server: Fake
                 "message": {
                     "role": "assistant",
                     "content": None,
-                    "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Porto"}'}}],
+                    "tool_calls": [
+                        {
+                            "id": "call_9",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city":"Porto"}'},
+                        }
+                    ],
                 },
                 "finish_reason": "tool_calls",
             }
@@ -598,13 +607,22 @@ def test_generate_reads_a_whole_response_and_sends_the_conversation(server: Fake
     history = [
         Message.system("Be brief."),
         Message.user("Weather in Lisbon?"),
-        Message.assistant(tool_calls=[ToolCall(0, "call_1", function=FunctionCall("get_weather", '{"city":"Lisbon"}'))], reasoning_content="thinking"),
+        Message.assistant(
+            tool_calls=[ToolCall(0, "call_1", function=FunctionCall("get_weather", '{"city":"Lisbon"}'))],
+            reasoning_content="thinking",
+        ),
         Message.tool_message("sunny", "call_1", "get_weather"),
         Message.user("And Porto?"),
     ]
     reply = run(
         model.generate(
-            history, tools=[WEATHER], tool_choice="auto", parallel_tool_calls=False, top_p=0.9, stop=["\n\n"], max_tokens=32
+            history,
+            tools=[WEATHER],
+            tool_choice="auto",
+            parallel_tool_calls=False,
+            top_p=0.9,
+            stop=["\n\n"],
+            max_tokens=32,
         )
     )
     assert reply == Message(
@@ -622,7 +640,13 @@ def test_generate_reads_a_whole_response_and_sends_the_conversation(server: Fake
                 {
                     "role": "assistant",
                     "content": "",
-                    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Lisbon"}'}}],
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city":"Lisbon"}'},
+                        }
+                    ],
                 },
                 {"role": "tool", "content": "sunny", "tool_call_id": "call_1"},
                 {"role": "user", "content": "And Porto?"},
@@ -667,10 +691,19 @@ def test_response_format_from_a_pydantic_model() -> None:
 
 
 def test_message_to_openai_multimodal_and_names() -> None:
-    m = Message.user([{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}], name="ann")
+    m = Message.user(
+        [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}},
+        ],
+        name="ann",
+    )
     assert message_to_openai(m) == {
         "role": "user",
-        "content": [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}],
+        "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}},
+        ],
         "name": "ann",
     }
 
@@ -695,11 +728,28 @@ async def _collect(model: OpenAIChatModel) -> list[Message]:
 
 
 def test_a_server_that_ignores_stream_true_still_streams(server: FakeOpenAIServer) -> None:
-    completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "whole", "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "stop"}]}
+    completion = {
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": "whole",
+                    "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}],
+                },
+                "finish_reason": "stop",
+            }
+        ]
+    }
     chunks, err = stream_once(server, Reply.json(completion))
     assert err is None
     assert chunks == [
-        Message("assistant", "whole", tool_calls=[ToolCall(0, "call_0", "function", FunctionCall("f", "{}"))], response_meta=ResponseMeta("stop"))
+        Message(
+            "assistant",
+            "whole",
+            tool_calls=[ToolCall(0, "call_0", "function", FunctionCall("f", "{}"))],
+            response_meta=ResponseMeta("stop"),
+        )
     ]
 
 
@@ -736,7 +786,10 @@ async def sdk_accumulate(server: FakeOpenAIServer) -> Any:
     client = openai.AsyncOpenAI(base_url=server.url, api_key="sk-test", max_retries=0)
     state = ChatCompletionStreamState()
     stream = await client.chat.completions.create(
-        model="test-model", messages=[{"role": "user", "content": "hi"}], stream=True, stream_options={"include_usage": True}
+        model="test-model",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
     )
     async for chunk in stream:
         state.handle_chunk(chunk)
@@ -802,10 +855,23 @@ def agent_transcripts() -> list[Reply]:
         return b"".join(b"data: " + json.dumps(o).encode() + b"\n\n" for o in objs) + b"data: [DONE]\n\n"
 
     def ch(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
 
     call = sse(
-        ch({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_add", "type": "function", "function": {"name": "add", "arguments": ""}}]}),
+        ch(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"index": 0, "id": "call_add", "type": "function", "function": {"name": "add", "arguments": ""}}
+                ],
+            }
+        ),
         ch({"tool_calls": [{"index": 0, "function": {"arguments": '{"a": 2, "b": 3}'}}]}),
         ch({}, "tool_calls"),
     )
@@ -814,8 +880,28 @@ def agent_transcripts() -> list[Reply]:
 
 
 def agent_completions() -> list[Reply]:
-    call = {"choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [{"id": "call_add", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]}, "finish_reason": "tool_calls"}]}
-    answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "2 + 3 = 5"}, "finish_reason": "stop"}]}
+    call = {
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_add",
+                            "type": "function",
+                            "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+                        }
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ]
+    }
+    answer = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "2 + 3 = 5"}, "finish_reason": "stop"}]
+    }
     return [Reply.json(call), Reply.json(answer)]
 
 
@@ -834,7 +920,9 @@ def test_chat_model_agent_runs_tools_against_the_server(server: FakeOpenAIServer
         return a + b
 
     server.script(*(agent_transcripts() if streaming else agent_completions()))
-    agent = ChatModelAgent("calc", description="adds", instruction="Use the tools.", model=make_model(server), tools=[add])
+    agent = ChatModelAgent(
+        "calc", description="adds", instruction="Use the tools.", model=make_model(server), tools=[add]
+    )
     events = list(Runner(agent, streaming=streaming).query("What is 2 + 3?"))
     assert all(e.error is None for e in events), [e.error for e in events]
     messages = [e.message_output.get_message() for e in events]
@@ -857,10 +945,18 @@ def test_demo_runs_on_an_openai_compatible_endpoint(server: FakeOpenAIServer, tm
         return b"".join(b"data: " + json.dumps(o).encode() + b"\n\n" for o in objs) + b"data: [DONE]\n\n"
 
     def ch(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "demo-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "demo-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
 
     def call(i: int, id: str, name: str, args: str) -> dict[str, Any]:
-        return {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]}
+        return {
+            "tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]
+        }
 
     calls = sse(
         ch({"role": "assistant", **call(0, "call_w", "get_weather", '{"city": "Lisbon"}')}),
@@ -869,10 +965,18 @@ def test_demo_runs_on_an_openai_compatible_endpoint(server: FakeOpenAIServer, tm
     )
     answer = sse(ch({"role": "assistant", "content": "Sunny, 24 °C; 200 USD is 184.00 EUR."}), ch({}, "stop"))
     server.script(Reply(calls), Reply(answer))
-    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-demo", "OPENAI_MODEL": "demo-model", "PATH": "/usr/bin:/bin"}
+    env = {
+        "OPENAI_BASE_URL": server.url,
+        "OPENAI_API_KEY": "sk-demo",
+        "OPENAI_MODEL": "demo-model",
+        "PATH": "/usr/bin:/bin",
+    }
     result = subprocess.run(
         [sys.executable, "-m", "rillet.cli", "demo", "--model", "openai", "--no-color", "--db", str(tmp_path / "d.db")],
-        capture_output=True, text=True, timeout=60, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     assert f"demo-model at {server.url}" in result.stdout

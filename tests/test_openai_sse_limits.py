@@ -11,12 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
+from openai_server import FakeOpenAIServer, Reply
 from rillet import Message
 from rillet._native import ChatStreamParser
 from rillet.models import ModelError, OpenAIChatModel, StreamLimitError
-
-from openai_server import FakeOpenAIServer, Reply
 
 MiB = 1 << 20
 
@@ -46,7 +44,7 @@ def _stream(server: FakeOpenAIServer, reply: Reply, **kw: Any) -> tuple[list[Mes
         try:
             async for chunk in await model.stream([Message.user("hi")]):
                 chunks.append(chunk)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             return chunks, e
         return chunks, None
 
@@ -96,7 +94,9 @@ def test_the_defaults_are_documented_and_checked() -> None:
     with pytest.raises(ValueError, match="must be positive"):
         OpenAIChatModel("m", api_key="k", max_sse_line_bytes=0)
     for bad in (-1, 1.5, None, True):  # each named, not an OverflowError about "unsigned"
-        with pytest.raises(ValueError, match=rf"max_sse_event_bytes must be positive \(an int, in bytes\), got {bad!r}"):
+        with pytest.raises(
+            ValueError, match=rf"max_sse_event_bytes must be positive \(an int, in bytes\), got {bad!r}"
+        ):
             OpenAIChatModel("m", api_key="k", max_sse_event_bytes=bad)  # type: ignore[arg-type]
 
 

@@ -12,11 +12,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
 import rillet
 from rillet import (
     AgentAction,
     InterruptState,
+    Message,
     ResumeContext,
     event_from_message,
     get_interrupt_state,
@@ -24,7 +24,6 @@ from rillet import (
     peek_message,
     stream_from_list,
 )
-from rillet import Message
 
 PUBLIC = {
     # messages and streams

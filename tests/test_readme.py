@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from doc_blocks import README, examples
 
-
 EXAMPLES = examples(README.read_text(encoding="utf-8"))
 
 
@@ -29,8 +28,6 @@ def test_an_output_block_belongs_to_the_code_block_before_it() -> None:
 
 @pytest.mark.parametrize(("line", "code", "expected"), EXAMPLES, ids=[f"README.md:{line}" for line, _, _ in EXAMPLES])
 def test_readme_example(line: int, code: str, expected: str | None, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"README.md:{line} failed:\n{proc.stderr}"
     assert proc.stdout == (expected or ""), f"README.md:{line} printed something other than the README shows"

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import rillet
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benches"))
-from reference_concat import PyTee, ReferenceConcatError, reference_concat  # noqa: E402
+from reference_concat import PyTee, ReferenceConcatError, reference_concat
 
 CHUNKS: list[dict[str, Any]] = [
     {"role": "assistant", "content": "Hel"},
@@ -24,7 +23,12 @@ CHUNKS: list[dict[str, Any]] = [
     {"extra": {"s": "a", "d": {"k": "1"}}},
     {"extra": {"s": "b", "d": {"k": "2"}, "n": 3}},
     {"response_meta": {"finish_reason": "", "usage": {"prompt_tokens": 5, "total_tokens": 5}}},
-    {"response_meta": {"finish_reason": "tool_calls", "usage": {"prompt_tokens": 4, "completion_tokens": 7, "total_tokens": 11}}},
+    {
+        "response_meta": {
+            "finish_reason": "tool_calls",
+            "usage": {"prompt_tokens": 4, "completion_tokens": 7, "total_tokens": 11},
+        }
+    },
 ]
 
 
@@ -48,7 +52,10 @@ def test_reference_and_rillet_agree(usage: str) -> None:
     "bad",
     [
         [{"role": "user"}, {"role": "assistant"}],
-        [{"tool_calls": [{"index": 0, "id": "a", "function": {}}]}, {"tool_calls": [{"index": 0, "id": "b", "function": {}}]}],
+        [
+            {"tool_calls": [{"index": 0, "id": "a", "function": {}}]},
+            {"tool_calls": [{"index": 0, "id": "b", "function": {}}]},
+        ],
         [{"extra": {"k": 1}}, {"extra": {"k": "x"}}],
         [{"content": "a"}, None],
     ],

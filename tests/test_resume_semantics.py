@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-
 from rillet import (
     AgentEvent,
     AgentInput,
@@ -55,7 +54,9 @@ def interrupts(events: list[AgentEvent]) -> list[AgentEvent]:
 
 def resume_all(runner: Runner, checkpoint_id: str, events: list[AgentEvent]) -> list[AgentEvent]:
     (intr,) = interrupts(events)
-    return list(runner.resume(checkpoint_id, targets={c.id: "approve" for c in intr.action.interrupted.interrupt_contexts}))
+    return list(
+        runner.resume(checkpoint_id, targets={c.id: "approve" for c in intr.action.interrupted.interrupt_contexts})
+    )
 
 
 def shown(events: list[AgentEvent]) -> list[tuple[str, str, str]]:
@@ -64,7 +65,15 @@ def shown(events: list[AgentEvent]) -> list[tuple[str, str, str]]:
     for e in events:
         mv = e.message_output
         a = e.action
-        act = "" if a is None else "exit" if a.exit else f"transfer:{a.transfer_to_agent.dest_agent_name}" if a.transfer_to_agent else ""
+        act = (
+            ""
+            if a is None
+            else "exit"
+            if a.exit
+            else f"transfer:{a.transfer_to_agent.dest_agent_name}"
+            if a.transfer_to_agent
+            else ""
+        )
         out.append((e.agent_name, mv.get_message().content if mv is not None else "", act))
     return out
 
@@ -73,7 +82,9 @@ def shown(events: list[AgentEvent]) -> list[tuple[str, str, str]]:
 
 
 def _exit_team(first_tool: str) -> SequentialAgent:
-    round_ = Message.assistant("", [call(first_tool, {"amount": 1}, "p", 0), call("exit", {"final_result": "bye"}, "x", 1)])
+    round_ = Message.assistant(
+        "", [call(first_tool, {"amount": 1}, "p", 0), call("exit", {"final_result": "bye"}, "x", 1)]
+    )
     worker = ChatModelAgent("worker", model=ScriptedModel([round_]), tools=[pay, note], exit_tool=ExitTool())
     after = ChatModelAgent("after", model=ScriptedModel(["should not run"]))
     return SequentialAgent("seq", sub_agents=[worker, after])
@@ -91,7 +102,9 @@ def test_an_exit_that_completed_beside_an_interrupt_still_exits_on_resume(stream
 
 
 def _transfer_team(first_tool: str) -> Any:
-    round_ = Message.assistant("", [call(first_tool, {"amount": 1}, "p", 0), call("transfer_to_agent", {"agent_name": "cashier"}, "t", 1)])
+    round_ = Message.assistant(
+        "", [call(first_tool, {"amount": 1}, "p", 0), call("transfer_to_agent", {"agent_name": "cashier"}, "t", 1)]
+    )
     router = ChatModelAgent("router", description="routes", model=ScriptedModel([round_]), tools=[pay, note])
     cashier = ChatModelAgent("cashier", description="takes money", model=ScriptedModel(["cashier here"]))
     return set_sub_agents(router, [cashier])
@@ -215,7 +228,9 @@ def test_parallel_lanes_keep_their_recorded_order_across_a_resume() -> None:
     uninterrupted = [m.content for m in after.model.calls[0].messages]  # type: ignore[attr-defined]
     said = [c.split(" called")[0] for c in uninterrupted if c.startswith("For context")]
     assert said == [
-        "For context: [y] said: y1. [y]", "For context: [x] said: x1.", "For context: [y] `settle` tool returned result: paid 1.",
+        "For context: [y] said: y1. [y]",
+        "For context: [x] said: x1.",
+        "For context: [y] `settle` tool returned result: paid 1.",
         "For context: [y] said: y2.",
     ]
 

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-
 from rillet import (
     AgentEvent,
     AgentInput,
@@ -62,7 +61,9 @@ def test_keyboard_interrupt_and_stray_cancellation_in_a_tool_are_error_events() 
         events = list(Runner(ChatModelAgent("a", model=model, tools=[t])).query("x"))
         assert isinstance(events[-1].error, (KeyboardInterrupt, asyncio.CancelledError))
     # the background loop survived: later sync runs still work
-    assert [e.message_output.message.content for e in Runner(ChatModelAgent("b", model=ScriptedModel(["ok"]))).query("x")] == ["ok"]
+    assert [
+        e.message_output.message.content for e in Runner(ChatModelAgent("b", model=ScriptedModel(["ok"]))).query("x")
+    ] == ["ok"]
 
 
 def test_sync_tools_running_nested_runners_do_not_starve_the_worker_pool() -> None:
@@ -95,12 +96,16 @@ def test_agent_callback_state_deltas_are_saved_in_checkpoints() -> None:
     def remember(ctx: Any) -> None:
         ctx.state["v"] = 1
 
-    agent = ChatModelAgent("a", model=ScriptedModel([asks(call("ask", {})), "done"]), tools=[ask], before_agent_callbacks=[remember])
+    agent = ChatModelAgent(
+        "a", model=ScriptedModel([asks(call("ask", {})), "done"]), tools=[ask], before_agent_callbacks=[remember]
+    )
     runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore())
     events = list(runner.query("x", checkpoint_id="k"))
     assert all(e.error is None for e in events)
     ctx = events[-1].action.interrupted.interrupt_contexts[0]
-    assert [e.message_output.get_message().content for e in runner.resume("k", targets={ctx.id: 1}) if e.message_output][-1] == "done"
+    assert [
+        e.message_output.get_message().content for e in runner.resume("k", targets={ctx.id: 1}) if e.message_output
+    ][-1] == "done"
 
 
 def test_streaming_tools_can_interrupt_and_send_actions_before_their_first_chunk() -> None:
@@ -120,7 +125,9 @@ def test_streaming_tools_can_interrupt_and_send_actions_before_their_first_chunk
         yield "streamed after approval"
 
     model = ScriptedModel([asks(call("slow_stream", {})), "never"])
-    events = list(Runner(ChatModelAgent("a", model=model, tools=[slow_stream], return_directly={"slow_stream"})).query("x"))
+    events = list(
+        Runner(ChatModelAgent("a", model=model, tools=[slow_stream], return_directly={"slow_stream"})).query("x")
+    )
     assert events[-1].action is not None and events[-1].action.exit
     assert events[-1].message_output.get_message().content == "ab"
 
@@ -162,11 +169,20 @@ class Breaker(BaseAgent):
 def test_an_agent_tools_forwarded_break_loop_does_not_end_the_callers_loop() -> None:
     outer = ChatModelAgent(
         "caller",
-        model=ScriptedModel(lambda messages, tools: asks(call("brk", {"request": "x"})) if messages[-1].role != "tool" else "next"),
+        model=ScriptedModel(
+            lambda messages, tools: asks(call("brk", {"request": "x"})) if messages[-1].role != "tool" else "next"
+        ),
         tools=[AgentTool(Breaker("brk", "breaks"), emit_internal_events=True)],
     )
     events = list(Runner(LoopAgent("loop", sub_agents=[outer], max_iterations=3)).query("go"))
-    assert sum(1 for e in events if e.message_output and e.message_output.message and e.message_output.message.content == "next") == 3
+    assert (
+        sum(
+            1
+            for e in events
+            if e.message_output and e.message_output.message and e.message_output.message.content == "next"
+        )
+        == 3
+    )
     forwarded = [e for e in events if e.agent_name == "brk"]
     assert forwarded and all(e.action is None for e in forwarded)
 
@@ -187,7 +203,9 @@ def test_a_finished_resumed_run_deletes_its_checkpoint() -> None:
         return "yes"
 
     store = InMemoryCheckpointStore()
-    runner = Runner(ChatModelAgent("a", model=ScriptedModel([asks(call("ask", {})), "done"]), tools=[ask]), checkpoint_store=store)
+    runner = Runner(
+        ChatModelAgent("a", model=ScriptedModel([asks(call("ask", {})), "done"]), tools=[ask]), checkpoint_store=store
+    )
     ctx = list(runner.query("x", checkpoint_id="k"))[-1].action.interrupted.interrupt_contexts[0]
     list(runner.resume("k", targets={ctx.id: 1}))
     assert store.get("k") is None

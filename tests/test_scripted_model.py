@@ -11,10 +11,9 @@ from collections.abc import Coroutine
 from typing import Any
 
 import pytest
+import rillet
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import rillet
 from rillet import (
     ChatModel,
     ContentPart,
@@ -270,9 +269,7 @@ def test_running_past_the_script_says_how_many_replies_and_which_call() -> None:
 
     with pytest.raises(ScriptExhaustedError) as info:
         run(main())
-    assert str(info.value).startswith(
-        "ScriptedModel 'scripted' has 3 scripted replies; call 4 asked for another"
-    )
+    assert str(info.value).startswith("ScriptedModel 'scripted' has 3 scripted replies; call 4 asked for another")
     assert isinstance(info.value, RilletError)
     assert model.call_count == 4 and len(model.calls) == 4
 
@@ -388,9 +385,7 @@ def test_calls_record_copies_of_what_the_model_was_sent() -> None:
 
     run(main())
     first, second = model.calls
-    assert first == ModelCall(
-        (Message.system("be brief"), Message.user("hi")), (tool,), {"temperature": 0.2}, False
-    )
+    assert first == ModelCall((Message.system("be brief"), Message.user("hi")), (tool,), {"temperature": 0.2}, False)
     assert [m.content for m in second.messages] == ["be brief", "edited later", "again"]
     assert second.tools == () and second.options == {} and second.streaming is True
     assert model.call_count == 2
@@ -564,7 +559,5 @@ def test_scripted_model_is_a_chat_model() -> None:
 
 def test_import_rillet_stays_light() -> None:
     code = "import sys, rillet; print([m for m in ('pydantic', 'httpx') if m in sys.modules])"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"

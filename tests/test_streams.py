@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 import rillet
 from rillet import (
     NO_VALUE,

@@ -21,7 +21,6 @@ import weakref
 from typing import Any
 
 import pytest
-
 from rillet import (
     Message,
     MessageAccumulator,

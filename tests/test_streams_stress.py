@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import rillet
 from rillet import NO_VALUE, Channel, StreamEOF, StreamReader, convert_stream, merge_streams, pipe
 
@@ -52,9 +51,7 @@ class Item:
                 pass
 
 
-def thread_consumer(
-    reader: StreamReader[Any], rng: random.Random, out: list[Any], key: Callable[[Any], Any]
-) -> None:
+def thread_consumer(reader: StreamReader[Any], rng: random.Random, out: list[Any], key: Callable[[Any], Any]) -> None:
     """recv() with short random timeouts, retrying on TimeoutError."""
     while True:
         try:
@@ -173,22 +170,10 @@ def scenario(n: int, seed: int) -> None:
     got: dict[str, list[Any]] = {k: [] for k in ["thread", "async", "merge", "convert", "ch"]}
     seeds = [rng.randrange(1 << 30) for _ in range(6)]
     consumers = [
-        on_thread(
-            lambda: thread_consumer(c_thread, random.Random(seeds[0]), got["thread"], lambda x: x.i)
-        ),
-        on_loop(
-            [async_consumer(c_async, random.Random(seeds[1]), got["async"], lambda x: x.i)]
-        ),
-        on_loop(
-            [
-                async_for_consumer(
-                    merged, random.Random(seeds[2]), got["merge"], lambda x: (x.tag, x.i)
-                )
-            ]
-        ),
-        on_thread(
-            lambda: thread_consumer(converted, random.Random(seeds[3]), got["convert"], int)
-        ),
+        on_thread(lambda: thread_consumer(c_thread, random.Random(seeds[0]), got["thread"], lambda x: x.i)),
+        on_loop([async_consumer(c_async, random.Random(seeds[1]), got["async"], lambda x: x.i)]),
+        on_loop([async_for_consumer(merged, random.Random(seeds[2]), got["merge"], lambda x: (x.tag, x.i))]),
+        on_thread(lambda: thread_consumer(converted, random.Random(seeds[3]), got["convert"], int)),
     ]
     consumers.append(on_thread(lambda: quit_early(rng.randrange(n))))
     channel_producers: list[threading.Thread] = []

@@ -13,7 +13,6 @@ import sys
 import textwrap
 
 import pytest
-
 from rillet._interpreter import ONLY_MAIN_INTERPRETER
 
 CHILD = textwrap.dedent(
@@ -62,9 +61,7 @@ CHILD = textwrap.dedent(
 @pytest.mark.parametrize("kind", ["legacy", "isolated"])
 def test_a_subinterpreter_gets_an_import_error_and_the_main_one_keeps_working(kind: str, order: str) -> None:
     pytest.importorskip("_interpreters" if sys.version_info >= (3, 13) else "_xxsubinterpreters")
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, kind, order], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", CHILD, kind, order], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"exit status {proc.returncode}: {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
     lines = proc.stdout.splitlines()
     assert f"SUB ImportError: {ONLY_MAIN_INTERPRETER}" in lines

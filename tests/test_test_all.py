@@ -75,7 +75,10 @@ def test_finds_this_interpreter(test_all: ModuleType) -> None:
 @pytest.mark.parametrize(
     ("output", "expected"),
     [
-        ("...\n===== 3 failed, 286 passed, 1 skipped in 9.10s =====\n", (286, 3, "3 failed, 286 passed, 1 skipped in 9.10s")),
+        (
+            "...\n===== 3 failed, 286 passed, 1 skipped in 9.10s =====\n",
+            (286, 3, "3 failed, 286 passed, 1 skipped in 9.10s"),
+        ),
         ("286 passed, 2 errors in 9.10s\n", (286, 2, "286 passed, 2 errors in 9.10s")),
         ("Segmentation fault\n", (0, 0, "")),
     ],

@@ -17,8 +17,6 @@ from typing import Annotated, Any, Literal, Optional, TypeVar, Union
 
 import pydantic
 import pytest
-from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
-
 import rillet
 from rillet import context
 from rillet._core import scope as run_scope
@@ -26,6 +24,7 @@ from rillet._core.workers import WorkerPool
 from rillet.context import RunContext, Session, ToolCallScope
 from rillet.events import new_break_loop_action
 from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, exit_tool, tool
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 T = TypeVar("T")
 
@@ -272,7 +271,7 @@ def test_unannotated_parameters_accept_any_json_value() -> None:
 
 def test_parameter_names_that_pydantic_reserves_still_work() -> None:
     @tool
-    def odd(json: str, schema: int, model_config: bool, _private: str = "p", /) -> str:  # noqa: A002
+    def odd(json: str, schema: int, model_config: bool, _private: str = "p", /) -> str:
         return f"{json}|{schema}|{model_config}|{_private}"
 
     assert set(odd.info.parameters["properties"]) == {"json", "schema", "model_config", "_private"}
@@ -339,7 +338,10 @@ def add(a: int, b: int) -> int:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ('{"a": 1, "b": "x"}', "tool 'add': argument 'b': Input should be a valid integer, unable to parse string as an integer, got 'x'"),
+        (
+            '{"a": 1, "b": "x"}',
+            "tool 'add': argument 'b': Input should be a valid integer, unable to parse string as an integer, got 'x'",
+        ),
         ('{"a": 1}', "tool 'add': argument 'b': required, but missing"),
         ("", "tool 'add': argument 'a': required, but missing; argument 'b': required, but missing"),
         ('{"a": [1], "b": 2}', "tool 'add': argument 'a': Input should be a valid integer, got [1]"),

@@ -29,7 +29,11 @@ def find_wheel() -> Path | None:
 def without_rust(env: dict[str, str]) -> dict[str, str]:
     """`env` with every PATH directory that holds cargo or rustc removed, and no virtualenv or
     PYTHONPATH that could lead back to the source tree."""
-    keep = [d for d in env.get("PATH", "").split(os.pathsep) if d and not any((Path(d) / tool).exists() for tool in ("cargo", "rustc"))]
+    keep = [
+        d
+        for d in env.get("PATH", "").split(os.pathsep)
+        if d and not any((Path(d) / tool).exists() for tool in ("cargo", "rustc"))
+    ]
     clean = {k: v for k, v in env.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
     clean["PATH"] = os.pathsep.join(keep)
     return clean
@@ -77,14 +81,24 @@ def test_wheel_installs_and_passes_the_tests(tmp_path: Path) -> None:
     py = str(venv / "bin" / "python")
     pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     # --only-binary: were the wheel unusable here, pip must fail rather than build from source.
-    subprocess.run([*pip, "--only-binary", ":all:", str(wheel), *pinned_test_requirements()], check=True, env=env, cwd=tmp_path)
+    subprocess.run(
+        [*pip, "--only-binary", ":all:", str(wheel), *pinned_test_requirements()], check=True, env=env, cwd=tmp_path
+    )
 
     site = subprocess.run(
-        [py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], check=True, env=env, cwd=tmp_path, capture_output=True, text=True
+        [py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     probe = subprocess.run(
         [py, "-c", "import rillet, rillet._native; print(rillet.__file__); print(rillet._native.__file__)"],
-        env=env, cwd=tmp_path, capture_output=True, text=True,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert probe.returncode == 0, probe.stderr
     for path in probe.stdout.split():
@@ -94,7 +108,10 @@ def test_wheel_installs_and_passes_the_tests(tmp_path: Path) -> None:
     env["RILLET_EXPECT_INSTALLED_IN"] = site
     result = subprocess.run(
         [py, "-m", "pytest", str(ROOT / "tests"), "-m", "not slow", "-v", "-p", "no:cacheprovider"],
-        env=env, cwd=tmp_path, capture_output=True, text=True,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     tail = "\n".join(result.stdout.splitlines()[-25:])
     assert result.returncode == 0, f"the tests failed against the installed wheel:\n{tail}\n{result.stderr[-2000:]}"

@@ -12,7 +12,18 @@ from rillet import codec
 from rillet._native import EMPTY, Channel, __version__
 from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta
 from rillet.agent_tool import AgentTool, AgentToolError
+from rillet.approval import ApprovalDecision, approve, edit, reject, requires_approval
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
+from rillet.checkpoint import (
+    CheckpointAgentMismatchError,
+    CheckpointClaimedError,
+    CheckpointCorruptError,
+    CheckpointError,
+    CheckpointNotFoundError,
+    CheckpointStore,
+    InMemoryCheckpointStore,
+    SqliteCheckpointStore,
+)
 from rillet.context import (
     add_session_value,
     add_session_values,
@@ -40,22 +51,20 @@ from rillet.events import (
     new_transfer_to_agent_action,
     peek_message,
 )
-from rillet.approval import ApprovalDecision, approve, edit, reject, requires_approval
-from rillet.checkpoint import (
-    CheckpointAgentMismatchError,
-    CheckpointClaimedError,
-    CheckpointCorruptError,
-    CheckpointError,
-    CheckpointNotFoundError,
-    CheckpointStore,
-    InMemoryCheckpointStore,
-    SqliteCheckpointStore,
+from rillet.flow import (
+    FlowAgent,
+    HistoryEntry,
+    TransferError,
+    set_sub_agents,
+    with_deterministic_transfer_to,
+    with_disallow_transfer_to_parent,
+    with_history_rewriter,
 )
 from rillet.interrupt import (
     InterruptCtx,
+    Interrupted,
     InterruptInfo,
     InterruptState,
-    Interrupted,
     ResumeContext,
     composite_interrupt,
     composite_interrupt_event,
@@ -67,19 +76,10 @@ from rillet.interrupt import (
     stateful_interrupt_event,
 )
 from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
-from rillet.flow import (
-    FlowAgent,
-    HistoryEntry,
-    TransferError,
-    set_sub_agents,
-    with_deterministic_transfer_to,
-    with_disallow_transfer_to_parent,
-    with_history_rewriter,
-)
 from rillet.runner import Runner
-from rillet.workflow import LoopAgent, ParallelAgent, SequentialAgent
-from rillet.schema import *  # noqa: F403  (messages and streams: see schema.__all__)
+from rillet.schema import *
 from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, tool
+from rillet.workflow import LoopAgent, ParallelAgent, SequentialAgent
 
 # The public surface, grouped; each group sorted. tests/test_public_api.py pins it.
 __all__ = [

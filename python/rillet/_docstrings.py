@@ -16,8 +16,21 @@ _PARAM_SECTIONS = frozenset(
     {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments", "other parameters"}
 )
 _GOOGLE_SECTIONS = _PARAM_SECTIONS | {
-    "attributes", "example", "examples", "note", "notes", "raises", "references", "return", "returns",
-    "see also", "todo", "warning", "warnings", "yield", "yields",
+    "attributes",
+    "example",
+    "examples",
+    "note",
+    "notes",
+    "raises",
+    "references",
+    "return",
+    "returns",
+    "see also",
+    "todo",
+    "warning",
+    "warnings",
+    "yield",
+    "yields",
 }
 _GOOGLE_HEADER = re.compile(r"^([A-Za-z][A-Za-z ]*):$")
 _GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(.*)$")
@@ -30,7 +43,9 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _entries(block: list[str], entry: re.Pattern[str], names_of: Callable[[re.Match[str]], list[str]]) -> dict[str, str]:
+def _entries(
+    block: list[str], entry: re.Pattern[str], names_of: Callable[[re.Match[str]], list[str]]
+) -> dict[str, str]:
     """Entries of an indented definition list: a line at the block's base indentation that
     matches ``entry`` opens one, more-indented lines continue its description."""
     base = min((_indent(ln) for ln in block if ln.strip()), default=0)
@@ -77,7 +92,9 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 j += 1
             if text.lower() in _PARAM_SECTIONS:
                 params.update(
-                    _entries(lines[i + 2 : j], _NUMPY_ENTRY, lambda m: [n.strip().lstrip("*") for n in m.group(1).split(",")])
+                    _entries(
+                        lines[i + 2 : j], _NUMPY_ENTRY, lambda m: [n.strip().lstrip("*") for n in m.group(1).split(",")]
+                    )
                 )
             i = j
             continue

@@ -180,7 +180,11 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: EventGenerator[AgentEven
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             if not gen.closed:  # not abandoned by its consumer: its event loop is shutting down
-                gen.send(AgentEvent(error=RilletError("the run was cancelled: the event loop it ran on closed or cancelled it")))
+                gen.send(
+                    AgentEvent(
+                        error=RilletError("the run was cancelled: the event loop it ran on closed or cancelled it")
+                    )
+                )
             raise
         gen.send(error_event(e))  # agent code let a CancelledError escape: an error, as data
     except (KeyboardInterrupt, SystemExit) as e:

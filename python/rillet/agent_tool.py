@@ -21,8 +21,8 @@ from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run, current_tool_call
 from rillet.errors import AgentToolError
 from rillet.events import AgentAction, AgentEvent, RunPath, copy_event
-from rillet.interrupt import composite_interrupt
 from rillet.flow import advance_in, flow_of, gen_transfer_messages, rewrite_message
+from rillet.interrupt import composite_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = ["AgentTool", "AgentToolError"]
@@ -77,7 +77,9 @@ class AgentTool(BaseTool):
         if not agent.name:
             raise ValueError("AgentTool: the agent needs a non-empty name (it is the tool's name)")
         if not agent.description:
-            raise ValueError(f"AgentTool: agent {agent.name!r} needs a description (the model reads it to choose tools)")
+            raise ValueError(
+                f"AgentTool: agent {agent.name!r} needs a description (the model reads it to choose tools)"
+            )
         self.agent = agent
         self.full_history = full_history
         self.input_schema = input_schema
@@ -116,7 +118,11 @@ class AgentTool(BaseTool):
         caller = current_run()
         values = caller.session if caller is not None else Session()
         session = Session(values.values, [], values.lock)  # shared values, a fresh event log
-        saved = saved_state(scope.point.state, AgentToolState) if scope is not None and scope.point.was_interrupted else None
+        saved = (
+            saved_state(scope.point.state, AgentToolState)
+            if scope is not None and scope.point.was_interrupted
+            else None
+        )
         if saved is not None:
             # Resumed: the inner run's log as it was; the inner agents find their own saved
             # state by address as the run re-enters them.
@@ -140,7 +146,9 @@ class AgentTool(BaseTool):
                 a = ev.action
                 if a is not None and (a.exit or a.transfer_to_agent or a.break_loop):
                     # shown, never acted on: the inner agent's control actions stay in the tool
-                    ev.action = AgentAction(customized_action=a.customized_action) if a.customized_action is not None else None
+                    ev.action = (
+                        AgentAction(customized_action=a.customized_action) if a.customized_action is not None else None
+                    )
                 emit(ev)
                 ev = local
             if last is not None and last.message_output is not None and last.message_output.message_stream is not None:

@@ -74,7 +74,9 @@ def load_agent(spec: str) -> object:
     import os
 
     def is_agent(x: object) -> bool:
-        return not isinstance(x, type) and callable(getattr(x, "run", None)) and isinstance(getattr(x, "name", None), str)
+        return (
+            not isinstance(x, type) and callable(getattr(x, "run", None)) and isinstance(getattr(x, "name", None), str)
+        )
 
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
@@ -87,7 +89,7 @@ def load_agent(spec: str) -> object:
             obj = getattr(obj, part)
         if not is_agent(obj) and callable(obj):
             obj = obj()
-    except Exception as e:  # noqa: BLE001  (importing or calling the user's code may raise anything)
+    except Exception as e:
         raise ValueError(f"--agent {spec!r}: {type(e).__name__}: {e}") from e
 
     if not is_agent(obj):
@@ -163,7 +165,9 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--no-stream", action="store_true", help="ask the model for whole replies instead of streams")
     d.add_argument("--no-color", action="store_true", help="plain text output")
     d.add_argument(
-        "--stop-at-approval", action="store_true", help="save the run when it asks for approval and stop (see: rillet resume)"
+        "--stop-at-approval",
+        action="store_true",
+        help="save the run when it asks for approval and stop (see: rillet resume)",
     )
     _approval_flags(d)
     d.set_defaults(run=demo)
@@ -178,13 +182,21 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--no-color", action="store_true", help="plain text output")
     _approval_flags(r)
     r.set_defaults(run=resume)
-    b = sub.add_parser("bench", help="measure rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans")
+    b = sub.add_parser(
+        "bench", help="measure rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans"
+    )
     b.add_argument("--items", type=positive_int, default=200_000, help="items per run (default: 200,000)")
     b.add_argument(
-        "--rounds", type=positive_int, default=5, help="rounds over every implementation; medians and ranges are over rounds (default: 5)"
+        "--rounds",
+        type=positive_int,
+        default=5,
+        help="rounds over every implementation; medians and ranges are over rounds (default: 5)",
     )
     b.add_argument(
-        "--min-time", type=seconds, default=0.2, help="seconds each implementation runs in a round, at least one run (default: 0.2)"
+        "--min-time",
+        type=seconds,
+        default=0.2,
+        help="seconds each implementation runs in a round, at least one run (default: 0.2)",
     )
     b.set_defaults(run=bench)
     return p

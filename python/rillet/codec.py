@@ -79,8 +79,23 @@ _BY_NAME: dict[str, tuple[int, FromState | None, Migrate | None]] = {}
 
 # Classes the codec already encodes exactly; registering them would be ambiguous.
 _BUILTIN = (
-    type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset,
-    datetime.datetime, datetime.date, datetime.time, datetime.timedelta, uuid.UUID, decimal.Decimal,
+    type(None),
+    bool,
+    int,
+    float,
+    str,
+    bytes,
+    list,
+    tuple,
+    dict,
+    set,
+    frozenset,
+    datetime.datetime,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    uuid.UUID,
+    decimal.Decimal,
 )
 
 
@@ -164,8 +179,7 @@ def decode(
 def _check_max_depth(max_depth: int) -> None:
     if type(max_depth) is not int or not 0 <= max_depth <= MAX_DEPTH_LIMIT:
         raise ValueError(
-            f"max_depth must be from 0 to {MAX_DEPTH_LIMIT} (rillet.codec.MAX_DEPTH_LIMIT), "
-            f"got {max_depth!r}"
+            f"max_depth must be from 0 to {MAX_DEPTH_LIMIT} (rillet.codec.MAX_DEPTH_LIMIT), got {max_depth!r}"
         )
 
 
@@ -227,7 +241,7 @@ def register_type(
 
         return decorate
     if name is None:
-        raise TypeError(f"register_type({getattr(cls, '__qualname__', cls)!r}) needs name=\"<a stable name>\"")
+        raise TypeError(f'register_type({getattr(cls, "__qualname__", cls)!r}) needs name="<a stable name>"')
     _check_registration(cls, name, version, migrate)
     if (to_state is None) != (from_state is None):
         raise TypeError("pass both to_state and from_state, or neither")
@@ -260,9 +274,7 @@ def _check_registration(cls: type, name: str, version: int, migrate: Migrate | N
     holders = [c for c, entry in _BY_TYPE.items() if entry[0] == name]
     if name in _BY_NAME and not any(_same_class(c, cls) for c in holders):
         owner = ", ".join(f"{c.__module__}.{c.__qualname__}" for c in holders) or "another class"
-        raise ValueError(
-            f"the codec name {name!r} is already registered for {owner}; names must be unique"
-        )
+        raise ValueError(f"the codec name {name!r} is already registered for {owner}; names must be unique")
     if cls in _BY_TYPE and _BY_TYPE[cls][0] != name:
         other = _BY_TYPE[cls][0]
         raise ValueError(f"{cls.__qualname__} is already registered under the name {other!r}")

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from rillet._native import FunctionCall, Message, ToolCall, Usage
-from rillet._native import ResponseMeta
+from rillet._native import FunctionCall, Message, ResponseMeta, ToolCall, Usage
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -84,7 +83,9 @@ def book_hotel(city: str, nights: int) -> str:
 
 
 def _meta(finish: str, prompt: int, completion: int) -> ResponseMeta:
-    return ResponseMeta(finish, Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion))
+    return ResponseMeta(
+        finish, Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+    )
 
 
 def reply_for(messages: list[Message], tools: Any = None) -> Message:
@@ -391,7 +392,9 @@ def main(
     r = render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console)
     ask = _interrupt_of(r.seen)
     if ask is not None and stop_at_approval:
-        console.print(f"\n[bold]Saved.[/] Continue from any process with:\n  rillet resume {checkpoint_id} --db {db_path} --approve")
+        console.print(
+            f"\n[bold]Saved.[/] Continue from any process with:\n  rillet resume {checkpoint_id} --db {db_path} --approve"
+        )
         return 0
     if ask is not None:
         data = _decide(console, ask, decision)
@@ -452,7 +455,9 @@ def resume(
     console = make_console(color)
     db_path = Path(db) if db is not None else _default_db()
     if not db_path.exists():  # opening it would create an empty database
-        console.print(f"[red]no checkpoint database at {db_path}[/] (give the --db that `rillet demo` printed)", soft_wrap=True)
+        console.print(
+            f"[red]no checkpoint database at {db_path}[/] (give the --db that `rillet demo` printed)", soft_wrap=True
+        )
         return 1
     try:
         store = SqliteCheckpointStore(db_path)

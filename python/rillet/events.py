@@ -409,4 +409,3 @@ def copy_event(event: AgentEvent) -> AgentEvent:
             out.customized_output,
         )
     return AgentEvent(event.agent_name, event.run_path, out, event.action, event.error)
-

@@ -90,7 +90,13 @@ async def advance_in(
     without an author get one, and an exception becomes a final error event."""
     anext = events.__anext__
     # The scope is set around each step by hand, not with scope.entered(): this runs per event.
-    run_set, run_reset, tool_get, tool_set, tool_reset = RUN.set, RUN.reset, TOOL_CALL.get, TOOL_CALL.set, TOOL_CALL.reset
+    run_set, run_reset, tool_get, tool_set, tool_reset = (
+        RUN.set,
+        RUN.reset,
+        TOOL_CALL.get,
+        TOOL_CALL.set,
+        TOOL_CALL.reset,
+    )
     try:
         while True:
             token = run_set(run)
@@ -112,7 +118,9 @@ async def advance_in(
                         pass
                 try:
                     run_reset(token)
-                except ValueError:  # closed by the GC after its loop closed: another context (CPython 3.13), nothing to restore
+                except (
+                    ValueError
+                ):  # closed by the GC after its loop closed: another context (CPython 3.13), nothing to restore
                     pass
             if author is not None and not ev.agent_name:
                 ev.agent_name = author_of(ev, author)
@@ -220,7 +228,12 @@ class FlowAgent(BaseAgent):
         if run.root_input is None:
             run = replace(run, root_input=input if input is not None else AgentInput([]))
         resume = current_resume()
-        if resume is not None and not run.point.was_interrupted and self.sub_agents and resume.pending_below(run.address):
+        if (
+            resume is not None
+            and not run.point.was_interrupted
+            and self.sub_agents
+            and resume.pending_below(run.address)
+        ):
             # Resuming an interrupt deeper down: in the agent this one transferred to.
             async for ev in self._resume_transfer(run, resume.next_points(run.address), **options):
                 yield ev
@@ -280,14 +293,18 @@ class FlowAgent(BaseAgent):
         segments = [AddressSegment.parse(p) for p in points]
         names = [seg.id for seg in segments if seg.kind == AGENT]
         if len(names) != 1:
-            what = "no child agents leading to the interrupted agent were found" if not names else (
-                f"interrupts lie under several agents ({', '.join(names)}): concurrent transfer is not supported"
+            what = (
+                "no child agents leading to the interrupted agent were found"
+                if not names
+                else (f"interrupts lie under several agents ({', '.join(names)}): concurrent transfer is not supported")
             )
             yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume {self.name!r}: {what}"))
             return
         target = self.find_agent(names[0])
         if target is None:
-            yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume: sub-agent '{names[0]}' not found"))
+            yield AgentEvent(
+                self.name, run.run_path, error=TransferError(f"failed to resume: sub-agent '{names[0]}' not found")
+            )
             return
         async for ev in advance_in(run, target.events(None, **options)):
             yield ev
@@ -374,7 +391,9 @@ def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
     names = [parent.name] + [c.name for c in children]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
-        raise ValueError(f"set_sub_agents: agent names must be unique among a parent and its children; repeated: {sorted(dup)}")
+        raise ValueError(
+            f"set_sub_agents: agent names must be unique among a parent and its children; repeated: {sorted(dup)}"
+        )
     for c in children:
         adopt(c.agent, parent.agent, "set_sub_agents")
         if c.parent is not None:

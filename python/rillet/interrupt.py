@@ -47,8 +47,6 @@ __all__ = [
 InterruptCtx.__module__ = InterruptInfo.__module__ = __name__
 
 
-
-
 def _signal(info: Any, state: Any, subs: Iterable[Interrupted | InterruptSignal]) -> InterruptSignal:
     children = []
     for s in subs:

@@ -83,7 +83,9 @@ class Runner:
     ``checkpoint_store`` is where interrupted runs are saved (see
     :mod:`rillet.checkpoint`)."""
 
-    def __init__(self, agent: Agent, *, streaming: bool = False, checkpoint_store: CheckpointStore | None = None) -> None:
+    def __init__(
+        self, agent: Agent, *, streaming: bool = False, checkpoint_store: CheckpointStore | None = None
+    ) -> None:
         if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
             raise TypeError(
                 f"Runner(agent): expected an agent (name, description and run(input)), got {type(agent).__name__}"
@@ -257,7 +259,9 @@ class Runner:
                     yield ev
                     continue
                 if seen_interrupt:
-                    yield AgentEvent(ev.agent_name, ev.run_path, error=RilletError("a second interrupt in one run was dropped"))
+                    yield AgentEvent(
+                        ev.agent_name, ev.run_path, error=RilletError("a second interrupt in one run was dropped")
+                    )
                     continue
                 seen_interrupt = True
                 signal = action._signal
@@ -274,17 +278,26 @@ class Runner:
                         err.__cause__ = e
                         yield AgentEvent(ev.agent_name, ev.run_path, error=err)
                 yield ev
-            if resumed and not seen_interrupt and not failed and store is not None and store.deletes and checkpoint_id is not None:
+            if (
+                resumed
+                and not seen_interrupt
+                and not failed
+                and store is not None
+                and store.deletes
+                and checkpoint_id is not None
+            ):
                 holding = False  # the run is done: even if delete fails, do not offer it again
                 try:
                     await store.delete(checkpoint_id)
                 except Exception as e:
-                    yield AgentEvent(error=CheckpointError(f"the run finished but deleting checkpoint[{checkpoint_id}] failed: {e}"))
+                    yield AgentEvent(
+                        error=CheckpointError(f"the run finished but deleting checkpoint[{checkpoint_id}] failed: {e}")
+                    )
         finally:
             if holding and store is not None and checkpoint_id is not None and owner is not None:
                 try:
                     await store.release(checkpoint_id, owner)
-                except Exception:  # noqa: BLE001  (the claim then expires after the store's lease)
+                except Exception:
                     pass
 
     def __repr__(self) -> str:

@@ -114,9 +114,7 @@ async def _aexit(obj: StreamReader[Any]) -> None:
     obj.close()
 
 
-async def aconcat_message_stream(
-    reader: StreamReader[Any], *, usage: Literal["max", "sum", "last"] = "max"
-) -> Message:
+async def aconcat_message_stream(reader: StreamReader[Any], *, usage: Literal["max", "sum", "last"] = "max") -> Message:
     """``await`` twin of :func:`concat_message_stream`: drains ``reader`` without blocking
     the loop, handing every batch of ready chunks to Rust in one call.
 

@@ -505,7 +505,9 @@ def as_tool(obj: Any) -> BaseTool:
         return obj
     if isinstance(obj, type):
         hint = " (instantiate it)" if issubclass(obj, BaseTool) else ""
-        raise TypeError(f"as_tool() got the class {obj.__qualname__}{hint}: it accepts a BaseTool instance or a function")
+        raise TypeError(
+            f"as_tool() got the class {obj.__qualname__}{hint}: it accepts a BaseTool instance or a function"
+        )
     if callable(obj):
         return FunctionTool(obj)
     raise TypeError(f"as_tool() got {type(obj).__name__} {_short(obj)}: it accepts a BaseTool instance or a function")

@@ -157,9 +157,7 @@ class WorkflowAgent(BaseAgent):
         raise NotImplementedError
 
 
-async def _run_child(
-    child: FlowAgent, run: RunContext, path: RunPath, **options: Any
-) -> AsyncIterator[AgentEvent]:
+async def _run_child(child: FlowAgent, run: RunContext, path: RunPath, **options: Any) -> AsyncIterator[AgentEvent]:
     """One child's events, under the workflow's address with run path ``path``."""
     ctx = RunContext(run.session, path, run.address, run.root_input)
     async for ev in advance_in(ctx, child.events(None, **options)):
@@ -263,9 +261,13 @@ class LoopAgent(WorkflowAgent):
             after_agent_callbacks=after_agent_callbacks,
         )
         if not isinstance(max_iterations, int) or isinstance(max_iterations, bool):
-            raise TypeError(f"LoopAgent {name!r}: max_iterations must be an int (0 means no limit), got {max_iterations!r}")
+            raise TypeError(
+                f"LoopAgent {name!r}: max_iterations must be an int (0 means no limit), got {max_iterations!r}"
+            )
         if max_iterations < 0:
-            raise ValueError(f"LoopAgent {name!r}: max_iterations must be >= 0 (0 means no limit), got {max_iterations}")
+            raise ValueError(
+                f"LoopAgent {name!r}: max_iterations must be >= 0 (0 means no limit), got {max_iterations}"
+            )
         self.max_iterations = max_iterations
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
@@ -320,7 +322,7 @@ class ParallelAgent(WorkflowAgent):
             try:
                 async for ev in _run_child(self.sub_agents[i], lane_run, lane_run.run_path, **options):
                     queue.put_nowait((i, ev))
-            except BaseException as e:  # noqa: BLE001 - handed to the workflow to re-raise
+            except BaseException as e:
                 queue.put_nowait((i, e))
                 raise
             finally:
@@ -346,10 +348,15 @@ class ParallelAgent(WorkflowAgent):
             await asyncio.gather(*tasks, return_exceptions=True)
         if interrupted:
             state = ParallelState(
-                tuple([await events_to_records(lane.events[base:]) for lane in lanes]), tuple(Session.order(lanes, base))
+                tuple([await events_to_records(lane.events[base:]) for lane in lanes]),
+                tuple(Session.order(lanes, base)),
             )
-            signals = [ev.action._signal for ev in interrupted if ev.action is not None and ev.action._signal is not None]
-            data = {ev.agent_name: ev.action.interrupted.data for ev in interrupted if ev.action and ev.action.interrupted}
+            signals = [
+                ev.action._signal for ev in interrupted if ev.action is not None and ev.action._signal is not None
+            ]
+            data = {
+                ev.agent_name: ev.action.interrupted.data for ev in interrupted if ev.action and ev.action.interrupted
+            }
             out = composite_interrupt_event(data, state, *signals)
             out.agent_name, out.run_path = self.name, run.run_path
             yield out

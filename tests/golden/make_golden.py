@@ -15,7 +15,6 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 
 from codec_helpers import golden_values  # noqa: E402
-
 from rillet import _native, codec  # noqa: E402
 
 

@@ -18,7 +18,6 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 
 from payload_scenarios import CHECKPOINTS  # noqa: E402
-
 from rillet.checkpoint.payload import PAYLOAD_VERSION  # noqa: E402
 
 

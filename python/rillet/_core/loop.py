@@ -55,7 +55,9 @@ def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
             loop.run_forever()
             return
         except (KeyboardInterrupt, SystemExit) as e:
-            loop.call_exception_handler({"message": f"{type(e).__name__} escaped a task on rillet's event loop", "exception": e})
+            loop.call_exception_handler(
+                {"message": f"{type(e).__name__} escaped a task on rillet's event loop", "exception": e}
+            )
 
 
 async def _contained(coro: Coroutine[Any, Any, T]) -> T:

@@ -32,7 +32,11 @@ T = TypeVar("T")
 
 # (loop, future, context, function, arguments); loop and future are None for a detached job
 _Job = tuple[
-    "asyncio.AbstractEventLoop | None", "asyncio.Future[Any] | None", contextvars.Context, Callable[..., Any], tuple[Any, ...]
+    "asyncio.AbstractEventLoop | None",
+    "asyncio.Future[Any] | None",
+    contextvars.Context,
+    Callable[..., Any],
+    tuple[Any, ...],
 ]
 
 

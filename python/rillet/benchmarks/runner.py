@@ -77,7 +77,9 @@ def measure(
         Measurement(scenario.name, name) for scenario in scenarios for name in {**scenario.rillet, **scenario.peers}
     ]
     runs = {
-        (scenario.name, name): run for scenario in scenarios for name, run in {**scenario.rillet, **scenario.peers}.items()
+        (scenario.name, name): run
+        for scenario in scenarios
+        for name, run in {**scenario.rillet, **scenario.peers}.items()
     }
     warm = max(1, len(items) // 10)
     for m in results:  # warm up imports, caches and the allocator; find the missing peers

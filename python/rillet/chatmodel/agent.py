@@ -224,7 +224,9 @@ class ChatModelAgent(BaseAgent):
             return list(await maybe_await(self.gen_model_input(self.instruction, input)))
         instruction = self.instruction
         if self._transfer_instruction:
-            instruction = f"{instruction}\n\n{self._transfer_instruction}" if instruction else self._transfer_instruction
+            instruction = (
+                f"{instruction}\n\n{self._transfer_instruction}" if instruction else self._transfer_instruction
+            )
         instruction = self._format_instruction(instruction)
         if not instruction:
             return list(input.messages)

@@ -62,7 +62,9 @@ GenModelInput = Callable[[str, AgentInput], "list[Message] | Awaitable[list[Mess
 def awaitable(value: Any, model: Any, method: str) -> Awaitable[Any]:
     """What a ChatModel method returned, checked to be awaitable (it must be `async def`)."""
     if not inspect.isawaitable(value):
-        raise TypeError(f"{type(model).__name__}.{method} must be `async def` (the ChatModel protocol); it returned {type(value).__name__}")
+        raise TypeError(
+            f"{type(model).__name__}.{method} must be `async def` (the ChatModel protocol); it returned {type(value).__name__}"
+        )
     awaitable_value: Awaitable[Any] = value
     return awaitable_value
 
@@ -99,10 +101,14 @@ def check_arguments(
         if not isinstance(value, str):
             raise TypeError(f"{where}: {field_name} must be str, got {type(value).__name__}")
     if model is None:
-        raise ValueError(f"{where}: model is required (for example ScriptedModel([...]) or OpenAIChatModel('gpt-4o-mini'))")
+        raise ValueError(
+            f"{where}: model is required (for example ScriptedModel([...]) or OpenAIChatModel('gpt-4o-mini'))"
+        )
     if not (callable(getattr(model, "generate", None)) and callable(getattr(model, "stream", None))):
         hint = f"; for a hosted model use OpenAIChatModel({model!r})" if isinstance(model, str) else ""
-        raise TypeError(f"{where}: model must be a ChatModel (async generate and stream), got {type(model).__name__}{hint}")
+        raise TypeError(
+            f"{where}: model must be a ChatModel (async generate and stream), got {type(model).__name__}{hint}"
+        )
     if isinstance(tools, (str, bytes, BaseTool)) or callable(tools) or not hasattr(tools, "__iter__"):
         raise TypeError(f"{where}: tools must be a list of tools, got {type(tools).__name__}; write tools=[...]")
     if isinstance(return_directly, str):
@@ -110,5 +116,7 @@ def check_arguments(
     if not isinstance(max_iterations, int) or isinstance(max_iterations, bool):
         raise TypeError(f"{where}: max_iterations must be an int, got {max_iterations!r}")
     if exit_tool is not None and not isinstance(exit_tool, BaseTool):
-        what = "the class; pass an instance, e.g. ExitTool()" if isinstance(exit_tool, type) else type(exit_tool).__name__
+        what = (
+            "the class; pass an instance, e.g. ExitTool()" if isinstance(exit_tool, type) else type(exit_tool).__name__
+        )
         raise TypeError(f"{where}: exit_tool must be a tool instance, got {what}")

@@ -49,7 +49,9 @@ class RoundState:
     def from_legacy(cls, saved: dict[str, Any]) -> RoundState:
         """The dict form checkpoints held before this class existed."""
         completed = {int(k): v for k, v in saved["completed"].items()}
-        return cls(tuple(saved["messages"]), completed, int(saved["remaining"]), int(saved["iteration"]), saved.get("final"))
+        return cls(
+            tuple(saved["messages"]), completed, int(saved["remaining"]), int(saved["iteration"]), saved.get("final")
+        )
 
 
 @dataclass(slots=True)

@@ -184,7 +184,9 @@ async def _stream_tool(
 def _log_tool_error(agent: str, tool: str, call_id: str, e: Exception) -> None:
     """A tool error sent to the model as the call's result: one line at WARNING, the
     traceback at DEBUG."""
-    _log.warning("agent %r: tool %r (call %s) failed, sent to the model: %s: %s", agent, tool, call_id, type(e).__name__, e)
+    _log.warning(
+        "agent %r: tool %r (call %s) failed, sent to the model: %s: %s", agent, tool, call_id, type(e).__name__, e
+    )
     _log.debug("agent %r: tool %r (call %s) traceback", agent, tool, call_id, exc_info=e)
 
 

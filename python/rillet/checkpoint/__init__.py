@@ -7,6 +7,7 @@ how rillet calls any of them. :class:`InMemoryCheckpointStore` keeps them in a d
 :class:`SqliteCheckpointStore` in a SQLite file that several threads and processes can share.
 """
 
+from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import CheckpointAgentMismatchError
 from rillet.checkpoint.payload import (
     CheckpointClaimedError,
@@ -14,7 +15,6 @@ from rillet.checkpoint.payload import (
     CheckpointError,
     CheckpointNotFoundError,
 )
-from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.stores import (
     CheckpointStore,
     ClaimingCheckpointStore,

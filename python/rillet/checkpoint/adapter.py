@@ -144,6 +144,7 @@ def _call(method: Callable[..., Any], *args: Any) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+
         async def wait() -> Any:
             return await got
 

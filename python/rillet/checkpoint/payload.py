@@ -44,6 +44,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from rillet import codec
+from rillet._core.interrupt import InterruptSignal
 from rillet._native import events_from_records, stream_from_list
 from rillet.agent import AgentInput, StateDelta
 from rillet.context import Session
@@ -64,7 +65,6 @@ from rillet.events import (
     RunStep,
     TransferToAgentAction,
 )
-from rillet._core.interrupt import InterruptSignal
 
 __all__ = [
     "PAYLOAD_VERSION",
@@ -123,7 +123,10 @@ def _extras_record(ev: AgentEvent, custom: Any) -> dict[str, Any]:
     if action is not None:
         extras["action"] = _action_record(action)
     if err is not None:
-        extras["error"] = {"type": getattr(err, "type_name", type(err).__name__), "message": getattr(err, "message", str(err))}
+        extras["error"] = {
+            "type": getattr(err, "type_name", type(err).__name__),
+            "message": getattr(err, "message", str(err)),
+        }
     return extras
 
 
@@ -182,10 +185,17 @@ class _RecordWriter:
             if run_path is not last_path:
                 ref = self._path(run_path)
                 last_path = run_path if ref.__class__ is int else None
-            append([
-                ev.agent_name, ref, msg, role, tool_name, streaming,
-                None if custom is None and ev.action is None and ev.error is None else _extras_record(ev, custom),
-            ])
+            append(
+                [
+                    ev.agent_name,
+                    ref,
+                    msg,
+                    role,
+                    tool_name,
+                    streaming,
+                    None if custom is None and ev.action is None and ev.error is None else _extras_record(ev, custom),
+                ]
+            )
         return len(events)
 
 

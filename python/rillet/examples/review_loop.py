@@ -83,7 +83,9 @@ def build_loop(delay: float = 0.0) -> tuple[LoopAgent, ChatModelAgent, ChatModel
         tools=[tool(approve)],
         return_directly=["approve"],
     )
-    loop = LoopAgent("review_loop", description="Writes, reviews, revises.", sub_agents=[writer, reviewer], max_iterations=MAX_ROUNDS)
+    loop = LoopAgent(
+        "review_loop", description="Writes, reviews, revises.", sub_agents=[writer, reviewer], max_iterations=MAX_ROUNDS
+    )
     return loop, writer, reviewer
 
 

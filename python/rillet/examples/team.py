@@ -31,10 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["QUESTION", "build_team", "main"]
 
-QUESTION = (
-    "I was charged twice for invoice INV-1042, and since yesterday the app signs me out "
-    "every few minutes."
-)
+QUESTION = "I was charged twice for invoice INV-1042, and since yesterday the app signs me out every few minutes."
 
 
 def lookup_invoice(invoice_id: str) -> str:
@@ -91,12 +88,9 @@ def build_team(delay: float = 0.0) -> tuple[FlowAgent, ChatModelAgent]:
         model=scripted(
             [
                 Message.assistant("", [call(0, "lookup_invoice", '{"invoice_id": "INV-1042"}')]),
+                Message.assistant("", [call(0, "refund_charge", '{"invoice_id": "INV-1042", "amount": 49.0}')]),
                 Message.assistant(
-                    "", [call(0, "refund_charge", '{"invoice_id": "INV-1042", "amount": 49.0}')]
-                ),
-                Message.assistant(
-                    "Done: the duplicate 49.00 EUR charge on INV-1042 is refunded "
-                    "(3-5 business days)",
+                    "Done: the duplicate 49.00 EUR charge on INV-1042 is refunded (3-5 business days)",
                     [call(0, "transfer_to_agent", '{"agent_name": "supervisor"}', "call_t3")],
                 ),
             ],

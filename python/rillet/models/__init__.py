@@ -4,7 +4,7 @@ the offline test double, and :class:`OpenAIChatModel` for any OpenAI-compatible 
 
 from rillet.models import errors
 from rillet.models.base import ChatModel, ModelCall
-from rillet.models.errors import *  # noqa: F403  (ModelError and its subclasses)
+from rillet.models.errors import *
 from rillet.models.openai import OpenAIChatModel
 from rillet.models.scripted import ScriptedModel, ScriptExhaustedError
 

@@ -219,7 +219,10 @@ class OpenAIChatModel:
         self.include_usage = include_usage
         self.think_tags = think_tags
         self.headers = dict(headers or {})
-        for keyword, limit in (("max_sse_line_bytes", max_sse_line_bytes), ("max_sse_event_bytes", max_sse_event_bytes)):
+        for keyword, limit in (
+            ("max_sse_line_bytes", max_sse_line_bytes),
+            ("max_sse_event_bytes", max_sse_event_bytes),
+        ):
             if type(limit) is not int or limit < 1:  # a negative one would fail as an unnamed OverflowError
                 raise ValueError(f"OpenAIChatModel: {keyword} must be positive (an int, in bytes), got {limit!r}")
         self.max_sse_line_bytes = max_sse_line_bytes
@@ -357,15 +360,15 @@ class OpenAIChatModel:
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         attempt = 0
         while True:
-            request = client.build_request(
-                "POST", url, content=content, headers={"Content-Type": "application/json"}
-            )
+            request = client.build_request("POST", url, content=content, headers={"Content-Type": "application/json"})
             try:
                 response = await client.send(request, stream=stream)
             except httpx.TransportError as e:  # timeouts included
                 if attempt < self.max_retries:
                     wait = self._backoff(attempt, None)
-                    _log.info("%s: %s, retry %d of %d in %.2f s", url, type(e).__name__, attempt + 1, self.max_retries, wait)
+                    _log.info(
+                        "%s: %s, retry %d of %d in %.2f s", url, type(e).__name__, attempt + 1, self.max_retries, wait
+                    )
                     await _sleep(wait)
                     attempt += 1
                     continue
@@ -400,9 +403,7 @@ class OpenAIChatModel:
             base_url=self.base_url,
         )
 
-    def _status_error(
-        self, status: int, text: str, headers: Mapping[str, str], tries: int, model: str
-    ) -> ModelError:
+    def _status_error(self, status: int, text: str, headers: Mapping[str, str], tries: int, model: str) -> ModelError:
         message, code = _server_message(text)
         where = f"{self.base_url}/chat/completions"
         info: dict[str, Any] = {"status_code": status, "base_url": self.base_url, "body": text, "code": code}
@@ -495,8 +496,7 @@ class OpenAIChatModel:
             )
         if isinstance(e, httpx.TransportError):
             return IncompleteStreamError(
-                f"the connection to {self.base_url} was cut in the middle of a stream "
-                f"({type(e).__name__}: {e})",
+                f"the connection to {self.base_url} was cut in the middle of a stream ({type(e).__name__}: {e})",
                 base_url=self.base_url,
             )
         return e

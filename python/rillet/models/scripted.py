@@ -1,4 +1,4 @@
-'''ScriptedModel: an offline chat model that answers from a script (a public test double).
+"""ScriptedModel: an offline chat model that answers from a script (a public test double).
 
 Script the replies an agent's model should give, run the agent, then look at what the model
 was sent::
@@ -14,7 +14,7 @@ was sent::
 Replies are ``Message`` objects or strings (assistant text), given in order, one per call to
 ``generate`` or ``stream``; or one callable ``(messages, tools) -> Message | str`` (plain or
 ``async``) that answers every call. See docs/testing.md.
-'''
+"""
 
 from __future__ import annotations
 
@@ -43,9 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["ReplyFunction", "ScriptExhaustedError", "ScriptedModel", "split_message"]
 
 Reply: TypeAlias = "Message | str"
-ReplyFunction: TypeAlias = (
-    "Callable[[list[Message], tuple[ToolInfo, ...]], Message | str | Awaitable[Message | str]]"
-)
+ReplyFunction: TypeAlias = "Callable[[list[Message], tuple[ToolInfo, ...]], Message | str | Awaitable[Message | str]]"
 
 
 class ScriptedModel:
@@ -100,12 +98,8 @@ class ScriptedModel:
         record: bool = True,
     ) -> None:
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValueError(
-                f"chunk_size must be an int >= 1 (characters per chunk), got {chunk_size!r}"
-            )
-        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not (
-            math.isfinite(delay) and delay >= 0
-        ):
+            raise ValueError(f"chunk_size must be an int >= 1 (characters per chunk), got {chunk_size!r}")
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not (math.isfinite(delay) and delay >= 0):
             raise ValueError(f"delay must be a finite number of seconds >= 0, got {delay!r}")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
@@ -232,9 +226,7 @@ class ScriptedModel:
             )
         return n
 
-    async def _call_fn(
-        self, messages: list[Message], tools: Sequence[ToolInfo] | None, n: int
-    ) -> Message:
+    async def _call_fn(self, messages: list[Message], tools: Sequence[ToolInfo] | None, n: int) -> Message:
         assert self._fn is not None
         out: Any = self._fn(messages, tuple(tools) if tools else ())
         if inspect.isawaitable(out):
@@ -243,9 +235,7 @@ class ScriptedModel:
 
     def _paced(self, chunks: list[Message]) -> StreamReader[Message]:
         reader, writer = pipe()
-        task = asyncio.get_running_loop().create_task(
-            _send_paced(writer, chunks, self.delay, self.name)
-        )
+        task = asyncio.get_running_loop().create_task(_send_paced(writer, chunks, self.delay, self.name))
         self._tasks.add(task)  # the loop keeps only a weak reference to a task
         task.add_done_callback(self._tasks.discard)
         return reader
@@ -256,9 +246,7 @@ def _prepare(reply: object, where: str) -> Message:
     if isinstance(reply, str):
         return Message.assistant(reply)
     if not isinstance(reply, Message):
-        raise TypeError(
-            f"{where} has type {type(reply).__name__}; a reply must be a Message or a str"
-        )
+        raise TypeError(f"{where} has type {type(reply).__name__}; a reply must be a Message or a str")
     msg = reply.copy()
     if not msg.role:
         msg.role = "assistant"
@@ -288,9 +276,7 @@ def split_message(reply: Message, chunk_size: int) -> list[Message]:
     ``user_input_multi_content`` has no two text parts side by side (concatenation merges
     those).
     """
-    deltas: list[dict[str, Any]] = [
-        {"reasoning_content": p} for p in _pieces(reply.reasoning_content, chunk_size)
-    ]
+    deltas: list[dict[str, Any]] = [{"reasoning_content": p} for p in _pieces(reply.reasoning_content, chunk_size)]
     deltas += [{"content": p} for p in _pieces(reply.content, chunk_size)]
     for i, tc in enumerate(reply.tool_calls):
         fn = tc.function
@@ -329,9 +315,7 @@ async def _send_paced(writer: StreamWriter[Message], chunks: list[Message], dela
     except asyncio.CancelledError:
         # A truncated stream must not look complete to its reader.
         where = f"ScriptedModel {name!r}"
-        writer.send_error(
-            RilletError(f"{where}: stream cancelled after {sent} of {len(chunks)} chunks")
-        )
+        writer.send_error(RilletError(f"{where}: stream cancelled after {sent} of {len(chunks)} chunks"))
         raise
     finally:
         writer.close()
