@@ -75,12 +75,7 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
     if agent.after_model:  # they run once the event is out
         loop.reply = reply
         return take_reply
-    loop.messages.append(reply)  # (what _took_reply does, inline: this runs for every call)
-    calls = reply.tool_calls
-    if not calls or not agent._tool_infos:
-        loop.final_text = reply.content
-        return finish
-    return one_call if len(calls) == 1 and not agent._emits else start_round
+    return _took_reply(agent, loop, reply)
 
 
 async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
