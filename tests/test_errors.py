@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pickle
 import pkgutil
+import re
 import types
+from pathlib import Path
 
 import pytest
 import rillet
@@ -201,3 +204,68 @@ def test_a_missing_class_is_an_import_error_naming_it() -> None:
         _native._init_errors(fake)
     with pytest.raises(E.StreamEOF):  # the table filled at import stays
         _native.stream_from_list([]).recv()
+
+
+# --- errors cross processes and match their documentation ------------------------------------
+
+
+def _instance(name: str) -> BaseException:
+    """One instance of each class, built as rillet builds it (extra arguments and attributes)."""
+    special: dict[str, BaseException] = {
+        "RecordedError": E.RecordedError("ValueError", "bad"),
+        "Interrupted": rillet.interrupt({"question": "ok?"}),
+        "ToolArgumentsError": E.ToolArgumentsError("add", ["x is missing"]),
+        "StreamLimitError": E.StreamLimitError("too long", limit="max_sse_event_bytes", line=7),
+    }
+    if name in special:
+        return special[name]
+    cls = getattr(E, name)
+    return cls("boom", status_code=429, line=2) if issubclass(cls, E.ModelError) else cls("boom")
+
+
+@pytest.mark.parametrize("name", [n for n in HIERARCHY if n != "Fatal"])  # Fatal: never leaves a run
+def test_every_error_survives_pickling_with_its_attributes(name: str) -> None:
+    """As a process pool or a task queue hands an exception back: same class, message and
+    attributes (the classes now live in rillet.errors, and some take other arguments than
+    their message)."""
+    e = _instance(name)
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is type(e) and back.args == e.args and str(back) == str(e)
+    assert {k: v for k, v in vars(back).items() if k != "signal"} == {k: v for k, v in vars(e).items() if k != "signal"}
+
+
+def test_errors_raised_by_the_native_core_survive_pickling() -> None:
+    with pytest.raises(E.StreamLimitError) as limit:
+        _native.ChatStreamParser(max_sse_line_bytes=16).feed(b"data: " + b"x" * 64)
+    with pytest.raises(E.DecodeError) as decode:
+        codec.decode(b"not a checkpoint")
+    for e in (limit.value, decode.value):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e) and vars(back) == vars(e)
+
+
+def _documented_tree() -> dict[str, tuple[str, ...]]:
+    """Each class of docs/errors.md's tree and its bases as drawn: the parent line, then the
+    classes in parentheses."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "errors.md").read_text()
+    block = text.split("## The tree", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    parents: list[tuple[int, str]] = []
+    out: dict[str, tuple[str, ...]] = {}
+    for line in block.splitlines():
+        m = re.match(r"^([│ ]*[├└]── )?(\w+)(?: \(([\w, ]+)\))?", line)
+        if m is None or not m.group(2)[0].isupper():
+            continue
+        depth = len(m.group(1) or "")
+        while parents and parents[-1][0] >= depth:
+            parents.pop()
+        extra = tuple(b.strip() for b in m.group(3).split(",")) if m.group(3) else ()
+        if parents:
+            out[m.group(2)] = (parents[-1][1], *extra)
+        parents.append((depth, m.group(2)))
+    return out
+
+
+def test_the_tree_in_errors_md_is_the_real_hierarchy() -> None:
+    drawn = _documented_tree()
+    real = {n: tuple(b.__name__ for b in bases) for n, bases in HIERARCHY.items()}
+    assert drawn == real

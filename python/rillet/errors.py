@@ -1,7 +1,8 @@
 """Every exception rillet raises, in one module (docs/errors.md draws the tree).
 
-Each is a :class:`RilletError` (the root) except the internal carrier :class:`Fatal`; several
-are also the builtin a caller may already catch (a ``ValueError``, ``TypeError``,
+Each is a :class:`RilletError` (the root) except two BaseExceptions: :class:`Interrupted`
+(control flow, which ``except Exception:`` must not swallow) and the internal carrier
+:class:`Fatal`; several are also the builtin a caller may already catch (a ``ValueError``, ``TypeError``,
 ``LookupError``...). The classes are importable from here and from the module that raises
 them (``rillet``, ``rillet.codec``, ``rillet.models``, ``rillet.checkpoint``...).
 
@@ -62,6 +63,18 @@ class RilletError(Exception):
     """Base class of every error rillet raises."""
 
 
+def _rebuilt(cls: type[BaseException], args: tuple[object, ...]) -> BaseException:
+    """An exception of ``cls`` with ``args``, without calling its ``__init__``: unpickling sets
+    the attributes from the pickled ``__dict__`` after this."""
+    return BaseException.__new__(cls, *args)
+
+
+def _reduce_rebuilt(self: BaseException) -> tuple[object, ...]:
+    """``__reduce__`` of an exception whose ``__init__`` takes other arguments than its
+    ``args``: pickle would call ``cls(*args)``, a TypeError in the process that unpickles it."""
+    return _rebuilt, (type(self), self.args), self.__dict__
+
+
 # --- streams and channels (raised by the native core) ---------------------------------------
 
 
@@ -120,6 +133,8 @@ class CheckpointAgentMismatchError(CheckpointError):
 class RecordedError(RilletError):
     """An error event restored from a checkpoint: the original's type name and message."""
 
+    __reduce__ = _reduce_rebuilt
+
     def __init__(self, type_name: str, message: str) -> None:
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
@@ -137,6 +152,8 @@ class Interrupted(BaseException):
     (or a tool-call wrapper's) ``except Exception:`` lets it through instead of turning it into
     an error text for the model. Catch it by name if you must (docs/interrupts.md)."""
 
+    __reduce__ = _reduce_rebuilt
+
     def __init__(self, signal: InterruptSignal) -> None:
         super().__init__(f"interrupted at {';'.join(signal.address)}: {signal.info!r}")
         self.signal = signal
@@ -150,6 +167,8 @@ class ToolArgumentsError(RilletError, ValueError):
     """The model's arguments for a tool are not valid JSON or fail its parameter schema.
 
     ``tool_name`` names the tool and ``problems`` lists each problem (also in the message)."""
+
+    __reduce__ = _reduce_rebuilt
 
     def __init__(self, tool_name: str, problems: list[str]) -> None:
         super().__init__(f"tool {tool_name!r}: " + "; ".join(problems))
@@ -250,6 +269,8 @@ class StreamLimitError(ModelError, ValueError):
     before it was buffered. ``limit`` names the keyword that raises it
     (``max_sse_line_bytes`` or ``max_sse_event_bytes``); ``line`` is where it started.
     """
+
+    __reduce__ = _reduce_rebuilt
 
     def __init__(self, message: str, *, limit: str, line: int | None = None) -> None:
         super().__init__(message, line=line)
