@@ -7,7 +7,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import warnings
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -153,3 +155,27 @@ def test_apeek_message_and_its_deprecated_alias() -> None:
         return first, second
 
     assert asyncio.run(main()) == ("ab", "ab")
+
+
+def _documented_calls() -> list[tuple[str, list[str]]]:
+    """``Name(args)`` of a rillet class in docs/eino-mapping.md, with the arguments it shows."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "eino-mapping.md").read_text()
+    calls = []
+    for name, args in re.findall(r"`(?<![.\w])([A-Z]\w*)\(([^`)]*)\)", text):
+        if inspect.isclass(getattr(rillet, name, None)):
+            calls.append((name, [a.strip() for a in args.split(",") if a.strip()]))
+    return calls
+
+
+@pytest.mark.parametrize(("name", "args"), _documented_calls(), ids=lambda x: str(x))
+def test_eino_mapping_shows_by_position_only_what_may_be_passed_by_position(name: str, args: list[str]) -> None:
+    """A Go user copying a row must not get a TypeError: an argument shown before ``*`` (and
+    without ``=``) must be positional in the signature."""
+    params = inspect.signature(getattr(rillet, name)).parameters
+    positional = [p for p, v in params.items() if v.kind in (v.POSITIONAL_ONLY, v.POSITIONAL_OR_KEYWORD)]
+    shown = []
+    for a in args:
+        if a == "*" or "=" in a or a == "...":
+            break
+        shown.append(a)
+    assert len(shown) <= len(positional), f"{name}({', '.join(args)}) but only {positional} are positional"

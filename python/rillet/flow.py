@@ -86,7 +86,7 @@ async def advance_in(
     before it is handed on, so the consumer's own context is never changed.
 
     With ``author`` (the agent's name) ``events`` is an agent's raw ``_run``: this also does
-    what :meth:`BaseAgent._events` does, so the common path has one generator fewer: events
+    what :meth:`BaseAgent.events` does, so the common path has one generator fewer: events
     without an author get one, and an exception becomes a final error event."""
     anext = events.__anext__
     # The scope is set around each step by hand, not with scope.entered(): this runs per event.

@@ -8,7 +8,7 @@ chat-completions protocol (OpenAI, Ollama, vLLM, llama.cpp's server, LM Studio..
     model = OpenAIChatModel("gpt-4o-mini")                        # OPENAI_API_KEY, OPENAI_BASE_URL
     local = OpenAIChatModel("qwen3:8b", base_url="http://127.0.0.1:11434/v1")   # Ollama
 
-The streamed answer is read by :class:`rillet.ChatStreamParser` in Rust: response bytes in,
+The streamed answer is read by :class:`rillet._native.ChatStreamParser` in Rust: response bytes in,
 ``Message`` chunks out, no Python code per token. HTTP goes through httpx (async), imported
 when a model is first used, not by ``import rillet``. See docs/models.md for each server's
 switches.
