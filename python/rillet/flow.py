@@ -118,9 +118,8 @@ async def advance_in(
                         pass
                 try:
                     run_reset(token)
-                except (
-                    ValueError
-                ):  # closed by the GC after its loop closed: another context (CPython 3.13), nothing to restore
+                except ValueError:
+                    # closed by the GC after its loop closed: another context (CPython 3.13), nothing to restore
                     pass
             if author is not None and not ev.agent_name:
                 ev.agent_name = author_of(ev, author)
