@@ -35,6 +35,7 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "ToolArgumentsError": (E.RilletError, ValueError),
     "ToolCallError": (E.RilletError,),
     "ExceedMaxIterationsError": (E.RilletError,),
+    "OutputValidationError": (E.RilletError, ValueError),
     "AgentToolError": (E.RilletError,),
     "ModelError": (E.RilletError,),
     "AuthenticationError": (E.ModelError,),
@@ -215,6 +216,7 @@ def _instance(name: str) -> BaseException:
         "RecordedError": E.RecordedError("ValueError", "bad"),
         "Interrupted": rillet.interrupt({"question": "ok?"}),
         "ToolArgumentsError": E.ToolArgumentsError("add", ["x is missing"]),
+        "OutputValidationError": E.OutputValidationError("geo", "City", 2, "population: Field required"),
         "StreamLimitError": E.StreamLimitError("too long", limit="max_sse_event_bytes", line=7),
     }
     if name in special:

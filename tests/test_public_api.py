@@ -41,7 +41,8 @@ PUBLIC = {
     "new_exit_action", "new_transfer_to_agent_action", "peek_message",
     # agents
     "Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta",
-    "ChatModelAgent", "ExceedMaxIterationsError", "ModelContext", "ToolCallContext", "ToolCallError",
+    "ChatModelAgent", "ExceedMaxIterationsError", "ModelContext", "OutputValidationError", "ToolCallContext",
+    "ToolCallError",
     "AgentTool", "AgentToolError", "FlowAgent", "HistoryEntry", "LoopAgent", "ParallelAgent",
     "SequentialAgent", "TransferError", "set_sub_agents", "with_deterministic_transfer_to",
     "with_disallow_transfer_to_parent", "with_history_rewriter",

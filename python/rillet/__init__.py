@@ -31,7 +31,7 @@ from rillet.context import (
     get_session_values,
     send_tool_gen_action,
 )
-from rillet.errors import ChannelClosed, DecodeError, EncodeError, EndOfStream, RilletError
+from rillet.errors import ChannelClosed, DecodeError, EncodeError, EndOfStream, OutputValidationError, RilletError
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
 from rillet.events import (
     AgentAction,
@@ -140,6 +140,7 @@ __all__ = [
     "ChatModelAgent",
     "ExceedMaxIterationsError",
     "ModelContext",
+    "OutputValidationError",
     "ToolCallContext",
     "ToolCallError",
     # Multi-agent: transfer, workflows, agents as tools

@@ -46,6 +46,7 @@ __all__ = [
     "ModelNotFoundError",
     "ModelStreamError",
     "ModelTimeoutError",
+    "OutputValidationError",
     "RateLimitError",
     "RecordedError",
     "RilletError",
@@ -182,6 +183,26 @@ class ToolCallError(RilletError):
 
 class ExceedMaxIterationsError(RilletError):
     """The ReAct loop asked the model more often than ``max_iterations`` allows."""
+
+
+class OutputValidationError(RilletError, ValueError):
+    """A ChatModelAgent with an ``output_type`` got no valid answer: every reply, the retries
+    included, failed the type's validation. ``agent_name``, ``output_type`` (the class's name),
+    ``attempts`` (model replies checked) and ``last_error`` (the last reply's problems, as sent
+    back to the model) say which and why."""
+
+    __reduce__ = _reduce_rebuilt
+
+    def __init__(self, agent_name: str, output_type: str, attempts: int, last_error: str) -> None:
+        super().__init__(
+            f"ChatModelAgent {agent_name!r}: no valid {output_type} after {attempts} "
+            f"{'reply' if attempts == 1 else 'replies'} (raise output_retries to allow more); "
+            f"the last one failed with: {last_error}"
+        )
+        self.agent_name = agent_name
+        self.output_type = output_type
+        self.attempts = attempts
+        self.last_error = last_error
 
 
 class AgentToolError(RilletError):

@@ -19,6 +19,7 @@ from rillet.chatmodel.config import (
     check_arguments,
     maybe_await,
 )
+from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
 from rillet.chatmodel.steps import call_model, start_round
 from rillet.checkpoint_state import saved_state
@@ -28,6 +29,8 @@ from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
 from rillet.tools import as_tool
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from rillet.models.base import ChatModel
     from rillet.tools import BaseTool, ToolInfo
 
@@ -50,7 +53,14 @@ class ChatModelAgent(BaseAgent):
             :class:`ExceedMaxIterationsError`.
         exit_tool: a tool (such as :class:`~rillet.tools.ExitTool`) that ends the run; it is
             added to the tools and returns directly.
-        output_key: store the final answer's text in the session under this key.
+        output_key: store the final answer's text in the session under this key (the
+            validated object, with ``output_type``).
+        output_type: a pydantic model class the answer must validate against; the validated
+            object is the ``customized_output`` of the run's last event (see
+            docs/structured-output.md).
+        output_retries: how many times an answer that fails ``output_type`` goes back to the
+            model with the problems (default 1) before the run fails with
+            :class:`OutputValidationError`.
         gen_model_input: ``(instruction, input) -> messages`` replaces the default
             ``[system(instruction)] + input.messages``.
         execute_tools_sequentially: run a round's tool calls one after another.
@@ -75,6 +85,8 @@ class ChatModelAgent(BaseAgent):
         max_iterations: int = 20,
         exit_tool: BaseTool | None = None,
         output_key: str | None = None,
+        output_type: type[BaseModel] | None = None,
+        output_retries: int = 1,
         gen_model_input: GenModelInput | None = None,
         execute_tools_sequentially: bool = False,
         tool_error: Literal["return", "raise"] = "return",
@@ -97,6 +109,7 @@ class ChatModelAgent(BaseAgent):
         assert model is not None  # checked just above
         if tool_error not in ("return", "raise"):
             raise ValueError(f"ChatModelAgent {name!r}: tool_error must be 'return' or 'raise', got {tool_error!r}")
+        self._output = output_spec(name, output_type, output_retries, model)
         self.instruction = instruction
         self.model = model
         self.tools: list[BaseTool] = [as_tool(t) for t in tools]
@@ -110,6 +123,11 @@ class ChatModelAgent(BaseAgent):
             if tname in self._by_name:
                 raise ValueError(f"ChatModelAgent {name!r}: two tools are named {tname!r}; tool names must be unique")
             self._by_name[tname] = t
+        if self._output is not None and self._output.tool is not None and OUTPUT_TOOL_NAME in self._by_name:
+            raise ValueError(
+                f"ChatModelAgent {name!r}: a tool is named {OUTPUT_TOOL_NAME!r}, the name of the final-answer "
+                "tool of output_type (the model does not take a response_format); rename the tool"
+            )
         unknown = self.return_directly - set(self._by_name)
         if unknown:
             raise ValueError(
@@ -126,7 +144,7 @@ class ChatModelAgent(BaseAgent):
         self.before_agent: list[BeforeAgent] = as_list(before_agent)
         self.after_agent: list[AfterAgent] = as_list(after_agent)
         self.model_options = dict(model_options or {})
-        self._tool_infos: list[ToolInfo] = [t.info for t in self.tools]
+        self._tool_infos: list[ToolInfo] = self._infos()
         self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
         self._sub_agents: list[Any] = []
         self._parent: Any = None
@@ -176,8 +194,15 @@ class ChatModelAgent(BaseAgent):
             self.tools.append(t)
             self._by_name[TRANSFER_TOOL_NAME] = t
             self.return_directly.add(TRANSFER_TOOL_NAME)
-        self._tool_infos = [t.info for t in self.tools]
+        self._tool_infos = self._infos()
         self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
+
+    def _infos(self) -> list[ToolInfo]:
+        """What the model is offered: the tools, and the final-answer tool of output_type."""
+        infos = [t.info for t in self.tools]
+        if self._output is not None and self._output.tool is not None:
+            infos.append(self._output.tool)
+        return infos
 
     # --- the run ----------------------------------------------------------------------
 
@@ -205,6 +230,8 @@ class ChatModelAgent(BaseAgent):
         run = current_run()
         saved = run.point.state if run is not None and run.point.was_interrupted else None
         model_options = {**self.model_options, **options.get("model_options", {})}
+        if self._output is not None and self._output.tool is None:
+            model_options.setdefault("response_format", self._output.type)
         streaming = input.enable_streaming
         resumed = saved_state(saved, RoundState) if saved is not None else None
         if resumed is not None:

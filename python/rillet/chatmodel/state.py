@@ -93,6 +93,8 @@ class ReactLoop:
     joining: tuple[ToolCall, asyncio.Future[Message]] | None = None  # a streaming tool's result, one-call round
     resumed: RoundState | None = None  # the saved round to rerun first
     final_text: str = ""
+    value: Any = None  # the validated answer of an agent with an output_type
+    failures: int = 0  # replies that failed the output_type
 
     def close(self) -> None:
         """Stops the round's calls that still run (the run ended or was dropped)."""

@@ -22,6 +22,7 @@ from rillet.chatmodel.config import (
     awaitable,
     maybe_await,
 )
+from rillet.chatmodel.output import check_reply
 from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
 from rillet.checkpoint.payload import events_to_records, records_to_events
@@ -97,6 +98,10 @@ def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
     final answer."""
     loop.messages.append(reply)
     calls = reply.tool_calls
+    if agent._output is not None:
+        checked = check_reply(agent.name, agent._output, loop, reply)
+        if checked is not None:
+            return finish if checked else call_model
     if not calls or not agent._tool_infos:
         loop.final_text = reply.content
         return finish
@@ -106,7 +111,7 @@ def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
 async def finish(agent: ChatModelAgent, loop: ReactLoop) -> None:
     """The run ended with an answer: store it under ``output_key``, run ``after_agent``."""
     if agent.output_key is not None:
-        add_session_value(agent.output_key, loop.final_text)
+        add_session_value(agent.output_key, loop.final_text if loop.value is None else loop.value)
     for after in agent.after_agent:
         await maybe_await(after(loop.messages))
 

@@ -35,6 +35,11 @@ class ChatModel(Protocol):
     * return fresh messages the caller may keep and mutate, with role ``"assistant"``; usage and
       finish reason, when known, go in ``response_meta``.
 
+    A model that takes ``response_format=<a pydantic model class>`` and answers with JSON
+    text matching it sets the attribute ``supports_response_format = True``; a ChatModelAgent
+    with an ``output_type`` then asks for structured output that way, and otherwise offers
+    the model a final-answer tool (the attribute is optional: not part of this protocol).
+
     ``isinstance(obj, ChatModel)`` checks only that both methods exist, not their signatures.
     """
 

@@ -182,6 +182,9 @@ class OpenAIChatModel:
             the most data one of its events may carry (default 4 MiB and 16 MiB); over either,
             the stream fails with :class:`~rillet.models.errors.StreamLimitError` before the
             bytes are buffered, so a server cannot make the client hold an endless line.
+        supports_response_format: whether the server takes a strict JSON-schema
+            ``response_format`` (OpenAI's structured outputs); a ChatModelAgent with an
+            ``output_type`` uses it when True, else it offers a final-answer tool.
         **default_params: request parameters for every call (``temperature``, ``top_p``,
             ``max_tokens``, ``stop``, ``seed``, ``tool_choice``, ``parallel_tool_calls``,
             ``response_format``...). Options given to ``generate``/``stream`` override them.
@@ -205,6 +208,7 @@ class OpenAIChatModel:
         headers: Mapping[str, str] | None = None,
         max_sse_line_bytes: int = 4 << 20,
         max_sse_event_bytes: int = 16 << 20,
+        supports_response_format: bool = True,
         **default_params: Any,
     ) -> None:
         if not isinstance(model, str) or not model:
@@ -229,6 +233,7 @@ class OpenAIChatModel:
         self.max_sse_event_bytes = max_sse_event_bytes
         self._stream_parser()  # checks the limits now rather than at the first stream
         self.default_params = default_params
+        self.supports_response_format = bool(supports_response_format)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
             weakref.WeakKeyDictionary()
         )

@@ -70,6 +70,11 @@ class ScriptedModel:
     is recorded too. ``reset()`` rewinds the script and forgets the calls. Concurrent calls,
     from tasks or threads, each take a distinct reply.
 
+    ``supports_response_format`` (default True) is what a ChatModelAgent with an
+    ``output_type`` reads: True, it passes ``response_format=<the pydantic class>`` (recorded
+    in ``calls[i].options``; the script answers as written); False, it offers the
+    final-answer tool instead, as for a model without structured outputs.
+
     ``record=False`` skips copying the messages of every call, whose cost grows with the
     conversation: meant for benchmarks.
     """
@@ -86,6 +91,7 @@ class ScriptedModel:
         "delay",
         "name",
         "record",
+        "supports_response_format",
     )
 
     def __init__(
@@ -96,6 +102,7 @@ class ScriptedModel:
         delay: float = 0.0,
         name: str = "scripted",
         record: bool = True,
+        supports_response_format: bool = True,
     ) -> None:
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise ValueError(f"chunk_size must be an int >= 1 (characters per chunk), got {chunk_size!r}")
@@ -107,6 +114,7 @@ class ScriptedModel:
         self._chunk_size = chunk_size
         self.delay = float(delay)
         self.record = bool(record)
+        self.supports_response_format = bool(supports_response_format)
         self._fn: ReplyFunction | None = None
         self._replies: tuple[Message, ...] = ()
         if isinstance(replies, (str, Message)):
