@@ -74,16 +74,18 @@ def _validate(spec: OutputSpec, text: str) -> tuple[Any, str]:
         return None, "; ".join(problems)
 
 
-def check_reply(name: str, spec: OutputSpec, loop: ReactLoop, reply: Message) -> bool | None:
+def check_reply(name: str, spec: OutputSpec, loop: ReactLoop, reply: Message, has_tools: bool) -> bool | None:
     """Checks the reply (already in ``loop.messages``) against the output type.
 
     True: it is valid; the final event is in ``loop.out`` and the object in ``loop.value``.
     False: it is not; the problems went back to the model, which is to be called again.
-    None: the reply calls ordinary tools (tool mode), to be run as usual.
+    None: the reply calls ordinary tools, to be run as usual.
     Raises :class:`OutputValidationError` when the retries ran out.
     """
     type_name = spec.type.__name__
     calls = reply.tool_calls
+    if spec.tool is None and calls and has_tools:
+        return None
     if spec.tool is None or not calls:
         value, problems = _validate(spec, reply.content)
         if value is not None:

@@ -99,7 +99,7 @@ def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
     loop.messages.append(reply)
     calls = reply.tool_calls
     if agent._output is not None:
-        checked = check_reply(agent.name, agent._output, loop, reply)
+        checked = check_reply(agent.name, agent._output, loop, reply, bool(agent._tool_infos))
         if checked is not None:
             return finish if checked else call_model
     if not calls or not agent._tool_infos:
