@@ -95,6 +95,8 @@ def replies_for(page: str) -> list[Reply]:
     """What the loopback server answers, in order, to the requests a page's blocks make."""
     if page == "models.md":  # the streamed agent run, then generate(response_format=Forecast)
         return [Reply.sse("openai_text"), Reply.json(COMPLETION)]
+    if page == "structured-output.md":  # an agent with output_type=Forecast
+        return [Reply.json(COMPLETION)]
     return []
 
 
