@@ -15,6 +15,7 @@ import pytest
 from openai_server import FakeOpenAIServer, Reply
 from rillet import (
     AgentEvent,
+    AgentTool,
     ChatModelAgent,
     FunctionCall,
     Message,
@@ -338,3 +339,12 @@ def test_openai_without_response_format_uses_the_final_result_tool(server: FakeO
     assert [t["function"]["name"] for t in first["tools"]] == ["final_result"]
     assert first["tools"][0]["function"]["parameters"] == City.model_json_schema()
     assert second["messages"][-1] == {"role": "tool", "content": MISSING_TOOL_TEXT, "tool_call_id": "c1"}
+
+
+def test_an_agent_tool_over_a_typed_agent_returns_the_object_as_json() -> None:
+    inner = ChatModelAgent("geo", description="finds cities", model=ScriptedModel([GOOD]), output_type=City)
+    ask = Message.assistant(tool_calls=[ToolCall(id="a1", function=FunctionCall("geo", '{"request": "Portugal"}'))])
+    outer_model = ScriptedModel([ask, "done"])
+    run(ChatModelAgent("outer", model=outer_model, tools=[AgentTool(inner)]), False)
+    result = outer_model.calls[1].messages[-1]
+    assert result.role == "tool" and json.loads(result.content) == LISBON.model_dump()

@@ -157,6 +157,7 @@ class AgentTool(BaseTool):
         if last is None:
             raise AgentToolError(f"agent tool {self.info.name!r}: no event returned")
         mv = last.message_output
-        if mv is None:
-            return ""
+        if mv is None:  # an answer of an output_type (a pydantic object, no message) goes back as its JSON
+            dump = getattr(last.output.customized_output if last.output is not None else None, "model_dump_json", None)
+            return str(dump()) if callable(dump) else ""
         return (await mv.aget_message()).content
