@@ -334,6 +334,8 @@ class Runner:
             if srun is not None and not seen_interrupt and not failed:
                 try:
                     await srun.finish(new_input or [], session)
+                except SessionError as e:
+                    yield AgentEvent(error=e)
                 except Exception as e:
                     lost = SessionError(f"the run finished but saving it to session[{srun.session_id}] failed: {e}")
                     lost.__cause__ = e

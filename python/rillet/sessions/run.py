@@ -18,6 +18,7 @@ from rillet._core.workers import run_sync
 from rillet._native import Message
 from rillet.agent import AgentInput, start_run
 from rillet.context import RunContext, Session
+from rillet.errors import SessionError
 from rillet.flow import flow_of
 from rillet.sessions.policies import LastTurns, SessionPolicy, SummarizeOldest, TokenBudget
 from rillet.sessions.protocol import SessionHead, SessionStore, decode_messages, encode_messages
@@ -61,7 +62,13 @@ class SessionRun:
                 changed[k] = blob
         await run_sync(self.store.append, self.session_id, encode_messages(messages), changed)
         if isinstance(self.policy, SummarizeOldest):
-            await self._summarize(self.policy)
+            try:
+                await self._summarize(self.policy)
+            except Exception as e:  # the turn is saved; the next run tries again
+                raise SessionError(
+                    f"session[{self.session_id}]: the turn was saved, but summarising the oldest turns failed: "
+                    f"{type(e).__name__}: {e}"
+                ) from e
 
     async def _summarize(self, policy: SummarizeOldest) -> None:
         head = await run_sync(self.store.head, self.session_id)
