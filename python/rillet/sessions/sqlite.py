@@ -63,6 +63,9 @@ class SqliteSessionStore:
             except sqlite3.Error as e:
                 raise SessionError(f"SqliteSessionStore: cannot open {str(self.path)!r}: {e}") from e
             conn.execute("PRAGMA busy_timeout = %d" % int(self.timeout * 1000))
+            # WAL with NORMAL sync: a commit is atomic and survives a process crash; only a power
+            # cut may lose the last turns, never corrupt the file. FULL would fsync every turn.
+            conn.execute("PRAGMA synchronous = NORMAL")
             self._local.conn = conn
         return conn
 
