@@ -3,6 +3,7 @@ summarising policies, busy sessions, interrupts inside a session, growth and bou
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 import subprocess
@@ -258,6 +259,27 @@ def test_a_second_run_on_a_busy_session_is_refused_and_the_first_is_unharmed(kin
     turns(runner, ["two"])  # released at the end
     data = store.get("s")
     assert data is not None and [t.messages[0].content for t in data.turns] == ["one", "two"]
+
+
+def test_a_run_dropped_before_it_started_frees_the_session() -> None:
+    store = InMemorySessionStore()
+    runner, model = chat(store, ["x", "x"])
+    runner.query("dropped at once", session_id="s").close()  # its task may not have started yet
+    gc.collect()
+    turns(runner, ["two"])  # not SessionBusyError
+    data = store.get("s")
+    assert data is not None and [(m.role, m.content) for m in data.turns[-1].messages] == [
+        ("user", "two"),
+        ("assistant", "x"),
+    ]
+
+
+def test_a_bad_argument_fails_before_the_session_is_taken() -> None:
+    store = InMemorySessionStore()
+    runner, _ = chat(store, ["x"])
+    with pytest.raises((TypeError, ValueError)):
+        runner.query("hi", session_id="s", session_values=42)  # type: ignore[arg-type]
+    turns(runner, ["hi"])
 
 
 # --- interrupts -------------------------------------------------------------------------------

@@ -132,17 +132,19 @@ class Runner:
                 "Runner.run(checkpoint_id=...): the Runner has no checkpoint_store to save to; "
                 "pass Runner(agent, checkpoint_store=InMemoryCheckpointStore()) or a SqliteCheckpointStore"
             )
+        seed = dict(session_values) if session_values else {}  # a bad argument fails before the session is taken
         srun = open_run(self._sessions(), session_id, self.session_policy) if session_id is not None else None
-        values = dict(srun.values) if srun is not None else {}
-        values.update(session_values or {})
-        session = Session(values=values)
+        session = Session(values={**srun.values, **seed} if srun is not None else seed)
         root_input = AgentInput(srun.history + msgs if srun is not None else msgs, self.streaming)
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session))
         events = self._flow.events(root_input, **options)
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
             return start_run(events, ctx)
-        return start_run(self._forward(events, root_input, session, checkpoint_id, srun=srun, new_input=msgs), ctx)
+        forward = self._forward(events, root_input, session, checkpoint_id, srun=srun, new_input=msgs)
+        if srun is not None:
+            srun.guard(forward)
+        return start_run(forward, ctx)
 
     def _sessions(self) -> SessionStore:
         if self.session_store is None:
@@ -262,6 +264,8 @@ class Runner:
         forward = self._forward(
             events, loaded.root_input, session, checkpoint_id, resumed=True, owner=owner, srun=srun, new_input=new_input
         )
+        if srun is not None:
+            srun.guard(forward)
         return start_run(forward, ctx)
 
     # --- the forwarder --------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,12 @@ class SessionRun:
 
     def release(self) -> None:
         self.store.release(self.session_id, self.owner)
+
+    def guard(self, events: object) -> None:
+        """Releases the session when ``events`` (the run's generator) is dropped: a run
+        abandoned before its generator started never reaches its ``finally``. Releasing
+        twice is harmless: only this run's own mark is cleared."""
+        weakref.finalize(events, self.store.release, self.session_id, self.owner)
 
     async def finish(self, new_input: list[Message], session: Session) -> None:
         """Appends the turn: ``new_input`` and the run's assistant and tool messages, and

@@ -62,10 +62,17 @@ class SqliteSessionStore:
                 conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
             except sqlite3.Error as e:
                 raise SessionError(f"SqliteSessionStore: cannot open {str(self.path)!r}: {e}") from e
-            conn.execute("PRAGMA busy_timeout = %d" % int(self.timeout * 1000))
-            # WAL with NORMAL sync: a commit is atomic and survives a process crash; only a power
-            # cut may lose the last turns, never corrupt the file. FULL would fsync every turn.
-            conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                conn.execute("PRAGMA busy_timeout = %d" % int(self.timeout * 1000))
+                # WAL with NORMAL sync: a commit is atomic and survives a process crash; only a
+                # power cut may lose the last turns, never corrupt the file. FULL fsyncs each turn.
+                conn.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.DatabaseError as e:
+                conn.close()
+                raise SessionError(
+                    f"SqliteSessionStore: {str(self.path)!r} is not a SQLite database ({e}); "
+                    "give the path of a new file or of a rillet database"
+                ) from e
             self._local.conn = conn
         return conn
 
