@@ -132,6 +132,33 @@ def test_session_values_come_back_and_only_changes_are_written() -> None:
     assert [sorted(w) for w in writes] == [["visits"], ["visits"], ["lang"]]
 
 
+@pytest.mark.parametrize("read", [True, False])
+def test_a_streamed_turn_is_stored_whole_whether_or_not_the_consumer_read_it(read: bool) -> None:
+    look = Message.assistant("", [ToolCall(index=0, id="c1", function=FunctionCall("lookup", '{"city": "Lisbon"}'))])
+
+    @tool
+    def lookup(city: str) -> str:
+        """Looks a city up."""
+        return f"{city}: sunny"
+
+    model = ScriptedModel([look, "Sunny in Lisbon.", "You asked about Lisbon."])
+    agent = ChatModelAgent("pal", model=model, tools=[lookup])
+    runner = Runner(agent, session_store=InMemorySessionStore(), streaming=True)
+    for text in ("Weather in Lisbon?", "Which city?"):
+        for ev in runner.query(text, session_id="s"):
+            assert ev.error is None, ev.error
+            if read and ev.message_output is not None:
+                ev.message_output.get_message()
+    assert seen(model) == [
+        ("user", "Weather in Lisbon?"),
+        ("assistant", ""),
+        ("tool", "Lisbon: sunny"),
+        ("assistant", "Sunny in Lisbon."),
+        ("user", "Which city?"),
+    ]
+    assert model.calls[-1].messages[1].tool_calls[0].function.arguments == '{"city": "Lisbon"}'
+
+
 # --- policies ---------------------------------------------------------------------------------
 
 

@@ -34,7 +34,7 @@ from rillet.errors import RilletError, SessionError
 from rillet.events import AgentEvent
 from rillet.flow import flow_of
 from rillet.sessions import SessionPolicy, SessionStore
-from rillet.sessions.run import SessionRun, open_run, resume_run
+from rillet.sessions.run import SessionRun, TurnSession, open_run, resume_run
 
 __all__ = ["Runner"]
 
@@ -134,7 +134,7 @@ class Runner:
             )
         seed = dict(session_values) if session_values else {}  # a bad argument fails before the session is taken
         srun = open_run(self._sessions(), session_id, self.session_policy) if session_id is not None else None
-        session = Session(values={**srun.values, **seed} if srun is not None else seed)
+        session = TurnSession({**srun.values, **seed}) if srun is not None else Session(seed)
         root_input = AgentInput(srun.history + msgs if srun is not None else msgs, self.streaming)
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session))
@@ -258,6 +258,7 @@ class Runner:
         if loaded.session_ref is not None:  # the run belongs to a session: resume into it
             srun, n = resume_run(self._sessions(), loaded.session_ref, self.session_policy)
             new_input = loaded.root_input.messages[n:]
+            session = TurnSession.of(session)
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), ResumeScope(loaded.addresses, loaded.states, targets))
         events = self._flow.events(loaded.root_input, **options)

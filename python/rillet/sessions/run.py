@@ -16,15 +16,16 @@ from typing import Any
 from rillet import codec
 from rillet._core import scope
 from rillet._core.workers import run_sync
-from rillet._native import Message
+from rillet._native import Message, StreamReader
 from rillet.agent import AgentInput, start_run
 from rillet.context import RunContext, Session
 from rillet.errors import SessionError
 from rillet.flow import flow_of
+from rillet.schema import aconcat_message_stream
 from rillet.sessions.policies import LastTurns, SessionPolicy, SummarizeOldest, TokenBudget
 from rillet.sessions.protocol import SessionHead, SessionStore, decode_messages, encode_messages
 
-__all__ = ["SessionRun", "open_run", "resume_run"]
+__all__ = ["SessionRun", "TurnSession", "open_run", "resume_run"]
 
 LEASE = 600.0  # seconds a busy mark holds if its run died without releasing it
 
@@ -89,14 +90,39 @@ class SessionRun:
         await run_sync(self.store.set_summary, self.session_id, through, encode_messages([summary]))
 
 
+@dataclass(eq=False)
+class TurnSession(Session):
+    """A session run's session: when the run's root ends and closes the streams no one read
+    (:meth:`Session.close_streams`), it first keeps a reader of each, so that the turn can
+    still be read whole afterwards."""
+
+    kept: dict[int, StreamReader[Message]] = field(default_factory=dict, repr=False)
+
+    def close_streams(self) -> None:
+        for ev in self.snapshot():
+            mv = ev.message_output
+            if mv is not None and mv.message is None and mv.message_stream is not None and id(ev) not in self.kept:
+                mv.message_stream, self.kept[id(ev)] = mv.message_stream.copy(2)
+        super().close_streams()
+
+    @classmethod
+    def of(cls, session: Session) -> TurnSession:
+        """``session`` (restored from a checkpoint) as a TurnSession: the same values and log."""
+        out = cls(session.values)
+        out.restore(session.snapshot(), list(session.stamps))
+        return out
+
+
 async def run_messages(session: Session) -> list[Message]:
     """The assistant and tool messages the run's events carried, in order: what the models
     saw of this run and a next turn's model needs (errors and actions are left out)."""
+    kept = session.kept if isinstance(session, TurnSession) else {}
     out = []
     for ev in session.snapshot():
         mv = ev.message_output
         if ev.error is None and mv is not None and mv.role in ("assistant", "tool"):
-            out.append(await mv.aget_message())
+            reader = kept.pop(id(ev), None)
+            out.append(await aconcat_message_stream(reader) if reader is not None else await mv.aget_message())
     return out
 
 
