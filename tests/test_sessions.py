@@ -371,7 +371,9 @@ def test_a_resume_into_a_busy_session_is_refused_and_keeps_the_checkpoint() -> N
     with pytest.raises(SessionBusyError):
         runner.resume("job")
     sessions.release("s", "someone else")
-    assert checkpoints.claim("job", "me") is not None  # the refused resume released its claim
+    with pytest.raises(ValueError, match=r"checkpoint\[job\] belongs to a session: the Runner has no session_store"):
+        Runner(agent, checkpoint_store=checkpoints).resume("job")
+    assert checkpoints.claim("job", "me") is not None  # the refused resumes released their claim
 
 
 # --- store management and files ----------------------------------------------------------------

@@ -146,10 +146,10 @@ class Runner:
             srun.guard(forward)
         return start_run(forward, ctx)
 
-    def _sessions(self) -> SessionStore:
+    def _sessions(self, what: str = "Runner.run(session_id=...)") -> SessionStore:
         if self.session_store is None:
             raise ValueError(
-                "Runner.run(session_id=...): the Runner has no session_store; "
+                f"{what}: the Runner has no session_store; "
                 "pass Runner(agent, session_store=InMemorySessionStore()) or a SqliteSessionStore"
             )
         return self.session_store
@@ -256,7 +256,11 @@ class Runner:
             session.values.update(session_values)
         srun, new_input = None, None
         if loaded.session_ref is not None:  # the run belongs to a session: resume into it
-            srun, n = resume_run(self._sessions(), loaded.session_ref, self.session_policy)
+            srun, n = resume_run(
+                self._sessions(f"Runner.resume(): checkpoint[{checkpoint_id}] belongs to a session"),
+                loaded.session_ref,
+                self.session_policy,
+            )
             new_input = loaded.root_input.messages[n:]
             session = TurnSession.of(session)
         ctx = contextvars.copy_context()
