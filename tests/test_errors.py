@@ -29,6 +29,8 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "CheckpointClaimedError": (E.CheckpointError,),
     "CheckpointCorruptError": (E.CheckpointError, E.DecodeError),
     "CheckpointAgentMismatchError": (E.CheckpointError,),
+    "SessionError": (E.RilletError,),
+    "SessionBusyError": (E.SessionError,),
     "RecordedError": (E.RilletError,),
     "Interrupted": (BaseException,),
     "TransferError": (E.RilletError,),

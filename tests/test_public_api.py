@@ -59,6 +59,9 @@ PUBLIC = {
     "CheckpointAgentMismatchError", "CheckpointClaimedError", "CheckpointCorruptError", "CheckpointError",
     "CheckpointNotFoundError", "CheckpointStore", "DecodeError", "EncodeError", "InMemoryCheckpointStore",
     "SqliteCheckpointStore", "codec",
+    # sessions
+    "InMemorySessionStore", "LastTurns", "SessionBusyError", "SessionError", "SessionStore", "SqliteSessionStore",
+    "SummarizeOldest", "TokenBudget",
     # models
     "ChatModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel",
     # base error, version, deprecated aliases

@@ -31,7 +31,16 @@ from rillet.context import (
     get_session_values,
     send_tool_gen_action,
 )
-from rillet.errors import ChannelClosed, DecodeError, EncodeError, EndOfStream, OutputValidationError, RilletError
+from rillet.errors import (
+    ChannelClosed,
+    DecodeError,
+    EncodeError,
+    EndOfStream,
+    OutputValidationError,
+    RilletError,
+    SessionBusyError,
+    SessionError,
+)
 from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
 from rillet.events import (
     AgentAction,
@@ -78,6 +87,14 @@ from rillet.interrupt import (
 from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
 from rillet.runner import Runner
 from rillet.schema import *
+from rillet.sessions import (
+    InMemorySessionStore,
+    LastTurns,
+    SessionStore,
+    SqliteSessionStore,
+    SummarizeOldest,
+    TokenBudget,
+)
 from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, tool
 from rillet.workflow import LoopAgent, ParallelAgent, SequentialAgent
 
@@ -202,6 +219,15 @@ __all__ = [
     "InMemoryCheckpointStore",
     "SqliteCheckpointStore",
     "codec",
+    # Sessions
+    "InMemorySessionStore",
+    "LastTurns",
+    "SessionBusyError",
+    "SessionError",
+    "SessionStore",
+    "SqliteSessionStore",
+    "SummarizeOldest",
+    "TokenBudget",
     # Models
     "ChatModel",
     "ModelCall",

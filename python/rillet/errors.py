@@ -52,6 +52,8 @@ __all__ = [
     "RilletError",
     "ScriptExhaustedError",
     "ServerError",
+    "SessionBusyError",
+    "SessionError",
     "StreamEOF",
     "StreamLimitError",
     "ToolArgumentsError",
@@ -129,6 +131,15 @@ class CheckpointCorruptError(CheckpointError, DecodeError):
 
 class CheckpointAgentMismatchError(CheckpointError):
     """The checkpoint was saved by a different agent (tree) than the Runner's."""
+
+
+class SessionError(RilletError):
+    """A session could not be loaded or saved (see docs/sessions.md)."""
+
+
+class SessionBusyError(SessionError):
+    """Another run holds the session (runs on one session id are refused, not queued):
+    nothing was run."""
 
 
 class RecordedError(RilletError):

@@ -30,9 +30,11 @@ from rillet.checkpoint.binding import agent_binding, check_binding
 from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load, seal
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.context import RunContext, Session
-from rillet.errors import RilletError
+from rillet.errors import RilletError, SessionError
 from rillet.events import AgentEvent
 from rillet.flow import flow_of
+from rillet.sessions import SessionPolicy, SessionStore
+from rillet.sessions.run import SessionRun, TurnSession, open_run, resume_run
 
 __all__ = ["Runner"]
 
@@ -81,10 +83,17 @@ class Runner:
     """Runs ``agent`` (wrapped in the flow wrapper, which fills ``agent_name`` and ``run_path``
     and records the session's events). ``streaming=True`` asks models to stream their output;
     ``checkpoint_store`` is where interrupted runs are saved (see
-    :mod:`rillet.checkpoint`)."""
+    :mod:`rillet.checkpoint`); ``session_store`` where ``run(..., session_id=...)`` keeps
+    conversations, and ``session_policy`` what of one a run loads (see :mod:`rillet.sessions`)."""
 
     def __init__(
-        self, agent: Agent, *, streaming: bool = False, checkpoint_store: CheckpointStore | None = None
+        self,
+        agent: Agent,
+        *,
+        streaming: bool = False,
+        checkpoint_store: CheckpointStore | None = None,
+        session_store: SessionStore | None = None,
+        session_policy: SessionPolicy | None = None,
     ) -> None:
         if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
             raise TypeError(
@@ -93,6 +102,8 @@ class Runner:
         self.agent = agent
         self.streaming = streaming
         self.checkpoint_store = checkpoint_store
+        self.session_store = session_store
+        self.session_policy = session_policy
         self._adapter = StoreAdapter(checkpoint_store) if checkpoint_store is not None else None
         self._flow = flow_of(agent)
 
@@ -101,6 +112,7 @@ class Runner:
         messages: Iterable[Message | dict[str, Any]] | Message,
         *,
         checkpoint_id: str | None = None,
+        session_id: str | None = None,
         session_values: Mapping[str, Any] | None = None,
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
@@ -109,7 +121,10 @@ class Runner:
         Message; :meth:`query` takes a text) and returns its events at once. ``session_values``
         seed the session every agent of the run shares; with ``checkpoint_id`` an interrupt
         is saved to the checkpoint store under that id. ``model_options`` go to every model
-        call (``temperature=...``); ``options`` are keyword options for every agent's run."""
+        call (``temperature=...``); ``options`` are keyword options for every agent's run.
+        With ``session_id`` the run continues that session of ``session_store``: its history
+        comes before ``messages`` and its values under ``session_values``; raises
+        :class:`~rillet.errors.SessionBusyError` at once if another run holds it."""
         options = _agent_options(model_options, options)
         msgs = _input_messages(messages)
         if checkpoint_id is not None and self.checkpoint_store is None:
@@ -117,14 +132,27 @@ class Runner:
                 "Runner.run(checkpoint_id=...): the Runner has no checkpoint_store to save to; "
                 "pass Runner(agent, checkpoint_store=InMemoryCheckpointStore()) or a SqliteCheckpointStore"
             )
-        session = Session(values=dict(session_values) if session_values else {})
-        root_input = AgentInput(msgs, self.streaming)
+        seed = dict(session_values) if session_values else {}  # a bad argument fails before the session is taken
+        srun = open_run(self._sessions(), session_id, self.session_policy) if session_id is not None else None
+        session = TurnSession({**srun.values, **seed}) if srun is not None else Session(seed)
+        root_input = AgentInput(srun.history + msgs if srun is not None else msgs, self.streaming)
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session))
         events = self._flow.events(root_input, **options)
-        if checkpoint_id is None:  # nothing to save: hand the flow's events straight out
+        if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
             return start_run(events, ctx)
-        return start_run(self._forward(events, root_input, session, checkpoint_id), ctx)
+        forward = self._forward(events, root_input, session, checkpoint_id, srun=srun, new_input=msgs)
+        if srun is not None:
+            srun.guard(forward)
+        return start_run(forward, ctx)
+
+    def _sessions(self, what: str = "Runner.run(session_id=...)") -> SessionStore:
+        if self.session_store is None:
+            raise ValueError(
+                f"{what}: the Runner has no session_store; "
+                "pass Runner(agent, session_store=InMemorySessionStore()) or a SqliteSessionStore"
+            )
+        return self.session_store
 
     def query(self, text: str, **kwargs: Any) -> RunIterator:
         """``run([Message.user(text)], ...)``."""
@@ -226,10 +254,23 @@ class Runner:
         session = loaded.session
         if session_values:
             session.values.update(session_values)
+        srun, new_input = None, None
+        if loaded.session_ref is not None:  # the run belongs to a session: resume into it
+            srun, n = resume_run(
+                self._sessions(f"Runner.resume(): checkpoint[{checkpoint_id}] belongs to a session"),
+                loaded.session_ref,
+                self.session_policy,
+            )
+            new_input = loaded.root_input.messages[n:]
+            session = TurnSession.of(session)
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), ResumeScope(loaded.addresses, loaded.states, targets))
         events = self._flow.events(loaded.root_input, **options)
-        forward = self._forward(events, loaded.root_input, session, checkpoint_id, resumed=True, owner=owner)
+        forward = self._forward(
+            events, loaded.root_input, session, checkpoint_id, resumed=True, owner=owner, srun=srun, new_input=new_input
+        )
+        if srun is not None:
+            srun.guard(forward)
         return start_run(forward, ctx)
 
     # --- the forwarder --------------------------------------------------------------------
@@ -242,11 +283,15 @@ class Runner:
         checkpoint_id: str | None,
         resumed: bool = False,
         owner: str | None = None,
+        srun: SessionRun | None = None,
+        new_input: list[Message] | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Forwards the run's events; on an interrupt, saves the checkpoint first (an error
         event precedes the interrupt event if saving fails). A resumed run that ends well
         deletes its checkpoint; one that fails, or is abandoned, releases its claim on it
-        (``owner``) so that it can be resumed again. Store calls go through :class:`StoreAdapter`."""
+        (``owner``) so that it can be resumed again. Store calls go through :class:`StoreAdapter`.
+        A session run (``srun``) that ends well appends its turn (``new_input`` and what the
+        run said); an interrupted one leaves that to its resume; either way its hold ends."""
         store = self._store() if checkpoint_id is not None else None
         # True while this resume holds a claim that no set() or delete() has cleared
         holding = resumed and owner is not None and store is not None and store.claims
@@ -269,7 +314,9 @@ class Runner:
                 action.interrupted = InterruptInfo(data, signal.contexts())
                 if store is not None and checkpoint_id is not None:
                     try:
-                        blob = seal(await dump(root_input, session, signal, data, agent_binding(self.agent)))
+                        ref = srun.ref() if srun is not None else None
+                        binding = agent_binding(self.agent)
+                        blob = seal(await dump(root_input, session, signal, data, binding, session_ref=ref))
                         await store.set(checkpoint_id, blob)
                         _log.debug("saved checkpoint %s (%d bytes)", checkpoint_id, len(blob))
                         holding = False  # set() cleared the claim: resumable again
@@ -293,7 +340,18 @@ class Runner:
                     yield AgentEvent(
                         error=CheckpointError(f"the run finished but deleting checkpoint[{checkpoint_id}] failed: {e}")
                     )
+            if srun is not None and not seen_interrupt and not failed:
+                try:
+                    await srun.finish(new_input or [], session)
+                except SessionError as e:
+                    yield AgentEvent(error=e)
+                except Exception as e:
+                    lost = SessionError(f"the run finished but saving it to session[{srun.session_id}] failed: {e}")
+                    lost.__cause__ = e
+                    yield AgentEvent(error=lost)
         finally:
+            if srun is not None:
+                srun.release()
             if holding and store is not None and checkpoint_id is not None and owner is not None:
                 try:
                     await store.release(checkpoint_id, owner)

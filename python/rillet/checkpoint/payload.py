@@ -285,11 +285,13 @@ async def dump(
     signal: InterruptSignal,
     data: Any = None,
     binding: dict[str, Any] | None = None,
+    session_ref: dict[str, Any] | None = None,
 ) -> bytes:
     """The checkpoint bytes of a run that ``signal`` interrupted, LZ4-compressed (codec
     format 3: a run's text compresses to about a third, for about a millisecond per 300 KB).
     With ``binding`` (:func:`rillet.checkpoint.binding.agent_binding`), the payload records
-    which agent tree saved it."""
+    which agent tree saved it; with ``session_ref``, which session the run belongs to
+    (:meth:`rillet.sessions.run.SessionRun.ref`)."""
     events = session.snapshot()
     with session.lock:
         values = dict(session.values)
@@ -304,6 +306,8 @@ async def dump(
     }
     if binding is not None:
         payload["agent"] = binding
+    if session_ref is not None:
+        payload["session"] = session_ref
     return codec.encode(payload, compress=True)
 
 
@@ -320,6 +324,7 @@ class Loaded:
         self.states = {i: v["state"] for i, v in payload["interrupts"].items()}
         self.info = payload.get("info")
         self.agent: dict[str, Any] | None = payload.get("agent")
+        self.session_ref: dict[str, Any] | None = payload.get("session")
 
 
 # --- the checksummed envelope ------------------------------------------------------------------

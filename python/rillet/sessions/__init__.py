@@ -1,0 +1,25 @@
+"""Sessions: conversations kept by id across runs (see docs/sessions.md).
+
+``Runner(agent, session_store=SqliteSessionStore("app.db"), session_policy=LastTurns(20))``
+then ``runner.query(text, session_id="alice")``: the run sees the session's history before its
+input, and its messages and changed values are appended when it ends.
+"""
+
+from rillet.sessions.memory import InMemorySessionStore
+from rillet.sessions.policies import LastTurns, SessionPolicy, SummarizeOldest, TokenBudget, approx_tokens
+from rillet.sessions.protocol import SessionData, SessionInfo, SessionStore, Turn
+from rillet.sessions.sqlite import SqliteSessionStore
+
+__all__ = [
+    "InMemorySessionStore",
+    "LastTurns",
+    "SessionData",
+    "SessionInfo",
+    "SessionPolicy",
+    "SessionStore",
+    "SqliteSessionStore",
+    "SummarizeOldest",
+    "TokenBudget",
+    "Turn",
+    "approx_tokens",
+]
