@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from rillet._core import scope
@@ -33,6 +33,7 @@ from rillet.context import RunContext, Session
 from rillet.errors import RilletError
 from rillet.events import AgentEvent
 from rillet.flow import flow_of
+from rillet.observer import RunObserver, observing
 
 __all__ = ["Runner"]
 
@@ -81,10 +82,16 @@ class Runner:
     """Runs ``agent`` (wrapped in the flow wrapper, which fills ``agent_name`` and ``run_path``
     and records the session's events). ``streaming=True`` asks models to stream their output;
     ``checkpoint_store`` is where interrupted runs are saved (see
-    :mod:`rillet.checkpoint`)."""
+    :mod:`rillet.checkpoint`); ``observers`` are told what every agent of each run does (see
+    :class:`rillet.RunObserver`)."""
 
     def __init__(
-        self, agent: Agent, *, streaming: bool = False, checkpoint_store: CheckpointStore | None = None
+        self,
+        agent: Agent,
+        *,
+        streaming: bool = False,
+        checkpoint_store: CheckpointStore | None = None,
+        observers: Sequence[RunObserver] = (),
     ) -> None:
         if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
             raise TypeError(
@@ -93,6 +100,7 @@ class Runner:
         self.agent = agent
         self.streaming = streaming
         self.checkpoint_store = checkpoint_store
+        self.observers = list(observers)
         self._adapter = StoreAdapter(checkpoint_store) if checkpoint_store is not None else None
         self._flow = flow_of(agent)
 
@@ -120,7 +128,7 @@ class Runner:
         session = Session(values=dict(session_values) if session_values else {})
         root_input = AgentInput(msgs, self.streaming)
         ctx = contextvars.copy_context()
-        scope.install(ctx, RunContext(session))
+        scope.install(ctx, RunContext(session), observing=observing(self.observers))
         events = self._flow.events(root_input, **options)
         if checkpoint_id is None:  # nothing to save: hand the flow's events straight out
             return start_run(events, ctx)
@@ -227,7 +235,8 @@ class Runner:
         if session_values:
             session.values.update(session_values)
         ctx = contextvars.copy_context()
-        scope.install(ctx, RunContext(session), ResumeScope(loaded.addresses, loaded.states, targets))
+        resume = ResumeScope(loaded.addresses, loaded.states, targets)
+        scope.install(ctx, RunContext(session), resume, observing(self.observers))
         events = self._flow.events(loaded.root_input, **options)
         forward = self._forward(events, loaded.root_input, session, checkpoint_id, resumed=True, owner=owner)
         return start_run(forward, ctx)

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
+from rillet import observer
 from rillet._core.loop import Inbox, child_task, joined, result_of
+from rillet._core.scope import OBSERVING
 from rillet._native import Message, StreamReader, ToolCall
 from rillet.chatmodel.config import (
     ExceedMaxIterationsError,
@@ -53,6 +55,8 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
             new_state = await maybe_await(before(mctx))
             if new_state is not None:
                 state[:] = new_state  # persisted, as Eino's BeforeModelRewriteState
+    if obs := OBSERVING.get():
+        observer.model_start(obs, agent.name, model, state)
     if loop.streaming:
         stream = model.stream(state, tools=infos or None, **loop.model_options)
         stream = await (stream if type(stream) is CoroutineType else awaitable(stream, model, "stream"))
@@ -95,6 +99,8 @@ async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
 def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
     """The reply joins the conversation: tool calls start a round, anything else is the
     final answer."""
+    if obs := OBSERVING.get():
+        observer.model_end(obs, agent.name, agent.model, reply)
     loop.messages.append(reply)
     calls = reply.tool_calls
     if not calls or not agent._tool_infos:

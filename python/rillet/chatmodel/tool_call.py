@@ -7,10 +7,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from rillet import observer
 from rillet._core.address import tool_segment
 from rillet._core.loop import child_task
+from rillet._core.scope import OBSERVING, current_resume
 from rillet._core.scope import TOOL_CALL as _TOOL_CALL
-from rillet._core.scope import current_resume
 from rillet._native import Message, ToolCall, pipe
 from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
 from rillet.context import ToolCallScope, current_run
@@ -59,10 +60,13 @@ async def call_tool(
         point = resume.enter((*(run.address if run else ()), tool_segment(name, call_id)))
         scope = ToolCallScope(name, call_id, None, state, streaming, emit, point)
     token = _TOOL_CALL.set(scope)
+    obs = OBSERVING.get()
+    tool = agent._by_name.get(name)
     try:
-        tool = agent._by_name.get(name)
+        if obs is not None:
+            observer.tool_start(obs, agent.name, name, call_id, arguments)
         if tool is not None and tool.is_streaming:
-            return await _stream_tool(agent, tool, scope, arguments)
+            return await _stream_tool(agent, tool, scope, arguments, obs)
         if tool is None or agent.wrap_tool_call:
             content = await _invoke(agent, tool, name, call_id, arguments)
         else:  # the common call, without a coroutine of its own
@@ -74,11 +78,17 @@ async def call_tool(
                 content = _tool_failed(agent, name, call_id, e)
         if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
             raise content
+    except BaseException as e:  # an interrupt, a cancellation, tool_error="raise"
+        if obs is not None and not (tool is not None and tool.is_streaming):  # (its producer reports)
+            observer.tool_end(obs, agent.name, name, call_id, None, e)
+        raise
     finally:
         try:  # (not contextlib.suppress: this runs for every call)
             _TOOL_CALL.reset(token)
         except ValueError:  # closed by the GC, outside its context, after its loop closed
             pass
+    if obs is not None:
+        observer.tool_end(obs, agent.name, name, call_id, content, scope.error)
     msg = Message.tool_message(content, call_id, name)
     ev = event_from_message(msg.copy(), None, "tool", name)
     if scope.action is not None:
@@ -113,11 +123,14 @@ def _tool_failed(agent: ChatModelAgent, name: str, call_id: str, e: Exception) -
     if agent.tool_error == "raise":
         raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
     _log_tool_error(agent.name, name, call_id, e)
+    scope = _TOOL_CALL.get()
+    if scope is not None:  # for the observers' on_tool_end
+        scope.error = e
     return f"Error: {e}"
 
 
 async def _stream_tool(
-    agent: ChatModelAgent, tool: BaseTool, scope: ToolCallScope, arguments: str
+    agent: ChatModelAgent, tool: BaseTool, scope: ToolCallScope, arguments: str, obs: Any = None
 ) -> tuple[AgentEvent, asyncio.Future[Message]]:
     """A streaming tool (its native flavour, whatever the run's mode): its event carries a
     stream of tool-message chunks, emitted once the first chunk is there (so an action the
@@ -131,28 +144,42 @@ async def _stream_tool(
     interrupted: list[Interrupted] = []
 
     async def produce() -> None:
+        parts: list[str] = []
+        failure: BaseException | None = None
         try:
             async for piece in tool.stream(arguments):
                 if isinstance(piece, Interrupted):  # yielded instead of raised
                     raise piece
                 writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name))
+                if obs is not None:
+                    parts.append(piece)
                 started.set()
                 if writer.reader_closed:  # every reader is gone: stop producing
                     break
         except Interrupted as e:
             interrupted.append(e)
+            failure = e
         except (KeyboardInterrupt, SystemExit) as e:  # ends the run; the stream says it was cut short
             writer.send_error(ToolCallError(f"tool call {call_id} raised {type(e).__name__}"))
+            failure = e
             raise
         except Exception as e:
+            failure = e
             if agent.tool_error == "raise":
                 writer.send_error(ToolCallError(f"failed to stream tool call {call_id}: {e}"))
             else:
                 _log_tool_error(agent.name, name, call_id, e)
                 writer.send(Message(role="tool", content=f"Error: {e}", tool_call_id=call_id, tool_name=name))
+                parts.append(f"Error: {e}")
+        except BaseException as e:  # cancelled
+            failure = e
+            raise
         finally:
             started.set()
             writer.close()
+            if obs is not None:
+                result = None if isinstance(failure, Interrupted | KeyboardInterrupt | SystemExit) else "".join(parts)
+                observer.tool_end(obs, agent.name, name, call_id, result, failure)
 
     producer = child_task(produce())  # runs with the tool-call scope set
     await started.wait()
