@@ -21,6 +21,7 @@ from rillet.context import current_run
 from rillet.events import AgentEvent, RunPath, RunStep
 
 if TYPE_CHECKING:
+    from rillet._core.interrupt import InterruptCtx
     from rillet._native import Message, Usage
     from rillet.context import RunContext
 
@@ -82,8 +83,9 @@ class RunObserver:
         is sent, with ``error`` set), or ``error`` alone (an interrupt, a cancellation, or
         ``tool_error="raise"``)."""
 
-    def on_interrupt(self, run: RunInfo, data: Any) -> None:
-        """The agent interrupted (``data``: the interrupt's info)."""
+    def on_interrupt(self, run: RunInfo, causes: Sequence[InterruptCtx]) -> None:
+        """The agent interrupted: one context per root cause (its ``info``, ``address`` and
+        ``id``, as the interrupt event will show them)."""
 
     def on_error(self, run: RunInfo, error: BaseException) -> None:
         """The agent ended with an error event."""
@@ -156,7 +158,8 @@ def run_event(obs: Any, info: RunInfo, ev: AgentEvent) -> BaseException | None:
         notify(obs, "on_error", info, ev.error)
         return ev.error
     if ev.action is not None and ev.action.interrupted is not None:
-        notify(obs, "on_interrupt", info, ev.action.interrupted.data)
+        signal = ev.action._signal
+        notify(obs, "on_interrupt", info, signal.contexts() if signal is not None else [])
     return None
 
 

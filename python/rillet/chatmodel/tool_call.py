@@ -14,7 +14,7 @@ from rillet._core.scope import OBSERVING, current_resume
 from rillet._core.scope import TOOL_CALL as _TOOL_CALL
 from rillet._native import Message, ToolCall, pipe
 from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
-from rillet.context import ToolCallScope, current_run
+from rillet.context import ToolCallScope, current_run, current_tool_call
 from rillet.errors import Interrupted
 from rillet.events import AgentEvent, event_from_message
 from rillet.schema import aconcat_message_stream
@@ -123,7 +123,7 @@ def _tool_failed(agent: ChatModelAgent, name: str, call_id: str, e: Exception) -
     if agent.tool_error == "raise":
         raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
     _log_tool_error(agent.name, name, call_id, e)
-    scope = _TOOL_CALL.get()
+    scope = current_tool_call()
     if scope is not None:  # for the observers' on_tool_end
         scope.error = e
     return f"Error: {e}"
