@@ -190,7 +190,6 @@ class ToolCallScope:
     streaming: bool = False
     emit: Callable[[AgentEvent], None] | None = None
     point: ResumePoint = NOT_RESUMING
-    error: Exception | None = None  # the failure sent to the model as the result, if any
 
 
 def current_tool_call() -> ToolCallScope | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rillet._core.loop import Inbox
+from rillet._core.scope import OBSERVING, Observers
 from rillet._native import Message, StreamReader, ToolCall
 from rillet.chatmodel.config import ModelContext
 from rillet.checkpoint_state import checkpoint_state
@@ -93,6 +94,7 @@ class ReactLoop:
     joining: tuple[ToolCall, asyncio.Future[Message]] | None = None  # a streaming tool's result, one-call round
     resumed: RoundState | None = None  # the saved round to rerun first
     final_text: str = ""
+    observing: Observers | None = field(default_factory=OBSERVING.get)  # read once a run: zero cost without
 
     def close(self) -> None:
         """Stops the round's calls that still run (the run ended or was dropped)."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rillet import observer
 from rillet._core.address import tool_segment
 from rillet._core.loop import child_task
-from rillet._core.scope import OBSERVING, current_resume
 from rillet._core.scope import TOOL_CALL as _TOOL_CALL
+from rillet._core.scope import Observers, current_resume
 from rillet._native import Message, ToolCall, pipe
 from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
 from rillet.context import ToolCallScope, current_run, current_tool_call
@@ -31,12 +32,25 @@ __all__ = ["attempt", "call_tool"]
 Outcome = tuple[Any, "Message | asyncio.Future[Message] | None"]
 
 
+@dataclass(eq=False, slots=True)
+class _ObservedCall(ToolCallScope):
+    """The scope of a call that observers watch: it keeps the failure that was sent to the
+    model as the result (a field of its own, so unobserved calls do not pay for it)."""
+
+    error: Exception | None = None
+
+
 async def attempt(
-    agent: ChatModelAgent, c: ToolCall, state: list[Message], streaming: bool, emit: Callable[[AgentEvent], None] | None
+    agent: ChatModelAgent,
+    c: ToolCall,
+    state: list[Message],
+    streaming: bool,
+    emit: Callable[[AgentEvent], None] | None,
+    obs: Observers | None = None,
 ) -> Outcome:
     """One call's (event, result), or (the Interrupted it raised, None)."""
     try:
-        return await call_tool(agent, c.function.name, c.id, c.function.arguments, state, streaming, emit)
+        return await call_tool(agent, c.function.name, c.id, c.function.arguments, state, streaming, emit, obs)
     except Interrupted as e:
         return e, None
 
@@ -49,18 +63,20 @@ async def call_tool(
     state: list[Message] | None = None,
     streaming: bool = False,
     emit: Callable[[AgentEvent], None] | None = None,
+    obs: Observers | None = None,
 ) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
     """Runs one call in its tool-call scope: its event, and its result (a future of it for a
-    streaming tool, whose event goes out before its stream is read)."""
+    streaming tool, whose event goes out before its stream is read). ``obs``: the run's
+    observers (the loop's, read once a run)."""
     resume = current_resume()
+    cls = ToolCallScope if obs is None else _ObservedCall
     if resume is None:
-        scope = ToolCallScope(name, call_id, None, state, streaming, emit)
+        scope = cls(name, call_id, None, state, streaming, emit)
     else:
         run = current_run()
         point = resume.enter((*(run.address if run else ()), tool_segment(name, call_id)))
-        scope = ToolCallScope(name, call_id, None, state, streaming, emit, point)
+        scope = cls(name, call_id, None, state, streaming, emit, point)
     token = _TOOL_CALL.set(scope)
-    obs = OBSERVING.get()
     tool = agent._by_name.get(name)
     try:
         if obs is not None:
@@ -88,7 +104,7 @@ async def call_tool(
         except ValueError:  # closed by the GC, outside its context, after its loop closed
             pass
     if obs is not None:
-        observer.tool_end(obs, agent.name, name, call_id, content, scope.error)
+        observer.tool_end(obs, agent.name, name, call_id, content, scope.error)  # type: ignore[attr-defined]
     msg = Message.tool_message(content, call_id, name)
     ev = event_from_message(msg.copy(), None, "tool", name)
     if scope.action is not None:
@@ -124,13 +140,13 @@ def _tool_failed(agent: ChatModelAgent, name: str, call_id: str, e: Exception) -
         raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
     _log_tool_error(agent.name, name, call_id, e)
     scope = current_tool_call()
-    if scope is not None:  # for the observers' on_tool_end
+    if type(scope) is _ObservedCall:  # for the observers' on_tool_end
         scope.error = e
     return f"Error: {e}"
 
 
 async def _stream_tool(
-    agent: ChatModelAgent, tool: BaseTool, scope: ToolCallScope, arguments: str, obs: Any = None
+    agent: ChatModelAgent, tool: BaseTool, scope: ToolCallScope, arguments: str, obs: Observers | None
 ) -> tuple[AgentEvent, asyncio.Future[Message]]:
     """A streaming tool (its native flavour, whatever the run's mode): its event carries a
     stream of tool-message chunks, emitted once the first chunk is there (so an action the
