@@ -27,6 +27,7 @@ from rillet import (
     tool,
 )
 from rillet._native import ResponseMeta
+from rillet.approval import approve
 from rillet.checkpoint import InMemoryCheckpointStore
 
 
@@ -218,3 +219,15 @@ def test_a_runner_without_observers_sets_none() -> None:
     agent = ChatModelAgent("a", description="d", model=ScriptedModel([call("look", {}), "done"]), tools=[look])
     list(Runner(agent).query("x"))
     assert seen == [None]
+
+
+def test_the_demo_counts_model_calls_and_tokens_with_an_observer() -> None:
+    from rillet.demo import QUESTION, _ModelCalls, build_agent
+
+    counts = _ModelCalls()
+    runner = Runner(build_agent(0.0), checkpoint_store=InMemoryCheckpointStore(), observers=[counts])
+    events = list(runner.query(QUESTION, checkpoint_id="d"))
+    pause = next(ev for ev in events if ev.action is not None and ev.action.interrupted is not None)
+    assert pause.action is not None and pause.action.interrupted is not None
+    list(runner.resume("d", targets={pause.action.interrupted.interrupt_contexts[0].id: approve()}))
+    assert (counts.model_calls, counts.tokens) == (4, 1234)  # what `rillet demo` prints
