@@ -204,12 +204,13 @@ def test_errors_and_interrupts_are_span_events(exporter: InMemorySpanExporter) -
 
 EARLY_STOP = textwrap.dedent(
     """
-    import asyncio, logging
+    import asyncio, logging, time
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-    from rillet import ChatModelAgent, Runner, ScriptedModel, AgentTool, FunctionCall, Message, ToolCall
+    from rillet import ChatModelAgent, Runner, ScriptedModel, AgentTool, FunctionCall, Message, ToolCall, tool
     from rillet.tracing import OpenTelemetryObserver
 
-    logging.basicConfig(level=logging.WARNING)
+    logging.basicConfig(level=logging.DEBUG)  # anything logged by rillet or OpenTelemetry shows
+    logging.getLogger("asyncio").setLevel(logging.WARNING)  # (it names its selector at DEBUG)
 
     class Count(SpanProcessor):
         started = ended = 0
@@ -218,17 +219,33 @@ EARLY_STOP = textwrap.dedent(
 
     tp = TracerProvider()
     tp.add_span_processor(Count())
+    open_when_stopped = []
+
+    @tool
+    async def slow(x: str) -> str:
+        \"\"\"Takes its time.
+
+        Args:
+            x: anything.
+        \"\"\"
+        await asyncio.sleep(5)
+        return x
 
     def runner(streaming):
-        inner = ChatModelAgent("inner", description="i", model=ScriptedModel(["a long answer " * 50]))
-        call = ToolCall(index=0, id="c", function=FunctionCall("inner", '{"request": "r"}'))
+        def call(name, args):
+            return Message.assistant(tool_calls=[ToolCall(index=0, id="c", function=FunctionCall(name, args))])
+        inner = ChatModelAgent("inner", description="i", tools=[slow],
+                               model=ScriptedModel([call("slow", '{"x": "y"}'), "ok"], delay=0.001))
         outer = ChatModelAgent("outer", description="o", tools=[AgentTool(inner)],
-                               model=ScriptedModel([Message.assistant(tool_calls=[call]), "done"]))
+                               model=ScriptedModel([call("inner", '{"request": "r"}'), "done"], delay=0.001))
         return Runner(outer, streaming=streaming, observers=[OpenTelemetryObserver(tp, record_content=True)])
 
+    def stopped():
+        time.sleep(0.2)  # the run is inside the slow tool by now, deep in an agent tool
+        open_when_stopped.append(Count.started - Count.ended)
+
     def settled():
-        import time
-        for _ in range(200):
+        for _ in range(300):
             if Count.started == Count.ended:
                 return
             time.sleep(0.01)
@@ -236,33 +253,38 @@ EARLY_STOP = textwrap.dedent(
 
     for streaming in (False, True):
         for ev in runner(streaming).query("hi"):
+            stopped()
             break
         settled()
         it = runner(streaming).query("hi")
-        next(it); next(it)
+        next(it)
+        stopped()
         it.close()
         settled()
 
     async def main():
         for streaming in (False, True):
             async for ev in runner(streaming).query("hi"):
+                await asyncio.sleep(0.2)
+                open_when_stopped.append(Count.started - Count.ended)
                 break
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.1)
             async def consume():
                 async for ev in runner(streaming).query("hi"):
                     await asyncio.sleep(10)
             task = asyncio.create_task(consume())
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.2)
+            open_when_stopped.append(Count.started - Count.ended)
             task.cancel()
             try:
                 await task
             except asyncio.CancelledError:
                 pass
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.1)
     asyncio.run(main())
     settled()
-    assert Count.started >= 8, Count.started
-    print("ok", Count.started, Count.ended)
+    assert min(open_when_stopped) >= 4, open_when_stopped  # two agent runs, two tool calls, at least
+    print("ok", Count.started, Count.ended, open_when_stopped)
     """
 )
 
@@ -284,3 +306,15 @@ def test_without_the_otel_extra_the_error_says_what_to_install(monkeypatch: pyte
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if it were not installed
     with pytest.raises(ImportError, match=r"pip install 'rillet\[otel\]'"):
         OpenTelemetryObserver()
+
+
+def test_a_run_started_inside_an_application_span_is_its_child(exporter: InMemorySpanExporter) -> None:
+    tp = provider(exporter)
+    agent = ChatModelAgent("a", description="d", model=ScriptedModel(["hi"]))
+    with tp.get_tracer("app").start_as_current_span("request"):
+        list(Runner(agent, observers=[OpenTelemetryObserver(tp)]).query("x"))
+    assert tree(exporter.get_finished_spans()) == {
+        "chat ScriptedModel": "invoke_agent a",
+        "invoke_agent a": "request",  # the Runner's run copies the caller's context
+        "request": None,
+    }
