@@ -24,6 +24,7 @@ from rillet import (
     ChatModelAgent,
     FunctionCall,
     Message,
+    ParallelAgent,
     Runner,
     ScriptedModel,
     SequentialAgent,
@@ -317,4 +318,39 @@ def test_a_run_started_inside_an_application_span_is_its_child(exporter: InMemor
         "chat ScriptedModel": "invoke_agent a",
         "invoke_agent a": "request",  # the Runner's run copies the caller's context
         "request": None,
+    }
+
+
+def test_concurrent_tool_calls_and_parallel_branches_each_get_their_span(exporter: InMemorySpanExporter) -> None:
+    @tool
+    async def echo(text: str) -> str:
+        """Echoes.
+
+        Args:
+            text: the text.
+        """
+        return text
+
+    two_calls = Message.assistant(
+        tool_calls=[
+            ToolCall(index=0, id="e1", function=FunctionCall("echo", '{"text": "a"}')),
+            ToolCall(index=1, id="e2", function=FunctionCall("echo", '{"text": "b"}')),
+        ]
+    )
+    left = ChatModelAgent("left", description="l", model=ScriptedModel([two_calls, "ab"]), tools=[echo])
+    right = ChatModelAgent("right", description="r", model=ScriptedModel(["c"]))
+    both = ParallelAgent("both", description="b", sub_agents=[left, right])
+    list(Runner(both, observers=[OpenTelemetryObserver(provider(exporter))]).query("go"))
+    spans = exporter.get_finished_spans()
+    by_id = {s.context.span_id: s for s in spans if s.context is not None}
+    parent = {
+        (s.name, (s.attributes or {}).get("gen_ai.tool.call.id")): by_id[s.parent.span_id].name
+        for s in spans
+        if s.parent is not None and not s.name.startswith("chat")
+    }
+    assert parent == {
+        ("invoke_agent left", None): "invoke_agent both",
+        ("invoke_agent right", None): "invoke_agent both",
+        ("execute_tool echo", "e1"): "invoke_agent left",
+        ("execute_tool echo", "e2"): "invoke_agent left",
     }
