@@ -85,6 +85,7 @@ from rillet.interrupt import (
     stateful_interrupt_event,
 )
 from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
+from rillet.observer import ModelInfo, RunInfo, RunObserver
 from rillet.runner import Runner
 from rillet.schema import *
 from rillet.sessions import (
@@ -188,6 +189,9 @@ __all__ = [
     "send_tool_gen_action",
     "tool",
     # Runs and session values
+    "ModelInfo",
+    "RunInfo",
+    "RunObserver",
     "Runner",
     "add_session_value",
     "add_session_values",

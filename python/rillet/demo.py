@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from rillet._native import FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from rillet.observer import ModelInfo, RunInfo, RunObserver
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
     from rillet.events import AgentEvent
@@ -310,6 +313,7 @@ def render(events: Any, console: Console, into: _Renderer | None = None, *, run_
 
 def make_console(color: bool | None = None) -> Console:
     """An 80-column console; ``color=False`` gives plain text, None lets rich decide."""
+
     from rich.console import Console
 
     return Console(width=80, highlight=False, no_color=color is False, force_terminal=color)
@@ -323,10 +327,29 @@ def print_user(console: Console, text: str) -> None:
     out.end()
 
 
-def print_summary(console: Console, r: _Renderer, took: float, delay: float) -> None:
-    """The closing line: events, model calls, tokens (when the model reported any), time."""
-    tokens = f" · {r.tokens} tokens" if r.tokens else ""
-    console.print(f"\n[dim]{r.events} events · {r.model_calls} model calls{tokens} · {took:.2f} s[/]")
+class _ModelCalls(RunObserver):
+    """Counts a run's model calls and tokens as the agents make them (the run observer API:
+    every model call of the tree, whether or not its reply reaches the event stream)."""
+
+    def __init__(self) -> None:
+        self.model_calls = 0
+        self.tokens = 0
+
+    def on_model_start(self, run: RunInfo, model: ModelInfo, messages: Sequence[Message]) -> None:
+        self.model_calls += 1
+
+    def on_model_end(
+        self, run: RunInfo, model: ModelInfo, reply: Message, usage: Usage | None, finish_reason: str
+    ) -> None:
+        self.tokens += usage.total_tokens if usage is not None else 0
+
+
+def print_summary(console: Console, r: _Renderer, took: float, delay: float, counts: _ModelCalls | None = None) -> None:
+    """The closing line: events, model calls, tokens (when the model reported any), time;
+    the calls and tokens an observer counted (``counts``), else those seen in the events."""
+    calls, tokens_used = (counts.model_calls, counts.tokens) if counts is not None else (r.model_calls, r.tokens)
+    tokens = f" · {tokens_used} tokens" if tokens_used else ""
+    console.print(f"\n[dim]{r.events} events · {calls} model calls{tokens} · {took:.2f} s[/]")
     if delay:
         console.print("[dim]The scripted model pauses between tokens to look live; --fast skips that.[/]")
 
@@ -386,7 +409,9 @@ def main(
     print_user(console, QUESTION)
     db_path = Path(db) if db is not None else _default_db()
     delay = delay if chat is None else 0.0
-    runner = Runner(build_agent(delay, chat), streaming=streaming, checkpoint_store=SqliteCheckpointStore(db_path))
+    counts = _ModelCalls()
+    store = SqliteCheckpointStore(db_path)
+    runner = Runner(build_agent(delay, chat), streaming=streaming, checkpoint_store=store, observers=[counts])
     checkpoint_id = f"demo-{uuid.uuid4().hex[:8]}"
     start = time.perf_counter()
     r = render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console)
@@ -400,7 +425,7 @@ def main(
         data = _decide(console, ask, decision)
         console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {db_path.name}[/]")
         render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
-    print_summary(console, r, time.perf_counter() - start, delay)
+    print_summary(console, r, time.perf_counter() - start, delay, counts)
     return 0
 
 

@@ -18,8 +18,9 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
+from rillet import observer
 from rillet._core.address import AGENT, AddressSegment
-from rillet._core.scope import RUN, TOOL_CALL, current_resume, entered
+from rillet._core.scope import OBSERVING, RUN, TOOL_CALL, current_resume, entered
 from rillet._native import FunctionCall, Message, ToolCall
 from rillet.agent import Agent, AgentInput, BaseAgent, author_of, raw_events, run_events
 from rillet.context import RunContext, Session, current_run, send_tool_gen_action
@@ -207,6 +208,11 @@ class FlowAgent(BaseAgent):
         flow has no agent callbacks). ``input`` None (an agent that is not the root of its
         run) rebuilds the input from the run's history."""
         root = current_run()
+        obs = OBSERVING.get()
+        if obs is not None:
+            async for ev in self._observed(obs, input, **options):
+                yield ev
+            return
         try:
             async for ev in self._flow(input, **options):
                 yield ev
@@ -215,6 +221,26 @@ class FlowAgent(BaseAgent):
         finally:
             if root is not None and not root.run_path:  # the run's root: its session ends here
                 root.session.close_streams()
+
+    async def _observed(self, obs: Any, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
+        """:meth:`events` with the run's observers told of its start, end, interrupts and errors
+        (a loop of its own, so that a run without observers pays nothing per event)."""
+        root = current_run()
+        info = observer.run_start(obs, self.name, input.messages if input is not None else ())
+        error: BaseException | None = None
+        try:
+            try:
+                async for ev in self._flow(input, **options):
+                    error = observer.run_event(obs, info, ev) or error
+                    yield ev
+            except (Exception, Interrupted) as e:  # errors are events: run never raises
+                ev = error_event(e, self.name)
+                error = observer.run_event(obs, info, ev)
+                yield ev
+        finally:
+            if root is not None and not root.run_path:  # the run's root: its session ends here
+                root.session.close_streams()
+            observer.run_end(obs, info, error)
 
     def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         return self._flow(input, **options)

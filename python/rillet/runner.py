@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from rillet._core import scope
@@ -33,6 +33,7 @@ from rillet.context import RunContext, Session
 from rillet.errors import RilletError, SessionError
 from rillet.events import AgentEvent
 from rillet.flow import flow_of
+from rillet.observer import RunObserver, observing
 from rillet.sessions import SessionPolicy, SessionStore
 from rillet.sessions.run import SessionRun, TurnSession, open_run, resume_run
 
@@ -84,7 +85,8 @@ class Runner:
     and records the session's events). ``streaming=True`` asks models to stream their output;
     ``checkpoint_store`` is where interrupted runs are saved (see
     :mod:`rillet.checkpoint`); ``session_store`` where ``run(..., session_id=...)`` keeps
-    conversations, and ``session_policy`` what of one a run loads (see :mod:`rillet.sessions`)."""
+    conversations, and ``session_policy`` what of one a run loads (see :mod:`rillet.sessions`);
+    ``observers`` are told what every agent of each run does (see :class:`rillet.RunObserver`)."""
 
     def __init__(
         self,
@@ -94,6 +96,7 @@ class Runner:
         checkpoint_store: CheckpointStore | None = None,
         session_store: SessionStore | None = None,
         session_policy: SessionPolicy | None = None,
+        observers: Sequence[RunObserver] = (),
     ) -> None:
         if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
             raise TypeError(
@@ -104,6 +107,7 @@ class Runner:
         self.checkpoint_store = checkpoint_store
         self.session_store = session_store
         self.session_policy = session_policy
+        self.observers = list(observers)
         self._adapter = StoreAdapter(checkpoint_store) if checkpoint_store is not None else None
         self._flow = flow_of(agent)
 
@@ -137,7 +141,7 @@ class Runner:
         session = TurnSession({**srun.values, **seed}) if srun is not None else Session(seed)
         root_input = AgentInput(srun.history + msgs if srun is not None else msgs, self.streaming)
         ctx = contextvars.copy_context()
-        scope.install(ctx, RunContext(session))
+        scope.install(ctx, RunContext(session), observing=observing(self.observers))
         events = self._flow.events(root_input, **options)
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
             return start_run(events, ctx)
@@ -264,7 +268,8 @@ class Runner:
             new_input = loaded.root_input.messages[n:]
             session = TurnSession.of(session)
         ctx = contextvars.copy_context()
-        scope.install(ctx, RunContext(session), ResumeScope(loaded.addresses, loaded.states, targets))
+        resume = ResumeScope(loaded.addresses, loaded.states, targets)
+        scope.install(ctx, RunContext(session), resume, observing(self.observers))
         events = self._flow.events(loaded.root_input, **options)
         forward = self._forward(
             events, loaded.root_input, session, checkpoint_id, resumed=True, owner=owner, srun=srun, new_input=new_input

@@ -4,7 +4,9 @@ Three variables, set by the framework and read by everything that needs to know 
 
 * :data:`RUN`: the run context of the calling code (a ``rillet.context.RunContext``);
 * :data:`TOOL_CALL`: the tool call being executed (a ``rillet.context.ToolCallScope``);
-* :data:`RESUME`: the :class:`~rillet._core.interrupt.ResumeScope` of a resumed run.
+* :data:`RESUME`: the :class:`~rillet._core.interrupt.ResumeScope` of a resumed run;
+* :data:`OBSERVING`: the run's observers (a ``rillet.observer.Observing``), None when there
+  are none, so that a run without observers pays one read of it per hook.
 
 The variables hold higher-layer objects, seen here only through the small protocols below
 (an address and a resume point), so this module knows nothing about agents or sessions. Code
@@ -25,6 +27,7 @@ from rillet._core.address import Address, tool_segment
 from rillet._core.interrupt import NOT_RESUMING, ResumePoint, ResumeScope
 
 __all__ = [
+    "OBSERVING",
     "RESUME",
     "RUN",
     "TOOL_CALL",
@@ -61,9 +64,17 @@ class ToolScope(Protocol):
     def point(self) -> ResumePoint: ...
 
 
+class Observers(Protocol):
+    """What this layer reads of a run's observers."""
+
+    @property
+    def run_id(self) -> str: ...
+
+
 RUN: ContextVar[RunScope | None] = ContextVar("rillet_run", default=None)
 TOOL_CALL: ContextVar[ToolScope | None] = ContextVar("rillet_tool_call", default=None)
 RESUME: ContextVar[ResumeScope | None] = ContextVar("rillet_resume", default=None)
+OBSERVING: ContextVar[Observers | None] = ContextVar("rillet_observing", default=None)
 
 
 def current_resume() -> ResumeScope | None:
@@ -71,12 +82,16 @@ def current_resume() -> ResumeScope | None:
     return RESUME.get()
 
 
-def install(ctx: contextvars.Context, run: RunScope, resume: ResumeScope | None = None) -> None:
-    """Makes ``run`` (and, for a resumed run, ``resume``) current in ``ctx``, the context a
-    new run's task will start in."""
+def install(
+    ctx: contextvars.Context, run: RunScope, resume: ResumeScope | None = None, observing: Observers | None = None
+) -> None:
+    """Makes ``run`` (and, for a resumed run, ``resume``; with observers, ``observing``)
+    current in ``ctx``, the context a new run's task will start in."""
     ctx.run(RUN.set, run)
     if resume is not None:
         ctx.run(RESUME.set, resume)
+    if observing is not None:
+        ctx.run(OBSERVING.set, observing)
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rillet._core.loop import Inbox
+from rillet._core.scope import OBSERVING, Observers
 from rillet._native import Message, StreamReader, ToolCall
 from rillet.chatmodel.config import ModelContext
 from rillet.checkpoint_state import checkpoint_state
@@ -95,6 +96,7 @@ class ReactLoop:
     final_text: str = ""
     value: Any = None  # the validated answer of an agent with an output_type
     failures: int = 0  # replies that failed the output_type
+    observing: Observers | None = field(default_factory=OBSERVING.get)  # read once a run: zero cost without
 
     def close(self) -> None:
         """Stops the round's calls that still run (the run ended or was dropped)."""

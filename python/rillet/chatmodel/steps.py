@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
+from rillet import observer
 from rillet._core.loop import Inbox, child_task, joined, result_of
 from rillet._native import Message, StreamReader, ToolCall
 from rillet.chatmodel.config import (
@@ -54,6 +55,8 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
             new_state = await maybe_await(before(mctx))
             if new_state is not None:
                 state[:] = new_state  # persisted, as Eino's BeforeModelRewriteState
+    if loop.observing is not None:
+        observer.model_start(loop.observing, agent.name, model, state)
     if loop.streaming:
         stream = model.stream(state, tools=infos or None, **loop.model_options)
         stream = await (stream if type(stream) is CoroutineType else awaitable(stream, model, "stream"))
@@ -96,6 +99,8 @@ async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
 def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
     """The reply joins the conversation: tool calls start a round, anything else is the
     final answer."""
+    if loop.observing is not None:
+        observer.model_end(loop.observing, agent.name, agent.model, reply)
     loop.messages.append(reply)
     calls = reply.tool_calls
     if agent._output is not None:
@@ -143,13 +148,13 @@ def _start_tasks(agent: ChatModelAgent, loop: ReactLoop, rnd: Round) -> None:
     inbox: Inbox[tuple[str, Any]] = Inbox()
     emit = (lambda ev: inbox.put_nowait(("event", ev))) if agent._emits else None
     gate = asyncio.Lock() if agent.execute_tools_sequentially else None
-    state, streaming = loop.messages, loop.streaming
+    state, streaming, obs = loop.messages, loop.streaming, loop.observing
 
     async def one(c: ToolCall) -> Outcome:
         if gate is None:
-            return await attempt(agent, c, state, streaming, emit)
+            return await attempt(agent, c, state, streaming, emit, obs)
         async with gate:
-            return await attempt(agent, c, state, streaming, emit)
+            return await attempt(agent, c, state, streaming, emit, obs)
 
     rnd.inbox = inbox
     rnd.tasks = {child_task(one(c)): pos for pos, c in rnd.pending}
@@ -164,7 +169,7 @@ async def call_inline(agent: ChatModelAgent, loop: ReactLoop) -> Step:
     assert rnd is not None
     pos, c = rnd.pending[rnd.next]
     rnd.next += 1
-    _settle(rnd, pos, await attempt(agent, c, loop.messages, loop.streaming, None), loop)
+    _settle(rnd, pos, await attempt(agent, c, loop.messages, loop.streaming, None, loop.observing), loop)
     return call_inline if rnd.next < len(rnd.pending) else end_round
 
 
@@ -238,7 +243,9 @@ async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     return-directly call's too: there is nothing to hold it for)."""
     c = loop.messages[-1].tool_calls[0]
     try:
-        ev, msg = await call_tool(agent, c.function.name, c.id, c.function.arguments, loop.messages, loop.streaming)
+        ev, msg = await call_tool(
+            agent, c.function.name, c.id, c.function.arguments, loop.messages, loop.streaming, None, loop.observing
+        )
     except Interrupted as e:
         return _interrupt(loop, {}, [e], None)
     loop.out.append(ev)

@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rillet import observer
 from rillet._core.address import tool_segment
 from rillet._core.loop import child_task
 from rillet._core.scope import TOOL_CALL as _TOOL_CALL
-from rillet._core.scope import current_resume
+from rillet._core.scope import Observers, current_resume
 from rillet._native import Message, ToolCall, pipe
 from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
-from rillet.context import ToolCallScope, current_run
+from rillet.context import ToolCallScope, current_run, current_tool_call
 from rillet.errors import Interrupted
 from rillet.events import AgentEvent, event_from_message
 from rillet.schema import aconcat_message_stream
@@ -30,12 +32,25 @@ __all__ = ["attempt", "call_tool"]
 Outcome = tuple[Any, "Message | asyncio.Future[Message] | None"]
 
 
+@dataclass(eq=False, slots=True)
+class _ObservedCall(ToolCallScope):
+    """The scope of a call that observers watch: it keeps the failure that was sent to the
+    model as the result (a field of its own, so unobserved calls do not pay for it)."""
+
+    error: Exception | None = None
+
+
 async def attempt(
-    agent: ChatModelAgent, c: ToolCall, state: list[Message], streaming: bool, emit: Callable[[AgentEvent], None] | None
+    agent: ChatModelAgent,
+    c: ToolCall,
+    state: list[Message],
+    streaming: bool,
+    emit: Callable[[AgentEvent], None] | None,
+    obs: Observers | None = None,
 ) -> Outcome:
     """One call's (event, result), or (the Interrupted it raised, None)."""
     try:
-        return await call_tool(agent, c.function.name, c.id, c.function.arguments, state, streaming, emit)
+        return await call_tool(agent, c.function.name, c.id, c.function.arguments, state, streaming, emit, obs)
     except Interrupted as e:
         return e, None
 
@@ -48,21 +63,26 @@ async def call_tool(
     state: list[Message] | None = None,
     streaming: bool = False,
     emit: Callable[[AgentEvent], None] | None = None,
+    obs: Observers | None = None,
 ) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
     """Runs one call in its tool-call scope: its event, and its result (a future of it for a
-    streaming tool, whose event goes out before its stream is read)."""
+    streaming tool, whose event goes out before its stream is read). ``obs``: the run's
+    observers (the loop's, read once a run)."""
     resume = current_resume()
+    cls = ToolCallScope if obs is None else _ObservedCall
     if resume is None:
-        scope = ToolCallScope(name, call_id, None, state, streaming, emit)
+        scope = cls(name, call_id, None, state, streaming, emit)
     else:
         run = current_run()
         point = resume.enter((*(run.address if run else ()), tool_segment(name, call_id)))
-        scope = ToolCallScope(name, call_id, None, state, streaming, emit, point)
+        scope = cls(name, call_id, None, state, streaming, emit, point)
     token = _TOOL_CALL.set(scope)
+    tool = agent._by_name.get(name)
     try:
-        tool = agent._by_name.get(name)
+        if obs is not None:
+            observer.tool_start(obs, agent.name, name, call_id, arguments)
         if tool is not None and tool.is_streaming:
-            return await _stream_tool(agent, tool, scope, arguments)
+            return await _stream_tool(agent, tool, scope, arguments, obs)
         if tool is None or agent.wrap_tool_call:
             content = await _invoke(agent, tool, name, call_id, arguments)
         else:  # the common call, without a coroutine of its own
@@ -74,11 +94,17 @@ async def call_tool(
                 content = _tool_failed(agent, name, call_id, e)
         if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
             raise content
+    except BaseException as e:  # an interrupt, a cancellation, tool_error="raise"
+        if obs is not None and not (tool is not None and tool.is_streaming):  # (its producer reports)
+            observer.tool_end(obs, agent.name, name, call_id, None, e)
+        raise
     finally:
         try:  # (not contextlib.suppress: this runs for every call)
             _TOOL_CALL.reset(token)
         except ValueError:  # closed by the GC, outside its context, after its loop closed
             pass
+    if obs is not None:
+        observer.tool_end(obs, agent.name, name, call_id, content, scope.error)  # type: ignore[attr-defined]
     msg = Message.tool_message(content, call_id, name)
     ev = event_from_message(msg.copy(), None, "tool", name)
     if scope.action is not None:
@@ -113,11 +139,14 @@ def _tool_failed(agent: ChatModelAgent, name: str, call_id: str, e: Exception) -
     if agent.tool_error == "raise":
         raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
     _log_tool_error(agent.name, name, call_id, e)
+    scope = current_tool_call()
+    if type(scope) is _ObservedCall:  # for the observers' on_tool_end
+        scope.error = e
     return f"Error: {e}"
 
 
 async def _stream_tool(
-    agent: ChatModelAgent, tool: BaseTool, scope: ToolCallScope, arguments: str
+    agent: ChatModelAgent, tool: BaseTool, scope: ToolCallScope, arguments: str, obs: Observers | None
 ) -> tuple[AgentEvent, asyncio.Future[Message]]:
     """A streaming tool (its native flavour, whatever the run's mode): its event carries a
     stream of tool-message chunks, emitted once the first chunk is there (so an action the
@@ -131,28 +160,42 @@ async def _stream_tool(
     interrupted: list[Interrupted] = []
 
     async def produce() -> None:
+        parts: list[str] = []
+        failure: BaseException | None = None
         try:
             async for piece in tool.stream(arguments):
                 if isinstance(piece, Interrupted):  # yielded instead of raised
                     raise piece
                 writer.send(Message(role="tool", content=piece, tool_call_id=call_id, tool_name=name))
+                if obs is not None:
+                    parts.append(piece)
                 started.set()
                 if writer.reader_closed:  # every reader is gone: stop producing
                     break
         except Interrupted as e:
             interrupted.append(e)
+            failure = e
         except (KeyboardInterrupt, SystemExit) as e:  # ends the run; the stream says it was cut short
             writer.send_error(ToolCallError(f"tool call {call_id} raised {type(e).__name__}"))
+            failure = e
             raise
         except Exception as e:
+            failure = e
             if agent.tool_error == "raise":
                 writer.send_error(ToolCallError(f"failed to stream tool call {call_id}: {e}"))
             else:
                 _log_tool_error(agent.name, name, call_id, e)
                 writer.send(Message(role="tool", content=f"Error: {e}", tool_call_id=call_id, tool_name=name))
+                parts.append(f"Error: {e}")
+        except BaseException as e:  # cancelled
+            failure = e
+            raise
         finally:
             started.set()
             writer.close()
+            if obs is not None:
+                result = None if isinstance(failure, Interrupted | KeyboardInterrupt | SystemExit) else "".join(parts)
+                observer.tool_end(obs, agent.name, name, call_id, result, failure)
 
     producer = child_task(produce())  # runs with the tool-call scope set
     await started.wait()
