@@ -348,3 +348,34 @@ def test_an_agent_tool_over_a_typed_agent_returns_the_object_as_json() -> None:
     run(ChatModelAgent("outer", model=outer_model, tools=[AgentTool(inner)]), False)
     result = outer_model.calls[1].messages[-1]
     assert result.role == "tool" and json.loads(result.content) == LISBON.model_dump()
+
+
+@streaming
+def test_a_session_keeps_every_final_result_call_answered(stream: bool) -> None:
+    """A retried final_result call and a call skipped beside final_result are answered in the
+    events, so the next turn of a session does not send a tool call without its tool message
+    (which an OpenAI-compatible provider refuses)."""
+    from rillet.sessions import InMemorySessionStore
+
+    both = Message.assistant(
+        tool_calls=[
+            ToolCall(id="p1", function=FunctionCall("population", '{"city": "Lisbon"}')),
+            ToolCall(id="f1", function=FunctionCall("final_result", '{"name": "Lisbon"}')),
+        ]
+    )
+
+    @tool
+    def population(city: str) -> int:
+        """The population of a city."""
+        return 1
+
+    model = ScriptedModel([both, final_call(GOOD, "f2"), final_call(GOOD, "f3")], supports_response_format=False)
+    agent = ChatModelAgent("geo", model=model, output_type=City, tools=[population])
+    runner = Runner(agent, streaming=stream, session_store=InMemorySessionStore())
+    run_events = list(runner.query("Biggest city of Portugal?", session_id="s"))
+    assert run_events[-1].output is not None and run_events[-1].output.customized_output == LISBON
+    list(runner.query("Thanks", session_id="s"))
+    seen = model.calls[-1].messages
+    called = [c.id for m in seen if m.role == "assistant" for c in m.tool_calls]
+    answered = [m.tool_call_id for m in seen if m.role == "tool"]
+    assert called == ["p1", "f1", "f2"] and answered == called

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rillet._native import Message
 from rillet.errors import OutputValidationError
-from rillet.events import AgentEvent, AgentOutput, MessageVariant
+from rillet.events import AgentEvent, AgentOutput, MessageVariant, event_from_message
 from rillet.tools import ToolInfo
 
 if TYPE_CHECKING:
@@ -115,12 +115,22 @@ def check_reply(name: str, spec: OutputSpec, loop: ReactLoop, reply: Message, ha
         loop.value = value
         msg = Message.tool_message(value.model_dump_json(), call.id, OUTPUT_TOOL_NAME)
         loop.messages.extend([*others, msg])
+        _emit_answers(loop, others)
         mv = MessageVariant(False, msg.copy(), None, "tool", OUTPUT_TOOL_NAME)
         loop.out.append(AgentEvent("", (), AgentOutput(mv, value)))
         return True
     feedback = f"Invalid {type_name}: {problems}. Call {OUTPUT_TOOL_NAME} again with corrected arguments."
-    _retry(name, spec, loop, problems, [*others, Message.tool_message(feedback, call.id, OUTPUT_TOOL_NAME)])
+    answers = [*others, Message.tool_message(feedback, call.id, OUTPUT_TOOL_NAME)]
+    _retry(name, spec, loop, problems, answers)
+    _emit_answers(loop, answers)
     return False
+
+
+def _emit_answers(loop: ReactLoop, answers: list[Message]) -> None:
+    """Each tool answer the model is sent is an event too, as an ordinary tool's result is:
+    a session storing the run's events then keeps every call answered (a provider refuses
+    a conversation with an assistant tool call and no tool message for it)."""
+    loop.out.extend(event_from_message(m.copy(), role="tool", tool_name=m.tool_name) for m in answers)
 
 
 def _retry(name: str, spec: OutputSpec, loop: ReactLoop, problems: str, feedback: list[Message]) -> None:
