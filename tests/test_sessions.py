@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +300,20 @@ def test_a_run_dropped_before_it_started_frees_the_session() -> None:
         ("user", "two"),
         ("assistant", "x"),
     ]
+
+
+def test_a_consumer_that_stops_early_can_start_the_next_turn_at_once() -> None:
+    """Closing (or leaving the ``with`` of) a session run's iterator mid-run frees the session
+    before close() returns, not later when the cancelled task gets to its ``finally``."""
+    store = InMemorySessionStore()
+    model = ScriptedModel(["a slow streamed answer", "next"], delay=0.05, chunk_size=2)
+    runner = Runner(ChatModelAgent("chat", model=model), session_store=store, streaming=True)
+    with runner.query("one", session_id="s") as events:
+        next(iter(events))  # the run is in flight: its model still streams
+    turns(runner, ["two"])  # not SessionBusyError
+    time.sleep(0.2)  # the abandoned run, cancelled, appends nothing later either
+    data = store.get("s")
+    assert data is not None and [t.messages[0].content for t in data.turns] == ["two"]
 
 
 def test_a_bad_argument_fails_before_the_session_is_taken() -> None:

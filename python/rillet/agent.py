@@ -60,11 +60,13 @@ class RunIterator(EventIterator[AgentEvent]):
     streams are closed. Use ``with`` / ``async with`` to make that explicit.
     """
 
-    __slots__ = ("_task",)
+    __slots__ = ("_on_close", "_task")
 
     def __init__(self, ch: Channel[AgentEvent]) -> None:
         super().__init__(ch)
         self._task: RunTask | None = None
+        # run by close() at once: the cancelled task stops later, on its loop
+        self._on_close: Callable[[], None] | None = None
 
     def __iter__(self) -> Iterator[AgentEvent]:
         return self
@@ -109,6 +111,9 @@ class RunIterator(EventIterator[AgentEvent]):
         self._ch.close()
         if task is not None:
             task.cancel()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
         with contextlib.suppress(ChannelClosed):
             while self._ch.try_recv_many(64):  # drop queued events: their streams close
                 pass

@@ -146,9 +146,7 @@ class Runner:
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
             return start_run(events, ctx)
         forward = self._forward(events, root_input, session, checkpoint_id, srun=srun, new_input=msgs)
-        if srun is not None:
-            srun.guard(forward)
-        return start_run(forward, ctx)
+        return _session_run(forward, ctx, srun)
 
     def _sessions(self, what: str = "Runner.run(session_id=...)") -> SessionStore:
         if self.session_store is None:
@@ -274,9 +272,7 @@ class Runner:
         forward = self._forward(
             events, loaded.root_input, session, checkpoint_id, resumed=True, owner=owner, srun=srun, new_input=new_input
         )
-        if srun is not None:
-            srun.guard(forward)
-        return start_run(forward, ctx)
+        return _session_run(forward, ctx, srun)
 
     # --- the forwarder --------------------------------------------------------------------
 
@@ -365,3 +361,15 @@ class Runner:
 
     def __repr__(self) -> str:
         return f"Runner({self.agent!r}, streaming={self.streaming})"
+
+
+def _session_run(forward: AsyncIterator[AgentEvent], ctx: contextvars.Context, srun: SessionRun | None) -> RunIterator:
+    """Starts the run; a session run's session is freed when its generator is dropped before
+    it started, and at once when its iterator is closed or dropped (a consumer that stops early
+    can start the next turn straight away: the cancelled task ends later, on its loop)."""
+    if srun is None:
+        return start_run(forward, ctx)
+    srun.guard(forward)
+    it = start_run(forward, ctx)
+    it._on_close = srun.release
+    return it
