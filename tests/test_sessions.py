@@ -407,6 +407,19 @@ def test_list_get_delete_and_prune_by_age(kind: str, tmp_path: Path) -> None:
     assert store.prune(older_than=0) == 1 and store.list() == []
 
 
+def test_a_corrupted_session_row_is_refused_with_session_error_and_frees_the_session(tmp_path: Path) -> None:
+    db = tmp_path / "app.db"
+    runner, _ = chat(SqliteSessionStore(db), ["x", "x"])
+    turns(runner, ["one"])
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE session_turns SET data = x'00ff00'")
+    conn.close()
+    with pytest.raises(SessionError, match=r"session\[s\] in SqliteSessionStore\(.*\) holds a row rillet cannot read"):
+        runner.query("two", session_id="s")
+    assert SqliteSessionStore(db).delete("s")
+    turns(runner, ["three"])  # the failed load released the session
+
+
 def test_the_checkpoint_store_and_the_session_store_share_a_file_in_either_order(tmp_path: Path) -> None:
     for first, second in ((SqliteSessionStore, SqliteCheckpointStore), (SqliteCheckpointStore, SqliteSessionStore)):
         db = tmp_path / f"{first.__name__}.db"

@@ -138,8 +138,13 @@ def open_run(store: SessionStore, session_id: str, policy: SessionPolicy | None)
             run.history = _history(store, session_id, head, policy)
             run.baseline = dict(head.values)
             run.values = {k: codec.decode(v) for k, v in head.values.items()}
-    except BaseException:
+    except BaseException as e:
         run.release()
+        if isinstance(e, codec.DecodeError):
+            raise SessionError(
+                f"session[{session_id}] in {store!r} holds a row rillet cannot read ({e}); "
+                f"delete the session (store.delete({session_id!r})) or restore the store from a backup"
+            ) from e
         raise
     return run
 
