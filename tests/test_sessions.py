@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from optional import skip_or_fail
 from rillet import (
     ChatModelAgent,
     FunctionCall,
@@ -471,7 +472,7 @@ def _row_bytes(path: Path) -> int:
                 "SELECT sum(pgsize - unused) FROM dbstat WHERE name LIKE 'session%' OR name LIKE '%autoindex_session%'"
             ).fetchone()
         except sqlite3.OperationalError:
-            pytest.skip("this SQLite has no dbstat table")
+            skip_or_fail("this SQLite has no dbstat table")
     return int(used)
 
 

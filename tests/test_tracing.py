@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from optional import need
 
-pytest.importorskip("opentelemetry.sdk")
+need("opentelemetry.sdk")
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
