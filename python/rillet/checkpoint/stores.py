@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    import sqlite3
+    pass
 
 from rillet.checkpoint.payload import CheckpointClaimedError, CheckpointError
+from rillet.checkpoint.sqlite_file import APP_ID as _APP_ID
+from rillet.checkpoint.sqlite_file import SqliteFile
 
 __all__ = ["CheckpointStore", "ClaimingCheckpointStore", "InMemoryCheckpointStore", "SqliteCheckpointStore"]
 
@@ -99,7 +101,6 @@ class InMemoryCheckpointStore:
 
 
 _SCHEMA_VERSION = 2  # 2: claimed_by and claimed_until (resume claims)
-_APP_ID = 0x72696C6C  # "rill": marks the file as a rillet checkpoint database
 
 
 class SqliteCheckpointStore:
@@ -119,40 +120,18 @@ class SqliteCheckpointStore:
         self.path = Path(path)
         self.timeout = timeout
         self.claim_lease = claim_lease
-        self._local = threading.local()
+        self._file = SqliteFile(
+            self.path,
+            timeout,
+            store="SqliteCheckpointStore",
+            error=CheckpointError,
+            wanted="a rillet checkpoint database",
+        )
         self._setup()
 
-    def _connect(self) -> sqlite3.Connection:
-        import sqlite3  # imported on first use: `import rillet` stays light
-
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            try:
-                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-            except sqlite3.Error as e:
-                raise CheckpointError(f"SqliteCheckpointStore: cannot open {str(self.path)!r}: {e}") from e
-            conn.execute("PRAGMA busy_timeout = %d" % int(self.timeout * 1000))
-            self._local.conn = conn
-        return conn
-
     def _setup(self) -> None:
-        import sqlite3  # imported on first use: `import rillet` stays light
-
-        conn = self._connect()
-        try:
-            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        except sqlite3.DatabaseError as e:
-            raise CheckpointError(
-                f"SqliteCheckpointStore: {str(self.path)!r} is not a SQLite database ({e}); "
-                "give the path of a new file or of a rillet checkpoint database"
-            ) from e
-        if tables and app_id != _APP_ID:
-            raise CheckpointError(
-                f"SqliteCheckpointStore: {str(self.path)!r} is a SQLite database of another application; "
-                "give the path of a new file or of a rillet checkpoint database"
-            )
+        app_id, version = self._file.check()
+        conn = self._file.connect()
         if app_id == _APP_ID and version > _SCHEMA_VERSION:
             raise CheckpointError(
                 f"SqliteCheckpointStore: {str(self.path)!r} has schema version {version}, newer than this rillet "
@@ -187,11 +166,11 @@ class SqliteCheckpointStore:
         )
 
     def get(self, checkpoint_id: str) -> bytes | None:
-        row = self._connect().execute("SELECT data FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
+        row = self._file.connect().execute("SELECT data FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
         return None if row is None else self._blob(checkpoint_id, row[0])
 
     def set(self, checkpoint_id: str, data: bytes) -> None:
-        self._connect().execute(
+        self._file.connect().execute(
             "INSERT INTO checkpoints (id, data) VALUES (?, ?) "
             "ON CONFLICT(id) DO UPDATE SET data = excluded.data, updated_at = julianday('now'),"
             " claimed_by = NULL, claimed_until = NULL",
@@ -199,7 +178,7 @@ class SqliteCheckpointStore:
         )
 
     def claim(self, checkpoint_id: str, owner: str) -> bytes | None:
-        conn = self._connect()
+        conn = self._file.connect()
         conn.execute("BEGIN IMMEDIATE")  # the write lock first: no other claim reads in between
         try:
             row = conn.execute(
@@ -221,24 +200,21 @@ class SqliteCheckpointStore:
         return None if row is None else bytes(row[0])
 
     def release(self, checkpoint_id: str, owner: str) -> None:
-        self._connect().execute(
+        self._file.connect().execute(
             "UPDATE checkpoints SET claimed_by = NULL, claimed_until = NULL WHERE id = ? AND claimed_by = ?",
             (checkpoint_id, owner),
         )
 
     def delete(self, checkpoint_id: str) -> None:
-        self._connect().execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,))
+        self._file.connect().execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,))
 
     def ids(self) -> list[str]:
         """Every checkpoint id, most recently written first."""
-        rows = self._connect().execute("SELECT id FROM checkpoints ORDER BY updated_at DESC").fetchall()
+        rows = self._file.connect().execute("SELECT id FROM checkpoints ORDER BY updated_at DESC").fetchall()
         return [r[0] for r in rows]
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._file.close()
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointStore({str(self.path)!r})"

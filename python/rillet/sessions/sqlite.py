@@ -10,7 +10,6 @@ policy reads N turn rows through the (session, turn) primary key, whatever the s
 from __future__ import annotations
 
 import builtins
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import sqlite3
 
-from rillet.checkpoint.stores import _APP_ID
+from rillet.checkpoint.sqlite_file import APP_ID as _APP_ID
+from rillet.checkpoint.sqlite_file import SqliteFile
 from rillet.errors import SessionError
 from rillet.sessions.protocol import SessionData, SessionHead, SessionInfo, build_data, busy_error, now
 
@@ -50,49 +50,21 @@ class SqliteSessionStore:
         self.path = Path(path)
         self.timeout = timeout
         self.rows_read = 0
-        self._local = threading.local()
+        # WAL with NORMAL sync: a commit is atomic and survives a process crash; only a power
+        # cut may lose the last turns, never corrupt the file. FULL fsyncs each turn.
+        self._file = SqliteFile(
+            self.path,
+            timeout,
+            store="SqliteSessionStore",
+            error=SessionError,
+            wanted="a rillet database",
+            pragmas=("PRAGMA synchronous = NORMAL",),
+        )
         self._setup()
 
-    def _connect(self) -> sqlite3.Connection:
-        import sqlite3  # imported on first use: `import rillet` stays light
-
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            try:
-                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-            except sqlite3.Error as e:
-                raise SessionError(f"SqliteSessionStore: cannot open {str(self.path)!r}: {e}") from e
-            try:
-                conn.execute("PRAGMA busy_timeout = %d" % int(self.timeout * 1000))
-                # WAL with NORMAL sync: a commit is atomic and survives a process crash; only a
-                # power cut may lose the last turns, never corrupt the file. FULL fsyncs each turn.
-                conn.execute("PRAGMA synchronous = NORMAL")
-            except sqlite3.DatabaseError as e:
-                conn.close()
-                raise SessionError(
-                    f"SqliteSessionStore: {str(self.path)!r} is not a SQLite database ({e}); "
-                    "give the path of a new file or of a rillet database"
-                ) from e
-            self._local.conn = conn
-        return conn
-
     def _setup(self) -> None:
-        import sqlite3  # imported on first use: `import rillet` stays light
-
-        conn = self._connect()
-        try:
-            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        except sqlite3.DatabaseError as e:
-            raise SessionError(
-                f"SqliteSessionStore: {str(self.path)!r} is not a SQLite database ({e}); "
-                "give the path of a new file or of a rillet database"
-            ) from e
-        if tables and app_id != _APP_ID:
-            raise SessionError(
-                f"SqliteSessionStore: {str(self.path)!r} is a SQLite database of another application; "
-                "give the path of a new file or of a rillet database"
-            )
+        self._file.check()
+        conn = self._file.connect()
         conn.execute("PRAGMA journal_mode = WAL")
         with self._transaction(conn):
             for sql in _TABLES:
@@ -121,7 +93,7 @@ class SqliteSessionStore:
         return None if row is None else int(row[0])
 
     def acquire(self, session_id: str, owner: str, lease: float) -> None:
-        with self._transaction(self._connect()) as conn:
+        with self._transaction(self._file.connect()) as conn:
             key = self._key(conn, session_id, create=True)
             by, until = conn.execute("SELECT busy_by, busy_until FROM sessions WHERE key = ?", (key,)).fetchone()
             t = now()
@@ -130,12 +102,12 @@ class SqliteSessionStore:
             conn.execute("UPDATE sessions SET busy_by = ?, busy_until = ? WHERE key = ?", (owner, t + lease, key))
 
     def release(self, session_id: str, owner: str) -> None:
-        self._connect().execute(
+        self._file.connect().execute(
             "UPDATE sessions SET busy_by = NULL, busy_until = NULL WHERE id = ? AND busy_by = ?", (session_id, owner)
         )
 
     def head(self, session_id: str) -> SessionHead | None:
-        conn = self._connect()
+        conn = self._file.connect()
         row = conn.execute(
             "SELECT key, last_turn, summary_through, summary FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
@@ -147,7 +119,7 @@ class SqliteSessionStore:
     def turns(
         self, session_id: str, *, after: int = 0, before: int | None = None, limit: int | None = None
     ) -> builtins.list[tuple[int, bytes]]:
-        conn = self._connect()
+        conn = self._file.connect()
         key = self._key(conn, session_id, create=False)
         if key is None:
             return []
@@ -159,7 +131,7 @@ class SqliteSessionStore:
         return [(int(i), bytes(d)) for i, d in rows]
 
     def append(self, session_id: str, data: bytes, values: Mapping[str, bytes]) -> int:
-        with self._transaction(self._connect()) as conn:
+        with self._transaction(self._file.connect()) as conn:
             key = self._key(conn, session_id, create=True)
             (turn,) = conn.execute("SELECT last_turn + 1 FROM sessions WHERE key = ?", (key,)).fetchone()
             conn.execute("INSERT INTO session_turns (session, turn, data) VALUES (?, ?, ?)", (key, turn, bytes(data)))
@@ -172,7 +144,7 @@ class SqliteSessionStore:
         return int(turn)
 
     def set_summary(self, session_id: str, through: int, data: bytes) -> None:
-        self._connect().execute(
+        self._file.connect().execute(
             "UPDATE sessions SET summary = ?, summary_through = ? WHERE id = ?", (bytes(data), through, session_id)
         )
 
@@ -182,14 +154,14 @@ class SqliteSessionStore:
 
     def list(self) -> builtins.list[SessionInfo]:
         rows = (
-            self._connect()
+            self._file.connect()
             .execute("SELECT id, last_turn, created_at, updated_at FROM sessions ORDER BY updated_at DESC")
             .fetchall()
         )
         return [SessionInfo(*r) for r in rows]
 
     def delete(self, session_id: str) -> bool:
-        with self._transaction(self._connect()) as conn:
+        with self._transaction(self._file.connect()) as conn:
             key = self._key(conn, session_id, create=False)
             if key is not None:
                 self._drop(conn, [key])
@@ -197,7 +169,7 @@ class SqliteSessionStore:
 
     def prune(self, older_than: float) -> int:
         t = now()
-        with self._transaction(self._connect()) as conn:
+        with self._transaction(self._file.connect()) as conn:
             keys = [
                 r[0]
                 for r in conn.execute(
@@ -214,10 +186,7 @@ class SqliteSessionStore:
             conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(k,) for k in keys])
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._file.close()
 
     def __repr__(self) -> str:
         return f"SqliteSessionStore({str(self.path)!r})"
