@@ -430,6 +430,7 @@ def test_a_blocking_sync_store_does_not_delay_other_runs_on_the_loop(tmp_path: P
 def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "rillet.cli", "resume", *args, "--no-color"],
+        stdin=subprocess.DEVNULL,  # never a terminal: an approval must come from the flags
         capture_output=True,
         text=True,
         timeout=60,
@@ -470,6 +471,11 @@ def test_resume_cli_resumes_only_with_the_agent_that_saved_it(tmp_path: Path) ->
     assert wrong.returncode == 1 and "'banker'" in wrong.stderr and "'travel_assistant'" in wrong.stderr
     nonsense = cli("inv-7", "--db", str(db), "--agent", "no_such_module:x")
     assert nonsense.returncode == 2 and "No module named 'no_such_module'" in nonsense.stderr
+    assert lines(log) == []
+    unattended = cli(
+        "inv-7", "--db", str(db), "--agent", "checkpoint_agents:demo_like", cwd=TESTS, env={"RILLET_TEST_LOG": str(log)}
+    )  # no terminal (stdin is not one here) and no --approve/--reject: nobody approved, nothing runs
+    assert unattended.returncode == 2 and "pass --approve or --reject (nothing was run)" in unattended.stderr
     assert lines(log) == []
     ok = cli(
         "inv-7",

@@ -441,3 +441,30 @@ def test_make_demo_sets_up_light_and_make_test_fully() -> None:
     assert "./scripts/setup\n" in test and "--light" not in test
     bad = subprocess.run([str(root / "scripts/setup"), "--bogus"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "usage: scripts/setup [--light]" in bad.stderr
+
+
+# --- found by a new-user pass: mistakes refused when the Runner is made, and no approval for nobody
+
+
+def test_a_session_store_class_or_a_non_store_is_refused_when_the_runner_is_made() -> None:
+    from rillet import InMemorySessionStore
+
+    agent = ChatModelAgent("a", model=ScriptedModel(["hi"]))
+    with pytest.raises(TypeError, match=r"got the class InMemorySessionStore \(pass an instance"):
+        Runner(agent, session_store=InMemorySessionStore)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"session_store: str has no acquire, .*InMemorySessionStore\(\)"):
+        Runner(agent, session_store="chat.db")  # type: ignore[arg-type]
+
+
+def test_an_observer_class_or_a_bare_observer_is_refused_when_the_runner_is_made() -> None:
+    from rillet import RunObserver
+
+    class Printer(RunObserver):
+        pass
+
+    agent = ChatModelAgent("a", model=ScriptedModel(["hi"]))
+    with pytest.raises(TypeError, match=r"got the class Printer \(pass an instance: Printer\(\)\)"):
+        Runner(agent, observers=[Printer])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"expected a list of observers, got Printer \(pass \[observer\]\)"):
+        Runner(agent, observers=Printer())  # type: ignore[arg-type]
+    assert Runner(agent, observers=[Printer()]).observers  # an instance in a list is fine

@@ -358,9 +358,14 @@ def _default_db() -> Path:
     return Path(tempfile.gettempdir()) / "rillet-demo.db"
 
 
-def _decide(console: Console, ask: Any, decision: str | None) -> Any:
+class NoDecision(Exception):
+    """An approval is needed, no terminal can ask for it and no --approve / --reject was given."""
+
+
+def _decide(console: Console, ask: Any, decision: str | None, *, unattended_approves: bool = True) -> Any:
     """The person's answer to an approval interrupt: from the flag, the terminal, or, with
-    neither, approval (said so)."""
+    neither, approval (said so) in the demo's own run; ``rillet resume`` of any agent refuses
+    to approve for nobody (:class:`NoDecision`)."""
     from rillet.approval import approve, reject
 
     if decision == "approve":
@@ -370,6 +375,8 @@ def _decide(console: Console, ask: Any, decision: str | None) -> Any:
     if sys.stdin.isatty():
         answer = console.input(f"  [bold]Approve this call?[/] {escape('[y/n]')} ").strip().lower()
         return approve() if answer.startswith("y") else reject("the traveller declined")
+    if not unattended_approves:
+        raise NoDecision
     console.print("  [dim]No terminal to ask: approving (pass --reject to decline).[/]")
     return approve()
 
@@ -502,11 +509,18 @@ def resume(
             state = pending.states.get(iid)
             if address and address[-1].startswith("tool:") and isinstance(state, dict) and set(state) == {"arguments"}:
                 console.print(f"[magenta]approval needed:[/] {address[-1].split(':')[1]} ({iid[:8]})")
-                targets[iid] = _decide(console, None, decision)
+                targets[iid] = _decide(console, None, decision, unattended_approves=False)
         render(runner.resume(checkpoint_id, targets=targets or None), console)
     except (CheckpointError, codec.DecodeError, sqlite3.Error) as e:
         print("rillet resume: " + " ".join(str(e).split()), file=sys.stderr)
         return 1
+    except NoDecision:
+        print(
+            f"rillet resume: checkpoint[{checkpoint_id}] waits for an approval and there is no terminal to ask: "
+            "pass --approve or --reject (nothing was run)",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 

@@ -80,6 +80,38 @@ def _input_messages(messages: Any) -> list[Message]:
     return out
 
 
+_SESSION_METHODS = ("acquire", "release", "head", "turns", "append", "get")
+
+
+def _checked_session_store(store: SessionStore | None) -> SessionStore | None:
+    """``store``, refused at once if it is a class or lacks the SessionStore methods (as
+    ``checkpoint_store`` is), rather than failing obscurely at the first session run."""
+    if store is None:
+        return None
+    if isinstance(store, type):  # what users pass by mistake
+        raise TypeError(f"session_store: got the class {store.__name__} (pass an instance: {store.__name__}(...))")
+    missing = [m for m in _SESSION_METHODS if not callable(getattr(store, m, None))]
+    if missing:
+        raise TypeError(
+            f"session_store: {type(store).__name__} has no {', '.join(missing)}; pass a session store such as "
+            "InMemorySessionStore() or SqliteSessionStore(path) (see rillet.SessionStore)"
+        )
+    return store
+
+
+def _checked_observers(observers: Any) -> list[Any]:
+    """``observers`` as a list, refused at once when it is one observer, or holds a class,
+    instead of every callback failing later on a logger the user may not watch."""
+    if not isinstance(observers, Iterable) or hasattr(observers, "on_run_start"):
+        raise TypeError(f"observers: expected a list of observers, got {type(observers).__name__} (pass [observer])")
+    out = list(observers)
+    for o in out:
+        if isinstance(o, type):
+            raise TypeError(f"observers: got the class {o.__name__} (pass an instance: {o.__name__}())")
+    observing(out)  # the missing-method check, now rather than at the first run
+    return out
+
+
 class Runner:
     """Runs ``agent`` (wrapped in the flow wrapper, which fills ``agent_name`` and ``run_path``
     and records the session's events). ``streaming=True`` asks models to stream their output;
@@ -105,9 +137,9 @@ class Runner:
         self.agent = agent
         self.streaming = streaming
         self.checkpoint_store = checkpoint_store
-        self.session_store = session_store
+        self.session_store = _checked_session_store(session_store)
         self.session_policy = session_policy
-        self.observers = list(observers)
+        self.observers = _checked_observers(observers)
         self._adapter = StoreAdapter(checkpoint_store) if checkpoint_store is not None else None
         self._flow = flow_of(agent)
 
