@@ -358,14 +358,10 @@ def _default_db() -> Path:
     return Path(tempfile.gettempdir()) / "rillet-demo.db"
 
 
-class NoDecision(Exception):
-    """An approval is needed, no terminal can ask for it and no --approve / --reject was given."""
-
-
 def _decide(console: Console, ask: Any, decision: str | None, *, unattended_approves: bool = True) -> Any:
     """The person's answer to an approval interrupt: from the flag, the terminal, or, with
-    neither, approval (said so) in the demo's own run; ``rillet resume`` of any agent refuses
-    to approve for nobody (:class:`NoDecision`)."""
+    neither, approval (said so) in the demo's own run; None for ``rillet resume``, which does
+    not approve for nobody."""
     from rillet.approval import approve, reject
 
     if decision == "approve":
@@ -376,7 +372,7 @@ def _decide(console: Console, ask: Any, decision: str | None, *, unattended_appr
         answer = console.input(f"  [bold]Approve this call?[/] {escape('[y/n]')} ").strip().lower()
         return approve() if answer.startswith("y") else reject("the traveller declined")
     if not unattended_approves:
-        raise NoDecision
+        return None
     console.print("  [dim]No terminal to ask: approving (pass --reject to decline).[/]")
     return approve()
 
@@ -510,17 +506,17 @@ def resume(
             if address and address[-1].startswith("tool:") and isinstance(state, dict) and set(state) == {"arguments"}:
                 console.print(f"[magenta]approval needed:[/] {address[-1].split(':')[1]} ({iid[:8]})")
                 targets[iid] = _decide(console, None, decision, unattended_approves=False)
+                if targets[iid] is None:
+                    print(
+                        f"rillet resume: checkpoint[{checkpoint_id}] waits for an approval and there is no terminal "
+                        "to ask: pass --approve or --reject (nothing was run)",
+                        file=sys.stderr,
+                    )
+                    return 2
         render(runner.resume(checkpoint_id, targets=targets or None), console)
     except (CheckpointError, codec.DecodeError, sqlite3.Error) as e:
         print("rillet resume: " + " ".join(str(e).split()), file=sys.stderr)
         return 1
-    except NoDecision:
-        print(
-            f"rillet resume: checkpoint[{checkpoint_id}] waits for an approval and there is no terminal to ask: "
-            "pass --approve or --reject (nothing was run)",
-            file=sys.stderr,
-        )
-        return 2
     return 0
 
 
