@@ -90,8 +90,9 @@ class InMemoryBackend:
 
 
 class DirectoryBackend:
-    """Files under the directory ``root``. A path that resolves outside it (``..``, an
-    absolute path elsewhere, a symbolic link pointing out) is refused with PermissionError."""
+    """Files under the directory ``root``. Every path is taken under it (``/a`` is
+    ``root/a``); one that resolves outside it (through ``..`` or a symbolic link pointing
+    out) is refused with PermissionError."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).resolve()
