@@ -262,7 +262,9 @@ def test_doc_transcripts_are_abridged_from_the_real_output(name: str, capsys: py
     """Every line of the doc's transcript appears in the real output, in the same order
     (``…`` marks cut lines; the timing is left out)."""
     doc = PREBUILT_DOC if name in ("deep", "plan") else DOC
-    (block,) = [text for lang, text in doc_blocks(doc) if lang == "console" and text.startswith(f"$ rillet demo {name} ")]
+    (block,) = [
+        text for lang, text in doc_blocks(doc) if lang == "console" and text.startswith(f"$ rillet demo {name} ")
+    ]
     assert MAINS[name](delay=0.0, color=False) == 0
     real = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
     at = 0
