@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from rillet import Runner
-from rillet.examples import EXAMPLES, research, review_loop, team
+from rillet.examples import EXAMPLES, deep, plan, research, review_loop, team
 
 
 def path_of(ev: object) -> str:
@@ -63,9 +63,42 @@ KEY_LINES = {
         "Loop ended after 2 of at most 5 rounds: the reviewer approved.",
         "5 events · 4 model calls",
     ],
+    "deep": [
+        "run path: release_notes",
+        '→ calls write_todos({"todos": [{"content": "Find the user-facing changes",',
+        '→ calls task({"subagent_type": "researcher", "description": "Which changes',
+        "Two of the four changes matter to users: coalesced wakeups (faster delivery)",
+        '→ calls write_file({"path": "RELEASE.md",',
+        "wrote 146 characters to RELEASE.md",
+        "Todo list (session value):",
+        "  [completed] Find the user-facing changes",
+        "  [completed] Write RELEASE.md",
+        "  - Safer resumes: a checkpoint only resumes the agent that saved it.",
+        "11 events · 6 model calls",
+    ],
+    "plan": [
+        "run path: plan_execute_replan / planner",
+        '{"steps": ["Convert 120 USD to EUR", "Convert 80 GBP to EUR", "Add the',
+        "run path: plan_execute_replan / planner / execute_replan / executor",
+        "→ calls convert(",
+        "    110.40 EUR",
+        '{"steps": ["Convert 80 GBP to EUR", "Add the amounts"]}',
+        "replanner (model call 7)",
+        '{"response": "120 USD and 80 GBP make 204.00 EUR (110.40 + 93.60)."}',
+        "action: break loop (from replanner, ends the loop in round 2)",
+        "  1. Convert 120 USD to EUR → 120 USD is 110.40 EUR.",
+        "  2. Convert 80 GBP to EUR → 80 GBP is 93.60 EUR.",
+        "10 events · 7 model calls",
+    ],
 }
 
-MAINS = {"team": team.main, "research": research.main, "review": review_loop.main}
+MAINS = {
+    "team": team.main,
+    "research": research.main,
+    "review": review_loop.main,
+    "deep": deep.main,
+    "plan": plan.main,
+}
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
@@ -196,11 +229,12 @@ def test_example_flags_of_the_travel_demo_are_refused_with_a_reason() -> None:
 # --- docs/multi-agent.md stays true ----------------------------------------------------------
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "multi-agent.md"
+PREBUILT_DOC = DOC.parent / "prebuilt.md"  # the transcripts of `rillet demo deep` and `plan`
 
 
-def doc_blocks() -> list[tuple[str, str]]:
-    """The (language, text) of every fenced block in docs/multi-agent.md, in order."""
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```$", DOC.read_text(), re.M | re.S)]
+def doc_blocks(doc: Path = DOC) -> list[tuple[str, str]]:
+    """The (language, text) of every fenced block in ``doc`` (docs/multi-agent.md), in order."""
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```$", doc.read_text(), re.M | re.S)]
 
 
 def snippets() -> list[tuple[str, str]]:
@@ -227,7 +261,10 @@ def test_doc_has_every_python_snippet_checked() -> None:
 def test_doc_transcripts_are_abridged_from_the_real_output(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Every line of the doc's transcript appears in the real output, in the same order
     (``…`` marks cut lines; the timing is left out)."""
-    (block,) = [text for lang, text in doc_blocks() if lang == "console" and text.startswith(f"$ rillet demo {name} ")]
+    doc = PREBUILT_DOC if name in ("deep", "plan") else DOC
+    (block,) = [
+        text for lang, text in doc_blocks(doc) if lang == "console" and text.startswith(f"$ rillet demo {name} ")
+    ]
     assert MAINS[name](delay=0.0, color=False) == 0
     real = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
     at = 0

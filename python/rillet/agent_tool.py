@@ -128,7 +128,9 @@ class AgentTool(BaseTool):
             # state by address as the run re-enters them.
             session.restore(records_to_events(saved.events))
             messages = list(saved.messages)
-        address = (*caller.address, tool_segment(self.info.name, scope.call_id if scope else "")) if caller else ()
+        # the segment of the call being run: this tool's, or a dispatching tool's (DeepAgent's task)
+        segment = tool_segment(scope.tool_name, scope.call_id) if scope else tool_segment(self.info.name, "")
+        address = (*caller.address, segment) if caller else ()
         run = RunContext(session, RunPath(), address, None)
         streaming = scope.streaming if scope is not None else False
         emit = scope.emit if (scope is not None and self.emit_internal_events) else None

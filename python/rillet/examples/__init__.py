@@ -3,10 +3,12 @@
 * :mod:`rillet.examples.team`: a supervisor that transfers to a billing and a tech-support agent.
 * :mod:`rillet.examples.research`: a researcher that calls two agents as tools.
 * :mod:`rillet.examples.review_loop`: a writer and a reviewer in a loop until the reviewer approves.
+* :mod:`rillet.examples.deep`: a DeepAgent with a todo list, a sub-agent behind its task tool, and files.
+* :mod:`rillet.examples.plan`: Plan-Execute-Replan: a planner, then an executor and a replanner in a loop.
 
 Run one with ``rillet demo team`` (``research``, ``review``) or ``python -m rillet.examples.team``;
 ``--fast`` skips the pauses between streamed tokens and ``--no-color`` prints plain text.
-docs/multi-agent.md walks through each.
+docs/multi-agent.md walks through the first three, docs/prebuilt.md the last two.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ EXAMPLES = {
     "team": "rillet.examples.team",
     "research": "rillet.examples.research",
     "review": "rillet.examples.review_loop",
+    "deep": "rillet.examples.deep",
+    "plan": "rillet.examples.plan",
 }
 """The examples ``rillet demo <name>`` runs, by name, with the module that holds each."""
 
