@@ -256,3 +256,12 @@ def test_python_m_rillet_web_says_what_is_wrong_in_one_line() -> None:
     assert (
         missing.stderr == "--agent 'web_agent:nothing': AttributeError: module 'web_agent' has no attribute 'nothing'\n"
     )
+
+
+def test_python_m_rillet_web_refuses_a_file_that_is_not_a_checkpoint_store(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    result = _main("web_agent:build", "--db", str(text))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"SqliteCheckpointStore: {str(text)!r} is not a SQLite database")
+    assert result.stderr.count("\n") == 1
