@@ -203,6 +203,11 @@ def test_a_finished_turn_is_history_for_the_next(client: TestClient) -> None:
         start(c, "one")
         _, recs = start(c, "two")
         assert recs[-2]["content"] == "you said 3 things"  # one, its answer, two
+        assert [(m.role, m.content) for m in model.calls[1].messages] == [
+            ("user", "one"),
+            ("assistant", "you said 1 things"),
+            ("user", "two"),
+        ]
         assert c.post("/api/reset").status_code == 200
         _, recs = start(c, "three")
         assert recs[-2]["content"] == "you said 1 things"

@@ -28,6 +28,7 @@ class Run:
         self.records: list[dict[str, Any]] = [{"type": "run_start", "run": self.id, "kind": kind, "text": text}]
         self.status = "running"
         self.answer = ""  # the text of the last assistant message without tool calls
+        self._role: str | None = None  # the role of the latest event
         self._ended = False  # the run_end record is in
         self._lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
@@ -82,8 +83,11 @@ class Run:
         on_end(self)
 
     def _note(self, record: dict[str, Any]) -> None:
-        if record.get("role") == "assistant" and not record.get("tool_calls") and not record.get("open"):
-            self.answer = record.get("content", "")
+        if record["type"] == "event":
+            self._role = record.get("role")  # an open stream's event_end comes without it
+        if record["type"] in ("event", "event_end") and not record.get("open"):
+            if self._role == "assistant" and not record.get("tool_calls"):
+                self.answer = record.get("content", "")
 
 
 class Hub:

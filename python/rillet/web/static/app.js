@@ -214,6 +214,7 @@ function onRunEnd(r) {
 // --- the run-path tree
 
 function noteTree(r) {
+  if (!r.path.length) return;  // an error of the run itself, from no agent
   let parent = null;
   for (let i = 1; i <= r.path.length; i++) {
     const id = r.path.slice(0, i).join("/");
