@@ -161,5 +161,8 @@ def test_parallel_lanes_sit_side_by_side_in_the_tree(browser: Any) -> None:
             writer = pg.locator(".node[data-agent=research] > .children:not(.lanes) > .node[data-agent=writer]")
             assert weather is not None and prices is not None and writer.count() == 1
             assert abs(weather["y"] - prices["y"]) < 2 and prices["x"] > weather["x"] + weather["width"] / 2
+            checker = writer.locator(".children:not(.lanes) > .node[data-agent=fact_checker]")
+            assert checker.locator(".badge.tool").text_content() == "agent tool"
+            assert "⚙ fact_checker" in writer.locator("> .tools").text_content()
         finally:
             context.close()

@@ -2,13 +2,15 @@
 models that answer from the conversation, so every run and resume gets the same replies.
 
 ``build``: a front desk that transfers to ``booker``, whose ``book_hotel`` needs approval.
-``build_parallel``: two researchers side by side, then a writer (a workflow)."""
+``build_parallel``: two researchers side by side, then a writer (a workflow) who asks a
+fact checker, an agent called as a tool."""
 
 from __future__ import annotations
 
 import json
 
 from rillet import (
+    AgentTool,
     ChatModelAgent,
     FunctionCall,
     Message,
@@ -76,6 +78,12 @@ def _says(text: str) -> ScriptedModel:
     return ScriptedModel(lambda messages, tools: text, chunk_size=3, delay=DELAY)
 
 
+def _writer(messages: list[Message], tools: tuple[ToolInfo, ...]) -> Message | str:
+    if not any(m.role == "tool" for m in messages):
+        return _call("fact_checker", {"request": "sunny, rooms from 95 EUR?"}, "call_check")
+    return "Go: sunny weekend, rooms from 95 EUR."
+
+
 def build_parallel() -> SequentialAgent:
     research = ParallelAgent(
         "research",
@@ -85,5 +93,11 @@ def build_parallel() -> SequentialAgent:
             ChatModelAgent("prices", description="hotel prices", model=_says("Rooms from 95 EUR a night.")),
         ],
     )
-    writer = ChatModelAgent("writer", description="sums up", model=_says("Go: sunny weekend, rooms from 95 EUR."))
+    checker = ChatModelAgent("fact_checker", description="checks facts", model=_says("Both facts hold."))
+    writer = ChatModelAgent(
+        "writer",
+        description="sums up",
+        model=ScriptedModel(_writer, chunk_size=3, delay=DELAY),
+        tools=[AgentTool(checker, emit_internal_events=True)],
+    )
     return SequentialAgent("trip", description="plans a trip", sub_agents=[research, writer])
