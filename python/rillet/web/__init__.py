@@ -1,0 +1,78 @@
+"""rillet's dev UI in the browser (the ``rillet[web]`` extra: Starlette and uvicorn).
+
+``serve(agent, db=...)`` serves a page to chat with ``agent`` and watch its runs: events as
+they arrive (tokens streamed), the run-path tree, tool calls with their arguments and
+results, interrupts with approve / reject / edit controls that resume the run, and a browser
+of the checkpoint store. ``rillet web MODULE:ATTRIBUTE`` and ``python -m rillet.web
+MODULE:ATTRIBUTE`` call it; docs/web.md shows it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+from rillet.checkpoint.stores import CheckpointStore, SqliteCheckpointStore
+from rillet.web.checkpoints import MemoryStore
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+__all__ = ["create_app", "is_loopback", "serve"]
+
+_log = logging.getLogger(__name__)
+
+_MISSING = "the dev UI needs Starlette and uvicorn: pip install 'rillet[web]'"
+
+
+def create_app(agent: Any, *, store: CheckpointStore | None = None) -> Starlette:
+    """The dev UI as a Starlette application for ``agent``; interrupted runs are saved to
+    ``store`` (a fresh in-memory store when None), whose checkpoints the page lists."""
+    if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
+        raise TypeError(f"create_app(agent): expected an agent, got {type(agent).__name__}")
+    try:
+        from rillet.web.app import build_app  # imports Starlette: the optional rillet[web] extra
+    except ImportError as e:
+        raise ImportError(f"{_MISSING} ({e})") from e
+    return build_app(agent, store if store is not None else MemoryStore())
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    agent: object, *, db: str | None, host: str = "127.0.0.1", port: int = 8000, allow_remote: bool = False
+) -> None:
+    """Serves the dev UI for ``agent`` on ``host:port`` until interrupted (Ctrl-C).
+    Checkpoints go to the SQLite file ``db``, or to memory when None. Only loopback addresses
+    unless ``allow_remote``: the page runs the agent and its tools for whoever reaches it."""
+    if not is_loopback(host):
+        if not allow_remote:
+            raise ValueError(
+                f"rillet web: refusing to listen on {host!r}, which other machines can reach: whoever opens the "
+                "page runs your agent and its tools; use 127.0.0.1, or allow it explicitly (allow_remote=True, "
+                "--allow-remote)"
+            )
+        warning = (
+            f"rillet web: WARNING: listening on {host}:{port}, reachable from other machines; anyone who can "
+            "open the page can run this agent and its tools, with no authentication"
+        )
+        _log.warning(warning)
+        print(warning, file=sys.stderr)
+    store: CheckpointStore = SqliteCheckpointStore(db) if db is not None else MemoryStore()
+    app = create_app(agent, store=store)
+    try:
+        import uvicorn  # the optional rillet[web] extra, needed only to serve
+    except ImportError as e:
+        raise ImportError(f"{_MISSING} ({e})") from e
+    print(f"rillet web: http://{'[' + host + ']' if ':' in host else host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

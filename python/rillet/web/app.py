@@ -1,0 +1,157 @@
+"""The dev UI's Starlette application: the page, a JSON API and server-sent events.
+
+GET  /                          the page (static/index.html; static/app.js and app.css beside it)
+GET  /api/agent                 the agent tree: names, kinds, sub-agents, tools
+POST /api/runs {"text"}         starts a chat turn -> {"run", "checkpoint_id"}
+GET  /api/runs/{run}/events     the run's records as server-sent events, from the first
+POST /api/resume {"checkpoint_id", "targets"}  resumes a checkpoint -> {"run", ...}
+POST /api/reset                 forgets the chat's history
+GET  /api/checkpoints           the store's checkpoints: id, size, age
+GET  /api/checkpoints/{id}      one checkpoint, decoded
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from rillet.agent_tool import AgentTool
+from rillet.checkpoint.stores import CheckpointStore
+from rillet.errors import RilletError
+from rillet.flow import flow_of
+from rillet.web.checkpoints import decoded, listing
+from rillet.web.runs import Hub, Run
+
+__all__ = ["build_app"]
+
+_STATIC = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
+
+
+def _static(name: str) -> bytes:
+    return (resources.files("rillet.web") / "static" / name).read_bytes()
+
+
+def agent_tree(agent: Any) -> dict[str, Any]:
+    """The agent's structure: name, kind (its class, e.g. ParallelAgent), sub-agents, and
+    tools (an agent tool with the tree of its agent)."""
+    flow = flow_of(agent)
+    inner = flow.agent
+    tools = []
+    for t in getattr(inner, "tools", None) or []:
+        info = getattr(t, "info", None)
+        entry: dict[str, Any] = {"name": getattr(info, "name", type(t).__name__), "kind": type(t).__name__}
+        if isinstance(t, AgentTool):
+            entry["agent"] = agent_tree(t.agent)
+        tools.append(entry)
+    subs = getattr(inner, "sub_agents", None) or flow.sub_agents  # a workflow's children, or transfer targets
+    return {
+        "name": getattr(agent, "name", ""),
+        "kind": type(inner).__name__,
+        "description": getattr(agent, "description", ""),
+        "sub_agents": [agent_tree(s) for s in subs],
+        "tools": tools,
+    }
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def _json_body(request: Request) -> dict[str, Any] | None:
+    try:
+        body = await request.json()
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _started(run: Run) -> JSONResponse:
+    return JSONResponse({"run": run.id, "checkpoint_id": run.checkpoint_id, "events": f"/api/runs/{run.id}/events"})
+
+
+def build_app(agent: Any, store: CheckpointStore) -> Starlette:
+    hub = Hub(agent, store)
+    tree = agent_tree(agent)
+
+    async def page(request: Request) -> Response:
+        name = request.path_params.get("name", "index.html")
+        if name not in _STATIC:
+            return _error(404, f"no static file {name!r}")
+        return Response(_static(name), media_type=_STATIC[name], headers={"Cache-Control": "no-store"})
+
+    async def agent_info(request: Request) -> Response:
+        return JSONResponse(tree)
+
+    async def start(request: Request) -> Response:
+        body = await _json_body(request)
+        text = body.get("text") if body is not None else None
+        if not isinstance(text, str) or not text.strip():
+            return _error(400, 'POST /api/runs takes JSON {"text": "your message"} with a non-empty text')
+        return _started(await run_in_threadpool(hub.start, text))
+
+    async def resume(request: Request) -> Response:
+        body = await _json_body(request)
+        if body is None or not isinstance(body.get("checkpoint_id"), str) or not isinstance(body.get("targets"), dict):
+            return _error(
+                400,
+                'POST /api/resume takes JSON {"checkpoint_id": "...", "targets": {"<interrupt id>": <data>}}, '
+                'for example {"decision": "approve"} as the data of a requires_approval interrupt',
+            )
+        try:
+            run = await run_in_threadpool(hub.resume, body["checkpoint_id"], body["targets"])
+        except (RilletError, ValueError, TypeError) as e:
+            return _error(409, f"{type(e).__name__}: {e}")
+        return _started(run)
+
+    async def reset(request: Request) -> Response:
+        hub.reset()
+        return JSONResponse({"history": 0})
+
+    async def events(request: Request) -> Response:
+        run = hub.runs.get(request.path_params["run"])
+        if run is None:
+            return _error(404, f"no run {request.path_params['run']!r} in this server")
+
+        async def stream() -> AsyncIterator[str]:
+            sent = 0
+            while True:
+                records = await run.since(sent)
+                if not records:
+                    return
+                sent += len(records)
+                for r in records:
+                    yield f"event: {r['type']}\ndata: {json.dumps(r, ensure_ascii=False)}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+    async def checkpoints(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(listing, store))
+
+    async def checkpoint(request: Request) -> Response:
+        cid = request.path_params["id"]
+        try:
+            view = await run_in_threadpool(decoded, store, cid)
+        except Exception as e:  # noqa: BLE001  (a damaged checkpoint is shown with its error, not a 500)
+            return _error(422, f"{type(e).__name__}: {e}")
+        return _error(404, f"no checkpoint {cid!r} in the store") if view is None else JSONResponse(view)
+
+    routes = [
+        Route("/", page),
+        Route("/static/{name}", page),
+        Route("/api/agent", agent_info),
+        Route("/api/runs", start, methods=["POST"]),
+        Route("/api/runs/{run}/events", events),
+        Route("/api/resume", resume, methods=["POST"]),
+        Route("/api/reset", reset, methods=["POST"]),
+        Route("/api/checkpoints", checkpoints),
+        Route("/api/checkpoints/{id:path}", checkpoint),
+    ]
+    return Starlette(routes=routes)

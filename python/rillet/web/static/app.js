@@ -1,0 +1,394 @@
+// rillet web: the dev UI's page. Plain JavaScript, no build step and nothing fetched from
+// elsewhere. The server sends each run's records as server-sent events (see rillet/web/wire.py).
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { agent: null, kinds: {}, lanes: {}, agentTools: {}, tree: new Map(), cards: new Map(), bubbles: new Map(), run: null };
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = text;
+  return e;
+}
+
+function pretty(text) {
+  try { return JSON.stringify(JSON.parse(text), null, 2); } catch (e) { return String(text); }
+}
+
+function show(value) {
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+}
+
+async function api(path, body) {
+  const init = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  const res = await fetch(path, init);
+  const data = await res.json();
+  if (!res.ok) throw new Error(data.error || res.statusText);
+  return data;
+}
+
+function setStatus(text, cls) {
+  const s = $("status");
+  s.textContent = text;
+  s.className = "status " + cls;
+}
+
+function scrollDown(box) { box.scrollTop = box.scrollHeight; }
+
+// --- the agent's structure: kinds (ParallelAgent lays its children out as lanes), agent tools
+
+function learnAgent(node) {
+  state.kinds[node.name] = node.kind;
+  if (node.kind === "ParallelAgent") state.lanes[node.name] = node.sub_agents.map((s) => s.name);
+  for (const t of node.tools) if (t.agent) { state.agentTools[t.agent.name] = t.name; learnAgent(t.agent); }
+  for (const s of node.sub_agents) learnAgent(s);
+}
+
+// --- runs
+
+function watch(run, label) {
+  state.run = run.run;
+  setStatus("running", "running");
+  const head = el("div", "run-head", label + " · checkpoint " + run.checkpoint_id);
+  $("timeline").append(head);
+  const source = new EventSource(run.events);
+  const handle = (e) => onRecord(JSON.parse(e.data), run);
+  for (const type of ["run_start", "event", "delta", "event_end"]) source.addEventListener(type, handle);
+  source.addEventListener("run_end", (e) => { source.close(); handle(e); });
+  source.onerror = () => { source.close(); };
+}
+
+function onRecord(r, run) {
+  if (r.type === "event") onEvent(r, run);
+  else if (r.type === "delta") onDelta(r, run);
+  else if (r.type === "event_end") onEventEnd(r, run);
+  else if (r.type === "run_end") onRunEnd(r);
+}
+
+function key(run, seq) { return run.run + ":" + seq; }
+
+function pathChip(path) {
+  const chip = el("span", "path");
+  path.forEach((name, i) => {
+    if (i) chip.append(el("span", "sep", "›"));
+    chip.append(el("span", "step", name));
+  });
+  return chip;
+}
+
+function onEvent(r, run) {
+  noteTree(r);
+  const card = el("div", "card " + (r.error ? "error" : r.action ? "action " + r.action.kind : r.role || "other"));
+  card.dataset.seq = r.seq;
+  const top = el("div", "card-top");
+  top.append(pathChip(r.path));
+  const what = r.error ? "error" : r.role === "tool" ? "tool result · " + r.tool_name : r.role === "assistant" ? "model" : r.action ? "action" : "output";
+  top.append(el("span", "kind", what + (r.streaming ? " · streaming" : "")));
+  card.append(top);
+  const body = el("div", "text");
+  card.append(body);
+  card._body = body;
+  state.cards.set(key(run, r.seq), card);
+  if (r.role === "assistant") card._bubble = chatBubble(r);
+  if (!r.open) fill(card, r);
+  if (r.action) card.append(actionView(r.action, run));
+  if (r.error) card.append(el("pre", "err", r.error.type + ": " + r.error.message));
+  if (r.custom !== undefined) card.append(el("pre", "json", show(r.custom)));
+  $("timeline").append(card);
+  scrollDown($("timeline"));
+}
+
+function chatBubble(r) {
+  const b = el("div", "bubble assistant");
+  b.append(el("div", "who", r.agent));
+  const t = el("div", "text");
+  b.append(t);
+  b._text = t;
+  $("chat").append(b);
+  return b;
+}
+
+function onDelta(r, run) {
+  const card = state.cards.get(key(run, r.seq));
+  if (!card) return;
+  const tok = el("span", "token", r.text);
+  card._body.append(tok);
+  if (card._bubble) card._bubble._text.append(el("span", "token", r.text));
+  scrollDown($("timeline"));
+  scrollDown($("chat"));
+}
+
+function onEventEnd(r, run) {
+  const card = state.cards.get(key(run, r.seq));
+  if (!card) return;
+  card.classList.add("ended");
+  fill(card, r);
+  if (r.error) card.append(el("pre", "err", r.error));
+}
+
+function fill(card, r) {
+  card._body.textContent = r.content || "";
+  if (card._bubble) {
+    card._bubble._text.textContent = r.content || "";
+    if (!r.content) card._bubble.remove();
+  }
+  for (const c of r.tool_calls || []) {
+    const call = el("div", "tool-call");
+    call.append(el("span", "arrow", "→ calls "), el("b", null, c.name), el("span", "dim", " " + c.id));
+    call.append(el("pre", "json", pretty(c.arguments)));
+    card.append(call);
+    noteTool(card, c.name);
+  }
+}
+
+function actionView(a, run) {
+  if (a.kind === "transfer") return el("div", "act", "⇢ transfer to " + a.to);
+  if (a.kind === "exit") return el("div", "act", "exit");
+  if (a.kind === "break_loop") return el("div", "act", "break loop (from " + a.from + ")");
+  if (a.kind === "interrupt") {
+    const box = el("div", "act");
+    box.append(el("div", null, "interrupted: waiting for a person"));
+    for (const ctx of a.interrupts) {
+      box.append(el("div", "dim", ctx.address.join(" / ")));
+      box.append(el("pre", "json", show(ctx.info)));
+      $("chat").append(approvalBox(run.checkpoint_id, ctx.id, ctx.info, ctx.address));
+    }
+    scrollDown($("chat"));
+    return box;
+  }
+  return el("pre", "json", show(a.value));
+}
+
+// --- interrupts: approve / reject / edit, then the resumed run is watched like any other
+
+function approvalBox(checkpointId, interruptId, info, address) {
+  const box = el("div", "approval");
+  box.dataset.interrupt = interruptId;
+  const proposed = info && typeof info === "object" && "tool" in info;
+  box.append(el("div", "approval-title", proposed ? "Approve the call of " + info.tool + "?" : "The run waits for an answer"));
+  box.append(el("div", "dim", address.join(" / ") + " · interrupt " + interruptId.slice(0, 8)));
+  box.append(el("pre", "json", show(proposed ? info.arguments : info)));
+  const edit = el("textarea", "edit-args");
+  edit.value = JSON.stringify(proposed ? info.arguments : {}, null, 2);
+  edit.hidden = true;
+  const reason = el("input", "reason");
+  reason.placeholder = "reason (for reject)";
+  const buttons = el("div", "buttons");
+  const approve = el("button", "approve", "Approve");
+  const reject = el("button", "reject", "Reject");
+  const editBtn = el("button", "edit", "Edit…");
+  const note = el("div", "err");
+  buttons.append(approve, reject, reason, editBtn);
+  box.append(buttons, edit, note);
+  const answer = async (data) => {
+    note.textContent = "";
+    try {
+      const run = await api("/api/resume", { checkpoint_id: checkpointId, targets: { [interruptId]: data } });
+      box.classList.add("answered");
+      box.querySelectorAll("button, input, textarea").forEach((b) => { b.disabled = true; });
+      box.append(el("div", "answered-note", "answered: " + data.decision));
+      watch(run, "resume");
+    } catch (e) { note.textContent = e.message; }
+  };
+  approve.onclick = () => answer({ decision: "approve" });
+  reject.onclick = () => answer({ decision: "reject", reason: reason.value });
+  editBtn.onclick = () => {
+    if (edit.hidden) { edit.hidden = false; editBtn.textContent = "Run with these arguments"; return; }
+    let args;
+    try { args = JSON.parse(edit.value); } catch (e) { note.textContent = "the arguments are not JSON: " + e.message; return; }
+    answer({ decision: "edit", arguments: args });
+  };
+  return box;
+}
+
+function onRunEnd(r) {
+  const labels = { done: ["done", "idle"], interrupted: ["waiting for approval", "waiting"], error: ["failed", "failed"] };
+  const [text, cls] = labels[r.status] || [r.status, "idle"];
+  if (r.run === state.run) setStatus(text, cls);
+  $("timeline").append(el("div", "run-end " + r.status, "run " + r.status));
+  scrollDown($("timeline"));
+  loadCheckpoints();
+}
+
+// --- the run-path tree
+
+function noteTree(r) {
+  if (!r.path.length) return;  // an error of the run itself, from no agent
+  let parent = null;
+  for (let i = 1; i <= r.path.length; i++) {
+    const id = r.path.slice(0, i).join("/");
+    let node = state.tree.get(id);
+    if (!node) {
+      node = treeNode(r.path[i - 1], parent);
+      state.tree.set(id, node);
+    }
+    parent = node;
+  }
+  document.querySelectorAll(".node.current").forEach((n) => n.classList.remove("current"));
+  parent.classList.add("current");
+  parent._count.textContent = String(Number(parent._count.textContent) + 1);
+  if (r.action && r.action.kind === "interrupt") parent.classList.add("interrupted");
+  if (r.error) parent.classList.add("failed");
+  parent._lastCard = r;
+}
+
+function treeNode(name, parent) {
+  const intro = $("tree").querySelector("p");
+  if (intro) intro.remove();
+  const node = el("div", "node");
+  node.dataset.agent = name;
+  const label = el("div", "label");
+  const kind = state.kinds[name] || "";
+  label.append(el("span", "name", name));
+  if (kind) label.append(el("span", "badge", kind.replace(/Agent$/, "") || kind));
+  if (state.agentTools[name]) label.append(el("span", "badge tool", "agent tool"));
+  const count = el("span", "count", "0");
+  label.append(count);
+  node._count = count;
+  const tools = el("div", "tools");
+  node._tools = tools;
+  const lanes = el("div", "children lanes");
+  const kids = el("div", "children");
+  node._lanes = lanes;
+  node._kids = kids;
+  node.append(label, tools, lanes, kids);
+  // a parallel agent's own children run side by side; what runs after it (a sequence's
+  // next step, whose run path extends the parallel one's) stacks below
+  const inLane = parent && (state.lanes[parent.dataset.agent] || []).includes(name);
+  (parent ? (inLane ? parent._lanes : parent._kids) : $("tree")).append(node);
+  return node;
+}
+
+function noteTool(card, name) {
+  const node = document.querySelector(".node.current");
+  if (node) node._tools.append(el("span", "tool-chip", "⚙ " + name));
+}
+
+// --- checkpoints
+
+function age(seconds) {
+  if (seconds < 60) return Math.round(seconds) + " s";
+  if (seconds < 3600) return Math.round(seconds / 60) + " min";
+  if (seconds < 86400) return Math.round(seconds / 3600) + " h";
+  return Math.round(seconds / 86400) + " d";
+}
+
+async function loadCheckpoints() {
+  const box = $("checkpoints");
+  let list;
+  try { list = await api("/api/checkpoints"); } catch (e) { box.textContent = e.message; return; }
+  box.textContent = "";
+  if (!list.length) { box.append(el("p", "dim", "No checkpoints: a run saves one when it is interrupted.")); return; }
+  const table = el("table", "checkpoint-list");
+  const head = el("tr");
+  for (const h of ["id", "size", "age", ""]) head.append(el("th", null, h));
+  table.append(head);
+  for (const c of list) {
+    const row = el("tr");
+    row.dataset.checkpoint = c.id;
+    const open = el("button", "small open", "open");
+    open.onclick = () => openCheckpoint(c.id);
+    const cell = el("td");
+    cell.append(open);
+    row.append(el("td", "mono", c.id), el("td", null, c.size < 0 ? "?" : c.size + " B"), el("td", null, age(c.age)), cell);
+    table.append(row);
+  }
+  box.append(table);
+}
+
+function section(title, content) {
+  const s = el("section", "cp-section");
+  s.append(el("h3", null, title), content);
+  return s;
+}
+
+async function openCheckpoint(id) {
+  const view = $("checkpoint-view");
+  view.textContent = "";
+  $("checkpoint-title").textContent = "Checkpoint " + id;
+  $("checkpoint-dialog").showModal();
+  let cp;
+  try { cp = await api("/api/checkpoints/" + encodeURIComponent(id)); } catch (e) { view.append(el("pre", "err", e.message)); return; }
+  const agent = cp.agent ? (cp.agent.name || "") + (cp.agent.type ? " (" + cp.agent.type + ")" : "") : "not recorded";
+  view.append(el("div", "dim", cp.size + " bytes · agent " + agent + (cp.streaming ? " · streaming" : "")));
+  const inputs = el("div");
+  for (const m of cp.input) inputs.append(el("div", "msg", m.role + ": " + (m.content || "")));
+  view.append(section("Input", inputs));
+  view.append(section("Session values", el("pre", "json", JSON.stringify(cp.session_values, null, 2))));
+  const events = el("ol", "cp-events");
+  for (const e of cp.events) {
+    const li = el("li");
+    li.append(pathChip(e.path));
+    const calls = (e.tool_calls || []).map((c) => "→ " + c.name + " " + c.arguments).join("  ");
+    const act = e.action ? " [" + e.action.kind + (e.action.to ? " → " + e.action.to : "") + "]" : "";
+    li.append(el("span", null, " " + (e.role || "") + (e.tool_name ? "[" + e.tool_name + "]" : "") + ": " + (e.content || "") + " " + calls + act));
+    events.append(li);
+  }
+  view.append(section("Events (" + cp.events.length + ")", events));
+  const ints = el("div");
+  const roots = cp.interrupts.filter((i) => i.root_cause), others = cp.interrupts.filter((i) => !i.root_cause);
+  for (const i of [...roots, ...others]) {  // the points to answer first; their parents' states below, folded
+    const box = el("div", "cp-interrupt" + (i.root_cause ? " root" : ""));
+    box.append(el("div", "mono", i.id + (i.root_cause ? " · root cause" : "")), el("div", null, "address: " + i.address.join(" / ")));
+    const stateView = el("details");
+    stateView.open = i.root_cause;
+    stateView.append(el("summary", null, "state"), el("pre", "json", JSON.stringify(i.state, null, 2)));
+    box.append(stateView);
+    if (i.root_cause) {
+      let info = null;
+      try { info = i.state && i.state.arguments ? { tool: i.address[i.address.length - 1].split(":")[1], arguments: JSON.parse(i.state.arguments) } : null; } catch (e) { info = null; }
+      const ask = approvalBox(id, i.id, info, i.address);
+      const close = () => $("checkpoint-dialog").close();
+      ask.querySelectorAll("button").forEach((b) => b.addEventListener("click", () => setTimeout(() => { if (ask.classList.contains("answered")) close(); }, 300)));
+      box.append(ask);
+    }
+    ints.append(box);
+  }
+  view.append(section("Interrupts (" + cp.interrupts.length + ")", ints));
+}
+
+// --- chat
+
+async function send(text) {
+  const b = el("div", "bubble user");
+  b.append(el("div", "text", text));
+  $("chat").append(b);
+  scrollDown($("chat"));
+  try {
+    const run = await api("/api/runs", { text });
+    watch(run, "run");
+  } catch (e) {
+    $("chat").append(el("div", "err", e.message));
+  }
+}
+
+function start() {
+  $("chat-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const text = $("chat-input").value.trim();
+    if (!text) return;
+    $("chat-input").value = "";
+    send(text);
+  });
+  $("chat-input").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("chat-form").requestSubmit(); }
+  });
+  $("new-chat").onclick = async () => {
+    await api("/api/reset", {});
+    $("chat").textContent = "";
+    $("timeline").textContent = "";
+    $("tree").textContent = "";
+    state.tree.clear();
+    setStatus("idle", "idle");
+  };
+  $("refresh-checkpoints").onclick = loadCheckpoints;
+  api("/api/agent").then((a) => {
+    state.agent = a;
+    learnAgent(a);
+    $("agent-name").textContent = a.name + " · " + a.kind;
+  });
+  loadCheckpoints();
+}
+
+start();
