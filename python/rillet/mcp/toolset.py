@@ -1,0 +1,227 @@
+"""``McpToolset``: an MCP server's tools as rillet tools."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from rillet.errors import McpConnectionError, McpToolError
+from rillet.mcp.approval import ApprovalPolicy, check_policy, gate
+from rillet.mcp.connection import Connection
+from rillet.mcp.results import error_text, result_text
+from rillet.mcp.servers import HttpServer, StdioServer, as_server
+from rillet.mcp.tool import McpTool, local_name
+from rillet.tools import BaseTool
+
+_LIST_PAGES = 100  # a server whose pages never end cannot hang a listing
+
+
+@dataclass(frozen=True)
+class ToolFilter:
+    """Which of the server's tools to offer: those named in ``allow`` (all when ``None``),
+    minus those named in ``block`` (names as the server gives them)."""
+
+    allow: Collection[str] | None = None
+    block: Collection[str] = ()
+
+    def __call__(self, tool: Any) -> bool:
+        return (self.allow is None or tool.name in self.allow) and tool.name not in self.block
+
+
+class McpToolset:
+    """The tools of one MCP server, as an async context manager::
+
+        async with McpToolset(StdioServer("python", ["server.py"])) as toolset:
+            agent = ChatModelAgent(..., tools=[*await toolset.tools()])
+
+    Args:
+        server: a :class:`StdioServer`, an :class:`HttpServer` or an http(s) URL.
+        tool_filter: a :class:`ToolFilter`, or a function of the server's tool (``name``,
+            ``description``, ``input_schema``...) returning whether to offer it.
+        require_approval: ``"never"`` (default), ``"always"``, a set of tool names, or a
+            function ``(tool_name, arguments) -> bool``; such calls interrupt the run for a
+            person (:mod:`rillet.approval`).
+        prefix: put before every tool's name (two servers with the same tool names).
+        timeout: seconds to connect, and for one tool call or listing to answer.
+
+    The tool list is cached: :meth:`tools` lists from the server the first time, after the
+    server says its tools changed (tools/list_changed), after a reconnect, and after
+    :meth:`refresh`. A call whose connection is gone (the server process died) reconnects
+    first; a call in flight when the server dies fails with :class:`McpConnectionError`,
+    which the model sees as the call's error.
+    """
+
+    def __init__(
+        self,
+        server: StdioServer | HttpServer | str,
+        *,
+        tool_filter: ToolFilter | Callable[[Any], bool] | None = None,
+        require_approval: ApprovalPolicy = "never",
+        prefix: str = "",
+        timeout: float = 60.0,
+    ) -> None:
+        self.server = as_server(server)
+        if tool_filter is not None and not callable(tool_filter):
+            raise TypeError(
+                "McpToolset(tool_filter): a ToolFilter(allow=..., block=...) or a function of the "
+                f"server's tool returning bool, got {tool_filter!r}"
+            )
+        self.tool_filter = tool_filter
+        self.require_approval = check_policy(require_approval)
+        if not isinstance(prefix, str):
+            raise TypeError(f"McpToolset(prefix): a str, got {prefix!r}")
+        self.prefix = prefix
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"McpToolset(timeout): a positive number of seconds, got {timeout!r}")
+        self.timeout = float(timeout)
+        self._conn: Connection | None = None
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listed: list[Any] | None = None
+        self._stale = True
+        self._entered = False
+
+    def __repr__(self) -> str:
+        return f"<McpToolset {self.server.label()}>"
+
+    # --- lifetime ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> McpToolset:
+        if self._entered:
+            raise RuntimeError(f"{self!r} is already open; use one `async with` per toolset")
+        self._loop = asyncio.get_running_loop()
+        self._lock = asyncio.Lock()
+        self._entered = True
+        try:
+            await self._connection()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Closes the connection (a stdio server's process ends)."""
+        conn, self._conn = self._conn, None
+        self._entered = False
+        if conn is not None:
+            await conn.close()
+
+    def _tools_changed(self) -> None:
+        self._stale = True
+
+    async def _connection(self) -> Connection:
+        """The live connection, opened anew when there is none or it is gone."""
+        if not self._entered or self._lock is None:
+            raise RuntimeError(f"{self!r} is not open: use it inside `async with McpToolset(...) as toolset:`")
+        async with self._lock:
+            conn = self._conn
+            if conn is not None and not conn.closed:
+                return conn
+            if conn is not None:
+                await conn.close()
+            conn = self._conn = Connection(self.server, self._tools_changed)
+            try:
+                await conn.open(self.timeout)
+            except Exception as e:
+                self._conn = None
+                raise McpConnectionError(
+                    f"cannot connect to the MCP server {self.server.label()}: {type(e).__name__}: {e}"
+                ) from e
+            self._stale = True  # a new connection may be to a changed server
+            return conn
+
+    # --- tools ------------------------------------------------------------------------------
+
+    async def tools(self) -> list[BaseTool]:
+        """The server's tools (filtered, with approval where required) as rillet tools; listed
+        from the server when the cache is empty or stale, else from the cache."""
+        listed = await self._list(force=False)
+        out: list[BaseTool] = []
+        for mcp_tool in listed:
+            if self.tool_filter is not None and not self.tool_filter(mcp_tool):
+                continue
+            tool = McpTool(self, mcp_tool, local_name(self.prefix, mcp_tool.name))
+            out.append(gate(self.require_approval, tool, mcp_tool.name))
+        return out
+
+    async def refresh(self) -> list[BaseTool]:
+        """Lists the tools from the server now, whatever the cache holds."""
+        await self._list(force=True)
+        return await self.tools()
+
+    async def _list(self, force: bool) -> list[Any]:
+        if self._on_other_loop():
+            return await self._on_own_loop(self._list(force))
+        conn = await self._connection()  # may reconnect, which makes the cache stale
+        if self._listed is not None and not self._stale and not force:
+            return self._listed
+        self._stale = False  # a change announced while listing marks it stale again
+        tools: list[Any] = []
+        cursor: str | None = None
+        try:
+            for _ in range(_LIST_PAGES):
+                page = await asyncio.wait_for(conn.client.list_tools(cursor=cursor), self.timeout)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except BaseException:
+            self._stale = True
+            raise
+        self._listed = tools
+        return tools
+
+    # --- calls ------------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> str:
+        """Calls the server's tool ``name`` and returns its result as text; raises
+        :class:`McpToolError` for an error result and :class:`McpConnectionError` when the
+        server cannot be reached or dies during the call."""
+        if self._on_other_loop():
+            return await self._on_own_loop(self.call(name, arguments))
+        from mcp import MCPError  # optional dependency: only rillet.mcp needs it
+        from mcp_types import CONNECTION_CLOSED
+
+        conn = await self._connection()
+        try:
+            result = await asyncio.wait_for(conn.client.call_tool(name, arguments), self.timeout)
+        except MCPError as e:
+            if e.code != CONNECTION_CLOSED:
+                raise McpToolError(f"MCP server {self.server.label()}: tool {name!r} failed: {e.message}") from e
+            conn.failed = True
+            raise self._lost(name, e) from e
+        except TimeoutError as e:
+            raise McpToolError(
+                f"MCP server {self.server.label()}: tool {name!r} did not answer within {self.timeout:g}s"
+            ) from e
+        except Exception as e:  # a transport error (connection refused, reset): reconnect next time
+            conn.failed = True
+            raise self._lost(name, e) from e
+        if result.is_error:
+            raise McpToolError(f"MCP server {self.server.label()}: tool {name!r} failed: {error_text(result)}")
+        return result_text(result)
+
+    def _lost(self, name: str, e: BaseException) -> McpConnectionError:
+        return McpConnectionError(
+            f"MCP server {self.server.label()}: the connection was lost during the call of tool {name!r} "
+            f"({type(e).__name__}: {e}); the server process may have died. The next call reconnects."
+        )
+
+    # --- loops ------------------------------------------------------------------------------
+
+    def _on_other_loop(self) -> bool:
+        return self._loop is not None and asyncio.get_running_loop() is not self._loop
+
+    async def _on_own_loop(self, coro: Any) -> Any:
+        """Runs ``coro`` on the loop the toolset was opened on, which owns the connection (a
+        sync ``runner.query`` runs tools on rillet's background loop)."""
+        assert self._loop is not None
+        future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return await asyncio.wrap_future(future)
