@@ -32,6 +32,13 @@ class ToolFilter:
         return (self.allow is None or tool.name in self.allow) and tool.name not in self.block
 
 
+def _leaf(e: BaseException) -> BaseException:
+    """The first real error inside task-group wrappers (anyio reports through ExceptionGroups)."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return e
+
+
 class McpToolset:
     """The tools of one MCP server, as an async context manager::
 
@@ -131,8 +138,9 @@ class McpToolset:
                 await conn.open(self.timeout)
             except Exception as e:
                 self._conn = None
+                cause = _leaf(e)
                 raise McpConnectionError(
-                    f"cannot connect to the MCP server {self.server.label()}: {type(e).__name__}: {e}"
+                    f"cannot connect to the MCP server {self.server.label()}: {type(cause).__name__}: {cause}"
                 ) from e
             self._stale = True  # a new connection may be to a changed server
             return conn
@@ -203,7 +211,7 @@ class McpToolset:
             ) from e
         except Exception as e:  # a transport error (connection refused, reset): reconnect next time
             conn.failed = True
-            raise self._lost(name, e) from e
+            raise self._lost(name, _leaf(e)) from e
         if result.is_error:
             raise McpToolError(f"MCP server {self.server.label()}: tool {name!r} failed: {error_text(result)}")
         return result_text(result)
