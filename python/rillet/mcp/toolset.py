@@ -195,7 +195,7 @@ class McpToolset:
         if self._on_other_loop():
             return await self._on_own_loop(self.call(name, arguments))
         from mcp import MCPError  # optional dependency: only rillet.mcp needs it
-        from mcp_types import CONNECTION_CLOSED
+        from mcp_types import CONNECTION_CLOSED  # as above
 
         conn = await self._connection()
         try:
