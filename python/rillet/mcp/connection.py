@@ -33,11 +33,12 @@ class Connection:
         self.client: Any = None
         self.failed = False
 
-    async def open(self, timeout: float) -> None:
+    async def open(self, seconds: float) -> None:
+        """Connects, within ``seconds``."""
         ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._hold(ready), name=f"rillet-mcp {self.server.label()}")
         try:
-            self.client = await asyncio.wait_for(asyncio.shield(ready), timeout)
+            self.client = await asyncio.wait_for(asyncio.shield(ready), seconds)
         except BaseException:
             await self.close()
             raise
@@ -58,7 +59,7 @@ class Connection:
             return
         try:
             await asyncio.wait_for(asyncio.shield(task), _CLOSE_TIMEOUT)
-        except BaseException:  # a transport stuck in its shutdown: abandon it (cancelled)
+        except TimeoutError:  # a transport stuck in its shutdown: abandon it (cancelled)
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
@@ -105,5 +106,5 @@ class Connection:
             async with client.listen(tools_list_changed=True) as events:
                 async for _ in events:
                     self._on_tools_changed()
-        except Exception as e:  # the server went away or refused: tool calls report it, not this task
+        except Exception as e:  # noqa: BLE001  (the server went away or refused: tool calls report it)
             log.debug("MCP tools/list_changed subscription to %s ended: %r", self.server.label(), e)

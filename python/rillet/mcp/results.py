@@ -17,9 +17,7 @@ def result_text(result: Any) -> str:
         if result.structured_content is not None:
             return json.dumps(result.structured_content, ensure_ascii=False)
         return ""
-    return json.dumps(
-        [p.model_dump(mode="json", by_alias=True, exclude_none=True) for p in parts], ensure_ascii=False
-    )
+    return json.dumps([p.model_dump(mode="json", by_alias=True, exclude_none=True) for p in parts], ensure_ascii=False)
 
 
 def error_text(result: Any) -> str:

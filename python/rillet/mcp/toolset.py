@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from rillet.errors import McpConnectionError, McpToolError
 from rillet.mcp.approval import ApprovalPolicy, check_policy, gate
@@ -16,6 +16,8 @@ from rillet.mcp.results import error_text, result_text
 from rillet.mcp.servers import HttpServer, StdioServer, as_server
 from rillet.mcp.tool import McpTool, local_name
 from rillet.tools import BaseTool
+
+T = TypeVar("T")
 
 _LIST_PAGES = 100  # a server whose pages never end cannot hang a listing
 
@@ -227,9 +229,9 @@ class McpToolset:
     def _on_other_loop(self) -> bool:
         return self._loop is not None and asyncio.get_running_loop() is not self._loop
 
-    async def _on_own_loop(self, coro: Any) -> Any:
+    async def _on_own_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Runs ``coro`` on the loop the toolset was opened on, which owns the connection (a
         sync ``runner.query`` runs tools on rillet's background loop)."""
         assert self._loop is not None
-        future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return await asyncio.wrap_future(future)
