@@ -95,16 +95,32 @@ def booking_log(tmp_path: Path) -> Path:
     return tmp_path / "bookings.log"
 
 
-@pytest.fixture(params=["stdio", "http"])
-def server(request: pytest.FixtureRequest, booking_log: Path) -> Iterator[StdioServer | HttpServer]:
-    env = {"RILLET_MCP_LOG": str(booking_log)}
-    if request.param == "stdio":
-        yield StdioServer(sys.executable, [SERVER, "stdio"], env=env)
-        return
-    proc = HttpProcess(env)
-    request.node.http_process = proc
+@pytest.fixture(scope="module")
+def shared_http() -> Iterator[HttpProcess]:
+    """One HTTP server for the tests that do not kill theirs (a server takes seconds to start)."""
+    proc = HttpProcess({})
     try:
-        yield HttpServer(proc.url)
+        yield proc
+    finally:
+        proc.kill()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: pytest.FixtureRequest, shared_http: HttpProcess) -> StdioServer | HttpServer:
+    if request.param == "stdio":
+        return StdioServer(sys.executable, [SERVER, "stdio"])
+    return HttpServer(shared_http.url)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def own_server(request: pytest.FixtureRequest) -> Iterator[tuple[StdioServer | HttpServer, HttpProcess | None]]:
+    """A server of the test's own, with its HTTP process (to kill) when it has one."""
+    if request.param == "stdio":
+        yield StdioServer(sys.executable, [SERVER, "stdio"]), None
+        return
+    proc = HttpProcess({})
+    try:
+        yield HttpServer(proc.url), proc
     finally:
         proc.kill()
 
@@ -194,8 +210,8 @@ async def test_bad_arguments_are_the_servers_error_and_bad_json_is_rillets(tools
         (lambda t: t.name.startswith("p"), ["picture", "pid"]),
     ],
 )
-async def test_tool_filter(server: StdioServer | HttpServer, tool_filter: Any, names: list[str]) -> None:
-    async with McpToolset(server, tool_filter=tool_filter, prefix="s_") as ts:
+async def test_tool_filter(shared_http: HttpProcess, tool_filter: Any, names: list[str]) -> None:
+    async with McpToolset(shared_http.url, tool_filter=tool_filter, prefix="s_") as ts:
         assert [t.info.name for t in await ts.tools()] == ["s_" + n for n in names]
 
 
@@ -242,6 +258,7 @@ RESUME = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 async def test_approval_interrupts_and_a_second_process_resumes_from_sqlite(tmp_path: Path, booking_log: Path) -> None:
     server = StdioServer(sys.executable, [SERVER, "stdio"], env={"RILLET_MCP_LOG": str(booking_log)})
     db = str(tmp_path / "runs.db")
@@ -269,12 +286,17 @@ async def test_approval_interrupts_and_a_second_process_resumes_from_sqlite(tmp_
     assert bookings(booking_log) == "Ritz\n"
 
 
-async def test_approval_policies(server: StdioServer | HttpServer, booking_log: Path) -> None:
+async def test_approval_policies(shared_http: HttpProcess) -> None:
     async def interrupts(policy: Any, arguments: dict[str, Any]) -> bool:
-        async with McpToolset(server, require_approval=policy) as ts:
+        """Whether the call of book asks first; if not, it must have run."""
+        async with McpToolset(shared_http.url, require_approval=policy) as ts:
             model = ScriptedModel([call("book", arguments), "Done."])
             agent = ChatModelAgent("a", description="d", model=model, tools=await ts.tools())
-            return any(e[0] == "interrupt" for e in await run(agent, "go"))
+            events = await run(agent, "go")
+            if events[1][0] == "interrupt":
+                return True
+            assert events[1] == ("tool", "book", f"booked {arguments['hotel']}")
+            return False
 
     assert await interrupts("always", {"hotel": "A"})
     assert not await interrupts("never", {"hotel": "B"})
@@ -282,12 +304,10 @@ async def test_approval_policies(server: StdioServer | HttpServer, booking_log: 
     pricey = lambda name, args: name == "book" and args["hotel"] == "Ritz"  # noqa: E731
     assert await interrupts(pricey, {"hotel": "Ritz"})
     assert not await interrupts(pricey, {"hotel": "Inn"})
-    assert bookings(booking_log) == "B\nC\nInn\n"
 
 
-async def test_approved_in_the_same_process(tmp_path: Path, toolset: McpToolset, booking_log: Path) -> None:
-    tools = [t for t in await toolset.tools() if t.info.name == "book"]
-    async with McpToolset(toolset.server, require_approval="always") as gated:
+async def test_approved_in_the_same_process(tmp_path: Path, server: StdioServer | HttpServer) -> None:
+    async with McpToolset(server, require_approval="always") as gated:
         tools = await gated.tools()
         model = ScriptedModel([call("book", {"hotel": "Ritz"}), "Booked."])
         agent = ChatModelAgent("a", description="d", model=model, tools=tools)
@@ -296,13 +316,19 @@ async def test_approved_in_the_same_process(tmp_path: Path, toolset: McpToolset,
         target = events[-1].action.interrupted.interrupt_contexts[0].id
         resumed = [shown(ev) async for ev in runner.resume("x", targets={target: approve()})]
     assert resumed == [("tool", "book", "booked Ritz"), ("assistant", "", "Booked.")]
-    assert bookings(booking_log) == "Ritz\n"
 
 
 # --- list_changed -------------------------------------------------------------------------
 
 
-async def test_list_changed_refreshes_the_cached_list(toolset: McpToolset) -> None:
+async def test_list_changed_refreshes_the_cached_list(
+    own_server: tuple[StdioServer | HttpServer, HttpProcess | None],
+) -> None:
+    async with McpToolset(own_server[0], timeout=20) as toolset:  # grow changes the server for good
+        await grows(toolset)
+
+
+async def grows(toolset: McpToolset) -> None:
     by = {t.info.name: t for t in await toolset.tools()}
     assert "extra" not in by
     assert await by["grow"].invoke("") == "grown"
@@ -328,13 +354,18 @@ async def test_the_list_is_cached_until_refresh(toolset: McpToolset) -> None:
 
 
 async def test_server_killed_mid_run_is_a_tool_error_then_the_next_call_reconnects(
-    request: pytest.FixtureRequest, toolset: McpToolset
+    own_server: tuple[StdioServer | HttpServer, HttpProcess | None],
 ) -> None:
     """``crash`` kills the server during its call; the local tool ``restart`` starts the HTTP
     server again (a stdio server is restarted by the toolset itself); ``pid`` reconnects."""
+    server, http = own_server
+    async with McpToolset(server, timeout=20) as toolset:
+        await killed_and_restarted(toolset, http)
+
+
+async def killed_and_restarted(toolset: McpToolset, http: HttpProcess | None) -> None:
     by = {t.info.name: t for t in await toolset.tools()}
     first_pid = await by["pid"].invoke("")
-    http: HttpProcess | None = getattr(request.node, "http_process", None)
 
     def restart() -> str:
         """Starts the server again."""
@@ -352,3 +383,20 @@ async def test_server_killed_mid_run_is_a_tool_error_then_the_next_call_reconnec
     assert events[4] == ("assistant", "pid", "{}")
     assert events[5][:2] == ("tool", "pid") and events[5][2] != first_pid and events[5][2].isdigit()
     assert events[6] == ("assistant", "", "Back.")
+
+
+async def test_a_sync_run_on_another_thread_calls_through_the_toolsets_loop(shared_http: HttpProcess) -> None:
+    """A sync ``for`` over a run runs the tools on rillet's background loop; the calls go to
+    the loop that opened the toolset, which owns the connection."""
+    async with McpToolset(shared_http.url) as toolset:
+        model = ScriptedModel([call("add", {"a": 20, "b": 22}), "42."])
+        agent = ChatModelAgent("a", description="d", model=model, tools=await toolset.tools())
+        events = await asyncio.to_thread(lambda: [shown(ev) for ev in Runner(agent).query("go")])
+    assert events == [("assistant", "add", '{"a": 20, "b": 22}'), ("tool", "add", "42"), ("assistant", "", "42.")]
+
+
+async def test_a_closed_toolset_says_so(shared_http: HttpProcess) -> None:
+    async with McpToolset(shared_http.url) as toolset:
+        add = (await toolset.tools())[0]
+    with pytest.raises(RuntimeError, match="is not open: use it inside `async with McpToolset"):
+        await add.invoke('{"a": 1, "b": 2}')
