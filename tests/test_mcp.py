@@ -400,3 +400,58 @@ async def test_a_closed_toolset_says_so(shared_http: HttpProcess) -> None:
         add = (await toolset.tools())[0]
     with pytest.raises(RuntimeError, match="is not open: use it inside `async with McpToolset"):
         await add.invoke('{"a": 1, "b": 2}')
+
+
+# --- servers of the handshake era (protocol versions before 2026-07-28) -------------------
+
+
+@pytest.fixture
+def legacy_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toolset's client speaks the initialize handshake, as to a server of the older
+    protocol versions: HTTP sessions, and list_changed as a notification."""
+    import functools
+
+    import mcp
+
+    monkeypatch.setattr(mcp, "Client", functools.partial(mcp.Client, mode="legacy"))
+
+
+@pytest.mark.usefixtures("legacy_client")
+async def test_older_protocol_list_changed_notification_refreshes_the_list(
+    own_server: tuple[StdioServer | HttpServer, HttpProcess | None],
+) -> None:
+    async with McpToolset(own_server[0], timeout=20) as toolset:
+        await grows(toolset)
+
+
+@pytest.mark.usefixtures("legacy_client")
+async def test_older_protocol_http_server_restarted_between_calls_gets_a_new_session() -> None:
+    """The restarted server does not know the old session and refuses the call unseen: the
+    toolset opens a new session and sends it again; the model sees only the result."""
+    proc = HttpProcess({})
+    try:
+        async with McpToolset(proc.url, timeout=20) as toolset:
+            pid = {t.info.name: t for t in await toolset.tools()}["pid"]
+            first = await pid.invoke("")
+            await asyncio.to_thread(proc.restart)
+            second = await pid.invoke("")
+            assert second != first and second == str(proc.proc.pid if proc.proc else "")
+            assert await pid.invoke("") == second
+    finally:
+        proc.kill()
+
+
+async def test_stdio_server_killed_between_calls_is_restarted_by_the_next_call() -> None:
+    """Not in flight: the call was never sent, so the toolset starts the server again and the
+    model sees only the result."""
+    async with McpToolset(StdioServer(sys.executable, [SERVER, "stdio"]), timeout=20) as toolset:
+        pid = {t.info.name: t for t in await toolset.tools()}["pid"]
+        first = await pid.invoke("")
+        os.kill(int(first), signal.SIGKILL)
+        conn = toolset._conn
+        deadline = time.monotonic() + 10
+        while conn is not None and not conn.closed:  # the end of its stdout reached the client
+            assert time.monotonic() < deadline, "the client never saw the server's stdout close"
+            await asyncio.sleep(0.02)
+        second = await pid.invoke("")
+        assert second.isdigit() and second != first

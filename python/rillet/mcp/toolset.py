@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import re
 from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 
-from rillet.errors import McpConnectionError, McpToolError
+from rillet.errors import McpConnectionError, McpError, McpToolError
 from rillet.mcp.approval import ApprovalPolicy, check_policy, gate
 from rillet.mcp.connection import Connection
 from rillet.mcp.results import error_text, result_text
@@ -20,6 +21,7 @@ from rillet.tools import BaseTool
 T = TypeVar("T")
 
 _LIST_PAGES = 100  # a server whose pages never end cannot hang a listing
+_SESSION_GONE = re.compile(r"session.*(not found|terminated|expired|unknown|invalid)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,38 @@ class ToolFilter:
 
     def __call__(self, tool: Any) -> bool:
         return (self.allow is None or tool.name in self.allow) and tool.name not in self.block
+
+
+def _say(e: BaseException) -> str:
+    """An error as one line for the model: the server's message, or the type and message."""
+    from mcp import MCPError  # optional dependency: only rillet.mcp needs it
+
+    e = _leaf(e)
+    return e.message if isinstance(e, MCPError) else f"{type(e).__name__}: {e}"
+
+
+def _session_gone(e: BaseException) -> bool:
+    """Whether ``e`` is an HTTP server's answer that it does not know the session (it
+    restarted, or dropped an idle session): the request was refused, not run."""
+    from mcp import MCPError  # as above
+
+    e = _leaf(e)
+    return isinstance(e, MCPError) and bool(_SESSION_GONE.search(e.message))
+
+
+def _gone(e: BaseException) -> bool:
+    """Whether ``e`` means the connection is gone: closed, a transport failure, or a session
+    the server no longer knows."""
+    import anyio  # the mcp package's own dependency
+    import httpx2  # the mcp package's HTTP client
+    from mcp import MCPError  # as above
+    from mcp_types import CONNECTION_CLOSED  # as above
+
+    e = _leaf(e)
+    if isinstance(e, MCPError):
+        return e.code == CONNECTION_CLOSED or _session_gone(e)
+    transport = (OSError, httpx2.TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+    return isinstance(e, transport)
 
 
 def _leaf(e: BaseException) -> BaseException:
@@ -169,23 +203,34 @@ class McpToolset:
     async def _list(self, force: bool) -> list[Any]:
         if self._on_other_loop():
             return await self._on_own_loop(self._list(force))
-        conn = await self._connection()  # may reconnect, which makes the cache stale
-        if self._listed is not None and not self._stale and not force:
-            return self._listed
-        self._stale = False  # a change announced while listing marks it stale again
+        for attempt in range(2):
+            conn = await self._connection()  # may reconnect, which makes the cache stale
+            if self._listed is not None and not self._stale and not force:
+                return self._listed
+            self._stale = False  # a change announced while listing marks it stale again
+            try:
+                self._listed = await self._list_pages(conn)
+                return self._listed
+            except Exception as e:
+                self._stale = True
+                if not _gone(e):
+                    raise McpError(f"MCP server {self.server.label()}: listing its tools failed: {_say(e)}") from e
+                conn.failed = True
+                if attempt:  # listing again is harmless: once, on a new connection
+                    raise McpConnectionError(
+                        f"MCP server {self.server.label()}: the connection was lost while listing its tools ({_say(e)})"
+                    ) from e
+        raise AssertionError("unreachable")
+
+    async def _list_pages(self, conn: Connection) -> list[Any]:
         tools: list[Any] = []
         cursor: str | None = None
-        try:
-            for _ in range(_LIST_PAGES):
-                page = await asyncio.wait_for(conn.client.list_tools(cursor=cursor), self.timeout)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if cursor is None:
-                    break
-        except BaseException:
-            self._stale = True
-            raise
-        self._listed = tools
+        for _ in range(_LIST_PAGES):
+            page = await asyncio.wait_for(conn.client.list_tools(cursor=cursor), self.timeout)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
         return tools
 
     # --- calls ------------------------------------------------------------------------------
@@ -196,24 +241,23 @@ class McpToolset:
         server cannot be reached or dies during the call."""
         if self._on_other_loop():
             return await self._on_own_loop(self.call(name, arguments))
-        from mcp import MCPError  # optional dependency: only rillet.mcp needs it
-        from mcp_types import CONNECTION_CLOSED  # as above
-
-        conn = await self._connection()
-        try:
-            result = await asyncio.wait_for(conn.client.call_tool(name, arguments), self.timeout)
-        except MCPError as e:
-            if e.code != CONNECTION_CLOSED:
-                raise McpToolError(f"MCP server {self.server.label()}: tool {name!r} failed: {e.message}") from e
-            conn.failed = True
-            raise self._lost(name, e) from e
-        except TimeoutError as e:
-            raise McpToolError(
-                f"MCP server {self.server.label()}: tool {name!r} did not answer within {self.timeout:g}s"
-            ) from e
-        except Exception as e:  # a transport error (connection refused, reset): reconnect next time
-            conn.failed = True
-            raise self._lost(name, _leaf(e)) from e
+        for attempt in range(2):
+            conn = await self._connection()
+            try:
+                result = await asyncio.wait_for(conn.client.call_tool(name, arguments), self.timeout)
+                break
+            except TimeoutError as e:
+                raise McpToolError(
+                    f"MCP server {self.server.label()}: tool {name!r} did not answer within {self.timeout:g}s"
+                ) from e
+            except Exception as e:
+                if not _gone(e):
+                    raise McpToolError(f"MCP server {self.server.label()}: tool {name!r} failed: {_say(e)}") from e
+                conn.failed = True
+                # An HTTP session the server no longer knows (it restarted) refused the call
+                # unseen: sending it again on a new session is safe. Anything else may have run.
+                if attempt or not _session_gone(e):
+                    raise self._lost(name, e) from e
         if result.is_error:
             raise McpToolError(f"MCP server {self.server.label()}: tool {name!r} failed: {error_text(result)}")
         return result_text(result)
@@ -221,7 +265,7 @@ class McpToolset:
     def _lost(self, name: str, e: BaseException) -> McpConnectionError:
         return McpConnectionError(
             f"MCP server {self.server.label()}: the connection was lost during the call of tool {name!r} "
-            f"({type(e).__name__}: {e}); the server process may have died. The next call reconnects."
+            f"({_say(e)}); the server process may have died. The next call reconnects."
         )
 
     # --- loops ------------------------------------------------------------------------------
