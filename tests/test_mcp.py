@@ -455,3 +455,11 @@ async def test_stdio_server_killed_between_calls_is_restarted_by_the_next_call()
             await asyncio.sleep(0.02)
         second = await pid.invoke("")
         assert second.isdigit() and second != first
+
+
+async def test_http_server_with_headers(shared_http: HttpProcess) -> None:
+    async with McpToolset(HttpServer(shared_http.url, headers={"Authorization": "Bearer t"})) as toolset:
+        add = (await toolset.tools())[0]
+        assert await add.invoke('{"a": 1, "b": 1}') == "2"
+    with pytest.raises(ValueError, match="HttpServer"):
+        HttpServer("ftp://example.com/mcp")
