@@ -53,6 +53,9 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "ModelStreamError": (E.ModelError,),
     "StreamLimitError": (E.ModelError, ValueError),
     "ScriptExhaustedError": (E.RilletError,),
+    "McpError": (E.RilletError,),
+    "McpToolError": (E.McpError,),
+    "McpConnectionError": (E.McpError, ConnectionError),
     "Fatal": (BaseException,),  # internal: not in __all__
 }
 

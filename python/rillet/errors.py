@@ -41,6 +41,9 @@ __all__ = [
     "Interrupted",
     "InvalidRequestError",
     "MalformedChunkError",
+    "McpConnectionError",
+    "McpError",
+    "McpToolError",
     "ModelConnectionError",
     "ModelError",
     "ModelNotFoundError",
@@ -311,6 +314,20 @@ class StreamLimitError(ModelError, ValueError):
 
 class ScriptExhaustedError(RilletError):
     """A :class:`ScriptedModel` was called once more than it has scripted replies."""
+
+
+class McpError(RilletError):
+    """An MCP server (``rillet.mcp``) failed a request."""
+
+
+class McpToolError(McpError):
+    """An MCP server answered a tool call with an error (``isError``, or a protocol error such
+    as an unknown tool); the agent sends the message to the model as the call's result."""
+
+
+class McpConnectionError(McpError, ConnectionError):
+    """An MCP server cannot be reached, or its connection closed (the server process died);
+    the next call reconnects."""
 
 
 # --- internal -------------------------------------------------------------------------------

@@ -1,0 +1,465 @@
+"""McpToolset against an MCP server written for the tests (tests/mcp_servers.py), over stdio
+(a subprocess the toolset starts) and streamable HTTP (a subprocess on a loopback port)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from optional import need
+from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SqliteCheckpointStore, ToolCall
+from rillet.approval import approve
+from rillet.mcp import HttpServer, McpConnectionError, McpToolError, McpToolset, StdioServer, ToolFilter
+
+pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]  # anyio's pytest plugin runs the async tests
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+SERVER = str(Path(__file__).with_name("mcp_servers.py"))
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _mcp_installed() -> None:
+    need("mcp")
+
+
+def bookings(log: Path) -> str:
+    """What ``book`` wrote, in order ('' before the first booking)."""
+    return log.read_text() if log.exists() else ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class HttpProcess:
+    """The test server on a loopback port; ``restart()`` kills it and starts it again there."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, SERVER, "http", str(self.port)],
+            env={**os.environ, **self.env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the MCP test server exited with {self.proc.returncode}")
+            time.sleep(0.05)
+        raise RuntimeError("the MCP test server did not listen within 20s")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+
+@pytest.fixture
+def booking_log(tmp_path: Path) -> Path:
+    return tmp_path / "bookings.log"
+
+
+@pytest.fixture(scope="module")
+def shared_http() -> Iterator[HttpProcess]:
+    """One HTTP server for the tests that do not kill theirs (a server takes seconds to start)."""
+    proc = HttpProcess({})
+    try:
+        yield proc
+    finally:
+        proc.kill()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: pytest.FixtureRequest, shared_http: HttpProcess) -> StdioServer | HttpServer:
+    if request.param == "stdio":
+        return StdioServer(sys.executable, [SERVER, "stdio"])
+    return HttpServer(shared_http.url)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def own_server(request: pytest.FixtureRequest) -> Iterator[tuple[StdioServer | HttpServer, HttpProcess | None]]:
+    """A server of the test's own, with its HTTP process (to kill) when it has one."""
+    if request.param == "stdio":
+        yield StdioServer(sys.executable, [SERVER, "stdio"]), None
+        return
+    proc = HttpProcess({})
+    try:
+        yield HttpServer(proc.url), proc
+    finally:
+        proc.kill()
+
+
+@pytest.fixture
+async def toolset(server: StdioServer | HttpServer) -> AsyncIterator[McpToolset]:
+    async with McpToolset(server, timeout=20) as ts:
+        yield ts
+
+
+def call(name: str, arguments: dict[str, Any], call_id: str = "c1") -> Message:
+    return Message.assistant(
+        tool_calls=[ToolCall(index=0, id=call_id, function=FunctionCall(name, json.dumps(arguments)))]
+    )
+
+
+def shown(ev: Any) -> tuple[str, ...]:
+    """An event as (role, tool name or '', content), or ('interrupt', info) for an interrupt."""
+    if ev.action and ev.action.interrupted:
+        return ("interrupt", json.dumps([c.info for c in ev.action.interrupted.interrupt_contexts]))
+    if ev.error is not None:
+        return ("error", str(ev.error))
+    msg = ev.message_output.get_message()
+    if msg.tool_calls:
+        return (msg.role, msg.tool_calls[0].function.name, msg.tool_calls[0].function.arguments)
+    return (msg.role, ev.message_output.tool_name, msg.content)
+
+
+async def run(agent: ChatModelAgent, text: str, **kwargs: Any) -> list[tuple[str, ...]]:
+    return [shown(ev) async for ev in Runner(agent, **kwargs).query(text)]
+
+
+# --- list, call, error --------------------------------------------------------------------
+
+
+async def test_lists_the_servers_tools_with_their_schemas_as_given(toolset: McpToolset) -> None:
+    tools = await toolset.tools()
+    assert [t.info.name for t in tools] == ["add", "echo", "fail", "picture", "book", "pid", "grow", "crash"]
+    add = tools[0].info
+    assert add.description == "Adds two integers."
+    assert add.parameters["properties"] == {
+        "a": {"title": "A", "type": "integer"},
+        "b": {"title": "B", "type": "integer"},
+    }
+    assert add.parameters["required"] == ["a", "b"]
+
+
+async def test_call_returns_text_json_and_content_parts(toolset: McpToolset) -> None:
+    by = {t.info.name: t for t in await toolset.tools()}
+    assert await by["add"].invoke('{"a": 2, "b": 3}') == "5"
+    assert await by["echo"].invoke('{"text": "héllo"}') == "héllo"
+    assert json.loads(await by["picture"].invoke("")) == [
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    ]
+
+
+async def test_an_error_result_is_a_tool_error_the_model_sees(toolset: McpToolset) -> None:
+    by = {t.info.name: t for t in await toolset.tools()}
+    with pytest.raises(McpToolError, match=r"tool 'fail' failed: Error executing tool fail: cannot do it: no reason"):
+        await by["fail"].invoke('{"reason": "no reason"}')
+    model = ScriptedModel([call("fail", {"reason": "why"}), call("add", {"a": 1, "b": 2}, "c2"), "Three."])
+    agent = ChatModelAgent("a", description="d", model=model, tools=list(by.values()))
+    events = await run(agent, "go")
+    assert events[0] == ("assistant", "fail", '{"reason": "why"}')
+    assert events[1][:2] == ("tool", "fail") and events[1][2].startswith("Error: MCP server ")
+    assert events[1][2].endswith("tool 'fail' failed: Error executing tool fail: cannot do it: why")
+    assert events[2:] == [("assistant", "add", '{"a": 1, "b": 2}'), ("tool", "add", "3"), ("assistant", "", "Three.")]
+
+
+async def test_bad_arguments_are_the_servers_error_and_bad_json_is_rillets(toolset: McpToolset) -> None:
+    add = (await toolset.tools())[0]
+    with pytest.raises(McpToolError, match="tool 'add' failed"):
+        await add.invoke('{"a": "x"}')
+    with pytest.raises(ValueError, match="arguments are not valid JSON"):
+        await add.invoke("{oops")
+
+
+# --- filter -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool_filter", "names"),
+    [
+        (ToolFilter(allow={"add", "echo"}), ["add", "echo"]),
+        (ToolFilter(block={"crash", "grow", "pid", "picture"}), ["add", "echo", "fail", "book"]),
+        (ToolFilter(allow={"add", "echo"}, block={"echo"}), ["add"]),
+        (lambda t: t.name.startswith("p"), ["picture", "pid"]),
+    ],
+)
+async def test_tool_filter(shared_http: HttpProcess, tool_filter: Any, names: list[str]) -> None:
+    async with McpToolset(shared_http.url, tool_filter=tool_filter, prefix="s_") as ts:
+        assert [t.info.name for t in await ts.tools()] == ["s_" + n for n in names]
+
+
+def test_bad_arguments_are_refused_when_made() -> None:
+    with pytest.raises(TypeError, match="StdioServer"):
+        McpToolset("server.py")
+    with pytest.raises(TypeError, match="require_approval"):
+        McpToolset("http://127.0.0.1:1/mcp", require_approval="sometimes")
+    with pytest.raises(TypeError, match="tool_filter"):
+        McpToolset("http://127.0.0.1:1/mcp", tool_filter=["add"])  # type: ignore[arg-type]
+
+
+async def test_a_server_that_cannot_start_is_a_connection_error() -> None:
+    with pytest.raises(McpConnectionError, match="cannot connect to the MCP server"):
+        async with McpToolset(StdioServer(sys.executable, ["-c", "import sys; sys.exit(1)"]), timeout=10):
+            pass
+    with pytest.raises(McpConnectionError, match="cannot connect"):
+        async with McpToolset(f"http://127.0.0.1:{free_port()}/mcp", timeout=10):
+            pass
+
+
+# --- approval -----------------------------------------------------------------------------
+
+RESUME = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from rillet import ChatModelAgent, Runner, ScriptedModel, SqliteCheckpointStore
+    from rillet.approval import approve
+    from rillet.mcp import McpToolset, StdioServer
+
+    async def main():
+        db, checkpoint, interrupt_id, server, log = sys.argv[1:6]
+        async with McpToolset(StdioServer(sys.executable, [server, "stdio"], env={"RILLET_MCP_LOG": log}),
+                              require_approval={"book"}) as toolset:
+            agent = ChatModelAgent("booker", description="books", model=ScriptedModel(["Booked."]),
+                                   tools=await toolset.tools())
+            runner = Runner(agent, checkpoint_store=SqliteCheckpointStore(db))
+            async for ev in runner.resume(checkpoint, targets={interrupt_id: approve()}):
+                msg = ev.message_output.get_message()
+                print(json.dumps([msg.role, msg.content]))
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.slow
+async def test_approval_interrupts_and_a_second_process_resumes_from_sqlite(tmp_path: Path, booking_log: Path) -> None:
+    server = StdioServer(sys.executable, [SERVER, "stdio"], env={"RILLET_MCP_LOG": str(booking_log)})
+    db = str(tmp_path / "runs.db")
+    async with McpToolset(server, require_approval={"book"}) as toolset:
+        model = ScriptedModel([call("book", {"hotel": "Ritz"})])
+        agent = ChatModelAgent("booker", description="books", model=model, tools=await toolset.tools())
+        runner = Runner(agent, checkpoint_store=SqliteCheckpointStore(db))
+        events = [ev async for ev in runner.query("book the Ritz", checkpoint_id="trip")]
+    assert [shown(ev) for ev in events] == [
+        ("assistant", "book", '{"hotel": "Ritz"}'),
+        ("interrupt", '[{"tool": "book", "arguments": {"hotel": "Ritz"}}]'),
+    ]
+    assert bookings(booking_log) == ""  # nothing ran before the person's decision
+    interrupt_id = events[-1].action.interrupted.interrupt_contexts[0].id
+    out = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", RESUME, db, "trip", interrupt_id, SERVER, str(booking_log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": f"{ROOT / 'python'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line) for line in out.stdout.splitlines()] == [["tool", "booked Ritz"], ["assistant", "Booked."]]
+    assert bookings(booking_log) == "Ritz\n"
+
+
+async def test_approval_policies(shared_http: HttpProcess) -> None:
+    async def interrupts(policy: Any, arguments: dict[str, Any]) -> bool:
+        """Whether the call of book asks first; if not, it must have run."""
+        async with McpToolset(shared_http.url, require_approval=policy) as ts:
+            model = ScriptedModel([call("book", arguments), "Done."])
+            agent = ChatModelAgent("a", description="d", model=model, tools=await ts.tools())
+            events = await run(agent, "go")
+            if events[1][0] == "interrupt":
+                return True
+            assert events[1] == ("tool", "book", f"booked {arguments['hotel']}")
+            return False
+
+    assert await interrupts("always", {"hotel": "A"})
+    assert not await interrupts("never", {"hotel": "B"})
+    assert not await interrupts({"add"}, {"hotel": "C"})
+    pricey = lambda name, args: name == "book" and args["hotel"] == "Ritz"  # noqa: E731
+    assert await interrupts(pricey, {"hotel": "Ritz"})
+    assert not await interrupts(pricey, {"hotel": "Inn"})
+
+
+async def test_approved_in_the_same_process(tmp_path: Path, server: StdioServer | HttpServer) -> None:
+    async with McpToolset(server, require_approval="always") as gated:
+        tools = await gated.tools()
+        model = ScriptedModel([call("book", {"hotel": "Ritz"}), "Booked."])
+        agent = ChatModelAgent("a", description="d", model=model, tools=tools)
+        runner = Runner(agent, checkpoint_store=SqliteCheckpointStore(str(tmp_path / "r.db")))
+        events = [ev async for ev in runner.query("go", checkpoint_id="x")]
+        target = events[-1].action.interrupted.interrupt_contexts[0].id
+        resumed = [shown(ev) async for ev in runner.resume("x", targets={target: approve()})]
+    assert resumed == [("tool", "book", "booked Ritz"), ("assistant", "", "Booked.")]
+
+
+# --- list_changed -------------------------------------------------------------------------
+
+
+async def test_list_changed_refreshes_the_cached_list(
+    own_server: tuple[StdioServer | HttpServer, HttpProcess | None],
+) -> None:
+    async with McpToolset(own_server[0], timeout=20) as toolset:  # grow changes the server for good
+        await grows(toolset)
+
+
+async def grows(toolset: McpToolset) -> None:
+    by = {t.info.name: t for t in await toolset.tools()}
+    assert "extra" not in by
+    assert await by["grow"].invoke("") == "grown"
+    deadline = time.monotonic() + 10
+    while "extra" not in [t.info.name for t in await toolset.tools()]:
+        assert time.monotonic() < deadline, "the tools/list_changed notification did not refresh the list"
+        await asyncio.sleep(0.05)
+    extra = [t for t in await toolset.tools() if t.info.name == "extra"][0]
+    assert await extra.invoke("") == "extra"
+
+
+async def test_the_list_is_cached_until_refresh(toolset: McpToolset) -> None:
+    first = await toolset.tools()
+    listed = toolset._listed
+    await toolset.tools()
+    assert toolset._listed is listed  # no second listing
+    again = await toolset.refresh()
+    assert toolset._listed is not listed
+    assert [t.info.name for t in again] == [t.info.name for t in first]
+
+
+# --- the server dies ----------------------------------------------------------------------
+
+
+async def test_server_killed_mid_run_is_a_tool_error_then_the_next_call_reconnects(
+    own_server: tuple[StdioServer | HttpServer, HttpProcess | None],
+) -> None:
+    """``crash`` kills the server during its call; the local tool ``restart`` starts the HTTP
+    server again (a stdio server is restarted by the toolset itself); ``pid`` reconnects."""
+    server, http = own_server
+    async with McpToolset(server, timeout=20) as toolset:
+        await killed_and_restarted(toolset, http)
+
+
+async def killed_and_restarted(toolset: McpToolset, http: HttpProcess | None) -> None:
+    by = {t.info.name: t for t in await toolset.tools()}
+    first_pid = await by["pid"].invoke("")
+
+    def restart() -> str:
+        """Starts the server again."""
+        if http is not None:
+            http.restart()
+        return "restarted"
+
+    model = ScriptedModel([call("crash", {}), call("restart", {}, "c2"), call("pid", {}, "c3"), "Back."])
+    agent = ChatModelAgent("a", description="d", model=model, tools=[*by.values(), restart])
+    events = await asyncio.wait_for(run(agent, "go"), 40)
+    assert events[0] == ("assistant", "crash", "{}")
+    assert events[1][:2] == ("tool", "crash")
+    assert "connection was lost during the call of tool 'crash'" in events[1][2]
+    assert events[2:4] == [("assistant", "restart", "{}"), ("tool", "restart", "restarted")]
+    assert events[4] == ("assistant", "pid", "{}")
+    assert events[5][:2] == ("tool", "pid") and events[5][2] != first_pid and events[5][2].isdigit()
+    assert events[6] == ("assistant", "", "Back.")
+
+
+async def test_a_sync_run_on_another_thread_calls_through_the_toolsets_loop(shared_http: HttpProcess) -> None:
+    """A sync ``for`` over a run runs the tools on rillet's background loop; the calls go to
+    the loop that opened the toolset, which owns the connection."""
+    async with McpToolset(shared_http.url) as toolset:
+        model = ScriptedModel([call("add", {"a": 20, "b": 22}), "42."])
+        agent = ChatModelAgent("a", description="d", model=model, tools=await toolset.tools())
+        events = await asyncio.to_thread(lambda: [shown(ev) for ev in Runner(agent).query("go")])
+    assert events == [("assistant", "add", '{"a": 20, "b": 22}'), ("tool", "add", "42"), ("assistant", "", "42.")]
+
+
+async def test_a_closed_toolset_says_so(shared_http: HttpProcess) -> None:
+    async with McpToolset(shared_http.url) as toolset:
+        add = (await toolset.tools())[0]
+    with pytest.raises(RuntimeError, match="is not open: use it inside `async with McpToolset"):
+        await add.invoke('{"a": 1, "b": 2}')
+
+
+# --- servers of the handshake era (protocol versions before 2026-07-28) -------------------
+
+
+@pytest.fixture
+def legacy_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toolset's client speaks the initialize handshake, as to a server of the older
+    protocol versions: HTTP sessions, and list_changed as a notification."""
+    import functools
+
+    import mcp
+
+    monkeypatch.setattr(mcp, "Client", functools.partial(mcp.Client, mode="legacy"))
+
+
+@pytest.mark.usefixtures("legacy_client")
+async def test_older_protocol_list_changed_notification_refreshes_the_list(
+    own_server: tuple[StdioServer | HttpServer, HttpProcess | None],
+) -> None:
+    async with McpToolset(own_server[0], timeout=20) as toolset:
+        await grows(toolset)
+
+
+@pytest.mark.usefixtures("legacy_client")
+async def test_older_protocol_http_server_restarted_between_calls_gets_a_new_session() -> None:
+    """The restarted server does not know the old session and refuses the call unseen: the
+    toolset opens a new session and sends it again; the model sees only the result."""
+    proc = HttpProcess({})
+    try:
+        async with McpToolset(proc.url, timeout=20) as toolset:
+            pid = {t.info.name: t for t in await toolset.tools()}["pid"]
+            first = await pid.invoke("")
+            await asyncio.to_thread(proc.restart)
+            second = await pid.invoke("")
+            assert second != first and second == str(proc.proc.pid if proc.proc else "")
+            assert await pid.invoke("") == second
+    finally:
+        proc.kill()
+
+
+async def test_stdio_server_killed_between_calls_is_restarted_by_the_next_call() -> None:
+    """Not in flight: the call was never sent, so the toolset starts the server again and the
+    model sees only the result."""
+    async with McpToolset(StdioServer(sys.executable, [SERVER, "stdio"]), timeout=20) as toolset:
+        pid = {t.info.name: t for t in await toolset.tools()}["pid"]
+        first = await pid.invoke("")
+        os.kill(int(first), signal.SIGKILL)
+        conn = toolset._conn
+        deadline = time.monotonic() + 10
+        while conn is not None and not conn.closed:  # the end of its stdout reached the client
+            assert time.monotonic() < deadline, "the client never saw the server's stdout close"
+            await asyncio.sleep(0.02)
+        second = await pid.invoke("")
+        assert second.isdigit() and second != first
+
+
+async def test_http_server_with_headers(shared_http: HttpProcess) -> None:
+    async with McpToolset(HttpServer(shared_http.url, headers={"Authorization": "Bearer t"})) as toolset:
+        add = (await toolset.tools())[0]
+        assert await add.invoke('{"a": 1, "b": 1}') == "2"
+    with pytest.raises(ValueError, match="HttpServer"):
+        HttpServer("ftp://example.com/mcp")
