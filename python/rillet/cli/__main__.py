@@ -1,0 +1,5 @@
+"""``python -m rillet.cli``: the `rillet` command."""
+
+from rillet.cli import main
+
+raise SystemExit(main())
