@@ -85,5 +85,6 @@ def test_version_and_help_list_every_command() -> None:
         return done.stdout
 
     assert run("--version") == f"rillet {rillet.__version__}\n"
-    listed = [line.split()[0] for line in run("--help").split("Commands:")[1].splitlines() if line.startswith("  ")]
+    rows = run("--help").split("Commands:")[1].splitlines()
+    listed = [line.split()[0] for line in rows if line.startswith("  ") and not line.startswith("   ")]
     assert listed == ["bench", "demo", "inspect", "resume", "run", "web"]
