@@ -170,9 +170,10 @@ def _tree(console: Console, loaded: Loaded, parents: dict[str, str | None], pare
         console.print(f"{pad}  [dim]address[/] {escape(' / '.join(address))}", highlight=False)
         state = loaded.states.get(iid)
         if state is not None:
-            console.print(f"{pad}  [dim]state[/] {escape(_short(repr(state)))}", highlight=False)
+            room = console.width - len(pad) - 8  # one line: the whole state is in --json
+            console.print(f"{pad}  [dim]state[/] {escape(_short(repr(state), room))}", highlight=False)
         _tree(console, loaded, parents, iid, depth + 1)
 
 
-def _short(text: str, limit: int = 200) -> str:
+def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
