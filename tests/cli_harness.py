@@ -13,6 +13,7 @@ import json
 
 from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, set_sub_agents, tool
 from rillet.approval import requires_approval
+from rillet.interrupt import get_interrupt_state, get_resume_context, interrupt
 
 
 @tool
@@ -26,13 +27,23 @@ def book(city: str, nights: int) -> str:
     return f"booked {nights} nights in {city}"
 
 
+@tool
+def budget() -> str:
+    """Asks the person for a budget (an interrupt that is not an approval)."""
+    if not get_interrupt_state()[0]:
+        raise interrupt({"question": "what is your budget?"})
+    return f"budget is {get_resume_context()[2]!r}"
+
+
 def reply(messages, tools=None):
     """Books when a user message says so (once), reports the tool's result, else echoes
     every user message it was given: a second turn shows what the first said."""
     users = [m.content for m in messages if m.role == "user" and not m.content.startswith("For context")]
-    done = [m for m in messages if m.role == "tool" and m.tool_name == "book"]
+    done = [m for m in messages if m.role == "tool" and m.tool_name in ("book", "budget")]
     if done:
         return Message.assistant(f"tool said: {done[-1].content}")
+    if any("budget" in u for u in users):
+        return Message.assistant("", [ToolCall(index=0, id="b1", function=FunctionCall("budget", "{}"))])
     if any("book" in u for u in users):
         args = json.dumps({"city": "Lisbon", "nights": 2})
         return Message.assistant("Booking.", [ToolCall(index=0, id="c1", function=FunctionCall("book", args))])
@@ -41,7 +52,7 @@ def reply(messages, tools=None):
 
 def build():
     return ChatModelAgent(
-        "clerk", description="books rooms", model=ScriptedModel(reply, chunk_size=4), tools=[requires_approval(book)]
+        "clerk", description="books rooms", model=ScriptedModel(reply, chunk_size=4), tools=[requires_approval(book), budget]
     )
 
 

@@ -172,3 +172,18 @@ def test_a_session_remembers_the_first_turn_across_processes_and_in_the_chat_loo
     )
     assert loop.returncode == 0, loop.stderr
     assert "heard: I am Bo | who am I" in loop.stdout and "ignored" not in loop.stdout
+
+
+def test_any_other_interrupt_takes_its_resume_data_from_the_prompt_or_an_id(here: Path) -> None:
+    typed = rillet("run", "agents:build", "my budget", "--no-color", cwd=here, stdin='{"eur": 500}\n')
+    assert typed.returncode == 0, typed.stderr
+    assert "resume data for " in typed.stdout and "tool said: budget is {'eur': 500}" in typed.stdout
+    stopped = rillet("run", "agents:build", "my budget", "--json", "--db", "r.db", "--checkpoint-id", "b", cwd=here)
+    assert stopped.returncode == 3 and "--approve " in stopped.stderr and "=VALUE" in stopped.stderr
+    (asked,) = json.loads(stopped.stdout.splitlines()[-1])["action"]["interrupted"]
+    assert asked["info"] == {"question": "what is your budget?"}
+    resumed = rillet(
+        "resume", "b", "--db", "r.db", "agents:build", "--json", "--approve", f"{asked['id'][:6]}=cheap", cwd=here
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout.splitlines()[-1])["message"]["content"] == "tool said: budget is 'cheap'"
