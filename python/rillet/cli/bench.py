@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import sys
+
 import click
 
 import rillet
