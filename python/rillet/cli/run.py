@@ -120,10 +120,6 @@ def _turn(
     cid = checkpoint_id or f"run-{uuid.uuid4().hex[:8]}"
     if not driver.as_json and not typed:
         print_user(driver.console, text)
-    try:
-        events = driver.runner.query(text, checkpoint_id=cid, session_id=session_id)
-    except (RilletError, ValueError) as e:
-        fail("run", str(e), 1)
 
     def stopped(missing: Sequence[Pending]) -> int:
         what = ", ".join(p.label() for p in missing)
@@ -138,4 +134,8 @@ def _turn(
         )
         return 3
 
-    return driver.follow(cid, driver.show(events), stopped)
+    try:  # the run's own failures are events; these are the Runner refusing (a busy session, a claimed checkpoint)
+        events = driver.runner.query(text, checkpoint_id=cid, session_id=session_id)
+        return driver.follow(cid, driver.show(events), stopped)
+    except (RilletError, ValueError) as e:
+        fail("run", str(e), 1)
