@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
@@ -60,4 +61,30 @@ def test_bad_bench_arguments_are_refused(argv: list[str], capsys: pytest.Capture
     with pytest.raises(SystemExit) as exit:
         cli.main(argv)
     assert exit.value.code == 2
-    assert "argument" in capsys.readouterr().err
+    assert "Invalid value for '--" in capsys.readouterr().err  # click's wording of a usage error
+
+
+def test_bench_ticks_its_progress_once_per_implementation_and_round() -> None:
+    from rillet.benchmarks.runner import measure
+
+    ticks: list[str] = []
+    measure(SCENARIOS[:1], list(range(100)), 2, 0.0, progress=io.StringIO(), step=ticks.append)
+    names = [*SCENARIOS[0].rillet, *SCENARIOS[0].peers]
+    assert ticks == [f"{SCENARIOS[0].name}: {n}" for n in names] * 2
+
+
+def test_version_and_help_list_every_command() -> None:
+    import subprocess
+    import sys
+
+    import rillet
+
+    def run(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "rillet.cli", *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert run("--version") == f"rillet {rillet.__version__}\n"
+    rows = run("--help").split("Commands:")[1].splitlines()
+    listed = [line.split()[0] for line in rows if line.startswith("  ") and not line.startswith("   ")]
+    assert listed == ["bench", "demo", "inspect", "resume", "run", "web"]

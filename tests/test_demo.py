@@ -80,10 +80,10 @@ def test_stop_at_approval_then_resume_from_another_process(tmp_path: Path) -> No
     assert "The user rejected this call of book_hotel" in second.stdout
     assert "I did not book" in second.stdout
     missing = cli("resume", "nope", "--db", db, "--no-color")
-    assert missing.returncode == 1 and "no checkpoint 'nope'" in missing.stdout
+    assert missing.returncode == 1 and "no checkpoint 'nope'" in missing.stderr
     nowhere = tmp_path / "none.db"
     absent = cli("resume", "nope", "--db", str(nowhere), "--no-color")
-    assert absent.returncode == 1 and "no checkpoint database" in absent.stdout
+    assert absent.returncode == 1 and "no checkpoint database" in absent.stderr
     assert not nowhere.exists()  # nothing created
 
 

@@ -135,7 +135,7 @@ def test_examples_run_with_python_dash_m(name: str) -> None:
 def test_rillet_demo_refuses_an_unknown_example_naming_the_choices() -> None:
     result = run_cli("-m", "rillet.cli", "demo", "nonesuch")
     assert result.returncode == 2
-    assert "invalid choice: 'nonesuch'" in result.stderr and "team" in result.stderr
+    assert "'nonesuch' is not one of" in result.stderr and "'team'" in result.stderr
 
 
 # --- what the transcripts show, asserted on the events themselves ----------------------------

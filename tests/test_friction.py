@@ -246,7 +246,7 @@ def test_demo_refuses_a_negative_delay(value: str, capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit) as e:
         main(["demo", "--delay", value])
     assert e.value.code == 2
-    assert f"argument --delay: must be a number of seconds >= 0, got {value}" in capsys.readouterr().err
+    assert f"Invalid value for '--delay': must be a number of seconds >= 0, got {value}" in capsys.readouterr().err
 
 
 # --- approval helpers ---------------------------------------------------------------------

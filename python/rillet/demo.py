@@ -153,13 +153,18 @@ class _Renderer:
     """Prints events as they arrive: streamed text inline, tool results in boxes' stead.
 
     With ``run_paths=True`` (multi-agent runs) a line names the run path whenever it
-    changes, so transfers, workflow children and agents called as tools are easy to follow.
+    changes, so transfers, workflow children and agents called as tools are easy to follow;
+    with ``tree=True`` too, the path is drawn as a tree instead: the agents it adds to the
+    last one shown, each indented by its depth.
     """
 
-    def __init__(self, console: Console, *, run_paths: bool = False) -> None:
+    def __init__(self, console: Console, *, run_paths: bool = False, tree: bool = False) -> None:
         self.console = console
         self.run_paths = run_paths
+        self.tree = tree
         self.path = ""
+        self.names: list[str] = []
+        self.drawn = False  # whether a tree line was printed yet
         self.events = 0
         self.model_calls = 0
         self.tokens = 0
@@ -175,8 +180,27 @@ class _Renderer:
         if path == self.path:
             return False
         self.path = path
-        self.console.print(f"\n[dim]run path:[/] [bold]{escape(_short(path, self.console.width - 10))}[/]")
+        if self.tree:
+            self._tree([s.agent_name for s in ev.run_path] or [ev.agent_name])
+        else:
+            self.console.print(f"\n[dim]run path:[/] [bold]{escape(_short(path, self.console.width - 10))}[/]")
         return True
+
+    def _tree(self, names: list[str]) -> None:
+        """Prints the steps of ``names`` past those it shares with the last path shown (the
+        last step again when it went back to an ancestor), indented by depth."""
+        if not self.names and len(names) == 1:  # the root agent alone: its lines name it
+            self.names = names
+            return
+        same = 0
+        while self.drawn and same < min(len(names), len(self.names)) and names[same] == self.names[same]:
+            same += 1
+        self.names, self.drawn = names, True
+        self.console.print()
+        for depth in range(min(same, len(names) - 1), len(names)):
+            pad = "  " * min(depth, 12)  # a loop's path grows every round: keep it on screen
+            mark = "└ " if depth else ""
+            self.console.print(f"[dim]{pad}{mark}[/][bold]{escape(_short(names[depth], self.console.width - 30))}[/]")
 
     def event(self, ev: AgentEvent) -> None:
         self.events += 1
@@ -316,7 +340,8 @@ def make_console(color: bool | None = None) -> Console:
 
     from rich.console import Console
 
-    return Console(width=80, highlight=False, no_color=color is False, force_terminal=color)
+    # emoji off: an address such as tool:book:c1 is not the :book: emoji
+    return Console(width=80, highlight=False, emoji=False, no_color=color is False, force_terminal=color)
 
 
 def print_user(console: Console, text: str) -> None:
@@ -358,10 +383,9 @@ def _default_db() -> Path:
     return Path(tempfile.gettempdir()) / "rillet-demo.db"
 
 
-def _decide(console: Console, ask: Any, decision: str | None, *, unattended_approves: bool = True) -> Any:
+def _decide(console: Console, ask: Any, decision: str | None) -> Any:
     """The person's answer to an approval interrupt: from the flag, the terminal, or, with
-    neither, approval (said so) in the demo's own run; None for ``rillet resume``, which does
-    not approve for nobody."""
+    neither, approval (said so): the demo's own run needs no one at the keyboard."""
     from rillet.approval import approve, reject
 
     if decision == "approve":
@@ -371,8 +395,6 @@ def _decide(console: Console, ask: Any, decision: str | None, *, unattended_appr
     if sys.stdin.isatty():
         answer = console.input(f"  [bold]Approve this call?[/] {escape('[y/n]')} ").strip().lower()
         return approve() if answer.startswith("y") else reject("the traveller declined")
-    if not unattended_approves:
-        return None
     console.print("  [dim]No terminal to ask: approving (pass --reject to decline).[/]")
     return approve()
 
@@ -460,66 +482,6 @@ def _missing_key(console: Console, chat: Any) -> bool:
     return True
 
 
-def resume(
-    checkpoint_id: str,
-    *,
-    db: str | Path | None = None,
-    decision: str | None = None,
-    color: bool | None = None,
-    model: str = "scripted",
-    agent: Any = None,
-) -> int:
-    """``rillet resume``: continues a run saved in SQLite, from any process, with ``agent``;
-    without one, only a checkpoint of this demo's agent (which it then resumes). Approval
-    interrupts get ``decision`` (asked on a terminal when None); others stay pending. A
-    problem with the database, the checkpoint or the agent is one line on stderr, exit 1."""
-    import sqlite3
-
-    from rillet import codec
-    from rillet.checkpoint import CheckpointError, SqliteCheckpointStore
-    from rillet.checkpoint.payload import load
-    from rillet.runner import Runner
-
-    console = make_console(color)
-    db_path = Path(db) if db is not None else _default_db()
-    if not db_path.exists():  # opening it would create an empty database
-        console.print(
-            f"[red]no checkpoint database at {db_path}[/] (give the --db that `rillet demo` printed)", soft_wrap=True
-        )
-        return 1
-    try:
-        store = SqliteCheckpointStore(db_path)
-        data = store.get(checkpoint_id)
-        if data is None:
-            console.print(f"[red]no checkpoint {checkpoint_id!r} in {db_path}[/]")
-            return 1
-        pending = load(data, checkpoint_id)
-        if agent is None:
-            chat = _chat_model(model)
-            if _missing_key(console, chat):
-                return 2
-            agent = _demo_agent_for(checkpoint_id, pending.agent, chat)
-        runner = Runner(agent, checkpoint_store=store)
-        targets = {}
-        for iid, address in pending.addresses.items():
-            state = pending.states.get(iid)
-            if address and address[-1].startswith("tool:") and isinstance(state, dict) and set(state) == {"arguments"}:
-                console.print(f"[magenta]approval needed:[/] {address[-1].split(':')[1]} ({iid[:8]})")
-                targets[iid] = _decide(console, None, decision, unattended_approves=False)
-                if targets[iid] is None:
-                    print(
-                        f"rillet resume: checkpoint[{checkpoint_id}] waits for an approval and there is no terminal "
-                        "to ask: pass --approve or --reject (nothing was run)",
-                        file=sys.stderr,
-                    )
-                    return 2
-        render(runner.resume(checkpoint_id, targets=targets or None), console)
-    except (CheckpointError, codec.DecodeError, sqlite3.Error) as e:
-        print("rillet resume: " + " ".join(str(e).split()), file=sys.stderr)
-        return 1
-    return 0
-
-
 def _demo_agent_for(checkpoint_id: str, saved: Any, chat: Any) -> Any:
     """The demo's agent, if the checkpoint is one of the demo's; else a CheckpointError saying
     to name the agent. A checkpoint from before agents were recorded counts as the demo's if
@@ -534,5 +496,6 @@ def _demo_agent_for(checkpoint_id: str, saved: Any, chat: Any) -> Any:
     name = saved.get("name") if isinstance(saved, dict) else None
     raise CheckpointError(
         f"checkpoint[{checkpoint_id}] was saved by agent {name!r}, not by the demo: "
-        "pass the agent to resume it with as --agent MODULE:ATTRIBUTE (an agent, or a function that builds one)"
+        "pass the agent to resume it with: rillet resume ID --db FILE MODULE:ATTRIBUTE, or --agent MODULE:ATTRIBUTE "
+        "(an agent, or a function of no arguments that builds one)"
     )

@@ -69,9 +69,11 @@ def measure(
     rounds: int,
     min_time: float = 0.2,
     progress: TextIO | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> list[Measurement]:
     """Times every implementation of every scenario in `rounds` interleaved rounds, printing a
-    line per round to `progress` (default: stderr)."""
+    line per round to `progress` (default: stderr) and calling `step(name)` after each
+    implementation's turn (a progress bar's tick)."""
     progress = progress or sys.stderr
     results = [
         Measurement(scenario.name, name) for scenario in scenarios for name in {**scenario.rillet, **scenario.peers}
@@ -92,6 +94,8 @@ def measure(
         for m in results:
             if not m.note:
                 m.rounds.append(round_ns_per_item(runs[m.scenario, m.name], items, min_time))
+            if step is not None:
+                step(f"{m.scenario}: {m.name}")
         print(f"  round {r + 1}/{rounds}: {time.perf_counter() - start:.1f} s", file=progress, flush=True)
     return results
 

@@ -213,6 +213,14 @@ class SqliteCheckpointStore:
         rows = self._file.connect().execute("SELECT id FROM checkpoints ORDER BY updated_at DESC").fetchall()
         return [r[0] for r in rows]
 
+    def entries(self) -> list[tuple[str, int, float]]:
+        """``(id, size in bytes, when it was written as Unix time)`` of every checkpoint, most
+        recently written first (what ``rillet inspect --db FILE`` lists)."""
+        rows = self._file.connect().execute(
+            "SELECT id, length(data), (updated_at - 2440587.5) * 86400.0 FROM checkpoints ORDER BY updated_at DESC"
+        )
+        return [(r[0], int(r[1]), float(r[2])) for r in rows.fetchall()]
+
     def close(self) -> None:
         self._file.close()
 

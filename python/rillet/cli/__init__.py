@@ -1,0 +1,49 @@
+"""The `rillet` command line: one module per command, on click (docs/cli.md).
+
+Commands import what they run when they run, so that ``rillet --help`` starts without loading
+the agent layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+
+import rillet
+from rillet.cli.bench import bench
+from rillet.cli.common import load_agent
+from rillet.cli.demo import demo
+from rillet.cli.inspect import inspect
+from rillet.cli.resume import resume
+from rillet.cli.run import run
+from rillet.cli.web import web
+
+__all__ = ["cli", "load_agent", "main"]
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="rillet: an event-stream agent development kit.",
+)
+@click.version_option(rillet.__version__, "--version", prog_name="rillet", message="%(prog)s %(version)s")
+def cli() -> None:
+    pass
+
+
+for command in (run, resume, inspect, demo, bench, web):
+    cli.add_command(command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command ``argv`` (default: the process's arguments) and returns its exit status;
+    a usage error is shown as click shows it and exits with status 2."""
+    try:
+        status = cli.main(args=list(argv) if argv is not None else None, prog_name="rillet", standalone_mode=False)
+    except click.ClickException as e:
+        e.show()
+        raise SystemExit(e.exit_code) from None
+    except click.Abort:
+        print("Aborted!", file=__import__("sys").stderr)
+        raise SystemExit(1) from None
+    return int(status or 0)

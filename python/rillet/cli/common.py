@@ -1,0 +1,117 @@
+"""What the commands share: loading an agent, opening a store, one-line failures, and the
+options every command that runs an agent takes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from rillet.checkpoint import SqliteCheckpointStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(command: str, message: str, code: int = 2) -> NoReturn:
+    """Ends the command with one line on stderr (no traceback) and exit status ``code``."""
+    print(f"rillet {command}: " + " ".join(message.split()), file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def is_agent(x: object) -> bool:
+    """What the Runner accepts: an object (not a class) with a ``run`` method and a name."""
+    return not isinstance(x, type) and callable(getattr(x, "run", None)) and isinstance(getattr(x, "name", None), str)
+
+
+def load_agent(spec: str, what: str = "") -> object:
+    """The agent ``MODULE:ATTRIBUTE`` names (an agent, or a function of no arguments that
+    returns one); ValueError with a one-line message otherwise, prefixed with ``what`` (the
+    option or argument that gave ``spec``). The current directory is importable, as with
+    ``python -m``."""
+    import importlib
+    import os
+
+    label = f"{what} {spec!r}" if what else repr(spec)
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{label}: expected MODULE:ATTRIBUTE, for example myapp.agents:build_agent")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: object = importlib.import_module(module_name)
+    except Exception as e:
+        raise ValueError(f"{label}: cannot import {module_name!r}: {type(e).__name__}: {e}") from e
+    where = module_name
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{label}: {where} has no attribute {part!r}")
+        obj, where = getattr(obj, part), f"{where}.{part}"
+    if not is_agent(obj) and callable(obj) and not isinstance(obj, type):
+        try:
+            obj = obj()
+        except Exception as e:
+            raise ValueError(f"{label}: calling it raised {type(e).__name__}: {e}") from e
+    if not is_agent(obj):
+        raise ValueError(
+            f"{label} is a {type(obj).__name__}, not an agent (name and run(input)) or a function "
+            "of no arguments returning one"
+        )
+    return obj
+
+
+def agent_or_fail(command: str, spec: str, what: str = "") -> Any:
+    try:
+        return load_agent(spec, what)
+    except ValueError as e:
+        fail(command, str(e))
+
+
+def checkpoint_store(command: str, db: str, *, create: bool = True, code: int = 2) -> SqliteCheckpointStore:
+    """The SQLite checkpoint store in ``db``; a file that is missing (when not ``create``),
+    unreachable, a directory, or not a rillet database ends the command in one line."""
+    import sqlite3
+
+    from rillet.checkpoint import CheckpointError, SqliteCheckpointStore
+
+    path = Path(db)
+    if path.is_dir():
+        fail(command, f"--db {db!r} is a directory; give the path of a SQLite file (it is created if missing)", code)
+    if not create and not path.exists():  # opening it would create an empty database
+        fail(command, f"no checkpoint database at {db} (give the --db the run used)", code)
+    try:
+        return SqliteCheckpointStore(path)
+    except (CheckpointError, sqlite3.Error, OSError) as e:
+        fail(command, str(e), code)
+
+
+def output_options(f: F) -> F:
+    """``--json`` and ``--no-color``."""
+    f = click.option("--no-color", is_flag=True, help="plain text output")(f)
+    return click.option(
+        "--json", "as_json", is_flag=True, help="one JSON object per line (docs/cli.md describes the shape)"
+    )(f)
+
+
+def decision_options(f: F) -> F:
+    """``--approve [ID[=VALUE]]`` and ``--reject [ID[=REASON]]``, repeatable."""
+    f = click.option(
+        "--reject",
+        multiple=True,
+        is_flag=False,
+        flag_value="*",
+        metavar="[ID[=REASON]]",
+        help="decline interrupt ID (an id, a prefix of one, or a tool's name), with a reason; alone: every approval",
+    )(f)
+    return click.option(
+        "--approve",
+        multiple=True,
+        is_flag=False,
+        flag_value="*",
+        metavar="[ID[=VALUE]]",
+        help="approve interrupt ID (an id, a prefix of one, or a tool's name); ID=VALUE resumes it with "
+        "VALUE (JSON, else text; for an approval, a JSON object of edited arguments); alone: every approval",
+    )(f)

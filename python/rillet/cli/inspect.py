@@ -1,0 +1,179 @@
+"""``rillet inspect``: a saved run decoded and shown without running it, or the list of the
+checkpoints in a SQLite file with their sizes and ages."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.markup import escape
+
+from rillet.cli.common import checkpoint_store, fail, output_options
+from rillet.cli.jsonout import dumps, event_json, message_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rillet.checkpoint import SqliteCheckpointStore
+    from rillet.checkpoint.payload import Loaded
+
+
+@click.command(short_help="show a saved run without running it, or list the checkpoints of a file")
+@click.argument("checkpoint_id", metavar="[CHECKPOINT]", required=False)
+@click.option("--db", metavar="FILE", required=True, help="the SQLite checkpoint file")
+@output_options
+def inspect(checkpoint_id: str | None, db: str, as_json: bool, no_color: bool) -> int:
+    """Decodes CHECKPOINT and shows it: the agent that saved it, its input, session values and
+    events, and its interrupts as a tree with their addresses, state and info. Without
+    CHECKPOINT, lists the checkpoints in --db, newest first, with their size and age."""
+    from rillet.demo import make_console
+
+    store = checkpoint_store("inspect", db, create=False)
+    console = make_console(False if no_color else None)
+    if checkpoint_id is None:
+        return _list(store, console, as_json)
+    return _show(store, checkpoint_id, console, as_json)
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{max(seconds, 0):.0f} s"
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
+
+
+def _when(unix: float) -> str:
+    return datetime.datetime.fromtimestamp(unix, datetime.UTC).isoformat(timespec="seconds")
+
+
+def _list(store: SqliteCheckpointStore, console: Console, as_json: bool) -> int:
+    now = time.time()
+    entries = store.entries()
+    if as_json:
+        for cid, size, at in entries:
+            print(dumps({"id": cid, "size": size, "updated_at": _when(at), "age_seconds": round(now - at, 3)}))
+        return 0
+    if not entries:
+        console.print(f"no checkpoints in {escape(str(store.path))}")
+        return 0
+    width = max(len("checkpoint"), *(len(cid) for cid, _, _ in entries))
+    console.print(f"[bold]{'checkpoint':<{width}}  {'size':>9}  age[/]")
+    for cid, size, at in entries:
+        console.print(f"{escape(cid):<{width}}  {_size(size):>9}  {_age(now - at)} ago", highlight=False)
+    return 0
+
+
+def _show(store: SqliteCheckpointStore, checkpoint_id: str, console: Console, as_json: bool) -> int:
+    import sqlite3
+
+    from rillet import codec
+    from rillet.checkpoint import CheckpointError
+    from rillet.checkpoint.payload import load
+
+    path = str(store.path)
+    try:
+        data = store.get(checkpoint_id)
+        if data is None:
+            fail("inspect", f"no checkpoint {checkpoint_id!r} in {path} (rillet inspect --db {path} lists them)", 1)
+        loaded = load(data, checkpoint_id)
+    except (CheckpointError, codec.DecodeError, sqlite3.Error) as e:
+        fail("inspect", str(e), 1)
+    at = next((a for cid, _, a in store.entries() if cid == checkpoint_id), time.time())
+    if as_json:
+        print(dumps(_as_json(checkpoint_id, len(data), at, loaded)))
+    else:
+        _print(console, checkpoint_id, len(data), at, loaded)
+    return 0
+
+
+def _parents(loaded: Loaded) -> dict[str, str | None]:
+    """Each interrupt's parent: the one whose address is the longest proper prefix of its own."""
+    out: dict[str, str | None] = {}
+    for iid, address in loaded.addresses.items():
+        above = [
+            (len(a), other) for other, a in loaded.addresses.items() if len(a) < len(address) and address[: len(a)] == a
+        ]
+        out[iid] = max(above)[1] if above else None
+    return out
+
+
+def _as_json(checkpoint_id: str, size: int, at: float, loaded: Loaded) -> dict[str, Any]:
+    parents = _parents(loaded)
+    agent = loaded.agent or {}
+    return {
+        "id": checkpoint_id,
+        "size": size,
+        "updated_at": _when(at),
+        "agent": {"name": agent.get("name"), "fingerprint": agent.get("fingerprint")} if agent else None,
+        "session": loaded.session_ref,
+        "input": [message_json(m) for m in loaded.root_input.messages],
+        "streaming": loaded.root_input.enable_streaming,
+        "session_values": dict(loaded.session.values),
+        "events": [event_json(ev) for ev in loaded.session.snapshot()],
+        "interrupts": [
+            {
+                "id": iid,
+                "address": list(address),
+                "parent": parents[iid],
+                "root_cause": iid not in parents.values(),
+                "state": loaded.states.get(iid),
+            }
+            for iid, address in loaded.addresses.items()
+        ],
+        "info": loaded.info,
+    }
+
+
+def _print(console: Console, checkpoint_id: str, size: int, at: float, loaded: Loaded) -> None:
+    from rillet.demo import _Renderer, print_user
+
+    agent = loaded.agent
+    console.print(f"[bold]checkpoint {escape(checkpoint_id)}[/] · {_size(size)} · saved {_age(time.time() - at)} ago")
+    name = agent.get("name") if agent else None
+    console.print(f"agent: [bold]{escape(str(name))}[/]" if name else "agent: (not recorded: saved by an older rillet)")
+    if loaded.session_ref is not None:
+        console.print(f"session: {escape(str(loaded.session_ref.get('id', loaded.session_ref)))}")
+    console.print("\n[bold]input[/]")
+    for m in loaded.root_input.messages:
+        if m.role == "user":
+            print_user(console, m.content)
+        else:
+            console.print(f"[bold]{escape(m.role)}[/]: {escape(m.content)}", highlight=False)
+    values = dict(loaded.session.values)
+    console.print(f"\n[bold]session values[/]: {escape(repr(values)) if values else 'none'}", highlight=False)
+    events = loaded.session.snapshot()
+    console.print(f"\n[bold]events[/] ({len(events)})")
+    renderer = _Renderer(console, run_paths=True, tree=True)
+    for ev in events:
+        renderer.event(ev)
+    console.print(f"\n[bold]interrupts[/] ({len(loaded.addresses)})")
+    _tree(console, loaded, _parents(loaded), None, 0)
+    if loaded.info is not None:
+        console.print(f"\n[bold]info[/]: {escape(repr(loaded.info))}", highlight=False)
+
+
+def _tree(console: Console, loaded: Loaded, parents: dict[str, str | None], parent: str | None, depth: int) -> None:
+    children = [iid for iid, p in parents.items() if p == parent]
+    for iid in children:
+        pad = "  " * (depth + 1)
+        address = loaded.addresses[iid]
+        segment = address[-1] if address else "(root)"
+        waiting = " [magenta]waiting[/]" if iid not in parents.values() else ""
+        console.print(f"{pad}[bold]{escape(segment)}[/]{waiting}", highlight=False)
+        console.print(f"{pad}  [dim]id[/] {iid}", highlight=False)
+        console.print(f"{pad}  [dim]address[/] {escape(' / '.join(address))}", highlight=False)
+        state = loaded.states.get(iid)
+        if state is not None:
+            room = console.width - len(pad) - 8  # one line: the whole state is in --json
+            console.print(f"{pad}  [dim]state[/] {escape(_short(repr(state), room))}", highlight=False)
+        _tree(console, loaded, parents, iid, depth + 1)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,134 @@
+"""``rillet resume CHECKPOINT --db FILE MODULE:ATTRIBUTE``: continues a run saved in SQLite,
+from any process, answering its interrupts from the flags or at the prompt."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from rillet.cli.common import agent_or_fail, checkpoint_store, decision_options, fail, output_options
+from rillet.cli.demo import model_option
+from rillet.cli.drive import Decisions, Driver, Pending, pending_of_checkpoint, resume_hint
+
+
+@click.command(short_help="continue a run saved in SQLite (from any process)")
+@click.argument("checkpoint_id", metavar="CHECKPOINT")
+@click.argument("spec", metavar="[MODULE:ATTRIBUTE]", required=False)
+@click.option(
+    "--agent",
+    "agent_flag",
+    metavar="MODULE:ATTRIBUTE",
+    help="the agent, as the argument gives it (the older spelling)",
+)
+@click.option("--db", metavar="FILE", help="the SQLite checkpoint file (default: rillet-demo.db in the temp folder)")
+@model_option
+@decision_options
+@output_options
+def resume(
+    checkpoint_id: str,
+    spec: str | None,
+    agent_flag: str | None,
+    db: str | None,
+    model: str,
+    approve: tuple[str, ...],
+    reject: tuple[str, ...],
+    as_json: bool,
+    no_color: bool,
+) -> int:
+    """Continues the run saved as CHECKPOINT with the agent MODULE:ATTRIBUTE names (an agent, or
+    a function of no arguments returning one): it must be the agent that saved it. Without one,
+    only the demo's checkpoints. An approval needs --approve/--reject or an answer at the prompt;
+    with neither, nothing runs (exit status 2). A problem with the database or the checkpoint
+    is one line on stderr, exit status 1."""
+    from rillet.demo import _default_db, make_console
+
+    spec, approve, reject = _agent_given_as_flag_value(spec, approve, reject)
+    if spec is not None and agent_flag is not None:
+        fail("resume", f"the agent is given twice ({spec} and --agent {agent_flag}): give it once")
+    decisions = Decisions("resume", approve, reject)
+    agent = None
+    if spec is not None or agent_flag is not None:
+        agent = agent_or_fail("resume", spec or agent_flag or "", "" if spec else "--agent")
+    path = db if db is not None else str(_default_db())
+    store = checkpoint_store("resume", path, create=False, code=1)
+    console = make_console(False if no_color else None)
+    try:
+        return _resume(checkpoint_id, store, path, agent, model, spec or agent_flag, decisions, console, as_json)
+    except Exception as e:
+        import sqlite3
+
+        from rillet import codec
+        from rillet.checkpoint import CheckpointError
+        from rillet.errors import SessionError
+
+        if isinstance(e, (CheckpointError, codec.DecodeError, sqlite3.Error, SessionError)):
+            fail("resume", str(e), 1)
+        raise
+
+
+def _agent_given_as_flag_value(
+    spec: str | None, approve: tuple[str, ...], reject: tuple[str, ...]
+) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+    """``--approve MODULE:ATTRIBUTE`` read as a bare ``--approve`` before the agent (an interrupt
+    id or tool name has no colon)."""
+    if spec is not None:
+        return spec, approve, reject
+    flags = [*approve, *reject]
+    found = [f for f in flags if ":" in f and "=" not in f]
+    if len(found) != 1:
+        return spec, approve, reject
+    take = found[0]
+    return take, tuple("*" if f == take else f for f in approve), tuple("*" if f == take else f for f in reject)
+
+
+def _resume(
+    checkpoint_id: str,
+    store: Any,
+    path: str,
+    agent: Any,
+    model: str,
+    spec: str | None,
+    decisions: Decisions,
+    console: Any,
+    as_json: bool,
+) -> int:
+    from rillet.checkpoint.payload import load
+    from rillet.demo import _chat_model, _demo_agent_for, _missing_key
+    from rillet.runner import Runner
+    from rillet.sessions import SqliteSessionStore
+
+    data = store.get(checkpoint_id)
+    if data is None:
+        fail("resume", f"no checkpoint {checkpoint_id!r} in {path} (rillet inspect --db {path} lists them)", 1)
+    loaded = load(data, checkpoint_id)
+    if agent is None:
+        chat = _chat_model(model)
+        if _missing_key(console, chat):
+            return 2
+        agent = _demo_agent_for(checkpoint_id, loaded.agent, chat)
+    sessions = SqliteSessionStore(path) if loaded.session_ref is not None else None
+    runner = Runner(agent, checkpoint_store=store, session_store=sessions)
+    driver = Driver("resume", runner, console, as_json=as_json, decisions=decisions)
+    pending = pending_of_checkpoint(loaded)
+    targets = driver.answer(pending)
+    waiting = [p.label() for p in pending if p.tool is not None and p.id not in targets]
+    if waiting:
+        fail(
+            "resume",
+            f"checkpoint[{checkpoint_id}] waits for an approval ({', '.join(waiting)}) and no answer came "
+            "(no terminal, or stdin ended): pass --approve or --reject (nothing was run)",
+        )
+
+    def stopped(missing: Sequence[Pending]) -> int:
+        what = ", ".join(p.label() for p in missing)
+        print(
+            f"rillet resume: stopped again at {what} with no answer; it is saved: "
+            f"{resume_hint(checkpoint_id, path, spec or 'MODULE:ATTRIBUTE', missing)}",
+            file=sys.stderr,
+        )
+        return 3
+
+    return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id, targets=targets or None)), stopped)

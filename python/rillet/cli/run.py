@@ -1,0 +1,141 @@
+"""``rillet run MODULE:ATTRIBUTE "question"``: runs any agent, showing what it does as it
+happens, answering its interrupts, and (``--session``) chatting turn after turn."""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rillet.cli.common import agent_or_fail, checkpoint_store, decision_options, fail, output_options
+from rillet.cli.drive import Decisions, Driver, Pending, resume_hint
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@click.command(short_help="run an agent on a question, showing its events live")
+@click.argument("spec", metavar="MODULE:ATTRIBUTE")
+@click.argument("query", metavar='["QUESTION"]', required=False)
+@click.option(
+    "--db", metavar="FILE", help="SQLite file for checkpoints and sessions (created if missing); default: memory"
+)
+@click.option(
+    "--session",
+    "session_id",
+    metavar="ID",
+    help="continue the conversation ID, then keep chatting: every line read from stdin is a turn",
+)
+@click.option("--checkpoint-id", metavar="ID", help="the id an interrupted run is saved under (default: run-<random>)")
+@click.option("--no-stream", is_flag=True, help="ask the model for whole replies instead of streams")
+@decision_options
+@output_options
+def run(
+    spec: str,
+    query: str | None,
+    db: str | None,
+    session_id: str | None,
+    checkpoint_id: str | None,
+    no_stream: bool,
+    approve: tuple[str, ...],
+    reject: tuple[str, ...],
+    as_json: bool,
+    no_color: bool,
+) -> int:
+    """Runs the agent MODULE:ATTRIBUTE names (an agent, or a function of no arguments returning
+    one) on QUESTION. Interrupts are answered by --approve/--reject, else at the prompt; with
+    neither (no --json, stdin at its end) the run stops there, exit status 3."""
+    from rillet.checkpoint import InMemoryCheckpointStore
+    from rillet.demo import make_console
+    from rillet.runner import Runner
+
+    decisions = Decisions("run", approve, reject)
+    if query is None and session_id is None:
+        fail("run", 'no question: rillet run MODULE:ATTRIBUTE "QUESTION" (or --session ID to chat)')
+    agent = agent_or_fail("run", spec)
+    store: Any = checkpoint_store("run", db) if db is not None else InMemoryCheckpointStore()
+    sessions = _session_store(db) if session_id is not None else None
+    console = make_console(False if no_color else None)
+    runner = Runner(agent, streaming=not no_stream, checkpoint_store=store, session_store=sessions)
+    driver = Driver("run", runner, console, as_json=as_json, decisions=decisions)
+    start = time.perf_counter()
+    status = 0
+    for text, typed in _turns(query, session_id, console, as_json):
+        status = _turn(driver, text, typed, session_id, checkpoint_id, db, spec)
+        if status == 3:  # stopped at an interrupt: the conversation cannot go on past it
+            break
+    if not as_json:
+        from rillet.demo import print_summary
+
+        print_summary(console, driver.renderer, time.perf_counter() - start, 0.0)
+    return status
+
+
+def _session_store(db: str | None) -> Any:
+    """Sessions in ``db`` (beside its checkpoints), else in memory for this process."""
+    import sqlite3
+
+    from rillet.errors import SessionError
+    from rillet.sessions import InMemorySessionStore, SqliteSessionStore
+
+    if db is None:
+        return InMemorySessionStore()
+    try:
+        return SqliteSessionStore(db)
+    except (SessionError, sqlite3.Error, OSError) as e:
+        fail("run", str(e))
+
+
+def _turns(query: str | None, session_id: str | None, console: Console, as_json: bool) -> Iterator[tuple[str, bool]]:
+    """The question, then (a session) each line read until the input ends or says /exit; with
+    whether it was typed after the ``you>`` prompt."""
+    if query is not None:
+        yield query, False
+    if session_id is None:
+        return
+    while True:
+        if not as_json:
+            console.print("\n[bold]you>[/] ", end="")
+        line = sys.stdin.readline()
+        if not line or line.strip() == "/exit":
+            if not as_json:
+                console.print()
+            return
+        if not as_json and not sys.stdin.isatty():  # piped: show the line, as a terminal would have
+            console.print(line.strip(), markup=False, highlight=False)
+        if line.strip():
+            yield line.strip(), True
+
+
+def _turn(
+    driver: Driver, text: str, typed: bool, session_id: str | None, checkpoint_id: str | None, db: str | None, spec: str
+) -> int:
+    from rillet.demo import print_user
+    from rillet.errors import RilletError
+
+    cid = checkpoint_id or f"run-{uuid.uuid4().hex[:8]}"
+    if not driver.as_json and not typed:
+        print_user(driver.console, text)
+
+    def stopped(missing: Sequence[Pending]) -> int:
+        what = ", ".join(p.label() for p in missing)
+        where = (
+            f"it is saved: {resume_hint(cid, db, spec, missing)}"
+            if db is not None
+            else "nothing was saved (with --db FILE it could be resumed later)"
+        )
+        print(
+            f"rillet run: stopped at {what}: no --approve/--reject for it and no answer on stdin; {where}",
+            file=sys.stderr,
+        )
+        return 3
+
+    try:  # the run's own failures are events; these are the Runner refusing (a busy session, a claimed checkpoint)
+        events = driver.runner.query(text, checkpoint_id=cid, session_id=session_id)
+        return driver.follow(cid, driver.show(events), stopped)
+    except (RilletError, ValueError) as e:
+        fail("run", str(e), 1)
