@@ -249,24 +249,22 @@ def test_only_loopback_hosts_unless_allowed(
 
 def _main(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "rillet.web", *args], cwd=TESTS, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "rillet.cli", "web", *args], cwd=TESTS, capture_output=True, text=True, timeout=60
     )
 
 
-def test_python_m_rillet_web_says_what_is_wrong_in_one_line() -> None:
+def test_rillet_web_says_what_is_wrong_in_one_line() -> None:
     remote = _main("web_agent:build", "--host", "0.0.0.0")
-    assert remote.returncode == 2 and remote.stderr.startswith("rillet web: refusing to listen on '0.0.0.0'")
+    assert remote.returncode == 2 and remote.stderr.startswith("rillet web: --host 0.0.0.0 is not a loopback address")
     missing = _main("web_agent:nothing")
     assert missing.returncode == 2
-    assert (
-        missing.stderr == "--agent 'web_agent:nothing': AttributeError: module 'web_agent' has no attribute 'nothing'\n"
-    )
+    assert missing.stderr == "rillet web: 'web_agent:nothing': web_agent has no attribute 'nothing'\n"
 
 
-def test_python_m_rillet_web_refuses_a_file_that_is_not_a_checkpoint_store(tmp_path: Path) -> None:
+def test_rillet_web_refuses_a_file_that_is_not_a_checkpoint_store(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("not a database")
     result = _main("web_agent:build", "--db", str(text))
     assert result.returncode == 2
-    assert result.stderr.startswith(f"SqliteCheckpointStore: {str(text)!r} is not a SQLite database")
+    assert result.stderr.startswith(f"rillet web: SqliteCheckpointStore: {str(text)!r} is not a SQLite database")
     assert result.stderr.count("\n") == 1

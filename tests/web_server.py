@@ -31,7 +31,7 @@ def web_server(spec: str, db: Path | None, timeout: float = 30.0) -> Iterator[st
     port = free_port()
     here = str(Path(rillet.__file__).resolve().parent.parent)  # the rillet this test imports
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
-    args = [sys.executable, "-m", "rillet.web", spec, "--port", str(port)] + (["--db", str(db)] if db else [])
+    args = [sys.executable, "-m", "rillet.cli", "web", spec, "--port", str(port)] + (["--db", str(db)] if db else [])
     proc = subprocess.Popen(args, cwd=TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -39,7 +39,7 @@ def web_server(spec: str, db: Path | None, timeout: float = 30.0) -> Iterator[st
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(
-                    f"python -m rillet.web exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
+                    f"rillet web exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
                 )
             try:
                 if httpx.get(url + "/api/agent", timeout=2).status_code == 200:
@@ -47,7 +47,7 @@ def web_server(spec: str, db: Path | None, timeout: float = 30.0) -> Iterator[st
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"python -m rillet.web did not answer on {url} within {timeout} s")
+                raise RuntimeError(f"rillet web did not answer on {url} within {timeout} s")
             time.sleep(0.1)
         yield url
     finally:

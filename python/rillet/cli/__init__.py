@@ -6,6 +6,7 @@ the agent layers.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import click
@@ -44,6 +45,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         e.show()
         raise SystemExit(e.exit_code) from None
     except click.Abort:
-        print("Aborted!", file=__import__("sys").stderr)
+        print("Aborted!", file=sys.stderr)
         raise SystemExit(1) from None
     return int(status or 0)
