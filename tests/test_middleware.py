@@ -558,3 +558,40 @@ def test_summarization_can_use_an_agent_as_the_summariser() -> None:
     assert [m.content for m in model.calls[0].messages] == ["Summary of the earlier conversation:\nthey talked"]
     assert [m.content for m in model.calls[1].messages] == ["Summary of the earlier conversation:\nthey talked more"]
     assert "Summary of the earlier conversation:\nthey talked" in writer.model.calls[1].messages[0].content  # type: ignore[attr-defined]
+
+
+def test_in_a_streaming_run_after_model_sees_the_whole_reply_and_sent_events_keep_their_place() -> None:
+    model = ScriptedModel([asks(call("echo", {"text": "x"}, "c1"), content="let me see"), "all done"], chunk_size=3)
+
+    class Report(ChatModelAgentMiddleware):
+        async def after_model(self, state: ChatModelAgentState, ctx: ModelContext) -> ChatModelAgentState | None:
+            send_event(note(f"heard {state.messages[-1].content!r}"))
+            return None
+
+    agent = ChatModelAgent("s", model=model, tools=[echo], middlewares=[Report(), Stamp()])
+    events = list(Runner(agent, streaming=True).query("go"))
+    assert [ev.message_output is not None and ev.message_output.is_streaming for ev in events] == [
+        True, False, False, True, False, False,
+    ]  # fmt: skip
+    assert texts(events) == [
+        "assistant:let me see", "custom:heard 'let me see'", "tool:x",
+        "assistant:all done", "custom:heard 'all done'", "custom:{'redacted': None}",
+    ]  # fmt: skip
+    assert model.calls[1].messages[1].content == "let me see#1"
+
+
+def test_before_agent_runs_again_when_a_run_resumes_without_the_input(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    class Note(ChatModelAgentMiddleware):
+        async def before_agent(self, ctx: ChatModelAgentContext) -> ChatModelAgentContext | None:
+            seen.append("new run" if ctx.input is not None else "resumed")
+            return None
+
+    store = SqliteCheckpointStore(tmp_path / "cp.db")
+    replies = [asks(call("pay", {"amount": 1}, "p1")), "ok"]
+    agent = ChatModelAgent("payer", model=ScriptedModel(replies), tools=[pay], middlewares=[Note()])
+    runner = Runner(agent, checkpoint_store=store)
+    (intr,) = [e for e in runner.query("pay", checkpoint_id="n") if e.action is not None]
+    list(runner.resume("n", targets={intr.action.interrupted.interrupt_contexts[0].id: "yes"}))
+    assert seen == ["new run", "resumed"]
