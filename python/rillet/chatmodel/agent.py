@@ -144,6 +144,7 @@ class ChatModelAgent(BaseAgent):
             self.before_agent, self.before_model, self.after_model, self.wrap_tool_call, self.after_agent
         )
         self._hooks = Hooks.of(name, [*callbacks, *self.middlewares])
+        self._tool_wrappers = self._hooks.wrap_tool_call  # read on every tool call: one attribute
         self.model_options = dict(model_options or {})
         self._tool_infos: list[ToolInfo] = self._infos()
         self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
