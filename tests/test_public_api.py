@@ -43,6 +43,9 @@ PUBLIC = {
     "Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta",
     "ChatModelAgent", "ExceedMaxIterationsError", "ModelContext", "OutputValidationError", "ToolCallContext",
     "ToolCallError",
+    # middlewares
+    "ChatModelAgentContext", "ChatModelAgentMiddleware", "ChatModelAgentState", "delete_run_local_value",
+    "get_run_local_value", "send_event", "set_run_local_value",
     "AgentTool", "AgentToolError", "FlowAgent", "HistoryEntry", "LoopAgent", "ParallelAgent",
     "SequentialAgent", "TransferError", "set_sub_agents", "with_deterministic_transfer_to",
     "with_disallow_transfer_to_parent", "with_history_rewriter",

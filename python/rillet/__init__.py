@@ -14,6 +14,7 @@ from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackCo
 from rillet.agent_tool import AgentTool, AgentToolError
 from rillet.approval import ApprovalDecision, approve, edit, reject, requires_approval
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
+from rillet.chatmodel.middleware import ChatModelAgentContext, ChatModelAgentMiddleware, ChatModelAgentState
 from rillet.checkpoint import (
     CheckpointAgentMismatchError,
     CheckpointClaimedError,
@@ -27,9 +28,13 @@ from rillet.checkpoint import (
 from rillet.context import (
     add_session_value,
     add_session_values,
+    delete_run_local_value,
+    get_run_local_value,
     get_session_value,
     get_session_values,
+    send_event,
     send_tool_gen_action,
+    set_run_local_value,
 )
 from rillet.errors import (
     ChannelClosed,
@@ -187,6 +192,13 @@ __all__ = [
     "reject",
     "requires_approval",
     "send_tool_gen_action",
+    "ChatModelAgentContext",
+    "ChatModelAgentMiddleware",
+    "ChatModelAgentState",
+    "delete_run_local_value",
+    "get_run_local_value",
+    "send_event",
+    "set_run_local_value",
     "tool",
     # Runs and session values
     "ModelInfo",

@@ -15,8 +15,9 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from rillet import codec
 from rillet._core.address import Address, agent_segment
 from rillet._core.interrupt import NOT_RESUMING, ResumePoint
 from rillet._core.scope import RUN, TOOL_CALL, current_resume
@@ -29,7 +30,18 @@ if TYPE_CHECKING:
     from rillet.agent import AgentInput
     from rillet.events import AgentAction, AgentEvent
 
-__all__ = ["add_session_value", "add_session_values", "get_session_value", "get_session_values", "send_tool_gen_action"]
+__all__ = [
+    "AgentRunHost",
+    "add_session_value",
+    "add_session_values",
+    "delete_run_local_value",
+    "get_run_local_value",
+    "get_session_value",
+    "get_session_values",
+    "send_event",
+    "send_tool_gen_action",
+    "set_run_local_value",
+]
 
 
 @dataclass(eq=False)
@@ -116,13 +128,15 @@ class Session:
 @dataclass(frozen=True, eq=False)
 class RunContext:
     """Where the running code sits: its session, run path and interrupt address, and, in a
-    resumed run, what it gets back (``point``)."""
+    resumed run, what it gets back (``point``). ``host``, the one field that changes, is the
+    agent run going on in this context (see :func:`host_agent_run`)."""
 
     session: Session
     run_path: RunPath = field(default_factory=RunPath)
     address: Address = ()
     root_input: AgentInput | None = None
     point: ResumePoint = NOT_RESUMING
+    host: AgentRunHost | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.run_path, RunPath):  # a tuple from a caller: shared from here on
@@ -208,3 +222,71 @@ def send_tool_gen_action(action: AgentAction) -> None:
             "that a ChatModelAgent is running"
         )
     scope.action = action
+
+
+# --- the running agent: send_event and run-local values ------------------------------------
+
+
+class AgentRunHost(Protocol):
+    """What an agent run (a ChatModelAgent's) offers the code running in it: an event sink
+    and the run-local values it saves in its checkpoints."""
+
+    def send_event(self, event: AgentEvent) -> None: ...
+
+    def run_locals(self) -> dict[str, Any]: ...
+
+
+# An agent run is kept on its run context (one per agent run, made by the flow wrapper), not
+# in a registry: hooks and tools reach it through the run context they already run in, and a
+# run that is dropped unfinished leaves nothing behind.
+
+
+def host_agent_run(run: RunContext, host: AgentRunHost | None) -> AgentRunHost | None:
+    """Makes ``host`` the agent run of ``run``; returns the one it replaces, to be put back
+    with another call when the run ends."""
+    previous = run.host
+    object.__setattr__(run, "host", host)  # (frozen: nothing else of a run context changes)
+    return previous
+
+
+def _host(what: str) -> AgentRunHost:
+    run = current_run()
+    host = run.host if run is not None else None
+    if host is None:
+        raise RuntimeError(
+            f"{what}() was called outside a ChatModelAgent run: call it from a middleware hook or a tool "
+            "while the agent runs"
+        )
+    return host
+
+
+def send_event(event: AgentEvent) -> None:
+    """Emits ``event`` into the running agent's event stream, after the events it has already
+    produced (its author and run path are filled in like the agent's own). Callable from
+    middleware hooks and tools, sync or async, while a ChatModelAgent runs."""
+    _host("send_event").send_event(event)
+
+
+def set_run_local_value(key: str, value: Any) -> None:
+    """Stores ``value`` under ``key`` for the rest of this agent run (not shared with other
+    runs or agents), saved with the run's checkpoint so a resumed run sees it: the value must
+    be encodable by :mod:`rillet.codec` (register your own classes with ``register_type``)."""
+    try:
+        codec.encode(value)
+    except Exception as e:
+        raise TypeError(
+            f"set_run_local_value({key!r}, ...): the value ({type(value).__name__}) cannot be saved in a "
+            f"checkpoint: {e}. Register its class with rillet.codec.register_type, or keep it elsewhere "
+            "(a session value does not need encoding until the run is checkpointed)"
+        ) from e
+    _host("set_run_local_value").run_locals()[key] = value
+
+
+def get_run_local_value(key: str, default: Any = None) -> Any:
+    """The run-local value under ``key``, or ``default``."""
+    return _host("get_run_local_value").run_locals().get(key, default)
+
+
+def delete_run_local_value(key: str) -> None:
+    """Removes the run-local value under ``key`` (nothing if absent)."""
+    _host("delete_run_local_value").run_locals().pop(key, None)

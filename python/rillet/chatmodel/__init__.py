@@ -11,7 +11,8 @@ separate "final" event: the last model event is the answer.
 
 The package: :mod:`.config` (errors, callback contexts and types, argument checks),
 :mod:`.state` (the loop's state record and the checkpointed round state), :mod:`.steps` (the
-model and tool steps, each returning the next), :mod:`.tool_call` (one tool call), :mod:`.output` (answers checked against an ``output_type``) and
+model and tool steps, each returning the next), :mod:`.tool_call` (one tool call), :mod:`.output` (answers checked against an ``output_type``),
+:mod:`.middleware` (``ChatModelAgentMiddleware`` and the hooks an agent runs) and
 :mod:`.agent` (the agent, which drives the steps).
 """
 

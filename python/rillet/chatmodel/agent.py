@@ -3,6 +3,7 @@ ReAct loop's steps (:mod:`rillet.chatmodel.steps`)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,11 +20,17 @@ from rillet.chatmodel.config import (
     check_arguments,
     maybe_await,
 )
+from rillet.chatmodel.middleware import (
+    ChatModelAgentContext,
+    ChatModelAgentMiddleware,
+    Hooks,
+    callback_middlewares,
+)
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
 from rillet.chatmodel.steps import call_model, start_round
 from rillet.checkpoint_state import saved_state
-from rillet.context import current_run
+from rillet.context import RunContext, current_run, host_agent_run
 from rillet.events import AgentEvent
 from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
 from rillet.tools import as_tool
@@ -67,7 +74,10 @@ class ChatModelAgent(BaseAgent):
         tool_error: ``"return"`` (default) sends a failed tool's error text back to the model
             as its result; ``"raise"`` ends the run with an error event (Eino's behaviour).
         before_model, after_model, wrap_tool_call, before_agent, after_agent: callbacks
-            (sync or async; one or a list), see the module documentation.
+            (sync or async; one or a list), see the module documentation. Each is a
+            middleware, run before those of ``middlewares``.
+        middlewares: :class:`~rillet.ChatModelAgentMiddleware` instances, in order (the first
+            one's hooks run first, its wrappers are the outermost); see docs/middleware.md.
         model_options: keyword options passed to every model call.
         before_agent_callbacks, after_agent_callbacks: ADK-Go's agent callbacks around the
             whole call (see :class:`~rillet.agent.BaseAgent`).
@@ -95,6 +105,7 @@ class ChatModelAgent(BaseAgent):
         wrap_tool_call: ToolWrapper | Iterable[ToolWrapper] | None = None,
         before_agent: BeforeAgent | Iterable[BeforeAgent] | None = None,
         after_agent: AfterAgent | Iterable[AfterAgent] | None = None,
+        middlewares: Iterable[ChatModelAgentMiddleware] = (),
         model_options: dict[str, Any] | None = None,
         before_agent_callbacks: Iterable[AgentCallback] = (),
         after_agent_callbacks: Iterable[AgentCallback] = (),
@@ -117,22 +128,7 @@ class ChatModelAgent(BaseAgent):
         if exit_tool is not None:
             self.tools.append(exit_tool)
             self.return_directly.add(exit_tool.info.name)
-        self._by_name: dict[str, BaseTool] = {}
-        for t in self.tools:
-            tname = t.info.name
-            if tname in self._by_name:
-                raise ValueError(f"ChatModelAgent {name!r}: two tools are named {tname!r}; tool names must be unique")
-            self._by_name[tname] = t
-        if self._output is not None and self._output.tool is not None and OUTPUT_TOOL_NAME in self._by_name:
-            raise ValueError(
-                f"ChatModelAgent {name!r}: a tool is named {OUTPUT_TOOL_NAME!r}, the name of the final-answer "
-                "tool of output_type (the model does not take a response_format); rename the tool"
-            )
-        unknown = self.return_directly - set(self._by_name)
-        if unknown:
-            raise ValueError(
-                f"ChatModelAgent {name!r}: return_directly names tools it does not have: {sorted(unknown)}"
-            )
+        self._by_name: dict[str, BaseTool] = self._index(self.tools, self.return_directly)
         self.max_iterations = max_iterations if max_iterations > 0 else 20
         self.output_key = output_key
         self.gen_model_input = gen_model_input
@@ -143,6 +139,12 @@ class ChatModelAgent(BaseAgent):
         self.wrap_tool_call: list[ToolWrapper] = as_list(wrap_tool_call)
         self.before_agent: list[BeforeAgent] = as_list(before_agent)
         self.after_agent: list[AfterAgent] = as_list(after_agent)
+        self.middlewares: list[ChatModelAgentMiddleware] = list(middlewares)
+        callbacks = callback_middlewares(
+            self.before_agent, self.before_model, self.after_model, self.wrap_tool_call, self.after_agent
+        )
+        self._hooks = Hooks.of(name, [*callbacks, *self.middlewares])
+        self._tool_wrappers = self._hooks.wrap_tool_call  # read on every tool call: one attribute
         self.model_options = dict(model_options or {})
         self._tool_infos: list[ToolInfo] = self._infos()
         self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
@@ -197,6 +199,29 @@ class ChatModelAgent(BaseAgent):
         self._tool_infos = self._infos()
         self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
 
+    def _index(self, tools: list[BaseTool], return_directly: set[str]) -> dict[str, BaseTool]:
+        """The tools by name, checked: unique names, none taken by the final-answer tool, and
+        every return-directly name one of them."""
+        by_name: dict[str, BaseTool] = {}
+        for t in tools:
+            tname = t.info.name
+            if tname in by_name:
+                raise ValueError(
+                    f"ChatModelAgent {self.name!r}: two tools are named {tname!r}; tool names must be unique"
+                )
+            by_name[tname] = t
+        if self._output is not None and self._output.tool is not None and OUTPUT_TOOL_NAME in by_name:
+            raise ValueError(
+                f"ChatModelAgent {self.name!r}: a tool is named {OUTPUT_TOOL_NAME!r}, the name of the final-answer "
+                "tool of output_type (the model does not take a response_format); rename the tool"
+            )
+        unknown = return_directly - set(by_name)
+        if unknown:
+            raise ValueError(
+                f"ChatModelAgent {self.name!r}: return_directly names tools it does not have: {sorted(unknown)}"
+            )
+        return by_name
+
     def _infos(self) -> list[ToolInfo]:
         """What the model is offered: the tools, and the final-answer tool of output_type."""
         infos = [t.info for t in self.tools]
@@ -208,43 +233,80 @@ class ChatModelAgent(BaseAgent):
 
     async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         """Drives the loop: each step returns the next; the events a step produced go out
-        before the next step runs."""
+        before the next step runs. The loop is the run's host for :func:`rillet.send_event`
+        and the run-local values while it runs."""
         self._frozen = True
-        loop, first = await self._start(input, options)
-        step: Step | None = first
+        model_options = {**self.model_options, **options.get("model_options", {})}
+        loop = ReactLoop([], 0, 0, input.enable_streaming, model_options)
+        run = current_run()
+        previous = host_agent_run(run, loop.hosted()) if run is not None else None
         out = loop.out
         try:
+            agent, first = await self._start(input, loop, run)
+            step: Step | None = first
+            if out:  # what before_agent hooks sent
+                for ev in out:
+                    yield ev
+                out.clear()
             while step is not None:
-                step = await step(self, loop)
+                step = await step(agent, loop)
                 if out:
                     for ev in out:
                         yield ev
                     out.clear()
         finally:
             loop.close()
+            if run is not None:
+                host_agent_run(run, previous)
 
-    async def _start(self, input: AgentInput, options: dict[str, Any]) -> tuple[ReactLoop, Step]:
-        """The loop's first state and step: a resumed run reruns its interrupted round with
-        the conversation as it was (completed results are reused, not recomputed); a new
-        run calls the model with the agent's input."""
-        run = current_run()
+    async def _start(self, input: AgentInput, loop: ReactLoop, run: RunContext | None) -> tuple[ChatModelAgent, Step]:
+        """The agent this run uses (see :meth:`_before_agent`), with the loop's first state, and
+        the first step: a resumed run reruns its interrupted round with the conversation as it
+        was (completed results are reused, not recomputed); a new run calls the model with the
+        agent's input."""
         saved = run.point.state if run is not None and run.point.was_interrupted else None
-        model_options = {**self.model_options, **options.get("model_options", {})}
         if self._output is not None and self._output.tool is None:
-            model_options.setdefault("response_format", self._output.type)
-        streaming = input.enable_streaming
+            loop.model_options.setdefault("response_format", self._output.type)
         resumed = saved_state(saved, RoundState) if saved is not None else None
+        agent = self
         if resumed is not None:
-            loop = ReactLoop(list(resumed.messages), resumed.remaining, resumed.iteration, streaming, model_options)
+            loop.messages, loop.remaining, loop.iteration = list(resumed.messages), resumed.remaining, resumed.iteration
             loop.resumed = resumed
-            return loop, start_round
-        for cb in self.before_agent:
-            changed = await maybe_await(cb(input))
-            if changed is not None:
-                input = changed
-        messages = list(await self._model_input(input))
-        remaining = self.max_iterations if self._tool_infos else 1
-        return ReactLoop(messages, remaining, 0, streaming, model_options), call_model
+            if resumed.locals:
+                loop.locals = dict(resumed.locals)
+            if self._hooks.before_agent:
+                agent, _ = await self._before_agent(None)
+            return agent, start_round
+        if self._hooks.before_agent:
+            agent, changed = await self._before_agent(input)
+            assert changed is not None  # a new run's input stays an input
+            input = changed
+        loop.messages = list(await agent._model_input(input))
+        loop.remaining = agent.max_iterations if agent._tool_infos else 1
+        return agent, call_model
+
+    async def _before_agent(self, input: AgentInput | None) -> tuple[ChatModelAgent, AgentInput | None]:
+        """Runs the ``before_agent`` hooks; the agent for this run is this one, or a copy with
+        the instruction, tools and return-directly names the hooks set."""
+        ctx = ChatModelAgentContext(self.instruction, list(self.tools), set(self.return_directly), input)
+        for hook in self._hooks.before_agent:
+            ctx = await hook(ctx) or ctx
+        tools = [as_tool(t) for t in ctx.tools]
+        if ctx.instruction == self.instruction and tools == self.tools and ctx.return_directly == self.return_directly:
+            return self, ctx.input
+        if not isinstance(ctx.instruction, str):
+            raise TypeError(
+                f"ChatModelAgent {self.name!r}: a before_agent hook set the instruction to "
+                f"{type(ctx.instruction).__name__}; it must be a str"
+            )
+        view = copy.copy(self)  # this run's agent: the same but for what the hooks changed
+        view.instruction = ctx.instruction
+        view.tools = tools
+        view.return_directly = set(ctx.return_directly)
+        view._by_name = self._index(tools, view.return_directly)
+        view._tool_infos = view._infos()
+        view._emits = any(getattr(t, "emit_internal_events", False) for t in tools)
+        return view, ctx.input
 
     async def _model_input(self, input: AgentInput) -> list[Message]:
         if self.gen_model_input is not None:

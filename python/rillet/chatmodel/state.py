@@ -10,6 +10,7 @@ next step runs) and returns the step that comes next, or None when the run is ov
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from rillet.events import AgentEvent
 
 if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent
+    from rillet.tools import ToolInfo
 
 __all__ = ["ReactLoop", "Round", "RoundState", "Step"]
 
@@ -35,8 +37,9 @@ Step = Callable[["ChatModelAgent", "ReactLoop"], Awaitable["Step | None"]]
 class RoundState:
     """What an interrupted tool round saves: the conversation up to the tool-call message, the
     results of the calls that completed (by position in the call list: ids may repeat or be
-    empty), the loop's counters, and the records of a held return-directly event that carried
-    an action (an exit or transfer the resumed round must still deliver)."""
+    empty), the loop's counters, the records of a held return-directly event that carried
+    an action (an exit or transfer the resumed round must still deliver), and the run-local
+    values (:func:`rillet.set_run_local_value`), if any."""
 
     LEGACY_KIND = "rillet.chatmodel.round"
 
@@ -45,6 +48,7 @@ class RoundState:
     remaining: int
     iteration: int
     final: list[Any] | None = None
+    locals: dict[str, Any] | None = None
 
     @classmethod
     def from_legacy(cls, saved: dict[str, Any]) -> RoundState:
@@ -97,6 +101,36 @@ class ReactLoop:
     value: Any = None  # the validated answer of an agent with an output_type
     failures: int = 0  # replies that failed the output_type
     observing: Observers | None = field(default_factory=OBSERVING.get)  # read once a run: zero cost without
+    tools: list[ToolInfo] | None = None  # the tools offered, once a middleware rewrote them
+    locals: dict[str, Any] | None = None  # the run-local values
+    evloop: asyncio.AbstractEventLoop | None = None  # where the run runs (send_event from a thread)
+    thread: int = 0
+
+    # --- the agent run's host (rillet.context.AgentRunHost): send_event, run-local values ---
+
+    def hosted(self) -> ReactLoop:
+        """Notes where the run runs, for :meth:`send_event` from a tool's worker thread."""
+        self.evloop = asyncio.get_running_loop()
+        self.thread = threading.get_ident()
+        return self
+
+    def send_event(self, event: AgentEvent) -> None:
+        if threading.get_ident() != self.thread and self.evloop is not None:
+            self.evloop.call_soon_threadsafe(self._send, event)  # after what the thread sent before
+        else:
+            self._send(event)
+
+    def _send(self, event: AgentEvent) -> None:
+        rnd = self.round
+        if rnd is not None and rnd.inbox is not None:  # concurrent tool calls: out with their events
+            rnd.inbox.put_nowait(("event", event))
+        else:  # out after the step that sends it, before the step's own later events
+            self.out.append(event)
+
+    def run_locals(self) -> dict[str, Any]:
+        if self.locals is None:
+            self.locals = {}
+        return self.locals
 
     def close(self) -> None:
         """Stops the round's calls that still run (the run ended or was dropped)."""

@@ -21,8 +21,8 @@ from rillet.chatmodel.config import (
     ExceedMaxIterationsError,
     ModelContext,
     awaitable,
-    maybe_await,
 )
+from rillet.chatmodel.middleware import ChatModelAgentState
 from rillet.chatmodel.output import check_reply
 from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
@@ -35,6 +35,7 @@ from rillet.schema import aconcat_message_stream
 
 if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent
+    from rillet.tools import ToolInfo
 
 __all__ = ["call_model", "final_position", "finish", "one_call", "start_round"]
 
@@ -49,12 +50,9 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
     loop.remaining -= 1
     loop.iteration += 1
     state, infos, model = loop.messages, agent._tool_infos, agent.model
-    if agent.before_model or agent.after_model:
-        loop.mctx = mctx = ModelContext(agent.name, loop.iteration, state, infos)
-        for before in agent.before_model:
-            new_state = await maybe_await(before(mctx))
-            if new_state is not None:
-                state[:] = new_state  # persisted, as Eino's BeforeModelRewriteState
+    hooks = agent._hooks
+    if hooks.around_model:
+        infos, model = await _before_model(agent, loop, infos)
     if loop.observing is not None:
         observer.model_start(loop.observing, agent.name, model, state)
     if loop.streaming:
@@ -76,7 +74,7 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
             "a ChatModel's generate must return a rillet.Message"
         )
     loop.out.append(event_from_message(reply.copy()))
-    if agent.after_model:  # they run once the event is out
+    if hooks.after_model:  # they run once the event is out
         loop.reply = reply
         return take_reply
     return _took_reply(agent, loop, reply)
@@ -89,11 +87,57 @@ async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
     if isinstance(reply, StreamReader):
         reply = await aconcat_message_stream(reply)
     assert isinstance(reply, Message)
-    for after in agent.after_model:
-        replaced = await maybe_await(after(loop.mctx, reply))  # type: ignore[arg-type]
-        if replaced is not None:
-            reply = replaced
+    if agent._hooks.after_model:
+        reply = await _after_model(agent, loop, reply)
     return _took_reply(agent, loop, reply)
+
+
+async def _before_model(agent: ChatModelAgent, loop: ReactLoop, infos: list[ToolInfo]) -> tuple[list[ToolInfo], Any]:
+    """The ``before_model`` hooks, each rewriting the state in turn (kept in the loop: later
+    calls and checkpoints see it, as Eino's BeforeModelRewriteState), then the model wrapped
+    by the ``wrap_model`` hooks (the first one outermost): the tools and model of this call."""
+    if loop.tools is not None:
+        infos = loop.tools
+    loop.mctx = mctx = ModelContext(agent.name, loop.iteration, loop.messages, infos)
+    hooks = agent._hooks
+    if hooks.before_model:
+        infos = await _rewrite(hooks.before_model, loop, ChatModelAgentState(loop.messages, infos), mctx)
+    model = agent.model
+    for wrap in reversed(hooks.wrap_model):
+        model = wrap(model, mctx)
+    return infos, model
+
+
+async def _after_model(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Message:
+    """The ``after_model`` hooks rewrite the state with the reply last; the last message of the
+    rewritten state is the reply the agent goes on with (it joins the state again after)."""
+    loop.messages.append(reply)
+    mctx = loop.mctx
+    assert mctx is not None
+    await _rewrite(agent._hooks.after_model, loop, ChatModelAgentState(loop.messages, mctx.tools), mctx)
+    if not loop.messages or not isinstance(loop.messages[-1], Message):
+        raise ValueError(
+            f"ChatModelAgent {agent.name!r}: an after_model hook left the state without a last message; "
+            "the last message is the model's reply the agent acts on"
+        )
+    return loop.messages.pop()
+
+
+async def _rewrite(hooks: list[Any], loop: ReactLoop, state: ChatModelAgentState, mctx: ModelContext) -> list[ToolInfo]:
+    """Runs state-rewriting hooks in order; what each leaves is the loop's state (the same
+    message list object throughout, so the ModelContext sees it too). Returns the tools."""
+    messages = loop.messages
+    for hook in hooks:
+        new = await hook(state, mctx)
+        if new is not None:
+            state = new
+        if state.messages is not messages:
+            messages[:] = state.messages
+            state.messages = messages
+        if state.tools is not mctx.tools:
+            loop.tools = mctx.tools = list(state.tools)
+            state.tools = mctx.tools
+    return mctx.tools
 
 
 def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
@@ -117,8 +161,11 @@ async def finish(agent: ChatModelAgent, loop: ReactLoop) -> None:
     """The run ended with an answer: store it under ``output_key``, run ``after_agent``."""
     if agent.output_key is not None:
         add_session_value(agent.output_key, loop.final_text if loop.value is None else loop.value)
-    for after in agent.after_agent:
-        await maybe_await(after(loop.messages))
+    hooks = agent._hooks.after_agent
+    if hooks:
+        state = ChatModelAgentState(loop.messages, loop.tools if loop.tools is not None else agent._tool_infos)
+        for after in hooks:
+            await after(state)
 
 
 # --- the tool round ------------------------------------------------------------------------
@@ -284,7 +331,9 @@ def _interrupt(
 ) -> Step | None:
     """The one way a ChatModelAgent interrupts: the round's interrupts become one composite
     interrupt of the agent, saving the round (see :class:`RoundState`); the run ends."""
-    saved = RoundState(tuple(loop.messages), dict(completed), loop.remaining, loop.iteration, final)
+    saved = RoundState(
+        tuple(loop.messages), dict(completed), loop.remaining, loop.iteration, final, dict(loop.locals or {}) or None
+    )
     loop.out.append(composite_interrupt_event(None, saved, *signals))
     return None
 

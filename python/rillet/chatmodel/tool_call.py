@@ -83,7 +83,7 @@ async def call_tool(
             observer.tool_start(obs, agent.name, name, call_id, arguments)
         if tool is not None and tool.is_streaming:
             return await _stream_tool(agent, tool, scope, arguments, obs)
-        if tool is None or agent.wrap_tool_call:
+        if tool is None or agent._tool_wrappers:
             content = await _invoke(agent, tool, name, call_id, arguments)
         else:  # the common call, without a coroutine of its own
             try:
@@ -124,7 +124,7 @@ async def _invoke(agent: ChatModelAgent, tool: BaseTool | None, name: str, call_
         return result
 
     endpoint: Callable[[str], Awaitable[str]] = call
-    for wrapper in reversed(agent.wrap_tool_call):  # the first wrapper is the outermost
+    for wrapper in reversed(agent._tool_wrappers):  # the first wrapper is the outermost
         endpoint = _bind(wrapper, ToolCallContext(agent.name, name, call_id, arguments), endpoint)
     try:
         return await endpoint(arguments)

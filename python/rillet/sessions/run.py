@@ -25,7 +25,7 @@ from rillet.schema import aconcat_message_stream
 from rillet.sessions.policies import LastTurns, SessionPolicy, SummarizeOldest, TokenBudget
 from rillet.sessions.protocol import SessionHead, SessionStore, decode_messages, encode_messages
 
-__all__ = ["SessionRun", "TurnSession", "open_run", "resume_run"]
+__all__ = ["SessionRun", "TurnSession", "call_summarizer", "open_run", "resume_run"]
 
 LEASE = 600.0  # seconds a busy mark holds if its run died without releasing it
 
@@ -86,7 +86,7 @@ class SessionRun:
         rows = await run_sync(lambda: self.store.turns(self.session_id, after=head.summary_through, before=through + 1))
         old = decode_messages(head.summary) if head.summary is not None else []
         old += [m for _, data in sorted(rows) for m in decode_messages(data)]
-        summary = await _call_summarizer(policy.summarizer, old)
+        summary = await call_summarizer(policy.summarizer, old)
         await run_sync(self.store.set_summary, self.session_id, through, encode_messages([summary]))
 
 
@@ -199,7 +199,10 @@ def _within_budget(
         before = rows[-1][0]
 
 
-async def _call_summarizer(summarizer: Any, messages: list[Message]) -> Message:
+async def call_summarizer(summarizer: Any, messages: list[Message], where: str = "SummarizeOldest") -> Message:
+    """The summary of ``messages`` by ``summarizer`` (a function or an agent, see
+    :class:`SummarizeOldest`): a text becomes one system message. ``where`` names the caller
+    in errors (the summarisation middleware uses it too)."""
     if callable(getattr(summarizer, "run", None)) and hasattr(summarizer, "name"):
         out: Any = await _run_agent(summarizer, messages)
     else:
@@ -210,7 +213,7 @@ async def _call_summarizer(summarizer: Any, messages: list[Message]) -> Message:
         return Message.system(f"Summary of the earlier conversation:\n{out}")
     if isinstance(out, Message):
         return out
-    raise TypeError(f"SummarizeOldest: the summarizer returned {type(out).__name__}; return a str or a Message")
+    raise TypeError(f"{where}: the summarizer returned {type(out).__name__}; return a str or a Message")
 
 
 async def _run_agent(agent: Any, messages: list[Message]) -> str:
