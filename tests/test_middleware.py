@@ -170,6 +170,16 @@ def test_callback_keywords_are_middlewares_that_run_before_the_middlewares_argum
     ]  # fmt: skip
 
 
+def test_callbacks_and_middlewares_added_after_the_agent_is_made_run_on_its_next_run() -> None:
+    log: list[str] = []
+    agent = ChatModelAgent("a", model=ScriptedModel(["one", "two"]))
+    list(Runner(agent).query("go"))
+    agent.after_agent.append(lambda messages: log.append(f"callback:after_agent:{len(messages)}"))
+    agent.middlewares.append(Tracer("M", log))
+    list(Runner(agent).query("go"))
+    assert "callback:after_agent:2" in log and "M:after_agent:two" in log
+
+
 def test_a_middleware_that_is_not_an_instance_is_refused() -> None:
     with pytest.raises(TypeError, match="middlewares must be ChatModelAgentMiddleware instances, got the class"):
         ChatModelAgent("a", model=ScriptedModel(["x"]), middlewares=[Tracer])  # type: ignore[list-item]

@@ -140,11 +140,8 @@ class ChatModelAgent(BaseAgent):
         self.before_agent: list[BeforeAgent] = as_list(before_agent)
         self.after_agent: list[AfterAgent] = as_list(after_agent)
         self.middlewares: list[ChatModelAgentMiddleware] = list(middlewares)
-        callbacks = callback_middlewares(
-            self.before_agent, self.before_model, self.after_model, self.wrap_tool_call, self.after_agent
-        )
-        self._hooks = Hooks.of(name, [*callbacks, *self.middlewares])
-        self._tool_wrappers = self._hooks.wrap_tool_call  # read on every tool call: one attribute
+        self._hook_sources: tuple[tuple[object, ...], ...] = ()
+        self._collect_hooks()
         self.model_options = dict(model_options or {})
         self._tool_infos: list[ToolInfo] = self._infos()
         self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
@@ -264,6 +261,7 @@ class ChatModelAgent(BaseAgent):
         the first step: a resumed run reruns its interrupted round with the conversation as it
         was (completed results are reused, not recomputed); a new run calls the model with the
         agent's input."""
+        self._collect_hooks()
         saved = run.point.state if run is not None and run.point.was_interrupted else None
         if self._output is not None and self._output.tool is None:
             loop.model_options.setdefault("response_format", self._output.type)
@@ -284,6 +282,24 @@ class ChatModelAgent(BaseAgent):
         loop.messages = list(await agent._model_input(input))
         loop.remaining = agent.max_iterations if agent._tool_infos else 1
         return agent, call_model
+
+    def _collect_hooks(self) -> None:
+        """(Re)collects the hooks when the callback lists or ``middlewares`` changed since the
+        last run: they are public lists, and appending to one after construction must count."""
+        sources = (
+            tuple(self.before_agent),
+            tuple(self.before_model),
+            tuple(self.after_model),
+            tuple(self.wrap_tool_call),
+            tuple(self.after_agent),
+            tuple(self.middlewares),
+        )
+        if sources == self._hook_sources:
+            return
+        callbacks = callback_middlewares(*(list(s) for s in sources[:5]))
+        self._hooks = Hooks.of(self.name, [*callbacks, *sources[5]])
+        self._tool_wrappers = self._hooks.wrap_tool_call  # read on every tool call: one attribute
+        self._hook_sources = sources
 
     async def _before_agent(self, input: AgentInput | None) -> tuple[ChatModelAgent, AgentInput | None]:
         """Runs the ``before_agent`` hooks; the agent for this run is this one, or a copy with
