@@ -175,9 +175,10 @@ class McpToolset:
             except Exception as e:
                 self._conn = None
                 cause = _leaf(e)
-                raise McpConnectionError(
-                    f"cannot connect to the MCP server {self.server.label()}: {type(cause).__name__}: {cause}"
-                ) from e
+                why = f"{type(cause).__name__}: {cause}"
+                if isinstance(cause, TimeoutError):  # its message is empty
+                    why = f"it did not answer within {self.timeout:g}s (the timeout= of McpToolset)"
+                raise McpConnectionError(f"cannot connect to the MCP server {self.server.label()}: {why}") from e
             self._stale = True  # a new connection may be to a changed server
             return conn
 
@@ -188,11 +189,19 @@ class McpToolset:
         from the server when the cache is empty or stale, else from the cache."""
         listed = await self._list(force=False)
         out: list[BaseTool] = []
+        remote: dict[str, str] = {}  # local name -> the server's name
         for mcp_tool in listed:
             if self.tool_filter is not None and not self.tool_filter(mcp_tool):
                 continue
-            tool = McpTool(self, mcp_tool, local_name(self.prefix, mcp_tool.name))
-            out.append(gate(self.require_approval, tool, mcp_tool.name))
+            name = local_name(self.prefix, mcp_tool.name)
+            if name in remote:  # the model could not tell them apart: one would shadow the other
+                raise McpError(
+                    f"MCP server {self.server.label()}: its tools {remote[name]!r} and {mcp_tool.name!r} are both "
+                    f"offered as {name!r} (a tool name has only letters, digits, _ and -, at most 64); leave one "
+                    "out with tool_filter"
+                )
+            remote[name] = mcp_tool.name
+            out.append(gate(self.require_approval, McpTool(self, mcp_tool, name), mcp_tool.name))
         return out
 
     async def refresh(self) -> list[BaseTool]:
