@@ -495,3 +495,15 @@ async def test_a_server_that_never_answers_the_handshake_times_out_and_is_ended(
     with pytest.raises(McpConnectionError, match="did not answer within 2s"):
         async with McpToolset(silent, timeout=2):
             pass
+
+
+def test_a_toolset_closed_with_its_event_loop_says_it_is_not_open(shared_http: HttpProcess) -> None:
+    """Its loop is closed: the call must not be sent there (an 'Event loop is closed' error)."""
+
+    async def opened() -> list[Any]:
+        async with McpToolset(shared_http.url) as toolset:
+            return await toolset.tools()
+
+    add = asyncio.run(opened())[0]
+    with pytest.raises(RuntimeError, match="is not open: use it inside `async with McpToolset"):
+        asyncio.run(add.invoke('{"a": 1, "b": 2}'))

@@ -159,10 +159,14 @@ class McpToolset:
     def _tools_changed(self) -> None:
         self._stale = True
 
-    async def _connection(self) -> Connection:
-        """The live connection, opened anew when there is none or it is gone."""
+    def _require_open(self) -> None:
         if not self._entered or self._lock is None:
             raise RuntimeError(f"{self!r} is not open: use it inside `async with McpToolset(...) as toolset:`")
+
+    async def _connection(self) -> Connection:
+        """The live connection, opened anew when there is none or it is gone."""
+        self._require_open()
+        assert self._lock is not None
         async with self._lock:
             conn = self._conn
             if conn is not None and not conn.closed:
@@ -210,6 +214,7 @@ class McpToolset:
         return await self.tools()
 
     async def _list(self, force: bool) -> list[Any]:
+        self._require_open()  # before another loop is asked: the one it was opened on may be gone
         if self._on_other_loop():
             return await self._on_own_loop(self._list(force))
         for attempt in range(2):
@@ -248,6 +253,7 @@ class McpToolset:
         """Calls the server's tool ``name`` and returns its result as text; raises
         :class:`McpToolError` for an error result and :class:`McpConnectionError` when the
         server cannot be reached or dies during the call."""
+        self._require_open()  # before another loop is asked: the one it was opened on may be gone
         if self._on_other_loop():
             return await self._on_own_loop(self.call(name, arguments))
         for attempt in range(2):
