@@ -507,3 +507,33 @@ def test_a_toolset_closed_with_its_event_loop_says_it_is_not_open(shared_http: H
     add = asyncio.run(opened())[0]
     with pytest.raises(RuntimeError, match="is not open: use it inside `async with McpToolset"):
         asyncio.run(add.invoke('{"a": 1, "b": 2}'))
+
+
+SLOW = textwrap.dedent(
+    """
+    import asyncio
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("slow", log_level="ERROR")
+
+    @app.tool()
+    async def wait() -> str:
+        await asyncio.sleep(60)
+        return "done"
+
+    app.run("stdio")
+    """
+)
+
+
+async def test_closing_the_toolset_during_a_call_says_so(tmp_path: Path) -> None:
+    """Not 'the server process may have died; the next call reconnects': there is no next call."""
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW)
+    async with McpToolset(StdioServer(sys.executable, [str(script)]), timeout=20) as toolset:
+        wait = (await toolset.tools())[0]
+        pending = asyncio.create_task(wait.invoke("{}"))
+        await asyncio.sleep(0.5)
+        await toolset.aclose()
+        with pytest.raises(McpConnectionError, match="the toolset was closed during the call of tool 'wait'$"):
+            await asyncio.wait_for(pending, 10)

@@ -278,6 +278,10 @@ class McpToolset:
         return result_text(result)
 
     def _lost(self, name: str, e: BaseException) -> McpConnectionError:
+        if not self._entered:  # aclose() during the call ended the connection, not the server
+            return McpConnectionError(
+                f"MCP server {self.server.label()}: the toolset was closed during the call of tool {name!r}"
+            )
         return McpConnectionError(
             f"MCP server {self.server.label()}: the connection was lost during the call of tool {name!r} "
             f"({_say(e)}); the server process may have died. The next call reconnects."
