@@ -20,7 +20,7 @@ import pytest
 from optional import need
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SqliteCheckpointStore, ToolCall
 from rillet.approval import approve
-from rillet.mcp import HttpServer, McpConnectionError, McpToolError, McpToolset, StdioServer, ToolFilter
+from rillet.mcp import HttpServer, McpConnectionError, McpError, McpToolError, McpToolset, StdioServer, ToolFilter
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]  # anyio's pytest plugin runs the async tests
 
@@ -463,3 +463,77 @@ async def test_http_server_with_headers(shared_http: HttpProcess) -> None:
         assert await add.invoke('{"a": 1, "b": 1}') == "2"
     with pytest.raises(ValueError, match="HttpServer"):
         HttpServer("ftp://example.com/mcp")
+
+
+# --- hostile servers ----------------------------------------------------------------------
+
+CLASHING = textwrap.dedent(
+    """
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("clashing", log_level="ERROR")
+    app.add_tool(lambda: "dot", name="a.b", description="dot")
+    app.add_tool(lambda: "underscore", name="a_b", description="underscore")
+    app.run("stdio")
+    """
+)
+
+
+async def test_two_server_names_that_become_one_tool_name_are_refused_with_the_fix(tmp_path: Path) -> None:
+    """'a.b' and 'a_b' are both offered to the model as 'a_b': one would shadow the other."""
+    script = tmp_path / "clashing.py"
+    script.write_text(CLASHING)
+    async with McpToolset(StdioServer(sys.executable, [str(script)]), timeout=20) as toolset:
+        with pytest.raises(McpError, match=r"'a\.b' and 'a_b' are both offered as 'a_b'.*tool_filter"):
+            await toolset.tools()
+        toolset.tool_filter = ToolFilter(block=["a.b"])
+        assert [t.info.name for t in await toolset.tools()] == ["a_b"]
+
+
+async def test_a_server_that_never_answers_the_handshake_times_out_and_is_ended() -> None:
+    silent = StdioServer(sys.executable, ["-c", "import os, time; print(os.getpid(), flush=True); time.sleep(60)"])
+    with pytest.raises(McpConnectionError, match="did not answer within 2s"):
+        async with McpToolset(silent, timeout=2):
+            pass
+
+
+def test_a_toolset_closed_with_its_event_loop_says_it_is_not_open(shared_http: HttpProcess) -> None:
+    """Its loop is closed: the call must not be sent there (an 'Event loop is closed' error)."""
+
+    async def opened() -> list[Any]:
+        async with McpToolset(shared_http.url) as toolset:
+            return await toolset.tools()
+
+    add = asyncio.run(opened())[0]
+    with pytest.raises(RuntimeError, match="is not open: use it inside `async with McpToolset"):
+        asyncio.run(add.invoke('{"a": 1, "b": 2}'))
+
+
+SLOW = textwrap.dedent(
+    """
+    import asyncio
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("slow", log_level="ERROR")
+
+    @app.tool()
+    async def wait() -> str:
+        await asyncio.sleep(60)
+        return "done"
+
+    app.run("stdio")
+    """
+)
+
+
+async def test_closing_the_toolset_during_a_call_says_so(tmp_path: Path) -> None:
+    """Not 'the server process may have died; the next call reconnects': there is no next call."""
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW)
+    async with McpToolset(StdioServer(sys.executable, [str(script)]), timeout=20) as toolset:
+        wait = (await toolset.tools())[0]
+        pending = asyncio.create_task(wait.invoke("{}"))
+        await asyncio.sleep(0.5)
+        await toolset.aclose()
+        with pytest.raises(McpConnectionError, match="the toolset was closed during the call of tool 'wait'$"):
+            await asyncio.wait_for(pending, 10)

@@ -331,3 +331,18 @@ def test_a_sub_agent_interrupt_resumes_from_sqlite_in_a_second_process(tmp_path:
     )
     assert again.returncode == 1 and "CheckpointNotFoundError" in again.stderr  # a finished run is not resumed twice
     assert Path(log).read_text() == "deploy prod with 1 todos\n"
+
+
+def test_read_file_returns_a_window_of_a_large_file() -> None:
+    """A big file must not land whole in the model's context: read_file gives at most 2000
+    lines (Eino's default) and says how to read on."""
+    backend = InMemoryBackend({"big.log": "".join(f"line {i}\n" for i in range(5000)), "small": "a\nb"})
+    read = {t.info.name: t for t in file_tools(backend)}["read_file"]
+    import asyncio
+
+    first = asyncio.run(read.invoke('{"path": "big.log"}'))
+    assert first.startswith("line 0\n") and "line 1999\n" in first and "line 2000" not in first
+    assert first.endswith("[3000 more lines: read on with offset=2000]")
+    last = asyncio.run(read.invoke('{"path": "big.log", "offset": 4998, "limit": 10}'))
+    assert last == "line 4998\nline 4999\n"
+    assert asyncio.run(read.invoke('{"path": "small"}')) == "a\nb"

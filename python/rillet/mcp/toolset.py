@@ -159,10 +159,14 @@ class McpToolset:
     def _tools_changed(self) -> None:
         self._stale = True
 
-    async def _connection(self) -> Connection:
-        """The live connection, opened anew when there is none or it is gone."""
+    def _require_open(self) -> None:
         if not self._entered or self._lock is None:
             raise RuntimeError(f"{self!r} is not open: use it inside `async with McpToolset(...) as toolset:`")
+
+    async def _connection(self) -> Connection:
+        """The live connection, opened anew when there is none or it is gone."""
+        self._require_open()
+        assert self._lock is not None
         async with self._lock:
             conn = self._conn
             if conn is not None and not conn.closed:
@@ -175,9 +179,10 @@ class McpToolset:
             except Exception as e:
                 self._conn = None
                 cause = _leaf(e)
-                raise McpConnectionError(
-                    f"cannot connect to the MCP server {self.server.label()}: {type(cause).__name__}: {cause}"
-                ) from e
+                why = f"{type(cause).__name__}: {cause}"
+                if isinstance(cause, TimeoutError):  # its message is empty
+                    why = f"it did not answer within {self.timeout:g}s (the timeout= of McpToolset)"
+                raise McpConnectionError(f"cannot connect to the MCP server {self.server.label()}: {why}") from e
             self._stale = True  # a new connection may be to a changed server
             return conn
 
@@ -188,11 +193,19 @@ class McpToolset:
         from the server when the cache is empty or stale, else from the cache."""
         listed = await self._list(force=False)
         out: list[BaseTool] = []
+        remote: dict[str, str] = {}  # local name -> the server's name
         for mcp_tool in listed:
             if self.tool_filter is not None and not self.tool_filter(mcp_tool):
                 continue
-            tool = McpTool(self, mcp_tool, local_name(self.prefix, mcp_tool.name))
-            out.append(gate(self.require_approval, tool, mcp_tool.name))
+            name = local_name(self.prefix, mcp_tool.name)
+            if name in remote:  # the model could not tell them apart: one would shadow the other
+                raise McpError(
+                    f"MCP server {self.server.label()}: its tools {remote[name]!r} and {mcp_tool.name!r} are both "
+                    f"offered as {name!r} (a tool name has only letters, digits, _ and -, at most 64); leave one "
+                    "out with tool_filter"
+                )
+            remote[name] = mcp_tool.name
+            out.append(gate(self.require_approval, McpTool(self, mcp_tool, name), mcp_tool.name))
         return out
 
     async def refresh(self) -> list[BaseTool]:
@@ -201,6 +214,7 @@ class McpToolset:
         return await self.tools()
 
     async def _list(self, force: bool) -> list[Any]:
+        self._require_open()  # before another loop is asked: the one it was opened on may be gone
         if self._on_other_loop():
             return await self._on_own_loop(self._list(force))
         for attempt in range(2):
@@ -239,6 +253,7 @@ class McpToolset:
         """Calls the server's tool ``name`` and returns its result as text; raises
         :class:`McpToolError` for an error result and :class:`McpConnectionError` when the
         server cannot be reached or dies during the call."""
+        self._require_open()  # before another loop is asked: the one it was opened on may be gone
         if self._on_other_loop():
             return await self._on_own_loop(self.call(name, arguments))
         for attempt in range(2):
@@ -263,6 +278,10 @@ class McpToolset:
         return result_text(result)
 
     def _lost(self, name: str, e: BaseException) -> McpConnectionError:
+        if not self._entered:  # aclose() during the call ended the connection, not the server
+            return McpConnectionError(
+                f"MCP server {self.server.label()}: the toolset was closed during the call of tool {name!r}"
+            )
         return McpConnectionError(
             f"MCP server {self.server.label()}: the connection was lost during the call of tool {name!r} "
             f"({_say(e)}); the server process may have died. The next call reconnects."

@@ -125,6 +125,10 @@ class DirectoryBackend:
         target.write_text(content, encoding="utf-8")
 
 
+READ_LIMIT = 2000
+"""The most lines ``read_file`` returns unless the model asks for fewer (Eino's default)."""
+
+
 def file_tools(backend: Backend) -> list[BaseTool]:
     """``ls``, ``read_file``, ``write_file`` and ``edit_file`` over ``backend``."""
 
@@ -137,13 +141,20 @@ def file_tools(backend: Backend) -> list[BaseTool]:
         entries = backend.ls(path)
         return "\n".join(entries) if entries else "(empty)"
 
-    def read_file(path: str) -> str:
-        """Reads a text file.
+    def read_file(path: str, offset: int = 0, limit: int = READ_LIMIT) -> str:
+        """Reads a text file, up to `limit` lines from line `offset`.
 
         Args:
             path: the file's path.
+            offset: the first line to read, counting from 0.
+            limit: the most lines to read.
         """
-        return backend.read(path)
+        lines = backend.read(path).splitlines(keepends=True)
+        offset, limit = max(offset, 0), max(limit, 1)
+        text = "".join(lines[offset : offset + limit])
+        rest = len(lines) - offset - limit
+        # a large file must not fill the model's context in one call
+        return text + f"[{rest} more lines: read on with offset={offset + limit}]" if rest > 0 else text
 
     def write_file(path: str, content: str) -> str:
         """Creates a file, or replaces its whole content.
