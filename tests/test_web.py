@@ -56,7 +56,7 @@ def shape(recs: list[dict[str, Any]]) -> list[str]:
 
 def make_client(app: Any) -> TestClient:
     """A client of ``app``; the test skips where Starlette is missing (fails under CI)."""
-    return need("starlette.testclient").TestClient(app)  # type: ignore[no-any-return]
+    return need("starlette.testclient").TestClient(app, base_url="http://127.0.0.1:8000")  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -208,7 +208,7 @@ def test_a_finished_turn_is_history_for_the_next(client: TestClient) -> None:
             ("assistant", "you said 1 things"),
             ("user", "two"),
         ]
-        assert c.post("/api/reset").status_code == 200
+        assert c.post("/api/reset", json={}).status_code == 200
         _, recs = start(c, "three")
         assert recs[-2]["content"] == "you said 1 things"
 
@@ -268,3 +268,24 @@ def test_rillet_web_refuses_a_file_that_is_not_a_checkpoint_store(tmp_path: Path
     assert result.returncode == 2
     assert result.stderr.startswith(f"rillet web: SqliteCheckpointStore: {str(text)!r} is not a SQLite database")
     assert result.stderr.count("\n") == 1
+
+
+def test_a_page_of_another_site_cannot_run_the_agent(client: TestClient) -> None:
+    """The server runs tools for whoever asks: a page on another origin (a form or a
+    no-preflight fetch with a text/plain body) and a name rebound to 127.0.0.1 are refused."""
+    body = '{"text": "Book Lisbon"}'
+    cross = client.post(
+        "/api/runs", content=body, headers={"Origin": "https://evil.example", "Content-Type": "text/plain"}
+    )
+    assert (cross.status_code, cross.json()["error"]) == (
+        403,
+        "rillet web: refusing a request from the page of another site (Origin https://evil.example)",
+    )
+    plain = client.post("/api/runs", content=body, headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 415 and "Content-Type: application/json" in plain.json()["error"]
+    rebound = client.get("/api/checkpoints", headers={"Host": "evil.example:8000"})
+    assert rebound.status_code == 403
+    assert rebound.json()["error"].startswith("rillet web: refusing Host 'evil.example:8000'")
+    same = client.post("/api/runs", json={"text": "Book Lisbon"}, headers={"Origin": "http://127.0.0.1:8000"})
+    assert same.status_code == 200, same.text
+    records(client, same.json()["events"])

@@ -27,16 +27,18 @@ _log = logging.getLogger(__name__)
 _MISSING = "the dev UI needs Starlette and uvicorn: pip install 'rillet[web]'"
 
 
-def create_app(agent: Any, *, store: CheckpointStore | None = None) -> Starlette:
+def create_app(agent: Any, *, store: CheckpointStore | None = None, allow_remote: bool = False) -> Starlette:
     """The dev UI as a Starlette application for ``agent``; interrupted runs are saved to
-    ``store`` (a fresh in-memory store when None), whose checkpoints the page lists."""
+    ``store`` (a fresh in-memory store when None), whose checkpoints the page lists. It
+    answers only requests for a loopback host (127.0.0.1, localhost) unless ``allow_remote``,
+    and only same-origin JSON POSTs: pages of other sites cannot drive it."""
     if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
         raise TypeError(f"create_app(agent): expected an agent, got {type(agent).__name__}")
     try:
         from rillet.web.app import build_app  # imports Starlette: the optional rillet[web] extra
     except ImportError as e:
         raise ImportError(f"{_MISSING} ({e})") from e
-    return build_app(agent, store if store is not None else MemoryStore())
+    return build_app(agent, store if store is not None else MemoryStore(), allow_remote=allow_remote)
 
 
 def is_loopback(host: str) -> bool:
@@ -69,7 +71,7 @@ def serve(
         _log.warning(warning)
         print(warning, file=sys.stderr)
     store: CheckpointStore = SqliteCheckpointStore(db) if db is not None else MemoryStore()
-    app = create_app(agent, store=store)
+    app = create_app(agent, store=store, allow_remote=allow_remote)
     try:
         import uvicorn  # the optional rillet[web] extra, needed only to serve
     except ImportError as e:
