@@ -9,20 +9,26 @@ MODULE:ATTRIBUTE`` call it; docs/web.md shows it.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from rillet.checkpoint.stores import CheckpointStore, SqliteCheckpointStore
 from rillet.web.checkpoints import MemoryStore
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from starlette.applications import Starlette
 
 __all__ = ["create_app", "is_loopback", "serve"]
 
 _log = logging.getLogger(__name__)
+
+_SHUTDOWN_GRACE = 3  # seconds Ctrl-C waits for open requests before cutting them
 
 _MISSING = "the dev UI needs Starlette and uvicorn: pip install 'rillet[web]'"
 
@@ -77,4 +83,15 @@ def serve(
     except ImportError as e:
         raise ImportError(f"{_MISSING} ({e})") from e
     print(f"rillet web: http://{'[' + host + ']' if ':' in host else host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    stop_runs = app.state.stop_runs
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            # a page watching a run keeps its event stream open until the run ends: end them now,
+            # on a thread (this signal may have interrupted the holder of a run's lock)
+            threading.Thread(target=stop_runs, name="rillet-web-stop", daemon=True).start()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=_SHUTDOWN_GRACE)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises the Ctrl-C again once it has stopped
+        Server(config).run()

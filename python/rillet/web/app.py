@@ -195,4 +195,6 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False)
         Route("/api/checkpoints", checkpoints),
         Route("/api/checkpoints/{id:path}", checkpoint),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(_SameSiteOnly, allow_remote=allow_remote)])
+    app = Starlette(routes=routes, middleware=[Middleware(_SameSiteOnly, allow_remote=allow_remote)])
+    app.state.stop_runs = hub.stop  # serve() calls it at Ctrl-C: open event streams end
+    return app
