@@ -187,3 +187,45 @@ def test_any_other_interrupt_takes_its_resume_data_from_the_prompt_or_an_id(here
     )
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout.splitlines()[-1])["message"]["content"] == "tool said: budget is 'cheap'"
+
+
+ODD_OUTPUTS = """
+import dataclasses
+import datetime
+
+from pydantic import BaseModel
+
+from rillet import AgentEvent, AgentOutput, BaseAgent
+
+
+class City(BaseModel):
+    name: str
+    when: datetime.date
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+class Oddity(BaseAgent):
+    async def _run(self, input, **options):
+        loop = {"a": 1}
+        loop["self"] = loop
+        values = ({(1, 2): "a tuple key"}, loop, City(name="Lisbon", when=datetime.date(2026, 1, 2)), Point(3), b"ab")
+        for value in values:
+            yield AgentEvent(self.name, output=AgentOutput(customized_output=value))
+
+
+oddity = Oddity("oddity", "emits outputs JSON has no type for")
+"""
+
+
+def test_json_lines_carry_outputs_json_has_no_type_for(tmp_path: Path) -> None:
+    (tmp_path / "odd.py").write_text(ODD_OUTPUTS)
+    result = rillet("run", "odd:oddity", "hi", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    outputs = [json.loads(line)["customized_output"] for line in result.stdout.splitlines()]
+    assert outputs[0] == {"(1, 2)": "a tuple key"}
+    assert outputs[1]["a"] == 1 and isinstance(outputs[1]["self"], dict)  # a cycle is cut, not a crash
+    assert outputs[2:] == [{"name": "Lisbon", "when": "2026-01-02"}, {"x": 3}, "b'ab'"]
