@@ -29,6 +29,7 @@ from rillet.agent_tool import AgentTool
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.errors import RilletError
 from rillet.flow import flow_of
+from rillet.web import is_loopback
 from rillet.web.checkpoints import decoded, listing
 from rillet.web.runs import Hub, Run
 
@@ -90,8 +91,6 @@ class _SameSiteOnly:
             await refusal(scope, receive, send)
 
     def _refusal(self, scope: Scope) -> JSONResponse | None:
-        from rillet.web import is_loopback
-
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "")
         if not self.allow_remote and not is_loopback(_hostname(host)):
