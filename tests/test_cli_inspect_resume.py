@@ -119,3 +119,19 @@ def test_resume_on_an_unusable_store_is_one_line_exit_1(saved: Path) -> None:
     one_line_error(rillet("resume", "x", "--db", "foreign.db", "agents:team", cwd=saved), 1, "another application")
     one_line_error(rillet("resume", "x", "--db", ".", "agents:team", cwd=saved), 1, "is a directory")
     one_line_error(rillet("resume", "nope", "--db", "runs.db", "agents:team", cwd=saved), 1, "no checkpoint 'nope'")
+
+
+def test_a_resumed_tool_result_comes_under_its_agent_header(saved: Path) -> None:
+    again = rillet("run", "agents:build", "please book", "--db", "runs.db", "--checkpoint-id", "t3", cwd=saved)
+    assert again.returncode == 3
+    resumed = rillet("resume", "t3", "--db", "runs.db", "agents:build", "--no-color", "--approve", "book", cwd=saved)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = resumed.stdout.splitlines()
+    at = lines.index("  ← book")
+    assert lines[at - 1] == "clerk (tool results)", resumed.stdout
+    assert lines[at + 1 :] == [
+        "    booked 2 nights in Lisbon",
+        "",
+        "clerk (model call 1)",
+        "  tool said: booked 2 nights in Lisbon",
+    ]

@@ -187,3 +187,59 @@ def test_any_other_interrupt_takes_its_resume_data_from_the_prompt_or_an_id(here
     )
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout.splitlines()[-1])["message"]["content"] == "tool said: budget is 'cheap'"
+
+
+ODD_OUTPUTS = """
+import dataclasses
+import datetime
+
+from pydantic import BaseModel
+
+from rillet import AgentEvent, AgentOutput, BaseAgent
+
+
+class City(BaseModel):
+    name: str
+    when: datetime.date
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+class Oddity(BaseAgent):
+    async def _run(self, input, **options):
+        loop = {"a": 1}
+        loop["self"] = loop
+        values = ({(1, 2): "a tuple key"}, loop, City(name="Lisbon", when=datetime.date(2026, 1, 2)), Point(3), b"ab")
+        for value in values:
+            yield AgentEvent(self.name, output=AgentOutput(customized_output=value))
+
+
+oddity = Oddity("oddity", "emits outputs JSON has no type for")
+"""
+
+
+def test_json_lines_carry_outputs_json_has_no_type_for(tmp_path: Path) -> None:
+    (tmp_path / "odd.py").write_text(ODD_OUTPUTS)
+    result = rillet("run", "odd:oddity", "hi", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    outputs = [json.loads(line)["customized_output"] for line in result.stdout.splitlines()]
+    assert outputs[0] == {"(1, 2)": "a tuple key"}
+    assert outputs[1]["a"] == 1 and isinstance(outputs[1]["self"], dict)  # a cycle is cut, not a crash
+    assert outputs[2:] == [{"name": "Lisbon", "when": "2026-01-02"}, {"x": 3}, "b'ab'"]
+
+
+def test_a_mistyped_approve_is_named_when_the_run_stops_for_want_of_it(here: Path) -> None:
+    result = rillet("run", "agents:build", "please book", "--db", "runs.db", "--approve", "bok", cwd=here)
+    assert result.returncode == 3
+    assert result.stderr.splitlines()[0] == "rillet run: --approve bok matched no interrupt of this run"
+    assert result.stderr.splitlines()[1].startswith("rillet run: stopped at book (")
+
+
+def test_the_resume_hint_names_a_tool_once_for_its_parallel_calls() -> None:
+    from rillet.cli.drive import Pending, resume_hint
+
+    calls = [Pending(f"id{i}", ("agent:a", f"tool:book:c{i}"), None, "book", {}) for i in range(2)]
+    assert resume_hint("cp", "runs.db", "m:a", calls) == "rillet resume cp --db runs.db m:a --approve book"

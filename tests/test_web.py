@@ -56,7 +56,7 @@ def shape(recs: list[dict[str, Any]]) -> list[str]:
 
 def make_client(app: Any) -> TestClient:
     """A client of ``app``; the test skips where Starlette is missing (fails under CI)."""
-    return need("starlette.testclient").TestClient(app)  # type: ignore[no-any-return]
+    return need("starlette.testclient").TestClient(app, base_url="http://127.0.0.1:8000")  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -208,7 +208,7 @@ def test_a_finished_turn_is_history_for_the_next(client: TestClient) -> None:
             ("assistant", "you said 1 things"),
             ("user", "two"),
         ]
-        assert c.post("/api/reset").status_code == 200
+        assert c.post("/api/reset", json={}).status_code == 200
         _, recs = start(c, "three")
         assert recs[-2]["content"] == "you said 1 things"
 
@@ -236,12 +236,14 @@ def test_only_loopback_hosts_unless_allowed(
     assert not any(is_loopback(h) for h in ("0.0.0.0", "192.168.1.4", "::", "example.com"))
     need("uvicorn")
     ran: list[dict[str, Any]] = []
-    monkeypatch.setattr("uvicorn.run", lambda app, **kw: ran.append(kw))
+    monkeypatch.setattr(
+        "uvicorn.Server.run", lambda self: ran.append({"host": self.config.host, "port": self.config.port})
+    )
     with pytest.raises(ValueError, match=r"refusing to listen on '0.0.0.0'.*--allow-remote"):
         serve(build(), db=None, host="0.0.0.0")
     assert ran == []
     serve(build(), db=None, host="0.0.0.0", port=8123, allow_remote=True)
-    assert ran == [{"host": "0.0.0.0", "port": 8123, "log_level": "warning"}]
+    assert ran == [{"host": "0.0.0.0", "port": 8123}]
     assert "WARNING: listening on 0.0.0.0:8123, reachable from other machines" in capsys.readouterr().err
     serve(build(), db=None, port=8124)
     assert ran[-1]["host"] == "127.0.0.1"
@@ -268,3 +270,97 @@ def test_rillet_web_refuses_a_file_that_is_not_a_checkpoint_store(tmp_path: Path
     assert result.returncode == 2
     assert result.stderr.startswith(f"rillet web: SqliteCheckpointStore: {str(text)!r} is not a SQLite database")
     assert result.stderr.count("\n") == 1
+
+
+def test_a_page_of_another_site_cannot_run_the_agent(client: TestClient) -> None:
+    """The server runs tools for whoever asks: a page on another origin (a form or a
+    no-preflight fetch with a text/plain body) and a name rebound to 127.0.0.1 are refused."""
+    body = '{"text": "Book Lisbon"}'
+    cross = client.post(
+        "/api/runs", content=body, headers={"Origin": "https://evil.example", "Content-Type": "text/plain"}
+    )
+    assert (cross.status_code, cross.json()["error"]) == (
+        403,
+        "rillet web: refusing a request from the page of another site (Origin https://evil.example)",
+    )
+    plain = client.post("/api/runs", content=body, headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 415 and "Content-Type: application/json" in plain.json()["error"]
+    rebound = client.get("/api/checkpoints", headers={"Host": "evil.example:8000"})
+    assert rebound.status_code == 403
+    assert rebound.json()["error"].startswith("rillet web: refusing Host 'evil.example:8000'")
+    same = client.post("/api/runs", json={"text": "Book Lisbon"}, headers={"Origin": "http://127.0.0.1:8000"})
+    assert same.status_code == 200, same.text
+    records(client, same.json()["events"])
+
+
+STUCK = '''
+import time
+
+from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, tool
+
+
+@tool
+def wait() -> str:
+    """Waits a long time."""
+    time.sleep(120)
+    return "waited"
+
+
+def reply(messages, tools=None):
+    return Message.assistant("", [ToolCall(index=0, id="w1", function=FunctionCall("wait", "{}"))])
+
+
+agent = ChatModelAgent("stuck", description="waits", model=ScriptedModel(reply), tools=[wait])
+'''
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_server_while_a_page_watches_a_run_in_progress(tmp_path: Path) -> None:
+    import signal
+    import socket
+    import threading
+    import time
+    import urllib.request
+
+    need("uvicorn")
+    (tmp_path / "stuck.py").write_text(STUCK)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rillet.cli", "web", "stuck:agent", "--port", str(port)],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(base + "/api/agent", timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        post = urllib.request.Request(base + "/api/runs", data=b'{"text": "go"}', method="POST")
+        post.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(post, timeout=5) as response:
+            events = json.load(response)["events"]
+        watching = urllib.request.urlopen(base + events, timeout=30)  # the page's stream, open
+        read: list[bytes] = []
+        reader = threading.Thread(target=lambda: read.append(watching.read()), daemon=True)
+        reader.start()
+        time.sleep(0.5)
+        server.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        assert server.wait(timeout=20) == 0
+        assert time.monotonic() - started < 2, "Ctrl-C waited for the run to end"
+        reader.join(5)
+        watching.close()
+        last = json.loads([line for line in read[0].decode().splitlines() if line.startswith("data: ")][-1][6:])
+        assert (last["type"], last["status"]) == ("run_end", "stopped")  # the page says the run was cut
+        assert server.stderr is not None and "Traceback" not in server.stderr.read()
+    finally:
+        server.kill()
+        server.wait()
+        assert server.stderr is not None
+        server.stderr.close()

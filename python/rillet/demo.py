@@ -165,6 +165,7 @@ class _Renderer:
         self.path = ""
         self.names: list[str] = []
         self.drawn = False  # whether a tree line was printed yet
+        self.speaker = ""  # the agent whose header (model call) was printed last
         self.events = 0
         self.model_calls = 0
         self.tokens = 0
@@ -216,6 +217,7 @@ class _Renderer:
             self.model_calls += 1
             gap = "" if moved else "\n"
             c.print(f"{gap}[bold cyan]{escape(ev.agent_name)}[/] [dim](model call {self.model_calls})[/]")
+            self.speaker = ev.agent_name
             msg = self._stream_text(mv)
             for call in msg.tool_calls:
                 args = _short(call.function.arguments, c.width - 14 - len(call.function.name))
@@ -224,6 +226,10 @@ class _Renderer:
             if meta is not None and meta.usage is not None:
                 self.tokens += meta.usage.total_tokens
         elif mv is not None and mv.role == "tool":
+            if self.speaker != ev.agent_name:  # a resumed run starts at its tool results: say whose
+                gap = "" if moved else "\n"
+                c.print(f"{gap}[bold cyan]{escape(ev.agent_name)}[/] [dim](tool results)[/]")
+                self.speaker = ev.agent_name
             c.print(f"  [green]← {escape(mv.tool_name)}[/]" + (" [dim](streaming)[/]" if mv.is_streaming else ""))
             msg = self._stream_text(mv, indent="    ", style="green")
         if ev.action is not None:

@@ -225,6 +225,7 @@ class Driver:
             targets = self.answer(pending)
             missing = [p for p in pending if p.id not in targets]
             if missing:
+                self._warn_unused()  # a mistyped --approve is why the run stops: say so first
                 return stopped(missing)
             if not self.as_json:
                 self.console.print(f"\n[dim]resuming checkpoint {escape(checkpoint_id)}[/]")
@@ -232,12 +233,15 @@ class Driver:
         return self.finish()
 
     def finish(self) -> int:
+        self._warn_unused()
+        return 1 if self.errors else 0
+
+    def _warn_unused(self) -> None:
         for flag in self.decisions.unused():
             print(f"rillet {self.command}: {flag} matched no interrupt of this run", file=sys.stderr)
-        return 1 if self.errors else 0
 
 
 def resume_hint(checkpoint_id: str, db: str, spec: str, missing: Sequence[Pending]) -> str:
     """The command that answers ``missing`` later."""
-    answers = " ".join(f"--approve {p.tool}" if p.tool else f"--approve {p.id}=VALUE" for p in missing)
+    answers = " ".join(dict.fromkeys(f"--approve {p.tool}" if p.tool else f"--approve {p.id}=VALUE" for p in missing))
     return f"rillet resume {checkpoint_id} --db {db} {spec} {answers}"

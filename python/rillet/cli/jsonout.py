@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -11,8 +12,31 @@ if TYPE_CHECKING:
 
 
 def dumps(obj: Any) -> str:
-    """One line of JSON; values JSON has no type for (interrupt info, session values) as text."""
-    return json.dumps(obj, ensure_ascii=False, default=str)
+    """One line of JSON; values JSON has no type for (interrupt info, session values, outputs)
+    as their data (pydantic models, dataclasses) or as text."""
+    try:
+        return json.dumps(obj, ensure_ascii=False, default=_data)
+    except (TypeError, ValueError):  # keys that are not text, or a value that contains itself
+        return json.dumps(_plain(obj), ensure_ascii=False, default=_data)
+
+
+def _data(value: Any) -> Any:
+    if hasattr(value, "model_dump") and not isinstance(value, type):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """``value`` with mappings' keys as text, cut to text at a depth only a cycle reaches."""
+    if depth > 32:
+        return repr(value)
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    return value
 
 
 def message_json(m: Message) -> dict[str, Any]:

@@ -9,34 +9,42 @@ MODULE:ATTRIBUTE`` call it; docs/web.md shows it.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from rillet.checkpoint.stores import CheckpointStore, SqliteCheckpointStore
 from rillet.web.checkpoints import MemoryStore
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from starlette.applications import Starlette
 
 __all__ = ["create_app", "is_loopback", "serve"]
 
 _log = logging.getLogger(__name__)
 
+_SHUTDOWN_GRACE = 3  # seconds Ctrl-C waits for open requests before cutting them
+
 _MISSING = "the dev UI needs Starlette and uvicorn: pip install 'rillet[web]'"
 
 
-def create_app(agent: Any, *, store: CheckpointStore | None = None) -> Starlette:
+def create_app(agent: Any, *, store: CheckpointStore | None = None, allow_remote: bool = False) -> Starlette:
     """The dev UI as a Starlette application for ``agent``; interrupted runs are saved to
-    ``store`` (a fresh in-memory store when None), whose checkpoints the page lists."""
+    ``store`` (a fresh in-memory store when None), whose checkpoints the page lists. It
+    answers only requests for a loopback host (127.0.0.1, localhost) unless ``allow_remote``,
+    and only same-origin JSON POSTs: pages of other sites cannot drive it."""
     if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
         raise TypeError(f"create_app(agent): expected an agent, got {type(agent).__name__}")
     try:
         from rillet.web.app import build_app  # imports Starlette: the optional rillet[web] extra
     except ImportError as e:
         raise ImportError(f"{_MISSING} ({e})") from e
-    return build_app(agent, store if store is not None else MemoryStore())
+    return build_app(agent, store if store is not None else MemoryStore(), allow_remote=allow_remote)
 
 
 def is_loopback(host: str) -> bool:
@@ -69,10 +77,21 @@ def serve(
         _log.warning(warning)
         print(warning, file=sys.stderr)
     store: CheckpointStore = SqliteCheckpointStore(db) if db is not None else MemoryStore()
-    app = create_app(agent, store=store)
+    app = create_app(agent, store=store, allow_remote=allow_remote)
     try:
         import uvicorn  # the optional rillet[web] extra, needed only to serve
     except ImportError as e:
         raise ImportError(f"{_MISSING} ({e})") from e
     print(f"rillet web: http://{'[' + host + ']' if ':' in host else host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    stop_runs = app.state.stop_runs
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            # a page watching a run keeps its event stream open until the run ends: end them now,
+            # on a thread (this signal may have interrupted the holder of a run's lock)
+            threading.Thread(target=stop_runs, name="rillet-web-stop", daemon=True).start()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=_SHUTDOWN_GRACE)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises the Ctrl-C again once it has stopped
+        Server(config).run()

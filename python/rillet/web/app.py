@@ -19,14 +19,17 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rillet.agent_tool import AgentTool
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.errors import RilletError
 from rillet.flow import flow_of
+from rillet.web import is_loopback
 from rillet.web.checkpoints import decoded, listing
 from rillet.web.runs import Hub, Run
 
@@ -65,6 +68,43 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
+def _hostname(host: str) -> str:
+    """``host`` of a Host header without its port (``[::1]:8000`` -> ``::1``)."""
+    return host[1:].partition("]")[0] if host.startswith("[") else host.rpartition(":")[0] or host
+
+
+class _SameSiteOnly:
+    """Refuses what a web page of another site can make a browser send to this server, which
+    runs the agent's tools: a Host that is not loopback (a DNS name rebound to 127.0.0.1;
+    unless serving remotely), a POST with another Origin, or one that is not JSON (a form,
+    or a fetch without a CORS preflight)."""
+
+    def __init__(self, app: ASGIApp, *, allow_remote: bool) -> None:
+        self.app = app
+        self.allow_remote = allow_remote
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = self._refusal(scope) if scope["type"] == "http" else None
+        if refusal is None:
+            await self.app(scope, receive, send)
+        else:
+            await refusal(scope, receive, send)
+
+    def _refusal(self, scope: Scope) -> JSONResponse | None:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "")
+        if not self.allow_remote and not is_loopback(_hostname(host)):
+            return _error(403, f"rillet web: refusing Host {host!r}: the dev UI answers only at 127.0.0.1 or localhost")
+        if scope["method"] in ("GET", "HEAD"):
+            return None
+        origin = headers.get("origin")
+        if origin is not None and origin.partition("://")[2] != host:
+            return _error(403, f"rillet web: refusing a request from the page of another site (Origin {origin})")
+        if headers.get("content-type", "").partition(";")[0].strip().lower() != "application/json":
+            return _error(415, "rillet web: the API takes JSON bodies, sent with Content-Type: application/json")
+        return None
+
+
 async def _json_body(request: Request) -> dict[str, Any] | None:
     try:
         body = await request.json()
@@ -77,7 +117,7 @@ def _started(run: Run) -> JSONResponse:
     return JSONResponse({"run": run.id, "checkpoint_id": run.checkpoint_id, "events": f"/api/runs/{run.id}/events"})
 
 
-def build_app(agent: Any, store: CheckpointStore) -> Starlette:
+def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False) -> Starlette:
     hub = Hub(agent, store)
     tree = agent_tree(agent)
 
@@ -154,4 +194,6 @@ def build_app(agent: Any, store: CheckpointStore) -> Starlette:
         Route("/api/checkpoints", checkpoints),
         Route("/api/checkpoints/{id:path}", checkpoint),
     ]
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes, middleware=[Middleware(_SameSiteOnly, allow_remote=allow_remote)])
+    app.state.stop_runs = hub.stop  # serve() calls it at Ctrl-C: open event streams end
+    return app

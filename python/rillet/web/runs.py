@@ -123,6 +123,14 @@ class Hub:
         with self._lock:
             self.history.clear()
 
+    def stop(self) -> None:
+        """Ends the event streams of the runs still going (status ``stopped``): the server is
+        shutting down and must not wait for them (their threads die with the process)."""
+        with self._lock:
+            going = [r for r in self.runs.values() if r.status == "running"]
+        for run in going:
+            run.add({"type": "run_end", "run": run.id, "status": "stopped", "checkpoint_id": run.checkpoint_id})
+
     def _launch(self, run: Run, events: RunIterator) -> Run:
         with self._lock:
             self.runs[run.id] = run
