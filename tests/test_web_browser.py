@@ -102,9 +102,11 @@ def test_approving_the_interrupt_resumes_the_run_to_its_end(page: Any) -> None:
     assert "Approve the call of book_hotel?" in box.text_content()
     assert '"city": "Lisbon"' in box.locator("pre").text_content()
     shot(page, "3-interrupt")
+    assert page.locator("#tree .node.interrupted").count() == 1  # booker is marked paused
     box.locator("button.approve").click()
     page.wait_for_selector("#timeline .run-end.done")
     page.wait_for_selector("#status:has-text('done')")
+    assert page.locator("#tree .node.interrupted").count() == 0  # the resume ran it: no longer paused
     shot(page, "4-approved-done")
     answer = page.locator("#chat .bubble.assistant").last.locator(".text").text_content()
     assert answer == "All set: booked 2 nights in Lisbon, confirmation H-311. Enjoy Lisbon!"

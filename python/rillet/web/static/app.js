@@ -50,6 +50,8 @@ function learnAgent(node) {
 function watch(run, label) {
   state.run = run.run;
   setStatus("running", "running");
+  // a resume answers the pause: its agents are running again (a new interrupt marks them anew)
+  if (label === "resume") document.querySelectorAll(".node.interrupted").forEach((n) => n.classList.remove("interrupted"));
   const head = el("div", "run-head", label + " · checkpoint " + run.checkpoint_id);
   $("timeline").append(head);
   const source = new EventSource(run.events);
