@@ -119,7 +119,15 @@ def test_rejecting_with_a_reason_sends_it_to_the_model(page: Any) -> None:
     send(page)
     box = page.locator("#chat .approval")
     box.wait_for()
-    box.locator("input.reason").fill("too expensive")
+    reason = box.locator("input.reason")
+    # its placeholder, "reason (for reject)", is not cut off in the narrow chat column
+    room, needed = reason.evaluate(
+        "e => { const s = getComputedStyle(e), c = document.createElement('canvas').getContext('2d');"
+        " c.font = s.font; return [e.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight),"
+        " c.measureText(e.placeholder).width]; }"
+    )
+    assert room >= needed
+    reason.fill("too expensive")
     box.locator("button.reject").click()
     page.wait_for_selector("#timeline .run-end.done")
     answer = page.locator("#chat .bubble.assistant").last.locator(".text").text_content()
