@@ -132,6 +132,11 @@ def test_rejecting_with_a_reason_sends_it_to_the_model(page: Any) -> None:
     page.wait_for_selector("#timeline .run-end.done")
     answer = page.locator("#chat .bubble.assistant").last.locator(".text").text_content()
     assert "rejected this call of book_hotel (too expensive)" in answer
+    # a second turn calls book_hotel again: the tree counts the calls on one chip
+    send(page)
+    page.locator("#chat .approval").nth(1).wait_for()
+    chips = page.locator("#tree .node[data-agent=booker] .tool-chip")
+    assert chips.all_text_contents() == ["⚙ book_hotel ×2"]
 
 
 def test_a_checkpoint_opens_decoded_and_can_be_approved_from_there(page: Any) -> None:

@@ -264,7 +264,18 @@ function treeNode(name, parent) {
 
 function noteTool(card, name) {
   const node = document.querySelector(".node.current");
-  if (node) node._tools.append(el("span", "tool-chip", "⚙ " + name));
+  if (!node) return;
+  // one chip per tool, counting its calls: a chat of many turns stays one line per agent
+  node._chips = node._chips || new Map();
+  let chip = node._chips.get(name);
+  if (!chip) {
+    chip = el("span", "tool-chip");
+    chip._calls = 0;
+    node._chips.set(name, chip);
+    node._tools.append(chip);
+  }
+  chip._calls += 1;
+  chip.textContent = "⚙ " + name + (chip._calls > 1 ? " ×" + chip._calls : "");
 }
 
 // --- checkpoints
