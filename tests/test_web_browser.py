@@ -136,7 +136,7 @@ def test_rejecting_with_a_reason_sends_it_to_the_model(page: Any) -> None:
     send(page)
     page.locator("#chat .approval").nth(1).wait_for()
     chips = page.locator("#tree .node[data-agent=booker] .tool-chip")
-    assert chips.all_text_contents() == ["⚙ book_hotel ×2"]
+    assert chips.all_text_contents() == ["⚙ book_hotel \u00d72"]
 
 
 def test_a_checkpoint_opens_decoded_and_can_be_approved_from_there(page: Any) -> None:
