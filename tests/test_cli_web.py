@@ -83,6 +83,21 @@ def test_without_the_web_extra_it_names_the_install(
     assert line.startswith("rillet web: the dev UI is not installed") and line.endswith("pip install 'rillet[web]'")
 
 
+@pytest.mark.parametrize("dependency", ["starlette", "uvicorn"])
+def test_without_starlette_or_uvicorn_it_is_one_line_too(
+    dependency: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rillet.web itself imports without them (what `make demo`'s environment has): the
+    # missing dependency must still be one line, not serve()'s traceback
+    monkeypatch.setitem(sys.modules, dependency, None)
+    with pytest.raises(SystemExit) as e:
+        main(["web", "rillet.demo:build_agent"])
+    assert e.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("rillet web: the dev UI is not installed") and line.endswith("pip install 'rillet[web]'")
+    assert dependency in line
+
+
 def test_refused_before_anything_is_imported_in_a_subprocess(tmp_path: Path) -> None:
     write_agents(tmp_path)
     one_line_error(rillet("web", "agents:agent", "--host", "192.0.2.1", cwd=tmp_path), 2, "is not a loopback address")

@@ -102,9 +102,11 @@ def test_approving_the_interrupt_resumes_the_run_to_its_end(page: Any) -> None:
     assert "Approve the call of book_hotel?" in box.text_content()
     assert '"city": "Lisbon"' in box.locator("pre").text_content()
     shot(page, "3-interrupt")
+    assert page.locator("#tree .node.interrupted").count() == 1  # booker is marked paused
     box.locator("button.approve").click()
     page.wait_for_selector("#timeline .run-end.done")
     page.wait_for_selector("#status:has-text('done')")
+    assert page.locator("#tree .node.interrupted").count() == 0  # the resume ran it: no longer paused
     shot(page, "4-approved-done")
     answer = page.locator("#chat .bubble.assistant").last.locator(".text").text_content()
     assert answer == "All set: booked 2 nights in Lisbon, confirmation H-311. Enjoy Lisbon!"
@@ -117,11 +119,24 @@ def test_rejecting_with_a_reason_sends_it_to_the_model(page: Any) -> None:
     send(page)
     box = page.locator("#chat .approval")
     box.wait_for()
-    box.locator("input.reason").fill("too expensive")
+    reason = box.locator("input.reason")
+    # its placeholder, "reason (for reject)", is not cut off in the narrow chat column
+    room, needed = reason.evaluate(
+        "e => { const s = getComputedStyle(e), c = document.createElement('canvas').getContext('2d');"
+        " c.font = s.font; return [e.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight),"
+        " c.measureText(e.placeholder).width]; }"
+    )
+    assert room >= needed
+    reason.fill("too expensive")
     box.locator("button.reject").click()
     page.wait_for_selector("#timeline .run-end.done")
     answer = page.locator("#chat .bubble.assistant").last.locator(".text").text_content()
     assert "rejected this call of book_hotel (too expensive)" in answer
+    # a second turn calls book_hotel again: the tree counts the calls on one chip
+    send(page)
+    page.locator("#chat .approval").nth(1).wait_for()
+    chips = page.locator("#tree .node[data-agent=booker] .tool-chip")
+    assert chips.all_text_contents() == ["⚙ book_hotel \u00d72"]
 
 
 def test_a_checkpoint_opens_decoded_and_can_be_approved_from_there(page: Any) -> None:

@@ -38,7 +38,12 @@ def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool) -> 
             "tools; pass --allow-remote to serve it there anyway",
         )
     try:
-        from rillet.web import serve  # type: ignore[import-not-found, unused-ignore]  # the dev UI's dependencies (Starlette, uvicorn) are the `web` extra
+        # the dev UI's dependencies are the `web` extra; rillet.web imports them only when it
+        # serves, so they are checked here, where a missing one is a line and not a traceback
+        import starlette  # noqa: F401  # the `web` extra
+        import uvicorn  # noqa: F401  # the `web` extra
+
+        from rillet.web import serve  # type: ignore[import-not-found, unused-ignore]  # needs the `web` extra
     except ImportError as e:
         fail("web", f"the dev UI is not installed ({e}): pip install 'rillet[web]'")
     agent = agent_or_fail("web", spec)

@@ -50,6 +50,8 @@ function learnAgent(node) {
 function watch(run, label) {
   state.run = run.run;
   setStatus("running", "running");
+  // a resume answers the pause: its agents are running again (a new interrupt marks them anew)
+  if (label === "resume") document.querySelectorAll(".node.interrupted").forEach((n) => n.classList.remove("interrupted"));
   const head = el("div", "run-head", label + " · checkpoint " + run.checkpoint_id);
   $("timeline").append(head);
   const source = new EventSource(run.events);
@@ -262,7 +264,18 @@ function treeNode(name, parent) {
 
 function noteTool(card, name) {
   const node = document.querySelector(".node.current");
-  if (node) node._tools.append(el("span", "tool-chip", "⚙ " + name));
+  if (!node) return;
+  // one chip per tool, counting its calls: a chat of many turns stays one line per agent
+  node._chips = node._chips || new Map();
+  let chip = node._chips.get(name);
+  if (!chip) {
+    chip = el("span", "tool-chip");
+    chip._calls = 0;
+    node._chips.set(name, chip);
+    node._tools.append(chip);
+  }
+  chip._calls += 1;
+  chip.textContent = "⚙ " + name + (chip._calls > 1 ? " ×" + chip._calls : "");
 }
 
 // --- checkpoints
