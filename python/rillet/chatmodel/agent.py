@@ -296,8 +296,14 @@ class ChatModelAgent(BaseAgent):
         )
         if sources == self._hook_sources:
             return
-        callbacks = callback_middlewares(*(list(s) for s in sources[:5]))
-        self._hooks = Hooks.of(self.name, [*callbacks, *sources[5]])
+        callbacks = callback_middlewares(
+            list(self.before_agent),
+            list(self.before_model),
+            list(self.after_model),
+            list(self.wrap_tool_call),
+            list(self.after_agent),
+        )
+        self._hooks = Hooks.of(self.name, [*callbacks, *self.middlewares])
         self._tool_wrappers = self._hooks.wrap_tool_call  # read on every tool call: one attribute
         self._hook_sources = sources
 
