@@ -12,20 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from event_rows import calls, row
 from rillet import (
     ChatModelAgent,
-    FunctionCall,
     InMemoryCheckpointStore,
-    Message,
     Runner,
     ScriptedModel,
-    ToolCall,
     approve,
     get_session_values,
     requires_approval,
     tool,
 )
-from rillet.events import AgentEvent
 from rillet.prebuilt import (
     GENERAL_AGENT_NAME,
     TODOS_KEY,
@@ -35,23 +32,6 @@ from rillet.prebuilt import (
     Todo,
     file_tools,
 )
-
-
-def calls(name: str, arguments: Any, id: str) -> Message:
-    return Message.assistant("", [ToolCall(index=0, id=id, function=FunctionCall(name, json.dumps(arguments)))])
-
-
-def row(ev: AgentEvent) -> tuple[str, str, str, str]:
-    mv = ev.message_output
-    what = ""
-    if mv is not None:
-        msg = mv.get_message()
-        what = f"{mv.role}:" + (msg.content or ",".join(c.function.name for c in msg.tool_calls))
-    if ev.error is not None:
-        what = f"error:{ev.error}"
-    action = "interrupted" if ev.action is not None and ev.action.interrupted is not None else ""
-    return ev.agent_name, "/".join(s.agent_name for s in ev.run_path), what, action
-
 
 TODOS = {"todos": [{"content": "find the bug", "status": "in_progress"}, {"content": "fix it", "status": "pending"}]}
 

@@ -3,11 +3,12 @@ replanner)) talking through the session keys UserInput, Plan, ExecutedStep, Exec
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from rillet import CallbackContext, FunctionCall, Message, Runner, ScriptedModel, ToolCall, get_session_values, tool
+from event_rows import calls
+from event_rows import row as event_row
+from rillet import CallbackContext, Message, Runner, ScriptedModel, get_session_values, tool
 from rillet.events import AgentEvent
 from rillet.prebuilt import (
     EXECUTED_STEP_KEY,
@@ -23,25 +24,9 @@ from rillet.prebuilt import (
 )
 
 
-def calls(name: str, arguments: Any, id: str = "c1") -> Message:
-    return Message.assistant("", [ToolCall(index=0, id=id, function=FunctionCall(name, json.dumps(arguments)))])
-
-
 def row(ev: AgentEvent) -> tuple[str, str, str, str]:
-    mv = ev.message_output
-    what = ""
-    if mv is not None:
-        msg = mv.get_message()
-        what = f"{mv.role}:" + (msg.content or ",".join(c.function.name for c in msg.tool_calls))
-    if ev.error is not None:
-        what = f"error:{ev.error}"
-    a = ev.action
-    action = ""
-    if a is not None and a.break_loop is not None:
-        b = a.break_loop
-        action = f"break_loop:{b.from_agent}:{b.current_iterations}:{b.done}"
-    short = "/".join(s.agent_name for s in ev.run_path).replace("plan_execute_replan", "per")
-    return ev.agent_name, short, what, action
+    author, path, what, action = event_row(ev)
+    return author, path.replace("plan_execute_replan", "per"), what, action
 
 
 @tool

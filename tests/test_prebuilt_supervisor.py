@@ -4,50 +4,23 @@ transfers back without a model call, and the events come in Eino's order."""
 from __future__ import annotations
 
 import pytest
+from event_rows import calls, row
 from rillet import (
     ChatModelAgent,
     ExitTool,
-    FunctionCall,
     InMemoryCheckpointStore,
     Message,
     Runner,
     ScriptedModel,
-    ToolCall,
     approve,
     requires_approval,
     tool,
 )
-from rillet.events import AgentEvent
 from rillet.prebuilt import Supervisor
-
-
-def calls(name: str, arguments: str, id: str) -> Message:
-    return Message.assistant("", [ToolCall(index=0, id=id, function=FunctionCall(name, arguments))])
 
 
 def transfer(to: str, id: str) -> Message:
     return calls("transfer_to_agent", f'{{"agent_name": "{to}"}}', id)
-
-
-def row(ev: AgentEvent) -> tuple[str, str, str, str]:
-    """(author, run path, what the event holds, its action)."""
-    mv = ev.message_output
-    what = ""
-    if mv is not None:
-        msg = mv.get_message()
-        what = f"{mv.role}:" + (msg.content or ",".join(c.function.name for c in msg.tool_calls))
-    if ev.error is not None:
-        what = f"error:{ev.error}"
-    a = ev.action
-    action = ""
-    if a is not None:
-        if a.transfer_to_agent:
-            action = f"transfer:{a.transfer_to_agent.dest_agent_name}"
-        elif a.exit:
-            action = "exit"
-        elif a.interrupted:
-            action = "interrupted"
-    return ev.agent_name, "/".join(s.agent_name for s in ev.run_path), what, action
 
 
 def team() -> tuple[Supervisor, ChatModelAgent, ChatModelAgent, ChatModelAgent]:
