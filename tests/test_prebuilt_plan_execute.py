@@ -141,6 +141,7 @@ def test_a_planner_with_structured_output_reads_the_plan_from_the_text() -> None
     [
         ("I will not plan.", "the model answered without calling 'plan'"),
         (calls("plan", {"stages": ["a"]}), 'a plan is {"steps": [str, ...]}'),
+        (calls("plan", {"steps": []}), "the plan has no steps"),
     ],
 )
 def test_a_planner_reply_that_is_not_a_plan_is_an_error_event(reply: Any, problem: str) -> None:
@@ -160,6 +161,17 @@ def test_a_replanner_calling_another_tool_is_an_error_event() -> None:
     )
     events = list(Runner(per).query("go"))
     assert "the model called 'shrug'; it may call 'plan' or 'respond'" in str(events[-1].error)
+
+
+def test_a_replanner_responding_with_arguments_that_are_not_an_object_is_an_error_event() -> None:
+    per = PlanExecuteReplan(
+        Planner(ScriptedModel([calls("plan", {"steps": ["a"]})])),
+        executor(ScriptedModel(["did a"])),
+        Replanner(ScriptedModel([calls("respond", "All done, no JSON.")])),
+    )
+    events = list(Runner(per).query("go"))
+    assert "'respond' was called with 'All done, no JSON.'; its arguments are a JSON object" in str(events[-1].error)
+    assert not any(e.action is not None and e.action.break_loop is not None for e in events)
 
 
 def test_an_executor_outside_plan_execute_replan_says_what_is_missing() -> None:

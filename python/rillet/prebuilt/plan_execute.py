@@ -86,6 +86,9 @@ class Plan:
         steps = data.get("steps") if isinstance(data, dict) else None
         if not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
             raise ValueError(f'{who}: a plan is {{"steps": [str, ...]}}, got {text[:200]!r}')
+        if not steps:
+            # the executor would run an empty step; a finished objective is answered with respond
+            raise ValueError(f"{who}: the plan has no steps; a plan needs one (the replanner answers with respond)")
         return cls(tuple(steps))
 
 
@@ -311,6 +314,10 @@ class Replanner(BaseAgent):
         tools = [self.plan_tool, self.respond_tool]
         reply = await _ask(self.name, self.model, prompt, tools, tool_choice="required")
         name, arguments = _first_call_arguments(self.name, reply, [t.name for t in tools])
+        if name == self.respond_tool.name and not _is_json_object(arguments):
+            raise ValueError(
+                f"{self.name}: {name!r} was called with {arguments[:200]!r}; its arguments are a JSON object"
+            )
         yield event_from_message(Message.assistant(arguments))
         if name == self.respond_tool.name:
             yield AgentEvent(action=new_break_loop_action(self.name))
@@ -321,6 +328,13 @@ class Replanner(BaseAgent):
                 f"{self.respond_tool.name!r}"
             )
         add_session_value(PLAN_KEY, Plan.from_json(arguments, self.name))
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def executor(
