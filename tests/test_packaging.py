@@ -13,6 +13,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -82,7 +83,7 @@ def clean_env(path: str) -> dict[str, str]:
 
 def median_import_seconds(python: str, cwd: Path, runs: int = 7) -> float:
     """CPU seconds `import rillet` takes in a fresh process, median of `runs` (CPU time, so other
-    work on a shared machine does not count)."""
+    processes' work does not count as rillet's)."""
     code = "import time; c = time.process_time(); import rillet; print(time.process_time() - c)"
     times = [
         float(
@@ -91,6 +92,19 @@ def median_import_seconds(python: str, cwd: Path, runs: int = 7) -> float:
         for _ in range(runs)
     ]
     return statistics.median(times)
+
+
+def import_seconds_within_budget(python: str, cwd: Path) -> tuple[float, str]:
+    """The best median import time of up to three attempts: a busy spell (more runnable processes
+    than cores) slows even CPU time (caches, clock), so an over-budget median measured then is
+    measured again 10 s later. Returns it with what each attempt saw."""
+    seen: list[tuple[float, float]] = []
+    for _ in range(3):
+        seen.append((median_import_seconds(python, cwd), os.getloadavg()[0] / (os.cpu_count() or 1)))
+        if seen[-1][0] < IMPORT_BUDGET_S or seen[-1][1] <= 1:
+            break
+        time.sleep(10)
+    return min(s for s, _ in seen), "; ".join(f"{s * 1000:.0f} ms at load {load:.1f} per core" for s, load in seen)
 
 
 @pytest.mark.slow
@@ -104,8 +118,8 @@ def test_every_extra_installs_together_and_import_stays_fast(tmp_path: Path) -> 
     subprocess.run([py, "-m", "pip", "check"], check=True, env=env, timeout=120)
     modules = "import opentelemetry.trace, starlette, uvicorn, mcp"  # one per extra's distribution
     subprocess.run([py, "-c", modules], check=True, env=env, cwd=tmp_path, timeout=120)
-    seconds = median_import_seconds(py, tmp_path)
-    assert seconds < IMPORT_BUDGET_S, f"import rillet took {seconds * 1000:.0f} ms of CPU with rillet[all] installed"
+    seconds, seen = import_seconds_within_budget(py, tmp_path)
+    assert seconds < IMPORT_BUDGET_S, f"import rillet (median CPU time, rillet[all] installed): {seen}"
 
 
 @pytest.mark.slow
