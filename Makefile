@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-light demo bench test test-fast test-rust stubtest typecheck lint wheel bench-full clean
+.PHONY: setup setup-light demo bench test test-fast test-rust stubtest typecheck lint wheels bench-full clean
 
 setup:
 	VENV=$(VENV) ./scripts/setup
@@ -18,10 +18,11 @@ demo: setup-light
 bench: setup
 	$(VENV)/bin/rillet bench
 
-# cargo test, stubtest, mypy, ruff check and ruff format --check once; then, on every CPython 3.11-3.13 found here (PATH or
-# pyenv), the extension is built and the whole pytest suite runs; .venv's wheel is built and
-# tested installed (tests/test_wheel.py). Versions not found are named as skipped;
-# PYTHON_VERSIONS="3.12" limits the run.
+# cargo test, stubtest, mypy, ruff check and ruff format --check once; `make wheels` for every
+# CPython 3.11-3.13 found here (PATH or pyenv); then each version's wheel is installed into a
+# fresh virtualenv and the whole pytest suite runs against it (tests/test_wheel.py, and
+# tests/test_packaging.py for the sdist and rillet[all]). Versions not found are named as
+# skipped; PYTHON_VERSIONS="3.12" limits the run.
 test: setup
 	$(PY) scripts/test-all $(PYTEST_ARGS)
 
@@ -44,9 +45,10 @@ lint:
 	$(PY) -m ruff check
 	$(PY) -m ruff format --check
 
-# A release wheel for .venv's Python into dist/, tagged manylinux by auditwheel repair.
-wheel: setup
-	./scripts/build-wheel
+# Release wheels for CPython 3.11, 3.12 and 3.13, tagged manylinux2014 x86_64 (built with zig,
+# checked by auditwheel), and the sdist, into dist/; docs/install.md.
+wheels:
+	VENV=$(VENV) ./scripts/build-wheels
 
 # The pytest-benchmark suites (BENCHES=benches/bench_x.py for one), side by side with the
 # peers, BENCH_RUNS times (default 3); then every rillet-vs-peer ratio as the median and

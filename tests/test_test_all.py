@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -58,7 +59,7 @@ def test_under_ci_the_whole_run_exits_non_zero_when_a_version_is_missing(
     monkeypatch.setattr(test_all, "tool_step", lambda name, cmd: test_all.Step(name, True, "ok", 0.0))
     ran = test_all.Step("CPython 3.98", True, "5 passed in 1.00s", 0.0, passed=5)
     real = test_all.python_step
-    monkeypatch.setattr(test_all, "python_step", lambda v, args: ran if v == "3.98" else real(v, args))
+    monkeypatch.setattr(test_all, "python_step", lambda v, *args: ran if v == "3.98" else real(v, *args))
     assert test_all.main() == 1
     out = capsys.readouterr().out
     assert "== CPython 3.99: FAILED: no python3.99" in out and "CI=true requires" in out
@@ -85,3 +86,17 @@ def test_finds_this_interpreter(test_all: ModuleType) -> None:
 )
 def test_reads_pytests_closing_line(test_all: ModuleType, output: str, expected: tuple[int, int, str]) -> None:
     assert test_all.pytest_counts(output) == expected
+
+
+def test_without_rust_removes_cargo_and_rustc(test_all: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "cargo").touch()
+    env = test_all.without_rust({"PATH": f"{tmp_path}{os.pathsep}/usr/bin", "VIRTUAL_ENV": "/x", "HOME": "/h"})
+    assert env == {"PATH": "/usr/bin", "HOME": "/h"}
+
+
+def test_a_version_without_its_wheel_fails_saying_so(
+    test_all: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(test_all, "ROOT", tmp_path)  # no dist/
+    site, why = test_all.prepare("3.12", sys.executable, tmp_path)
+    assert site is None and why == "FAILED: no cp312 wheel in dist/ (scripts/build-wheels)"

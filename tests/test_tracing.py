@@ -17,6 +17,7 @@ from optional import need
 
 need("opentelemetry.sdk")
 
+import rillet
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -37,8 +38,6 @@ from rillet import (
 from rillet._native import ResponseMeta, Usage
 from rillet.checkpoint import InMemoryCheckpointStore
 from rillet.tracing import OpenTelemetryObserver
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -297,7 +296,8 @@ def test_a_consumer_that_stops_early_ends_every_span_and_logs_nothing() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PYTHONPATH": str(ROOT / "python"), "PATH": ""},
+        # The rillet under test (the source tree, or the installed wheel under make test), no other path.
+        env={"PYTHONPATH": str(Path(rillet.__file__).resolve().parents[1]), "PATH": ""},
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("ok"), result.stdout
