@@ -19,6 +19,7 @@ from rillet import (
     ChatModelAgentState,
     FunctionCall,
     Message,
+    MiddlewareError,
     ModelContext,
     Runner,
     RunStep,
@@ -359,7 +360,7 @@ def test_after_agent_runs_on_success_only() -> None:
     log.clear()
     agent = ChatModelAgent("b", model=ScriptedModel(["x"]), middlewares=[Tracer("M", log), Boom()])
     events = list(Runner(agent).query("go"))
-    assert texts(events) == ["error:boom"]
+    assert texts(events) == ["error:ChatModelAgent 'b': middleware Boom.before_model failed: RuntimeError: boom"]
     assert log == ["M:before_agent", "M:before_model:1"]
 
 
@@ -605,3 +606,80 @@ def test_before_agent_runs_again_when_a_run_resumes_without_the_input(tmp_path: 
     (intr,) = [e for e in runner.query("pay", checkpoint_id="n") if e.action is not None]
     list(runner.resume("n", targets={intr.action.interrupted.interrupt_contexts[0].id: "yes"}))
     assert seen == ["new run", "resumed"]
+
+
+# --- hooks that fail or return what they may not ------------------------------------------------
+
+
+class Raises(ChatModelAgentMiddleware):
+    def __init__(self, hook: str) -> None:
+        self.hook = hook
+
+    async def before_agent(self, ctx: ChatModelAgentContext) -> ChatModelAgentContext | None:
+        return self._maybe("before_agent")
+
+    async def before_model(self, state: ChatModelAgentState, ctx: ModelContext) -> ChatModelAgentState | None:
+        return self._maybe("before_model")
+
+    async def after_model(self, state: ChatModelAgentState, ctx: ModelContext) -> ChatModelAgentState | None:
+        return self._maybe("after_model")
+
+    def wrap_model(self, model: ChatModel, ctx: ModelContext) -> ChatModel:
+        self._maybe("wrap_model")
+        return model
+
+    async def after_agent(self, state: ChatModelAgentState) -> None:
+        self._maybe("after_agent")
+
+    def _maybe(self, hook: str) -> None:
+        if hook == self.hook:
+            raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("hook", ["before_agent", "before_model", "after_model", "wrap_model", "after_agent"])
+def test_a_hook_that_raises_ends_the_run_with_an_error_naming_the_middleware_and_hook(hook: str) -> None:
+    agent = ChatModelAgent("a", model=ScriptedModel(["x"]), middlewares=[Raises(hook)])
+    errors = [ev.error for ev in Runner(agent).query("go") if ev.error is not None]
+    assert [str(e) for e in errors] == [f"ChatModelAgent 'a': middleware Raises.{hook} failed: RuntimeError: boom"]
+    assert isinstance(errors[0], MiddlewareError)
+
+
+class Junk(ChatModelAgentMiddleware):
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    async def before_model(self, state: ChatModelAgentState, ctx: ModelContext) -> Any:
+        if self.what == "returns":
+            return "junk"
+        if self.what == "messages":
+            state.messages = [Message.user("ok"), "not a message"]  # type: ignore[list-item]
+        return None
+
+    def wrap_model(self, model: ChatModel, ctx: ModelContext) -> Any:
+        return "no model" if self.what == "model" else model
+
+    async def wrap_tool_call(self, ctx: ToolCallContext, call: ToolEndpoint) -> Any:
+        return 42 if self.what == "tool" else await call(ctx.arguments)
+
+
+@pytest.mark.parametrize(
+    ("what", "said"),
+    [
+        ("returns", "Junk.before_model failed: TypeError: it returned str; return None or a ChatModelAgentState"),
+        ("messages", "Junk.before_model failed: TypeError: it left a str in the state's messages"),
+        ("model", "Junk.wrap_model failed: TypeError: it returned str; return a ChatModel"),
+    ],
+)
+def test_a_hook_returning_the_wrong_thing_is_an_error_naming_it(what: str, said: str) -> None:
+    agent = ChatModelAgent("a", model=ScriptedModel(["x"]), middlewares=[Junk(what)])
+    (ev,) = list(Runner(agent).query("go"))
+    assert said in str(ev.error)
+
+
+def test_a_tool_wrapper_returning_a_non_str_is_a_tool_error_naming_it() -> None:
+    model = ScriptedModel([asks(call("echo", {"text": "x"}, "c1")), "done"])
+    agent = ChatModelAgent("a", model=model, tools=[echo], middlewares=[Junk("tool")])
+    assert texts(list(Runner(agent).query("go")))[1] == (
+        "tool:Error: ChatModelAgent 'a': middleware Junk.wrap_tool_call failed: TypeError: it returned int; "
+        "return the str result"
+    )

@@ -44,7 +44,8 @@ PUBLIC = {
     "ChatModelAgent", "ExceedMaxIterationsError", "ModelContext", "OutputValidationError", "ToolCallContext",
     "ToolCallError",
     # middlewares
-    "ChatModelAgentContext", "ChatModelAgentMiddleware", "ChatModelAgentState", "delete_run_local_value",
+    "ChatModelAgentContext", "ChatModelAgentMiddleware", "ChatModelAgentState", "MiddlewareError",
+    "delete_run_local_value",
     "get_run_local_value", "send_event", "set_run_local_value",
     "AgentTool", "AgentToolError", "FlowAgent", "HistoryEntry", "LoopAgent", "ParallelAgent",
     "SequentialAgent", "TransferError", "set_sub_agents", "with_deterministic_transfer_to",

@@ -42,6 +42,7 @@ __all__ = [
     "InvalidRequestError",
     "MalformedChunkError",
     "McpConnectionError",
+    "MiddlewareError",
     "McpError",
     "McpToolError",
     "ModelConnectionError",
@@ -193,6 +194,11 @@ class ToolArgumentsError(RilletError, ValueError):
 
 class ToolCallError(RilletError):
     """A tool call failed and the agent was told to stop (``tool_error="raise"``)."""
+
+
+class MiddlewareError(RilletError):
+    """A ChatModelAgent middleware hook (or callback) raised, or returned something it may
+    not: the message names the middleware and the hook, the original error is the cause."""
 
 
 class ExceedMaxIterationsError(RilletError):

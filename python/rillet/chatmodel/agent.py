@@ -25,6 +25,7 @@ from rillet.chatmodel.middleware import (
     ChatModelAgentMiddleware,
     Hooks,
     callback_middlewares,
+    hook_failed,
 )
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
@@ -312,7 +313,17 @@ class ChatModelAgent(BaseAgent):
         the instruction, tools and return-directly names the hooks set."""
         ctx = ChatModelAgentContext(self.instruction, list(self.tools), set(self.return_directly), input)
         for hook in self._hooks.before_agent:
-            ctx = await hook(ctx) or ctx
+            try:
+                new = await hook(ctx)
+            except Exception as e:
+                raise hook_failed(self.name, hook, e) from e
+            if new is not None and not isinstance(new, ChatModelAgentContext):
+                raise hook_failed(
+                    self.name,
+                    hook,
+                    TypeError(f"it returned {type(new).__name__}; return None or a ChatModelAgentContext"),
+                )
+            ctx = new or ctx
         tools = [as_tool(t) for t in ctx.tools]
         if ctx.instruction == self.instruction and tools == self.tools and ctx.return_directly == self.return_directly:
             return self, ctx.input

@@ -26,6 +26,7 @@ from rillet.chatmodel.config import (
     ToolWrapper,
     maybe_await,
 )
+from rillet.errors import MiddlewareError
 
 if TYPE_CHECKING:
     from rillet.agent import AgentInput
@@ -212,3 +213,18 @@ def callback_middlewares(
     mws += [_WrapToolCall(fn) for fn in wrap_tool_call]
     mws += [_AfterAgent(fn) for fn in after_agent]
     return mws
+
+
+_CALLBACKS = (_BeforeAgent, _BeforeModel, _AfterModel, _WrapToolCall, _AfterAgent)
+
+
+def hook_failed(agent_name: str, hook: Any, e: Exception) -> MiddlewareError:
+    """The error of a hook (a bound method of a middleware) that raised or returned what it
+    may not: it names the middleware, or the callback a keyword middleware stands for."""
+    mw = getattr(hook, "__self__", None)
+    name = getattr(hook, "__name__", "hook")
+    if isinstance(mw, _CALLBACKS):
+        who = f"the {name} callback {getattr(mw.fn, '__qualname__', repr(mw.fn))}"
+    else:
+        who = f"middleware {type(mw).__name__}.{name}"
+    return MiddlewareError(f"ChatModelAgent {agent_name!r}: {who} failed: {type(e).__name__}: {e}")

@@ -22,7 +22,7 @@ from rillet.chatmodel.config import (
     ModelContext,
     awaitable,
 )
-from rillet.chatmodel.middleware import ChatModelAgentState
+from rillet.chatmodel.middleware import ChatModelAgentState, hook_failed
 from rillet.chatmodel.output import check_reply
 from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
@@ -104,7 +104,12 @@ async def _before_model(agent: ChatModelAgent, loop: ReactLoop, infos: list[Tool
         infos = await _rewrite(hooks.before_model, loop, ChatModelAgentState(loop.messages, infos), mctx)
     model = agent.model
     for wrap in reversed(hooks.wrap_model):
-        model = wrap(model, mctx)
+        try:
+            model = wrap(model, mctx)
+        except Exception as e:
+            raise hook_failed(agent.name, wrap, e) from e
+        if not (callable(getattr(model, "generate", None)) and callable(getattr(model, "stream", None))):
+            raise hook_failed(agent.name, wrap, TypeError(f"it returned {type(model).__name__}; return a ChatModel"))
     return infos, model
 
 
@@ -128,9 +133,26 @@ async def _rewrite(hooks: list[Any], loop: ReactLoop, state: ChatModelAgentState
     message list object throughout, so the ModelContext sees it too). Returns the tools."""
     messages = loop.messages
     for hook in hooks:
-        new = await hook(state, mctx)
+        try:
+            new = await hook(state, mctx)
+        except Exception as e:
+            raise hook_failed(mctx.agent_name, hook, e) from e
         if new is not None:
+            if not isinstance(new, ChatModelAgentState):
+                raise hook_failed(
+                    mctx.agent_name,
+                    hook,
+                    TypeError(f"it returned {type(new).__name__}; return None or a ChatModelAgentState"),
+                )
             state = new
+        bad = next((m for m in state.messages if type(m) is not Message), None) if state.messages else None
+        if bad is not None or not isinstance(state.messages, list):
+            what = type(bad if bad is not None else state.messages).__name__
+            raise hook_failed(
+                mctx.agent_name,
+                hook,
+                TypeError(f"it left a {what} in the state's messages; they must be a list of rillet.Message"),
+            )
         if state.messages is not messages:
             messages[:] = state.messages
             state.messages = messages
@@ -165,7 +187,10 @@ async def finish(agent: ChatModelAgent, loop: ReactLoop) -> None:
     if hooks:
         state = ChatModelAgentState(loop.messages, loop.tools if loop.tools is not None else agent._tool_infos)
         for after in hooks:
-            await after(state)
+            try:
+                await after(state)
+            except Exception as e:
+                raise hook_failed(agent.name, after, e) from e
 
 
 # --- the tool round ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from rillet._core.scope import TOOL_CALL as _TOOL_CALL
 from rillet._core.scope import Observers, current_resume
 from rillet._native import Message, ToolCall, pipe
 from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
+from rillet.chatmodel.middleware import hook_failed
 from rillet.context import ToolCallScope, current_run, current_tool_call
 from rillet.errors import Interrupted
 from rillet.events import AgentEvent, event_from_message
@@ -238,6 +239,11 @@ def _bind(
 ) -> Callable[[str], Awaitable[str]]:
     async def call(args: str) -> str:
         ctx.arguments = args
-        return await wrapper(ctx, inner)
+        result = await wrapper(ctx, inner)
+        if type(result) is not str and not isinstance(result, (str, Interrupted)):
+            raise hook_failed(
+                ctx.agent_name, wrapper, TypeError(f"it returned {type(result).__name__}; return the str result")
+            )
+        return result
 
     return call
