@@ -53,6 +53,7 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "ModelStreamError": (E.ModelError,),
     "StreamLimitError": (E.ModelError, ValueError),
     "ScriptExhaustedError": (E.RilletError,),
+    "MiddlewareError": (E.RilletError,),
     "McpError": (E.RilletError,),
     "McpToolError": (E.McpError,),
     "McpConnectionError": (E.McpError, ConnectionError),
