@@ -547,3 +547,32 @@ def test_a_tool_call_wrapper_around_an_agent_tool_sees_the_keyboard_interrupt_it
     )
     check_failed_run(drain(Runner(outer).query("go")), KeyboardInterrupt)
     assert seen == [KeyboardInterrupt]  # not rillet's internal carrier
+
+
+EXIT_WHILE_WAITING = """
+import threading, time
+from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall, tool
+
+@tool
+def wait() -> str:
+    "Waits a long time."
+    time.sleep(60)
+    return "waited"
+
+call = Message.assistant("", [ToolCall(index=0, id="w1", function=FunctionCall("wait", "{}"))])
+events = Runner(ChatModelAgent("stuck", model=ScriptedModel([call]), tools=[wait]), streaming=True).query("go")
+threading.Thread(target=lambda: [None for _ in events], daemon=True).start()
+time.sleep(0.3)
+print("exiting", flush=True)
+"""
+
+
+def test_the_process_exits_cleanly_while_a_daemon_thread_waits_on_a_run(tmp_path: Path) -> None:
+    """A thread blocked in rillet's native wait (GIL released) when the interpreter exits is
+    woken and ended by CPython (pthread_exit on 3.11-3.13): that unwind through the extension
+    must not crash the process (it did in the zig-built wheels: two unwinders mixed)."""
+    script = tmp_path / "exit_while_waiting.py"
+    script.write_text(textwrap.dedent(EXIT_WHILE_WAITING))
+    for _ in range(3):
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+        assert (out.returncode, out.stdout) == (0, "exiting\n"), out.stderr

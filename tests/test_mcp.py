@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rillet
 from optional import need
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SqliteCheckpointStore, ToolCall
 from rillet.approval import approve
@@ -31,7 +32,9 @@ def anyio_backend() -> str:
 
 
 SERVER = str(Path(__file__).with_name("mcp_servers.py"))
-ROOT = Path(__file__).resolve().parent.parent
+# where the rillet under test lives (the source tree, or an installed wheel's site-packages),
+# for the second process of a resume
+RILLET_HOME = Path(rillet.__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -279,7 +282,7 @@ async def test_approval_interrupts_and_a_second_process_resumes_from_sqlite(tmp_
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "PYTHONPATH": f"{ROOT / 'python'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+        env={**os.environ, "PYTHONPATH": f"{RILLET_HOME}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
     )
     assert out.returncode == 0, out.stderr
     assert [json.loads(line) for line in out.stdout.splitlines()] == [["tool", "booked Ritz"], ["assistant", "Booked."]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -46,3 +47,16 @@ def test_the_wheel_is_tagged_manylinux2014() -> None:
 def test_no_rust_toolchain_is_on_path() -> None:
     installed_in()
     assert shutil.which("cargo") is None and shutil.which("rustc") is None
+
+
+def test_the_extension_unwinds_with_the_systems_libgcc_s() -> None:
+    """zig would link its own libunwind into the extension; a thread woken while the interpreter
+    exits is ended by glibc with libgcc_s's unwinder, and mixing the two crashed the process."""
+    installed_in()
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("readelf (binutils) is not installed")
+    out = subprocess.run([readelf, "--dyn-syms", "-d", str(rillet._native.__file__)], capture_output=True, text=True)
+    assert "Shared library: [libgcc_s.so.1]" in out.stdout
+    defined = [line for line in out.stdout.splitlines() if "_Unwind_RaiseException" in line and " UND " not in line]
+    assert not defined, defined  # not a copy of its own
