@@ -40,6 +40,11 @@ DEFAULT = [
 def run_one(impl: str, kind: str, mode: str, k: int, n: int) -> None:
     import bench_react as b
 
+    if os.environ.get("CALLGRIND_NO_GC"):  # to tell the garbage collector's share from the loop's
+        import gc
+
+        gc.disable()
+
     run, reset = b.WORKLOADS[impl](k, kind, mode)
     for _ in range(1 + n):
         reset()
