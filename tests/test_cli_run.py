@@ -231,6 +231,14 @@ def test_json_lines_carry_outputs_json_has_no_type_for(tmp_path: Path) -> None:
     assert outputs[2:] == [{"name": "Lisbon", "when": "2026-01-02"}, {"x": 3}, "b'ab'"]
 
 
+def test_the_text_transcript_shows_an_agents_typed_output_too(tmp_path: Path) -> None:
+    (tmp_path / "odd.py").write_text(ODD_OUTPUTS)
+    result = rillet("run", "odd:oddity", "hi", "--no-color", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    shown = [line for line in result.stdout.splitlines() if line.startswith("output: ")]
+    assert 'output: {"name": "Lisbon", "when": "2026-01-02"}' in shown and len(shown) == 5
+
+
 def test_a_mistyped_approve_is_named_when_the_run_stops_for_want_of_it(here: Path) -> None:
     result = rillet("run", "agents:build", "please book", "--db", "runs.db", "--approve", "bok", cwd=here)
     assert result.returncode == 3

@@ -198,6 +198,11 @@ class Driver:
                 print(dumps(event_json(ev)), flush=True)
             else:
                 self.renderer.event(ev)
+                if ev.output is not None and ev.output.customized_output is not None:
+                    # an agent's typed result (output_type, a custom agent's output): shown, as --json does
+                    self.console.print(
+                        f"[cyan]output:[/] {escape(dumps(ev.output.customized_output))}", highlight=False
+                    )
             self.errors += ev.error is not None
             if ev.action is not None and ev.action.interrupted is not None:
                 pending = pending_of_event(ev.action.interrupted.interrupt_contexts)
