@@ -8,6 +8,8 @@ import enum
 import functools
 import io
 import pathlib
+import subprocess
+import sys
 import types
 from typing import Any
 
@@ -142,3 +144,27 @@ def test_decode_of_a_non_bytes_value_names_data(data: Any) -> None:
 def test_decode_still_takes_bytearray_and_memoryview() -> None:
     data = encode([1, "a"])
     assert decode(bytearray(data)) == decode(memoryview(data)) == [1, "a"]
+
+
+def test_every_module_registering_a_rillet_state_is_loaded_by_the_first_decode() -> None:
+    """rillet's states register as their modules load; `import rillet` loads none of them, so
+    codec.RILLET_STATE_MODULES must name each (rillet.prebuilt's load with its agents)."""
+    root = pathlib.Path(codec.__file__).parent
+    registering = set()
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        if "@checkpoint_state(" in text or "@codec.register_type(" in text:
+            registering.add(".".join(path.relative_to(root.parent).with_suffix("").parts))
+    assert registering - {m for m in registering if m.startswith("rillet.prebuilt.")} == set(codec.RILLET_STATE_MODULES)
+
+
+def test_a_fresh_process_decodes_rillets_states_before_loading_any_agent() -> None:
+    from rillet.workflow import SequentialState
+
+    data = encode(SequentialState(index=1))
+    code = (
+        "import sys; from rillet import codec; "
+        "print(type(codec.decode(sys.stdin.buffer.read())).__name__, 'rillet.chatmodel' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, check=True, timeout=60)
+    assert out.stdout.decode().split() == ["SequentialState", "True"]

@@ -4,10 +4,13 @@ review (named tuples, the peek_message name, the private interrupt tree)."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -102,6 +105,61 @@ def test_star_import_gives_every_public_name() -> None:
     namespace: dict[str, Any] = {}
     exec("from rillet import *", namespace)
     assert PUBLIC <= set(namespace)
+
+
+def type_checking_imports() -> dict[str, str]:
+    """{name: module} of the imports under ``if TYPE_CHECKING:`` in rillet/__init__.py: what type
+    checkers and editors see (``from rillet import m`` gives the submodule m as "")."""
+    tree = ast.parse(Path(rillet.__file__).read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    seen: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names:
+            if alias.name == "*":
+                seen.update(dict.fromkeys(importlib.import_module(node.module).__all__, node.module))
+            else:
+                seen[alias.asname or alias.name] = "" if node.module == "rillet" else node.module
+    return seen
+
+
+def test_the_lazy_table_loads_what_type_checkers_see() -> None:
+    exports = vars(rillet)["_EXPORTS"]
+    assert exports == type_checking_imports()
+    assert set(exports) | {"__version__"} == set(rillet.__all__)
+    for name, module in exports.items():
+        expected = (
+            importlib.import_module(f"rillet.{name}") if not module else getattr(importlib.import_module(module), name)
+        )
+        assert getattr(rillet, name) is expected, name
+
+
+def test_import_rillet_loads_only_the_native_core_and_the_surface_no_extra() -> None:
+    """`import rillet` loads the native module and nothing of the agent layer; the whole public
+    surface loads none of the optional extras' libraries (nor httpx, pydantic: first use)."""
+    code = (
+        "import sys, rillet; first = sorted(m for m in sys.modules if m.startswith('rillet')); "
+        "from rillet import *; "
+        "extras = [m for m in ('httpx', 'pydantic', 'sqlite3', 'starlette', 'uvicorn', 'mcp', 'opentelemetry', "
+        "'rich', 'click') if m in sys.modules]; print(first, extras)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert out.strip() == "['rillet', 'rillet._interpreter', 'rillet._native'] []"
+
+
+def test_unknown_names_and_submodules() -> None:
+    with pytest.raises(AttributeError, match="module 'rillet' has no attribute 'Nope'"):
+        rillet.Nope  # noqa: B018
+    assert rillet.models is importlib.import_module("rillet.models")  # any submodule, as before
+    assert "ChatModelAgent" in dir(rillet)
+
+
+def test_a_public_name_keeps_its_object_when_its_module_of_the_same_name_loads() -> None:
+    """rillet.interrupt is the function, though rillet/interrupt.py is a module of that name."""
+    code = "import rillet.interrupt, rillet; import sys; print(rillet.interrupt is sys.modules['rillet.interrupt'].interrupt)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert out.strip() == "True"
+    assert rillet.interrupt is importlib.import_module("rillet.interrupt").interrupt
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC - {"__version__"}))

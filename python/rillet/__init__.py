@@ -9,6 +9,8 @@ a tool does not import the Runner). ``from rillet import X`` and ``rillet.X`` wo
 from rillet import _interpreter  # noqa: F401  # isort: skip
 
 import logging as _logging
+import sys as _sys
+import types as _types
 from importlib import import_module as _import_module
 from importlib.util import find_spec as _find_spec
 from typing import TYPE_CHECKING, Any
@@ -274,6 +276,21 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Package(_types.ModuleType):
+    """rillet's own module type. The import system binds each submodule it loads on the package,
+    and the function ``rillet.interrupt`` has the name of the module defining it; a public name
+    keeps its object (as when every name was imported eagerly), the submodule stays reachable
+    through ``from rillet.interrupt import ...`` and ``sys.modules``."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, _types.ModuleType) and _EXPORTS.get(name):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 
 # The public surface, grouped; each group sorted. tests/test_public_api.py pins it.

@@ -25,13 +25,10 @@ A type's version travels with each object; decoding an older version first runs 
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import decimal
 import enum
+import importlib
 import io
-import pathlib
 import types
-import uuid
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
@@ -77,26 +74,16 @@ _BY_TYPE: dict[type, tuple[str, int, ToState | None, bool]] = {}
 # rillet's own message types, which the decoder builds natively.
 _BY_NAME: dict[str, tuple[int, FromState | None, Migrate | None]] = {}
 
-# Classes the codec already encodes exactly; registering them would be ambiguous.
-_BUILTIN = (
-    type(None),
-    bool,
-    int,
-    float,
-    str,
-    bytes,
-    list,
-    tuple,
-    dict,
-    set,
-    frozenset,
-    datetime.datetime,
-    datetime.date,
-    datetime.time,
-    datetime.timedelta,
-    uuid.UUID,
-    decimal.Decimal,
+# Classes the codec already encodes exactly; registering them would be ambiguous. The stdlib
+# ones by module and name, so that importing the codec does not import datetime, uuid and decimal.
+_BUILTIN = (type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset)
+_BUILTIN_STDLIB = frozenset(
+    [("datetime", n) for n in ("datetime", "date", "time", "timedelta")] + [("uuid", "UUID"), ("decimal", "Decimal")]
 )
+
+
+def _encoded_natively(cls: type) -> bool:
+    return cls in _BUILTIN or (cls.__module__, cls.__qualname__) in _BUILTIN_STDLIB
 
 
 def encode(
@@ -158,6 +145,8 @@ def decode(
     an object whose registered name is unknown here into an ``Unknown(name, version, state)``
     instead of an error, so a tool can inspect a checkpoint without the application's classes.
     """
+    if not _rillet_states_loaded:
+        _load_rillet_states()
     if type(data) is not bytes:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(
@@ -174,6 +163,21 @@ def decode(
     if unknown == "placeholder":
         return _native.codec_decode(data, _BY_NAME, max_depth, max_size, max_items, Unknown)
     raise ValueError(f"unknown must be 'error' or 'placeholder', got {unknown!r}")
+
+
+# The modules whose classes are rillet's checkpointed states (registered as they load). `import
+# rillet` loads no agent module, and a checkpoint may be read before any agent exists (`rillet
+# resume`, `rillet inspect`), so the first decode loads them; tests/test_codec_registry.py keeps
+# the list whole. rillet.prebuilt's states load with the prebuilt agents, as a user's own do.
+RILLET_STATE_MODULES = ("rillet.agent_tool", "rillet.chatmodel.state", "rillet.workflow")
+_rillet_states_loaded = False
+
+
+def _load_rillet_states() -> None:
+    global _rillet_states_loaded
+    for module in RILLET_STATE_MODULES:
+        importlib.import_module(module)
+    _rillet_states_loaded = True
 
 
 def _check_max_depth(max_depth: int) -> None:
@@ -263,7 +267,7 @@ def _same_class(a: type, b: type) -> bool:
 def _check_registration(cls: type, name: str, version: int, migrate: Migrate | None) -> None:
     if not isinstance(cls, type):
         raise TypeError(f"register_type expects a class, got {cls!r}")
-    if cls in _BUILTIN:
+    if _encoded_natively(cls):
         raise TypeError(f"{cls.__name__} is encoded natively and cannot be registered")
     if not isinstance(name, str) or not name:
         raise TypeError(f"the name must be a non-empty str, got {name!r}")
@@ -296,6 +300,8 @@ def _advice_for(obj: object) -> str | None:
             "functions and lambdas are code, not data. Store a name (a str) and look the "
             "function up in a dict of your own after decoding"
         )
+    import pathlib  # here, not at import: only this error message needs it
+
     if isinstance(obj, pathlib.PurePath):
         return "store str(path) instead, and rebuild it with pathlib.Path(...) after decoding"
     if isinstance(obj, (bytearray, memoryview)):
