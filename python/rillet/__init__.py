@@ -90,7 +90,7 @@ from rillet.interrupt import (
     stateful_interrupt,
     stateful_interrupt_event,
 )
-from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
+from rillet.models import ChatModel, FallbackModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
 from rillet.observer import ModelInfo, RunInfo, RunObserver
 from rillet.runner import Runner
 from rillet.schema import *
@@ -248,6 +248,7 @@ __all__ = [
     "TokenBudget",
     # Models
     "ChatModel",
+    "FallbackModel",
     "ModelCall",
     "OpenAIChatModel",
     "ScriptExhaustedError",
