@@ -43,6 +43,9 @@ PUBLIC = {
     "Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta",
     "ChatModelAgent", "ExceedMaxIterationsError", "ModelContext", "OutputValidationError", "ToolCallContext",
     "ToolCallError",
+    # guardrails
+    "GuardrailContext", "GuardrailError", "GuardrailRejectedError", "GuardrailRejection", "GuardrailRetry",
+    "InputGuardrail", "InputRejectedError", "OutputGuardrail", "OutputRejectedError",
     # middlewares
     "ChatModelAgentContext", "ChatModelAgentMiddleware", "ChatModelAgentState", "MiddlewareError",
     "delete_run_local_value",

@@ -14,6 +14,13 @@ from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackCo
 from rillet.agent_tool import AgentTool, AgentToolError
 from rillet.approval import ApprovalDecision, approve, edit, reject, requires_approval
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
+from rillet.chatmodel.guardrails import (
+    GuardrailContext,
+    GuardrailRejection,
+    GuardrailRetry,
+    InputGuardrail,
+    OutputGuardrail,
+)
 from rillet.chatmodel.middleware import ChatModelAgentContext, ChatModelAgentMiddleware, ChatModelAgentState
 from rillet.checkpoint import (
     CheckpointAgentMismatchError,
@@ -41,7 +48,11 @@ from rillet.errors import (
     DecodeError,
     EncodeError,
     EndOfStream,
+    GuardrailError,
+    GuardrailRejectedError,
+    InputRejectedError,
     MiddlewareError,
+    OutputRejectedError,
     OutputValidationError,
     RilletError,
     SessionBusyError,
@@ -168,6 +179,16 @@ __all__ = [
     "OutputValidationError",
     "ToolCallContext",
     "ToolCallError",
+    # Guardrails
+    "GuardrailContext",
+    "GuardrailError",
+    "GuardrailRejectedError",
+    "GuardrailRejection",
+    "GuardrailRetry",
+    "InputGuardrail",
+    "InputRejectedError",
+    "OutputGuardrail",
+    "OutputRejectedError",
     # Multi-agent: transfer, workflows, agents as tools
     "AgentTool",
     "AgentToolError",
