@@ -11,7 +11,6 @@ from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any
 
 import pytest
-
 import rillet.models.openai as openai_module
 from rillet import (
     ChatModelAgent,
@@ -31,6 +30,7 @@ from rillet.errors import (
     RateLimitError,
     ServerError,
 )
+
 from tests.openai_server import FakeOpenAIServer, Reply, transcript
 
 OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
@@ -201,7 +201,9 @@ def test_when_every_model_fails_the_last_error_says_what_the_others_did(
         run(two_models(servers).generate([Message.user("hi")]))
     assert info.value.status_code == 503
     (note,) = info.value.__notes__
-    assert note.startswith("FallbackModel: every model failed; the earlier ones:\nmodels[0] 'big-model': RateLimitError: ")
+    assert note.startswith(
+        "FallbackModel: every model failed; the earlier ones:\nmodels[0] 'big-model': RateLimitError: "
+    )
 
 
 # --- the rules, on test doubles --------------------------------------------------------------
@@ -277,7 +279,9 @@ def test_on_and_on_status_choose_the_errors() -> None:
     no_status = FallbackModel([Failing(ModelError("503", status_code=503)), ScriptedModel(["b"])], on_status=None)
     with pytest.raises(ModelError):
         run(no_status.generate([Message.user("hi")]))
-    teapot = FallbackModel([Failing(ModelError("418", status_code=418)), ScriptedModel(["b"])], on_status=lambda s: s == 418)
+    teapot = FallbackModel(
+        [Failing(ModelError("418", status_code=418)), ScriptedModel(["b"])], on_status=lambda s: s == 418
+    )
     assert run(teapot.generate([Message.user("hi")])).content == "b"
 
 

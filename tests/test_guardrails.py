@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-
 from rillet import (
     AgentEvent,
     ChatModelAgent,
@@ -155,7 +154,9 @@ def test_a_concurrent_guardrail_runs_beside_the_model_call() -> None:
             assert model.gate is not None
             model.gate.set()
 
-        agent = ChatModelAgent("a", model=model, input_guardrails=[InputGuardrail(waits_for_the_model, concurrent=True)])
+        agent = ChatModelAgent(
+            "a", model=model, input_guardrails=[InputGuardrail(waits_for_the_model, concurrent=True)]
+        )
         return rows([ev async for ev in Runner(agent).query("hi")])
 
     assert asyncio.run(asyncio.wait_for(main(), 10)) == [("a", "assistant", "answered")]
@@ -240,7 +241,12 @@ def test_a_second_rude_answer_is_rejected(streaming: bool) -> None:
         ("a", "assistant", "You are stupid"),
         ("a", "action", GuardrailRetry("polite", "rude")),
         ("a", "assistant", "Still stupid"),
-        ("a", "error", "OutputRejectedError", "ChatModelAgent 'a': output guardrail 'polite' rejected the answer: rude"),
+        (
+            "a",
+            "error",
+            "OutputRejectedError",
+            "ChatModelAgent 'a': output guardrail 'polite' rejected the answer: rude",
+        ),
     ]
 
 
@@ -253,7 +259,12 @@ def test_an_output_rejection_without_retry_ends_the_run() -> None:
     events = list(Runner(ChatModelAgent("a", model=model, output_guardrails=[no_digits])).query("hi"))
     assert rows(events) == [
         ("a", "assistant", "call 555 0100"),
-        ("a", "error", "OutputRejectedError", "ChatModelAgent 'a': output guardrail 'no_digits' rejected the answer: has digits"),
+        (
+            "a",
+            "error",
+            "OutputRejectedError",
+            "ChatModelAgent 'a': output guardrail 'no_digits' rejected the answer: has digits",
+        ),
     ]
     assert isinstance(events[-1].error, OutputRejectedError) and events[-1].error.info == 3
     assert model.call_count == 1
@@ -308,7 +319,9 @@ def test_a_guardrail_that_raises_or_returns_the_wrong_thing_is_a_guardrail_error
 
 
 def test_bad_guardrail_arguments_are_named() -> None:
-    with pytest.raises(TypeError, match="input_guardrails: a guardrail must be a function of a GuardrailContext, got int"):
+    with pytest.raises(
+        TypeError, match="input_guardrails: a guardrail must be a function of a GuardrailContext, got int"
+    ):
         ChatModelAgent("a", model=ScriptedModel([]), input_guardrails=[42])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="an OutputGuardrail is given; pass it to output_guardrails="):
         ChatModelAgent("a", model=ScriptedModel([]), input_guardrails=[OutputGuardrail(polite)])  # type: ignore[list-item]

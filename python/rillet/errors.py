@@ -249,7 +249,9 @@ class GuardrailRejectedError(GuardrailError):
 
     def __init__(self, agent_name: str, guardrail: str, reason: str, info: object = None) -> None:
         what = "the run's input" if self.stage == "input" else "the answer"
-        super().__init__(f"ChatModelAgent {agent_name!r}: {self.stage} guardrail {guardrail!r} rejected {what}: {reason}")
+        super().__init__(
+            f"ChatModelAgent {agent_name!r}: {self.stage} guardrail {guardrail!r} rejected {what}: {reason}"
+        )
         self.agent_name = agent_name
         self.guardrail = guardrail
         self.reason = reason

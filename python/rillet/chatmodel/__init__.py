@@ -18,13 +18,6 @@ model and tool steps, each returning the next), :mod:`.tool_call` (one tool call
 """
 
 from rillet.chatmodel.agent import ChatModelAgent
-from rillet.chatmodel.guardrails import (
-    GuardrailContext,
-    GuardrailRejection,
-    GuardrailRetry,
-    InputGuardrail,
-    OutputGuardrail,
-)
 from rillet.chatmodel.config import (
     AfterAgent,  # noqa: F401  (a callback type, importable from here as before)
     AfterModel,  # noqa: F401  (a callback type, importable from here as before)
@@ -36,6 +29,13 @@ from rillet.chatmodel.config import (
     ToolCallContext,
     ToolCallError,
     ToolWrapper,  # noqa: F401  (a callback type, importable from here as before)
+)
+from rillet.chatmodel.guardrails import (
+    GuardrailContext,
+    GuardrailRejection,
+    GuardrailRetry,
+    InputGuardrail,
+    OutputGuardrail,
 )
 
 __all__ = [

@@ -155,7 +155,7 @@ async def run_guardrails(
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for t in sorted(done, key=tasks.index):  # several at once: in the list's order
-                found = result_of(t)
+                found: tuple[str, GuardrailRejection] | None = result_of(t)
                 if found is not None:
                     return found
         return None

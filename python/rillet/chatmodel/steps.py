@@ -252,7 +252,8 @@ async def guard_output(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     ctx = GuardrailContext(agent.name, [m.copy() for m in loop.messages], answer.copy())
     found = await run_guardrails(agent.name, "output", agent.output_guardrails, ctx)
     if found is None:
-        return await finish(agent, loop)
+        await finish(agent, loop)
+        return None
     name, rejection = found
     if not rejection.retry or loop.guard_retries > 0:
         raise OutputRejectedError(agent.name, name, rejection.reason, rejection.info)

@@ -38,8 +38,9 @@ _log = logging.getLogger(__name__)
 # that cannot be made; ModelTimeoutError and ModelConnectionError are the builtins' subclasses.
 DEFAULT_FALLBACK_ERRORS: tuple[type[BaseException], ...] = (RateLimitError, ServerError, TimeoutError, ConnectionError)
 _overloaded = getattr(errors, "OverloadedError", None)  # a provider's own "overloaded" class, where one exists
-if isinstance(_overloaded, type) and not issubclass(_overloaded, DEFAULT_FALLBACK_ERRORS):
-    DEFAULT_FALLBACK_ERRORS += (_overloaded,)
+if isinstance(_overloaded, type) and issubclass(_overloaded, BaseException):
+    if not issubclass(_overloaded, DEFAULT_FALLBACK_ERRORS):
+        DEFAULT_FALLBACK_ERRORS += (_overloaded,)
 
 
 def default_fallback_status(status: int) -> bool:
@@ -94,7 +95,9 @@ class FallbackModel:
         if not all(isinstance(c, type) and issubclass(c, BaseException) for c in classes):
             raise TypeError(f"FallbackModel: on= must be exception classes (one, or a tuple), got {on!r}")
         if on_status is not None and not callable(on_status):
-            raise TypeError(f"FallbackModel: on_status= must be a function (status code) -> bool, or None; got {on_status!r}")
+            raise TypeError(
+                f"FallbackModel: on_status= must be a function (status code) -> bool, or None; got {on_status!r}"
+            )
         self.models: tuple[ChatModel, ...] = tuple(models)
         self.names: tuple[str, ...] = tuple(_name(m) for m in models)
         self.on = classes
@@ -123,7 +126,7 @@ class FallbackModel:
         for i, model in enumerate(self.models):
             try:
                 reply = await model.generate(messages, tools=tools, **options)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001  (judged by falls_back_on; others re-raised)
                 self._failed(i, e, failures)
                 continue
             return _marked(reply, self.names[i], i)
@@ -142,7 +145,7 @@ class FallbackModel:
         for i, model in enumerate(self.models):
             try:
                 reader = await model.stream(messages, tools=tools, **options)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001  (judged by falls_back_on; others re-raised)
                 self._failed(i, e, failures)
                 continue
             peek, out = reader.copy(2)  # read the first chunk on one copy; the other keeps it
@@ -150,7 +153,7 @@ class FallbackModel:
                 await peek.arecv()
             except EndOfStream:  # an empty stream: nothing failed
                 return out
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001  (judged by falls_back_on; others re-raised)
                 out.close()
                 self._failed(i, e, failures)
                 continue
