@@ -8,6 +8,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import pydantic
 import pytest
 from rillet import (
     AgentEvent,
@@ -46,6 +47,8 @@ def rows(events: list[AgentEvent]) -> list[tuple[Any, ...]]:
             out.append((ev.agent_name, mv.role, mv.get_message().content))
         elif ev.action is not None and ev.action.customized_action is not None:
             out.append((ev.agent_name, "action", ev.action.customized_action))
+        elif ev.output is not None and ev.output.customized_output is not None:
+            out.append((ev.agent_name, "output", ev.output.customized_output))
         elif ev.action is not None and ev.action.interrupted is not None:
             out.append((ev.agent_name, "interrupted", ev.action.interrupted.data))
         else:
@@ -332,3 +335,40 @@ def test_bad_guardrail_arguments_are_named() -> None:
 def test_the_retry_event_is_encodable_for_checkpoints() -> None:
     retry = GuardrailRetry("polite", "rude")
     assert codec.decode(codec.encode(retry)) == retry
+
+
+class City(pydantic.BaseModel):
+    name: str
+
+
+@STREAMING
+def test_with_an_output_type_the_validated_answer_is_checked(streaming: bool) -> None:
+    def not_rome(ctx: GuardrailContext) -> GuardrailRejection | None:
+        assert ctx.answer is not None
+        return GuardrailRejection("not Rome", retry=True) if "Rome" in ctx.answer.content else None
+
+    model = ScriptedModel(['{"name": "Rome"}', '{"name": "Paris"}'])
+    agent = ChatModelAgent("a", model=model, output_type=City, output_guardrails=[not_rome])
+    assert rows(list(Runner(agent, streaming=streaming).query("a city?"))) == [
+        ("a", "assistant", '{"name": "Rome"}'),
+        ("a", "output", City(name="Rome")),
+        ("a", "action", GuardrailRetry("not_rome", "not Rome")),
+        ("a", "assistant", '{"name": "Paris"}'),
+        ("a", "output", City(name="Paris")),
+    ]
+
+
+def test_a_checkpoint_after_a_retry_keeps_the_retry_event() -> None:
+    """The retry event is among the run's events a checkpoint encodes (an interrupt later in
+    the run saves them)."""
+    call = Message.assistant(tool_calls=[ToolCall(id="c1", function=FunctionCall("ask_human", '{"question": "ok?"}'))])
+    model = ScriptedModel(["You are stupid", call])
+    agent = ChatModelAgent("a", model=model, tools=[ask_human], output_guardrails=[polite])
+    runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore())
+    events = rows(list(runner.query("hi", checkpoint_id="cp")))
+    assert [e[:2] for e in events] == [
+        ("a", "assistant"),
+        ("a", "action"),
+        ("a", "assistant"),
+        ("a", "interrupted"),
+    ]
