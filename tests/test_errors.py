@@ -54,6 +54,10 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "StreamLimitError": (E.ModelError, ValueError),
     "ScriptExhaustedError": (E.RilletError,),
     "MiddlewareError": (E.RilletError,),
+    "GuardrailError": (E.RilletError,),
+    "GuardrailRejectedError": (E.GuardrailError,),
+    "InputRejectedError": (E.GuardrailRejectedError,),
+    "OutputRejectedError": (E.GuardrailRejectedError,),
     "McpError": (E.RilletError,),
     "McpToolError": (E.McpError,),
     "McpConnectionError": (E.McpError, ConnectionError),
@@ -224,6 +228,9 @@ def _instance(name: str) -> BaseException:
         "ToolArgumentsError": E.ToolArgumentsError("add", ["x is missing"]),
         "OutputValidationError": E.OutputValidationError("geo", "City", 2, "population: Field required"),
         "StreamLimitError": E.StreamLimitError("too long", limit="max_sse_event_bytes", line=7),
+        "GuardrailRejectedError": E.GuardrailRejectedError("a", "no_pii", "a card number", {"at": 3}),
+        "InputRejectedError": E.InputRejectedError("a", "no_secrets", "asks for a password"),
+        "OutputRejectedError": E.OutputRejectedError("a", "polite", "rude", None),
     }
     if name in special:
         return special[name]

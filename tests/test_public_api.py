@@ -46,6 +46,9 @@ PUBLIC = {
     "Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta",
     "ChatModelAgent", "ExceedMaxIterationsError", "ModelContext", "OutputValidationError", "ToolCallContext",
     "ToolCallError",
+    # guardrails
+    "GuardrailContext", "GuardrailError", "GuardrailRejectedError", "GuardrailRejection", "GuardrailRetry",
+    "InputGuardrail", "InputRejectedError", "OutputGuardrail", "OutputRejectedError",
     # middlewares
     "ChatModelAgentContext", "ChatModelAgentMiddleware", "ChatModelAgentState", "MiddlewareError",
     "delete_run_local_value",
@@ -70,7 +73,7 @@ PUBLIC = {
     "InMemorySessionStore", "LastTurns", "SessionBusyError", "SessionError", "SessionStore", "SqliteSessionStore",
     "SummarizeOldest", "TokenBudget",
     # models
-    "ChatModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel",
+    "ChatModel", "FallbackModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel",
     # base error, version, deprecated aliases
     "RilletError", "__version__", "aget_message", "get_message",
 }  # fmt: skip

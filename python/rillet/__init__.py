@@ -27,6 +27,13 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
     from rillet.agent_tool import AgentTool, AgentToolError
     from rillet.approval import ApprovalDecision, approve, edit, reject, requires_approval
     from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
+    from rillet.chatmodel.guardrails import (
+        GuardrailContext,
+        GuardrailRejection,
+        GuardrailRetry,
+        InputGuardrail,
+        OutputGuardrail,
+    )
     from rillet.chatmodel.middleware import ChatModelAgentContext, ChatModelAgentMiddleware, ChatModelAgentState
     from rillet.checkpoint import (
         CheckpointAgentMismatchError,
@@ -54,7 +61,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
         DecodeError,
         EncodeError,
         EndOfStream,
+        GuardrailError,
+        GuardrailRejectedError,
+        InputRejectedError,
         MiddlewareError,
+        OutputRejectedError,
         OutputValidationError,
         RilletError,
         SessionBusyError,
@@ -103,7 +114,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
         stateful_interrupt,
         stateful_interrupt_event,
     )
-    from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
+    from rillet.models import ChatModel, FallbackModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
     from rillet.observer import ModelInfo, RunInfo, RunObserver
     from rillet.runner import Runner
     from rillet.schema import *
@@ -117,6 +128,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
     )
     from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, tool
     from rillet.workflow import LoopAgent, ParallelAgent, SequentialAgent
+
 
 # Where each public name lives (tests/test_public_api.py checks this against the imports above).
 _EXPORTS: dict[str, str] = {
@@ -256,6 +268,16 @@ _EXPORTS: dict[str, str] = {
     "LoopAgent": "rillet.workflow",
     "ParallelAgent": "rillet.workflow",
     "SequentialAgent": "rillet.workflow",
+    "GuardrailContext": "rillet.chatmodel.guardrails",
+    "GuardrailRejection": "rillet.chatmodel.guardrails",
+    "GuardrailRetry": "rillet.chatmodel.guardrails",
+    "InputGuardrail": "rillet.chatmodel.guardrails",
+    "OutputGuardrail": "rillet.chatmodel.guardrails",
+    "GuardrailError": "rillet.errors",
+    "GuardrailRejectedError": "rillet.errors",
+    "InputRejectedError": "rillet.errors",
+    "OutputRejectedError": "rillet.errors",
+    "FallbackModel": "rillet.models",
 }
 
 
@@ -356,6 +378,16 @@ __all__ = [
     "OutputValidationError",
     "ToolCallContext",
     "ToolCallError",
+    # Guardrails
+    "GuardrailContext",
+    "GuardrailError",
+    "GuardrailRejectedError",
+    "GuardrailRejection",
+    "GuardrailRetry",
+    "InputGuardrail",
+    "InputRejectedError",
+    "OutputGuardrail",
+    "OutputRejectedError",
     # Multi-agent: transfer, workflows, agents as tools
     "AgentTool",
     "AgentToolError",
@@ -436,6 +468,7 @@ __all__ = [
     "TokenBudget",
     # Models
     "ChatModel",
+    "FallbackModel",
     "ModelCall",
     "OpenAIChatModel",
     "ScriptExhaustedError",

@@ -37,7 +37,10 @@ __all__ = [
     "EncodeError",
     "EndOfStream",
     "ExceedMaxIterationsError",
+    "GuardrailError",
+    "GuardrailRejectedError",
     "IncompleteStreamError",
+    "InputRejectedError",
     "Interrupted",
     "InvalidRequestError",
     "MalformedChunkError",
@@ -50,6 +53,7 @@ __all__ = [
     "ModelNotFoundError",
     "ModelStreamError",
     "ModelTimeoutError",
+    "OutputRejectedError",
     "OutputValidationError",
     "RateLimitError",
     "RecordedError",
@@ -227,6 +231,45 @@ class OutputValidationError(RilletError, ValueError):
 
 class AgentToolError(RilletError):
     """The agent behind an AgentTool failed or returned nothing."""
+
+
+class GuardrailError(RilletError):
+    """A ChatModelAgent's guardrail raised, or returned something else than None or a
+    :class:`rillet.GuardrailRejection`: the message names the agent and the guardrail, the
+    original error is the cause."""
+
+
+class GuardrailRejectedError(GuardrailError):
+    """A guardrail rejected the run: ``stage`` (``"input"`` or ``"output"``), ``agent_name``,
+    ``guardrail`` (its name), ``reason`` and ``info`` (what the guardrail attached) say which
+    and why. Raised as one of its two subclasses."""
+
+    __reduce__ = _reduce_rebuilt
+    stage = ""
+
+    def __init__(self, agent_name: str, guardrail: str, reason: str, info: object = None) -> None:
+        what = "the run's input" if self.stage == "input" else "the answer"
+        super().__init__(
+            f"ChatModelAgent {agent_name!r}: {self.stage} guardrail {guardrail!r} rejected {what}: {reason}"
+        )
+        self.agent_name = agent_name
+        self.guardrail = guardrail
+        self.reason = reason
+        self.info = info
+
+
+class InputRejectedError(GuardrailRejectedError):
+    """An input guardrail rejected the run's input: the run ended before any model output
+    (a model call started beside a concurrent guardrail was cancelled, its output dropped)."""
+
+    stage = "input"
+
+
+class OutputRejectedError(GuardrailRejectedError):
+    """An output guardrail rejected the final answer (or asked for a retry, and rejected the
+    retried answer too): the answer's event came before this error's."""
+
+    stage = "output"
 
 
 # --- models ---------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ separate "final" event: the last model event is the answer.
 The package: :mod:`.config` (errors, callback contexts and types, argument checks),
 :mod:`.state` (the loop's state record and the checkpointed round state), :mod:`.steps` (the
 model and tool steps, each returning the next), :mod:`.tool_call` (one tool call), :mod:`.output` (answers checked against an ``output_type``),
-:mod:`.middleware` (``ChatModelAgentMiddleware`` and the hooks an agent runs) and
+:mod:`.middleware` (``ChatModelAgentMiddleware`` and the hooks an agent runs),
+:mod:`.guardrails` (input and output guardrails) and
 :mod:`.agent` (the agent, which drives the steps).
 """
 
@@ -29,10 +30,22 @@ from rillet.chatmodel.config import (
     ToolCallError,
     ToolWrapper,  # noqa: F401  (a callback type, importable from here as before)
 )
+from rillet.chatmodel.guardrails import (
+    GuardrailContext,
+    GuardrailRejection,
+    GuardrailRetry,
+    InputGuardrail,
+    OutputGuardrail,
+)
 
 __all__ = [
     "ChatModelAgent",
     "ExceedMaxIterationsError",
+    "GuardrailContext",
+    "GuardrailRejection",
+    "GuardrailRetry",
+    "InputGuardrail",
+    "OutputGuardrail",
     "ModelContext",
     "ToolCallContext",
     "ToolCallError",

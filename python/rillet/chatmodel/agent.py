@@ -20,6 +20,13 @@ from rillet.chatmodel.config import (
     check_arguments,
     maybe_await,
 )
+from rillet.chatmodel.guardrails import (
+    GuardrailFunction,
+    InputGuardrail,
+    OutputGuardrail,
+    as_input_guardrails,
+    as_output_guardrails,
+)
 from rillet.chatmodel.middleware import (
     ChatModelAgentContext,
     ChatModelAgentMiddleware,
@@ -29,7 +36,7 @@ from rillet.chatmodel.middleware import (
 )
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
-from rillet.chatmodel.steps import call_model, start_round
+from rillet.chatmodel.steps import call_model, guard_input, start_round
 from rillet.checkpoint_state import saved_state
 from rillet.context import RunContext, current_run, host_agent_run
 from rillet.events import AgentEvent
@@ -80,6 +87,16 @@ class ChatModelAgent(BaseAgent):
         middlewares: :class:`~rillet.ChatModelAgentMiddleware` instances, in order (the first
             one's hooks run first, its wrappers are the outermost); see docs/middleware.md.
         model_options: keyword options passed to every model call.
+        input_guardrails: checks of the run's input (functions, plain or ``async``, of a
+            :class:`~rillet.GuardrailContext`, or :class:`~rillet.InputGuardrail`), run before
+            the first model call, or beside it when marked ``concurrent``; a
+            :class:`~rillet.GuardrailRejection` ends the run with an
+            :class:`~rillet.InputRejectedError` event and no model output. A resumed run does
+            not run them again. See docs/guardrails.md.
+        output_guardrails: checks of the final answer (functions or
+            :class:`~rillet.OutputGuardrail`): a rejection ends the run with an
+            :class:`~rillet.OutputRejectedError` event, or, with ``retry=True``, sends the
+            reason back to the model once.
         before_agent_callbacks, after_agent_callbacks: ADK-Go's agent callbacks around the
             whole call (see :class:`~rillet.agent.BaseAgent`).
     """
@@ -108,6 +125,8 @@ class ChatModelAgent(BaseAgent):
         after_agent: AfterAgent | Iterable[AfterAgent] | None = None,
         middlewares: Iterable[ChatModelAgentMiddleware] = (),
         model_options: dict[str, Any] | None = None,
+        input_guardrails: Iterable[InputGuardrail | GuardrailFunction] = (),
+        output_guardrails: Iterable[OutputGuardrail | GuardrailFunction] = (),
         before_agent_callbacks: Iterable[AgentCallback] = (),
         after_agent_callbacks: Iterable[AgentCallback] = (),
     ) -> None:
@@ -144,6 +163,8 @@ class ChatModelAgent(BaseAgent):
         self._hook_sources: tuple[tuple[object, ...], ...] = ()
         self._collect_hooks()
         self.model_options = dict(model_options or {})
+        self.input_guardrails = as_input_guardrails(name, input_guardrails)
+        self.output_guardrails = as_output_guardrails(name, output_guardrails)
         self._tool_infos: list[ToolInfo] = self._infos()
         self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
         self._sub_agents: list[Any] = []
@@ -282,6 +303,9 @@ class ChatModelAgent(BaseAgent):
             input = changed
         loop.messages = list(await agent._model_input(input))
         loop.remaining = agent.max_iterations if agent._tool_infos else 1
+        if agent.input_guardrails:
+            loop.input_messages = [m.copy() for m in input.messages]
+            return agent, guard_input
         return agent, call_model
 
     def _collect_hooks(self) -> None:

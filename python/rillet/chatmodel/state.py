@@ -103,6 +103,8 @@ class ReactLoop:
     observing: Observers | None = field(default_factory=OBSERVING.get)  # read once a run: zero cost without
     tools: list[ToolInfo] | None = None  # the tools offered, once a middleware rewrote them
     locals: dict[str, Any] | None = None  # the run-local values
+    input_messages: list[Message] | None = None  # what the input guardrails check (a new run)
+    guard_retries: int = 0  # answers an output guardrail sent back to the model
     evloop: asyncio.AbstractEventLoop | None = None  # where the run runs (send_event from a thread)
     thread: int = 0
 

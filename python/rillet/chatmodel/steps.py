@@ -22,14 +22,15 @@ from rillet.chatmodel.config import (
     ModelContext,
     awaitable,
 )
+from rillet.chatmodel.guardrails import GuardrailContext, GuardrailRejection, GuardrailRetry, run_guardrails
 from rillet.chatmodel.middleware import ChatModelAgentState, hook_failed
 from rillet.chatmodel.output import check_reply
 from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.context import add_session_value
-from rillet.errors import Interrupted
-from rillet.events import event_from_message
+from rillet.errors import InputRejectedError, Interrupted, OutputRejectedError
+from rillet.events import AgentAction, AgentEvent, event_from_message
 from rillet.interrupt import composite_interrupt_event
 from rillet.schema import aconcat_message_stream
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent
     from rillet.tools import ToolInfo
 
-__all__ = ["call_model", "final_position", "finish", "one_call", "start_round"]
+__all__ = ["call_model", "final_position", "finish", "guard_input", "one_call", "start_round"]
 
 
 async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
@@ -172,11 +173,98 @@ def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
     if agent._output is not None:
         checked = check_reply(agent.name, agent._output, loop, reply, bool(agent._tool_infos))
         if checked is not None:
-            return finish if checked else call_model
+            return _answered(agent, loop, reply) if checked else call_model
     if not calls or not agent._tool_infos:
         loop.final_text = reply.content
-        return finish
+        return _answered(agent, loop, reply)
     return one_call if len(calls) == 1 and not agent._emits else start_round
+
+
+# --- guardrails ----------------------------------------------------------------------------
+
+
+async def guard_input(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+    """A new run's first step when the agent has input guardrails: the blocking ones run
+    first; the concurrent ones run beside the first model call, whose events are held in
+    ``loop.out`` until they pass (a rejection cancels the call and drops them)."""
+    assert loop.input_messages is not None
+    ctx = GuardrailContext(agent.name, loop.input_messages)
+    loop.input_messages = None
+    guards = agent.input_guardrails
+    blocking = [g for g in guards if not g.concurrent]
+    if blocking:
+        _reject_input(agent, await run_guardrails(agent.name, "input", blocking, ctx))
+    concurrent = [g for g in guards if g.concurrent]
+    if not concurrent:
+        return call_model
+    held = len(loop.out)
+    model_call = child_task(call_model(agent, loop))
+    try:
+        found = await run_guardrails(agent.name, "input", concurrent, ctx)
+    except BaseException:
+        await _drop_model_call(model_call, loop, held)
+        raise
+    if found is not None:
+        await _drop_model_call(model_call, loop, held)
+        _reject_input(agent, found)
+    return await joined(model_call)
+
+
+def _reject_input(agent: ChatModelAgent, found: tuple[str, GuardrailRejection] | None) -> None:
+    if found is not None:
+        name, rejection = found
+        raise InputRejectedError(agent.name, name, rejection.reason, rejection.info)
+
+
+async def _drop_model_call(model_call: asyncio.Task[Step], loop: ReactLoop, held: int) -> None:
+    """Cancels a model call an input guardrail rejected, and drops what it produced: the
+    events in ``loop.out`` after position ``held`` (their streams closed), and the agent's
+    copy of the reply."""
+    model_call.cancel()
+    await asyncio.wait([model_call])
+    if not model_call.cancelled():
+        model_call.exception()  # a failed call: the rejection is the run's error
+    for ev in loop.out[held:]:
+        mv = ev.message_output
+        if mv is not None and mv.message_stream is not None:
+            mv.message_stream.close()
+    del loop.out[held:]
+    if isinstance(loop.reply, StreamReader):
+        loop.reply.close()
+    loop.reply = None
+
+
+def _answered(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
+    """The final answer: checked by the output guardrails, if any, then the run finishes."""
+    if not agent.output_guardrails:
+        return finish
+    loop.reply = reply
+    return guard_output
+
+
+async def guard_output(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+    """Runs the output guardrails on the final answer (its event is already out). A
+    rejection ends the run with an error; one asking for a retry, the first time, sends the
+    reason to the model (an event says so) and calls it again, beyond ``max_iterations``."""
+    answer = loop.reply
+    loop.reply = None
+    assert isinstance(answer, Message)
+    ctx = GuardrailContext(agent.name, [m.copy() for m in loop.messages], answer.copy())
+    found = await run_guardrails(agent.name, "output", agent.output_guardrails, ctx)
+    if found is None:
+        await finish(agent, loop)
+        return None
+    name, rejection = found
+    if not rejection.retry or loop.guard_retries > 0:
+        raise OutputRejectedError(agent.name, name, rejection.reason, rejection.info)
+    loop.guard_retries += 1
+    loop.messages.append(
+        Message.user(f"Your answer was not accepted ({name}): {rejection.reason}. Answer again, correcting this.")
+    )
+    loop.remaining += 1
+    loop.final_text, loop.value = "", None
+    loop.out.append(AgentEvent("", (), None, AgentAction(customized_action=GuardrailRetry(name, rejection.reason))))
+    return call_model
 
 
 async def finish(agent: ChatModelAgent, loop: ReactLoop) -> None:

@@ -5,8 +5,9 @@ the offline test double, and :class:`OpenAIChatModel` for any OpenAI-compatible 
 from rillet.models import errors
 from rillet.models.base import ChatModel, ModelCall
 from rillet.models.errors import *
+from rillet.models.fallback import FallbackModel
 from rillet.models.openai import OpenAIChatModel
 from rillet.models.scripted import ScriptedModel, ScriptExhaustedError
 
-__all__ = ["ChatModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel"]
+__all__ = ["ChatModel", "FallbackModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel"]
 __all__ += errors.__all__
