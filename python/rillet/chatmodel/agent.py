@@ -30,7 +30,7 @@ from rillet.chatmodel.middleware import (
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
 from rillet.chatmodel.steps import call_model, start_round
-from rillet.chatmodel.task import FinishTaskTool, check_mode, delegation_tool, mode_of
+from rillet.chatmodel.task import TASK_INSTRUCTION, FinishTaskTool, check_mode, delegation_tool, mode_of
 from rillet.checkpoint_state import saved_state
 from rillet.context import RunContext, current_run, host_agent_run
 from rillet.events import AgentEvent
@@ -376,6 +376,8 @@ class ChatModelAgent(BaseAgent):
                 f"{instruction}\n\n{self._transfer_instruction}" if instruction else self._transfer_instruction
             )
         instruction = self._format_instruction(instruction)
+        if self.mode == "task":  # added after formatting: its backticks are not format fields
+            instruction = f"{instruction}\n\n{TASK_INSTRUCTION}" if instruction else TASK_INSTRUCTION
         if not instruction:
             return list(input.messages)
         return [Message.system(instruction), *input.messages]

@@ -33,6 +33,7 @@ __all__ = [
     "MODES",
     "TASK_COMPLETED",
     "TASK_FAILED",
+    "TASK_INSTRUCTION",
     "FinishTaskTool",
     "TaskAgentTool",
     "delegation_tool",
@@ -44,6 +45,12 @@ MODES = ("chat", "single_turn", "task")
 FINISH_TASK_TOOL_NAME = "finish_task"
 TASK_COMPLETED = "Task completed."
 TASK_FAILED = "Task failed."
+
+TASK_INSTRUCTION = (
+    f"You were given a task by another agent. Work on it with your tools until it is fully done; then call "
+    f"`{FINISH_TASK_TOOL_NAME}` on its own, with the result as its arguments and no text. Do not call it before "
+    "the task is done."
+)
 
 _DEFAULT_SCHEMA: dict[str, Any] = {
     "type": "object",
