@@ -95,12 +95,24 @@ def test_task_mode_ends_with_finish_task_and_its_arguments_are_the_result() -> N
     assert len(worker.model.calls) == 2  # type: ignore[attr-defined]  # finish_task ended the run
 
 
-def test_the_task_agents_own_events_end_with_task_completed() -> None:
+def test_the_task_agents_own_events_end_with_task_completed_carrying_the_result() -> None:
     worker = agent("worker", [calls("finish_task", {"result": "done"}, "w1")], mode="task")
     events = list(Runner(worker).query("do it"))  # run on its own, a task agent still ends there
     assert rows(events) == [
         ("worker", "worker", "assistant:finish_task", ""),
         ("worker", "worker", "tool:Task completed.", ""),
+    ]
+    assert events[-1].action is not None and events[-1].action.customized_action == {"finish_task": {"result": "done"}}
+
+
+def test_a_streaming_run_gives_the_same_task_result() -> None:
+    worker = agent("worker", [calls("finish_task", {"result": "done"}, "w1")], mode="task")
+    boss = agent("boss", [calls("worker", {"request": "x"}, "p1"), "ok"])
+    events = list(Runner(set_sub_agents(boss, [worker]), streaming=True).query("go"))
+    assert rows(events) == [
+        ("boss", "boss", "assistant:worker", ""),
+        ("boss", "boss", 'tool:Task completed.\n{"result": "done"}', ""),
+        ("boss", "boss", "assistant:ok", ""),
     ]
 
 

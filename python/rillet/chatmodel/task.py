@@ -15,8 +15,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from rillet.agent_tool import AgentTool
-from rillet.context import Session
+from rillet.context import Session, current_tool_call, send_tool_gen_action
 from rillet.errors import ToolArgumentsError
+from rillet.events import AgentAction
 from rillet.tools import BaseTool, ToolInfo, _load_arguments, _problems
 
 if TYPE_CHECKING:
@@ -81,8 +82,9 @@ def mode_of(agent: Agent) -> str:
 class FinishTaskTool(BaseTool):
     """``finish_task``: a task-mode agent's way to end its task. Its arguments are checked
     against the agent's ``output_type`` (default: ``{"result": str}``); the call then returns
-    :data:`TASK_COMPLETED` and the agent's run ends; invalid arguments return the problems to
-    the model, and the run goes on."""
+    :data:`TASK_COMPLETED`, its event carries the result as the customized action
+    ``{"finish_task": result}``, and the agent's run ends; invalid arguments return the
+    problems to the model, and the run goes on."""
 
     def __init__(self, agent_name: str, output_type: type[BaseModel] | None = None) -> None:
         self.agent_name = agent_name
@@ -94,28 +96,29 @@ class FinishTaskTool(BaseTool):
         )
         self.info = ToolInfo(FINISH_TASK_TOOL_NAME, description, schema)
 
-    def problems(self, arguments: str) -> list[str]:
-        """What is wrong with ``arguments`` (none: they are a valid result)."""
+    def check(self, arguments: str) -> tuple[dict[str, Any] | None, list[str]]:
+        """(the task's result, []) or (None, what is wrong with ``arguments``)."""
         try:
             data = _load_arguments(FINISH_TASK_TOOL_NAME, arguments)
         except ToolArgumentsError as e:
-            return list(e.problems)
+            return None, list(e.problems)
         if self.output_type is None:
-            result = data.get("result")
             extra = sorted(set(data) - {"result"})
-            out = [] if isinstance(result, str) else ["argument 'result': a string is required"]
-            return out + ([f"unknown arguments {extra}; the tool takes: result"] if extra else [])
+            out = [] if isinstance(data.get("result"), str) else ["argument 'result': a string is required"]
+            out += [f"unknown arguments {extra}; the tool takes: result"] if extra else []
+            return (None, out) if out else (data, [])
         import pydantic  # imported here: `import rillet` does not load pydantic
 
         try:
-            self.output_type.model_validate(data)
+            return self.output_type.model_validate(data).model_dump(mode="json"), []
         except pydantic.ValidationError as e:
-            return _problems(e.errors(include_url=False))
-        return []
+            return None, _problems(e.errors(include_url=False))
 
     async def invoke(self, arguments: str) -> str:
-        problems = self.problems(arguments)
-        if not problems:
+        result, problems = self.check(arguments)
+        if result is not None:
+            if current_tool_call() is not None:  # run by an agent: the result goes on its event
+                send_tool_gen_action(AgentAction(customized_action={FINISH_TASK_TOOL_NAME: result}))
             return TASK_COMPLETED
         return (
             f"{FINISH_TASK_TOOL_NAME} was not accepted: {'; '.join(problems)}. The task is not finished: call "
@@ -143,20 +146,11 @@ class TaskAgentTool(AgentTool):
     :data:`TASK_FAILED` and why (the sub-agent ended without finishing its task)."""
 
     async def _result(self, last: AgentEvent, session: Session) -> str:
-        calls: dict[str, str] = {}
-        done: str | None = None
-        for ev in session.snapshot():
-            mv = ev.message_output
-            if mv is None:
-                continue
-            msg = await mv.aget_message()
-            for c in msg.tool_calls:
-                if c.function.name == FINISH_TASK_TOOL_NAME:
-                    calls[c.id] = c.function.arguments
-            if msg.role == "tool" and msg.tool_name == FINISH_TASK_TOOL_NAME and msg.content == TASK_COMPLETED:
-                done = msg.tool_call_id
-        if done is not None and done in calls:
-            return f"{TASK_COMPLETED}\n{json.dumps(json.loads(calls[done]), ensure_ascii=False)}"
+        # the task agent's own finish_task event (from the inner log: it may predate a resume)
+        for ev in reversed(session.snapshot()):
+            custom = ev.action.customized_action if ev.action is not None else None
+            if isinstance(custom, dict) and FINISH_TASK_TOOL_NAME in custom and ev.agent_name == self.info.name:
+                return f"{TASK_COMPLETED}\n{json.dumps(custom[FINISH_TASK_TOOL_NAME], ensure_ascii=False)}"
         said = await super()._result(last, session)
         why = f"{self.info.name!r} ended without calling {FINISH_TASK_TOOL_NAME}"
         return f"{TASK_FAILED}\n{why}" + (f"; its last message: {said}" if said else "")
