@@ -23,6 +23,7 @@ from rillet import (
     Runner,
     ScriptedModel,
     SequentialAgent,
+    new_transfer_to_agent_action,
     set_sub_agents,
     with_deterministic_transfer_to,
 )
@@ -322,6 +323,25 @@ def test_a_transfer_to_a_task_mode_sub_agent_is_refused_and_names_the_reachable_
     assert isinstance(err, TransferError)
     assert "agent 'worker' not found" in str(err) and "it can transfer to: chat" in str(err)
     assert "worker" not in boss._transfer_instruction and "chat" in boss._transfer_instruction
+
+    events = list(Runner(set_sub_agents(Transferrer("alone"), [agent("helper", [], mode="single_turn")])).query("go"))
+    assert str(events[-1].error).endswith(
+        "the sub-agents of 'alone' are called as tools (single_turn or task mode), not transferred to"
+    )
+
+
+class Transferrer(BaseAgent):
+    """Transfers to ``helper``, whatever its mode (a ChatModelAgent would offer no transfer
+    tool); it takes sub-agents as a ChatModelAgent does, doing nothing with them."""
+
+    def on_set_sub_agents(self, sub_agents: list[Any]) -> None: ...
+
+    def on_set_as_sub_agent(self, parent: Any) -> None: ...
+
+    def on_disallow_transfer_to_parent(self) -> None: ...
+
+    async def _run(self, input: AgentInput, **options: Any) -> Any:
+        yield AgentEvent(action=new_transfer_to_agent_action("helper"))
 
 
 # --- find_agent / find_sub_agent -------------------------------------------------------------

@@ -311,6 +311,10 @@ class FlowAgent(BaseAgent):
         names += [self.parent.name] if self.parent is not None else []
         if names:
             return f"; it can transfer to: {', '.join(names)}"
+        if self.sub_agents:
+            return (
+                f"; the sub-agents of {self.name!r} are called as tools (single_turn or task mode), not transferred to"
+            )
         return (
             f"; {self.name!r} has no sub-agents in this run: give them with set_sub_agents({self.name}, [...]) "
             "and run the agent it returns"
