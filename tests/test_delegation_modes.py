@@ -19,10 +19,13 @@ from rillet import (
     BaseAgent,
     ChatModelAgent,
     FlowAgent,
+    FunctionCall,
     InMemoryCheckpointStore,
+    Message,
     Runner,
     ScriptedModel,
     SequentialAgent,
+    ToolCall,
     new_transfer_to_agent_action,
     set_sub_agents,
     with_deterministic_transfer_to,
@@ -104,6 +107,23 @@ def test_the_task_agents_own_events_end_with_task_completed_carrying_the_result(
         ("worker", "worker", "tool:Task completed.", ""),
     ]
     assert events[-1].action is not None and events[-1].action.customized_action == {"finish_task": {"result": "done"}}
+
+
+def test_finish_task_in_a_round_with_other_calls_ends_the_task_after_the_round() -> None:
+    both = Message.assistant(
+        "",
+        [
+            ToolCall(index=0, id="w1", function=FunctionCall("lookup", '{"q": "tea"}')),
+            ToolCall(index=1, id="w2", function=FunctionCall("finish_task", '{"result": "tea: 3"}')),
+        ],
+    )
+    worker = agent("worker", [both], mode="task", tools=[lookup])
+    events = list(Runner(worker).query("price tea"))
+    assert sorted(rows(events)[1:]) == [
+        ("worker", "worker", "tool:Task completed.", ""),
+        ("worker", "worker", "tool:tea: 3", ""),
+    ]
+    assert len(worker.model.calls) == 1  # type: ignore[attr-defined]
 
 
 def test_a_streaming_run_gives_the_same_task_result() -> None:
