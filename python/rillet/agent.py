@@ -387,5 +387,77 @@ class BaseAgent:
         """Starts the agent on ``input`` and returns its events at once."""
         return start_run(self.events(input, **options))
 
+    def find_agent(self, name: str) -> Agent | None:
+        """This agent if it is named ``name``, else :meth:`find_sub_agent` (ADK-Go's
+        ``FindAgent``)."""
+        return find_agent(self, name)
+
+    def find_sub_agent(self, name: str) -> Agent | None:
+        """The first agent named ``name`` below this one, depth-first in the order the
+        sub-agents were given (transfer children, workflow children, delegated agents), or
+        None. The agents returned are the ones you built, not their flow wrappers."""
+        return find_sub_agent(self, name)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._name!r}>"
+
+
+# --- the agent tree: find_agent / find_sub_agent ---------------------------------------------
+# Found by duck typing, so that every agent kind takes part without this module knowing it: a
+# ``sub_agents`` list (workflows, flow wrappers, DeepAgent), the flow wrapper set_sub_agents
+# remembered on the agent, and a wrapper's ``agent`` of the same name (flow wrappers,
+# deterministic transfer) whose children are the wrapper's.
+
+
+def _unwrapped(agent: Any) -> Any:
+    """The agent a same-named wrapper (a flow wrapper, a deterministic transfer) wraps."""
+    seen: set[int] = set()
+    while id(agent) not in seen:
+        seen.add(id(agent))
+        inner = getattr(agent, "agent", None)
+        if inner is None or getattr(inner, "name", None) != agent.name or not callable(getattr(inner, "run", None)):
+            break
+        agent = inner
+    return agent
+
+
+def sub_agents_of(agent: Any) -> list[Agent]:
+    """The direct sub-agents of ``agent``, unwrapped, each once, in the order given."""
+    out: list[Agent] = []
+    layers = [agent]
+    inner = _unwrapped(agent)
+    if inner is not agent:
+        layers.append(inner)
+    for layer in list(layers):
+        flow = getattr(layer, "_rillet_flow", None)
+        if flow is not None and all(flow is not x for x in layers):
+            layers.append(flow)
+    for layer in layers:
+        subs = getattr(layer, "sub_agents", None)
+        if not isinstance(subs, (list, tuple)):
+            continue
+        for sub in subs:
+            sub = _unwrapped(sub)
+            if all(sub is not x for x in out):
+                out.append(sub)
+    return out
+
+
+def find_agent(agent: Agent, name: str) -> Agent | None:
+    """``agent`` if it is named ``name``, else :func:`find_sub_agent`."""
+    return agent if agent.name == name else find_sub_agent(agent, name)
+
+
+def find_sub_agent(agent: Agent, name: str, _seen: set[int] | None = None) -> Agent | None:
+    """The first agent named ``name`` below ``agent``, depth-first, or None."""
+    seen = _seen if _seen is not None else {id(agent)}
+    for sub in sub_agents_of(agent):
+        if id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        if sub.name == name:
+            return sub
+        found = find_sub_agent(sub, name, seen)
+        if found is not None:
+            return found
+    return None

@@ -158,6 +158,10 @@ class AgentTool(BaseTool):
             last = ev
         if last is None:
             raise AgentToolError(f"agent tool {self.info.name!r}: no event returned")
+        return await self._result(last, session)
+
+    async def _result(self, last: AgentEvent, session: Session) -> str:
+        """The tool's result from the inner run's ``last`` event (and its ``session`` log)."""
         mv = last.message_output
         if mv is None:  # an answer of an output_type (a pydantic object, no message) goes back as its JSON
             dump = getattr(last.output.customized_output if last.output is not None else None, "model_dump_json", None)

@@ -194,10 +194,11 @@ class FlowAgent(BaseAgent):
         self.history_rewriter = history_rewriter
         self.skip_transfer_messages = skip_transfer_messages
 
-    def find_agent(self, name: str) -> FlowAgent | None:
-        """A direct sub-agent named ``name``, else the parent if it has that name."""
+    def transfer_target(self, name: str) -> FlowAgent | None:
+        """The agent a transfer to ``name`` reaches: a direct sub-agent in chat mode (the
+        others are called as tools), else the parent if it has that name."""
         for sub in self.sub_agents:
-            if sub.name == name:
+            if sub.name == name and getattr(sub.agent, "mode", "chat") == "chat":
                 return sub
         if self.parent is not None and self.parent.name == name:
             return self.parent
@@ -290,7 +291,7 @@ class FlowAgent(BaseAgent):
         transfer = last_action.transfer_to_agent
         if transfer is None:
             return
-        target = self.find_agent(transfer.dest_agent_name)
+        target = self.transfer_target(transfer.dest_agent_name)
         if target is None:
             yield AgentEvent(
                 agent_name=self.name,
@@ -306,9 +307,14 @@ class FlowAgent(BaseAgent):
 
     def _reachable(self) -> str:
         """What a failed transfer could have reached, and how to wire it."""
-        names = [s.name for s in self.sub_agents] + ([self.parent.name] if self.parent is not None else [])
+        names = [s.name for s in self.sub_agents if getattr(s.agent, "mode", "chat") == "chat"]
+        names += [self.parent.name] if self.parent is not None else []
         if names:
             return f"; it can transfer to: {', '.join(names)}"
+        if self.sub_agents:
+            return (
+                f"; the sub-agents of {self.name!r} are called as tools (single_turn or task mode), not transferred to"
+            )
         return (
             f"; {self.name!r} has no sub-agents in this run: give them with set_sub_agents({self.name}, [...]) "
             "and run the agent it returns"
@@ -325,7 +331,7 @@ class FlowAgent(BaseAgent):
             )
             yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume {self.name!r}: {what}"))
             return
-        target = self.find_agent(names[0])
+        target = self.transfer_target(names[0])
         if target is None:
             yield AgentEvent(
                 self.name, run.run_path, error=TransferError(f"failed to resume: sub-agent '{names[0]}' not found")
@@ -418,6 +424,13 @@ def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
     if dup:
         raise ValueError(
             f"set_sub_agents: agent names must be unique among a parent and its children; repeated: {sorted(dup)}"
+        )
+    delegated = [c.name for c in children if getattr(c.agent, "mode", "chat") != "chat"]
+    if delegated and not isinstance(parent.agent, OnSubAgents):
+        raise ValueError(
+            f"set_sub_agents: {sorted(delegated)} are in single_turn or task mode (called as tools), but "
+            f"{parent.name!r} is a {type(parent.agent).__name__}, which has no tools to offer them; make the parent "
+            "a ChatModelAgent or the sub-agents mode='chat'"
         )
     for c in children:
         adopt(c.agent, parent.agent, "set_sub_agents")

@@ -37,6 +37,7 @@ from rillet.chatmodel.middleware import (
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
 from rillet.chatmodel.steps import call_model, guard_input, start_round
+from rillet.chatmodel.task import TASK_INSTRUCTION, FinishTaskTool, check_mode, delegation_tool, mode_of
 from rillet.checkpoint_state import saved_state
 from rillet.context import RunContext, current_run, host_agent_run
 from rillet.events import AgentEvent
@@ -99,6 +100,11 @@ class ChatModelAgent(BaseAgent):
             reason back to the model once.
         before_agent_callbacks, after_agent_callbacks: ADK-Go's agent callbacks around the
             whole call (see :class:`~rillet.agent.BaseAgent`).
+        mode: how a parent reaches this agent as its sub-agent (ADK-Go's delegation modes):
+            ``"chat"`` (default) by ``transfer_to_agent``; ``"single_turn"`` as a tool that runs
+            it once on its own branch; ``"task"`` as a task tool: the agent gets the
+            ``finish_task`` tool, whose validated arguments (``output_type``'s fields, default
+            ``result``) end the task and are its result. See docs/multi-agent.md.
     """
 
     def __init__(
@@ -129,6 +135,7 @@ class ChatModelAgent(BaseAgent):
         output_guardrails: Iterable[OutputGuardrail | GuardrailFunction] = (),
         before_agent_callbacks: Iterable[AgentCallback] = (),
         after_agent_callbacks: Iterable[AgentCallback] = (),
+        mode: Literal["chat", "single_turn", "task"] = "chat",
     ) -> None:
         super().__init__(
             name,
@@ -140,10 +147,15 @@ class ChatModelAgent(BaseAgent):
         assert model is not None  # checked just above
         if tool_error not in ("return", "raise"):
             raise ValueError(f"ChatModelAgent {name!r}: tool_error must be 'return' or 'raise', got {tool_error!r}")
-        self._output = output_spec(name, output_type, output_retries, model)
+        self.mode = check_mode(name, mode)
+        # a task's typed result is finish_task's arguments, not a final answer
+        self._output = output_spec(name, output_type if mode != "task" else None, output_retries, model)
         self.instruction = instruction
         self.model = model
         self.tools: list[BaseTool] = [as_tool(t) for t in tools]
+        self._finish_task = FinishTaskTool(name, output_type) if mode == "task" else None
+        if self._finish_task is not None:
+            self.tools.append(self._finish_task)
         self.return_directly = set(return_directly)
         if exit_tool is not None:
             self.tools.append(exit_tool)
@@ -168,6 +180,7 @@ class ChatModelAgent(BaseAgent):
         self._tool_infos: list[ToolInfo] = self._infos()
         self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
         self._sub_agents: list[Any] = []
+        self._delegated: list[BaseTool] = []  # the tools for sub-agents in single_turn or task mode
         self._parent: Any = None
         self._disallow_transfer_to_parent = False
         self._transfer_instruction = ""
@@ -180,7 +193,15 @@ class ChatModelAgent(BaseAgent):
         self._check_not_frozen()
         if self._sub_agents:
             raise ValueError(f"ChatModelAgent {self.name!r}: sub-agents are already set")
+        delegated = [delegation_tool(a, m) for a in sub_agents if (m := mode_of(a)) != "chat"]
+        taken = {t.info.name for t in self.tools} & {t.info.name for t in delegated}
+        if taken:
+            raise ValueError(
+                f"ChatModelAgent {self.name!r}: the sub-agents {sorted(taken)} are called as tools (single_turn or "
+                "task mode), and it already has tools of those names; rename the agents or the tools"
+            )
         self._sub_agents = list(sub_agents)
+        self._delegated = delegated
         self._wire_transfer()
 
     def on_set_as_sub_agent(self, parent: Any) -> None:
@@ -202,11 +223,16 @@ class ChatModelAgent(BaseAgent):
             raise RuntimeError(f"ChatModelAgent {self.name!r} has already run: set its sub-agents before the first run")
 
     def _wire_transfer(self) -> None:
-        """Adds (or removes) the transfer tool and instruction for the current targets."""
-        targets = list(self._sub_agents)
-        if self._parent is not None and not self._disallow_transfer_to_parent:
+        """Adds (or removes) the transfer tool and instruction for the current targets (the
+        sub-agents in chat mode; the parent unless disallowed or this agent is called as a
+        tool), and the tools of the sub-agents in single_turn or task mode."""
+        targets = [a for a in self._sub_agents if mode_of(a) == "chat"]
+        if self._parent is not None and not self._disallow_transfer_to_parent and self.mode == "chat":
             targets.append(self._parent)
-        self.tools = [t for t in self.tools if t.info.name != TRANSFER_TOOL_NAME]
+        self.tools = [t for t in self.tools if t.info.name != TRANSFER_TOOL_NAME and t not in self._delegated]
+        self.tools.extend(self._delegated)
+        for t in self._delegated:
+            self._by_name[t.info.name] = t
         self._by_name.pop(TRANSFER_TOOL_NAME, None)
         self.return_directly.discard(TRANSFER_TOOL_NAME)
         self._transfer_instruction = transfer_instruction(targets) if targets else ""
@@ -374,6 +400,8 @@ class ChatModelAgent(BaseAgent):
                 f"{instruction}\n\n{self._transfer_instruction}" if instruction else self._transfer_instruction
             )
         instruction = self._format_instruction(instruction)
+        if self.mode == "task":  # added after formatting: its backticks are not format fields
+            instruction = f"{instruction}\n\n{TASK_INSTRUCTION}" if instruction else TASK_INSTRUCTION
         if not instruction:
             return list(input.messages)
         return [Message.system(instruction), *input.messages]

@@ -26,6 +26,7 @@ from rillet.chatmodel.guardrails import GuardrailContext, GuardrailRejection, Gu
 from rillet.chatmodel.middleware import ChatModelAgentState, hook_failed
 from rillet.chatmodel.output import check_reply
 from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
+from rillet.chatmodel.task import FINISH_TASK_TOOL_NAME, ends_task, finished_at
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.context import add_session_value
@@ -385,7 +386,11 @@ async def end_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     loop.messages.extend(results[i] for i in range(len(calls)) if i in results)
     direct = rnd.direct
     if direct < 0:
-        return call_model
+        done = finished_at(agent, calls, results)  # a task's finish_task: its event is already out
+        if done < 0:
+            return call_model
+        loop.final_text = results[done].content
+        return finish
     if final is None:  # it completed before an interrupt
         if rnd.saved_final:  # with an action, kept by the interrupted run
             final = records_to_events(rnd.saved_final)[0]
@@ -413,7 +418,7 @@ async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
         loop.joining = (c, msg)
         return join_one
     loop.messages.append(msg)  # (what _one_result does, inline: this runs for every call)
-    if c.function.name in agent.return_directly:
+    if c.function.name in agent.return_directly or (c.function.name == FINISH_TASK_TOOL_NAME and ends_task(agent, msg)):
         loop.final_text = msg.content
         return finish
     return call_model
@@ -433,7 +438,7 @@ async def join_one(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
 
 def _one_result(agent: ChatModelAgent, loop: ReactLoop, c: ToolCall, msg: Message) -> Step:
     loop.messages.append(msg)
-    if c.function.name in agent.return_directly:
+    if c.function.name in agent.return_directly or (c.function.name == FINISH_TASK_TOOL_NAME and ends_task(agent, msg)):
         loop.final_text = msg.content
         return finish
     return call_model
