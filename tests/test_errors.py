@@ -55,6 +55,8 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "ScriptExhaustedError": (E.RilletError,),
     "MiddlewareError": (E.RilletError,),
     "McpError": (E.RilletError,),
+    "A2AError": (E.RilletError,),
+    "A2ACardError": (E.A2AError,),
     "McpToolError": (E.McpError,),
     "McpConnectionError": (E.McpError, ConnectionError),
     "Fatal": (BaseException,),  # internal: not in __all__
