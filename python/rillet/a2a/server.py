@@ -210,7 +210,9 @@ async def _concat(stream: Any) -> Message:
 
 
 def agent_card(agent: Agent, url: str, *, streaming: bool = True, version: str = "1.0.0") -> AgentCard:
-    """The agent card :func:`a2a_app` serves for ``agent`` at ``url`` (JSON-RPC)."""
+    """The agent card :func:`a2a_app` serves for ``agent`` at ``url`` (JSON-RPC). The server
+    always offers SendStreamingMessage; whether the agent's models stream is ``a2a_app``'s
+    ``streaming``, not the card's."""
     return AgentCard(
         name=agent.name,
         description=agent.description or agent.name,
@@ -236,7 +238,7 @@ def a2a_app(
     ``/.well-known/agent-card.json``): mount it, or serve it with any ASGI server."""
     from starlette.applications import Starlette  # the rillet[a2a] extra (a2a-sdk's http-server)
 
-    card = card if card is not None else agent_card(agent, url, streaming=streaming)
+    card = card if card is not None else agent_card(agent, url)
     executor = RilletExecutor(
         agent, checkpoint_store=checkpoint_store, session_store=session_store, streaming=streaming
     )
