@@ -27,14 +27,15 @@ from a2a.types import (
     AgentInterface,
     AgentSkill,
     CancelTaskRequest,
-    Message as A2AMessage,
-    Part,
     Role,
     SendMessageRequest,
     StreamResponse,
     Task,
     TaskState,
     TaskStatus,
+)
+from a2a.types import (
+    Message as A2AMessage,
 )
 from google.protobuf.json_format import MessageToDict
 from rillet import (
@@ -77,7 +78,9 @@ def weather_agent(*replies: Any) -> ChatModelAgent:
 
 def user(text: str = "", *, task_id: str = "", context_id: str = "", data: Any = None) -> SendMessageRequest:
     parts = [new_text_part(text)] if text else [new_data_part(data)]
-    msg = A2AMessage(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=parts, task_id=task_id, context_id=context_id)
+    msg = A2AMessage(
+        message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=parts, task_id=task_id, context_id=context_id
+    )
     return SendMessageRequest(message=msg)
 
 
@@ -273,7 +276,9 @@ async def test_a_remote_interrupt_is_approved_at_the_top_through_an_agent_tool_e
         assert ctx.info["interrupts"][0]["info"] == {"tool": "transfer_money", "arguments": {"amount": 5}}
         events = [ev async for ev in await runner.aresume("top", targets={ctx.id: approve()})]
     assert [ev.error for ev in events if ev.error is not None] == []
-    tool_results = [ev.message_output.message.content for ev in events if ev.message_output and ev.message_output.role == "tool"]
+    tool_results = [
+        ev.message_output.message.content for ev in events if ev.message_output and ev.message_output.role == "tool"
+    ]
     assert tool_results == ["Done: moved 5."]
     assert bank.transfers == 1
 
@@ -350,7 +355,9 @@ async def test_a_card_on_a_foreign_origin_is_refused_unless_allowed() -> None:
             name="weather",
             description="knows the weather",
             version="1",
-            supported_interfaces=[AgentInterface(url=real.url + "/", protocol_binding="JSONRPC", protocol_version="1.0")],
+            supported_interfaces=[
+                AgentInterface(url=real.url + "/", protocol_binding="JSONRPC", protocol_version="1.0")
+            ],
             capabilities=AgentCapabilities(streaming=True),
             default_input_modes=["text/plain"],
             default_output_modes=["text/plain"],
@@ -444,7 +451,9 @@ async def test_remote_agent_calls_a_plain_a2a_sdk_server(allow_transfer: bool) -
     async with plain_server(EchoExecutor()) as url:
         remote = RemoteA2AAgent("echo", url, before_request_callbacks=[tag], allow_transfer=allow_transfer)
         events = [ev async for ev in Runner(remote, streaming=True).query("hello world")]
-    transfers = [ev.action.transfer_to_agent.dest_agent_name for ev in events if ev.action and ev.action.transfer_to_agent]
+    transfers = [
+        ev.action.transfer_to_agent.dest_agent_name for ev in events if ev.action and ev.action.transfer_to_agent
+    ]
     assert transfers == (["elsewhere"] if allow_transfer else [])  # dropped unless enabled
     (reply,) = [ev for ev in events if ev.message_output is not None]
     assert reply.message_output.message_stream is not None

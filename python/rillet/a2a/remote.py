@@ -28,7 +28,9 @@ from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_i
 
 __all__ = ["BeforeRequestCallback", "RemoteA2AAgent"]
 
-BeforeRequestCallback = Callable[[SendMessageRequest], "SendMessageRequest | None | Awaitable[SendMessageRequest | None]"]
+BeforeRequestCallback = Callable[
+    [SendMessageRequest], "SendMessageRequest | None | Awaitable[SendMessageRequest | None]"
+]
 """Called with each request before it is sent: edit it in place, or return a new one."""
 
 
@@ -85,7 +87,9 @@ class RemoteA2AAgent(BaseAgent):
             try:
                 card = await A2ACardResolver(client, self._url).get_agent_card()
             except Exception as e:
-                raise A2ACardError(f"remote agent {self.name!r}: cannot fetch the agent card from {self._url}: {e}") from e
+                raise A2ACardError(
+                    f"remote agent {self.name!r}: cannot fetch the agent card from {self._url}: {e}"
+                ) from e
         rpc = [i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"]
         if not rpc:
             raise A2ACardError(f"remote agent {self.name!r}: the card at {self._url} names no JSON-RPC interface")

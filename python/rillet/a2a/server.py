@@ -150,7 +150,8 @@ class _Publisher:
             action = ev.action
             if action is not None and action.transfer_to_agent is not None:
                 await self.status(
-                    TaskState.TASK_STATE_WORKING, [transfer_part(ev.agent_name, action.transfer_to_agent.dest_agent_name)]
+                    TaskState.TASK_STATE_WORKING,
+                    [transfer_part(ev.agent_name, action.transfer_to_agent.dest_agent_name)],
                 )
             if action is not None and action.interrupted is not None:
                 parts = [
@@ -161,9 +162,7 @@ class _Publisher:
                 return
         await self.status(TaskState.TASK_STATE_COMPLETED)
 
-    async def _message(
-        self, author: str, role: str, tool_name: str, message: Message | None, stream: Any
-    ) -> None:
+    async def _message(self, author: str, role: str, tool_name: str, message: Message | None, stream: Any) -> None:
         if role == "tool":
             whole = message if message is not None else await _concat(stream)
             await self.status(TaskState.TASK_STATE_WORKING, [tool_result_part(author, whole, tool_name)])
@@ -221,7 +220,9 @@ def agent_card(agent: Agent, url: str, *, streaming: bool = True, version: str =
         capabilities=AgentCapabilities(streaming=streaming),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
-        skills=[AgentSkill(id=agent.name, name=agent.name, description=agent.description or agent.name, tags=["rillet"])],
+        skills=[
+            AgentSkill(id=agent.name, name=agent.name, description=agent.description or agent.name, tags=["rillet"])
+        ],
     )
 
 
@@ -305,4 +306,3 @@ def serve_a2a(
     app = a2a_app(agent, url, **options)
     with contextlib.suppress(KeyboardInterrupt):
         uvicorn.run(app, host=host, port=port, log_level="warning")
-

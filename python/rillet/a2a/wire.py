@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from a2a.helpers.proto_helpers import new_data_part, new_text_part
+from a2a.helpers.proto_helpers import get_data_parts, new_data_part, new_text_part
 from a2a.types import Message as A2AMessage
 from a2a.types import Part, Role
 
@@ -61,7 +61,11 @@ def tool_call_parts(author: str, message: Message) -> list[Part]:
 
 def tool_result_part(author: str, message: Message, tool_name: str) -> Part:
     return _data(
-        "tool_result", author, tool_call_id=message.tool_call_id, name=tool_name or message.name, content=message.content
+        "tool_result",
+        author,
+        tool_call_id=message.tool_call_id,
+        name=tool_name or message.name,
+        content=message.content,
     )
 
 
@@ -75,15 +79,7 @@ def interrupt_part(author: str, interrupt_id: str, address: Iterable[str], info:
 
 def data_of(parts: Iterable[Part]) -> list[dict[str, Any]]:
     """The JSON objects of the data parts (numbers come back as floats: protobuf's Value)."""
-    from google.protobuf.json_format import MessageToDict  # a2a-sdk's dependency, as the rest of this module
-
-    out = []
-    for p in parts:
-        if p.HasField("data"):
-            value = MessageToDict(p.data)
-            if isinstance(value, dict):
-                out.append(value)
-    return out
+    return [d for d in get_data_parts(list(parts)) if isinstance(d, dict)]
 
 
 def parts_text(parts: Iterable[Part]) -> str:
@@ -104,7 +100,5 @@ def messages_to_parts(messages: Iterable[Message]) -> list[Part]:
     return [new_text_part(m.content) for m in messages if m.content]
 
 
-def user_message(
-    parts: list[Part], *, message_id: str, task_id: str = "", context_id: str = ""
-) -> A2AMessage:
+def user_message(parts: list[Part], *, message_id: str, task_id: str = "", context_id: str = "") -> A2AMessage:
     return A2AMessage(message_id=message_id, role=Role.ROLE_USER, parts=parts, task_id=task_id, context_id=context_id)
