@@ -78,8 +78,19 @@ def interrupt_part(author: str, interrupt_id: str, address: Iterable[str], info:
 
 
 def data_of(parts: Iterable[Part]) -> list[dict[str, Any]]:
-    """The JSON objects of the data parts (numbers come back as floats: protobuf's Value)."""
-    return [d for d in get_data_parts(list(parts)) if isinstance(d, dict)]
+    """The JSON objects of the data parts. Protobuf's Value holds every number as a double;
+    whole ones are read back as ints, as JSON (which has one number type) would give them."""
+    return [_ints(d) for d in get_data_parts(list(parts)) if isinstance(d, dict)]
+
+
+def _ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
 
 
 def parts_text(parts: Iterable[Part]) -> str:
