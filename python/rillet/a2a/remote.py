@@ -34,6 +34,17 @@ BeforeRequestCallback = Callable[
 """Called with each request before it is sent: edit it in place, or return a new one."""
 
 
+_SSL: list[Any] = []
+
+
+def _http(timeout: float) -> httpx.AsyncClient:
+    """An httpx client for one run (clients belong to an event loop, runs may not share one),
+    with one TLS context for all: building it is most of what a new client costs."""
+    if not _SSL:
+        _SSL.append(httpx.create_ssl_context())
+    return httpx.AsyncClient(timeout=timeout, verify=_SSL[0])
+
+
 def _origin(url: str) -> str:
     u = urlsplit(url)
     port = u.port or {"http": 80, "https": 443}.get(u.scheme, 0)
@@ -83,7 +94,7 @@ class RemoteA2AAgent(BaseAgent):
         interface must be on the origin it came from, or in ``allowed_origins``)."""
         if self._card is not None:
             return self._card
-        async with httpx.AsyncClient(timeout=self.timeout) if http is None else _borrowed(http) as client:
+        async with _http(self.timeout) if http is None else _borrowed(http) as client:
             try:
                 card = await A2ACardResolver(client, self._url).get_agent_card()
             except Exception as e:
@@ -119,7 +130,7 @@ class RemoteA2AAgent(BaseAgent):
                 edited = await edited
             if edited is not None:
                 request = edited
-        async with httpx.AsyncClient(timeout=self.timeout) as http:
+        async with _http(self.timeout) as http:
             card = await self.card(http)
             client = ClientFactory(ClientConfig(streaming=input.enable_streaming, httpx_client=http)).create(card)
             reader = _Reader(self.name, self.allow_transfer)
