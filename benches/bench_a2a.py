@@ -32,18 +32,18 @@ import pytest
 
 pytest.importorskip("a2a", reason="the a2a extra is not installed")
 
-import uvicorn  # noqa: E402
-from a2a.client import ClientConfig, ClientFactory  # noqa: E402
-from a2a.helpers.proto_helpers import new_text_part  # noqa: E402
-from a2a.server.agent_execution import AgentExecutor, RequestContext  # noqa: E402
-from a2a.server.events import EventQueue  # noqa: E402
-from a2a.server.request_handlers import DefaultRequestHandler  # noqa: E402
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes  # noqa: E402
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater  # noqa: E402
-from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus  # noqa: E402
-from rillet import ChatModelAgent, Runner, ScriptedModel  # noqa: E402
-from rillet.a2a import A2AServer, RemoteA2AAgent, agent_card  # noqa: E402
-from starlette.applications import Starlette  # noqa: E402
+import uvicorn
+from a2a.client import ClientConfig, ClientFactory
+from a2a.helpers.proto_helpers import new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus
+from rillet import ChatModelAgent, Runner, ScriptedModel
+from rillet.a2a import A2AServer, RemoteA2AAgent, agent_card
+from starlette.applications import Starlette
 
 N = 200  # chunks per task
 CHUNK = "abcd"
@@ -77,7 +77,7 @@ async def plain_server() -> AsyncIterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        while not server.started:
+        while not server.started:  # noqa: ASYNC110  # uvicorn sets a flag, no event
             await asyncio.sleep(0.01)
         yield url
     finally:
