@@ -473,3 +473,44 @@ def test_bad_arguments_are_refused_with_the_fix() -> None:
         RemoteA2AAgent("x", "localhost:9999")
     with pytest.raises(TypeError, match="expected an AgentCard or the agent's URL"):
         RemoteA2AAgent("x", 42)  # type: ignore[arg-type]
+
+
+async def test_answers_resume_exactly_the_interrupts_they_name_and_the_rest_are_asked_again() -> None:
+    done: list[str] = []
+
+    @tool
+    def pay(who: str) -> str:
+        """Pays someone."""
+        done.append(who)
+        return f"paid {who}"
+
+    both = Message.assistant(
+        tool_calls=[
+            ToolCall(index=0, id="p1", function=FunctionCall("pay", '{"who": "ann"}')),
+            ToolCall(index=1, id="p2", function=FunctionCall("pay", '{"who": "bob"}')),
+        ]
+    )
+    model = ScriptedModel([both, "Both paid."])
+    agent = ChatModelAgent("payer", description="pays", model=model, tools=[requires_approval(pay)])
+    async with A2AServer(agent) as server:
+        first = await raw(server.url, user("pay ann and bob"))
+        task = first[0].task
+        assert shape(first)[-1] == ("status", "INPUT_REQUIRED", "interrupt", "interrupt")
+        asked = {
+            MessageToDict(p.data)["info"]["arguments"]["who"]: MessageToDict(p.data)["id"]
+            for p in first[-1].status_update.status.message.parts
+        }
+        # only ann's call is answered: it runs, bob's is asked again
+        second = await raw(
+            server.url, user(task_id=task.id, context_id=task.context_id, data={asked["ann"]: approve()})
+        )
+        assert shape(second) == [
+            ("status", "WORKING"),
+            ("status", "WORKING", "tool_result"),  # ann's call ran
+            ("status", "INPUT_REQUIRED", "interrupt"),
+        ]
+        again = MessageToDict(second[-1].status_update.status.message.parts[0].data)
+        assert again["info"]["arguments"] == {"who": "bob"} and done == ["ann"]
+        third = await raw(server.url, user(task_id=task.id, context_id=task.context_id, data={again["id"]: approve()}))
+    assert shape(third)[-1] == ("status", "COMPLETED")
+    assert done == ["ann", "bob"]
