@@ -85,8 +85,11 @@ class RilletExecutor(AgentExecutor):
             await out.status(TaskState.TASK_STATE_WORKING)
             text = parts_text(incoming) or "\n".join(json.dumps(d) for d in data_of(incoming))
             events = self.runner.run([Message.user(text)], checkpoint_id=task_id, session_id=context_id)
-        async with events:
-            await out.publish(events)
+        try:
+            async with events:
+                await out.publish(events)
+        finally:
+            self._canceled.discard(task_id)  # cancel() marked it while this ran
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Stops publishing the task's events (a2a-sdk then cancels ``execute``, which closes
