@@ -235,6 +235,7 @@ async def test_an_interrupt_is_input_required_and_the_answer_on_the_task_resumes
     async with A2AServer(bank.agent) as server:
         got = await raw(server.url, user("pay 5"))
         assert shape(got)[-2:] == [("status", "WORKING", "tool_call"), ("status", "INPUT_REQUIRED", "interrupt")]
+        assert all_text(got) == "pay 5"  # the task's history; the question is data, not text
         task = got[0].task
         asked = MessageToDict(got[-1].status_update.status.message.parts[0].data)
         assert asked["kind"] == "interrupt" and asked["author"] == "bank"
@@ -254,17 +255,18 @@ async def test_an_interrupt_is_input_required_and_the_answer_on_the_task_resumes
         ("status", "COMPLETED"),
     ]
     assert [s for s in shape(done) if s[0] == "status"][-1] == ("status", "COMPLETED")
-    assert "".join(s[1] for s in shape(done) if s[0] == "artifact") == "Done: moved 5."
+    assert all_text(done) == "Done: moved 5."  # the reply once: in its chunks, not in COMPLETED
     assert bank.transfers == 1
 
 
-async def test_a_remote_interrupt_is_approved_at_the_top_through_an_agent_tool_exactly_once() -> None:
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_remote_interrupt_is_approved_at_the_top_through_an_agent_tool_exactly_once(streaming: bool) -> None:
     bank = Bank()
     async with A2AServer(bank.agent) as server:
         remote = RemoteA2AAgent("bank", server.url, description="moves money")
         boss_model = ScriptedModel([call("bank", {"request": "pay 5"}, "b1"), "The bank says it is done."])
         boss = ChatModelAgent("boss", description="top", model=boss_model, tools=[AgentTool(remote)])
-        runner = Runner(boss, checkpoint_store=InMemoryCheckpointStore(), streaming=True)
+        runner = Runner(boss, checkpoint_store=InMemoryCheckpointStore(), streaming=streaming)
         asks = [
             ev.action.interrupted
             async for ev in runner.query("pay the bank 5", checkpoint_id="top")
@@ -443,19 +445,22 @@ async def plain_server(executor: AgentExecutor, card: AgentCard | None = None) -
         await asyncio.wait_for(task, 5)
 
 
-@pytest.mark.parametrize("allow_transfer", [False, True])
-async def test_remote_agent_calls_a_plain_a2a_sdk_server(allow_transfer: bool) -> None:
+@pytest.mark.parametrize(("allow_transfer", "streaming"), [(False, True), (True, True), (False, False), (True, False)])
+async def test_remote_agent_calls_a_plain_a2a_sdk_server(allow_transfer: bool, streaming: bool) -> None:
     def tag(request: SendMessageRequest) -> None:
         request.metadata.update({"tag": ">"})  # edited in place
 
     async with plain_server(EchoExecutor()) as url:
         remote = RemoteA2AAgent("echo", url, before_request_callbacks=[tag], allow_transfer=allow_transfer)
-        events = [ev async for ev in Runner(remote, streaming=True).query("hello world")]
+        events = [ev async for ev in Runner(remote, streaming=streaming).query("hello world")]
     transfers = [
         ev.action.transfer_to_agent.dest_agent_name for ev in events if ev.action and ev.action.transfer_to_agent
     ]
     assert transfers == (["elsewhere"] if allow_transfer else [])  # dropped unless enabled
     (reply,) = [ev for ev in events if ev.message_output is not None]
+    if not streaming:  # SendMessage: the finished task's artifact, whole
+        assert reply.message_output.message.content == ">hello world"
+        return
     assert reply.message_output.message_stream is not None
     chunks = [c.content async for c in reply.message_output.message_stream]
     assert chunks == [">hello", " world"]
