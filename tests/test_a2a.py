@@ -326,6 +326,30 @@ async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> N
     assert "late" not in all_text(seen)
 
 
+async def test_closing_a_remote_agents_run_cancels_the_remote_task() -> None:
+    started, closed = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Takes forever."""
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            closed.set()
+        return "late"
+
+    agent = ChatModelAgent("slow", description="slow", model=ScriptedModel([call("slow", {}), "never"]), tools=[slow])
+    async with A2AServer(agent) as server:
+        run = Runner(RemoteA2AAgent("slow", server.url), streaming=True).query("go")
+        async for ev in run:
+            if ev.message_output is not None:  # the remote tool call: the remote task is running
+                break
+        await asyncio.wait_for(started.wait(), 10)
+        run.close()
+        await asyncio.wait_for(closed.wait(), 10)  # the remote run was stopped
+
+
 # --- RemoteA2AAgent against serve_a2a ---------------------------------------------------------
 
 

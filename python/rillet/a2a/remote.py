@@ -8,6 +8,8 @@ INPUT_REQUIRED into a rillet interrupt whose resume answers the same remote task
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -17,7 +19,16 @@ from urllib.parse import urlsplit
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers.proto_helpers import new_data_part
-from a2a.types import AgentCard, Role, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskState,
+    TaskStatus,
+)
 
 from rillet._native import Message, StreamWriter, pipe
 from rillet.a2a.wire import data_of, jsonable, messages_to_parts, parts_text, tool_call_of, user_message
@@ -140,11 +151,22 @@ class RemoteA2AAgent(BaseAgent):
                         yield ev
                     if reader.done:
                         break
+            except (asyncio.CancelledError, GeneratorExit):  # the local run was abandoned
+                if reader.task_id and not reader.done:
+                    await _cancel_remote(client, reader.task_id)
+                raise
             finally:
                 reader.close()
                 await client.close()
         if not reader.done:
             raise A2AError(f"remote agent {self.name!r}: the task's stream ended before a final state")
+
+
+async def _cancel_remote(client: Any, task_id: str) -> None:
+    """Asks the remote to cancel a task this run no longer waits for; best effort, briefly:
+    the local run is ending either way."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(client.cancel_task(CancelTaskRequest(id=task_id)), 2)
 
 
 class _borrowed:
