@@ -59,6 +59,8 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "InputRejectedError": (E.GuardrailRejectedError,),
     "OutputRejectedError": (E.GuardrailRejectedError,),
     "McpError": (E.RilletError,),
+    "A2AError": (E.RilletError,),
+    "A2ACardError": (E.A2AError,),
     "McpToolError": (E.McpError,),
     "McpConnectionError": (E.McpError, ConnectionError),
     "Fatal": (BaseException,),  # internal: not in __all__

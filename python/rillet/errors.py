@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from rillet._core.interrupt import InterruptSignal
 
 __all__ = [
+    "A2ACardError",
+    "A2AError",
     "AgentToolError",
     "AuthenticationError",
     "ChannelClosed",
@@ -377,6 +379,16 @@ class McpToolError(McpError):
 class McpConnectionError(McpError, ConnectionError):
     """An MCP server cannot be reached, or its connection closed (the server process died);
     the next call reconnects."""
+
+
+class A2AError(RilletError):
+    """A remote A2A agent (``rillet.a2a``) failed: its task ended FAILED or CANCELED, or its
+    answer broke the protocol."""
+
+
+class A2ACardError(A2AError):
+    """An A2A agent card cannot be used: it could not be fetched, names no JSON-RPC interface,
+    or its interface URL is on another origin than the card (pass ``allowed_origins``)."""
 
 
 # --- internal -------------------------------------------------------------------------------

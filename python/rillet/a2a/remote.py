@@ -1,0 +1,313 @@
+"""RemoteA2AAgent: a local agent whose runs happen on a remote A2A agent (ADK-Go's remote agent).
+
+A run sends the conversation's trailing user messages to the remote agent as a new A2A task and
+turns what comes back into rillet events (docs/a2a.md has the table): artifact chunks into one
+streamed message, data parts into tool-call, tool-result and (when allowed) transfer events,
+INPUT_REQUIRED into a rillet interrupt whose resume answers the same remote task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.helpers.proto_helpers import new_data_part
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+
+from rillet._native import Message, StreamWriter, pipe
+from rillet.a2a.wire import data_of, jsonable, messages_to_parts, parts_text, tool_call_of, user_message
+from rillet.agent import AgentInput, BaseAgent
+from rillet.errors import A2ACardError, A2AError
+from rillet.events import AgentEvent, event_from_message, new_transfer_to_agent_action
+from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt_event
+
+__all__ = ["BeforeRequestCallback", "RemoteA2AAgent"]
+
+BeforeRequestCallback = Callable[
+    [SendMessageRequest], "SendMessageRequest | None | Awaitable[SendMessageRequest | None]"
+]
+"""Called with each request before it is sent: edit it in place, or return a new one."""
+
+
+_SSL: list[Any] = []
+
+
+def _http(timeout: float) -> httpx.AsyncClient:
+    """An httpx client for one run (clients belong to an event loop, runs may not share one),
+    with one TLS context for all: building it is most of what a new client costs."""
+    if not _SSL:
+        _SSL.append(httpx.create_ssl_context())
+    return httpx.AsyncClient(timeout=timeout, verify=_SSL[0])
+
+
+def _origin(url: str) -> str:
+    u = urlsplit(url)
+    port = u.port or {"http": 80, "https": 443}.get(u.scheme, 0)
+    return f"{u.scheme}://{(u.hostname or '').lower()}:{port}"
+
+
+class RemoteA2AAgent(BaseAgent):
+    """An agent that is really the A2A agent described by ``card_or_url`` (an ``AgentCard``,
+    or the base URL its card is fetched from, ``<url>/.well-known/agent-card.json``).
+
+    The run's ``enable_streaming`` (``Runner(streaming=True)``) picks the streaming call
+    (SendStreamingMessage) over SendMessage. A card fetched from a URL must name a JSON-RPC
+    interface on the same origin unless that origin is in ``allowed_origins``. Transfers the
+    remote reports are dropped unless ``allow_transfer``; ``before_request_callbacks`` may edit
+    each request. ``timeout`` bounds each HTTP request (seconds)."""
+
+    def __init__(
+        self,
+        name: str,
+        card_or_url: AgentCard | str,
+        *,
+        description: str = "",
+        allowed_origins: Iterable[str] = (),
+        before_request_callbacks: Iterable[BeforeRequestCallback] = (),
+        allow_transfer: bool = False,
+        timeout: float = 60.0,
+    ) -> None:
+        if isinstance(card_or_url, str):
+            if urlsplit(card_or_url).scheme not in ("http", "https"):
+                raise ValueError(f"RemoteA2AAgent({name!r}): {card_or_url!r} is not an http(s) URL of an A2A agent")
+            self._url, self._card = card_or_url, None
+        elif isinstance(card_or_url, AgentCard):
+            self._url, self._card = "", card_or_url
+        else:
+            raise TypeError(
+                f"RemoteA2AAgent({name!r}): expected an AgentCard or the agent's URL, got {type(card_or_url).__name__}"
+            )
+        desc = description or (self._card.description if self._card is not None else "")
+        super().__init__(name, desc or f"the remote A2A agent at {card_or_url!r}")
+        self.allowed_origins = {_origin(o) for o in allowed_origins}
+        self.before_request_callbacks: list[BeforeRequestCallback] = list(before_request_callbacks)
+        self.allow_transfer = allow_transfer
+        self.timeout = timeout
+
+    async def card(self, http: httpx.AsyncClient | None = None) -> AgentCard:
+        """The remote agent's card: the one given, or fetched once and checked (its JSON-RPC
+        interface must be on the origin it came from, or in ``allowed_origins``)."""
+        if self._card is not None:
+            return self._card
+        async with _http(self.timeout) if http is None else _borrowed(http) as client:
+            try:
+                card = await A2ACardResolver(client, self._url).get_agent_card()
+            except Exception as e:
+                raise A2ACardError(
+                    f"remote agent {self.name!r}: cannot fetch the agent card from {self._url}: {e}"
+                ) from e
+        rpc = [i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"]
+        if not rpc:
+            raise A2ACardError(f"remote agent {self.name!r}: the card at {self._url} names no JSON-RPC interface")
+        allowed = {_origin(self._url), *self.allowed_origins}
+        foreign = [u for u in rpc if _origin(u) not in allowed]
+        if foreign:
+            raise A2ACardError(
+                f"remote agent {self.name!r}: the card fetched from {self._url} points at {foreign[0]}, another origin; "
+                f"pass allowed_origins=[{_origin(foreign[0])!r}] if you trust it"
+            )
+        self._card = card
+        return card
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        saved = get_interrupt_state()
+        if saved.was_interrupted and isinstance(saved.state, dict):
+            resume = get_resume_context()
+            if not (resume.is_target and resume.has_data):  # not answered: ask again
+                yield stateful_interrupt_event(_info(self.name, saved.state["asked"]), saved.state)
+                return
+            request = _answer(saved.state, resume.data)
+        else:
+            request = SendMessageRequest(message=user_message(_outgoing(input.messages), message_id=uuid.uuid4().hex))
+        for cb in self.before_request_callbacks:
+            edited = cb(request)
+            if inspect.isawaitable(edited):
+                edited = await edited
+            if edited is not None:
+                request = edited
+        async with _http(self.timeout) as http:
+            card = await self.card(http)
+            client = ClientFactory(ClientConfig(streaming=input.enable_streaming, httpx_client=http)).create(card)
+            reader = _Reader(self.name, self.allow_transfer)
+            try:
+                async for response in client.send_message(request):
+                    for ev in await reader.read(response):
+                        yield ev
+                    if reader.done:
+                        break
+            except (asyncio.CancelledError, GeneratorExit):  # the local run was abandoned
+                if reader.task_id and not reader.done:
+                    await _cancel_remote(client, reader.task_id)
+                raise
+            finally:
+                reader.close()
+                await client.close()
+        if not reader.done:
+            raise A2AError(f"remote agent {self.name!r}: the task's stream ended before a final state")
+
+
+async def _cancel_remote(client: Any, task_id: str) -> None:
+    """Asks the remote to cancel a task this run no longer waits for; best effort, briefly:
+    the local run is ending either way."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(client.cancel_task(CancelTaskRequest(id=task_id)), 2)
+
+
+class _borrowed:
+    """A caller's httpx client for ``async with``, left open."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def __aenter__(self) -> httpx.AsyncClient:
+        return self.client
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def _outgoing(messages: list[Message]) -> list[Any]:
+    """The trailing user messages (what was said since the last reply), else the last one."""
+    tail: list[Message] = []
+    for m in reversed(messages):
+        if m.role != "user":
+            break
+        tail.insert(0, m)
+    parts = messages_to_parts(tail or messages[-1:])
+    if not parts:
+        raise A2AError("RemoteA2AAgent: there is no text to send (the input has no user message with text)")
+    return parts
+
+
+def _info(name: str, asked: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"remote_agent": name, "interrupts": asked}
+
+
+def _answer(state: dict[str, Any], data: Any) -> SendMessageRequest:
+    """The resume data as the answer on the remote task: ``{remote interrupt id: value}``, or
+    one value for a task that asked one thing."""
+    ids = [str(a.get("id")) for a in state["asked"]]
+    if not (isinstance(data, dict) and data and set(data) <= set(ids)):
+        if len(ids) != 1:
+            raise A2AError(
+                f"the remote task asked {len(ids)} things; resume with {{remote interrupt id: value}} for ids {ids}"
+            )
+        data = {ids[0]: data}
+    message = user_message(
+        [new_data_part(jsonable(data))],
+        message_id=uuid.uuid4().hex,
+        task_id=state["task_id"],
+        context_id=state["context_id"],
+    )
+    return SendMessageRequest(message=message)
+
+
+class _Reader:
+    """Turns one task's A2A stream responses into rillet events."""
+
+    def __init__(self, name: str, allow_transfer: bool) -> None:
+        self.name = name
+        self.allow_transfer = allow_transfer
+        self.task_id = self.context_id = ""
+        self.open: dict[str, StreamWriter[Any]] = {}
+        self.done = False
+
+    async def read(self, response: StreamResponse) -> list[AgentEvent]:
+        if response.HasField("task"):
+            return self._task(response.task)
+        if response.HasField("artifact_update"):
+            u = response.artifact_update
+            return await self._chunk(u.artifact.artifact_id, parts_text(u.artifact.parts), u.append, u.last_chunk)
+        if response.HasField("status_update"):
+            u = response.status_update
+            self.task_id, self.context_id = u.task_id, u.context_id
+            return self._status(u.status)
+        if response.HasField("message"):  # a direct reply, no task
+            self.done = True
+            return [event_from_message(Message.assistant(parts_text(response.message.parts)))]
+        return []
+
+    def _task(self, task: Task) -> list[AgentEvent]:
+        """A whole task: the first event of a stream, or the one answer of SendMessage (then
+        its history holds the tool calls and results, before the artifacts' replies)."""
+        self.task_id, self.context_id = task.id, task.context_id
+        out: list[AgentEvent] = []
+        for m in task.history:
+            if m.role == Role.ROLE_AGENT:
+                out += self._data(data_of(m.parts))
+        for a in task.artifacts:
+            text = parts_text(a.parts)
+            if text:
+                out.append(event_from_message(Message.assistant(text)))
+        return out + self._status(task.status)
+
+    async def _chunk(self, artifact_id: str, text: str, append: bool, last: bool) -> list[AgentEvent]:
+        if not append and last:  # a whole message
+            return [event_from_message(Message.assistant(text))]
+        out = []
+        writer = self.open.get(artifact_id)
+        if writer is None:
+            reader, writer = pipe()
+            self.open[artifact_id] = writer
+            out.append(event_from_message(None, reader))
+        if text:
+            await writer.asend(Message.assistant(text))
+        if last:
+            writer.close()
+            del self.open[artifact_id]
+        return out
+
+    def _status(self, status: TaskStatus) -> list[AgentEvent]:
+        state = status.state
+        data = data_of(status.message.parts) if status.HasField("message") else []
+        if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            self.done = True
+            asked = [d for d in data if d.get("kind") == "interrupt"]
+            keep = {"task_id": self.task_id, "context_id": self.context_id, "asked": asked}
+            return [stateful_interrupt_event(_info(self.name, asked), keep)]
+        if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_CANCELED):
+            self.done = True
+            what = TaskState.Name(state).removeprefix("TASK_STATE_").lower()
+            text = parts_text(status.message.parts) if status.HasField("message") else ""
+            raise A2AError(f"remote agent {self.name!r}: task {self.task_id} {what}" + (f": {text}" if text else ""))
+        if state == TaskState.TASK_STATE_COMPLETED:
+            self.done = True
+        return self._data(data)
+
+    def _data(self, data: list[dict[str, Any]]) -> list[AgentEvent]:
+        out: list[AgentEvent] = []
+        calls = [d for d in data if d.get("kind") == "tool_call"]
+        if calls:
+            out.append(event_from_message(Message.assistant("", [tool_call_of(c, i) for i, c in enumerate(calls)])))
+        for d in data:
+            kind = d.get("kind")
+            if kind == "tool_result":
+                name = str(d.get("name", ""))
+                msg = Message.tool_message(str(d.get("content", "")), str(d.get("tool_call_id", "")), name)
+                out.append(event_from_message(msg, role="tool", tool_name=name))
+            elif kind == "transfer" and self.allow_transfer:
+                out.append(AgentEvent(action=new_transfer_to_agent_action(str(d.get("to", "")))))
+        return out
+
+    def close(self) -> None:
+        """Ends streams the task left open (it failed or was dropped mid-message)."""
+        for writer in self.open.values():
+            writer.send_error(A2AError(f"remote agent {self.name!r}: the message stream was cut off"))
+            writer.close()
+        self.open.clear()

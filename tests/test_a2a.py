@@ -1,0 +1,545 @@
+"""rillet.a2a with both ends real, on loopback: a rillet agent served by A2AServer and called by
+the a2a-sdk client (the raw A2A stream asserted event by event) and by RemoteA2AAgent, and a
+RemoteA2AAgent calling an A2A server written here with a2a-sdk alone."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from optional import need
+
+need("a2a")
+
+from a2a.client import ClientConfig, ClientFactory
+from a2a.helpers.proto_helpers import new_data_part, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    CancelTaskRequest,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from a2a.types import (
+    Message as A2AMessage,
+)
+from google.protobuf.json_format import MessageToDict
+from rillet import (
+    AgentTool,
+    ChatModelAgent,
+    FunctionCall,
+    InMemoryCheckpointStore,
+    Message,
+    Runner,
+    ScriptedModel,
+    ToolCall,
+    tool,
+)
+from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent
+from rillet.approval import approve, requires_approval
+
+pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]
+
+REPLY = "The forecast for Porto is sunny and warm."
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def call(name: str, args: dict[str, Any], call_id: str = "c1") -> Message:
+    return Message.assistant(tool_calls=[ToolCall(index=0, id=call_id, function=FunctionCall(name, json.dumps(args)))])
+
+
+def weather_agent(*replies: Any) -> ChatModelAgent:
+    @tool
+    def forecast(city: str) -> str:
+        """Tomorrow's forecast."""
+        return f"sunny in {city}"
+
+    model = ScriptedModel(list(replies) or [call("forecast", {"city": "Porto"}), REPLY], chunk_size=7)
+    return ChatModelAgent("weather", description="knows the weather", model=model, tools=[forecast])
+
+
+def user(text: str = "", *, task_id: str = "", context_id: str = "", data: Any = None) -> SendMessageRequest:
+    parts = [new_text_part(text)] if text else [new_data_part(data)]
+    msg = A2AMessage(
+        message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=parts, task_id=task_id, context_id=context_id
+    )
+    return SendMessageRequest(message=msg)
+
+
+async def raw(url: str, request: SendMessageRequest, *, streaming: bool = True) -> list[StreamResponse]:
+    """What the a2a-sdk client receives, unchanged."""
+    client = await ClientFactory(ClientConfig(streaming=streaming)).create_from_url(url)
+    try:
+        return [r async for r in client.send_message(request)]
+    finally:
+        await client.close()
+
+
+def state(s: Any) -> str:
+    return TaskState.Name(s).removeprefix("TASK_STATE_")
+
+
+def shape(responses: list[StreamResponse]) -> list[tuple[Any, ...]]:
+    """Each response as a short tuple: ("task", state), ("status", state, kinds or text),
+    ("artifact", text, append, last_chunk)."""
+    out: list[tuple[Any, ...]] = []
+    for r in responses:
+        if r.HasField("task"):
+            out.append(("task", state(r.task.status.state)))
+        elif r.HasField("status_update"):
+            s = r.status_update.status
+            parts = list(s.message.parts) if s.HasField("message") else []
+            what = [MessageToDict(p.data)["kind"] if p.HasField("data") else p.text for p in parts]
+            out.append(("status", state(s.state), *what))
+        elif r.HasField("artifact_update"):
+            u = r.artifact_update
+            out.append(("artifact", "".join(p.text for p in u.artifact.parts), u.append, u.last_chunk))
+    return out
+
+
+def all_text(responses: list[StreamResponse]) -> str:
+    """Every text the stream carries, artifacts and status messages alike, in order."""
+    texts = []
+    for r in responses:
+        msg = MessageToDict(r)
+        texts += [p["text"] for p in _walk(msg) if "text" in p and isinstance(p["text"], str)]
+    return "".join(texts)
+
+
+def _walk(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        return [node, *(x for v in node.values() for x in _walk(v))]
+    if isinstance(node, list):
+        return [x for v in node for x in _walk(v)]
+    return []
+
+
+# --- serve_a2a seen by the a2a-sdk client --------------------------------------------------
+
+
+async def test_a_streamed_reply_is_one_artifact_in_chunks_and_never_repeated() -> None:
+    async with A2AServer(weather_agent()) as server:
+        got = await raw(server.url, user("Weather in Porto?"))
+    assert shape(got) == [
+        ("task", "SUBMITTED"),
+        ("status", "WORKING"),
+        ("status", "WORKING", "tool_call"),
+        ("status", "WORKING", "tool_result"),
+        ("artifact", "The for", False, False),
+        ("artifact", "ecast f", True, False),
+        ("artifact", "or Port", True, False),
+        ("artifact", "o is su", True, False),
+        ("artifact", "nny and", True, False),
+        ("artifact", " warm.", True, True),
+        ("status", "COMPLETED"),
+    ]
+    artifact_ids = {r.artifact_update.artifact.artifact_id for r in got if r.HasField("artifact_update")}
+    assert len(artifact_ids) == 1  # one stable id for the message
+    # the history's user text, then the reply exactly once: not again in the final status
+    assert all_text(got) == "Weather in Porto?" + REPLY
+    task_id, context_id = got[0].task.id, got[0].task.context_id
+    assert {r.status_update.task_id for r in got if r.HasField("status_update")} == {task_id}
+    assert {r.status_update.context_id for r in got if r.HasField("status_update")} == {context_id}
+    call_part = MessageToDict(got[2].status_update.status.message.parts[0].data)
+    assert call_part == {
+        "kind": "tool_call",
+        "author": "weather",
+        "id": "c1",
+        "name": "forecast",
+        "arguments": '{"city": "Porto"}',
+    }
+    result_part = MessageToDict(got[3].status_update.status.message.parts[0].data)
+    assert result_part == {
+        "kind": "tool_result",
+        "author": "weather",
+        "tool_call_id": "c1",
+        "name": "forecast",
+        "content": "sunny in Porto",
+    }
+
+
+async def test_not_streaming_a_whole_message_is_one_artifact_update() -> None:
+    replies = [call("forecast", {"city": "Porto"}), REPLY] * 2
+    async with A2AServer(weather_agent(*replies), streaming=False) as server:
+        got = await raw(server.url, user("Weather?"))
+        assert shape(got)[-2:] == [("artifact", REPLY, False, True), ("status", "COMPLETED")]
+        assert all_text(got) == "Weather?" + REPLY
+        # SendMessage (no stream): one Task, the reply once, in its artifact
+        (whole,) = await raw(server.url, user("Weather?"), streaming=False)
+    assert state(whole.task.status.state) == "COMPLETED"
+    assert [a.parts[0].text for a in whole.task.artifacts] == [REPLY]
+    assert all_text([whole]).count(REPLY) == 1
+
+
+async def test_the_context_id_is_the_session_a_second_task_continues() -> None:
+    model = ScriptedModel(["first answer", "second answer"])
+    agent = ChatModelAgent("chat", description="chats", model=model)
+    async with A2AServer(agent) as server:
+        first = await raw(server.url, user("one"))
+        context_id = first[0].task.context_id
+        second = await raw(server.url, user("two", context_id=context_id))
+    assert second[0].task.context_id == context_id and second[0].task.id != first[0].task.id
+    assert [m.content for m in model.calls[1].messages] == ["one", "first answer", "two"]
+
+
+async def test_an_error_is_failed_with_the_error() -> None:
+    agent = ChatModelAgent("broken", description="fails", model=ScriptedModel([]))
+    async with A2AServer(agent) as server:
+        got = await raw(server.url, user("hi"))
+    last = shape(got)[-1]
+    assert last[:3] == ("status", "FAILED", last[2]) and "ScriptedModel" in last[2] and last[3] == "error"
+    assert [s[1] for s in shape(got) if s[0] == "status"] == ["WORKING", "FAILED"]
+
+
+# --- interrupts over the wire ---------------------------------------------------------------
+
+
+class Bank:
+    """A remote tool behind approval, counting the transfers it really makes."""
+
+    def __init__(self) -> None:
+        self.transfers = 0
+
+        @tool
+        def transfer_money(amount: int) -> str:
+            """Moves money."""
+            self.transfers += 1
+            return f"moved {amount}"
+
+        model = ScriptedModel([call("transfer_money", {"amount": 5}, "t1"), "Done: moved 5."], chunk_size=7)
+        self.agent = ChatModelAgent(
+            "bank", description="moves money", model=model, tools=[requires_approval(transfer_money)]
+        )
+
+
+async def test_an_interrupt_is_input_required_and_the_answer_on_the_task_resumes_it() -> None:
+    bank = Bank()
+    async with A2AServer(bank.agent) as server:
+        got = await raw(server.url, user("pay 5"))
+        assert shape(got)[-2:] == [("status", "WORKING", "tool_call"), ("status", "INPUT_REQUIRED", "interrupt")]
+        assert all_text(got) == "pay 5"  # the task's history; the question is data, not text
+        task = got[0].task
+        asked = MessageToDict(got[-1].status_update.status.message.parts[0].data)
+        assert asked["kind"] == "interrupt" and asked["author"] == "bank"
+        assert asked["info"] == {"tool": "transfer_money", "arguments": {"amount": 5}}
+        assert asked["address"] == ["agent:bank", "tool:transfer_money:t1"]
+        # an answer naming no open interrupt: asked again, nothing runs
+        wrong = await raw(server.url, user(task_id=task.id, context_id=task.context_id, data={"nope": "approve"}))
+        assert shape(wrong)[-1][:2] == ("status", "INPUT_REQUIRED") and "not open interrupts" in shape(wrong)[-1][2]
+        assert bank.transfers == 0
+        answer = {asked["id"]: approve()}
+        done = await raw(server.url, user(task_id=task.id, context_id=task.context_id, data=answer))
+    assert shape(done) == [
+        ("status", "WORKING"),
+        ("status", "WORKING", "tool_result"),
+        ("artifact", "Done: m", False, False),
+        ("artifact", "oved 5.", True, True),
+        ("status", "COMPLETED"),
+    ]
+    assert [s for s in shape(done) if s[0] == "status"][-1] == ("status", "COMPLETED")
+    assert all_text(done) == "Done: moved 5."  # the reply once: in its chunks, not in COMPLETED
+    assert bank.transfers == 1
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_remote_interrupt_is_approved_at_the_top_through_an_agent_tool_exactly_once(streaming: bool) -> None:
+    bank = Bank()
+    async with A2AServer(bank.agent) as server:
+        remote = RemoteA2AAgent("bank", server.url, description="moves money")
+        boss_model = ScriptedModel([call("bank", {"request": "pay 5"}, "b1"), "The bank says it is done."])
+        boss = ChatModelAgent("boss", description="top", model=boss_model, tools=[AgentTool(remote)])
+        runner = Runner(boss, checkpoint_store=InMemoryCheckpointStore(), streaming=streaming)
+        asks = [
+            ev.action.interrupted
+            async for ev in runner.query("pay the bank 5", checkpoint_id="top")
+            if ev.action is not None and ev.action.interrupted is not None
+        ]
+        assert len(asks) == 1 and bank.transfers == 0
+        (ctx,) = asks[0].interrupt_contexts
+        assert ctx.info["remote_agent"] == "bank"
+        assert ctx.info["interrupts"][0]["info"] == {"tool": "transfer_money", "arguments": {"amount": 5}}
+        events = [ev async for ev in await runner.aresume("top", targets={ctx.id: approve()})]
+    assert [ev.error for ev in events if ev.error is not None] == []
+    tool_results = [
+        ev.message_output.message.content for ev in events if ev.message_output and ev.message_output.role == "tool"
+    ]
+    assert tool_results == ["Done: moved 5."]
+    assert bank.transfers == 1
+
+
+# --- cancel ---------------------------------------------------------------------------------
+
+
+async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> None:
+    started, closed = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Takes forever."""
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            closed.set()
+        return "late"
+
+    agent = ChatModelAgent("slow", description="slow", model=ScriptedModel([call("slow", {}), "never"]), tools=[slow])
+    async with A2AServer(agent) as server:
+        client = await ClientFactory(ClientConfig(streaming=True)).create_from_url(server.url)
+        seen: list[StreamResponse] = []
+
+        async def read() -> None:
+            async for r in client.send_message(user("go")):
+                seen.append(r)
+
+        reader = asyncio.create_task(read())
+        try:
+            await asyncio.wait_for(started.wait(), 10)
+            while len(seen) < 3:  # the task, WORKING, the tool call
+                await asyncio.sleep(0.01)
+            canceled = await client.cancel_task(CancelTaskRequest(id=seen[0].task.id))
+            assert state(canceled.status.state) == "CANCELED"
+            await asyncio.wait_for(closed.wait(), 10)  # the rillet run was closed, its tool cancelled
+            await asyncio.wait_for(reader, 10)
+        finally:
+            reader.cancel()
+            await client.close()
+    assert shape(seen)[-1] == ("status", "CANCELED")
+    assert "late" not in all_text(seen)
+
+
+async def test_closing_a_remote_agents_run_cancels_the_remote_task() -> None:
+    started, closed = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Takes forever."""
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            closed.set()
+        return "late"
+
+    agent = ChatModelAgent("slow", description="slow", model=ScriptedModel([call("slow", {}), "never"]), tools=[slow])
+    async with A2AServer(agent) as server:
+        run = Runner(RemoteA2AAgent("slow", server.url), streaming=True).query("go")
+        async for ev in run:
+            if ev.message_output is not None:  # the remote tool call: the remote task is running
+                break
+        await asyncio.wait_for(started.wait(), 10)
+        run.close()
+        await asyncio.wait_for(closed.wait(), 10)  # the remote run was stopped
+
+
+# --- RemoteA2AAgent against serve_a2a ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_remote_agent_turns_the_stream_back_into_rillet_events(streaming: bool) -> None:
+    async with A2AServer(weather_agent()) as server:
+        remote = RemoteA2AAgent("weather", server.url)
+        events = [ev async for ev in Runner(remote, streaming=streaming).query("Weather in Porto?")]
+        rows = []
+        for ev in events:
+            assert ev.error is None, ev.error
+            mv = ev.message_output
+            if mv is None:
+                continue
+            streamed = mv.message_stream is not None
+            msg = await mv.aget_message()
+            what = msg.content or msg.tool_calls[0].function.name
+            rows.append((mv.role, what, streamed))
+    assert rows == [
+        ("assistant", "forecast", False),
+        ("tool", "sunny in Porto", False),
+        ("assistant", REPLY, streaming),  # chunks are a streamed message; SendMessage gives it whole
+    ]
+
+
+async def test_a_card_on_a_foreign_origin_is_refused_unless_allowed() -> None:
+    async with A2AServer(weather_agent()) as real:
+        card = AgentCard(
+            name="weather",
+            description="knows the weather",
+            version="1",
+            supported_interfaces=[
+                AgentInterface(url=real.url + "/", protocol_binding="JSONRPC", protocol_version="1.0")
+            ],
+            capabilities=AgentCapabilities(streaming=True),
+            default_input_modes=["text/plain"],
+            default_output_modes=["text/plain"],
+            skills=[AgentSkill(id="weather", name="weather", description="weather", tags=["test"])],
+        )
+        async with plain_server(EchoExecutor(), card=card) as decoy:  # its card points at the other server
+            refused = RemoteA2AAgent("weather", decoy)
+            events = [ev async for ev in Runner(refused).query("Weather?")]
+            assert len(events) == 1 and isinstance(events[0].error, A2ACardError)
+            assert "another origin" in str(events[0].error) and "allowed_origins" in str(events[0].error)
+            allowed = RemoteA2AAgent("weather", decoy, allowed_origins=[real.url])
+            events = [ev async for ev in Runner(allowed).query("Weather in Porto?")]
+    assert [ev.error for ev in events if ev.error] == []
+    assert (await events[-1].message_output.aget_message()).content == REPLY
+
+
+# --- RemoteA2AAgent against an A2A server written with a2a-sdk alone -------------------------
+
+
+class EchoExecutor(AgentExecutor):
+    """Streams back the user's text in two chunks, with a transfer part and the request's
+    metadata; or fails when asked to."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        up = TaskUpdater(event_queue, task_id, context_id)
+        await event_queue.enqueue_event(
+            Task(id=task_id, context_id=context_id, status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+        )
+        text = context.get_user_input()
+        if text == "fail":
+            await up.failed(up.new_agent_message([new_text_part("no can do")]))
+            return
+        tag = context.metadata.get("tag", "")
+        await up.update_status(
+            TaskState.TASK_STATE_WORKING,
+            up.new_agent_message([new_data_part({"kind": "transfer", "author": "echo", "to": "elsewhere"})]),
+        )
+        half = len(text) // 2
+        await up.add_artifact([new_text_part(tag + text[:half])], "a1", append=False, last_chunk=False)
+        await up.add_artifact([new_text_part(text[half:])], "a1", append=True, last_chunk=True)
+        await up.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
+
+
+@asynccontextmanager
+async def plain_server(executor: AgentExecutor, card: AgentCard | None = None) -> AsyncIterator[str]:
+    """``executor`` served with a2a-sdk's own routes and uvicorn on a free loopback port."""
+    import socket
+
+    import uvicorn
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore
+    from starlette.applications import Starlette
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    card = card or AgentCard(
+        name="echo",
+        description="echoes",
+        version="1",
+        supported_interfaces=[AgentInterface(url=url + "/", protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="echo", name="echo", description="echoes", tags=["test"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
+    app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            assert not task.done(), "the server did not start"
+            await asyncio.sleep(0.01)
+        yield url
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 5)
+
+
+@pytest.mark.parametrize(("allow_transfer", "streaming"), [(False, True), (True, True), (False, False), (True, False)])
+async def test_remote_agent_calls_a_plain_a2a_sdk_server(allow_transfer: bool, streaming: bool) -> None:
+    def tag(request: SendMessageRequest) -> None:
+        request.metadata.update({"tag": ">"})  # edited in place
+
+    async with plain_server(EchoExecutor()) as url:
+        remote = RemoteA2AAgent("echo", url, before_request_callbacks=[tag], allow_transfer=allow_transfer)
+        events = [ev async for ev in Runner(remote, streaming=streaming).query("hello world")]
+    transfers = [
+        ev.action.transfer_to_agent.dest_agent_name for ev in events if ev.action and ev.action.transfer_to_agent
+    ]
+    assert transfers == (["elsewhere"] if allow_transfer else [])  # dropped unless enabled
+    (reply,) = [ev for ev in events if ev.message_output is not None]
+    if not streaming:  # SendMessage: the finished task's artifact, whole
+        assert reply.message_output.message.content == ">hello world"
+        return
+    assert reply.message_output.message_stream is not None
+    chunks = [c.content async for c in reply.message_output.message_stream]
+    assert chunks == [">hello", " world"]
+
+
+async def test_a_remote_failure_is_an_error_event() -> None:
+    async with plain_server(EchoExecutor()) as url:
+        events = [ev async for ev in Runner(RemoteA2AAgent("echo", url)).query("fail")]
+    assert len(events) == 1 and isinstance(events[0].error, A2AError)
+    assert "failed: no can do" in str(events[0].error)
+
+
+def test_bad_arguments_are_refused_with_the_fix() -> None:
+    with pytest.raises(ValueError, match="not an http"):
+        RemoteA2AAgent("x", "localhost:9999")
+    with pytest.raises(TypeError, match="expected an AgentCard or the agent's URL"):
+        RemoteA2AAgent("x", 42)  # type: ignore[arg-type]
+
+
+async def test_answers_resume_exactly_the_interrupts_they_name_and_the_rest_are_asked_again() -> None:
+    done: list[str] = []
+
+    @tool
+    def pay(who: str) -> str:
+        """Pays someone."""
+        done.append(who)
+        return f"paid {who}"
+
+    both = Message.assistant(
+        tool_calls=[
+            ToolCall(index=0, id="p1", function=FunctionCall("pay", '{"who": "ann"}')),
+            ToolCall(index=1, id="p2", function=FunctionCall("pay", '{"who": "bob"}')),
+        ]
+    )
+    model = ScriptedModel([both, "Both paid."])
+    agent = ChatModelAgent("payer", description="pays", model=model, tools=[requires_approval(pay)])
+    async with A2AServer(agent) as server:
+        first = await raw(server.url, user("pay ann and bob"))
+        task = first[0].task
+        assert shape(first)[-1] == ("status", "INPUT_REQUIRED", "interrupt", "interrupt")
+        asked = {
+            MessageToDict(p.data)["info"]["arguments"]["who"]: MessageToDict(p.data)["id"]
+            for p in first[-1].status_update.status.message.parts
+        }
+        # only ann's call is answered: it runs, bob's is asked again
+        second = await raw(
+            server.url, user(task_id=task.id, context_id=task.context_id, data={asked["ann"]: approve()})
+        )
+        assert shape(second) == [
+            ("status", "WORKING"),
+            ("status", "WORKING", "tool_result"),  # ann's call ran
+            ("status", "INPUT_REQUIRED", "interrupt"),
+        ]
+        again = MessageToDict(second[-1].status_update.status.message.parts[0].data)
+        assert again["info"]["arguments"] == {"who": "bob"} and done == ["ann"]
+        third = await raw(server.url, user(task_id=task.id, context_id=task.context_id, data={again["id"]: approve()}))
+    assert shape(third)[-1] == ("status", "COMPLETED")
+    assert done == ["ann", "bob"]
