@@ -104,7 +104,8 @@ def test_a_tools_image_reaches_the_model_after_the_turns_tool_results(server: Fa
         {"id": "call_2", "type": "function", "function": {"name": "clock", "arguments": "{}"}},
     ]
     server.script(
-        Reply.json(completion({"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls")), Reply.json(TEXT)
+        Reply.json(completion({"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls")),
+        Reply.json(TEXT),
     )
     agent = ChatModelAgent("eyes", model=make_model(server), tools=[screenshot, clock])
     events = list(Runner(agent).query("look"))

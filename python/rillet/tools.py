@@ -252,7 +252,9 @@ def _encode(tool_name: str, value: Any) -> str:
         return value
     if isinstance(value, Interrupted):
         raise value
-    if isinstance(value, ContentPart) or (type(value) in (list, tuple) and any(isinstance(v, ContentPart) for v in value)):
+    if isinstance(value, ContentPart) or (
+        type(value) in (list, tuple) and any(isinstance(v, ContentPart) for v in value)
+    ):
         return _with_parts(tool_name, value)
     global _encoder
     if _encoder is None:
