@@ -49,7 +49,10 @@ pub struct ResponseMeta {
 pub enum Part {
     Text(String),
     /// An http(s) URL or a `data:<mime>;base64,...` URL (images given as bytes).
-    ImageUrl { url: String, detail: String },
+    ImageUrl {
+        url: String,
+        detail: String,
+    },
     /// A file: inline (`file_data` a base64 `data:` URL, with its `filename`) or a file the
     /// provider stores (`file_id`); the unused fields are empty.
     File {

@@ -146,6 +146,16 @@ def test_a_part_the_api_cannot_carry_is_refused_before_sending(server: FakeOpenA
     assert server.requests == []
 
 
+def test_a_user_messages_text_and_parts_are_both_sent() -> None:
+    both = Message(role="user", content="Look:", user_input_multi_content=[ContentPart.image(PNG)])
+    assert messages_to_openai([both]) == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Look:"}, {"type": "image_url", "image_url": {"url": PNG_URL}}],
+        }
+    ]
+
+
 def test_text_parts_of_other_roles_are_unchanged() -> None:
     system = Message(role="system", user_input_multi_content=["Be brief."])
     assert messages_to_openai([system]) == [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]}]

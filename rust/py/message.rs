@@ -837,7 +837,11 @@ fn file_from_bytes(data: Vec<u8>, filename: String, mime_type: Option<&str>) -> 
 /// A `data:` URL shortened for a repr (other strings as they are).
 fn repr_long(s: &str) -> String {
     const KEEP: usize = 48;
-    match s.char_indices().nth(KEEP).filter(|_| s.starts_with("data:")) {
+    match s
+        .char_indices()
+        .nth(KEEP)
+        .filter(|_| s.starts_with("data:"))
+    {
         Some((i, _)) => format!("{}...({} chars)", repr_str(&s[..i]), s.len()),
         None => repr_str(s),
     }
@@ -870,7 +874,11 @@ impl ContentPart {
             return image_from_bytes(data, mime_type, detail).map(ContentPart);
         }
         let Ok(url) = source.cast::<PyString>() else {
-            return Err(expected("ContentPart.image(source)", "bytes or a URL str", source));
+            return Err(expected(
+                "ContentPart.image(source)",
+                "bytes or a URL str",
+                source,
+            ));
         };
         let url = url.to_str()?.to_owned();
         if mime_type.is_some() {
@@ -897,8 +905,8 @@ impl ContentPart {
     ) -> PyResult<Self> {
         match (data.filter(|d| !d.is_none()), file_id) {
             (Some(d), None) => {
-                let bytes = bytes_of(d)
-                    .ok_or_else(|| expected("ContentPart.file(data)", "bytes", d))?;
+                let bytes =
+                    bytes_of(d).ok_or_else(|| expected("ContentPart.file(data)", "bytes", d))?;
                 file_from_bytes(bytes, filename.to_owned(), mime_type).map(ContentPart)
             }
             (None, Some(id)) if !id.is_empty() => {
@@ -1094,9 +1102,8 @@ fn part_from_dict(d: &Bound<'_, PyDict>) -> PyResult<Part> {
             })
         }
         "file" => {
-            let file = get_dict(d, intern!(d.py(), "file"))?.ok_or_else(|| {
-                PyValueError::new_err("a file part needs a 'file' dict")
-            })?;
+            let file = get_dict(d, intern!(d.py(), "file"))?
+                .ok_or_else(|| PyValueError::new_err("a file part needs a 'file' dict"))?;
             let py = file.py();
             let part = Part::File {
                 filename: get_str(&file, intern!(py, "filename"))?,

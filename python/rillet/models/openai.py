@@ -94,7 +94,7 @@ def message_to_openai(message: Message) -> dict[str, Any]:
     Assistant messages with tool calls send ``content: ""`` (not null; some servers refuse
     null) and every call's id, type and name; tool results send ``tool_call_id``. Reasoning
     text is not sent back (DeepSeek and OpenAI ask clients not to). A user message's parts
-    go as they are (text, ``image_url``, ``file``); a system or assistant message may hold
+    go as they are (text, ``image_url``, ``file``), after its ``content`` text if it has both; a system or assistant message may hold
     text parts only, and a tool message's image and file parts are left out here (see
     :func:`messages_to_openai`, which sends them in a user message after the results).
     """
@@ -102,6 +102,8 @@ def message_to_openai(message: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": d["role"], "content": d.get("content", "")}
     if message.role != "user" and any(p.type != "text" for p in message.user_input_multi_content):
         out["content"] = _text_of(message)
+    elif "content_text" in d:  # both text and parts: the text goes first, not lost
+        out["content"] = [{"type": "text", "text": d["content_text"]}, *d["content"]]
     if "name" in d:
         out["name"] = d["name"]
     if message.tool_calls:

@@ -456,7 +456,8 @@ fn part(v: Val<'_>, path: Path<'_>) -> Checked<Part> {
         }
         Ok(())
     })?;
-    let fields = usize::from(text.is_some()) + usize::from(image.is_some()) + usize::from(file.is_some());
+    let fields =
+        usize::from(text.is_some()) + usize::from(image.is_some()) + usize::from(file.is_some());
     match (kind.as_deref(), text, image, file) {
         (_, _, _, _) if fields > 1 => Err(Field::new(format!(
             "'{}' has more than one of 'text', 'image_url' and 'file'",
