@@ -745,6 +745,29 @@ mod tests {
     }
 
     #[test]
+    fn file_parts_are_kept_and_split_the_text_runs() {
+        let file = Part::File {
+            filename: "a.pdf".into(),
+            file_data: "data:application/pdf;base64,JVBERg==".into(),
+            file_id: String::new(),
+        };
+        let parts = |ps: Vec<Part>| Message {
+            user_input_multi_content: ps,
+            ..Default::default()
+        };
+        let out = concat(&[
+            parts(vec![Part::Text("a".into()), file.clone()]),
+            parts(vec![Part::Text("b".into()), Part::Text("c".into())]),
+        ])
+        .unwrap()
+        .user_input_multi_content;
+        assert_eq!(
+            out,
+            vec![Part::Text("a".into()), file, Part::Text("bc".into())]
+        );
+    }
+
+    #[test]
     fn splitting_and_concatenating_round_trips() {
         // A deterministic split of a full message into single-character chunks.
         let full = Message {

@@ -7,6 +7,7 @@ pub mod channel;
 pub mod codec;
 pub mod concat;
 pub mod message;
+pub mod parts;
 pub mod py;
 pub mod sse;
 pub mod stream;

@@ -48,14 +48,25 @@ pub struct ResponseMeta {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Part {
     Text(String),
-    ImageUrl { url: String, detail: String },
+    /// An http(s) URL or a `data:<mime>;base64,...` URL (images given as bytes).
+    ImageUrl {
+        url: String,
+        detail: String,
+    },
+    /// A file: inline (`file_data` a base64 `data:` URL, with its `filename`) or a file the
+    /// provider stores (`file_id`); the unused fields are empty.
+    File {
+        filename: String,
+        file_data: String,
+        file_id: String,
+    },
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Message {
     pub role: String,
     pub content: String,
-    /// Multi-part user input (text and image parts); empty for plain text messages.
+    /// Multi-part user input (text, image and file parts); empty for plain text messages.
     pub user_input_multi_content: Vec<Part>,
     pub name: String,
     pub reasoning_content: String,

@@ -147,7 +147,23 @@ def golden_values() -> dict[str, Any]:
         "registered": {"color": Color.GREEN, "point": Point(1.0, -2.5, "p")},
         "messages": golden_messages(),
         "records": golden_records(),
+        "content_parts": golden_content_parts(),
     }
+
+
+def golden_content_parts() -> list[Any]:
+    """Images from bytes (data URLs) and file parts, as user messages and on their own."""
+    from rillet import ContentPart, Message
+
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    image = ContentPart.image(png, detail="low")
+    inline = ContentPart.file(b"%PDF-1.7\n", filename="report.pdf")
+    stored = ContentPart.file(file_id="file-abc123", filename="notes.txt")
+    return [
+        Message.user(["Compare these.", image, inline, stored]),
+        Message(role="tool", content="the screen:", tool_call_id="call_1", user_input_multi_content=[image]),
+        [image, inline, stored],
+    ]
 
 
 def golden_records() -> list[Any]:

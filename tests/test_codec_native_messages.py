@@ -45,6 +45,14 @@ parts = st.one_of(
     st.builds(
         lambda url, detail: ContentPart(image_url=url, detail=detail), words, st.sampled_from(["", "low", "auto"])
     ),
+    # The bytes forms: an image as a data URL, a file inline (data URL) or by provider id.
+    st.builds(lambda data: ContentPart.image(data, mime_type="image/png"), st.binary(min_size=1, max_size=40)),
+    st.builds(
+        lambda data, name: ContentPart.file(data, filename=name or "f.pdf", mime_type="application/pdf"),
+        st.binary(min_size=1, max_size=40),
+        words,
+    ),
+    st.builds(lambda fid, name: ContentPart.file(file_id=fid or "file-1", filename=name), words, words),
 )
 messages = st.builds(
     lambda role, content, name, reasoning, refusal, calls, call_id, tool, meta, extra, ps: Message(
@@ -97,6 +105,8 @@ def full_message() -> Message:
         user_input_multi_content=[
             ContentPart("hi"),
             ContentPart(image_url="https://example.invalid/a.png", detail="low"),
+            ContentPart.file(b"%PDF-1.7", filename="a.pdf"),
+            ContentPart.file(file_id="file-abc"),
         ],
     )
 
@@ -174,7 +184,7 @@ _DROP = object()
         (
             "rillet.Message",
             _message_state(content=[{"type": "video"}]),
-            r"'content\[0\].type' must be 'text' or 'image_url'",
+            r"'content\[0\].type' must be 'text', 'image_url' or 'file'",
         ),
         ("rillet.Message", _message_state(tool_calls={"id": "x"}), "field 'tool_calls' must be a list, got dict"),
         (
@@ -218,8 +228,11 @@ _DROP = object()
         (
             "rillet.ContentPart",
             {"type": "text", "text": "a", "image_url": {"url": "u"}},
-            "has both 'text' and 'image_url'",
+            "has more than one of 'text', 'image_url' and 'file'",
         ),
+        ("rillet.ContentPart", {"type": "file", "file": {"filename": "a.pdf"}}, "missing field 'file.file_data'"),
+        ("rillet.ContentPart", {"type": "file", "file": {"file_id": "f", "x": 1}}, "unknown field 'file.x'"),
+        ("rillet.ContentPart", {"type": "file"}, "missing field 'file'"),
         ("rillet.ContentPart", {"type": "image_url", "image_url": {"detail": "low"}}, "missing field 'image_url.url'"),
         ("rillet.FunctionCall", ["f"], r"expected a list \[name, arguments\] of 2 items, got 1"),
         ("rillet.FunctionCall", ["f", None], "field 'arguments' must be a str, got NoneType"),

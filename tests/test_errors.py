@@ -52,6 +52,7 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "MalformedChunkError": (E.ModelError, ValueError),
     "ModelStreamError": (E.ModelError,),
     "StreamLimitError": (E.ModelError, ValueError),
+    "UnsupportedContentError": (E.ModelError, ValueError),
     "ScriptExhaustedError": (E.RilletError,),
     "MiddlewareError": (E.RilletError,),
     "GuardrailError": (E.RilletError,),

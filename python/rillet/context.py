@@ -26,7 +26,7 @@ from rillet.events import RunPath, RunStep
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
-    from rillet._native import Message
+    from rillet._native import ContentPart, Message
     from rillet.agent import AgentInput
     from rillet.events import AgentAction, AgentEvent
 
@@ -40,6 +40,7 @@ __all__ = [
     "get_session_values",
     "send_event",
     "send_tool_gen_action",
+    "send_tool_parts",
     "set_run_local_value",
 ]
 
@@ -195,7 +196,8 @@ def get_session_values() -> dict[str, Any]:
 class ToolCallScope:
     """The tool call being executed: set by ChatModelAgent around each call. ``state`` is the
     calling agent's conversation, ``streaming`` its run's mode, ``emit`` (when the agent
-    forwards internal events) hands an event to the agent's output."""
+    forwards internal events) hands an event to the agent's output; ``parts`` are the image
+    and file parts the call's result carries (:func:`send_tool_parts`)."""
 
     tool_name: str
     call_id: str
@@ -204,6 +206,7 @@ class ToolCallScope:
     streaming: bool = False
     emit: Callable[[AgentEvent], None] | None = None
     point: ResumePoint = NOT_RESUMING
+    parts: tuple[ContentPart, ...] = ()
 
 
 def current_tool_call() -> ToolCallScope | None:
@@ -222,6 +225,20 @@ def send_tool_gen_action(action: AgentAction) -> None:
             "that a ChatModelAgent is running"
         )
     scope.action = action
+
+
+def send_tool_parts(*parts: ContentPart) -> None:
+    """Adds image or file parts (:class:`rillet.ContentPart`) to the result of the tool call
+    that is running: its tool message carries them in ``user_input_multi_content``, next to
+    the result text, and the model receives them (how each API carries them: docs/models.md).
+    A function tool does this for you when it returns a ContentPart or a list of str and
+    ContentPart items. Only valid inside a tool that a ChatModelAgent is executing."""
+    scope = current_tool_call()
+    if scope is None:
+        raise RuntimeError(
+            "send_tool_parts() was called outside a tool call: call it from inside a tool that a ChatModelAgent is running"
+        )
+    scope.parts = (*scope.parts, *parts)
 
 
 # --- the running agent: send_event and run-local values ------------------------------------

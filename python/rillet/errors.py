@@ -69,6 +69,7 @@ __all__ = [
     "ToolArgumentsError",
     "ToolCallError",
     "TransferError",
+    "UnsupportedContentError",
 ]
 
 
@@ -348,6 +349,11 @@ class MalformedChunkError(ModelError, ValueError):
 
 class ModelStreamError(ModelError):
     """The server sent an error object in the middle of a stream."""
+
+
+class UnsupportedContentError(ModelError, ValueError):
+    """A message holds a content part the model's API cannot carry (an image in a system
+    message, a file where only text goes); raised before the request is sent."""
 
 
 class StreamLimitError(ModelError, ValueError):

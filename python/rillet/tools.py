@@ -40,6 +40,10 @@ Rules a function tool follows:
 * A str result is returned as is; anything else is JSON-encoded (``ensure_ascii=False``;
   pydantic models through ``model_dump(mode="json")``, dataclasses through ``asdict``; dates,
   enums, sets and the like as pydantic encodes them). ``None`` becomes ``"null"``.
+* A :class:`rillet.ContentPart` result (an image or a file), or a list of str and
+  ContentPart items, is returned as the text items (joined by newlines) with the image and
+  file parts attached to the call's tool message (:func:`rillet.context.send_tool_parts`);
+  called outside an agent's tool call, ``invoke()`` returns the parts' dicts as JSON.
 * An exception raised by the function propagates unchanged. An interrupt (``rillet.interrupt(...)``)
   returned instead of raised, or yielded by a streaming tool, is raised as if the tool had raised it.
 """
@@ -63,7 +67,8 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from rillet._core.workers import default_pool
-from rillet.context import send_tool_gen_action
+from rillet._native import ContentPart
+from rillet.context import current_tool_call, send_tool_gen_action, send_tool_parts
 from rillet.errors import Interrupted, ToolArgumentsError
 from rillet.events import new_exit_action
 
@@ -247,6 +252,10 @@ def _encode(tool_name: str, value: Any) -> str:
         return value
     if isinstance(value, Interrupted):
         raise value
+    if isinstance(value, ContentPart) or (
+        type(value) in (list, tuple) and any(isinstance(v, ContentPart) for v in value)
+    ):
+        return _with_parts(tool_name, value)
     global _encoder
     if _encoder is None:
         _encoder = json.JSONEncoder(ensure_ascii=False, default=_jsonable)
@@ -257,6 +266,30 @@ def _encode(tool_name: str, value: Any) -> str:
             f"tool {tool_name!r} returned a {type(value).__name__} that cannot be encoded as JSON ({e}); "
             "return a str, or JSON-encodable data (dict, list, number, bool, None, a pydantic model, a dataclass)"
         ) from e
+
+
+def _with_parts(tool_name: str, value: ContentPart | list[Any] | tuple[Any, ...]) -> str:
+    """A result with content parts: its text, the image and file parts sent with the call's
+    tool message (outside a tool call, where nothing carries them, all of it as JSON)."""
+    items = [value] if isinstance(value, ContentPart) else list(value)
+    texts: list[str] = []
+    media: list[ContentPart] = []
+    for item in items:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, ContentPart) and item.type == "text":
+            texts.append(item.text or "")
+        elif isinstance(item, ContentPart):
+            media.append(item)
+        else:
+            raise TypeError(
+                f"tool {tool_name!r} returned a list of ContentPart and {type(item).__name__}: "
+                "a result with content parts holds str and ContentPart items only"
+            )
+    if current_tool_call() is None:
+        return json.dumps([i.to_dict() if isinstance(i, ContentPart) else i for i in items], ensure_ascii=False)
+    send_tool_parts(*media)
+    return "\n".join(texts)
 
 
 def _apply(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

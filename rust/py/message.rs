@@ -20,9 +20,10 @@ use parking_lot::Mutex;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use crate::message::{self as core, Map, Opaque, Part, Value};
+use crate::parts;
 
 // ---------------------------------------------------------------------------------------
 // extra: Python dicts <-> Value trees
@@ -740,10 +741,111 @@ fn meta_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::ResponseMeta> {
 // ---------------------------------------------------------------------------------------
 // ContentPart
 
-/// One part of a multi-part user input: `ContentPart.text(...)` or `ContentPart.image(url)`.
+/// One part of a multi-part user input: text (`ContentPart("...")`), an image
+/// (`ContentPart.image(bytes_or_url)`) or a file (`ContentPart.file(bytes, filename=...)` or
+/// `ContentPart.file(file_id=...)`).
 #[pyclass(frozen, eq, from_py_object, module = "rillet", name = "ContentPart")]
 #[derive(Clone, PartialEq)]
 pub struct ContentPart(pub Part);
+
+/// The bytes of `obj` (bytes or bytearray), else None.
+fn bytes_of(obj: &Bound<'_, PyAny>) -> Option<Vec<u8>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        Some(b.as_bytes().to_vec())
+    } else if let Ok(b) = obj.cast::<PyByteArray>() {
+        Some(b.to_vec())
+    } else {
+        None
+    }
+}
+
+fn non_empty(data: Vec<u8>, what: &str) -> PyResult<Vec<u8>> {
+    if data.is_empty() {
+        Err(PyValueError::new_err(format!(
+            "{what} got empty bytes: pass the file's contents (e.g. Path(...).read_bytes())"
+        )))
+    } else {
+        Ok(data)
+    }
+}
+
+fn image_from_bytes(data: Vec<u8>, mime_type: Option<&str>, detail: String) -> PyResult<Part> {
+    let data = non_empty(data, "ContentPart.image()")?;
+    let supported = parts::IMAGE_MIME_TYPES.join(", ");
+    let mime = match mime_type {
+        Some(m) if parts::IMAGE_MIME_TYPES.contains(&m) => m,
+        Some(m) => {
+            return Err(PyValueError::new_err(format!(
+                "unsupported image MIME type {m:?}: pass one of {supported}"
+            )))
+        }
+        None => parts::sniff_image(&data).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "cannot tell the image type from its bytes: pass mime_type= (one of {supported})"
+            ))
+        })?,
+    };
+    Ok(Part::ImageUrl {
+        url: parts::data_url(mime, &data),
+        detail,
+    })
+}
+
+/// The MIME type of a file named `filename`, from a few common extensions.
+fn mime_from_filename(filename: &str) -> Option<&'static str> {
+    let ext = filename.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "pdf" => "application/pdf",
+        "txt" => "text/plain",
+        "md" => "text/markdown",
+        "csv" => "text/csv",
+        "html" | "htm" => "text/html",
+        "json" => "application/json",
+        _ => return None,
+    })
+}
+
+fn file_from_bytes(data: Vec<u8>, filename: String, mime_type: Option<&str>) -> PyResult<Part> {
+    let data = non_empty(data, "ContentPart.file()")?;
+    if filename.is_empty() {
+        return Err(PyValueError::new_err(
+            "ContentPart.file() from bytes needs filename= (providers show it to the model)",
+        ));
+    }
+    let mime = match mime_type {
+        Some(m) if parts::is_mime(m) => m,
+        Some(m) => {
+            return Err(PyValueError::new_err(format!(
+                "unknown MIME type {m:?}: pass a type/subtype such as \"application/pdf\""
+            )))
+        }
+        None => parts::sniff_file(&data)
+            .or_else(|| mime_from_filename(&filename))
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "cannot tell the MIME type of {filename:?}: pass mime_type= (e.g. \"application/pdf\")"
+                ))
+            })?,
+    };
+    Ok(Part::File {
+        filename,
+        file_data: parts::data_url(mime, &data),
+        file_id: String::new(),
+    })
+}
+
+/// A `data:` URL shortened for a repr (other strings as they are).
+fn repr_long(s: &str) -> String {
+    const KEEP: usize = 48;
+    match s
+        .char_indices()
+        .nth(KEEP)
+        .filter(|_| s.starts_with("data:"))
+    {
+        Some((i, _)) => format!("{}...({} chars)", repr_str(&s[..i]), s.len()),
+        None => repr_str(s),
+    }
+}
 
 #[pymethods]
 impl ContentPart {
@@ -762,12 +864,79 @@ impl ContentPart {
         }
     }
 
-    /// "text" or "image_url", as in OpenAI's content parts.
+    /// An image part from its bytes (sent base64-encoded in a ``data:`` URL; the MIME type is
+    /// read from the bytes unless given) or from an http(s) or ``data:`` URL.
+    #[staticmethod]
+    #[pyo3(signature = (source, *, mime_type=None, detail=""))]
+    fn image(source: &Bound<'_, PyAny>, mime_type: Option<&str>, detail: &str) -> PyResult<Self> {
+        let detail = detail.to_owned();
+        if let Some(data) = bytes_of(source) {
+            return image_from_bytes(data, mime_type, detail).map(ContentPart);
+        }
+        let Ok(url) = source.cast::<PyString>() else {
+            return Err(expected(
+                "ContentPart.image(source)",
+                "bytes or a URL str",
+                source,
+            ));
+        };
+        let url = url.to_str()?.to_owned();
+        if mime_type.is_some() {
+            return Err(PyValueError::new_err(
+                "ContentPart.image(url) takes no mime_type= (a data: URL carries its own)",
+            ));
+        }
+        if let Some(problem) = parts::image_url_error(&url) {
+            return Err(PyValueError::new_err(problem));
+        }
+        Ok(ContentPart(Part::ImageUrl { url, detail }))
+    }
+
+    /// A file part: its bytes (sent base64-encoded in a ``data:`` URL) with its ``filename``
+    /// and MIME type (read from PDF bytes or the filename's extension unless given), or the
+    /// id of a file uploaded to the provider (``file_id=``).
+    #[staticmethod]
+    #[pyo3(signature = (data=None, *, filename="", mime_type=None, file_id=None))]
+    fn file(
+        data: Option<&Bound<'_, PyAny>>,
+        filename: &str,
+        mime_type: Option<&str>,
+        file_id: Option<String>,
+    ) -> PyResult<Self> {
+        match (data.filter(|d| !d.is_none()), file_id) {
+            (Some(d), None) => {
+                let bytes =
+                    bytes_of(d).ok_or_else(|| expected("ContentPart.file(data)", "bytes", d))?;
+                file_from_bytes(bytes, filename.to_owned(), mime_type).map(ContentPart)
+            }
+            (None, Some(id)) if !id.is_empty() => {
+                if mime_type.is_some() {
+                    return Err(PyValueError::new_err(
+                        "ContentPart.file(file_id=...) takes no mime_type= (the provider knows it)",
+                    ));
+                }
+                Ok(ContentPart(Part::File {
+                    filename: filename.to_owned(),
+                    file_data: String::new(),
+                    file_id: id,
+                }))
+            }
+            (None, Some(_)) => Err(PyValueError::new_err(
+                "ContentPart.file(file_id=...) got an empty file id",
+            )),
+            _ => Err(PyValueError::new_err(
+                "ContentPart.file() takes exactly one of data (bytes) or file_id=",
+            )),
+        }
+    }
+
+    /// "text", "image_url" or "file", as in OpenAI's content parts.
     #[getter(r#type)]
     fn kind(&self) -> &'static str {
         match self.0 {
             Part::Text(_) => "text",
             Part::ImageUrl { .. } => "image_url",
+            Part::File { .. } => "file",
         }
     }
 
@@ -776,7 +945,7 @@ impl ContentPart {
     fn get_text(&self) -> Option<&str> {
         match &self.0 {
             Part::Text(t) => Some(t),
-            Part::ImageUrl { .. } => None,
+            _ => None,
         }
     }
 
@@ -785,7 +954,7 @@ impl ContentPart {
     fn url(&self) -> Option<&str> {
         match &self.0 {
             Part::ImageUrl { url, .. } => Some(url),
-            Part::Text(_) => None,
+            _ => None,
         }
     }
 
@@ -794,12 +963,50 @@ impl ContentPart {
     fn detail(&self) -> Option<&str> {
         match &self.0 {
             Part::ImageUrl { detail, .. } => Some(detail),
+            _ => None,
+        }
+    }
+
+    /// The filename of a file part ("" if none was given), else None.
+    #[getter]
+    fn filename(&self) -> Option<&str> {
+        match &self.0 {
+            Part::File { filename, .. } => Some(filename),
+            _ => None,
+        }
+    }
+
+    /// The ``data:`` URL of a file part given as bytes, else None.
+    #[getter]
+    fn file_data(&self) -> Option<&str> {
+        match &self.0 {
+            Part::File { file_data, .. } if !file_data.is_empty() => Some(file_data),
+            _ => None,
+        }
+    }
+
+    /// The provider's id of a file part given by id, else None.
+    #[getter]
+    fn file_id(&self) -> Option<&str> {
+        match &self.0 {
+            Part::File { file_id, .. } if !file_id.is_empty() => Some(file_id),
+            _ => None,
+        }
+    }
+
+    /// The MIME type of an image or file carried in a ``data:`` URL, else None.
+    #[getter]
+    fn mime_type(&self) -> Option<&str> {
+        match &self.0 {
+            Part::ImageUrl { url, .. } => parts::data_url_mime(url),
+            Part::File { file_data, .. } => parts::data_url_mime(file_data),
             Part::Text(_) => None,
         }
     }
 
-    /// OpenAI's content-part dict: `{"type": "text", "text": ...}` or
-    /// `{"type": "image_url", "image_url": {"url": ..., "detail": ...}}`.
+    /// OpenAI's content-part dict: `{"type": "text", "text": ...}`,
+    /// `{"type": "image_url", "image_url": {"url": ..., "detail": ...}}` or
+    /// `{"type": "file", "file": {"filename": ..., "file_data": ...}}` (or `{"file_id": ...}`).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         part_to_dict(py, &self.0)
     }
@@ -814,14 +1021,31 @@ impl ContentPart {
         match &self.0 {
             Part::Text(t) => format!("ContentPart(text={})", repr_str(t)),
             Part::ImageUrl { url, detail } if detail.is_empty() => {
-                format!("ContentPart(image_url={})", repr_str(url))
+                format!("ContentPart(image_url={})", repr_long(url))
             }
             Part::ImageUrl { url, detail } => {
                 format!(
                     "ContentPart(image_url={}, detail={})",
-                    repr_str(url),
+                    repr_long(url),
                     repr_str(detail)
                 )
+            }
+            Part::File {
+                filename,
+                file_data,
+                file_id,
+            } => {
+                let mut fields = Vec::new();
+                if !filename.is_empty() {
+                    fields.push(format!("filename={}", repr_str(filename)));
+                }
+                if !file_data.is_empty() {
+                    fields.push(format!("file_data={}", repr_long(file_data)));
+                }
+                if !file_id.is_empty() {
+                    fields.push(format!("file_id={}", repr_str(file_id)));
+                }
+                format!("ContentPart.file({})", fields.join(", "))
             }
         }
     }
@@ -843,6 +1067,24 @@ pub(crate) fn part_to_dict<'py>(py: Python<'py>, p: &Part) -> PyResult<Bound<'py
             }
             d.set_item(intern!(py, "image_url"), image)?;
         }
+        Part::File {
+            filename,
+            file_data,
+            file_id,
+        } => {
+            d.set_item(intern!(py, "type"), "file")?;
+            let file = PyDict::new(py);
+            for (key, v) in [
+                (intern!(py, "filename"), filename),
+                (intern!(py, "file_data"), file_data),
+                (intern!(py, "file_id"), file_id),
+            ] {
+                if !v.is_empty() {
+                    file.set_item(key, v)?;
+                }
+            }
+            d.set_item(intern!(py, "file"), file)?;
+        }
     }
     Ok(d)
 }
@@ -859,8 +1101,26 @@ fn part_from_dict(d: &Bound<'_, PyDict>) -> PyResult<Part> {
                 detail: get_str(&image, intern!(image.py(), "detail"))?,
             })
         }
+        "file" => {
+            let file = get_dict(d, intern!(d.py(), "file"))?
+                .ok_or_else(|| PyValueError::new_err("a file part needs a 'file' dict"))?;
+            let py = file.py();
+            let part = Part::File {
+                filename: get_str(&file, intern!(py, "filename"))?,
+                file_data: get_str(&file, intern!(py, "file_data"))?,
+                file_id: get_str(&file, intern!(py, "file_id"))?,
+            };
+            match &part {
+                Part::File {
+                    file_data, file_id, ..
+                } if file_data.is_empty() == file_id.is_empty() => Err(PyValueError::new_err(
+                    "a file part's 'file' dict needs exactly one of 'file_data' (a data: URL) or 'file_id'",
+                )),
+                _ => Ok(part),
+            }
+        }
         other => Err(PyValueError::new_err(format!(
-            "unsupported content part type {other:?}: expected 'text' or 'image_url'"
+            "unsupported content part type {other:?}: expected 'text', 'image_url' or 'file'"
         ))),
     }
 }
@@ -930,7 +1190,7 @@ fn get_dict<'py>(
 /// * ``role``: "system", "user", "assistant" or "tool".
 /// * ``content``: the text. Passing a list of parts (ContentPart, dict or str) instead sets
 ///   ``user_input_multi_content``; anything else is a TypeError.
-/// * ``user_input_multi_content``: the parts of a multi-part user input (text and images).
+/// * ``user_input_multi_content``: the parts of a multi-part user input (text, images, files).
 /// * ``name``: the author's name, for several participants of one role.
 /// * ``reasoning_content``: the model's reasoning text, when it streams one.
 /// * ``refusal``: the model's refusal text (OpenAI's ``refusal``), concatenated like content.

@@ -107,6 +107,8 @@ async def call_tool(
     if obs is not None:
         observer.tool_end(obs, agent.name, name, call_id, content, scope.error)  # type: ignore[attr-defined]
     msg = Message.tool_message(content, call_id, name)
+    if scope.parts:  # image or file parts the tool returned (send_tool_parts)
+        msg.user_input_multi_content = scope.parts
     ev = event_from_message(msg.copy(), None, "tool", name)
     if scope.action is not None:
         ev.action = scope.action
@@ -216,7 +218,11 @@ async def _stream_tool(
         await producer
         if interrupted:
             raise interrupted[0]
-        return msg if msg.role else Message.tool_message("", call_id, name)
+        if not msg.role:
+            msg = Message.tool_message("", call_id, name)
+        if scope.parts:  # image or file parts the tool sent (send_tool_parts)
+            msg.user_input_multi_content = scope.parts
+        return msg
 
     result = child_task(concat())
     ev = event_from_message(None, user_copy, role="tool", tool_name=name)

@@ -22,6 +22,7 @@ from rillet.errors import (
     RateLimitError,
     ServerError,
     StreamLimitError,
+    UnsupportedContentError,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "RateLimitError",
     "ServerError",
     "StreamLimitError",
+    "UnsupportedContentError",
 ]

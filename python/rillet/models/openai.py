@@ -51,6 +51,7 @@ from rillet.models.errors import (
     ModelTimeoutError,
     RateLimitError,
     ServerError,
+    UnsupportedContentError,
 )
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ __all__ = [
     "ChatStreamParser",
     "OpenAIChatModel",
     "message_to_openai",
+    "messages_to_openai",
     "parse_chat_completion",
 ]
 
@@ -91,10 +93,17 @@ def message_to_openai(message: Message) -> dict[str, Any]:
 
     Assistant messages with tool calls send ``content: ""`` (not null; some servers refuse
     null) and every call's id, type and name; tool results send ``tool_call_id``. Reasoning
-    text is not sent back (DeepSeek and OpenAI ask clients not to).
+    text is not sent back (DeepSeek and OpenAI ask clients not to). A user message's parts
+    go as they are (text, ``image_url``, ``file``), after its ``content`` text if it has both; a system or assistant message may hold
+    text parts only, and a tool message's image and file parts are left out here (see
+    :func:`messages_to_openai`, which sends them in a user message after the results).
     """
     d = message.to_dict()
     out: dict[str, Any] = {"role": d["role"], "content": d.get("content", "")}
+    if message.role != "user" and any(p.type != "text" for p in message.user_input_multi_content):
+        out["content"] = _text_of(message)
+    elif "content_text" in d:  # both text and parts: the text goes first, not lost
+        out["content"] = [{"type": "text", "text": d["content_text"]}, *d["content"]]
     if "name" in d:
         out["name"] = d["name"]
     if message.tool_calls:
@@ -109,6 +118,49 @@ def message_to_openai(message: Message) -> dict[str, Any]:
     if message.role == "tool" or message.tool_call_id:
         out["tool_call_id"] = message.tool_call_id
     return out
+
+
+def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The ``messages`` of a chat-completions request.
+
+    A tool message may carry image and file parts (a tool returned them), but the protocol's
+    tool messages hold text only. As other frameworks do, the tool message then says where
+    they went, and they follow in one user message after the last tool result of that turn
+    (a user message between two tool results would split the turn, which servers refuse).
+    """
+    out: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] = []
+    for m in messages:
+        if attached and m.role != "tool":
+            out.append({"role": "user", "content": attached})
+            attached = []
+        wire = message_to_openai(m)
+        media = [p for p in m.user_input_multi_content if p.type != "text"] if m.role == "tool" else []
+        if media:
+            what = f"tool call {m.tool_call_id}" + (f" ({m.tool_name})" if m.tool_name else "")
+            wire["content"] = "\n".join(filter(None, [wire["content"], f"[{len(media)} attachment(s) follow]"]))
+            attached.append({"type": "text", "text": f"Attachments of {what}:"})
+            attached.extend(p.to_dict() for p in media)
+        out.append(wire)
+    if attached:
+        out.append({"role": "user", "content": attached})
+    return out
+
+
+def _text_of(message: Message) -> str:
+    """The text of a non-user message with image or file parts: its content and text parts
+    (a tool message's other parts are sent by :func:`messages_to_openai`; the other roles
+    cannot carry them)."""
+    media = [p for p in message.user_input_multi_content if p.type != "text"]
+    if message.role != "tool":
+        raise UnsupportedContentError(
+            f"a {message.role or 'role-less'} message holds a {media[0].type} part, which chat completions "
+            "carries in user messages only: put images and files in a user message (Message.user([...]))"
+        )
+    texts = [p.text or "" for p in message.user_input_multi_content if p.type == "text"]
+    if message.content:
+        texts.insert(0, message.content)
+    return "\n".join(texts)
 
 
 def _response_format(value: Any) -> Any:
@@ -316,7 +368,7 @@ class OpenAIChatModel:
         params = {**self.default_params, **options}
         body: dict[str, Any] = {
             "model": params.pop("model", None) or self.model,
-            "messages": [message_to_openai(m) for m in messages],
+            "messages": messages_to_openai(messages),
         }
         if tools:
             body["tools"] = [t.to_openai() for t in tools]

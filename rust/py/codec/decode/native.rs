@@ -412,7 +412,7 @@ fn tool_call(py: Python<'_>, v: Val<'_>, path: Path<'_>) -> Checked<core::ToolCa
 }
 
 fn part(v: Val<'_>, path: Path<'_>) -> Checked<Part> {
-    let (mut kind, mut text, mut image) = (None, None, None);
+    let (mut kind, mut text, mut image, mut file) = (None, None, None, None);
     each(v, path, |key, v| {
         let at = path.key(key);
         match key {
@@ -431,23 +431,48 @@ fn part(v: Val<'_>, path: Path<'_>) -> Checked<Part> {
                 let url = url.ok_or_else(|| missing(at, "url"))?;
                 image = Some(Part::ImageUrl { url, detail });
             }
+            "file" => {
+                let (mut filename, mut file_data, mut file_id) =
+                    (String::new(), String::new(), String::new());
+                each(v, at, |key, v| {
+                    match key {
+                        "filename" => filename = string(v, at.key(key))?,
+                        "file_data" => file_data = string(v, at.key(key))?,
+                        "file_id" => file_id = string(v, at.key(key))?,
+                        _ => return Err(unknown(at, key)),
+                    }
+                    Ok(())
+                })?;
+                if file_data.is_empty() && file_id.is_empty() {
+                    return Err(missing(at, "file_data"));
+                }
+                file = Some(Part::File {
+                    filename,
+                    file_data,
+                    file_id,
+                });
+            }
             _ => return Err(unknown(path, key)),
         }
         Ok(())
     })?;
-    match (kind.as_deref(), text, image) {
-        (Some("text"), Some(t), None) => Ok(Part::Text(t)),
-        (Some("image_url"), None, Some(image)) => Ok(image),
-        (Some("text"), None, _) => Err(missing(path, "text")),
-        (Some("image_url"), _, None) => Err(missing(path, "image_url")),
-        (None, _, _) => Err(missing(path, "type")),
-        (Some(other), _, _) if other != "text" && other != "image_url" => Err(Field::new(format!(
-            "field '{}' must be 'text' or 'image_url', got {other:?}",
-            path.key("type")
-        ))),
-        _ => Err(Field::new(format!(
-            "'{}' has both 'text' and 'image_url'",
+    let fields =
+        usize::from(text.is_some()) + usize::from(image.is_some()) + usize::from(file.is_some());
+    match (kind.as_deref(), text, image, file) {
+        (_, _, _, _) if fields > 1 => Err(Field::new(format!(
+            "'{}' has more than one of 'text', 'image_url' and 'file'",
             Named(path)
+        ))),
+        (Some("text"), Some(t), None, None) => Ok(Part::Text(t)),
+        (Some("image_url"), None, Some(image), None) => Ok(image),
+        (Some("file"), None, None, Some(file)) => Ok(file),
+        (Some("text"), ..) => Err(missing(path, "text")),
+        (Some("image_url"), ..) => Err(missing(path, "image_url")),
+        (Some("file"), ..) => Err(missing(path, "file")),
+        (None, ..) => Err(missing(path, "type")),
+        (Some(other), ..) => Err(Field::new(format!(
+            "field '{}' must be 'text', 'image_url' or 'file', got {other:?}",
+            path.key("type")
         ))),
     }
 }

@@ -80,6 +80,10 @@ pub(super) struct Keys {
     image_url: *mut ffi::PyObject,
     url: *mut ffi::PyObject,
     detail: *mut ffi::PyObject,
+    file: *mut ffi::PyObject,
+    filename: *mut ffi::PyObject,
+    file_data: *mut ffi::PyObject,
+    file_id: *mut ffi::PyObject,
 }
 
 impl Keys {
@@ -117,6 +121,10 @@ impl Keys {
             image_url: k!("image_url"),
             url: k!("url"),
             detail: k!("detail"),
+            file: k!("file"),
+            filename: k!("filename"),
+            file_data: k!("file_data"),
+            file_id: k!("file_id"),
         }
     }
 }
@@ -153,7 +161,7 @@ fn tool_call_depth(t: &core::ToolCall) -> Option<usize> {
 fn part_depth(p: &Part) -> usize {
     match p {
         Part::Text(_) => 1,
-        Part::ImageUrl { .. } => 2,
+        Part::ImageUrl { .. } | Part::File { .. } => 2,
     }
 }
 
@@ -586,6 +594,40 @@ impl<'py> Encoder<'_, 'py> {
                 if !detail.is_empty() {
                     self.key(image[1], inner)?;
                     self.fresh_str(detail)?;
+                }
+                Ok(())
+            }
+            Part::File {
+                filename,
+                file_data,
+                file_id,
+            } => {
+                let keys = [kind, Key::Interned(k.file, "file")];
+                let fields = [
+                    (Key::Interned(k.filename, "filename"), filename),
+                    (Key::Interned(k.file_data, "file_data"), file_data),
+                    (Key::Interned(k.file_id, "file_id"), file_id),
+                ];
+                let mut file = [Key::Fresh(""); 3];
+                let mut n = 0;
+                for (key, v) in fields {
+                    if !v.is_empty() {
+                        file[n] = key;
+                        n += 1;
+                    }
+                }
+                let file = &file[..n];
+                let inline = self.begin_dict(&keys)?;
+                self.key(keys[0], inline)?;
+                self.fresh_str("file")?;
+                self.key(keys[1], inline)?;
+                let inner = self.begin_dict(file)?;
+                let mut next = file.iter();
+                for (_, v) in fields {
+                    if !v.is_empty() {
+                        self.key(*next.next().expect("one key per value"), inner)?;
+                        self.fresh_str(v)?;
+                    }
                 }
                 Ok(())
             }
