@@ -322,6 +322,9 @@ class ChatStreamParser:
 
 def parse_chat_completion(body: bytes | bytearray, *, think_tags: bool = True, id_prefix: str = "call_") -> Message: ...
 
+# --- model responses (OpenAI Responses API) ----------------------------------------------
+
+@final
 class ResponsesStreamParser:
     def __new__(cls, *, max_sse_line_bytes: int = 4194304, max_sse_event_bytes: int = 16777216) -> ResponsesStreamParser: ...
     def feed(self, data: bytes | bytearray) -> list[Message]: ...
