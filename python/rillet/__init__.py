@@ -90,7 +90,14 @@ from rillet.interrupt import (
     stateful_interrupt,
     stateful_interrupt_event,
 )
-from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
+from rillet.models import (
+    ChatModel,
+    ModelCall,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    ScriptedModel,
+    ScriptExhaustedError,
+)
 from rillet.observer import ModelInfo, RunInfo, RunObserver
 from rillet.runner import Runner
 from rillet.schema import *
@@ -250,6 +257,7 @@ __all__ = [
     "ChatModel",
     "ModelCall",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "ScriptExhaustedError",
     "ScriptedModel",
     # The base of rillet's errors, and the version
