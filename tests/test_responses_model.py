@@ -430,3 +430,40 @@ def test_openai_sdk_agrees(server: FakeOpenAIServer, name: str) -> None:
         u.total_tokens,
     )
     assert usage.output_tokens_details.reasoning_tokens == u.reasoning_tokens
+
+
+# --- through an agent: reasoning items survive the tool loop ------------------------------------
+
+
+def test_agent_tool_loop_sends_the_reasoning_items_back(server: FakeOpenAIServer) -> None:
+    from rillet import ChatModelAgent, Runner, tool
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Tomorrow's forecast for a city.
+
+        Args:
+            city: the city's name.
+        """
+        return f"sunny in {city}"
+
+    server.script(Reply.sse("responses_tools"), Reply.sse("responses_text"))
+    agent = ChatModelAgent(
+        "assistant", description="weather", instruction="Be brief.", model=make_model(server), tools=[get_weather]
+    )
+    events = list(Runner(agent, streaming=True).query("Weather in Lisbon and Paris?"))
+    assert all(e.error is None for e in events)
+    last = events[-1].message_output
+    assert last is not None and last.get_message().content == "Bonjour à tous — 日本語 🙂!"
+    second = server.bodies()[1]["input"]
+    assert [item.get("type", item.get("role")) for item in second] == [
+        "system",
+        "user",
+        "reasoning",
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+    ]
+    assert second[2]["id"] == "rs_01" and second[2]["encrypted_content"] == "gAAAAABo-enc"
+    assert [item["output"] for item in second[5:]] == ["sunny in Lisbon", "sunny in Paris"]

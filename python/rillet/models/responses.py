@@ -63,12 +63,8 @@ def _reasoning_items(extra: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     items = (extra or {}).get(REASONING_KEY) or {}
     out: list[dict[str, Any]] = []
     for item_id, fields in items.items():
-        item: dict[str, Any] = {
-            "type": "reasoning",
-            "summary": [{"type": "summary_text", "text": t} for t in (fields.get("summary") or {}).values()],
-        }
-        if item_id:
-            item["id"] = item_id
+        item: dict[str, Any] = {"type": "reasoning", "id": item_id} if item_id else {"type": "reasoning"}
+        item["summary"] = [{"type": "summary_text", "text": t} for t in (fields.get("summary") or {}).values()]
         if fields.get("encrypted_content"):
             item["encrypted_content"] = fields["encrypted_content"]
         out.append(item)
