@@ -13,6 +13,8 @@ from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai_server import FakeOpenAIServer, Reply, transcript
 from optional import need
 from rillet import FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
@@ -20,6 +22,7 @@ from rillet.models import openai as openai_module
 from rillet.models.errors import (
     IncompleteStreamError,
     MalformedChunkError,
+    ModelError,
     ModelStreamError,
     RateLimitError,
     StreamLimitError,
@@ -108,6 +111,23 @@ def test_every_split_and_line_ending_gives_the_same_chunks(name: str) -> None:
         assert parse_all(data, [at]) == whole, f"{name} cut at byte {at}"
     for line_end in (b"\r\n", b"\r"):
         assert parse_all(data.replace(b"\n", line_end), []) == whole
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["responses_text", "responses_tools"]), st.data())
+def test_damaged_streams_raise_model_errors_only(name: str, data: st.DataObject) -> None:
+    """Bytes flipped, dropped or cut anywhere: chunks or a rillet model error, never a crash."""
+    raw = bytearray(transcript(name))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        if data.draw(st.booleans()):
+            raw[at] = data.draw(st.integers(0, 255))
+        else:
+            del raw[at : at + data.draw(st.integers(1, 64))]
+    try:
+        parse_all(bytes(raw), [len(raw) // 2])
+    except ModelError:
+        pass
 
 
 def test_parser_errors_name_the_line_and_repeat() -> None:
