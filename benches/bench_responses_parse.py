@@ -78,7 +78,7 @@ def recorded_stream() -> bytes:
     ]
     out = [event("response.created", response=response("in_progress", []))]
     out.append(event("response.output_item.added", output_index=0, item={**reasoning, "summary": []}))
-    part = {"type": "summary_text", "text": ""}
+    part: dict[str, Any] = {"type": "summary_text", "text": ""}
     out.append(
         event("response.reasoning_summary_part.added", item_id="rs_68af", output_index=0, summary_index=0, part=part)
     )
@@ -95,8 +95,10 @@ def recorded_stream() -> bytes:
     )
     out.append(event("response.output_item.done", output_index=0, item=reasoning))
     out.append(event("response.output_item.added", output_index=1, item={**message, "content": []}))
-    part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
-    out.append(event("response.content_part.added", item_id="msg_68af", output_index=1, content_index=0, part=part))
+    text_part: dict[str, Any] = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+    out.append(
+        event("response.content_part.added", item_id="msg_68af", output_index=1, content_index=0, part=text_part)
+    )
     for i in range(TEXT_DELTAS):
         delta = WORDS[i % len(WORDS)]
         out.append(

@@ -9,7 +9,7 @@ differential test runs the openai SDK's own Responses stream handling over the s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
@@ -77,7 +77,8 @@ def stream_once(
     async def main() -> tuple[list[Message], BaseException | None]:
         return await drain(await model.stream(messages or [Message.user("hi")]))
 
-    return run(main())
+    result: tuple[list[Message], BaseException | None] = run(main())
+    return result
 
 
 def parse_all(data: bytes, cuts: list[int]) -> list[Message]:
@@ -134,7 +135,8 @@ def test_parser_errors_name_the_line_and_repeat() -> None:
     parser = ResponsesStreamParser()
     good = b'data: {"type":"response.output_text.delta","output_index":0,"delta":"a"}\n\n'
     assert parser.feed(good + b"data: {nope}\n\n") == [Message("assistant", "a")]
-    for call in (lambda: parser.feed(good), parser.finish):
+    calls: list[Callable[[], list[Message]]] = [lambda: parser.feed(good), parser.finish]
+    for call in calls:
         with pytest.raises(MalformedChunkError, match="at line 3 of the event stream") as info:
             call()
         assert info.value.line == 3
