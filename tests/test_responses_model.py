@@ -489,3 +489,9 @@ def test_agent_tool_loop_sends_the_reasoning_items_back(server: FakeOpenAIServer
     ]
     assert second[2]["id"] == "rs_01" and second[2]["encrypted_content"] == "gAAAAABo-enc"
     assert [item["output"] for item in second[5:]] == ["sunny in Lisbon", "sunny in Paris"]
+
+
+def test_a_server_that_ignores_stream_true_still_streams(server: FakeOpenAIServer) -> None:
+    chunks, err = stream_once(server, Reply.json(WHOLE))
+    assert err is None and len(chunks) == 1
+    assert chunks[0].content == "Hel" and chunks[0].response_meta == ResponseMeta("length", Usage(3, 4, 7, 0, 0))
