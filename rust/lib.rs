@@ -9,6 +9,7 @@ pub mod concat;
 pub mod message;
 pub mod parts;
 pub mod py;
+pub mod responses;
 pub mod sse;
 pub mod stream;
 
@@ -75,7 +76,7 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     use crate::py::{channel, checkpoint, codec, concat, errors, message, recv_awaitable};
-    use crate::py::{sse, stream};
+    use crate::py::{responses, sse, stream};
     let py = m.py();
     crate::py::require_main_interpreter(py)?;
     m.add_class::<channel::Channel>()?;
@@ -94,6 +95,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<message::ToolCall>()?;
     m.add_class::<message::Usage>()?;
     m.add_class::<recv_awaitable::Recv>()?;
+    m.add_function(wrap_pyfunction!(responses::parse_response, m)?)?;
+    m.add_class::<responses::ResponsesStreamParser>()?;
     m.add_function(wrap_pyfunction!(sse::parse_chat_completion, m)?)?;
     m.add_class::<sse::ChatStreamParser>()?;
     m.add_function(wrap_pyfunction!(stream::concat_message_stream, m)?)?;

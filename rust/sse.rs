@@ -140,7 +140,7 @@ impl std::error::Error for StreamError {}
 /// At most this many characters of an offending line are quoted in an error.
 const EXCERPT_CHARS: usize = 120;
 
-fn excerpt(text: &str) -> String {
+pub(crate) fn excerpt(text: &str) -> String {
     let mut out: String = text.chars().take(EXCERPT_CHARS).collect();
     if out.len() < text.len() {
         out.push_str("...");
@@ -380,10 +380,10 @@ impl SseDecoder {
 /// parts (their `text` joined) or an object (kept as its JSON text, as Ollama's native API
 /// sends tool arguments).
 #[derive(Debug, Default)]
-struct Text<'a>(Option<Cow<'a, str>>);
+pub(crate) struct Text<'a>(Option<Cow<'a, str>>);
 
 impl<'a> Text<'a> {
-    fn get(&self) -> &str {
+    pub(crate) fn get(&self) -> &str {
         self.0.as_deref().unwrap_or("")
     }
 }
@@ -536,7 +536,7 @@ impl UsageJson {
 
 /// The message of an error object: `{"error": {"message": ..., "code": ...}}` or
 /// `{"error": "text"}`; and its code or type, when given.
-fn error_parts(error: &serde_json::Value) -> (String, Option<String>) {
+pub(crate) fn error_parts(error: &serde_json::Value) -> (String, Option<String>) {
     match error {
         serde_json::Value::String(s) => (s.clone(), None),
         serde_json::Value::Object(o) => {

@@ -114,7 +114,15 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
         stateful_interrupt,
         stateful_interrupt_event,
     )
-    from rillet.models import ChatModel, FallbackModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
+    from rillet.models import (
+        ChatModel,
+        FallbackModel,
+        ModelCall,
+        OpenAIChatModel,
+        OpenAIResponsesModel,
+        ScriptedModel,
+        ScriptExhaustedError,
+    )
     from rillet.observer import ModelInfo, RunInfo, RunObserver
     from rillet.runner import Runner
     from rillet.schema import *
@@ -278,6 +286,7 @@ _EXPORTS: dict[str, str] = {
     "InputRejectedError": "rillet.errors",
     "OutputRejectedError": "rillet.errors",
     "FallbackModel": "rillet.models",
+    "OpenAIResponsesModel": "rillet.models",
 }
 
 
@@ -471,6 +480,7 @@ __all__ = [
     "FallbackModel",
     "ModelCall",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "ScriptExhaustedError",
     "ScriptedModel",
     # The base of rillet's errors, and the version

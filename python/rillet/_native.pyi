@@ -19,6 +19,7 @@ __all__ = [
     "NO_VALUE",
     "NoValue",
     "ResponseMeta",
+    "ResponsesStreamParser",
     "SourceEOF",
     "StreamReader",
     "StreamWriter",
@@ -30,6 +31,7 @@ __all__ = [
     "merge_named_streams",
     "merge_streams",
     "parse_chat_completion",
+    "parse_response",
     "pipe",
     "stream_from_list",
     "__version__",
@@ -337,6 +339,22 @@ class ChatStreamParser:
     def lines(self) -> int: ...
 
 def parse_chat_completion(body: bytes | bytearray, *, think_tags: bool = True, id_prefix: str = "call_") -> Message: ...
+
+# --- model responses (OpenAI Responses API) ----------------------------------------------
+
+@final
+class ResponsesStreamParser:
+    def __new__(
+        cls, *, max_sse_line_bytes: int = 4194304, max_sse_event_bytes: int = 16777216
+    ) -> ResponsesStreamParser: ...
+    def feed(self, data: bytes | bytearray) -> list[Message]: ...
+    def finish(self) -> list[Message]: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def lines(self) -> int: ...
+
+def parse_response(body: bytes | bytearray) -> Message: ...
 
 # --- streams ----------------------------------------------------------------------------
 

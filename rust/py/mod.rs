@@ -9,6 +9,7 @@ pub mod event_loop;
 pub mod fast_paths;
 pub mod message;
 pub mod recv_awaitable;
+pub mod responses;
 pub mod sse;
 pub mod stream;
 

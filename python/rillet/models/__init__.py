@@ -1,13 +1,23 @@
 """Chat models: the :class:`ChatModel` protocol agents call, and :class:`ScriptedModel`,
-the offline test double, and :class:`OpenAIChatModel` for any OpenAI-compatible endpoint
-(its HTTP client is imported on first use)."""
+the offline test double, :class:`OpenAIChatModel` for any OpenAI-compatible endpoint and
+:class:`OpenAIResponsesModel` for OpenAI's Responses API (their HTTP client is imported on first
+use)."""
 
 from rillet.models import errors
 from rillet.models.base import ChatModel, ModelCall
 from rillet.models.errors import *
 from rillet.models.fallback import FallbackModel
 from rillet.models.openai import OpenAIChatModel
+from rillet.models.responses import OpenAIResponsesModel
 from rillet.models.scripted import ScriptedModel, ScriptExhaustedError
 
-__all__ = ["ChatModel", "FallbackModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel"]
+__all__ = [
+    "ChatModel",
+    "FallbackModel",
+    "ModelCall",
+    "OpenAIChatModel",
+    "OpenAIResponsesModel",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+]
 __all__ += errors.__all__

@@ -27,7 +27,7 @@ import re
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rillet._native import (
     ChatStreamParser,
@@ -86,6 +86,13 @@ _CONTEXT_LENGTH = re.compile(
     r"|exceeds? the (model|maximum)|reduce the length",
     re.IGNORECASE,
 )
+
+
+class ChunkParser(Protocol):
+    """What a model reads a stream with: bytes in, Message chunks out (the Rust parsers)."""
+
+    def feed(self, data: bytes | bytearray) -> list[Message]: ...
+    def finish(self) -> list[Message]: ...
 
 
 def message_to_openai(message: Message) -> dict[str, Any]:
@@ -247,6 +254,9 @@ class OpenAIChatModel:
     loop's.
     """
 
+    # The endpoint under base_url; a subclass speaking another OpenAI API changes it.
+    _path = "/chat/completions"
+
     def __init__(
         self,
         model: str,
@@ -264,9 +274,9 @@ class OpenAIChatModel:
         **default_params: Any,
     ) -> None:
         if not isinstance(model, str) or not model:
-            raise ValueError(f"OpenAIChatModel: model must be a non-empty str, got {model!r}")
+            raise ValueError(f"{type(self).__name__}: model must be a non-empty str, got {model!r}")
         if max_retries < 0:
-            raise ValueError(f"OpenAIChatModel: max_retries must be >= 0, got {max_retries}")
+            raise ValueError(f"{type(self).__name__}: max_retries must be >= 0, got {max_retries}")
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -280,7 +290,7 @@ class OpenAIChatModel:
             ("max_sse_event_bytes", max_sse_event_bytes),
         ):
             if type(limit) is not int or limit < 1:  # a negative one would fail as an unnamed OverflowError
-                raise ValueError(f"OpenAIChatModel: {keyword} must be positive (an int, in bytes), got {limit!r}")
+                raise ValueError(f"{type(self).__name__}: {keyword} must be positive (an int, in bytes), got {limit!r}")
         self.max_sse_line_bytes = max_sse_line_bytes
         self.max_sse_event_bytes = max_sse_event_bytes
         self._stream_parser()  # checks the limits now rather than at the first stream
@@ -292,7 +302,7 @@ class OpenAIChatModel:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.model!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}({self.model!r}, base_url={self.base_url!r})"
 
     # --- the ChatModel protocol -----------------------------------------------------------
 
@@ -318,7 +328,7 @@ class OpenAIChatModel:
                 return _set_call_indexes(
                     concat_messages([*parser.feed(response.content), *parser.finish()]), indexed=False
                 )
-            return parse_chat_completion(response.content, think_tags=self.think_tags)
+            return self._parse_whole(response.content)
         except ModelError as e:
             e.base_url = self.base_url
             raise
@@ -413,7 +423,7 @@ class OpenAIChatModel:
         import httpx  # imported on first use: `import rillet` does not load httpx
 
         client = self._client()
-        url = f"{self.base_url}/chat/completions"
+        url = f"{self.base_url}{self._path}"
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         attempt = 0
         while True:
@@ -462,7 +472,7 @@ class OpenAIChatModel:
 
     def _status_error(self, status: int, text: str, headers: Mapping[str, str], tries: int, model: str) -> ModelError:
         message, code = _server_message(text)
-        where = f"{self.base_url}/chat/completions"
+        where = f"{self.base_url}{self._path}"
         info: dict[str, Any] = {"status_code": status, "base_url": self.base_url, "body": text, "code": code}
         if status in (401, 403):
             key = "an API key" if self.api_key else "no API key"
@@ -523,7 +533,7 @@ class OpenAIChatModel:
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("application/json"):
             # The server ignored stream=true and sent a whole response: one chunk.
-            whole = parse_chat_completion(await response.aread(), think_tags=self.think_tags)
+            whole = self._parse_whole(await response.aread())
             writer.send(_set_call_indexes(whole, indexed=True))
             return
         parser = self._stream_parser()
@@ -535,7 +545,11 @@ class OpenAIChatModel:
         for chunk in parser.finish():
             writer.send(chunk)
 
-    def _stream_parser(self) -> ChatStreamParser:
+    def _parse_whole(self, body: bytes) -> Message:
+        """A whole (non-streamed) response body as one message."""
+        return parse_chat_completion(body, think_tags=self.think_tags)
+
+    def _stream_parser(self) -> ChunkParser:
         return ChatStreamParser(
             think_tags=self.think_tags,
             max_sse_line_bytes=self.max_sse_line_bytes,
