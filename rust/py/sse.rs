@@ -19,13 +19,15 @@ use crate::sse::{self, ParserOptions, SseLimits, StreamError};
 /// `ModelStreamError` (an error object from the server), `IncompleteStreamError` (the
 /// stream stopped early) or `StreamLimitError` (a line or event over its limit, with
 /// `limit` set to the keyword that raises it), each with `line` set.
-fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
+pub(crate) fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
     let (class, code) = match err {
         StreamError::InvalidUtf8 { .. } | StreamError::Malformed { .. } => {
             (Class::MalformedChunkError, None)
         }
         StreamError::Server { code, .. } => (Class::ModelStreamError, code.as_deref()),
-        StreamError::Truncated { .. } => (Class::IncompleteStreamError, None),
+        StreamError::Truncated { .. } | StreamError::Unfinished { .. } => {
+            (Class::IncompleteStreamError, None)
+        }
         StreamError::TooLarge { .. } => (Class::StreamLimitError, None),
     };
     let make = || -> PyResult<PyErr> {
