@@ -7,6 +7,7 @@ from typing import Any, Generic, Literal, Self, TypeVar, final
 from typing_extensions import disjoint_base
 
 __all__ = [
+    "AnthropicStreamParser",
     "EMPTY",
     "Channel",
     "ChannelRecv",
@@ -29,6 +30,7 @@ __all__ = [
     "convert_stream",
     "merge_named_streams",
     "merge_streams",
+    "parse_anthropic_message",
     "parse_chat_completion",
     "pipe",
     "stream_from_list",
