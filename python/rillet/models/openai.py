@@ -266,7 +266,7 @@ class OpenAIChatModel:
                 return _set_call_indexes(
                     concat_messages([*parser.feed(response.content), *parser.finish()]), indexed=False
                 )
-            return parse_chat_completion(response.content, think_tags=self.think_tags)
+            return self._parse_whole(response.content)
         except ModelError as e:
             e.base_url = self.base_url
             raise
@@ -342,12 +342,19 @@ class OpenAIChatModel:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None or client.is_closed:
-            headers = {"Accept": "application/json", **self.headers}
-            if self.api_key:
-                headers["Authorization"] = f"Bearer {self.api_key}"
+            headers = {"Accept": "application/json", **self._auth_headers(), **self.headers}
             client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), headers=headers)
             self._clients[loop] = client
         return client
+
+    # The hooks a model over another protocol overrides (AnthropicChatModel).
+    _api_key_env = "OPENAI_API_KEY"
+
+    def _endpoint(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after <= _MAX_RETRY_AFTER:
@@ -361,7 +368,7 @@ class OpenAIChatModel:
         import httpx  # imported on first use: `import rillet` does not load httpx
 
         client = self._client()
-        url = f"{self.base_url}/chat/completions"
+        url = self._endpoint()
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         attempt = 0
         while True:
@@ -410,13 +417,13 @@ class OpenAIChatModel:
 
     def _status_error(self, status: int, text: str, headers: Mapping[str, str], tries: int, model: str) -> ModelError:
         message, code = _server_message(text)
-        where = f"{self.base_url}/chat/completions"
+        where = self._endpoint()
         info: dict[str, Any] = {"status_code": status, "base_url": self.base_url, "body": text, "code": code}
         if status in (401, 403):
             key = "an API key" if self.api_key else "no API key"
             return AuthenticationError(
                 f"{where} refused the credentials (HTTP {status}; sent {key}): {message}. "
-                "Set OPENAI_API_KEY or pass api_key=, and check base_url",
+                f"Set {self._api_key_env} or pass api_key=, and check base_url",
                 **info,
             )
         if status == 404:
@@ -471,7 +478,7 @@ class OpenAIChatModel:
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("application/json"):
             # The server ignored stream=true and sent a whole response: one chunk.
-            whole = parse_chat_completion(await response.aread(), think_tags=self.think_tags)
+            whole = self._parse_whole(await response.aread())
             writer.send(_set_call_indexes(whole, indexed=True))
             return
         parser = self._stream_parser()
@@ -482,6 +489,10 @@ class OpenAIChatModel:
                 return
         for chunk in parser.finish():
             writer.send(chunk)
+
+    def _parse_whole(self, body: bytes) -> Message:
+        """A whole (non-streamed) response body as one message."""
+        return parse_chat_completion(body, think_tags=self.think_tags)
 
     def _stream_parser(self) -> ChatStreamParser:
         return ChatStreamParser(
