@@ -67,7 +67,7 @@ PUBLIC = {
     "InMemorySessionStore", "LastTurns", "SessionBusyError", "SessionError", "SessionStore", "SqliteSessionStore",
     "SummarizeOldest", "TokenBudget",
     # models
-    "ChatModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel",
+    "AnthropicChatModel", "ChatModel", "ModelCall", "OpenAIChatModel", "ScriptExhaustedError", "ScriptedModel",
     # base error, version, deprecated aliases
     "RilletError", "__version__", "aget_message", "get_message",
 }  # fmt: skip

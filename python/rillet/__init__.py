@@ -90,7 +90,7 @@ from rillet.interrupt import (
     stateful_interrupt,
     stateful_interrupt_event,
 )
-from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
+from rillet.models import AnthropicChatModel, ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
 from rillet.observer import ModelInfo, RunInfo, RunObserver
 from rillet.runner import Runner
 from rillet.schema import *
@@ -247,6 +247,7 @@ __all__ = [
     "SummarizeOldest",
     "TokenBudget",
     # Models
+    "AnthropicChatModel",
     "ChatModel",
     "ModelCall",
     "OpenAIChatModel",
