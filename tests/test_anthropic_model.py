@@ -16,6 +16,8 @@ from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai_server import FakeOpenAIServer, Reply, transcript
 from optional import need
 from rillet import FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
@@ -155,6 +157,26 @@ def test_malformed_and_oversized_events_name_the_line_and_the_fix() -> None:
     with pytest.raises(StreamLimitError, match="max_sse_line_bytes=64") as limit:
         AnthropicStreamParser(max_sse_line_bytes=64).feed(b"data: " + b"x" * 100)
     assert limit.value.limit == "max_sse_line_bytes"
+
+
+EVENTS = [e + b"\n\n" for name in TRANSCRIPTS for e in transcript(name).split(b"\n\n") if e]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(EVENTS), st.binary(max_size=40)), max_size=12),
+    st.integers(min_value=1, max_value=64),
+)
+def test_any_bytes_give_chunks_or_a_named_model_error(pieces: list[bytes], read: int) -> None:
+    data = b"".join(pieces)
+    parser = AnthropicStreamParser()
+    try:
+        for at in range(0, len(data), read):
+            for chunk in parser.feed(data[at : at + read]):
+                assert isinstance(chunk, Message)
+        parser.finish()
+    except (MalformedChunkError, ModelStreamError, IncompleteStreamError) as e:
+        assert e.line >= 0 and str(e)
 
 
 def test_a_whole_message_parses_like_the_stream_concatenated() -> None:
