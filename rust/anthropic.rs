@@ -189,7 +189,10 @@ fn signed(block: usize, signature: &str, chars: usize) -> Option<Vec<(String, Va
 }
 
 fn redacted(block: usize, data: &str) -> Option<Vec<(String, Value)>> {
-    thinking_extra(block, vec![("redacted".into(), Value::Str(data.to_owned()))])
+    thinking_extra(
+        block,
+        vec![("redacted".into(), Value::Str(data.to_owned()))],
+    )
 }
 
 /// A tool_use block's input as argument text: empty for `{}` (the stream sends the input as
@@ -254,9 +257,9 @@ impl State {
                 self.emit(Message::default(), true, out);
             }
             "content_block_start" => {
-                let block = event
-                    .content_block
-                    .ok_or_else(|| malformed(ev.line, "content_block_start without content_block", data))?;
+                let block = event.content_block.ok_or_else(|| {
+                    malformed(ev.line, "content_block_start without content_block", data)
+                })?;
                 let index = Self::index(event.index, ev.line, data)?;
                 self.block_start(index, block, out);
             }
@@ -659,7 +662,11 @@ mod tests {
         // Any split of the bytes reads the same.
         let bytes = STREAM.as_bytes();
         for at in (0..bytes.len()).step_by(7) {
-            assert_eq!(parse(&[&bytes[..at], &bytes[at..]]).unwrap(), want, "split at {at}");
+            assert_eq!(
+                parse(&[&bytes[..at], &bytes[at..]]).unwrap(),
+                want,
+                "split at {at}"
+            );
         }
     }
 
@@ -692,15 +699,25 @@ mod tests {
                 code: Some("overloaded_error".into())
             }
         );
-        let (_, err) = parse(&[b"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{}}\n\n"])
-            .unwrap_err();
-        assert!(matches!(err, StreamError::Malformed { line: 1, .. }), "{err}");
+        let (_, err) =
+            parse(&[b"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{}}\n\n"])
+                .unwrap_err();
+        assert!(
+            matches!(err, StreamError::Malformed { line: 1, .. }),
+            "{err}"
+        );
         let (_, err) = parse(&[b"data: {nope\n\n"]).unwrap_err();
-        assert!(matches!(err, StreamError::Malformed { line: 1, .. }), "{err}");
+        assert!(
+            matches!(err, StreamError::Malformed { line: 1, .. }),
+            "{err}"
+        );
         let cut = &STREAM.as_bytes()[..STREAM.find("event: message_delta").unwrap()];
         let (chunks, err) = parse(&[cut]).unwrap_err();
         assert_eq!(chunks.len(), 8);
-        assert!(matches!(err, StreamError::Unfinished { line: 42, .. }), "{err}");
+        assert!(
+            matches!(err, StreamError::Unfinished { line: 42, .. }),
+            "{err}"
+        );
     }
 
     #[test]
@@ -722,7 +739,8 @@ mod tests {
         assert_eq!(blocks.len(), 2);
         assert_eq!(blocks[1].0, "1");
         assert_eq!(msg.response_meta.unwrap().usage.unwrap().total_tokens, 7);
-        let err = parse_message(r#"{"type":"error","error":{"type":"api_error","message":"boom"}}"#);
+        let err =
+            parse_message(r#"{"type":"error","error":{"type":"api_error","message":"boom"}}"#);
         assert!(matches!(err, Err(StreamError::Server { .. })));
     }
 }

@@ -74,8 +74,8 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
 /// of them is touched (PyO3's multi-phase modules would otherwise load there).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    use crate::py::{channel, checkpoint, codec, concat, errors, message, recv_awaitable};
     use crate::py::{anthropic, sse, stream};
+    use crate::py::{channel, checkpoint, codec, concat, errors, message, recv_awaitable};
     let py = m.py();
     crate::py::require_main_interpreter(py)?;
     m.add_class::<anthropic::AnthropicStreamParser>()?;
