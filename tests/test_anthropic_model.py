@@ -445,6 +445,11 @@ def test_options_are_checked_when_the_model_is_made(monkeypatch: pytest.MonkeyPa
             AnthropicChatModel("m", **bad)
     with pytest.raises(ValueError, match="non-empty"):
         AnthropicChatModel("")
+    assert AnthropicChatModel("m", headers={"anthropic-beta": "b1"}).headers == {
+        "anthropic-version": "2023-06-01",
+        "anthropic-beta": "b1",
+    }
+    assert AnthropicChatModel("m", headers={"anthropic-version": "v2"}).headers == {"anthropic-version": "v2"}
 
 
 # --- the anthropic SDK reads the same bytes the same way --------------------------------------

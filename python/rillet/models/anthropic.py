@@ -201,8 +201,10 @@ class AnthropicChatModel(OpenAIChatModel):
         base_url: the API host, before ``/v1/messages``; default ``ANTHROPIC_BASE_URL``, else
             Anthropic's.
         api_key: sent as ``x-api-key``; default ``ANTHROPIC_API_KEY``.
+        headers: extra HTTP headers for every request (``anthropic-beta``...; an
+            ``anthropic-version`` given here replaces the default ``2023-06-01``).
         max_tokens: the reply's token limit (the API requires one).
-        timeout, max_retries, headers, max_sse_line_bytes, max_sse_event_bytes: as for
+        timeout, max_retries, max_sse_line_bytes, max_sse_event_bytes: as for
             :class:`~rillet.models.openai.OpenAIChatModel`; retries cover timeouts, failed
             connections, HTTP 408, 409, 429, 5xx and 529 (overloaded), honouring ``Retry-After``.
         **default_params: request parameters for every call (``temperature``, ``top_p``,
@@ -243,7 +245,7 @@ class AnthropicChatModel(OpenAIChatModel):
             api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
             timeout=timeout,
             max_retries=max_retries,
-            headers=headers,
+            headers={"anthropic-version": ANTHROPIC_VERSION, **(headers or {})},
             max_sse_line_bytes=max_sse_line_bytes,
             max_sse_event_bytes=max_sse_event_bytes,
             supports_response_format=False,
@@ -294,10 +296,7 @@ class AnthropicChatModel(OpenAIChatModel):
         return f"{self.base_url}/v1/messages"
 
     def _auth_headers(self) -> dict[str, str]:
-        headers = {"anthropic-version": ANTHROPIC_VERSION}
-        if self.api_key:
-            headers["x-api-key"] = self.api_key
-        return headers
+        return {"x-api-key": self.api_key} if self.api_key else {}
 
     def _status_error(self, status: int, text: str, headers: Mapping[str, str], tries: int, model: str) -> ModelError:
         err = super()._status_error(status, text, headers, tries, model)

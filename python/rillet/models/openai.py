@@ -342,7 +342,7 @@ class OpenAIChatModel:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None or client.is_closed:
-            headers = {"Accept": "application/json", **self._auth_headers(), **self.headers}
+            headers = {"Accept": "application/json", **self.headers, **self._auth_headers()}
             client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), headers=headers)
             self._clients[loop] = client
         return client
