@@ -3,6 +3,7 @@
 //! Pure-Rust modules (`channel`, ...) hold the logic and are tested by `cargo test`;
 //! `py` holds the thin PyO3 bindings, exposed to Python as `rillet._native`.
 
+pub mod anthropic;
 pub mod channel;
 pub mod codec;
 pub mod concat;
@@ -75,10 +76,12 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
 /// of them is touched (PyO3's multi-phase modules would otherwise load there).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    use crate::py::{anthropic, responses, sse, stream};
     use crate::py::{channel, checkpoint, codec, concat, errors, message, recv_awaitable};
-    use crate::py::{responses, sse, stream};
     let py = m.py();
     crate::py::require_main_interpreter(py)?;
+    m.add_class::<anthropic::AnthropicStreamParser>()?;
+    m.add_function(wrap_pyfunction!(anthropic::parse_anthropic_message, m)?)?;
     m.add_class::<channel::Channel>()?;
     m.add_class::<channel::Empty>()?;
     m.add_function(wrap_pyfunction!(checkpoint::events_from_records, m)?)?;

@@ -55,6 +55,8 @@ pub enum StreamError {
     },
     /// The stream ended before the model finished (no finish reason and no `[DONE]`).
     Truncated { line: usize },
+    /// Another protocol's stream ended before its last event (`missing` names it).
+    Unfinished { line: usize, missing: &'static str },
     /// A line, or an event's data, is longer than its limit (see [`SseLimits`]).
     TooLarge {
         line: usize,
@@ -88,6 +90,7 @@ impl StreamError {
             | StreamError::Malformed { line, .. }
             | StreamError::Server { line, .. }
             | StreamError::Truncated { line }
+            | StreamError::Unfinished { line, .. }
             | StreamError::TooLarge { line, .. } => *line,
         }
     }
@@ -118,6 +121,11 @@ impl fmt::Display for StreamError {
                 f,
                 "the stream ended after line {line} before the model finished (no finish_reason \
                  and no [DONE]): the connection was probably cut"
+            ),
+            StreamError::Unfinished { line, missing } => write!(
+                f,
+                "the stream ended after line {line} before {missing}: the connection was \
+                 probably cut"
             ),
             StreamError::TooLarge { line, limit, bytes } => {
                 let what = match limit {

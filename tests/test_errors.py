@@ -46,6 +46,7 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "ContextLengthError": (E.InvalidRequestError,),
     "RateLimitError": (E.ModelError,),
     "ServerError": (E.ModelError,),
+    "OverloadedError": (E.ServerError,),
     "ModelTimeoutError": (E.ModelError, TimeoutError),
     "ModelConnectionError": (E.ModelError, ConnectionError),
     "IncompleteStreamError": (E.ModelConnectionError,),

@@ -73,8 +73,8 @@ PUBLIC = {
     "InMemorySessionStore", "LastTurns", "SessionBusyError", "SessionError", "SessionStore", "SqliteSessionStore",
     "SummarizeOldest", "TokenBudget",
     # models
-    "ChatModel", "FallbackModel", "ModelCall", "OpenAIChatModel", "OpenAIResponsesModel", "ScriptExhaustedError",
-    "ScriptedModel",
+    "AnthropicChatModel", "ChatModel", "FallbackModel", "ModelCall", "OpenAIChatModel", "OpenAIResponsesModel",
+    "ScriptExhaustedError", "ScriptedModel",
     # base error, version, deprecated aliases
     "RilletError", "__version__", "aget_message", "get_message",
 }  # fmt: skip

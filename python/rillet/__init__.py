@@ -115,6 +115,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
         stateful_interrupt_event,
     )
     from rillet.models import (
+        AnthropicChatModel,
         ChatModel,
         FallbackModel,
         ModelCall,
@@ -287,6 +288,7 @@ _EXPORTS: dict[str, str] = {
     "OutputRejectedError": "rillet.errors",
     "FallbackModel": "rillet.models",
     "OpenAIResponsesModel": "rillet.models",
+    "AnthropicChatModel": "rillet.models",
 }
 
 
@@ -476,6 +478,7 @@ __all__ = [
     "SummarizeOldest",
     "TokenBudget",
     # Models
+    "AnthropicChatModel",
     "ChatModel",
     "FallbackModel",
     "ModelCall",

@@ -7,6 +7,7 @@ from typing import Any, Generic, Literal, Self, TypeVar, final
 from typing_extensions import disjoint_base
 
 __all__ = [
+    "AnthropicStreamParser",
     "EMPTY",
     "Channel",
     "ChannelRecv",
@@ -30,6 +31,7 @@ __all__ = [
     "convert_stream",
     "merge_named_streams",
     "merge_streams",
+    "parse_anthropic_message",
     "parse_chat_completion",
     "parse_response",
     "pipe",
@@ -355,6 +357,22 @@ class ResponsesStreamParser:
     def lines(self) -> int: ...
 
 def parse_response(body: bytes | bytearray) -> Message: ...
+
+# --- model responses (Anthropic's Messages API) ---------------------------------------------
+
+@final
+class AnthropicStreamParser:
+    def __new__(
+        cls, *, max_sse_line_bytes: int = 4194304, max_sse_event_bytes: int = 16777216
+    ) -> AnthropicStreamParser: ...
+    def feed(self, data: bytes | bytearray) -> list[Message]: ...
+    def finish(self) -> list[Message]: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def lines(self) -> int: ...
+
+def parse_anthropic_message(body: bytes | bytearray) -> Message: ...
 
 # --- streams ----------------------------------------------------------------------------
 

@@ -57,6 +57,7 @@ __all__ = [
     "ModelTimeoutError",
     "OutputRejectedError",
     "OutputValidationError",
+    "OverloadedError",
     "RateLimitError",
     "RecordedError",
     "RilletError",
@@ -329,6 +330,13 @@ class RateLimitError(ModelError):
 
 class ServerError(ModelError):
     """The server failed (HTTP 5xx), still after the retries."""
+
+
+class OverloadedError(ServerError):
+    """The provider is overloaded (Anthropic's HTTP 529), still after the retries; another
+    model, or a later try, may answer. ``retry_after`` is the server's hint in seconds."""
+
+    retry_after: float | None = None
 
 
 class ModelTimeoutError(ModelError, TimeoutError):

@@ -1,5 +1,6 @@
 //! Thin PyO3 bindings over the pure-Rust modules. Logic lives in the parent modules.
 
+pub mod anthropic;
 pub mod channel;
 pub mod checkpoint;
 pub mod codec;

@@ -25,7 +25,9 @@ pub(crate) fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
             (Class::MalformedChunkError, None)
         }
         StreamError::Server { code, .. } => (Class::ModelStreamError, code.as_deref()),
-        StreamError::Truncated { .. } => (Class::IncompleteStreamError, None),
+        StreamError::Truncated { .. } | StreamError::Unfinished { .. } => {
+            (Class::IncompleteStreamError, None)
+        }
         StreamError::TooLarge { .. } => (Class::StreamLimitError, None),
     };
     let make = || -> PyResult<PyErr> {

@@ -1,9 +1,11 @@
 """Chat models: the :class:`ChatModel` protocol agents call, and :class:`ScriptedModel`,
 the offline test double, :class:`OpenAIChatModel` for any OpenAI-compatible endpoint and
-:class:`OpenAIResponsesModel` for OpenAI's Responses API (their HTTP client is imported on first
-use)."""
+:class:`OpenAIResponsesModel` for OpenAI's Responses API, :class:`AnthropicChatModel` for
+Anthropic's Messages API and :class:`FallbackModel` to try several in turn (their HTTP client is
+imported on first use)."""
 
 from rillet.models import errors
+from rillet.models.anthropic import AnthropicChatModel
 from rillet.models.base import ChatModel, ModelCall
 from rillet.models.errors import *
 from rillet.models.fallback import FallbackModel
@@ -12,6 +14,7 @@ from rillet.models.responses import OpenAIResponsesModel
 from rillet.models.scripted import ScriptedModel, ScriptExhaustedError
 
 __all__ = [
+    "AnthropicChatModel",
     "ChatModel",
     "FallbackModel",
     "ModelCall",

@@ -404,12 +404,19 @@ class OpenAIChatModel:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None or client.is_closed:
-            headers = {"Accept": "application/json", **self.headers}
-            if self.api_key:
-                headers["Authorization"] = f"Bearer {self.api_key}"
+            headers = {"Accept": "application/json", **self.headers, **self._auth_headers()}
             client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), headers=headers)
             self._clients[loop] = client
         return client
+
+    # The hooks a model over another protocol overrides (AnthropicChatModel).
+    _api_key_env = "OPENAI_API_KEY"
+
+    def _endpoint(self) -> str:
+        return f"{self.base_url}{self._path}"
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after <= _MAX_RETRY_AFTER:
@@ -423,7 +430,7 @@ class OpenAIChatModel:
         import httpx  # imported on first use: `import rillet` does not load httpx
 
         client = self._client()
-        url = f"{self.base_url}{self._path}"
+        url = self._endpoint()
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         attempt = 0
         while True:
@@ -472,13 +479,13 @@ class OpenAIChatModel:
 
     def _status_error(self, status: int, text: str, headers: Mapping[str, str], tries: int, model: str) -> ModelError:
         message, code = _server_message(text)
-        where = f"{self.base_url}{self._path}"
+        where = self._endpoint()
         info: dict[str, Any] = {"status_code": status, "base_url": self.base_url, "body": text, "code": code}
         if status in (401, 403):
             key = "an API key" if self.api_key else "no API key"
             return AuthenticationError(
                 f"{where} refused the credentials (HTTP {status}; sent {key}): {message}. "
-                "Set OPENAI_API_KEY or pass api_key=, and check base_url",
+                f"Set {self._api_key_env} or pass api_key=, and check base_url",
                 **info,
             )
         if status == 404:
