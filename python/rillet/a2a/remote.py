@@ -232,12 +232,14 @@ class _Reader:
         if response.HasField("task"):
             return self._task(response.task)
         if response.HasField("artifact_update"):
-            u = response.artifact_update
-            return await self._chunk(u.artifact.artifact_id, parts_text(u.artifact.parts), u.append, u.last_chunk)
+            chunk = response.artifact_update
+            return await self._chunk(
+                chunk.artifact.artifact_id, parts_text(chunk.artifact.parts), chunk.append, chunk.last_chunk
+            )
         if response.HasField("status_update"):
-            u = response.status_update
-            self.task_id, self.context_id = u.task_id, u.context_id
-            return self._status(u.status)
+            update = response.status_update
+            self.task_id, self.context_id = update.task_id, update.context_id
+            return self._status(update.status)
         if response.HasField("message"):  # a direct reply, no task
             self.done = True
             return [event_from_message(Message.assistant(parts_text(response.message.parts)))]
