@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentToolError",
+    "ArtifactError",
     "AuthenticationError",
     "ChannelClosed",
     "CheckpointAgentMismatchError",
@@ -40,6 +41,9 @@ __all__ = [
     "IncompleteStreamError",
     "Interrupted",
     "InvalidRequestError",
+    "LiveError",
+    "LiveNotSupportedError",
+    "LiveQueueClosedError",
     "MalformedChunkError",
     "McpConnectionError",
     "MiddlewareError",
@@ -334,6 +338,27 @@ class McpToolError(McpError):
 class McpConnectionError(McpError, ConnectionError):
     """An MCP server cannot be reached, or its connection closed (the server process died);
     the next call reconnects."""
+
+
+# --- live runs and artifacts ----------------------------------------------------------------
+
+
+class LiveError(RilletError):
+    """A live (bidirectional) run failed (``Runner.run_live``, see docs/live.md)."""
+
+
+class LiveNotSupportedError(LiveError, TypeError):
+    """The agent cannot run live: it is not a :class:`rillet.live.LiveAgent`, or lacks what a
+    live run needs (a ChatModelAgent without ``live_model``)."""
+
+
+class LiveQueueClosedError(LiveError):
+    """Something was sent to a :class:`rillet.live.LiveRequestQueue` after its ``close()``."""
+
+
+class ArtifactError(RilletError, ValueError):
+    """An artifact name or session id an artifact service refuses, or a stored artifact that
+    cannot be read back."""
 
 
 # --- internal -------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from rillet.chatmodel.middleware import (
     callback_middlewares,
     hook_failed,
 )
+from rillet.chatmodel.live import run_live
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
 from rillet.chatmodel.steps import call_model, start_round
@@ -39,6 +40,7 @@ from rillet.tools import as_tool
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from rillet.live import LiveContext, LiveModel
     from rillet.models.base import ChatModel
     from rillet.tools import BaseTool, ToolInfo
 
@@ -82,6 +84,8 @@ class ChatModelAgent(BaseAgent):
         model_options: keyword options passed to every model call.
         before_agent_callbacks, after_agent_callbacks: ADK-Go's agent callbacks around the
             whole call (see :class:`~rillet.agent.BaseAgent`).
+        live_model: a :class:`~rillet.live.LiveModel`, which makes the agent run live with
+            :meth:`rillet.Runner.run_live` (see docs/live.md).
     """
 
     def __init__(
@@ -110,6 +114,7 @@ class ChatModelAgent(BaseAgent):
         model_options: dict[str, Any] | None = None,
         before_agent_callbacks: Iterable[AgentCallback] = (),
         after_agent_callbacks: Iterable[AgentCallback] = (),
+        live_model: LiveModel | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -151,6 +156,12 @@ class ChatModelAgent(BaseAgent):
         self._disallow_transfer_to_parent = False
         self._transfer_instruction = ""
         self._frozen = False
+        if live_model is not None and not callable(getattr(live_model, "connect", None)):
+            raise TypeError(
+                f"ChatModelAgent {name!r}: live_model must be a rillet.live.LiveModel (async connect(history, tools=...)), "
+                f"got {type(live_model).__name__}"
+            )
+        self.live_model = live_model
 
     # --- transfer wiring (called by set_sub_agents) --------------------------------------
 
@@ -226,6 +237,11 @@ class ChatModelAgent(BaseAgent):
         if self._output is not None and self._output.tool is not None:
             infos.append(self._output.tool)
         return infos
+
+    def run_live(self, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
+        """The agent's live run over ``live_model`` (see :class:`rillet.live.LiveAgent`);
+        raises :class:`~rillet.errors.LiveNotSupportedError` at once without a live model."""
+        return run_live(self, input, live, **options)
 
     # --- the run ----------------------------------------------------------------------
 
