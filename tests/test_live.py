@@ -7,7 +7,6 @@ import time
 from typing import Any
 
 import pytest
-
 from rillet import (
     AgentEvent,
     AgentInput,
@@ -281,3 +280,23 @@ def test_the_messages_before_the_session_reach_the_model() -> None:
         ("voice", "voice", "turn_complete"),
     ]
     assert [m.content for m in model.connections[0].history] == ["You are voice.", "earlier"]
+
+
+def test_a_failing_send_to_the_model_ends_the_run_with_an_error_event() -> None:
+    class Broken(ScriptedLiveModel):
+        async def connect(self, history: list[Message], **kw: Any) -> Any:
+            conn = await super().connect(history, **kw)
+
+            async def fail(message: Message, *, partial: bool = False) -> None:
+                raise ConnectionError("socket reset")
+
+            conn.send_content = fail  # type: ignore[method-assign]
+            return conn
+
+    model = Broken(["never"])
+    q = LiveRequestQueue()
+    q.send_content("hi")
+    events = list(Runner(voice(model)).run_live(queue=q))
+    assert [row(e) for e in events] == [("voice", "error", "LiveError")]
+    assert "sending to the model failed: socket reset" in str(events[0].error)
+    assert model.connections[0].closed

@@ -90,8 +90,10 @@ from rillet.interrupt import (
     stateful_interrupt,
     stateful_interrupt_event,
 )
+from rillet.live import LiveRequestQueue
 from rillet.models import ChatModel, ModelCall, OpenAIChatModel, ScriptedModel, ScriptExhaustedError
 from rillet.observer import ModelInfo, RunInfo, RunObserver
+from rillet.run_config import RunConfig
 from rillet.runner import Runner
 from rillet.schema import *
 from rillet.sessions import (
@@ -207,6 +209,8 @@ __all__ = [
     "RunInfo",
     "RunObserver",
     "Runner",
+    "RunConfig",
+    "LiveRequestQueue",
     "add_session_value",
     "add_session_values",
     "get_session_value",

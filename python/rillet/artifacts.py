@@ -9,11 +9,13 @@ with a ``.json`` beside it), refusing names that are not plain file names.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import threading
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from rillet._core.workers import run_sync
 from rillet._native import ContentPart, Message
@@ -170,11 +172,15 @@ class FileArtifactService:
             meta = json.loads((folder / f"{version}.json").read_text())
             return Blob((folder / f"{version}.bin").read_bytes(), meta["mime_type"])
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ArtifactError(f"artifact {folder.name!r} version {version} in {folder.parent} is unreadable: {e}")
+            raise ArtifactError(
+                f"artifact {folder.name!r} version {version} in {folder.parent} is unreadable: {e}"
+            ) from e
 
     async def list_names(self, session_id: str) -> list[str]:
         folder = self._dir(session_id)
-        return await run_sync(lambda: sorted(p.name for p in folder.iterdir() if _versions(p)) if folder.is_dir() else [])
+        return await run_sync(
+            lambda: sorted(p.name for p in folder.iterdir() if _versions(p)) if folder.is_dir() else []
+        )
 
     async def versions(self, session_id: str, name: str) -> list[int]:
         return await run_sync(_versions, self._dir(session_id, name))
@@ -205,9 +211,6 @@ def _data_url(url: str | None) -> Blob | None:
     """The blob of a ``data:<mime>;base64,<data>`` URL, else None (a link is not a blob)."""
     if not url or not url.startswith("data:") or ";base64," not in url:
         return None
-    import base64  # only for runs that save blobs
-    import binascii
-
     head, _, data = url[5:].partition(";base64,")
     try:
         return Blob(base64.b64decode(data, validate=True), head or "application/octet-stream")
@@ -223,7 +226,7 @@ async def save_message_blobs(service: ArtifactService, session_id: str, prefix: 
         parts = msg.user_input_multi_content
         if not any(_data_url(p.url) is not None for p in parts):
             continue
-        new: list[ContentPart] = []
+        new: list[ContentPart | dict[str, Any] | str] = []
         for p in parts:
             blob = _data_url(p.url)
             if blob is None:

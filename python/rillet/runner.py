@@ -225,7 +225,9 @@ class Runner:
         is saved as the artifact ``live_<run>_<n>`` of ``session_id`` (or of a new id) before
         the agent takes it. Live runs do not load or save ``session_store`` conversations."""
         if not isinstance(queue, LiveRequestQueue):
-            raise TypeError(f"Runner.run_live(queue=...): expected a rillet.LiveRequestQueue(), got {type(queue).__name__}")
+            raise TypeError(
+                f"Runner.run_live(queue=...): expected a rillet.LiveRequestQueue(), got {type(queue).__name__}"
+            )
         agent = self.agent
         if not isinstance(agent, LiveAgent):
             raise LiveNotSupportedError(

@@ -30,9 +30,9 @@ from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run
+from rillet.errors import LiveNotSupportedError
 from rillet.events import AgentEvent, RunPath, RunStep
 from rillet.flow import FlowAgent, OnSubAgents, adopt, advance_in, flow_of, with_disallow_transfer_to_parent
-from rillet.errors import LiveNotSupportedError
 from rillet.interrupt import composite_interrupt_event
 from rillet.live import LiveAgent, LiveContext
 from rillet.tools import BaseTool, ToolInfo
@@ -247,7 +247,9 @@ class SequentialAgent(WorkflowAgent):
         return self._live(live, runs)
 
     @staticmethod
-    async def _live(live: LiveContext, runs: list[tuple[LiveContext, AsyncIterator[AgentEvent]]]) -> AsyncIterator[AgentEvent]:
+    async def _live(
+        live: LiveContext, runs: list[tuple[LiveContext, AsyncIterator[AgentEvent]]]
+    ) -> AsyncIterator[AgentEvent]:
         try:
             for child, events in runs:
                 async for ev in events:

@@ -20,6 +20,7 @@ from rillet.chatmodel.config import (
     check_arguments,
     maybe_await,
 )
+from rillet.chatmodel.live import run_live
 from rillet.chatmodel.middleware import (
     ChatModelAgentContext,
     ChatModelAgentMiddleware,
@@ -27,7 +28,6 @@ from rillet.chatmodel.middleware import (
     callback_middlewares,
     hook_failed,
 )
-from rillet.chatmodel.live import run_live
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
 from rillet.chatmodel.steps import call_model, start_round

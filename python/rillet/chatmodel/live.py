@@ -10,7 +10,6 @@ which the next agent of a sequence starts from.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +36,9 @@ def run_live(agent: ChatModelAgent, input: AgentInput, live: LiveContext, **opti
     return _live(agent, input, live, **options)
 
 
-async def _live(agent: ChatModelAgent, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
+async def _live(
+    agent: ChatModelAgent, input: AgentInput, live: LiveContext, **options: Any
+) -> AsyncIterator[AgentEvent]:
     agent._frozen = True
     assert agent.live_model is not None  # checked by run_live
     path = RunPath((*live.run_path, RunStep(agent.name)))
@@ -51,8 +52,8 @@ async def _live(agent: ChatModelAgent, input: AgentInput, live: LiveContext, **o
     try:
         async for resp in conn.receive():
             done = False
-            for ev in _events(agent.name, path, resp, live):
-                yield ev
+            for out in _events(agent.name, path, resp, live):
+                yield out
             msg = resp.message
             if msg is not None and msg.tool_calls and not resp.partial:
                 async for ev in _call_tools(agent, path, msg, extra, live, conn, ending):
@@ -66,8 +67,7 @@ async def _live(agent: ChatModelAgent, input: AgentInput, live: LiveContext, **o
             raise LiveError(f"live agent {agent.name!r}: sending to the model failed: {sender.exception()}")
     finally:
         sender.cancel()
-        with contextlib.suppress(BaseException):
-            await sender
+        await asyncio.gather(sender, return_exceptions=True)  # (a cancellation of this task still propagates)
         await conn.close()
 
 
@@ -96,7 +96,9 @@ async def _send(live: LiveContext, conn: LiveConnection, ending: list[bool]) -> 
         await conn.close()
 
 
-def _event(name: str, path: RunPath, msg: Message | None, status: LiveStatus | None, role: Any = "assistant") -> AgentEvent:
+def _event(
+    name: str, path: RunPath, msg: Message | None, status: LiveStatus | None, role: Any = "assistant"
+) -> AgentEvent:
     output = AgentOutput(MessageVariant(message=msg, role=role)) if msg is not None else None
     action = AgentAction(customized_action=status) if status is not None else None
     return AgentEvent(name, path, output, action)
@@ -136,8 +138,9 @@ async def _call_tools(
         name, args = call.function.name, call.function.arguments
         tool = extra.get(name)
         if tool is not None:
-            result: Message | asyncio.Future[Message] = Message.tool_message(await tool.invoke(args), call.id, name)
-            ev = _event(agent.name, path, result.copy(), None, "tool")
+            done = Message.tool_message(await tool.invoke(args), call.id, name)
+            ev = _event(agent.name, path, done.copy(), None, "tool")
+            result: Message | asyncio.Future[Message] = done
             ev.output.message_output.tool_name = name  # type: ignore[union-attr]
         else:
             try:

@@ -82,7 +82,9 @@ class LiveRequestQueue:
 
     def send_realtime(self, blob: Blob) -> None:
         if not isinstance(blob, Blob):
-            raise TypeError(f"send_realtime(blob): expected a rillet.live.Blob(data, mime_type), got {type(blob).__name__}")
+            raise TypeError(
+                f"send_realtime(blob): expected a rillet.live.Blob(data, mime_type), got {type(blob).__name__}"
+            )
         self.send(LiveRequest(blob=blob))
 
     def send_activity_start(self) -> None:
