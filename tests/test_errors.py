@@ -57,6 +57,10 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "McpError": (E.RilletError,),
     "McpToolError": (E.McpError,),
     "McpConnectionError": (E.McpError, ConnectionError),
+    "LiveError": (E.RilletError,),
+    "LiveNotSupportedError": (E.LiveError, TypeError),
+    "LiveQueueClosedError": (E.LiveError,),
+    "ArtifactError": (E.RilletError, ValueError),
     "Fatal": (BaseException,),  # internal: not in __all__
 }
 

@@ -94,15 +94,17 @@ class LiveRequestQueue:
         self.send(LiveRequest(activity_end=True))
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-        self.send(LiveRequest(close=True))
+        self._put(LiveRequest(close=True), closing=True)
 
     def send(self, request: LiveRequest) -> None:
         """Queues ``request`` (the ``send_*`` methods build it) and wakes the live run."""
+        self._put(request, closing=False)
+
+    def _put(self, request: LiveRequest, closing: bool) -> None:
         with self._lock:
             if self._closed:
+                if closing or request.close:
+                    return  # closing twice (from two threads too) is fine
                 raise LiveQueueClosedError(
                     "the LiveRequestQueue is closed: its live session has ended; start another run_live "
                     "with a new LiveRequestQueue()"
