@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from live_rows import row
 from rillet import (
     AgentEvent,
     AgentInput,
@@ -21,7 +22,7 @@ from rillet import (
     tool,
 )
 from rillet.errors import LiveNotSupportedError, LiveQueueClosedError, ScriptExhaustedError
-from rillet.live import Blob, LiveReply, LiveRequestQueue, ScriptedLiveModel, live_status
+from rillet.live import Blob, LiveReply, LiveRequestQueue, ScriptedLiveModel
 
 
 @tool
@@ -32,28 +33,6 @@ def clock() -> str:
 
 def call(name: str, call_id: str = "c1", args: str = "{}") -> Message:
     return Message.assistant(tool_calls=[ToolCall(id=call_id, function=FunctionCall(name, args))])
-
-
-def row(ev: AgentEvent) -> tuple[Any, ...]:
-    """An event as (agent, run path, kind, ...): what a live UI acts on."""
-    if ev.error is not None:
-        return (ev.agent_name, "error", type(ev.error).__name__)
-    path = "/".join(s.agent_name for s in ev.run_path)
-    st = live_status(ev)
-    mv = ev.message_output
-    msg = mv.message if mv is not None else None
-    if st is not None and st.partial:
-        return (ev.agent_name, path, "partial", msg.content if msg else None)
-    if st is not None and st.interrupted:
-        return (ev.agent_name, path, "interrupted", msg.content if msg else None)
-    if st is not None and st.turn_complete:
-        return (ev.agent_name, path, "turn_complete")
-    assert mv is not None and msg is not None
-    if mv.role == "tool":
-        return (ev.agent_name, path, "tool", mv.tool_name, msg.content)
-    if msg.tool_calls:
-        return (ev.agent_name, path, "calls", [c.function.name for c in msg.tool_calls])
-    return (ev.agent_name, path, "message", msg.content)
 
 
 def voice(model: ScriptedLiveModel, name: str = "voice", **kw: Any) -> ChatModelAgent:

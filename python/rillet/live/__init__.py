@@ -1,6 +1,7 @@
 """Live (bidirectional) runs: :class:`LiveRequestQueue`, what the caller of
 :meth:`rillet.Runner.run_live` sends while reading the events; the :class:`LiveModel` and
-:class:`LiveAgent` protocols; :class:`ScriptedLiveModel`, the offline test double. See
+:class:`LiveAgent` protocols; :class:`ScriptedLiveModel`, the offline test double, and
+:class:`OpenAIRealtimeModel` (websockets, imported on first connect). See
 docs/live.md."""
 
 from rillet.live.model import (
@@ -13,6 +14,7 @@ from rillet.live.model import (
     LiveStatus,
     live_status,
 )
+from rillet.live.openai_realtime import OpenAIRealtimeModel
 from rillet.live.queue import Blob, LiveRequest, LiveRequestQueue
 from rillet.live.scripted import LiveReply, ScriptedLiveConnection, ScriptedLiveModel
 
@@ -28,6 +30,7 @@ __all__ = [
     "LiveResponse",
     "LiveSource",
     "LiveStatus",
+    "OpenAIRealtimeModel",
     "ScriptedLiveConnection",
     "ScriptedLiveModel",
     "live_status",
