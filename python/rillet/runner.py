@@ -228,7 +228,7 @@ class Runner:
             raise TypeError(
                 f"Runner.run_live(queue=...): expected a rillet.LiveRequestQueue(), got {type(queue).__name__}"
             )
-        agent = self.agent
+        agent = self._flow.agent  # (a tree built with set_sub_agents: its root agent)
         if not isinstance(agent, LiveAgent):
             raise LiveNotSupportedError(
                 f"Runner.run_live: agent {agent.name!r} ({type(agent).__name__}) cannot run live: it has no "
