@@ -65,6 +65,10 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "A2ACardError": (E.A2AError,),
     "McpToolError": (E.McpError,),
     "McpConnectionError": (E.McpError, ConnectionError),
+    "LiveError": (E.RilletError,),
+    "LiveNotSupportedError": (E.LiveError, TypeError),
+    "LiveQueueClosedError": (E.LiveError,),
+    "ArtifactError": (E.RilletError, ValueError),
     "Fatal": (BaseException,),  # internal: not in __all__
 }
 

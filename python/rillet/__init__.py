@@ -114,6 +114,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
         stateful_interrupt,
         stateful_interrupt_event,
     )
+    from rillet.live import LiveRequestQueue
     from rillet.models import (
         AnthropicChatModel,
         ChatModel,
@@ -125,6 +126,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
         ScriptExhaustedError,
     )
     from rillet.observer import ModelInfo, RunInfo, RunObserver
+    from rillet.run_config import RunConfig
     from rillet.runner import Runner
     from rillet.schema import *
     from rillet.sessions import (
@@ -289,6 +291,8 @@ _EXPORTS: dict[str, str] = {
     "FallbackModel": "rillet.models",
     "OpenAIResponsesModel": "rillet.models",
     "AnthropicChatModel": "rillet.models",
+    "LiveRequestQueue": "rillet.live",
+    "RunConfig": "rillet.run_config",
 }
 
 
@@ -438,6 +442,8 @@ __all__ = [
     "RunInfo",
     "RunObserver",
     "Runner",
+    "RunConfig",
+    "LiveRequestQueue",
     "add_session_value",
     "add_session_values",
     "get_session_value",

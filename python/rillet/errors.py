@@ -26,6 +26,7 @@ __all__ = [
     "A2ACardError",
     "A2AError",
     "AgentToolError",
+    "ArtifactError",
     "AuthenticationError",
     "ChannelClosed",
     "CheckpointAgentMismatchError",
@@ -45,6 +46,9 @@ __all__ = [
     "InputRejectedError",
     "Interrupted",
     "InvalidRequestError",
+    "LiveError",
+    "LiveNotSupportedError",
+    "LiveQueueClosedError",
     "MalformedChunkError",
     "McpConnectionError",
     "MiddlewareError",
@@ -403,6 +407,27 @@ class A2AError(RilletError):
 class A2ACardError(A2AError):
     """An A2A agent card cannot be used: it could not be fetched, names no JSON-RPC interface,
     or its interface URL is on another origin than the card (pass ``allowed_origins``)."""
+
+
+# --- live runs and artifacts ----------------------------------------------------------------
+
+
+class LiveError(RilletError):
+    """A live (bidirectional) run failed (``Runner.run_live``, see docs/live.md)."""
+
+
+class LiveNotSupportedError(LiveError, TypeError):
+    """The agent cannot run live: it is not a :class:`rillet.live.LiveAgent`, or lacks what a
+    live run needs (a ChatModelAgent without ``live_model``)."""
+
+
+class LiveQueueClosedError(LiveError):
+    """Something was sent to a :class:`rillet.live.LiveRequestQueue` after its ``close()``."""
+
+
+class ArtifactError(RilletError, ValueError):
+    """An artifact name or session id an artifact service refuses, or a stored artifact that
+    cannot be read back."""
 
 
 # --- internal -------------------------------------------------------------------------------

@@ -25,15 +25,18 @@ from rillet._core import scope
 from rillet._core.interrupt import InterruptInfo, ResumeScope
 from rillet._native import Message
 from rillet.agent import Agent, AgentInput, RunIterator, start_run
+from rillet.artifacts import ArtifactService, BlobSavingSource, save_message_blobs
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import agent_binding, check_binding
 from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load, seal
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.context import RunContext, Session
-from rillet.errors import RilletError, SessionError
-from rillet.events import AgentEvent
+from rillet.errors import LiveNotSupportedError, RilletError, SessionError
+from rillet.events import AgentEvent, error_event
 from rillet.flow import flow_of
+from rillet.live import LiveAgent, LiveContext, LiveRequestQueue, LiveSource
 from rillet.observer import RunObserver, observing
+from rillet.run_config import RunConfig
 from rillet.sessions import SessionPolicy, SessionStore
 from rillet.sessions.run import SessionRun, TurnSession, open_run, resume_run
 
@@ -118,7 +121,9 @@ class Runner:
     ``checkpoint_store`` is where interrupted runs are saved (see
     :mod:`rillet.checkpoint`); ``session_store`` where ``run(..., session_id=...)`` keeps
     conversations, and ``session_policy`` what of one a run loads (see :mod:`rillet.sessions`);
-    ``observers`` are told what every agent of each run does (see :class:`rillet.RunObserver`)."""
+    ``observers`` are told what every agent of each run does (see :class:`rillet.RunObserver`);
+    ``artifact_service`` keeps input blobs when a run's :class:`RunConfig` asks (see
+    :mod:`rillet.artifacts`). :meth:`run_live` runs a live agent (docs/live.md)."""
 
     def __init__(
         self,
@@ -129,6 +134,7 @@ class Runner:
         session_store: SessionStore | None = None,
         session_policy: SessionPolicy | None = None,
         observers: Sequence[RunObserver] = (),
+        artifact_service: ArtifactService | None = None,
     ) -> None:
         if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
             raise TypeError(
@@ -142,6 +148,7 @@ class Runner:
         self.observers = _checked_observers(observers)
         self._adapter = StoreAdapter(checkpoint_store) if checkpoint_store is not None else None
         self._flow = flow_of(agent)
+        self.artifact_service = artifact_service
 
     def run(
         self,
@@ -152,6 +159,7 @@ class Runner:
         session_values: Mapping[str, Any] | None = None,
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
+        run_config: RunConfig | None = None,
     ) -> RunIterator:
         """Starts a run on ``messages`` (Messages, OpenAI-style message dicts, or one
         Message; :meth:`query` takes a text) and returns its events at once. ``session_values``
@@ -160,9 +168,12 @@ class Runner:
         call (``temperature=...``); ``options`` are keyword options for every agent's run.
         With ``session_id`` the run continues that session of ``session_store``: its history
         comes before ``messages`` and its values under ``session_values``; raises
-        :class:`~rillet.errors.SessionBusyError` at once if another run holds it."""
+        :class:`~rillet.errors.SessionBusyError` at once if another run holds it. ``run_config``
+        (:class:`RunConfig`) sets the streaming mode and whether input blobs are saved as
+        artifacts (under ``session_id``, or a new id, as ``input_<run>_<n>``)."""
         options = _agent_options(model_options, options)
         msgs = _input_messages(messages)
+        config = self._config(run_config)
         if checkpoint_id is not None and self.checkpoint_store is None:
             raise ValueError(
                 "Runner.run(checkpoint_id=...): the Runner has no checkpoint_store to save to; "
@@ -171,14 +182,72 @@ class Runner:
         seed = dict(session_values) if session_values else {}  # a bad argument fails before the session is taken
         srun = open_run(self._sessions(), session_id, self.session_policy) if session_id is not None else None
         session = TurnSession({**srun.values, **seed}) if srun is not None else Session(seed)
-        root_input = AgentInput(srun.history + msgs if srun is not None else msgs, self.streaming)
+        root_input = AgentInput(srun.history + msgs if srun is not None else msgs, config.streaming(self.streaming))
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), observing=observing(self.observers))
         events = self._flow.events(root_input, **options)
+        if config.save_input_blobs_as_artifacts and self.artifact_service is not None:
+            events = _saving_blobs(self.artifact_service, session_id, msgs, events)
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
             return start_run(events, ctx)
         forward = self._forward(events, root_input, session, checkpoint_id, srun=srun, new_input=msgs)
         return _session_run(forward, ctx, srun)
+
+    def _config(self, run_config: RunConfig | None) -> RunConfig:
+        if run_config is None:
+            return RunConfig()
+        if not isinstance(run_config, RunConfig):
+            raise TypeError(f"run_config: expected a rillet.RunConfig, got {type(run_config).__name__}")
+        if run_config.save_input_blobs_as_artifacts and self.artifact_service is None:
+            raise ValueError(
+                "RunConfig(save_input_blobs_as_artifacts=True): the Runner has no artifact_service to save to; "
+                "pass Runner(agent, artifact_service=InMemoryArtifactService()) or a FileArtifactService(path)"
+            )
+        return run_config
+
+    def run_live(
+        self,
+        messages: Iterable[Message | dict[str, Any]] | Message = (),
+        *,
+        queue: LiveRequestQueue,
+        session_id: str | None = None,
+        session_values: Mapping[str, Any] | None = None,
+        model_options: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        run_config: RunConfig | None = None,
+    ) -> RunIterator:
+        """Starts a live (bidirectional) run and returns its events at once, while the caller
+        keeps sending on ``queue`` (:class:`~rillet.live.LiveRequestQueue`); the events end
+        after ``queue.close()``. ``messages`` are the conversation before the session. The
+        agent must be a :class:`~rillet.live.LiveAgent` (a ChatModelAgent with ``live_model``,
+        or a SequentialAgent of them): else :class:`~rillet.errors.LiveNotSupportedError` is
+        raised here. With ``RunConfig(save_input_blobs_as_artifacts=True)`` each realtime blob
+        is saved as the artifact ``live_<run>_<n>`` of ``session_id`` (or of a new id) before
+        the agent takes it. Live runs do not load or save ``session_store`` conversations."""
+        if not isinstance(queue, LiveRequestQueue):
+            raise TypeError(
+                f"Runner.run_live(queue=...): expected a rillet.LiveRequestQueue(), got {type(queue).__name__}"
+            )
+        agent = self._flow.agent  # (a tree built with set_sub_agents: its root agent)
+        if not isinstance(agent, LiveAgent):
+            raise LiveNotSupportedError(
+                f"Runner.run_live: agent {agent.name!r} ({type(agent).__name__}) cannot run live: it has no "
+                "run_live(input, live); use a ChatModelAgent with live_model=... (or a SequentialAgent of them), "
+                "or give the agent a run_live method (see rillet.live.LiveAgent)"
+            )
+        options = _agent_options(model_options, options)
+        msgs = _input_messages(messages)
+        config = self._config(run_config)
+        requests: LiveSource = queue
+        if config.save_input_blobs_as_artifacts and self.artifact_service is not None:
+            run_id = uuid.uuid4().hex[:12]
+            requests = BlobSavingSource(queue, self.artifact_service, session_id or run_id, f"live_{run_id}")
+        live = LiveContext(requests)
+        ctx = contextvars.copy_context()
+        seed = dict(session_values) if session_values else {}
+        scope.install(ctx, RunContext(Session(seed)), observing=observing(self.observers))
+        events = ctx.run(agent.run_live, AgentInput(msgs, config.streaming(self.streaming)), live, **options)
+        return start_run(_errors_as_events(events, agent.name), ctx)
 
     def _sessions(self, what: str = "Runner.run(session_id=...)") -> SessionStore:
         if self.session_store is None:
@@ -393,6 +462,33 @@ class Runner:
 
     def __repr__(self) -> str:
         return f"Runner({self.agent!r}, streaming={self.streaming})"
+
+
+async def _saving_blobs(
+    service: ArtifactService, session_id: str | None, msgs: list[Message], events: AsyncIterator[AgentEvent]
+) -> AsyncIterator[AgentEvent]:
+    """``events``, after the input messages' blobs are saved (the agent has not read them
+    yet: the flow's generator starts at the first event)."""
+    run_id = uuid.uuid4().hex[:12]
+    try:
+        await save_message_blobs(service, session_id or run_id, f"input_{run_id}", msgs)
+    except Exception as e:
+        await events.aclose()  # type: ignore[attr-defined]
+        yield error_event(e)
+        return
+    async for ev in events:
+        yield ev
+
+
+async def _errors_as_events(events: AsyncIterator[AgentEvent], name: str) -> AsyncIterator[AgentEvent]:
+    """A live run's events; an exception of its agents ends them as an error event."""
+    try:
+        async for ev in events:
+            yield ev
+    except Exception as e:
+        yield error_event(e, name)
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
 
 
 def _session_run(forward: AsyncIterator[AgentEvent], ctx: contextvars.Context, srun: SessionRun | None) -> RunIterator:

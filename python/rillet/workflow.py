@@ -30,9 +30,12 @@ from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run
+from rillet.errors import LiveNotSupportedError
 from rillet.events import AgentEvent, RunPath, RunStep
 from rillet.flow import FlowAgent, OnSubAgents, adopt, advance_in, flow_of, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event
+from rillet.live import LiveAgent, LiveContext
+from rillet.tools import BaseTool, ToolInfo
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
 
@@ -221,7 +224,42 @@ def _saved(run: RunContext, cls: type[S]) -> S | None:
 
 
 class SequentialAgent(WorkflowAgent):
-    """Runs its children one after another."""
+    """Runs its children one after another. Live (:meth:`run_live`), it hands the session to
+    each child in turn: a child's turn ends when its model calls ``task_completed``."""
+
+    def run_live(self, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
+        """The children's live runs in order, over the same requests and history (ADK's
+        live SequentialAgent); raises :class:`~rillet.errors.LiveNotSupportedError` at once
+        when a child cannot run live. The session closing ends the sequence."""
+        kids = [c.agent for c in self.sub_agents]
+        base = RunPath((*live.run_path, RunStep(self.name)))
+        runs: list[tuple[LiveContext, AsyncIterator[AgentEvent]]] = []
+        extra = (*live.extra_tools, TaskCompletedTool())
+        for kid in kids:
+            if not isinstance(kid, LiveAgent):
+                raise LiveNotSupportedError(
+                    f"SequentialAgent {self.name!r}: sub-agent {kid.name!r} ({type(kid).__name__}) cannot run live; "
+                    "use ChatModelAgents with live_model=... (or agents with run_live, see rillet.live.LiveAgent)"
+                )
+            child = LiveContext(live.requests, live.history, base, extra)
+            runs.append((child, kid.run_live(input, child, **options)))  # raises now if it cannot
+            base = base._append(RunStep(kid.name))
+        return self._live(live, runs)
+
+    @staticmethod
+    async def _live(
+        live: LiveContext, runs: list[tuple[LiveContext, AsyncIterator[AgentEvent]]]
+    ) -> AsyncIterator[AgentEvent]:
+        try:
+            for child, events in runs:
+                async for ev in events:
+                    yield ev
+                if child.closed:
+                    live.closed = True
+                    return
+        finally:
+            for _, events in runs:
+                await events.aclose()  # type: ignore[attr-defined]
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
         saved = _saved(run, SequentialState)
@@ -237,6 +275,23 @@ class SequentialAgent(WorkflowAgent):
             if outcome.stop:
                 return
             path = path + (RunStep(child.name),)
+
+
+class TaskCompletedTool(BaseTool):
+    """The tool a live SequentialAgent offers each child: calling it ends the child's turn,
+    and the next child takes the session (``ends_live_agent``)."""
+
+    ends_live_agent = True
+
+    def __init__(self) -> None:
+        self.info = ToolInfo(
+            "task_completed",
+            "Signals that you have completed the user's question or task, so the next agent takes over.",
+            {"type": "object", "properties": {}},
+        )
+
+    async def invoke(self, arguments: str) -> str:
+        return "Task completed."
 
 
 class LoopAgent(WorkflowAgent):

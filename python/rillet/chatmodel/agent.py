@@ -27,6 +27,7 @@ from rillet.chatmodel.guardrails import (
     as_input_guardrails,
     as_output_guardrails,
 )
+from rillet.chatmodel.live import run_live
 from rillet.chatmodel.middleware import (
     ChatModelAgentContext,
     ChatModelAgentMiddleware,
@@ -47,6 +48,7 @@ from rillet.tools import as_tool
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from rillet.live import LiveContext, LiveModel
     from rillet.models.base import ChatModel
     from rillet.tools import BaseTool, ToolInfo
 
@@ -105,6 +107,8 @@ class ChatModelAgent(BaseAgent):
             it once on its own branch; ``"task"`` as a task tool: the agent gets the
             ``finish_task`` tool, whose validated arguments (``output_type``'s fields, default
             ``result``) end the task and are its result. See docs/multi-agent.md.
+        live_model: a :class:`~rillet.live.LiveModel`, which makes the agent run live with
+            :meth:`rillet.Runner.run_live` (see docs/live.md).
     """
 
     def __init__(
@@ -136,6 +140,7 @@ class ChatModelAgent(BaseAgent):
         before_agent_callbacks: Iterable[AgentCallback] = (),
         after_agent_callbacks: Iterable[AgentCallback] = (),
         mode: Literal["chat", "single_turn", "task"] = "chat",
+        live_model: LiveModel | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -185,6 +190,12 @@ class ChatModelAgent(BaseAgent):
         self._disallow_transfer_to_parent = False
         self._transfer_instruction = ""
         self._frozen = False
+        if live_model is not None and not callable(getattr(live_model, "connect", None)):
+            raise TypeError(
+                f"ChatModelAgent {name!r}: live_model must be a rillet.live.LiveModel (async connect(history, tools=...)), "
+                f"got {type(live_model).__name__}"
+            )
+        self.live_model = live_model
 
     # --- transfer wiring (called by set_sub_agents) --------------------------------------
 
@@ -273,6 +284,11 @@ class ChatModelAgent(BaseAgent):
         if self._output is not None and self._output.tool is not None:
             infos.append(self._output.tool)
         return infos
+
+    def run_live(self, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
+        """The agent's live run over ``live_model`` (see :class:`rillet.live.LiveAgent`);
+        raises :class:`~rillet.errors.LiveNotSupportedError` at once without a live model."""
+        return run_live(self, input, live, **options)
 
     # --- the run ----------------------------------------------------------------------
 
