@@ -44,7 +44,7 @@ def counting_agent(
             raise RuntimeError(f"the model failed at call {k}")
         if k >= steps:
             return f"sum {sum(int(m.content) for m in results)} after {k} rounds"
-        calls = [
+        calls: list[ToolCall | dict[str, Any]] = [
             ToolCall(index=i, id=f"c{k}.{i}", function=FunctionCall("square", json.dumps({"k": k, "i": i})))
             for i in range(width)
         ]
