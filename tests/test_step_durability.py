@@ -11,8 +11,9 @@ import pytest
 from checkpoint_agents import build
 from rillet import AgentEvent, InMemoryCheckpointStore, Runner, ScriptedModel, SqliteCheckpointStore
 from rillet.approval import approve
-from rillet.checkpoint import CheckpointError
+from rillet.checkpoint import CheckpointCorruptError, CheckpointError
 from rillet.checkpoint.journal import decode_records, read_step_head
+from rillet.checkpoint.payload import load
 from step_agents import counting_agent
 from test_checkpoint_log import PlainStore
 
@@ -175,3 +176,21 @@ def test_bytes_written_grow_linearly_with_steps() -> None:
     )
     steps = 2 * turns + 1
     assert sum(written) <= 1.1 * store.final + 16 * (steps + 1)
+
+
+def test_a_damaged_step_record_is_refused_with_the_reason() -> None:
+    store = InMemoryCheckpointStore()
+    list(Runner(counting_agent(2, fail_at=1), checkpoint_store=store, durability="step").query("go", checkpoint_id="r"))
+    head = store.get("r")
+    assert head is not None
+    runner = Runner(counting_agent(2), checkpoint_store=store, durability="step")
+    with pytest.raises(CheckpointError, match="is the step record of a run that did not finish"):
+        load(head, "r")  # what `rillet inspect` reads: it says what the bytes are
+    store.set("r", head[:-1] + bytes([head[-1] ^ 1]))
+    with pytest.raises(CheckpointCorruptError, match="damaged step head"):
+        runner.resume("r")
+    store.append("r", [b"RCK\x01garbage"], head)
+    with pytest.raises(CheckpointCorruptError, match="checksum"):
+        runner.resume("r")
+    assert store.get("r") == head  # refused before anything ran: the record stays, its claim released
+    assert store.claim("r", "someone") == head

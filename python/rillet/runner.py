@@ -11,6 +11,11 @@ interrupted run is saved under that id *before* the interrupt event reaches you,
 process. A resumed run that interrupts again overwrites the same checkpoint. A resume claims
 its checkpoint first (stores with ``claim``), checks its checksum and that this Runner's agent
 saved it; docs/interrupts.md ("Guarantees") says what that ensures and where it stops.
+
+Steps: with ``Runner(durability="step")`` a run with a checkpoint id is also recorded after each
+model call and tool round (an append to the checkpoint's log, :mod:`rillet.checkpoint.journal`),
+and ``resume(checkpoint_id)`` continues a run that stopped part-way, replaying what it recorded
+(docs/durability.md).
 """
 
 from __future__ import annotations

@@ -347,6 +347,11 @@ def unseal(data: bytes, checkpoint_id: str) -> bytes:
     they are."""
     if data[:1] == b"\x93":  # a bare codec envelope: written before checksums, unchecked
         return data
+    if data[:3] == b"RSH":  # rillet.checkpoint.journal's head: no payload to decode here
+        raise CheckpointError(
+            f"checkpoint[{checkpoint_id}] is the step record of a run that did not finish "
+            '(Runner(durability="step")), not an interrupt checkpoint; continue it with Runner.resume(id)'
+        )
     if data[:3] != _SEAL_MAGIC or len(data) < _SEAL_HEAD:
         raise CheckpointCorruptError(
             f"checkpoint[{checkpoint_id}] is not a rillet checkpoint (its first bytes are {bytes(data[:4])!r}); "
