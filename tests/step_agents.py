@@ -29,7 +29,13 @@ def _die(at: int | None, step: int) -> None:
 
 
 def counting_agent(
-    steps: int, side: str | None = None, *, width: int = 1, die_at: int | None = None, fail_at: int | None = None
+    steps: int,
+    side: str | None = None,
+    *,
+    width: int = 1,
+    die_at: int | None = None,
+    fail_at: int | None = None,
+    name: str = "counter",
 ) -> ChatModelAgent:
     """``fail_at``: model call ``fail_at`` raises (the run fails, in this process)."""
     failed: list[int] = []
@@ -59,5 +65,5 @@ def counting_agent(
         return str(k * k + i)
 
     return ChatModelAgent(
-        "counter", description="counts", model=ScriptedModel(reply), tools=[square], max_iterations=steps + 5
+        name, description="counts", model=ScriptedModel(reply), tools=[square], max_iterations=steps + 5
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from checkpoint_agents import build
-from rillet import AgentEvent, InMemoryCheckpointStore, Runner, ScriptedModel, SqliteCheckpointStore
+from rillet import AgentEvent, ChatModelAgent, InMemoryCheckpointStore, Runner, ScriptedModel, SqliteCheckpointStore
 from rillet.approval import approve
 from rillet.checkpoint import CheckpointCorruptError, CheckpointError
 from rillet.checkpoint.journal import decode_records, read_step_head
@@ -194,3 +194,35 @@ def test_a_damaged_step_record_is_refused_with_the_reason() -> None:
         runner.resume("r")
     assert store.get("r") == head  # refused before anything ran: the record stays, its claim released
     assert store.claim("r", "someone") == head
+
+
+def test_a_transfer_and_a_sequence_replay_with_their_actions(tmp_path: Path) -> None:
+    """The router's transfer (a return-directly tool whose event carries the action) comes back
+    from the record with its action, so the run goes on in the same sub-agent; a sequence's
+    agents keep their records apart."""
+    from rillet import FunctionCall, Message, SequentialAgent, ToolCall, set_sub_agents
+
+    side = tmp_path / "side"
+
+    def build(fail: bool) -> Any:
+        def route(messages: list[Message], tools: Any) -> Message | str:
+            side.open("a").write("router\n")
+            go = ToolCall(index=0, id="t", function=FunctionCall("transfer_to_agent", '{"agent_name": "worker"}'))
+            return Message.assistant(tool_calls=[go])
+
+        router = ChatModelAgent("router", description="routes", model=ScriptedModel(route))
+        worker = counting_agent(2, str(side), fail_at=1 if fail else None, name="worker")
+        tail = counting_agent(1, str(side), name="tail")
+        return SequentialAgent("seq", description="both", sub_agents=[set_sub_agents(router, [worker]), tail])
+
+    store = InMemoryCheckpointStore()
+    first = list(Runner(build(True), checkpoint_store=store, durability="step").query("go", checkpoint_id="r"))
+    assert "the model failed at call 1" in str(errors(first))
+    done = list(Runner(build(False), checkpoint_store=store, durability="step").resume("r"))
+    assert errors(done) == []
+    transfers = [e for e in done if e.action is not None and e.action.transfer_to_agent is not None]
+    assert [e.action.transfer_to_agent.dest_agent_name for e in transfers if e.action is not None] == ["worker"]
+    assert [e.agent_name for e in done if e.message_output is not None][-1] == "tail"
+    seen = lines(side)
+    assert seen.count("router") == 1 and seen.count("tool 0.0") == 2  # worker's and tail's first call
+    assert seen.count("model 1") == 3  # worker's failed call, its retry, tail's answer
