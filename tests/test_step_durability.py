@@ -220,8 +220,8 @@ def test_a_transfer_and_a_sequence_replay_with_their_actions(tmp_path: Path) -> 
     assert "the model failed at call 1" in str(errors(first))
     done = list(Runner(build(False), checkpoint_store=store, durability="step").resume("r"))
     assert errors(done) == []
-    transfers = [e for e in done if e.action is not None and e.action.transfer_to_agent is not None]
-    assert [e.action.transfer_to_agent.dest_agent_name for e in transfers if e.action is not None] == ["worker"]
+    transfers = [e.action.transfer_to_agent for e in done if e.action is not None and e.action.transfer_to_agent]
+    assert [t.dest_agent_name for t in transfers if t is not None] == ["worker"]
     assert [e.agent_name for e in done if e.message_output is not None][-1] == "tail"
     seen = lines(side)
     assert seen.count("router") == 1 and seen.count("tool 0.0") == 2  # worker's and tail's first call
