@@ -7,6 +7,7 @@ test counts how often each ran across processes. ``die_at`` SIGKILLs the process
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -35,9 +36,11 @@ def counting_agent(
     width: int = 1,
     die_at: int | None = None,
     fail_at: int | None = None,
+    hang_at: int | None = None,
     name: str = "counter",
 ) -> ChatModelAgent:
-    """``fail_at``: model call ``fail_at`` raises (the run fails, in this process)."""
+    """``fail_at``: model call ``fail_at`` raises (the run fails, in this process); ``hang_at``:
+    the tool call of round ``hang_at`` waits a minute before it does anything."""
     failed: list[int] = []
 
     def reply(messages: list[Message], tools: Any) -> Message | str:
@@ -57,10 +60,12 @@ def counting_agent(
         return Message.assistant(tool_calls=calls)
 
     @tool
-    def square(k: int, i: int) -> str:
+    async def square(k: int, i: int) -> str:
         """The square of k, plus i."""
         if i == 0:
             _die(die_at, 2 * k + 1)
+        if k == hang_at:
+            await asyncio.sleep(60)
         _note(side, f"tool {k}.{i}")
         return str(k * k + i)
 
