@@ -11,6 +11,11 @@ interrupted run is saved under that id *before* the interrupt event reaches you,
 process. A resumed run that interrupts again overwrites the same checkpoint. A resume claims
 its checkpoint first (stores with ``claim``), checks its checksum and that this Runner's agent
 saved it; docs/interrupts.md ("Guarantees") says what that ensures and where it stops.
+
+Steps: with ``Runner(durability="step")`` a run with a checkpoint id is also recorded after each
+model call and tool round (an append to the checkpoint's log, :mod:`rillet.checkpoint.journal`),
+and ``resume(checkpoint_id)`` continues a run that stopped part-way, replaying what it recorded
+(docs/durability.md).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import contextvars
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from rillet._core import scope
 from rillet._core.interrupt import InterruptInfo, ResumeScope
@@ -28,7 +33,16 @@ from rillet.agent import Agent, AgentInput, RunIterator, start_run
 from rillet.artifacts import ArtifactService, BlobSavingSource, save_message_blobs
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import agent_binding, check_binding
-from rillet.checkpoint.payload import CheckpointError, CheckpointNotFoundError, Loaded, dump, load, seal
+from rillet.checkpoint.journal import JOURNAL, Journal, decode_records, read_step_head, step_head
+from rillet.checkpoint.payload import (
+    CheckpointCorruptError,
+    CheckpointError,
+    CheckpointNotFoundError,
+    Loaded,
+    dump,
+    load,
+    seal,
+)
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.context import RunContext, Session
 from rillet.errors import LiveNotSupportedError, RilletError, SessionError
@@ -123,7 +137,13 @@ class Runner:
     conversations, and ``session_policy`` what of one a run loads (see :mod:`rillet.sessions`);
     ``observers`` are told what every agent of each run does (see :class:`rillet.RunObserver`);
     ``artifact_service`` keeps input blobs when a run's :class:`RunConfig` asks (see
-    :mod:`rillet.artifacts`). :meth:`run_live` runs a live agent (docs/live.md)."""
+    :mod:`rillet.artifacts`). :meth:`run_live` runs a live agent (docs/live.md).
+
+    ``durability`` says when a run with a ``checkpoint_id`` is saved: ``"interrupt"`` (the
+    default, Eino's) only when it interrupts; ``"step"`` also after every model call and every
+    tool round, appended to the checkpoint's log, so that :meth:`resume` continues a run whose
+    process died, replaying the calls it finished instead of making them again (see
+    docs/durability.md)."""
 
     def __init__(
         self,
@@ -135,7 +155,10 @@ class Runner:
         session_policy: SessionPolicy | None = None,
         observers: Sequence[RunObserver] = (),
         artifact_service: ArtifactService | None = None,
+        durability: Literal["interrupt", "step"] = "interrupt",
     ) -> None:
+        if durability not in ("interrupt", "step"):
+            raise ValueError(f'Runner(durability={durability!r}): give "interrupt" (save at interrupts) or "step"')
         if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
             raise TypeError(
                 f"Runner(agent): expected an agent (name, description and run(input)), got {type(agent).__name__}"
@@ -146,6 +169,7 @@ class Runner:
         self.session_store = _checked_session_store(session_store)
         self.session_policy = session_policy
         self.observers = _checked_observers(observers)
+        self.durability = durability
         self._adapter = StoreAdapter(checkpoint_store) if checkpoint_store is not None else None
         self._flow = flow_of(agent)
         self.artifact_service = artifact_service
@@ -180,17 +204,36 @@ class Runner:
                 "pass Runner(agent, checkpoint_store=InMemoryCheckpointStore()) or a SqliteCheckpointStore"
             )
         seed = dict(session_values) if session_values else {}  # a bad argument fails before the session is taken
+        steps = self.durability == "step" and checkpoint_id is not None
+        if steps and session_id is not None:
+            raise ValueError(
+                'Runner.run(session_id=..., checkpoint_id=...): durability="step" does not record session runs yet; '
+                'use durability="interrupt" for a session run'
+            )
         srun = open_run(self._sessions(), session_id, self.session_policy) if session_id is not None else None
         session = TurnSession({**srun.values, **seed}) if srun is not None else Session(seed)
         root_input = AgentInput(srun.history + msgs if srun is not None else msgs, config.streaming(self.streaming))
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), observing=observing(self.observers))
+        journal: Journal | None = None
+        first: list[Any] | None = None
+        if steps:
+            assert checkpoint_id is not None
+            journal = self._journal(checkpoint_id, ctx)
+            start = {
+                "root_input": _input_record(root_input),
+                "session_values": seed,
+                "agent": agent_binding(self.agent),
+            }
+            first = ["start", start]
         events = self._flow.events(root_input, **options)
         if config.save_input_blobs_as_artifacts and self.artifact_service is not None:
             events = _saving_blobs(self.artifact_service, session_id, msgs, events)
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
             return start_run(events, ctx)
-        forward = self._forward(events, root_input, session, checkpoint_id, srun=srun, new_input=msgs)
+        forward = self._forward(
+            events, root_input, session, checkpoint_id, srun=srun, new_input=msgs, journal=journal, first=first
+        )
         return _session_run(forward, ctx, srun)
 
     def _config(self, run_config: RunConfig | None) -> RunConfig:
@@ -249,6 +292,17 @@ class Runner:
         events = ctx.run(agent.run_live, AgentInput(msgs, config.streaming(self.streaming)), live, **options)
         return start_run(_errors_as_events(events, agent.name), ctx)
 
+    def _journal(self, checkpoint_id: str, ctx: contextvars.Context, records: list[list[Any]] | None = None) -> Journal:
+        """The step record of a run under ``checkpoint_id`` (replaying ``records``), current in ``ctx``."""
+        store = self._store()
+
+        async def write(blobs: list[bytes], head: bytes) -> None:
+            await store.append(checkpoint_id, blobs, head)
+
+        journal = Journal(write, len(records) if records else 0, records[1:] if records else ())
+        ctx.run(JOURNAL.set, journal)
+        return journal
+
     def _sessions(self, what: str = "Runner.run(session_id=...)") -> SessionStore:
         if self.session_store is None:
             raise ValueError(
@@ -286,8 +340,12 @@ class Runner:
         owner = uuid.uuid4().hex
         data = store.claim_sync(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
+            if data is not None and read_step_head(data, checkpoint_id) is not None:
+                records = decode_records(store.read_log_sync(checkpoint_id), checkpoint_id)
+                return self._resume_steps(checkpoint_id, records, owner, targets, session_values, agent_options)
             loaded = self._check(checkpoint_id, data, targets)
-            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options)
+            assert data is not None
+            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data)
         except BaseException:
             if data is not None:
                 store.release_sync(checkpoint_id, owner)
@@ -309,8 +367,12 @@ class Runner:
         owner = uuid.uuid4().hex
         data = await store.claim(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
+            if data is not None and read_step_head(data, checkpoint_id) is not None:
+                records = decode_records(await store.read_log(checkpoint_id), checkpoint_id)
+                return self._resume_steps(checkpoint_id, records, owner, targets, session_values, agent_options)
             loaded = self._check(checkpoint_id, data, targets)
-            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options)
+            assert data is not None
+            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data)
         except BaseException:
             if data is not None:
                 await store.release(checkpoint_id, owner)
@@ -345,6 +407,43 @@ class Runner:
                 )
         return loaded
 
+    def _resume_steps(
+        self,
+        checkpoint_id: str,
+        records: list[list[Any]],
+        owner: str,
+        targets: Mapping[str, Any] | None,
+        session_values: Mapping[str, Any] | None,
+        options: dict[str, Any],
+    ) -> RunIterator:
+        """Continues a step run that did not finish: from its start (or the interrupt it
+        resumed), replaying the model calls and tool rounds its log recorded."""
+        if targets is not None:
+            raise CheckpointError(
+                f"checkpoint[{checkpoint_id}] is the step record of a run that did not finish; resume it without "
+                "targets (it replays what it recorded, including the targets it was resumed with)"
+            )
+        if not records or records[0][0] not in ("start", "resume"):
+            raise CheckpointCorruptError(
+                f"checkpoint[{checkpoint_id}]: its step log does not begin with the run's start; "
+                "records are missing (was it written by another program?)"
+            )
+        if records[0][0] == "resume":
+            _, blob, saved = records[0]
+            loaded = self._check(checkpoint_id, blob, saved)
+            return self._resume(checkpoint_id, loaded, owner, saved, session_values, options, blob, records)
+        start = records[0][1]
+        check_binding(start.get("agent"), self.agent, checkpoint_id)
+        root = start["root_input"]
+        root_input = AgentInput(list(root["messages"]), bool(root["enable_streaming"]))
+        session = Session({**start["session_values"], **(session_values or {})})
+        ctx = contextvars.copy_context()
+        scope.install(ctx, RunContext(session), observing=observing(self.observers))
+        journal = self._journal(checkpoint_id, ctx, records)
+        events = self._flow.events(root_input, **options)
+        forward = self._forward(events, root_input, session, checkpoint_id, resumed=True, owner=owner, journal=journal)
+        return _session_run(forward, ctx, None)
+
     def _resume(
         self,
         checkpoint_id: str,
@@ -353,6 +452,8 @@ class Runner:
         targets: Mapping[str, Any] | None,
         session_values: Mapping[str, Any] | None,
         options: dict[str, Any],
+        blob: bytes,
+        records: list[list[Any]] | None = None,
     ) -> RunIterator:
         session = loaded.session
         if session_values:
@@ -369,9 +470,24 @@ class Runner:
         ctx = contextvars.copy_context()
         resume = ResumeScope(loaded.addresses, loaded.states, targets)
         scope.install(ctx, RunContext(session), resume, observing(self.observers))
+        journal: Journal | None = None
+        first: list[Any] | None = None
+        if records is not None or (self.durability == "step" and srun is None):
+            journal = self._journal(checkpoint_id, ctx, records)
+            if records is None:  # the log starts with what this resume starts from
+                first = ["resume", blob, dict(targets) if targets is not None else None]
         events = self._flow.events(loaded.root_input, **options)
         forward = self._forward(
-            events, loaded.root_input, session, checkpoint_id, resumed=True, owner=owner, srun=srun, new_input=new_input
+            events,
+            loaded.root_input,
+            session,
+            checkpoint_id,
+            resumed=True,
+            owner=owner,
+            srun=srun,
+            new_input=new_input,
+            journal=journal,
+            first=first,
         )
         return _session_run(forward, ctx, srun)
 
@@ -387,18 +503,32 @@ class Runner:
         owner: str | None = None,
         srun: SessionRun | None = None,
         new_input: list[Message] | None = None,
+        journal: Journal | None = None,
+        first: list[Any] | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Forwards the run's events; on an interrupt, saves the checkpoint first (an error
         event precedes the interrupt event if saving fails). A resumed run that ends well
         deletes its checkpoint; one that fails, or is abandoned, releases its claim on it
         (``owner``) so that it can be resumed again. Store calls go through :class:`StoreAdapter`.
         A session run (``srun``) that ends well appends its turn (``new_input`` and what the
-        run said); an interrupted one leaves that to its resume; either way its hold ends."""
+        run said); an interrupted one leaves that to its resume; either way its hold ends.
+        A step run (``journal``) first writes ``first`` (its start) to the log; when it ends
+        well, its checkpoint is deleted, when it fails, kept for a resume to retry."""
         store = self._store() if checkpoint_id is not None else None
         # True while this resume holds a claim that no set() or delete() has cleared
         holding = resumed and owner is not None and store is not None and store.claims
         seen_interrupt = failed = False
         try:
+            if first is not None and store is not None and checkpoint_id is not None and journal is not None:
+                try:
+                    if not resumed:  # a new run: whatever was under this id goes
+                        await store.set(checkpoint_id, step_head(0))
+                    await journal.add(first)
+                except Exception as e:
+                    err = CheckpointError(f"failed to start the step record of checkpoint[{checkpoint_id}]: {e}")
+                    err.__cause__ = e
+                    yield AgentEvent(error=err)
+                    return
             async for ev in events:
                 action = ev.action
                 if action is None or action._signal is None:
@@ -428,7 +558,7 @@ class Runner:
                         yield AgentEvent(ev.agent_name, ev.run_path, error=err)
                 yield ev
             if (
-                resumed
+                (resumed or journal is not None)
                 and not seen_interrupt
                 and not failed
                 and store is not None
@@ -437,7 +567,7 @@ class Runner:
             ):
                 holding = False  # the run is done: even if delete fails, do not offer it again
                 try:
-                    await store.delete(checkpoint_id)
+                    await (store.delete_with_log if journal is not None else store.delete)(checkpoint_id)
                 except Exception as e:
                     yield AgentEvent(
                         error=CheckpointError(f"the run finished but deleting checkpoint[{checkpoint_id}] failed: {e}")
@@ -489,6 +619,10 @@ async def _errors_as_events(events: AsyncIterator[AgentEvent], name: str) -> Asy
         yield error_event(e, name)
     finally:
         await events.aclose()  # type: ignore[attr-defined]
+
+
+def _input_record(root_input: AgentInput) -> dict[str, Any]:
+    return {"messages": list(root_input.messages), "enable_streaming": root_input.enable_streaming}
 
 
 def _session_run(forward: AsyncIterator[AgentEvent], ctx: contextvars.Context, srun: SessionRun | None) -> RunIterator:

@@ -39,6 +39,7 @@ from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
 from rillet.chatmodel.steps import call_model, guard_input, start_round
 from rillet.chatmodel.task import TASK_INSTRUCTION, FinishTaskTool, check_mode, delegation_tool, mode_of
+from rillet.checkpoint.journal import JOURNAL
 from rillet.checkpoint_state import saved_state
 from rillet.context import RunContext, current_run, host_agent_run
 from rillet.events import AgentEvent
@@ -330,6 +331,9 @@ class ChatModelAgent(BaseAgent):
         if self._output is not None and self._output.tool is None:
             loop.model_options.setdefault("response_format", self._output.type)
         resumed = saved_state(saved, RoundState) if saved is not None else None
+        journal = JOURNAL.get()
+        if journal is not None and run is not None:  # a step run: record (and replay) its calls
+            loop.steps = journal.agent(run.address)
         agent = self
         if resumed is not None:
             loop.messages, loop.remaining, loop.iteration = list(resumed.messages), resumed.remaining, resumed.iteration

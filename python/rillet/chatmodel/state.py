@@ -25,6 +25,7 @@ from rillet.events import AgentEvent
 
 if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent
+    from rillet.checkpoint.journal import AgentSteps
     from rillet.tools import ToolInfo
 
 __all__ = ["ReactLoop", "Round", "RoundState", "Step"]
@@ -75,6 +76,7 @@ class Round:
     tasks: dict[asyncio.Task[Any], int] = field(default_factory=dict)  # concurrent calls -> position
     inbox: Inbox[tuple[str, Any]] | None = None
     left: int = 0  # concurrent calls not finished yet
+    known: frozenset[int] = frozenset()  # results saved or recorded before this round ran: not recorded again
 
     def cancel(self) -> None:
         for t in self.tasks:
@@ -107,6 +109,7 @@ class ReactLoop:
     guard_retries: int = 0  # answers an output guardrail sent back to the model
     evloop: asyncio.AbstractEventLoop | None = None  # where the run runs (send_event from a thread)
     thread: int = 0
+    steps: AgentSteps | None = None  # the step record (Runner(durability="step")), else None
 
     # --- the agent run's host (rillet.context.AgentRunHost): send_event, run-local values ---
 

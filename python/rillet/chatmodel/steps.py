@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rillet import observer
 from rillet._core.loop import Inbox, child_task, joined, result_of
-from rillet._native import Message, StreamReader, ToolCall
+from rillet._native import Message, StreamReader, ToolCall, stream_from_list
 from rillet.chatmodel.config import (
     ExceedMaxIterationsError,
     ModelContext,
@@ -37,6 +37,7 @@ from rillet.schema import aconcat_message_stream
 
 if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent
+    from rillet.checkpoint.journal import AgentSteps
     from rillet.tools import ToolInfo
 
 __all__ = ["call_model", "final_position", "finish", "guard_input", "one_call", "start_round"]
@@ -57,9 +58,13 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
         infos, model = await _before_model(agent, loop, infos)
     if loop.observing is not None:
         observer.model_start(loop.observing, agent.name, model, state)
+    recorded = loop.steps.reply(loop.iteration) if loop.steps is not None else None
     if loop.streaming:
-        stream = model.stream(state, tools=infos or None, **loop.model_options)
-        stream = await (stream if type(stream) is CoroutineType else awaitable(stream, model, "stream"))
+        if recorded is not None:  # a step run's replay: the reply it recorded, as a stream
+            stream: Any = stream_from_list([recorded.copy()])
+        else:
+            stream = model.stream(state, tools=infos or None, **loop.model_options)
+            stream = await (stream if type(stream) is CoroutineType else awaitable(stream, model, "stream"))
         if not isinstance(stream, StreamReader):
             raise TypeError(
                 f"{type(model).__name__}.stream returned {type(stream).__name__}; a ChatModel's stream "
@@ -68,13 +73,19 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
         user_copy, loop.reply = stream.copy(2)
         loop.out.append(event_from_message(None, user_copy))
         return take_reply
-    reply = model.generate(state, tools=infos or None, **loop.model_options)
-    reply = await (reply if type(reply) is CoroutineType else awaitable(reply, model, "generate"))
-    if type(reply) is not Message:
-        raise TypeError(
-            f"{type(model).__name__}.generate returned {type(reply).__name__}; "
-            "a ChatModel's generate must return a rillet.Message"
-        )
+    reply: Any
+    if recorded is not None:
+        reply = recorded.copy()
+    else:
+        reply = model.generate(state, tools=infos or None, **loop.model_options)
+        reply = await (reply if type(reply) is CoroutineType else awaitable(reply, model, "generate"))
+        if type(reply) is not Message:
+            raise TypeError(
+                f"{type(model).__name__}.generate returned {type(reply).__name__}; "
+                "a ChatModel's generate must return a rillet.Message"
+            )
+        if loop.steps is not None:  # recorded before anything acts on it
+            await loop.steps.record_reply(loop.iteration, reply)
     loop.out.append(event_from_message(reply.copy()))
     if hooks.after_model:  # they run once the event is out
         loop.reply = reply
@@ -88,6 +99,9 @@ async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
     loop.reply = None
     if isinstance(reply, StreamReader):
         reply = await aconcat_message_stream(reply)
+        steps = loop.steps
+        if steps is not None and steps.reply(loop.iteration) is None:
+            await steps.record_reply(loop.iteration, reply)
     assert isinstance(reply, Message)
     if agent._hooks.after_model:
         reply = await _after_model(agent, loop, reply)
@@ -297,12 +311,47 @@ async def start_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
         rnd = Round(calls, direct, {})
     else:
         rnd = Round(calls, direct, dict(saved.completed), saved_final=saved.final)
+    if loop.steps is not None:
+        _replay_round(loop, loop.steps, rnd)
     rnd.pending = [(i, c) for i, c in enumerate(calls) if i not in rnd.results]
     loop.round = rnd
     if not agent._emits and (len(rnd.pending) == 1 or agent.execute_tools_sequentially):
         return call_inline if rnd.pending else end_round
     _start_tasks(agent, loop, rnd)
     return collect if rnd.left else end_round
+
+
+def _replay_round(loop: ReactLoop, steps: AgentSteps, rnd: Round) -> None:
+    """A step run's replay: the calls of this round it recorded are results already (their
+    events go out again, a return-directly call's at the end of the round)."""
+    for pos, (msg, recs) in steps.tool_results(loop.iteration).items():
+        if pos in rnd.results:
+            continue
+        rnd.results[pos] = msg
+        if pos == rnd.direct:
+            rnd.saved_final = recs
+        else:
+            loop.out.append(_replayed_event(msg, recs, rnd.calls[pos].function.name))
+    rnd.known = frozenset(rnd.results)
+
+
+def _replayed_event(msg: Message, recs: list[Any] | None, name: str) -> AgentEvent:
+    """A recorded call of the tool ``name``: its event, as :func:`call_tool` made it."""
+    if recs:
+        return records_to_events(recs)[0]
+    return event_from_message(msg.copy(), None, "tool", name)
+
+
+async def _record_round(loop: ReactLoop, rnd: Round) -> None:
+    """Records the results of the round's calls that ran (a step run)."""
+    steps = loop.steps
+    if steps is None:
+        return
+    final = rnd.final
+    action = await events_to_records([final]) if final is not None and final.action is not None else None
+    new = {p: (m, action if p == rnd.direct else None) for p, m in rnd.results.items() if p not in rnd.known}
+    if new:
+        await steps.record_tools(loop.iteration, new)
 
 
 def _start_tasks(agent: ChatModelAgent, loop: ReactLoop, rnd: Round) -> None:
@@ -383,6 +432,7 @@ async def end_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     if rnd.signals:
         kept = await events_to_records([final]) if final is not None and final.action is not None else None
         return _interrupt(loop, results, rnd.signals, kept)
+    await _record_round(loop, rnd)
     loop.messages.extend(results[i] for i in range(len(calls)) if i in results)
     direct = rnd.direct
     if direct < 0:
@@ -407,16 +457,24 @@ async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     the agent's own task, and its event goes out as soon as the call returns (a
     return-directly call's too: there is nothing to hold it for)."""
     c = loop.messages[-1].tool_calls[0]
+    steps = loop.steps
+    done = steps.tool_results(loop.iteration).get(0) if steps is not None else None
+    if done is not None:  # a step run's replay
+        return _one_result(agent, loop, c, done[0], _replayed_event(*done, c.function.name))
     try:
         ev, msg = await call_tool(
             agent, c.function.name, c.id, c.function.arguments, loop.messages, loop.streaming, None, loop.observing
         )
     except Interrupted as e:
         return _interrupt(loop, {}, [e], None)
-    loop.out.append(ev)
     if not isinstance(msg, Message):
+        loop.out.append(ev)
         loop.joining = (c, msg)
         return join_one
+    if steps is not None:
+        action = await events_to_records([ev]) if ev.action is not None else None
+        await steps.record_tools(loop.iteration, {0: (msg, action)})
+    loop.out.append(ev)
     loop.messages.append(msg)  # (what _one_result does, inline: this runs for every call)
     if c.function.name in agent.return_directly or (c.function.name == FINISH_TASK_TOOL_NAME and ends_task(agent, msg)):
         loop.final_text = msg.content
@@ -433,10 +491,16 @@ async def join_one(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
         msg = await joined(fut)
     except Interrupted as e:  # the stream interrupted part-way
         return _interrupt(loop, {}, [e], None)
+    if loop.steps is not None:
+        await loop.steps.record_tools(loop.iteration, {0: (msg, None)})
     return _one_result(agent, loop, c, msg)
 
 
-def _one_result(agent: ChatModelAgent, loop: ReactLoop, c: ToolCall, msg: Message) -> Step:
+def _one_result(
+    agent: ChatModelAgent, loop: ReactLoop, c: ToolCall, msg: Message, ev: AgentEvent | None = None
+) -> Step:
+    if ev is not None:
+        loop.out.append(ev)
     loop.messages.append(msg)
     if c.function.name in agent.return_directly or (c.function.name == FINISH_TASK_TOOL_NAME and ends_task(agent, msg)):
         loop.final_text = msg.content

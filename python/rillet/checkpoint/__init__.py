@@ -3,7 +3,8 @@
 A store is anything with ``get(id) -> bytes | None`` and ``set(id, data)`` (either may be
 ``async``); ``delete(id)`` is optional, and so are ``claim(id, owner)`` and ``release(id, owner)``
 (see :class:`CheckpointStore` and :class:`ClaimingCheckpointStore`); :class:`StoreAdapter` is
-how rillet calls any of them. :class:`InMemoryCheckpointStore` keeps them in a dict,
+how rillet calls any of them. ``Runner(durability="step")`` also appends to a log per id
+(:class:`LogCheckpointStore`, with a fallback for stores that lack it; docs/durability.md). :class:`InMemoryCheckpointStore` keeps them in a dict,
 :class:`SqliteCheckpointStore` in a SQLite file that several threads and processes can share.
 """
 
@@ -19,6 +20,7 @@ from rillet.checkpoint.stores import (
     CheckpointStore,
     ClaimingCheckpointStore,
     InMemoryCheckpointStore,
+    LogCheckpointStore,
     SqliteCheckpointStore,
 )
 
@@ -31,6 +33,7 @@ __all__ = [
     "CheckpointStore",
     "ClaimingCheckpointStore",
     "InMemoryCheckpointStore",
+    "LogCheckpointStore",
     "SqliteCheckpointStore",
     "StoreAdapter",
 ]

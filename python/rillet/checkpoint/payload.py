@@ -342,11 +342,16 @@ def seal(blob: bytes) -> bytes:
     return b"".join((_SEAL_MAGIC, head, zlib.crc32(blob, zlib.crc32(head)).to_bytes(4, "big"), blob))
 
 
-def _unseal(data: bytes, checkpoint_id: str) -> bytes:
+def unseal(data: bytes, checkpoint_id: str) -> bytes:
     """The payload bytes of stored ``data``, checked; unsealed (older) bytes are returned as
     they are."""
     if data[:1] == b"\x93":  # a bare codec envelope: written before checksums, unchecked
         return data
+    if data[:3] == b"RSH":  # rillet.checkpoint.journal's head: no payload to decode here
+        raise CheckpointError(
+            f"checkpoint[{checkpoint_id}] is the step record of a run that did not finish "
+            '(Runner(durability="step")), not an interrupt checkpoint; continue it with Runner.resume(id)'
+        )
     if data[:3] != _SEAL_MAGIC or len(data) < _SEAL_HEAD:
         raise CheckpointCorruptError(
             f"checkpoint[{checkpoint_id}] is not a rillet checkpoint (its first bytes are {bytes(data[:4])!r}); "
@@ -376,7 +381,7 @@ def load(data: bytes, checkpoint_id: str) -> Loaded:
             f"checkpoint[{checkpoint_id}]: the store returned {type(data).__name__}, not bytes; a checkpoint "
             "store must keep and return the exact bytes the Runner gave it (a BLOB, not a text column)"
         )
-    data = _unseal(bytes(data), checkpoint_id)
+    data = unseal(bytes(data), checkpoint_id)
     with _gc_paused():
         return _load(data, checkpoint_id)
 

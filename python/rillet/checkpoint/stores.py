@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    pass
+    import sqlite3
 
 from rillet.checkpoint.payload import CheckpointClaimedError, CheckpointError
 from rillet.checkpoint.sqlite_file import APP_ID as _APP_ID
 from rillet.checkpoint.sqlite_file import SqliteFile
 
-__all__ = ["CheckpointStore", "ClaimingCheckpointStore", "InMemoryCheckpointStore", "SqliteCheckpointStore"]
+__all__ = [
+    "CheckpointStore",
+    "ClaimingCheckpointStore",
+    "InMemoryCheckpointStore",
+    "LogCheckpointStore",
+    "SqliteCheckpointStore",
+]
 
 
 @runtime_checkable
@@ -47,6 +54,49 @@ class ClaimingCheckpointStore(CheckpointStore, Protocol):
     def release(self, checkpoint_id: str, owner: str) -> None | Awaitable[None]: ...
 
 
+@runtime_checkable
+class LogCheckpointStore(CheckpointStore, Protocol):
+    """A :class:`CheckpointStore` that also keeps an append-only log of records under each id,
+    which ``Runner(durability="step")`` writes to: each record is written once, so the bytes a
+    run writes grow linearly with its steps. ``get``/``set`` read and replace the *head*; ``set``
+    also empties the log (and clears the claim), ``delete`` removes head, log and claim.
+
+    * ``append(id, records, head)``: appends ``records`` to the log and replaces the head in one
+      atomic step (creating the id if absent).
+    * ``read_log(id, start=0)``: the log's records from index ``start``.
+    * ``prune(older_than=None, keep_last=None)``: deletes whole checkpoints whose head was
+      written more than ``older_than`` seconds ago, and/or all but the ``keep_last`` most
+      recently written; returns how many it deleted.
+
+    Stores without ``append`` and ``read_log`` still work in step mode: the adapter keeps each
+    record under its own key (see :class:`~rillet.checkpoint.adapter.StoreAdapter`)."""
+
+    def append(self, checkpoint_id: str, records: list[bytes], head: bytes) -> None | Awaitable[None]: ...
+
+    def read_log(self, checkpoint_id: str, start: int = 0) -> list[bytes] | Awaitable[list[bytes]]: ...
+
+    def prune(self, *, older_than: float | None = None, keep_last: int | None = None) -> int | Awaitable[int]: ...
+
+
+def _check_prune(older_than: float | None, keep_last: int | None) -> None:
+    if older_than is not None and older_than < 0:
+        raise ValueError(f"prune(older_than={older_than!r}): give a number of seconds >= 0")
+    if keep_last is not None and (not isinstance(keep_last, int) or keep_last < 0):
+        raise ValueError(f"prune(keep_last={keep_last!r}): give a count >= 0")
+
+
+def _to_prune(
+    written: list[tuple[str, float]], older_than: float | None, keep_last: int | None, now: float
+) -> list[str]:
+    """The ids of ``written`` ((id, written at), any order) that pruning removes."""
+    _check_prune(older_than, keep_last)
+    newest_first = sorted(written, key=lambda w: w[1], reverse=True)
+    gone = {i for i, _ in newest_first[keep_last:]} if keep_last is not None else set()
+    if older_than is not None:
+        gone.update(i for i, at in newest_first if at < now - older_than)
+    return sorted(gone)
+
+
 def _claimed(checkpoint_id: str, where: str, seconds_left: float) -> CheckpointClaimedError:
     return CheckpointClaimedError(
         f"checkpoint[{checkpoint_id}] is already being resumed (claimed in {where}; the claim expires in "
@@ -60,6 +110,8 @@ class InMemoryCheckpointStore:
 
     def __init__(self, *, claim_lease: float = 600.0) -> None:
         self._data: dict[str, bytes] = {}
+        self._logs: dict[str, list[bytes]] = {}
+        self._written: dict[str, float] = {}  # id -> time.time() of the last head write
         self._claims: dict[str, tuple[str, float]] = {}  # id -> (owner, expiry on time.monotonic)
         self._lock = threading.Lock()
         self.claim_lease = claim_lease
@@ -71,12 +123,50 @@ class InMemoryCheckpointStore:
     def set(self, checkpoint_id: str, data: bytes) -> None:
         with self._lock:
             self._data[checkpoint_id] = bytes(data)
+            self._logs.pop(checkpoint_id, None)
+            self._written[checkpoint_id] = time.time()
             self._claims.pop(checkpoint_id, None)
 
     def delete(self, checkpoint_id: str) -> None:
         with self._lock:
-            self._data.pop(checkpoint_id, None)
-            self._claims.pop(checkpoint_id, None)
+            self._drop(checkpoint_id)
+
+    def _drop(self, checkpoint_id: str) -> None:
+        self._data.pop(checkpoint_id, None)
+        self._logs.pop(checkpoint_id, None)
+        self._written.pop(checkpoint_id, None)
+        self._claims.pop(checkpoint_id, None)
+
+    def append(self, checkpoint_id: str, records: list[bytes], head: bytes) -> None:
+        with self._lock:
+            self._logs.setdefault(checkpoint_id, []).extend(bytes(r) for r in records)
+            self._data[checkpoint_id] = bytes(head)
+            self._written[checkpoint_id] = time.time()
+
+    def read_log(self, checkpoint_id: str, start: int = 0) -> list[bytes]:
+        with self._lock:
+            return list(self._logs.get(checkpoint_id, ())[start:])
+
+    def prune(self, *, older_than: float | None = None, keep_last: int | None = None) -> int:
+        with self._lock:
+            gone = _to_prune(list(self._written.items()), older_than, keep_last, time.time())
+            for checkpoint_id in gone:
+                self._drop(checkpoint_id)
+            return len(gone)
+
+    def ids(self) -> list[str]:
+        """Every checkpoint id, most recently written first."""
+        return [e[0] for e in self.entries()]
+
+    def entries(self) -> list[tuple[str, int, float]]:
+        """``(id, bytes of head and log, when its head was written as Unix time)``, most recently
+        written first."""
+        with self._lock:
+            rows = [
+                (i, len(d) + sum(map(len, self._logs.get(i, ()))), self._written.get(i, 0.0))
+                for i, d in self._data.items()
+            ]
+        return sorted(rows, key=lambda r: r[2], reverse=True)
 
     def claim(self, checkpoint_id: str, owner: str) -> bytes | None:
         now = time.monotonic()
@@ -100,7 +190,7 @@ class InMemoryCheckpointStore:
         return len(self._data)
 
 
-_SCHEMA_VERSION = 2  # 2: claimed_by and claimed_until (resume claims)
+_SCHEMA_VERSION = 3  # 2: claimed_by and claimed_until (resume claims); 3: checkpoint_log (step records)
 
 
 class SqliteCheckpointStore:
@@ -150,6 +240,11 @@ class SqliteCheckpointStore:
             for column, kind in (("claimed_by", "TEXT"), ("claimed_until", "REAL")):
                 if column not in columns:  # a schema-1 file: add the claim columns
                     conn.execute(f"ALTER TABLE checkpoints ADD COLUMN {column} {kind}")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS checkpoint_log ("
+                " id TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL,"
+                " PRIMARY KEY (id, seq)) WITHOUT ROWID"
+            )
             conn.execute(f"PRAGMA application_id = {_APP_ID}")
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             conn.execute("COMMIT")
@@ -170,12 +265,60 @@ class SqliteCheckpointStore:
         return None if row is None else self._blob(checkpoint_id, row[0])
 
     def set(self, checkpoint_id: str, data: bytes) -> None:
-        self._file.connect().execute(
-            "INSERT INTO checkpoints (id, data) VALUES (?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET data = excluded.data, updated_at = julianday('now'),"
-            " claimed_by = NULL, claimed_until = NULL",
-            (checkpoint_id, bytes(data)),
+        with self._write() as conn:
+            conn.execute("DELETE FROM checkpoint_log WHERE id = ?", (checkpoint_id,))
+            conn.execute(
+                "INSERT INTO checkpoints (id, data) VALUES (?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET data = excluded.data, updated_at = julianday('now'),"
+                " claimed_by = NULL, claimed_until = NULL",
+                (checkpoint_id, bytes(data)),
+            )
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (the write lock taken first), committed when the block ends."""
+        conn = self._file.connect()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def append(self, checkpoint_id: str, records: list[bytes], head: bytes) -> None:
+        with self._write() as conn:
+            (n,) = conn.execute(
+                "SELECT coalesce(max(seq) + 1, 0) FROM checkpoint_log WHERE id = ?", (checkpoint_id,)
+            ).fetchone()
+            conn.executemany(
+                "INSERT INTO checkpoint_log (id, seq, data) VALUES (?, ?, ?)",
+                [(checkpoint_id, n + k, bytes(r)) for k, r in enumerate(records)],
+            )
+            conn.execute(  # the claim stays: a resumed run appends while it holds it
+                "INSERT INTO checkpoints (id, data) VALUES (?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET data = excluded.data, updated_at = julianday('now')",
+                (checkpoint_id, bytes(head)),
+            )
+
+    def read_log(self, checkpoint_id: str, start: int = 0) -> list[bytes]:
+        rows = self._file.connect().execute(
+            "SELECT data FROM checkpoint_log WHERE id = ? AND seq >= ? ORDER BY seq", (checkpoint_id, start)
         )
+        return [self._blob(checkpoint_id, r[0]) for r in rows.fetchall()]
+
+    def prune(self, *, older_than: float | None = None, keep_last: int | None = None) -> int:
+        with self._write() as conn:
+            rows = conn.execute("SELECT id, (updated_at - 2440587.5) * 86400.0 FROM checkpoints").fetchall()
+            gone = _to_prune([(r[0], float(r[1])) for r in rows], older_than, keep_last, time.time())
+            for checkpoint_id in gone:
+                self._delete(conn, checkpoint_id)
+        return len(gone)
+
+    @staticmethod
+    def _delete(conn: sqlite3.Connection, checkpoint_id: str) -> None:
+        conn.execute("DELETE FROM checkpoint_log WHERE id = ?", (checkpoint_id,))
+        conn.execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,))
 
     def claim(self, checkpoint_id: str, owner: str) -> bytes | None:
         conn = self._file.connect()
@@ -206,7 +349,8 @@ class SqliteCheckpointStore:
         )
 
     def delete(self, checkpoint_id: str) -> None:
-        self._file.connect().execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,))
+        with self._write() as conn:
+            self._delete(conn, checkpoint_id)
 
     def ids(self) -> list[str]:
         """Every checkpoint id, most recently written first."""
@@ -214,10 +358,11 @@ class SqliteCheckpointStore:
         return [r[0] for r in rows]
 
     def entries(self) -> list[tuple[str, int, float]]:
-        """``(id, size in bytes, when it was written as Unix time)`` of every checkpoint, most
-        recently written first (what ``rillet inspect --db FILE`` lists)."""
+        """``(id, size in bytes of head and log, when it was written as Unix time)`` of every
+        checkpoint, most recently written first (what ``rillet inspect --db FILE`` lists)."""
         rows = self._file.connect().execute(
-            "SELECT id, length(data), (updated_at - 2440587.5) * 86400.0 FROM checkpoints ORDER BY updated_at DESC"
+            "SELECT id, length(data) + coalesce((SELECT sum(length(l.data)) FROM checkpoint_log l WHERE l.id = c.id), 0),"
+            " (updated_at - 2440587.5) * 86400.0 FROM checkpoints c ORDER BY updated_at DESC"
         )
         return [(r[0], int(r[1]), float(r[2])) for r in rows.fetchall()]
 

@@ -1,0 +1,140 @@
+"""The step record of ``Runner(durability="step")``: what a run's model calls and tool rounds
+returned, appended to the checkpoint's log as they finish, so that a run resumed after its
+process died replays them instead of calling the model or the tools again.
+
+A step checkpoint is a small *head* (:func:`step_head`: ``b"RSH"``, a version byte, a CRC-32
+and the record count) and a log of sealed codec records (see :func:`~rillet.checkpoint.payload.seal`):
+
+* ``["start", {messages, enable_streaming, session_values, agent}]``: a new run's input (first);
+* ``["resume", checkpoint, targets]``: or a resume of an interrupt checkpoint (first);
+* ``["model", agent, iteration, message]``: a model call's reply;
+* ``["tools", agent, iteration, [[position, message, event records or None], ...]]``: a tool
+  round's results (an event that carried an action, such as a transfer, kept as its records).
+
+``agent`` is the agent's address in the run and how many times it started there before, so a
+loop's rounds and a resumed agent's calls keep apart. Each record is written once: the bytes a
+run writes grow with its steps, not with the square of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+from rillet import codec
+from rillet._native import Message
+from rillet.checkpoint.payload import CheckpointCorruptError, seal, unseal
+
+__all__ = ["JOURNAL", "AgentSteps", "Journal", "decode_records", "read_step_head", "step_head"]
+
+_HEAD_MAGIC = b"RSH"
+_HEAD_VERSION = 1
+_HEAD_SIZE = 16
+
+ToolResult = tuple[Message, list[Any] | None]  # a call's result message, its event's records if it had an action
+
+
+def step_head(count: int) -> bytes:
+    """The head of a step checkpoint whose log holds ``count`` records (16 bytes)."""
+    body = bytes([_HEAD_VERSION]) + count.to_bytes(8, "big")
+    return _HEAD_MAGIC + zlib.crc32(body).to_bytes(4, "big") + body
+
+
+def read_step_head(data: bytes, checkpoint_id: str) -> int | None:
+    """The record count of a step head, or None when ``data`` is another checkpoint."""
+    if data[:3] != _HEAD_MAGIC:
+        return None
+    body = data[7:]
+    if len(data) != _HEAD_SIZE or zlib.crc32(body) != int.from_bytes(data[3:7], "big") or body[0] != _HEAD_VERSION:
+        raise CheckpointCorruptError(
+            f"checkpoint[{checkpoint_id}] has a damaged step head ({len(data)} bytes, checksum or version wrong); "
+            "it was altered after rillet saved it"
+        )
+    return int.from_bytes(body[1:], "big")
+
+
+def encode_record(record: list[Any]) -> bytes:
+    return seal(codec.encode(record))
+
+
+def decode_records(blobs: Sequence[bytes], checkpoint_id: str) -> list[list[Any]]:
+    """The log's records, each checked against its checksum."""
+    out = []
+    for k, blob in enumerate(blobs):
+        record = codec.decode(unseal(bytes(blob), checkpoint_id))
+        if not isinstance(record, list) or not record or record[0] not in _KINDS:
+            raise CheckpointCorruptError(
+                f"checkpoint[{checkpoint_id}]: record {k} of its log is not a step record; "
+                "the log was written by something else"
+            )
+        out.append(record)
+    return out
+
+
+_KINDS = ("start", "resume", "model", "tools")
+
+Writer = Callable[[list[bytes], bytes], Awaitable[None]]  # (records, head) -> appended
+
+
+class Journal:
+    """One step run's record: appends what finishes (through ``write``, the store's append) and
+    answers, from the records of a run that died, what it already did."""
+
+    def __init__(self, write: Writer, count: int = 0, replay: Sequence[list[Any]] = ()) -> None:
+        self._write = write
+        self._count = count
+        self._lock = asyncio.Lock()  # appends in order: the fallback store numbers records by the head
+        self._starts: dict[tuple[str, ...], int] = {}
+        self.replies: dict[tuple[str, int], Message] = {}
+        self.tools: dict[tuple[str, int], dict[int, ToolResult]] = {}
+        for record in replay:
+            if record[0] == "model":
+                self.replies[(record[1], record[2])] = record[3]
+            elif record[0] == "tools":
+                done = self.tools.setdefault((record[1], record[2]), {})
+                for pos, msg, recs in record[3]:
+                    done[int(pos)] = (msg, recs)
+
+    def agent(self, address: tuple[str, ...]) -> AgentSteps:
+        """The record of the agent at ``address``, for its next start there."""
+        n = self._starts.get(address, 0)
+        self._starts[address] = n + 1
+        return AgentSteps(self, "/".join(address) + f"#{n}")
+
+    async def add(self, record: list[Any]) -> None:
+        """Appends ``record`` to the log (durably, before the run goes on)."""
+        blob = encode_record(record)
+        async with self._lock:
+            await self._write([blob], step_head(self._count + 1))
+            self._count += 1
+
+
+class AgentSteps:
+    """What one agent run of a step run records and replays."""
+
+    __slots__ = ("journal", "key")
+
+    def __init__(self, journal: Journal, key: str) -> None:
+        self.journal = journal
+        self.key = key
+
+    def reply(self, iteration: int) -> Message | None:
+        """The recorded reply of model call ``iteration``, if the run made it before."""
+        return self.journal.replies.get((self.key, iteration))
+
+    async def record_reply(self, iteration: int, reply: Message) -> None:
+        await self.journal.add(["model", self.key, iteration, reply])
+
+    def tool_results(self, iteration: int) -> dict[int, ToolResult]:
+        """The recorded results (by position) of the tool round after model call ``iteration``."""
+        return self.journal.tools.get((self.key, iteration), {})
+
+    async def record_tools(self, iteration: int, results: dict[int, ToolResult]) -> None:
+        rows = [[pos, msg, recs] for pos, (msg, recs) in sorted(results.items())]
+        await self.journal.add(["tools", self.key, iteration, rows])
+
+
+JOURNAL: ContextVar[Journal | None] = ContextVar("rillet_step_journal", default=None)

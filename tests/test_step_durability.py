@@ -1,0 +1,224 @@
+"""Runner(durability="step"): a run that stopped part-way (failed, dropped, or its process
+killed: tests/test_step_crash.py) is continued by resume(), which replays the model calls and
+tool rounds it recorded instead of making them again; each record is written once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checkpoint_agents import build
+from rillet import AgentEvent, ChatModelAgent, InMemoryCheckpointStore, Runner, ScriptedModel, SqliteCheckpointStore
+from rillet.approval import approve
+from rillet.checkpoint import CheckpointCorruptError, CheckpointError
+from rillet.checkpoint.journal import decode_records, read_step_head
+from rillet.checkpoint.payload import load
+from step_agents import counting_agent
+from test_checkpoint_log import PlainStore
+
+
+def lines(side: Path) -> list[str]:
+    return side.read_text().splitlines()
+
+
+def rows(events: list[AgentEvent]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for e in events:
+        mv = e.message_output
+        if mv is not None:
+            m = mv.get_message()
+            out.append((mv.role, m.content or ",".join(c.id for c in m.tool_calls)))
+    return out
+
+
+def errors(events: list[AgentEvent]) -> list[Any]:
+    return [e.error for e in events if e.error is not None]
+
+
+@pytest.fixture(params=["memory", "sqlite", "plain"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "memory":
+        return InMemoryCheckpointStore()
+    if request.param == "sqlite":
+        return SqliteCheckpointStore(tmp_path / "c.db")
+    return PlainStore()
+
+
+@pytest.mark.parametrize("width", [1, 3])
+def test_a_failed_run_resumes_replaying_what_it_recorded(store: Any, tmp_path: Path, width: int) -> None:
+    whole = list(Runner(counting_agent(5, width=width)).query("go"))
+    side = tmp_path / "side"
+    runner = Runner(counting_agent(5, str(side), width=width, fail_at=3), checkpoint_store=store, durability="step")
+    first = list(runner.query("go", checkpoint_id="run"))
+    assert [str(e) for e in errors(first)] == ["the model failed at call 3"]
+    resumed = list(
+        Runner(counting_agent(5, str(side), width=width), checkpoint_store=store, durability="step").resume("run")
+    )
+    assert errors(resumed) == []
+    if width == 1:
+        assert rows(resumed) == rows(whole)  # the replayed events first, then the rest
+    else:  # concurrent calls' events come in the order they finish
+        assert sorted(rows(resumed)) == sorted(rows(whole))
+    assert rows(resumed)[-1] == (
+        "assistant",
+        f"sum {sum(k * k * width + sum(range(width)) for k in range(5))} after 5 rounds",
+    )
+    seen = lines(side)
+    assert seen.count("model 3") == 2  # the call that failed, then its retry
+    assert all(seen.count(x) == 1 for x in seen if x != "model 3"), seen
+    assert all(seen.count(f"tool {k}.{i}") == 1 for k in range(5) for i in range(width))
+    assert store.get("run") is None  # finished: deleted
+
+
+def test_a_dropped_run_resumes_without_rerunning_its_calls(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(tmp_path / "c.db")
+    side = tmp_path / "side"
+    runner = Runner(counting_agent(6, str(side), hang_at=2), checkpoint_store=store, durability="step")
+    with runner.query("go", checkpoint_id="run") as events:
+        for n, _ in enumerate(events):
+            if n == 4:  # model 0, tool 0, model 1, tool 1, model 2; tool 2 hangs: the consumer goes away
+                break
+    done = list(Runner(counting_agent(6, str(side)), checkpoint_store=store, durability="step").resume("run"))
+    assert rows(done)[-1] == ("assistant", "sum 55 after 6 rounds")
+    seen = lines(side)
+    assert sorted(seen) == sorted([f"model {k}" for k in range(7)] + [f"tool {k}.0" for k in range(6)])
+
+
+def test_the_log_holds_one_record_per_step_and_a_small_head(tmp_path: Path) -> None:
+    store = InMemoryCheckpointStore()
+    list(Runner(counting_agent(4, fail_at=4), checkpoint_store=store, durability="step").query("go", checkpoint_id="r"))
+    head = store.get("r")
+    assert head is not None and len(head) == 16 and read_step_head(head, "r") == 9
+    kinds = [r[0] for r in decode_records(store.read_log("r"), "r")]
+    assert kinds == ["start"] + ["model", "tools"] * 4
+
+
+def test_interrupt_durability_writes_nothing_for_a_run_that_finishes() -> None:
+    store = InMemoryCheckpointStore()
+    assert Runner(counting_agent(2), checkpoint_store=store).durability == "interrupt"
+    list(Runner(counting_agent(2), checkpoint_store=store).query("go", checkpoint_id="r"))
+    assert len(store) == 0
+
+
+def test_streaming_step_runs_replay_too(tmp_path: Path) -> None:
+    store = InMemoryCheckpointStore()
+    side = tmp_path / "side"
+    failing = Runner(counting_agent(3, str(side), fail_at=2), checkpoint_store=store, durability="step", streaming=True)
+    list(failing.query("go", checkpoint_id="r"))
+    done = list(
+        Runner(counting_agent(3, str(side)), checkpoint_store=store, durability="step", streaming=True).resume("r")
+    )
+    assert rows(done)[-1] == ("assistant", "sum 5 after 3 rounds")
+    assert [x for x in lines(side) if x.startswith("tool")] == ["tool 0.0", "tool 1.0", "tool 2.0"]
+
+
+def test_a_step_run_resumed_from_an_interrupt_records_the_resume(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(tmp_path / "c.db")
+    log = tmp_path / "paid"
+    runner = Runner(build(str(log)), checkpoint_store=store, durability="step")
+    events = list(runner.query("pay", checkpoint_id="p"))
+    (info,) = [e.action.interrupted for e in events if e.action is not None and e.action.interrupted is not None]
+    iid = info.interrupt_contexts[0].id
+    assert read_step_head(store.get("p") or b"", "p") is None  # an interrupt saves the whole checkpoint
+
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("the model is down")
+
+    failing = build(str(log), first=False)
+    failing.model = ScriptedModel(broken)
+    out = list(Runner(failing, checkpoint_store=store, durability="step").resume("p", targets={iid: approve()}))
+    assert "the model is down" in str(errors(out))
+    assert [r[0] for r in decode_records(store.read_log("p"), "p")] == ["resume", "tools"]
+    with pytest.raises(CheckpointError, match="without targets"):
+        Runner(build(str(log), first=False), checkpoint_store=store, durability="step").resume(
+            "p", targets={iid: approve()}
+        )
+    done = list(Runner(build(str(log), first=False), checkpoint_store=store, durability="step").resume("p"))
+    assert errors(done) == [] and rows(done)[-1] == ("assistant", "Done.")
+    assert log.read_text() == "paid\n"  # the approved call ran once, though the run was resumed twice
+    assert store.get("p") is None
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="durability='always'.*interrupt.*step"):
+        Runner(counting_agent(1), durability="always")  # type: ignore[arg-type]
+    runner = Runner(counting_agent(1), checkpoint_store=InMemoryCheckpointStore(), durability="step")
+    with pytest.raises(ValueError, match="session"):
+        runner.query("go", checkpoint_id="r", session_id="s")
+
+
+def test_bytes_written_grow_linearly_with_steps() -> None:
+    """Every record is written once: the total written is the final checkpoint plus a 16-byte
+    head per step (tests of the whole 200-turn run against LangGraph: benches/)."""
+    written = []
+
+    class Counting(InMemoryCheckpointStore):
+        def append(self, checkpoint_id: str, records: list[bytes], head: bytes) -> None:
+            written.append(sum(map(len, records)) + len(head))
+            super().append(checkpoint_id, records, head)
+            self.final = self.entries()[0][1]
+
+        def set(self, checkpoint_id: str, data: bytes) -> None:
+            written.append(len(data))
+            super().set(checkpoint_id, data)
+
+    store = Counting()
+    turns = 60
+    list(
+        Runner(counting_agent(turns, fail_at=turns), checkpoint_store=store, durability="step").query(
+            "go", checkpoint_id="r"
+        )
+    )
+    steps = 2 * turns + 1
+    assert sum(written) <= 1.1 * store.final + 16 * (steps + 1)
+
+
+def test_a_damaged_step_record_is_refused_with_the_reason() -> None:
+    store = InMemoryCheckpointStore()
+    list(Runner(counting_agent(2, fail_at=1), checkpoint_store=store, durability="step").query("go", checkpoint_id="r"))
+    head = store.get("r")
+    assert head is not None
+    runner = Runner(counting_agent(2), checkpoint_store=store, durability="step")
+    with pytest.raises(CheckpointError, match="is the step record of a run that did not finish"):
+        load(head, "r")  # what `rillet inspect` reads: it says what the bytes are
+    store.set("r", head[:-1] + bytes([head[-1] ^ 1]))
+    with pytest.raises(CheckpointCorruptError, match="damaged step head"):
+        runner.resume("r")
+    store.append("r", [b"RCK\x01garbage"], head)
+    with pytest.raises(CheckpointCorruptError, match="checksum"):
+        runner.resume("r")
+    assert store.get("r") == head  # refused before anything ran: the record stays, its claim released
+    assert store.claim("r", "someone") == head
+
+
+def test_a_transfer_and_a_sequence_replay_with_their_actions(tmp_path: Path) -> None:
+    """The router's transfer (a return-directly tool whose event carries the action) comes back
+    from the record with its action, so the run goes on in the same sub-agent; a sequence's
+    agents keep their records apart."""
+    from rillet import FunctionCall, Message, SequentialAgent, ToolCall, set_sub_agents
+
+    side = tmp_path / "side"
+
+    def build(fail: bool) -> Any:
+        def route(messages: list[Message], tools: Any) -> Message | str:
+            side.open("a").write("router\n")
+            go = ToolCall(index=0, id="t", function=FunctionCall("transfer_to_agent", '{"agent_name": "worker"}'))
+            return Message.assistant(tool_calls=[go])
+
+        router = ChatModelAgent("router", description="routes", model=ScriptedModel(route))
+        worker = counting_agent(2, str(side), fail_at=1 if fail else None, name="worker")
+        tail = counting_agent(1, str(side), name="tail")
+        return SequentialAgent("seq", description="both", sub_agents=[set_sub_agents(router, [worker]), tail])
+
+    store = InMemoryCheckpointStore()
+    first = list(Runner(build(True), checkpoint_store=store, durability="step").query("go", checkpoint_id="r"))
+    assert "the model failed at call 1" in str(errors(first))
+    done = list(Runner(build(False), checkpoint_store=store, durability="step").resume("r"))
+    assert errors(done) == []
+    transfers = [e.action.transfer_to_agent for e in done if e.action is not None and e.action.transfer_to_agent]
+    assert [t.dest_agent_name for t in transfers if t is not None] == ["worker"]
+    assert [e.agent_name for e in done if e.message_output is not None][-1] == "tail"
+    seen = lines(side)
+    assert seen.count("router") == 1 and seen.count("tool 0.0") == 2  # worker's and tail's first call
+    assert seen.count("model 1") == 3  # worker's failed call, its retry, tail's answer
