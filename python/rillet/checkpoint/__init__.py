@@ -4,7 +4,9 @@ A store is anything with ``get(id) -> bytes | None`` and ``set(id, data)`` (eith
 ``async``); ``delete(id)`` is optional, and so are ``claim(id, owner)`` and ``release(id, owner)``
 (see :class:`CheckpointStore` and :class:`ClaimingCheckpointStore`); :class:`StoreAdapter` is
 how rillet calls any of them. :class:`InMemoryCheckpointStore` keeps them in a dict,
-:class:`SqliteCheckpointStore` in a SQLite file that several threads and processes can share.
+:class:`SqliteCheckpointStore` in a SQLite file that several threads and processes can share,
+:class:`RedisCheckpointStore` and :class:`PostgresCheckpointStore` on a server that processes on
+several machines can share (the ``redis`` and ``postgres`` extras, imported when first used).
 """
 
 from rillet.checkpoint.adapter import StoreAdapter
@@ -15,6 +17,8 @@ from rillet.checkpoint.payload import (
     CheckpointError,
     CheckpointNotFoundError,
 )
+from rillet.checkpoint.postgres_store import PostgresCheckpointStore
+from rillet.checkpoint.redis_store import RedisCheckpointStore
 from rillet.checkpoint.stores import (
     CheckpointStore,
     ClaimingCheckpointStore,
@@ -31,6 +35,8 @@ __all__ = [
     "CheckpointStore",
     "ClaimingCheckpointStore",
     "InMemoryCheckpointStore",
+    "PostgresCheckpointStore",
+    "RedisCheckpointStore",
     "SqliteCheckpointStore",
     "StoreAdapter",
 ]
