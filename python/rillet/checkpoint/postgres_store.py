@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rillet.checkpoint.remote import check_prune, redacted, unreachable
@@ -94,16 +94,32 @@ class PostgresCheckpointStore:
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Cursor[Any]]:
         """A cursor in one transaction, this store's connection held by this thread meanwhile."""
-        with self._lock:
+        with self._lock, ExitStack() as stack:
+            conn = self._begin(stack)
+            try:
+                yield stack.enter_context(conn.cursor())
+                stack.close()  # COMMIT, or ROLLBACK after an error in the block
+            except self._psycopg.OperationalError as e:
+                if not conn.broken:
+                    raise
+                self._conn = None  # the next call reconnects
+                raise unreachable("PostgresCheckpointStore", self.url, e, "PostgreSQL") from e
+
+    def _begin(self, stack: ExitStack) -> psycopg.Connection[Any]:
+        """The connection, in a new transaction. A connection found dead at BEGIN (the server
+        restarted, or dropped it while idle) is replaced once: nothing was sent on it yet."""
+        for attempt in (1, 2):
             conn = self._connect()
             try:
-                with conn.transaction(), conn.cursor() as cur:
-                    yield cur
+                stack.enter_context(conn.transaction())
+                return conn
             except self._psycopg.OperationalError as e:
-                if conn.broken:
-                    self._conn = None  # the next call reconnects
+                if not conn.broken:
+                    raise
+                self._conn = None
+                if attempt == 2:
                     raise unreachable("PostgresCheckpointStore", self.url, e, "PostgreSQL") from e
-                raise
+        raise AssertionError("unreachable")
 
     def _migrate(self, quoted: str) -> None:
         with self._transaction() as cur:
