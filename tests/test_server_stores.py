@@ -109,6 +109,26 @@ def test_redis_keys_stay_under_the_prefix(redis_url: str, prefix: str) -> None:
     assert list(client.scan_iter(match=f"{prefix}*")) == []
 
 
+def test_a_redis_append_retried_after_a_lost_reply_lands_once(redis_url: str, prefix: str) -> None:
+    """redis-py resends a command whose connection failed; if the script had run, the resent
+    one (same token) must not append again."""
+    store = redis_store(redis_url, prefix=prefix)
+    sent: list[dict[str, Any]] = []
+    script = store._append
+
+    def send_twice(**kwargs: Any) -> Any:
+        sent.append(kwargs)
+        script(**kwargs)
+        return script(**kwargs)  # the retry
+
+    store._append = send_twice
+    store.append("c", [b"r0", b"r1"], b"h1")
+    store.append("c", [b"r2"], b"h2")
+    assert (store.read_log("c"), store.get("c")) == ([b"r0", b"r1", b"r2"], b"h2")
+    assert [size for _, size, _ in store.entries()] == [2 + 6]
+    assert len(sent) == 2
+
+
 def test_redis_takes_a_ready_client_but_not_one_that_decodes(redis_url: str, prefix: str) -> None:
     redis = need("redis")
     store = redis_store(client=redis.Redis.from_url(redis_url), prefix=prefix)

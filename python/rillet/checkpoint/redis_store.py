@@ -9,6 +9,7 @@ than one key is one Lua script, which Redis runs atomically; times are the serve
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -31,11 +32,14 @@ _SET = (
     "redis.call('ZADD', KEYS[3], now, ARGV[1]) return 1"
 )
 
-# KEYS: head, log, index. ARGV: id, head, bytes of the records, records... Keeps the claim.
+# KEYS: head, log, index. ARGV: id, head, bytes of the records, this append's token, records...
+# Keeps the claim. redis-py retries a command whose connection failed, and a reply lost after the
+# script ran would append twice: a retry carries the same token and finds it already applied.
 _APPEND = (
-    _NOW + "local n = #ARGV "
-    "for i = 4, n, 1000 do redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, n))) end "
-    "redis.call('HSET', KEYS[1], 'data', ARGV[2], 'at', tostring(now)) "
+    _NOW + "if redis.call('HGET', KEYS[1], 'append') == ARGV[4] then return 0 end "
+    "local n = #ARGV "
+    "for i = 5, n, 1000 do redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, n))) end "
+    "redis.call('HSET', KEYS[1], 'data', ARGV[2], 'at', tostring(now), 'append', ARGV[4]) "
     "redis.call('HINCRBY', KEYS[1], 'logbytes', ARGV[3]) "
     "redis.call('ZADD', KEYS[3], now, ARGV[1]) return 1"
 )
@@ -154,7 +158,8 @@ class RedisCheckpointStore:
     def append(self, checkpoint_id: str, records: Sequence[bytes], head: bytes) -> None:
         """Appends ``records`` to the log and replaces the head, in one step (a Lua script)."""
         records = [bytes(r) for r in records]
-        args: list[bytes | str | int] = [checkpoint_id, bytes(head), sum(map(len, records)), *records]
+        token = uuid.uuid4().hex
+        args: list[bytes | str | int] = [checkpoint_id, bytes(head), sum(map(len, records)), token, *records]
         with self._reaching():
             self._append(keys=self._keys(checkpoint_id), args=args)
 
