@@ -100,10 +100,12 @@ def replies_for(page: str) -> list[Reply]:
     return []
 
 
-def run_page(path: Path, server: FakeOpenAIServer, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_page(
+    path: Path, server: FakeOpenAIServer, cwd: Path, more_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     blocks = [(line, code) for line, code, _ in examples(path.read_text(encoding="utf-8"))]
     page = {"path": str(path), "prelude": PRELUDES.get(path.name, ""), "blocks": blocks}
-    env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-doc-test"}
+    env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-doc-test", **(more_env or {})}
     return subprocess.run(
         [sys.executable, "-c", DRIVER],
         input=json.dumps(page),
@@ -122,9 +124,17 @@ def test_every_page_with_python_blocks_is_run_or_covered_elsewhere() -> None:
 
 
 @pytest.mark.parametrize("path", RUN, ids=[p.name for p in RUN])
-def test_doc_blocks_run_in_order(path: Path, server: FakeOpenAIServer, tmp_path: Path) -> None:
+def test_doc_blocks_run_in_order(
+    path: Path, server: FakeOpenAIServer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     server.script(*replies_for(path.name))
-    proc = run_page(path, server, tmp_path)
+    more_env = {}
+    if path.name == "stores.md":  # the Redis and PostgreSQL stores' blocks use the session's servers
+        more_env = {
+            "REDIS_URL": request.getfixturevalue("redis_url"),
+            "DATABASE_URL": request.getfixturevalue("postgres_url"),
+        }
+    proc = run_page(path, server, tmp_path, more_env)
     assert proc.returncode == 0, f"a block of docs/{path.name} failed:\n{proc.stderr}"
     printed = dict(
         (int(head), body) for head, _, body in (part.partition("\n") for part in proc.stdout.split("\x1eblock ")[1:])

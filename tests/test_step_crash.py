@@ -10,9 +10,11 @@ import random
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
+from optional import need
 from rillet import Runner
 from step_agents import counting_agent
 
@@ -20,7 +22,7 @@ CHILD = str(Path(__file__).parent / "step_crash_child.py")
 STEPS = 30
 
 
-def crash_trials(url: str, trials: int, tmp_path: Path, seed: int = 22) -> list[int]:
+def crash_trials(url: str, trials: int, tmp_path: Path, seed: int = 22, id_prefix: str = "") -> list[int]:
     """Runs ``trials`` kill-and-resume trials against the store at ``url``; returns the steps
     the processes were killed at."""
     (last,) = [e for e in Runner(counting_agent(STEPS)).query("go") if e.message_output is not None][-1:]
@@ -29,7 +31,7 @@ def crash_trials(url: str, trials: int, tmp_path: Path, seed: int = 22) -> list[
     rng = random.Random(seed)
     killed_at = []
     for t in range(trials):
-        side, checkpoint_id = tmp_path / f"side{t}", f"crash{t}"
+        side, checkpoint_id = tmp_path / f"side{t}", f"{id_prefix}crash{t}"
         die_at = rng.randrange(1, 2 * STEPS + 1)  # 2k: model call k, 2k+1: tool call k
         first = subprocess.run(
             [sys.executable, CHILD, url, checkpoint_id, str(side), str(STEPS), "run", str(die_at)],
@@ -56,4 +58,18 @@ def crash_trials(url: str, trials: int, tmp_path: Path, seed: int = 22) -> list[
 @pytest.mark.slow
 def test_sqlite_runs_survive_sigkill_at_random_steps(tmp_path: Path) -> None:
     killed_at = crash_trials(f"sqlite:///{tmp_path / 'steps.db'}", 20, tmp_path)
+    print("killed at steps", killed_at)
+
+
+@pytest.mark.slow
+def test_redis_runs_survive_sigkill_at_random_steps(tmp_path: Path, redis_url: str) -> None:
+    need("redis")
+    killed_at = crash_trials(redis_url, 5, tmp_path, seed=23, id_prefix=f"{uuid.uuid4().hex}-")
+    print("killed at steps", killed_at)
+
+
+@pytest.mark.slow
+def test_postgres_runs_survive_sigkill_at_random_steps(tmp_path: Path, postgres_url: str) -> None:
+    need("psycopg")
+    killed_at = crash_trials(postgres_url, 5, tmp_path, seed=24, id_prefix=f"{uuid.uuid4().hex}-")
     print("killed at steps", killed_at)

@@ -5,7 +5,9 @@ A store is anything with ``get(id) -> bytes | None`` and ``set(id, data)`` (eith
 (see :class:`CheckpointStore` and :class:`ClaimingCheckpointStore`); :class:`StoreAdapter` is
 how rillet calls any of them. ``Runner(durability="step")`` also appends to a log per id
 (:class:`LogCheckpointStore`, with a fallback for stores that lack it; docs/durability.md). :class:`InMemoryCheckpointStore` keeps them in a dict,
-:class:`SqliteCheckpointStore` in a SQLite file that several threads and processes can share.
+:class:`SqliteCheckpointStore` in a SQLite file that several threads and processes can share,
+:class:`RedisCheckpointStore` and :class:`PostgresCheckpointStore` on a server that processes on
+several machines can share (the ``redis`` and ``postgres`` extras, imported when first used).
 """
 
 from rillet.checkpoint.adapter import StoreAdapter
@@ -16,6 +18,8 @@ from rillet.checkpoint.payload import (
     CheckpointError,
     CheckpointNotFoundError,
 )
+from rillet.checkpoint.postgres_store import PostgresCheckpointStore
+from rillet.checkpoint.redis_store import RedisCheckpointStore
 from rillet.checkpoint.stores import (
     CheckpointStore,
     ClaimingCheckpointStore,
@@ -34,6 +38,8 @@ __all__ = [
     "ClaimingCheckpointStore",
     "InMemoryCheckpointStore",
     "LogCheckpointStore",
+    "PostgresCheckpointStore",
+    "RedisCheckpointStore",
     "SqliteCheckpointStore",
     "StoreAdapter",
 ]
