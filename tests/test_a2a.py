@@ -49,7 +49,7 @@ from rillet import (
     ToolCall,
     tool,
 )
-from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent
+from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent, serve_a2a
 from rillet.approval import approve, requires_approval
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]
@@ -495,6 +495,13 @@ async def test_a_remote_failure_is_an_error_event() -> None:
         events = [ev async for ev in Runner(RemoteA2AAgent("echo", url)).query("fail")]
     assert len(events) == 1 and isinstance(events[0].error, A2AError)
     assert "failed: no can do" in str(events[0].error)
+
+
+def test_serving_on_every_interface_needs_the_public_url_for_the_card() -> None:
+    # the card would name http://0.0.0.0:port/, which clients cannot reach and RemoteA2AAgent
+    # refuses as another origin than the one it fetched the card from
+    with pytest.raises(ValueError, match="public_url='http://<the name clients use>:8000/'"):
+        serve_a2a(weather_agent(), host="0.0.0.0", port=8000)
 
 
 def test_bad_arguments_are_refused_with_the_fix() -> None:

@@ -302,7 +302,13 @@ def serve_a2a(
 ) -> None:
     """Serves ``agent`` over A2A until Ctrl-C. ``public_url`` is the URL clients reach it by
     (in its card), ``http://host:port/`` by default; ``options`` go to :func:`a2a_app`
-    (``checkpoint_store``, ``session_store``, ``streaming``, ``card``)."""
+    (``checkpoint_store``, ``session_store``, ``streaming``, ``card``). A wildcard ``host``
+    (``0.0.0.0``, ``::``) needs ``public_url``: no client can reach the address it names."""
+    if public_url is None and host in ("0.0.0.0", "::", ""):
+        raise ValueError(
+            f"serve_a2a: host {host!r} listens on every interface, so it is not a URL clients can reach; pass "
+            f"public_url='http://<the name clients use>:{port}/' for the agent card"
+        )
     import uvicorn  # the rillet[a2a] extra, needed only to serve
 
     url = public_url or f"http://{host}:{port}{RPC_PATH}"
