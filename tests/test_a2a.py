@@ -550,3 +550,98 @@ async def test_answers_resume_exactly_the_interrupts_they_name_and_the_rest_are_
         third = await raw(server.url, user(task_id=task.id, context_id=task.context_id, data={again["id"]: approve()}))
     assert shape(third)[-1] == ("status", "COMPLETED")
     assert done == ["ann", "bob"]
+
+
+# --- RemoteA2AAgent against servers that shape replies otherwise ------------------------------
+
+
+class Scripted(AgentExecutor):
+    """Plays ``turns[i]`` for the i-th request: each a list of (kind, *args) steps written with
+    a2a-sdk's TaskUpdater, as servers other than rillet's write their replies."""
+
+    def __init__(self, *turns: list[tuple[Any, ...]]) -> None:
+        self.turns = list(turns)
+        self.heard: list[str] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        up = TaskUpdater(event_queue, task_id, context_id)
+        self.heard.append(context.get_user_input())
+        if context.current_task is None:
+            submitted = TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)
+            await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, status=submitted))
+        for kind, *args in self.turns.pop(0):
+            if kind == "chunk":
+                text, append, last = args
+                await up.add_artifact([new_text_part(text)], "a1", append=append, last_chunk=last)
+            else:  # a status with a text message, or none
+                message = up.new_agent_message([new_text_part(args[0])]) if args else None
+                await up.update_status(kind, message)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
+
+
+async def replies(events: list[Any]) -> list[tuple[str, list[str]]]:
+    """Each message event as (how it came, its texts): ("stream", chunks) or ("whole", [text])."""
+    out = []
+    for ev in events:
+        assert ev.error is None, ev.error
+        mv = ev.message_output
+        if mv is not None and mv.message_stream is not None:
+            out.append(("stream", [c.content async for c in mv.message_stream]))
+        elif mv is not None:
+            out.append(("whole", [mv.message.content]))
+    return out
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_reply_in_the_final_status_is_kept_and_progress_notes_are_not_replies(streaming: bool) -> None:
+    # many a2a-sdk servers answer with complete(message): the reply was lost before
+    working, completed = TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED
+    server = Scripted([(working, "thinking..."), (completed, "the answer is 42")])
+    async with plain_server(server) as url:
+        events = [ev async for ev in Runner(RemoteA2AAgent("s", url), streaming=streaming).query("q")]
+    assert await replies(events) == [("whole", ["the answer is 42"])]
+
+
+async def test_a_final_status_repeating_the_artifacts_is_not_a_second_reply() -> None:
+    completed = TaskState.TASK_STATE_COMPLETED
+    server = Scripted([("chunk", "Hel", False, False), ("chunk", "lo", True, True), (completed, "Hello")])
+    async with plain_server(server) as url:
+        events = [ev async for ev in Runner(RemoteA2AAgent("s", url), streaming=True).query("q")]
+    assert await replies(events) == [("stream", ["Hel", "lo"])]
+
+
+async def test_a_closing_snapshot_replaces_the_chunks_without_repeating_them() -> None:
+    # ADK-Go's servers close partial chunks with the whole text (append false, last_chunk true):
+    # before, the stream was cut off with an error and the text came a second time
+    completed = TaskState.TASK_STATE_COMPLETED
+    server = Scripted(
+        [("chunk", "Hel", False, False), ("chunk", "lo", True, False), ("chunk", "Hello!", False, True), (completed,)]
+    )
+    async with plain_server(server) as url:
+        events = [ev async for ev in Runner(RemoteA2AAgent("s", url), streaming=True).query("q")]
+    assert await replies(events) == [("stream", ["Hel", "lo", "!"])]
+
+
+async def test_chunks_never_marked_last_end_with_the_task() -> None:
+    completed = TaskState.TASK_STATE_COMPLETED
+    server = Scripted([("chunk", "Hel", False, False), ("chunk", "lo", True, False), (completed,)])
+    async with plain_server(server) as url:
+        events = [ev async for ev in Runner(RemoteA2AAgent("s", url), streaming=True).query("q")]
+    assert await replies(events) == [("stream", ["Hel", "lo"])]  # no "cut off" error
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_question_asked_in_words_reaches_the_top_and_the_answer_goes_back_as_text(streaming: bool) -> None:
+    asking, completed = TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_COMPLETED
+    server = Scripted([(asking, "Which city?")], [("chunk", "sunny there", False, True), (completed,)])
+    async with plain_server(server) as url:
+        runner = Runner(RemoteA2AAgent("s", url), checkpoint_store=InMemoryCheckpointStore(), streaming=streaming)
+        first = [ev async for ev in runner.query("weather?", checkpoint_id="w")]
+        (ctx,) = first[-1].action.interrupted.interrupt_contexts
+        assert ctx.info == {"remote_agent": "s", "interrupts": [], "question": "Which city?"}
+        resumed = [ev async for ev in await runner.aresume("w", targets={ctx.id: "Porto"})]
+    assert await replies(resumed) == [("whole", ["sunny there"])]
+    assert server.heard == ["weather?", "Porto"]

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.helpers.proto_helpers import new_data_part
+from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -130,7 +130,8 @@ class RemoteA2AAgent(BaseAgent):
         if saved.was_interrupted and isinstance(saved.state, dict):
             resume = get_resume_context()
             if not (resume.is_target and resume.has_data):  # not answered: ask again
-                yield stateful_interrupt_event(_info(self.name, saved.state["asked"]), saved.state)
+                info = _info(self.name, saved.state["asked"], saved.state.get("question", ""))
+                yield stateful_interrupt_event(info, saved.state)
                 return
             request = _answer(saved.state, resume.data)
         else:
@@ -195,14 +196,22 @@ def _outgoing(messages: list[Message]) -> list[Any]:
     return parts
 
 
-def _info(name: str, asked: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"remote_agent": name, "interrupts": asked}
+def _info(name: str, asked: list[dict[str, Any]], question: str = "") -> dict[str, Any]:
+    """A remote question's interrupt info: its interrupt parts, and its text when it has one
+    (a server that asks in words, with no interrupt parts)."""
+    return {"remote_agent": name, "interrupts": asked, **({"question": question} if question else {})}
 
 
 def _answer(state: dict[str, Any], data: Any) -> SendMessageRequest:
     """The resume data as the answer on the remote task: ``{remote interrupt id: value}``, or
     one value for a task that asked one thing."""
     ids = [str(a.get("id")) for a in state["asked"]]
+    if not ids:  # the remote asked in words: the answer goes back as a text (or its data)
+        part = new_data_part(jsonable(data)) if isinstance(data, dict) else new_text_part(str(data))
+        message = user_message(
+            [part], message_id=uuid.uuid4().hex, task_id=state["task_id"], context_id=state["context_id"]
+        )
+        return SendMessageRequest(message=message)
     if not (isinstance(data, dict) and data and set(data) <= set(ids)):
         if len(ids) != 1:
             raise A2AError(
@@ -226,18 +235,20 @@ class _Reader:
         self.allow_transfer = allow_transfer
         self.task_id = self.context_id = ""
         self.open: dict[str, StreamWriter[Any]] = {}
+        self.streamed: dict[str, str] = {}  # the text each open stream has carried
+        self.replied = False  # the task sent its reply as artifacts
         self.done = False
 
     async def read(self, response: StreamResponse) -> list[AgentEvent]:
         if response.HasField("task"):
             return self._task(response.task)
         if response.HasField("artifact_update"):
-            u = response.artifact_update
-            return await self._chunk(u.artifact.artifact_id, parts_text(u.artifact.parts), u.append, u.last_chunk)
+            a = response.artifact_update
+            return await self._chunk(a.artifact.artifact_id, parts_text(a.artifact.parts), a.append, a.last_chunk)
         if response.HasField("status_update"):
-            u = response.status_update
-            self.task_id, self.context_id = u.task_id, u.context_id
-            return self._status(u.status)
+            s = response.status_update
+            self.task_id, self.context_id = s.task_id, s.context_id
+            return self._status(s.status)
         if response.HasField("message"):  # a direct reply, no task
             self.done = True
             return [event_from_message(Message.assistant(parts_text(response.message.parts)))]
@@ -254,40 +265,70 @@ class _Reader:
         for a in task.artifacts:
             text = parts_text(a.parts)
             if text:
+                self.replied = True
                 out.append(event_from_message(Message.assistant(text)))
         return out + self._status(task.status)
 
     async def _chunk(self, artifact_id: str, text: str, append: bool, last: bool) -> list[AgentEvent]:
-        if not append and last:  # a whole message
-            return [event_from_message(Message.assistant(text))]
-        out = []
+        self.replied = self.replied or bool(text)
         writer = self.open.get(artifact_id)
+        if not append and last:
+            if writer is None:  # a whole message
+                return [event_from_message(Message.assistant(text))]
+            return await self._snapshot(artifact_id, writer, text)
+        out = []
         if writer is None:
             reader, writer = pipe()
             self.open[artifact_id] = writer
+            self.streamed[artifact_id] = ""
             out.append(event_from_message(None, reader))
         if text:
+            self.streamed[artifact_id] += text
             await writer.asend(Message.assistant(text))
         if last:
-            writer.close()
-            del self.open[artifact_id]
+            self._end(artifact_id)
         return out
+
+    async def _snapshot(self, artifact_id: str, writer: StreamWriter[Any], text: str) -> list[AgentEvent]:
+        """A whole artifact closing the chunks of the same id (ADK-Go's servers send one): it
+        replaces them, so only what it adds goes on the stream; one that says something else
+        ends the stream and comes as a message of its own."""
+        sent = self.streamed[artifact_id]
+        if text.startswith(sent):
+            if text[len(sent) :]:
+                await writer.asend(Message.assistant(text[len(sent) :]))
+            self._end(artifact_id)
+            return []
+        self._end(artifact_id)
+        return [event_from_message(Message.assistant(text))]
+
+    def _end(self, artifact_id: str) -> None:
+        self.open.pop(artifact_id).close()
+        del self.streamed[artifact_id]
 
     def _status(self, status: TaskStatus) -> list[AgentEvent]:
         state = status.state
         data = data_of(status.message.parts) if status.HasField("message") else []
+        text = parts_text(status.message.parts) if status.HasField("message") else ""
+        if state in (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_COMPLETED):
+            for artifact_id in list(self.open):  # a stream the server never marked last ends here
+                self._end(artifact_id)
         if state == TaskState.TASK_STATE_INPUT_REQUIRED:
             self.done = True
             asked = [d for d in data if d.get("kind") == "interrupt"]
-            keep = {"task_id": self.task_id, "context_id": self.context_id, "asked": asked}
-            return [stateful_interrupt_event(_info(self.name, asked), keep)]
+            keep = {"task_id": self.task_id, "context_id": self.context_id, "asked": asked, "question": text}
+            return [stateful_interrupt_event(_info(self.name, asked, text), keep)]
         if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_CANCELED):
             self.done = True
             what = TaskState.Name(state).removeprefix("TASK_STATE_").lower()
-            text = parts_text(status.message.parts) if status.HasField("message") else ""
             raise A2AError(f"remote agent {self.name!r}: task {self.task_id} {what}" + (f": {text}" if text else ""))
         if state == TaskState.TASK_STATE_COMPLETED:
             self.done = True
+            # a reply in the final status counts when no artifact carried one; after artifacts
+            # it repeats them (the duplicate some servers send), and progress notes in WORKING
+            # statuses are not replies
+            if text and not self.replied:
+                return [*self._data(data), event_from_message(Message.assistant(text))]
         return self._data(data)
 
     def _data(self, data: list[dict[str, Any]]) -> list[AgentEvent]:
@@ -311,3 +352,4 @@ class _Reader:
             writer.send_error(A2AError(f"remote agent {self.name!r}: the message stream was cut off"))
             writer.close()
         self.open.clear()
+        self.streamed.clear()
