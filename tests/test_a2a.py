@@ -49,7 +49,7 @@ from rillet import (
     ToolCall,
     tool,
 )
-from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent, serve_a2a
+from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent, RilletExecutor, serve_a2a
 from rillet.approval import approve, requires_approval
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]
@@ -348,6 +348,20 @@ async def test_closing_a_remote_agents_run_cancels_the_remote_task() -> None:
         await asyncio.wait_for(started.wait(), 10)
         run.close()
         await asyncio.wait_for(closed.wait(), 10)  # the remote run was stopped
+
+
+async def test_canceling_a_task_that_waits_for_input_leaves_nothing_behind() -> None:
+    executor = RilletExecutor(Bank().agent)
+    async with plain_server(executor) as url:
+        asked = await raw(url, user("pay 5"))
+        assert shape(asked)[-1] == ("status", "INPUT_REQUIRED", "interrupt")
+        client = await ClientFactory(ClientConfig(streaming=True)).create_from_url(url)
+        try:
+            canceled = await client.cancel_task(CancelTaskRequest(id=asked[0].task.id))
+        finally:
+            await client.close()
+    assert state(canceled.status.state) == "CANCELED"
+    assert executor._canceled == set()  # no run was going: the id was kept forever before
 
 
 # --- RemoteA2AAgent against serve_a2a ---------------------------------------------------------

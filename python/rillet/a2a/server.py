@@ -59,7 +59,8 @@ class RilletExecutor(AgentExecutor):
             checkpoint_store=checkpoint_store if checkpoint_store is not None else InMemoryCheckpointStore(),
             session_store=session_store if session_store is not None else InMemorySessionStore(),
         )
-        self._canceled: set[str] = set()
+        self._running: set[str] = set()  # the tasks whose runs are going on now
+        self._canceled: set[str] = set()  # of those, the ones canceled: their events are dropped
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
@@ -85,17 +86,20 @@ class RilletExecutor(AgentExecutor):
             await out.status(TaskState.TASK_STATE_WORKING)
             text = parts_text(incoming) or "\n".join(json.dumps(d) for d in data_of(incoming))
             events = self.runner.run([Message.user(text)], checkpoint_id=task_id, session_id=context_id)
+        self._running.add(task_id)
         try:
             async with events:
                 await out.publish(events)
         finally:
+            self._running.discard(task_id)
             self._canceled.discard(task_id)  # cancel() marked it while this ran
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Stops publishing the task's events (a2a-sdk then cancels ``execute``, which closes
         the run) and ends the task CANCELED."""
         task_id = context.task_id or ""
-        self._canceled.add(task_id)
+        if task_id in self._running:  # a task waiting for input has no run to stop (nor to forget it)
+            self._canceled.add(task_id)
         await TaskUpdater(event_queue, task_id, context.context_id or "").cancel()
 
 
