@@ -43,6 +43,7 @@ from rillet import (
     ChatModelAgent,
     FunctionCall,
     InMemoryCheckpointStore,
+    InMemorySessionStore,
     Message,
     Runner,
     ScriptedModel,
@@ -198,6 +199,20 @@ async def test_the_context_id_is_the_session_a_second_task_continues() -> None:
         second = await raw(server.url, user("two", context_id=context_id))
     assert second[0].task.context_id == context_id and second[0].task.id != first[0].task.id
     assert [m.content for m in model.calls[1].messages] == ["one", "first answer", "two"]
+
+
+async def test_a_remote_agent_continues_the_remote_conversation_of_its_session() -> None:
+    model = ScriptedModel(["Hello Ann.", "You are Ann."])
+    agent = ChatModelAgent("chat", description="chats", model=model)
+    async with A2AServer(agent) as server:
+        remote = RemoteA2AAgent("chat", server.url)
+        runner = Runner(remote, session_store=InMemorySessionStore())
+        first = [ev async for ev in runner.query("I am Ann.", session_id="s1")]
+        second = [ev async for ev in runner.query("Who am I?", session_id="s1")]
+    assert [ev.error for ev in first + second if ev.error] == []
+    # the second remote task is in the first one's context: the remote session has both turns
+    # (before, each run opened a new context and the remote agent forgot the first turn)
+    assert [m.content for m in model.calls[1].messages] == ["I am Ann.", "Hello Ann.", "Who am I?"]
 
 
 async def test_an_error_is_failed_with_the_error() -> None:

@@ -33,6 +33,7 @@ from a2a.types import (
 from rillet._native import Message, StreamWriter, pipe
 from rillet.a2a.wire import data_of, jsonable, messages_to_parts, parts_text, tool_call_of, user_message
 from rillet.agent import AgentInput, BaseAgent
+from rillet.context import add_session_value, get_session_value
 from rillet.errors import A2ACardError, A2AError
 from rillet.events import AgentEvent, event_from_message, new_transfer_to_agent_action
 from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt_event
@@ -100,6 +101,12 @@ class RemoteA2AAgent(BaseAgent):
         self.allow_transfer = allow_transfer
         self.timeout = timeout
 
+    @property
+    def context_key(self) -> str:
+        """The session value holding the context id of this agent's last remote task: the next
+        run of the same session sends it, so the remote agent continues that conversation."""
+        return f"a2a_context_id:{self.name}"
+
     async def card(self, http: httpx.AsyncClient | None = None) -> AgentCard:
         """The remote agent's card: the one given, or fetched once and checked (its JSON-RPC
         interface must be on the origin it came from, or in ``allowed_origins``)."""
@@ -135,7 +142,10 @@ class RemoteA2AAgent(BaseAgent):
                 return
             request = _answer(saved.state, resume.data)
         else:
-            request = SendMessageRequest(message=user_message(_outgoing(input.messages), message_id=uuid.uuid4().hex))
+            # the remote conversation this session had (the context id of its last task) goes on
+            context_id = str(get_session_value(self.context_key, ""))
+            message = user_message(_outgoing(input.messages), message_id=uuid.uuid4().hex, context_id=context_id)
+            request = SendMessageRequest(message=message)
         for cb in self.before_request_callbacks:
             edited = cb(request)
             if inspect.isawaitable(edited):
@@ -148,7 +158,10 @@ class RemoteA2AAgent(BaseAgent):
             reader = _Reader(self.name, self.allow_transfer)
             try:
                 async for response in client.send_message(request):
-                    for ev in await reader.read(response):
+                    events = await reader.read(response)
+                    if reader.context_id and reader.context_id != get_session_value(self.context_key):
+                        add_session_value(self.context_key, reader.context_id)
+                    for ev in events:
                         yield ev
                     if reader.done:
                         break
