@@ -201,6 +201,16 @@ async def test_the_context_id_is_the_session_a_second_task_continues() -> None:
     assert [m.content for m in model.calls[1].messages] == ["one", "first answer", "two"]
 
 
+async def test_the_text_parts_of_a_message_are_read_one_a_line() -> None:
+    model = ScriptedModel(["ok"])
+    async with A2AServer(ChatModelAgent("chat", description="chats", model=model)) as server:
+        request = user("first part")
+        request.message.parts.append(new_text_part("second part"))
+        await raw(server.url, request)
+    # before, they were glued: "first partsecond part" (a RemoteA2AAgent sends one part per message)
+    assert [m.content for m in model.calls[0].messages] == ["first part\nsecond part"]
+
+
 async def test_a_remote_agent_continues_the_remote_conversation_of_its_session() -> None:
     model = ScriptedModel(["Hello Ann.", "You are Ann."])
     agent = ChatModelAgent("chat", description="chats", model=model)

@@ -257,7 +257,9 @@ class _Reader:
             return self._task(response.task)
         if response.HasField("artifact_update"):
             a = response.artifact_update
-            return await self._chunk(a.artifact.artifact_id, parts_text(a.artifact.parts), a.append, a.last_chunk)
+            return await self._chunk(
+                a.artifact.artifact_id, parts_text(a.artifact.parts, sep=""), a.append, a.last_chunk
+            )
         if response.HasField("status_update"):
             s = response.status_update
             self.task_id, self.context_id = s.task_id, s.context_id
@@ -276,7 +278,7 @@ class _Reader:
             if m.role == Role.ROLE_AGENT:
                 out += self._data(data_of(m.parts))
         for a in task.artifacts:
-            text = parts_text(a.parts)
+            text = parts_text(a.parts, sep="")  # an artifact's parts are its appended chunks
             if text:
                 self.replied = True
                 out.append(event_from_message(Message.assistant(text)))
