@@ -351,6 +351,48 @@ async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> N
     assert "late" not in all_text(seen)
 
 
+async def test_a_message_on_a_task_that_is_not_asking_is_refused_and_runs_nothing() -> None:
+    started, release, runs = asyncio.Event(), asyncio.Event(), []
+
+    @tool
+    async def slow() -> str:
+        """Waits to be released."""
+        runs.append(1)
+        started.set()
+        await release.wait()
+        return "released"
+
+    model = ScriptedModel([call("slow", {}), "done", call("slow", {}), "again"])
+    async with A2AServer(ChatModelAgent("slow", description="slow", model=model, tools=[slow])) as server:
+        first = asyncio.create_task(raw(server.url, user("go")))
+        await asyncio.wait_for(started.wait(), 10)
+        task = (await asyncio.wait_for(get_task_when_working(server.url), 10)).id
+        # a2a-sdk queues a message on a working task behind its run; before, it then ran the
+        # agent again on the finished task (COMPLETED, then WORKING again)
+        second = asyncio.create_task(raw(server.url, user("more", task_id=task)))
+        await asyncio.sleep(0.2)
+        release.set()
+        got = await asyncio.wait_for(first, 10)
+        with pytest.raises(Exception, match="is not waiting for input"):
+            await asyncio.wait_for(second, 10)
+    assert shape(got)[-1] == ("status", "COMPLETED") and len(runs) == 1
+
+
+async def get_task_when_working(url: str) -> Task:
+    """The one task the server has, once it is WORKING."""
+    from a2a.types import ListTasksRequest
+
+    client = await ClientFactory(ClientConfig(streaming=True)).create_from_url(url)
+    try:
+        while True:
+            tasks = (await client.list_tasks(ListTasksRequest())).tasks
+            if tasks and state(tasks[0].status.state) == "WORKING":
+                return tasks[0]
+            await asyncio.sleep(0.01)
+    finally:
+        await client.close()
+
+
 async def test_closing_a_remote_agents_run_cancels_the_remote_task() -> None:
     started, closed = asyncio.Event(), asyncio.Event()
 

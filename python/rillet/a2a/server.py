@@ -24,6 +24,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, Task, TaskState, TaskStatus
+from a2a.utils.errors import UnsupportedOperationError
 
 from rillet._native import Message, MessageAccumulator
 from rillet.a2a.wire import data_of, interrupt_part, parts_text, tool_call_parts, tool_result_part, transfer_part
@@ -79,6 +80,12 @@ class RilletExecutor(AgentExecutor):
                 await out.status(TaskState.TASK_STATE_FAILED, [new_text_part(str(e))])
                 return
             await out.status(TaskState.TASK_STATE_WORKING)
+        elif task is not None:  # queued behind the task's run: a second run would restart it
+            raise UnsupportedOperationError(
+                message=f"task {task_id} is not waiting for input: a rillet agent reads a message on a task only "
+                f"to answer its question (INPUT_REQUIRED); to go on talking, send a new message (no task id) in "
+                f"context {context_id}"
+            )
         else:
             history = [context.message] if context.message is not None else []
             submitted = TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)
