@@ -313,7 +313,8 @@ async def test_a_remote_interrupt_is_approved_at_the_top_through_an_agent_tool_e
 # --- cancel ---------------------------------------------------------------------------------
 
 
-async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> None:
+def slow_agent() -> tuple[ChatModelAgent, asyncio.Event, asyncio.Event]:
+    """An agent whose tool runs until cancelled, and events set when it starts and ends."""
     started, closed = asyncio.Event(), asyncio.Event()
 
     @tool
@@ -327,6 +328,11 @@ async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> N
         return "late"
 
     agent = ChatModelAgent("slow", description="slow", model=ScriptedModel([call("slow", {}), "never"]), tools=[slow])
+    return agent, started, closed
+
+
+async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> None:
+    agent, started, closed = slow_agent()
     async with A2AServer(agent) as server:
         client = await ClientFactory(ClientConfig(streaming=True)).create_from_url(server.url)
         seen: list[StreamResponse] = []
@@ -394,19 +400,7 @@ async def get_task_when_working(url: str) -> Task:
 
 
 async def test_closing_a_remote_agents_run_cancels_the_remote_task() -> None:
-    started, closed = asyncio.Event(), asyncio.Event()
-
-    @tool
-    async def slow() -> str:
-        """Takes forever."""
-        started.set()
-        try:
-            await asyncio.sleep(30)
-        finally:
-            closed.set()
-        return "late"
-
-    agent = ChatModelAgent("slow", description="slow", model=ScriptedModel([call("slow", {}), "never"]), tools=[slow])
+    agent, started, closed = slow_agent()
     async with A2AServer(agent) as server:
         run = Runner(RemoteA2AAgent("slow", server.url), streaming=True).query("go")
         async for ev in run:
