@@ -310,6 +310,25 @@ async def test_a_remote_interrupt_is_approved_at_the_top_through_an_agent_tool_e
     assert bank.transfers == 1
 
 
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_resumed_remote_task_reports_only_what_came_after_the_answer(streaming: bool) -> None:
+    bank = Bank()
+    async with A2AServer(bank.agent) as server:
+        remote = RemoteA2AAgent("bank", server.url)
+        runner = Runner(remote, checkpoint_store=InMemoryCheckpointStore(), streaming=streaming)
+        first = [ev async for ev in runner.query("pay 5", checkpoint_id="c")]
+        (ctx,) = first[-1].action.interrupted.interrupt_contexts  # type: ignore[union-attr]
+        second = [ev async for ev in await runner.aresume("c", targets={ctx.id: approve()})]
+    messages = [await ev.message_output.aget_message() for ev in first + second if ev.message_output]
+    # the tool call once (with SendMessage the resumed task's history repeated it before)
+    assert [(m.role, m.content, [c.id for c in m.tool_calls]) for m in messages] == [
+        ("assistant", "", ["t1"]),
+        ("tool", "moved 5", []),
+        ("assistant", "Done: moved 5.", []),
+    ]
+    assert bank.transfers == 1
+
+
 # --- cancel ---------------------------------------------------------------------------------
 
 

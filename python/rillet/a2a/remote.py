@@ -274,7 +274,10 @@ class _Reader:
         its history holds the tool calls and results, before the artifacts' replies)."""
         self.task_id, self.context_id = task.id, task.context_id
         out: list[AgentEvent] = []
-        for m in task.history:
+        # only what answered the last user message: on a resumed task, what came before the
+        # answer was reported by the run that asked
+        users = [i for i, m in enumerate(task.history) if m.role == Role.ROLE_USER]
+        for m in task.history[users[-1] + 1 if users else 0 :]:
             if m.role == Role.ROLE_AGENT:
                 out += self._data(data_of(m.parts))
         for a in task.artifacts:
