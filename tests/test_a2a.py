@@ -313,6 +313,8 @@ async def test_a_remote_interrupt_is_approved_at_the_top_through_an_agent_tool_e
 @pytest.mark.parametrize("streaming", [True, False])
 async def test_a_resumed_remote_task_reports_only_what_came_after_the_answer(streaming: bool) -> None:
     bank = Bank()
+    pay = call("transfer_money", {"amount": 5}, "t1")
+    bank.agent.model = ScriptedModel([Message.assistant("Paying.", pay.tool_calls), "Done: moved 5."])
     async with A2AServer(bank.agent) as server:
         remote = RemoteA2AAgent("bank", server.url)
         runner = Runner(remote, checkpoint_store=InMemoryCheckpointStore(), streaming=streaming)
@@ -320,9 +322,11 @@ async def test_a_resumed_remote_task_reports_only_what_came_after_the_answer(str
         (ctx,) = first[-1].action.interrupted.interrupt_contexts  # type: ignore[union-attr]
         second = [ev async for ev in await runner.aresume("c", targets={ctx.id: approve()})]
     messages = [await ev.message_output.aget_message() for ev in first + second if ev.message_output]
-    # the tool call once (with SendMessage the resumed task's history repeated it before)
+    # the text and the tool call once (with SendMessage the resumed task's history and
+    # artifacts repeated them before; its Task gives the history before the artifacts)
+    said, calling = ("assistant", "Paying.", []), ("assistant", "", ["t1"])
     assert [(m.role, m.content, [c.id for c in m.tool_calls]) for m in messages] == [
-        ("assistant", "", ["t1"]),
+        *((said, calling) if streaming else (calling, said)),
         ("tool", "moved 5", []),
         ("assistant", "Done: moved 5.", []),
     ]

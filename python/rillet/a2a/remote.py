@@ -134,6 +134,7 @@ class RemoteA2AAgent(BaseAgent):
 
     async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         saved = get_interrupt_state()
+        reported: list[str] = []
         if saved.was_interrupted and isinstance(saved.state, dict):
             resume = get_resume_context()
             if not (resume.is_target and resume.has_data):  # not answered: ask again
@@ -141,6 +142,7 @@ class RemoteA2AAgent(BaseAgent):
                 yield stateful_interrupt_event(info, saved.state)
                 return
             request = _answer(saved.state, resume.data)
+            reported = list(saved.state.get("artifacts", []))
         else:
             # the remote conversation this session had (the context id of its last task) goes on
             context_id = str(get_session_value(self.context_key, ""))
@@ -155,7 +157,7 @@ class RemoteA2AAgent(BaseAgent):
         async with _http(self.timeout) as http:
             card = await self.card(http)
             client = ClientFactory(ClientConfig(streaming=input.enable_streaming, httpx_client=http)).create(card)
-            reader = _Reader(self.name, self.allow_transfer)
+            reader = _Reader(self.name, self.allow_transfer, reported)
             try:
                 async for response in client.send_message(request):
                     events = await reader.read(response)
@@ -243,8 +245,10 @@ def _answer(state: dict[str, Any], data: Any) -> SendMessageRequest:
 class _Reader:
     """Turns one task's A2A stream responses into rillet events."""
 
-    def __init__(self, name: str, allow_transfer: bool) -> None:
+    def __init__(self, name: str, allow_transfer: bool, reported: Iterable[str] = ()) -> None:
         self.name = name
+        # the task's artifacts already turned into events (by this run, or the one that asked)
+        self.reported = dict.fromkeys(reported)
         self.allow_transfer = allow_transfer
         self.task_id = self.context_id = ""
         self.open: dict[str, StreamWriter[Any]] = {}
@@ -281,6 +285,9 @@ class _Reader:
             if m.role == Role.ROLE_AGENT:
                 out += self._data(data_of(m.parts))
         for a in task.artifacts:
+            if a.artifact_id in self.reported:
+                continue
+            self.reported[a.artifact_id] = None
             text = parts_text(a.parts, sep="")  # an artifact's parts are its appended chunks
             if text:
                 self.replied = True
@@ -289,6 +296,7 @@ class _Reader:
 
     async def _chunk(self, artifact_id: str, text: str, append: bool, last: bool) -> list[AgentEvent]:
         self.replied = self.replied or bool(text)
+        self.reported[artifact_id] = None
         writer = self.open.get(artifact_id)
         if not append and last:
             if writer is None:  # a whole message
@@ -334,7 +342,13 @@ class _Reader:
         if state == TaskState.TASK_STATE_INPUT_REQUIRED:
             self.done = True
             asked = [d for d in data if d.get("kind") == "interrupt"]
-            keep = {"task_id": self.task_id, "context_id": self.context_id, "asked": asked, "question": text}
+            keep = {
+                "task_id": self.task_id,
+                "context_id": self.context_id,
+                "asked": asked,
+                "question": text,
+                "artifacts": list(self.reported),
+            }
             return [stateful_interrupt_event(_info(self.name, asked, text), keep)]
         if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_CANCELED):
             self.done = True
