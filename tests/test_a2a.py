@@ -5,6 +5,7 @@ RemoteA2AAgent calling an A2A server written here with a2a-sdk alone."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -593,6 +594,48 @@ async def test_a_remote_failure_is_an_error_event() -> None:
         events = [ev async for ev in Runner(RemoteA2AAgent("echo", url)).query("fail")]
     assert len(events) == 1 and isinstance(events[0].error, A2AError)
     assert "failed: no can do" in str(events[0].error)
+
+
+SERVE = """
+import sys
+from rillet import ChatModelAgent, ScriptedModel
+from rillet.a2a import serve_a2a
+
+model = ScriptedModel(["Hello from the served agent."], chunk_size=6)
+serve_a2a(ChatModelAgent("greeter", description="greets", model=model), port=int(sys.argv[1]))
+"""
+
+
+@pytest.mark.slow
+async def test_serve_a2a_serves_until_interrupted_and_a_remote_agent_calls_it() -> None:
+    import os
+    import signal
+    import socket
+    import sys
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", SERVE, str(port), env=dict(os.environ))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient() as http:
+            for _ in range(300):  # the card answers once the server is up
+                with contextlib.suppress(httpx.TransportError):
+                    if (await http.get(url + "/.well-known/agent-card.json")).status_code == 200:
+                        break
+                await asyncio.sleep(0.05)
+        events = [ev async for ev in Runner(RemoteA2AAgent("greeter", url), streaming=True).query("hi")]
+        assert [ev.error for ev in events if ev.error] == []
+        assert (await events[-1].message_output.aget_message()).content == "Hello from the served agent."  # type: ignore[union-attr]
+        proc.send_signal(signal.SIGINT)  # Ctrl-C ends it cleanly
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
 
 def test_serving_on_every_interface_needs_the_public_url_for_the_card() -> None:
