@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -51,7 +52,7 @@ from rillet import (
     ToolCall,
     tool,
 )
-from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent, RilletExecutor, serve_a2a
+from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent, RilletExecutor, agent_card, serve_a2a
 from rillet.approval import approve, requires_approval
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]
@@ -533,7 +534,6 @@ class EchoExecutor(AgentExecutor):
 @asynccontextmanager
 async def plain_server(executor: AgentExecutor, card: AgentCard | None = None) -> AsyncIterator[str]:
     """``executor`` served with a2a-sdk's own routes and uvicorn on a free loopback port."""
-    import socket
 
     import uvicorn
     from a2a.server.request_handlers import DefaultRequestHandler
@@ -610,7 +610,6 @@ serve_a2a(ChatModelAgent("greeter", description="greets", model=model), port=int
 async def test_serve_a2a_serves_until_interrupted_and_a_remote_agent_calls_it() -> None:
     import os
     import signal
-    import socket
     import sys
 
     import httpx
@@ -643,6 +642,18 @@ def test_serving_on_every_interface_needs_the_public_url_for_the_card() -> None:
     # refuses as another origin than the one it fetched the card from
     with pytest.raises(ValueError, match="public_url='http://<the name clients use>:8000/'"):
         serve_a2a(weather_agent(), host="0.0.0.0", port=8000)
+
+
+async def test_an_unreachable_remote_is_an_a2a_error_naming_the_agent_and_its_url() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/"
+    card = agent_card(weather_agent(), dead)
+    for streaming in (True, False):
+        events = [ev async for ev in Runner(RemoteA2AAgent("weather", card), streaming=streaming).query("hi")]
+        # before: a2a-sdk's A2AClientError, naming neither the agent nor where it was
+        assert len(events) == 1 and isinstance(events[0].error, A2AError)
+        assert str(events[0].error).startswith(f"remote agent 'weather' at {dead}: A2AClientError")
 
 
 def test_bad_arguments_are_refused_with_the_fix() -> None:

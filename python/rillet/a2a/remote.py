@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, A2AClientError, ClientConfig, ClientFactory
 from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types import (
     AgentCard,
@@ -29,6 +29,7 @@ from a2a.types import (
     TaskState,
     TaskStatus,
 )
+from a2a.utils.errors import A2AError as ProtocolError
 
 from rillet._native import Message, StreamWriter, pipe
 from rillet.a2a.wire import data_of, jsonable, messages_to_parts, parts_text, tool_call_of, user_message
@@ -171,6 +172,9 @@ class RemoteA2AAgent(BaseAgent):
                 if reader.task_id and not reader.done:
                     await _cancel_remote(client, reader.task_id)
                 raise
+            except (A2AClientError, ProtocolError, httpx.HTTPError) as e:  # the connection, or the remote said no
+                where = ", ".join(i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC")
+                raise A2AError(f"remote agent {self.name!r} at {where}: {type(e).__name__}: {e}") from e
             finally:
                 reader.close()
                 await client.close()
