@@ -5,7 +5,9 @@ RemoteA2AAgent calling an A2A server written here with a2a-sdk alone."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -43,13 +45,14 @@ from rillet import (
     ChatModelAgent,
     FunctionCall,
     InMemoryCheckpointStore,
+    InMemorySessionStore,
     Message,
     Runner,
     ScriptedModel,
     ToolCall,
     tool,
 )
-from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent
+from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent, RilletExecutor, agent_card, serve_a2a
 from rillet.approval import approve, requires_approval
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]
@@ -200,6 +203,30 @@ async def test_the_context_id_is_the_session_a_second_task_continues() -> None:
     assert [m.content for m in model.calls[1].messages] == ["one", "first answer", "two"]
 
 
+async def test_the_text_parts_of_a_message_are_read_one_a_line() -> None:
+    model = ScriptedModel(["ok"])
+    async with A2AServer(ChatModelAgent("chat", description="chats", model=model)) as server:
+        request = user("first part")
+        request.message.parts.append(new_text_part("second part"))
+        await raw(server.url, request)
+    # before, they were glued: "first partsecond part" (a RemoteA2AAgent sends one part per message)
+    assert [m.content for m in model.calls[0].messages] == ["first part\nsecond part"]
+
+
+async def test_a_remote_agent_continues_the_remote_conversation_of_its_session() -> None:
+    model = ScriptedModel(["Hello Ann.", "You are Ann."])
+    agent = ChatModelAgent("chat", description="chats", model=model)
+    async with A2AServer(agent) as server:
+        remote = RemoteA2AAgent("chat", server.url)
+        runner = Runner(remote, session_store=InMemorySessionStore())
+        first = [ev async for ev in runner.query("I am Ann.", session_id="s1")]
+        second = [ev async for ev in runner.query("Who am I?", session_id="s1")]
+    assert [ev.error for ev in first + second if ev.error] == []
+    # the second remote task is in the first one's context: the remote session has both turns
+    # (before, each run opened a new context and the remote agent forgot the first turn)
+    assert [m.content for m in model.calls[1].messages] == ["I am Ann.", "Hello Ann.", "Who am I?"]
+
+
 async def test_an_error_is_failed_with_the_error() -> None:
     agent = ChatModelAgent("broken", description="fails", model=ScriptedModel([]))
     async with A2AServer(agent) as server:
@@ -285,10 +312,34 @@ async def test_a_remote_interrupt_is_approved_at_the_top_through_an_agent_tool_e
     assert bank.transfers == 1
 
 
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_resumed_remote_task_reports_only_what_came_after_the_answer(streaming: bool) -> None:
+    bank = Bank()
+    pay = call("transfer_money", {"amount": 5}, "t1")
+    bank.agent.model = ScriptedModel([Message.assistant("Paying.", pay.tool_calls), "Done: moved 5."])
+    async with A2AServer(bank.agent) as server:
+        remote = RemoteA2AAgent("bank", server.url)
+        runner = Runner(remote, checkpoint_store=InMemoryCheckpointStore(), streaming=streaming)
+        first = [ev async for ev in runner.query("pay 5", checkpoint_id="c")]
+        (ctx,) = first[-1].action.interrupted.interrupt_contexts  # type: ignore[union-attr]
+        second = [ev async for ev in await runner.aresume("c", targets={ctx.id: approve()})]
+    messages = [await ev.message_output.aget_message() for ev in first + second if ev.message_output]
+    # the text and the tool call once (with SendMessage the resumed task's history and
+    # artifacts repeated them before; its Task gives the history before the artifacts)
+    said, calling = ("assistant", "Paying.", []), ("assistant", "", ["t1"])
+    assert [(m.role, m.content, [c.id for c in m.tool_calls]) for m in messages] == [
+        *((said, calling) if streaming else (calling, said)),
+        ("tool", "moved 5", []),
+        ("assistant", "Done: moved 5.", []),
+    ]
+    assert bank.transfers == 1
+
+
 # --- cancel ---------------------------------------------------------------------------------
 
 
-async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> None:
+def slow_agent() -> tuple[ChatModelAgent, asyncio.Event, asyncio.Event]:
+    """An agent whose tool runs until cancelled, and events set when it starts and ends."""
     started, closed = asyncio.Event(), asyncio.Event()
 
     @tool
@@ -302,6 +353,11 @@ async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> N
         return "late"
 
     agent = ChatModelAgent("slow", description="slow", model=ScriptedModel([call("slow", {}), "never"]), tools=[slow])
+    return agent, started, closed
+
+
+async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> None:
+    agent, started, closed = slow_agent()
     async with A2AServer(agent) as server:
         client = await ClientFactory(ClientConfig(streaming=True)).create_from_url(server.url)
         seen: list[StreamResponse] = []
@@ -326,20 +382,50 @@ async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> N
     assert "late" not in all_text(seen)
 
 
-async def test_closing_a_remote_agents_run_cancels_the_remote_task() -> None:
-    started, closed = asyncio.Event(), asyncio.Event()
+async def test_a_message_on_a_task_that_is_not_asking_is_refused_and_runs_nothing() -> None:
+    started, release, runs = asyncio.Event(), asyncio.Event(), []
 
     @tool
     async def slow() -> str:
-        """Takes forever."""
+        """Waits to be released."""
+        runs.append(1)
         started.set()
-        try:
-            await asyncio.sleep(30)
-        finally:
-            closed.set()
-        return "late"
+        await release.wait()
+        return "released"
 
-    agent = ChatModelAgent("slow", description="slow", model=ScriptedModel([call("slow", {}), "never"]), tools=[slow])
+    model = ScriptedModel([call("slow", {}), "done", call("slow", {}), "again"])
+    async with A2AServer(ChatModelAgent("slow", description="slow", model=model, tools=[slow])) as server:
+        first = asyncio.create_task(raw(server.url, user("go")))
+        await asyncio.wait_for(started.wait(), 10)
+        task = (await asyncio.wait_for(get_task_when_working(server.url), 10)).id
+        # a2a-sdk queues a message on a working task behind its run; before, it then ran the
+        # agent again on the finished task (COMPLETED, then WORKING again)
+        second = asyncio.create_task(raw(server.url, user("more", task_id=task)))
+        await asyncio.sleep(0.2)
+        release.set()
+        got = await asyncio.wait_for(first, 10)
+        with pytest.raises(Exception, match="is not waiting for input"):
+            await asyncio.wait_for(second, 10)
+    assert shape(got)[-1] == ("status", "COMPLETED") and len(runs) == 1
+
+
+async def get_task_when_working(url: str) -> Task:
+    """The one task the server has, once it is WORKING."""
+    from a2a.types import ListTasksRequest
+
+    client = await ClientFactory(ClientConfig(streaming=True)).create_from_url(url)
+    try:
+        while True:
+            tasks = (await client.list_tasks(ListTasksRequest())).tasks
+            if tasks and state(tasks[0].status.state) == "WORKING":
+                return tasks[0]
+            await asyncio.sleep(0.01)
+    finally:
+        await client.close()
+
+
+async def test_closing_a_remote_agents_run_cancels_the_remote_task() -> None:
+    agent, started, closed = slow_agent()
     async with A2AServer(agent) as server:
         run = Runner(RemoteA2AAgent("slow", server.url), streaming=True).query("go")
         async for ev in run:
@@ -348,6 +434,20 @@ async def test_closing_a_remote_agents_run_cancels_the_remote_task() -> None:
         await asyncio.wait_for(started.wait(), 10)
         run.close()
         await asyncio.wait_for(closed.wait(), 10)  # the remote run was stopped
+
+
+async def test_canceling_a_task_that_waits_for_input_leaves_nothing_behind() -> None:
+    executor = RilletExecutor(Bank().agent)
+    async with plain_server(executor) as url:
+        asked = await raw(url, user("pay 5"))
+        assert shape(asked)[-1] == ("status", "INPUT_REQUIRED", "interrupt")
+        client = await ClientFactory(ClientConfig(streaming=True)).create_from_url(url)
+        try:
+            canceled = await client.cancel_task(CancelTaskRequest(id=asked[0].task.id))
+        finally:
+            await client.close()
+    assert state(canceled.status.state) == "CANCELED"
+    assert executor._canceled == set()  # no run was going: the id was kept forever before
 
 
 # --- RemoteA2AAgent against serve_a2a ---------------------------------------------------------
@@ -434,7 +534,6 @@ class EchoExecutor(AgentExecutor):
 @asynccontextmanager
 async def plain_server(executor: AgentExecutor, card: AgentCard | None = None) -> AsyncIterator[str]:
     """``executor`` served with a2a-sdk's own routes and uvicorn on a free loopback port."""
-    import socket
 
     import uvicorn
     from a2a.server.request_handlers import DefaultRequestHandler
@@ -497,6 +596,66 @@ async def test_a_remote_failure_is_an_error_event() -> None:
     assert "failed: no can do" in str(events[0].error)
 
 
+SERVE = """
+import sys
+from rillet import ChatModelAgent, ScriptedModel
+from rillet.a2a import serve_a2a
+
+model = ScriptedModel(["Hello from the served agent."], chunk_size=6)
+serve_a2a(ChatModelAgent("greeter", description="greets", model=model), port=int(sys.argv[1]))
+"""
+
+
+@pytest.mark.slow
+async def test_serve_a2a_serves_until_interrupted_and_a_remote_agent_calls_it() -> None:
+    import os
+    import signal
+    import sys
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", SERVE, str(port), env=dict(os.environ))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient() as http:
+            for _ in range(300):  # the card answers once the server is up
+                with contextlib.suppress(httpx.TransportError):
+                    if (await http.get(url + "/.well-known/agent-card.json")).status_code == 200:
+                        break
+                await asyncio.sleep(0.05)
+        events = [ev async for ev in Runner(RemoteA2AAgent("greeter", url), streaming=True).query("hi")]
+        assert [ev.error for ev in events if ev.error] == []
+        assert (await events[-1].message_output.aget_message()).content == "Hello from the served agent."  # type: ignore[union-attr]
+        proc.send_signal(signal.SIGINT)  # Ctrl-C ends it cleanly
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def test_serving_on_every_interface_needs_the_public_url_for_the_card() -> None:
+    # the card would name http://0.0.0.0:port/, which clients cannot reach and RemoteA2AAgent
+    # refuses as another origin than the one it fetched the card from
+    with pytest.raises(ValueError, match="public_url='http://<the name clients use>:8000/'"):
+        serve_a2a(weather_agent(), host="0.0.0.0", port=8000)
+
+
+async def test_an_unreachable_remote_is_an_a2a_error_naming_the_agent_and_its_url() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/"
+    card = agent_card(weather_agent(), dead)
+    for streaming in (True, False):
+        events = [ev async for ev in Runner(RemoteA2AAgent("weather", card), streaming=streaming).query("hi")]
+        # before: a2a-sdk's A2AClientError, naming neither the agent nor where it was
+        assert len(events) == 1 and isinstance(events[0].error, A2AError)
+        assert str(events[0].error).startswith(f"remote agent 'weather' at {dead}: A2AClientError")
+
+
 def test_bad_arguments_are_refused_with_the_fix() -> None:
     with pytest.raises(ValueError, match="not an http"):
         RemoteA2AAgent("x", "localhost:9999")
@@ -543,3 +702,98 @@ async def test_answers_resume_exactly_the_interrupts_they_name_and_the_rest_are_
         third = await raw(server.url, user(task_id=task.id, context_id=task.context_id, data={again["id"]: approve()}))
     assert shape(third)[-1] == ("status", "COMPLETED")
     assert done == ["ann", "bob"]
+
+
+# --- RemoteA2AAgent against servers that shape replies otherwise ------------------------------
+
+
+class Scripted(AgentExecutor):
+    """Plays ``turns[i]`` for the i-th request: each a list of (kind, *args) steps written with
+    a2a-sdk's TaskUpdater, as servers other than rillet's write their replies."""
+
+    def __init__(self, *turns: list[tuple[Any, ...]]) -> None:
+        self.turns = list(turns)
+        self.heard: list[str] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        up = TaskUpdater(event_queue, task_id, context_id)
+        self.heard.append(context.get_user_input())
+        if context.current_task is None:
+            submitted = TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)
+            await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, status=submitted))
+        for kind, *args in self.turns.pop(0):
+            if kind == "chunk":
+                text, append, last = args
+                await up.add_artifact([new_text_part(text)], "a1", append=append, last_chunk=last)
+            else:  # a status with a text message, or none
+                message = up.new_agent_message([new_text_part(args[0])]) if args else None
+                await up.update_status(kind, message)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
+
+
+async def replies(events: list[Any]) -> list[tuple[str, list[str]]]:
+    """Each message event as (how it came, its texts): ("stream", chunks) or ("whole", [text])."""
+    out = []
+    for ev in events:
+        assert ev.error is None, ev.error
+        mv = ev.message_output
+        if mv is not None and mv.message_stream is not None:
+            out.append(("stream", [c.content async for c in mv.message_stream]))
+        elif mv is not None:
+            out.append(("whole", [mv.message.content]))
+    return out
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_reply_in_the_final_status_is_kept_and_progress_notes_are_not_replies(streaming: bool) -> None:
+    # many a2a-sdk servers answer with complete(message): the reply was lost before
+    working, completed = TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED
+    server = Scripted([(working, "thinking..."), (completed, "the answer is 42")])
+    async with plain_server(server) as url:
+        events = [ev async for ev in Runner(RemoteA2AAgent("s", url), streaming=streaming).query("q")]
+    assert await replies(events) == [("whole", ["the answer is 42"])]
+
+
+async def test_a_final_status_repeating_the_artifacts_is_not_a_second_reply() -> None:
+    completed = TaskState.TASK_STATE_COMPLETED
+    server = Scripted([("chunk", "Hel", False, False), ("chunk", "lo", True, True), (completed, "Hello")])
+    async with plain_server(server) as url:
+        events = [ev async for ev in Runner(RemoteA2AAgent("s", url), streaming=True).query("q")]
+    assert await replies(events) == [("stream", ["Hel", "lo"])]
+
+
+async def test_a_closing_snapshot_replaces_the_chunks_without_repeating_them() -> None:
+    # ADK-Go's servers close partial chunks with the whole text (append false, last_chunk true):
+    # before, the stream was cut off with an error and the text came a second time
+    completed = TaskState.TASK_STATE_COMPLETED
+    server = Scripted(
+        [("chunk", "Hel", False, False), ("chunk", "lo", True, False), ("chunk", "Hello!", False, True), (completed,)]
+    )
+    async with plain_server(server) as url:
+        events = [ev async for ev in Runner(RemoteA2AAgent("s", url), streaming=True).query("q")]
+    assert await replies(events) == [("stream", ["Hel", "lo", "!"])]
+
+
+async def test_chunks_never_marked_last_end_with_the_task() -> None:
+    completed = TaskState.TASK_STATE_COMPLETED
+    server = Scripted([("chunk", "Hel", False, False), ("chunk", "lo", True, False), (completed,)])
+    async with plain_server(server) as url:
+        events = [ev async for ev in Runner(RemoteA2AAgent("s", url), streaming=True).query("q")]
+    assert await replies(events) == [("stream", ["Hel", "lo"])]  # no "cut off" error
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_question_asked_in_words_reaches_the_top_and_the_answer_goes_back_as_text(streaming: bool) -> None:
+    asking, completed = TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_COMPLETED
+    server = Scripted([(asking, "Which city?")], [("chunk", "sunny there", False, True), (completed,)])
+    async with plain_server(server) as url:
+        runner = Runner(RemoteA2AAgent("s", url), checkpoint_store=InMemoryCheckpointStore(), streaming=streaming)
+        first = [ev async for ev in runner.query("weather?", checkpoint_id="w")]
+        (ctx,) = first[-1].action.interrupted.interrupt_contexts
+        assert ctx.info == {"remote_agent": "s", "interrupts": [], "question": "Which city?"}
+        resumed = [ev async for ev in await runner.aresume("w", targets={ctx.id: "Porto"})]
+    assert await replies(resumed) == [("whole", ["sunny there"])]
+    assert server.heard == ["weather?", "Porto"]

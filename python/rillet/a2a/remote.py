@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.helpers.proto_helpers import new_data_part
+from a2a.client import A2ACardResolver, A2AClientError, ClientConfig, ClientFactory
+from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -29,10 +29,12 @@ from a2a.types import (
     TaskState,
     TaskStatus,
 )
+from a2a.utils.errors import A2AError as ProtocolError
 
 from rillet._native import Message, StreamWriter, pipe
 from rillet.a2a.wire import data_of, jsonable, messages_to_parts, parts_text, tool_call_of, user_message
 from rillet.agent import AgentInput, BaseAgent
+from rillet.context import add_session_value, get_session_value
 from rillet.errors import A2ACardError, A2AError
 from rillet.events import AgentEvent, event_from_message, new_transfer_to_agent_action
 from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt_event
@@ -100,6 +102,12 @@ class RemoteA2AAgent(BaseAgent):
         self.allow_transfer = allow_transfer
         self.timeout = timeout
 
+    @property
+    def context_key(self) -> str:
+        """The session value holding the context id of this agent's last remote task: the next
+        run of the same session sends it, so the remote agent continues that conversation."""
+        return f"a2a_context_id:{self.name}"
+
     async def card(self, http: httpx.AsyncClient | None = None) -> AgentCard:
         """The remote agent's card: the one given, or fetched once and checked (its JSON-RPC
         interface must be on the origin it came from, or in ``allowed_origins``)."""
@@ -127,14 +135,20 @@ class RemoteA2AAgent(BaseAgent):
 
     async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         saved = get_interrupt_state()
+        reported: list[str] = []
         if saved.was_interrupted and isinstance(saved.state, dict):
             resume = get_resume_context()
             if not (resume.is_target and resume.has_data):  # not answered: ask again
-                yield stateful_interrupt_event(_info(self.name, saved.state["asked"]), saved.state)
+                info = _info(self.name, saved.state["asked"], saved.state.get("question", ""))
+                yield stateful_interrupt_event(info, saved.state)
                 return
             request = _answer(saved.state, resume.data)
+            reported = list(saved.state.get("artifacts", []))
         else:
-            request = SendMessageRequest(message=user_message(_outgoing(input.messages), message_id=uuid.uuid4().hex))
+            # the remote conversation this session had (the context id of its last task) goes on
+            context_id = str(get_session_value(self.context_key, ""))
+            message = user_message(_outgoing(input.messages), message_id=uuid.uuid4().hex, context_id=context_id)
+            request = SendMessageRequest(message=message)
         for cb in self.before_request_callbacks:
             edited = cb(request)
             if inspect.isawaitable(edited):
@@ -144,10 +158,13 @@ class RemoteA2AAgent(BaseAgent):
         async with _http(self.timeout) as http:
             card = await self.card(http)
             client = ClientFactory(ClientConfig(streaming=input.enable_streaming, httpx_client=http)).create(card)
-            reader = _Reader(self.name, self.allow_transfer)
+            reader = _Reader(self.name, self.allow_transfer, reported)
             try:
                 async for response in client.send_message(request):
-                    for ev in await reader.read(response):
+                    events = await reader.read(response)
+                    if reader.context_id and reader.context_id != get_session_value(self.context_key):
+                        add_session_value(self.context_key, reader.context_id)
+                    for ev in events:
                         yield ev
                     if reader.done:
                         break
@@ -155,6 +172,9 @@ class RemoteA2AAgent(BaseAgent):
                 if reader.task_id and not reader.done:
                     await _cancel_remote(client, reader.task_id)
                 raise
+            except (A2AClientError, ProtocolError, httpx.HTTPError) as e:  # the connection, or the remote said no
+                where = ", ".join(i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC")
+                raise A2AError(f"remote agent {self.name!r} at {where}: {type(e).__name__}: {e}") from e
             finally:
                 reader.close()
                 await client.close()
@@ -195,14 +215,22 @@ def _outgoing(messages: list[Message]) -> list[Any]:
     return parts
 
 
-def _info(name: str, asked: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"remote_agent": name, "interrupts": asked}
+def _info(name: str, asked: list[dict[str, Any]], question: str = "") -> dict[str, Any]:
+    """A remote question's interrupt info: its interrupt parts, and its text when it has one
+    (a server that asks in words, with no interrupt parts)."""
+    return {"remote_agent": name, "interrupts": asked, **({"question": question} if question else {})}
 
 
 def _answer(state: dict[str, Any], data: Any) -> SendMessageRequest:
     """The resume data as the answer on the remote task: ``{remote interrupt id: value}``, or
     one value for a task that asked one thing."""
     ids = [str(a.get("id")) for a in state["asked"]]
+    if not ids:  # the remote asked in words: the answer goes back as a text (or its data)
+        part = new_data_part(jsonable(data)) if isinstance(data, dict) else new_text_part(str(data))
+        message = user_message(
+            [part], message_id=uuid.uuid4().hex, task_id=state["task_id"], context_id=state["context_id"]
+        )
+        return SendMessageRequest(message=message)
     if not (isinstance(data, dict) and data and set(data) <= set(ids)):
         if len(ids) != 1:
             raise A2AError(
@@ -221,11 +249,15 @@ def _answer(state: dict[str, Any], data: Any) -> SendMessageRequest:
 class _Reader:
     """Turns one task's A2A stream responses into rillet events."""
 
-    def __init__(self, name: str, allow_transfer: bool) -> None:
+    def __init__(self, name: str, allow_transfer: bool, reported: Iterable[str] = ()) -> None:
         self.name = name
+        # the task's artifacts already turned into events (by this run, or the one that asked)
+        self.reported = dict.fromkeys(reported)
         self.allow_transfer = allow_transfer
         self.task_id = self.context_id = ""
         self.open: dict[str, StreamWriter[Any]] = {}
+        self.streamed: dict[str, str] = {}  # the text each open stream has carried
+        self.replied = False  # the task sent its reply as artifacts
         self.done = False
 
     async def read(self, response: StreamResponse) -> list[AgentEvent]:
@@ -234,7 +266,7 @@ class _Reader:
         if response.HasField("artifact_update"):
             chunk = response.artifact_update
             return await self._chunk(
-                chunk.artifact.artifact_id, parts_text(chunk.artifact.parts), chunk.append, chunk.last_chunk
+                chunk.artifact.artifact_id, parts_text(chunk.artifact.parts, sep=""), chunk.append, chunk.last_chunk
             )
         if response.HasField("status_update"):
             update = response.status_update
@@ -250,46 +282,89 @@ class _Reader:
         its history holds the tool calls and results, before the artifacts' replies)."""
         self.task_id, self.context_id = task.id, task.context_id
         out: list[AgentEvent] = []
-        for m in task.history:
+        # only what answered the last user message: on a resumed task, what came before the
+        # answer was reported by the run that asked
+        users = [i for i, m in enumerate(task.history) if m.role == Role.ROLE_USER]
+        for m in task.history[users[-1] + 1 if users else 0 :]:
             if m.role == Role.ROLE_AGENT:
                 out += self._data(data_of(m.parts))
         for a in task.artifacts:
-            text = parts_text(a.parts)
+            if a.artifact_id in self.reported:
+                continue
+            self.reported[a.artifact_id] = None
+            text = parts_text(a.parts, sep="")  # an artifact's parts are its appended chunks
             if text:
+                self.replied = True
                 out.append(event_from_message(Message.assistant(text)))
         return out + self._status(task.status)
 
     async def _chunk(self, artifact_id: str, text: str, append: bool, last: bool) -> list[AgentEvent]:
-        if not append and last:  # a whole message
-            return [event_from_message(Message.assistant(text))]
-        out = []
+        self.replied = self.replied or bool(text)
+        self.reported[artifact_id] = None
         writer = self.open.get(artifact_id)
+        if not append and last:
+            if writer is None:  # a whole message
+                return [event_from_message(Message.assistant(text))]
+            return await self._snapshot(artifact_id, writer, text)
+        out = []
         if writer is None:
             reader, writer = pipe()
             self.open[artifact_id] = writer
+            self.streamed[artifact_id] = ""
             out.append(event_from_message(None, reader))
         if text:
+            self.streamed[artifact_id] += text
             await writer.asend(Message.assistant(text))
         if last:
-            writer.close()
-            del self.open[artifact_id]
+            self._end(artifact_id)
         return out
+
+    async def _snapshot(self, artifact_id: str, writer: StreamWriter[Any], text: str) -> list[AgentEvent]:
+        """A whole artifact closing the chunks of the same id (ADK-Go's servers send one): it
+        replaces them, so only what it adds goes on the stream; one that says something else
+        ends the stream and comes as a message of its own."""
+        sent = self.streamed[artifact_id]
+        if text.startswith(sent):
+            if text[len(sent) :]:
+                await writer.asend(Message.assistant(text[len(sent) :]))
+            self._end(artifact_id)
+            return []
+        self._end(artifact_id)
+        return [event_from_message(Message.assistant(text))]
+
+    def _end(self, artifact_id: str) -> None:
+        self.open.pop(artifact_id).close()
+        del self.streamed[artifact_id]
 
     def _status(self, status: TaskStatus) -> list[AgentEvent]:
         state = status.state
         data = data_of(status.message.parts) if status.HasField("message") else []
+        text = parts_text(status.message.parts) if status.HasField("message") else ""
+        if state in (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_COMPLETED):
+            for artifact_id in list(self.open):  # a stream the server never marked last ends here
+                self._end(artifact_id)
         if state == TaskState.TASK_STATE_INPUT_REQUIRED:
             self.done = True
             asked = [d for d in data if d.get("kind") == "interrupt"]
-            keep = {"task_id": self.task_id, "context_id": self.context_id, "asked": asked}
-            return [stateful_interrupt_event(_info(self.name, asked), keep)]
+            keep = {
+                "task_id": self.task_id,
+                "context_id": self.context_id,
+                "asked": asked,
+                "question": text,
+                "artifacts": list(self.reported),
+            }
+            return [stateful_interrupt_event(_info(self.name, asked, text), keep)]
         if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_CANCELED):
             self.done = True
             what = TaskState.Name(state).removeprefix("TASK_STATE_").lower()
-            text = parts_text(status.message.parts) if status.HasField("message") else ""
             raise A2AError(f"remote agent {self.name!r}: task {self.task_id} {what}" + (f": {text}" if text else ""))
         if state == TaskState.TASK_STATE_COMPLETED:
             self.done = True
+            # a reply in the final status counts when no artifact carried one; after artifacts
+            # it repeats them (the duplicate some servers send), and progress notes in WORKING
+            # statuses are not replies
+            if text and not self.replied:
+                return [*self._data(data), event_from_message(Message.assistant(text))]
         return self._data(data)
 
     def _data(self, data: list[dict[str, Any]]) -> list[AgentEvent]:
@@ -313,3 +388,4 @@ class _Reader:
             writer.send_error(A2AError(f"remote agent {self.name!r}: the message stream was cut off"))
             writer.close()
         self.open.clear()
+        self.streamed.clear()

@@ -24,6 +24,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, Task, TaskState, TaskStatus
+from a2a.utils.errors import UnsupportedOperationError
 
 from rillet._native import Message, MessageAccumulator
 from rillet.a2a.wire import data_of, interrupt_part, parts_text, tool_call_parts, tool_result_part, transfer_part
@@ -59,7 +60,8 @@ class RilletExecutor(AgentExecutor):
             checkpoint_store=checkpoint_store if checkpoint_store is not None else InMemoryCheckpointStore(),
             session_store=session_store if session_store is not None else InMemorySessionStore(),
         )
-        self._canceled: set[str] = set()
+        self._running: set[str] = set()  # the tasks whose runs are going on now
+        self._canceled: set[str] = set()  # of those, the ones canceled: their events are dropped
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
@@ -78,6 +80,12 @@ class RilletExecutor(AgentExecutor):
                 await out.status(TaskState.TASK_STATE_FAILED, [new_text_part(str(e))])
                 return
             await out.status(TaskState.TASK_STATE_WORKING)
+        elif task is not None:  # queued behind the task's run: a second run would restart it
+            raise UnsupportedOperationError(
+                message=f"task {task_id} is not waiting for input: a rillet agent reads a message on a task only "
+                f"to answer its question (INPUT_REQUIRED); to go on talking, send a new message (no task id) in "
+                f"context {context_id}"
+            )
         else:
             history = [context.message] if context.message is not None else []
             submitted = TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)
@@ -85,17 +93,20 @@ class RilletExecutor(AgentExecutor):
             await out.status(TaskState.TASK_STATE_WORKING)
             text = parts_text(incoming) or "\n".join(json.dumps(d) for d in data_of(incoming))
             events = self.runner.run([Message.user(text)], checkpoint_id=task_id, session_id=context_id)
+        self._running.add(task_id)
         try:
             async with events:
                 await out.publish(events)
         finally:
+            self._running.discard(task_id)
             self._canceled.discard(task_id)  # cancel() marked it while this ran
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Stops publishing the task's events (a2a-sdk then cancels ``execute``, which closes
         the run) and ends the task CANCELED."""
         task_id = context.task_id or ""
-        self._canceled.add(task_id)
+        if task_id in self._running:  # a task waiting for input has no run to stop (nor to forget it)
+            self._canceled.add(task_id)
         await TaskUpdater(event_queue, task_id, context.context_id or "").cancel()
 
 
@@ -302,7 +313,13 @@ def serve_a2a(
 ) -> None:
     """Serves ``agent`` over A2A until Ctrl-C. ``public_url`` is the URL clients reach it by
     (in its card), ``http://host:port/`` by default; ``options`` go to :func:`a2a_app`
-    (``checkpoint_store``, ``session_store``, ``streaming``, ``card``)."""
+    (``checkpoint_store``, ``session_store``, ``streaming``, ``card``). A wildcard ``host``
+    (``0.0.0.0``, ``::``) needs ``public_url``: no client can reach the address it names."""
+    if public_url is None and host in ("0.0.0.0", "::", ""):
+        raise ValueError(
+            f"serve_a2a: host {host!r} listens on every interface, so it is not a URL clients can reach; pass "
+            f"public_url='http://<the name clients use>:{port}/' for the agent card"
+        )
     import uvicorn  # the rillet[a2a] extra, needed only to serve
 
     url = public_url or f"http://{host}:{port}{RPC_PATH}"

@@ -93,8 +93,10 @@ def _ints(value: Any) -> Any:
     return value
 
 
-def parts_text(parts: Iterable[Part]) -> str:
-    return "".join(p.text for p in parts if p.HasField("text"))
+def parts_text(parts: Iterable[Part], sep: str = "\n") -> str:
+    """The text parts' texts, one a line (as a2a-sdk reads a message's text); an artifact's
+    parts (its appended chunks) are joined with ``sep=""``."""
+    return sep.join(p.text for p in parts if p.HasField("text"))
 
 
 def tool_call_of(data: Mapping[str, Any], index: int) -> ToolCall:
