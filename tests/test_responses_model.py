@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_server import FakeOpenAIServer, Reply, transcript
 from optional import need
-from rillet import FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
+from rillet import ContentPart, FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
 from rillet.models import openai as openai_module
 from rillet.models.errors import (
     IncompleteStreamError,
@@ -403,6 +403,27 @@ def test_images_and_files_map_to_input_parts() -> None:
     assert _part({"type": "file", "file": {"file_id": "file-1"}}) == {"type": "input_file", "file_id": "file-1"}
     with pytest.raises(ValueError, match="cannot send a content part of type 'audio'"):
         _part({"type": "audio"})
+
+
+def test_a_message_with_text_and_parts_sends_both() -> None:
+    # A tool returning ["the screen:", image] keeps its text as content and the image as a
+    # part; only the parts were sent before.
+    image = ContentPart.image("https://example.org/shot.png")
+    result = Message(role="tool", content="the screen:", tool_call_id="call_1")
+    result.user_input_multi_content = [image]
+    question = Message.user("and this?")
+    question.user_input_multi_content = [image]
+    wire = {"type": "input_image", "image_url": "https://example.org/shot.png", "detail": "auto"}
+    assert message_to_responses(result) == [
+        {
+            "type": "function_call_output",
+            "call_id": "call_1",
+            "output": [{"type": "input_text", "text": "the screen:"}, wire],
+        }
+    ]
+    assert message_to_responses(question) == [
+        {"role": "user", "content": [{"type": "input_text", "text": "and this?"}, wire]}
+    ]
 
 
 # --- differential: the openai SDK's Responses stream handling over the same bytes ---------------

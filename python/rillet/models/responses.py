@@ -81,6 +81,8 @@ def message_to_responses(message: Message) -> list[dict[str, Any]]:
     """
     d = message.to_dict()
     content = d.get("content", "")
+    if "content_text" in d:  # both text and parts: the text goes first, not lost
+        content = [{"type": "text", "text": d["content_text"]}, *content]
     if message.role == "tool":
         return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": _content(content)}]
     if message.role != "assistant":
