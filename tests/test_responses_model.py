@@ -223,7 +223,7 @@ def test_parallel_calls_and_reasoning_exact_chunks_then_sent_back(server: FakeOp
     reply = run(model.generate([*conversation, answer, *results], tools=tools))
     assert reply == Message("assistant", "Bonjour à tous — 日本語 🙂!", response_meta=ResponseMeta("stop", TEXT_USAGE))
     first_body, second_body = server.bodies()
-    weather = {"type": "function", **Weather().to_openai()["function"]}
+    weather = {"type": "function", "strict": False, **Weather().to_openai()["function"]}
     assert first_body == {
         "model": "gpt-5-mini",
         "input": [
@@ -365,6 +365,9 @@ def test_request_body_translates_chat_completion_options() -> None:
     fmt = {"type": "json_schema", "json_schema": {"name": "Out", "schema": {"type": "object"}, "strict": True}}
     body = model.request_body([Message.user("x")], tools, {"tool_choice": choice, "response_format": fmt}, stream=False)
     assert body["tool_choice"] == {"type": "function", "name": "get_weather"}
+    # The Responses API makes a function strict unless told otherwise, and a strict function
+    # refuses a schema with optional properties: sent not strict, as chat completions is.
+    assert [t["strict"] for t in body["tools"]] == [False]
     assert body["text"] == {
         "format": {"type": "json_schema", "name": "Out", "schema": {"type": "object"}, "strict": True}
     }

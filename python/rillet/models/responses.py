@@ -105,9 +105,12 @@ def message_to_responses(message: Message) -> list[dict[str, Any]]:
 
 
 def _tool(tool: ToolInfo) -> dict[str, Any]:
-    """A tool in the Responses form: the chat-completions function, flattened."""
+    """A tool in the Responses form: the chat-completions function, flattened, and not
+    strict unless it says so (the Responses API's default is strict, which refuses a schema
+    with optional properties; chat completions' is not, and rillet's schemas are not made
+    strict)."""
     spec = tool.to_openai()
-    return {"type": "function", **spec["function"]}
+    return {"type": "function", "strict": False, **spec["function"]}
 
 
 def _tool_choice(choice: Any) -> Any:
