@@ -368,6 +368,10 @@ def test_request_body_translates_chat_completion_options() -> None:
     # The Responses API makes a function strict unless told otherwise, and a strict function
     # refuses a schema with optional properties: sent not strict, as chat completions is.
     assert [t["strict"] for t in body["tools"]] == [False]
+    # Both chat-completions spellings of the token limit (reasoning models take the second).
+    for spelling in ("max_tokens", "max_completion_tokens"):
+        limited = model.request_body([], None, {spelling: 50}, stream=False)
+        assert (limited["max_output_tokens"], spelling in limited) == (50, False)
     assert body["text"] == {
         "format": {"type": "json_schema", "name": "Out", "schema": {"type": "object"}, "strict": True}
     }

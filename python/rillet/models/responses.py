@@ -202,8 +202,9 @@ class OpenAIResponsesModel(OpenAIChatModel):
         else:
             params.pop("tool_choice", None)
             params.pop("parallel_tool_calls", None)
-        if "max_tokens" in params:
-            params.setdefault("max_output_tokens", params.pop("max_tokens"))
+        for spelling in ("max_tokens", "max_completion_tokens"):  # chat completions' two names
+            if spelling in params:
+                params.setdefault("max_output_tokens", params.pop(spelling))
         if params.get("response_format") is not None:
             params["text"] = {**(params.get("text") or {}), "format": _text_format(params["response_format"])}
         params.pop("response_format", None)
