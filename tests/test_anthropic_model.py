@@ -159,6 +159,15 @@ def test_malformed_and_oversized_events_name_the_line_and_the_fix() -> None:
     assert limit.value.limit == "max_sse_line_bytes"
 
 
+def test_a_hostile_block_index_is_read_not_a_panic() -> None:
+    # The index was a vector position: 2**64-1 panicked, 10**11 tried to allocate terabytes.
+    for index in (2**64 - 1, 10**11):
+        start = {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": "a"}}
+        delta = {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": "b"}}
+        data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in (start, delta))
+        assert AnthropicStreamParser().feed(data) == [Message("assistant", "a"), Message(content="b")]
+
+
 EVENTS = [e + b"\n\n" for name in TRANSCRIPTS for e in transcript(name).split(b"\n\n") if e]
 
 
