@@ -18,6 +18,7 @@
 //! cache reads), `cached_tokens` the cache reads, `completion_tokens` the output tokens.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -231,8 +232,9 @@ struct State {
     role_sent: bool,
     stopped: bool,
     stop_reason: bool,
-    /// By the block's `index`.
-    blocks: Vec<Option<Block>>,
+    /// By the block's `index`: a map, not a vector, so a hostile index (`1e11`) costs one
+    /// entry instead of a vector that long.
+    blocks: HashMap<usize, Block>,
     calls: i64,
     usage: UsageJson,
 }
@@ -349,10 +351,7 @@ impl State {
             "redacted_thinking" => msg.extra = redacted(index, get(&block.data)),
             _ => {} // server tools' blocks: run by the API, nothing for the client to do
         }
-        if self.blocks.len() <= index {
-            self.blocks.resize_with(index + 1, || None);
-        }
-        self.blocks[index] = Some(state);
+        self.blocks.insert(index, state);
         self.emit(msg, false, out);
     }
 
@@ -364,7 +363,7 @@ impl State {
         data: &str,
         out: &mut Vec<Message>,
     ) -> Result<(), StreamError> {
-        let Some(Some(block)) = self.blocks.get_mut(index) else {
+        let Some(block) = self.blocks.get_mut(&index) else {
             return Err(malformed(
                 line,
                 format!("a delta for content block {index}, which has not started"),
@@ -407,7 +406,7 @@ impl State {
     }
 
     fn block_stop(&mut self, index: usize, out: &mut Vec<Message>) {
-        let Some(Some(block)) = self.blocks.get(index) else {
+        let Some(block) = self.blocks.get(&index) else {
             return;
         };
         let mut msg = Message::default();
@@ -718,6 +717,21 @@ mod tests {
             matches!(err, StreamError::Unfinished { line: 42, .. }),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_huge_block_index_costs_nothing_and_does_not_panic() {
+        for index in ["18446744073709551615", "100000000000"] {
+            let text = format!(
+                "data: {{\"type\":\"content_block_start\",\"index\":{index},\"content_block\":{{\"type\":\"text\",\"text\":\"a\"}}}}\n\n\
+                 data: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{{\"type\":\"text_delta\",\"text\":\"b\"}}}}\n\n"
+            );
+            let mut p = AnthropicStreamParser::new();
+            let mut out = Vec::new();
+            p.feed(text.as_bytes(), &mut out).unwrap();
+            let content: String = out.iter().map(|m| m.content.as_str()).collect();
+            assert_eq!(content, "ab");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_server import FakeOpenAIServer, Reply, transcript
 from optional import need
-from rillet import FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
+from rillet import ContentPart, FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
 from rillet._native import AnthropicStreamParser, parse_anthropic_message
 from rillet.models import openai as openai_module
 from rillet.models.anthropic import AnthropicChatModel, _assistant_blocks, content_part_to_anthropic
@@ -157,6 +157,15 @@ def test_malformed_and_oversized_events_name_the_line_and_the_fix() -> None:
     with pytest.raises(StreamLimitError, match="max_sse_line_bytes=64") as limit:
         AnthropicStreamParser(max_sse_line_bytes=64).feed(b"data: " + b"x" * 100)
     assert limit.value.limit == "max_sse_line_bytes"
+
+
+def test_a_hostile_block_index_is_read_not_a_panic() -> None:
+    # The index was a vector position: 2**64-1 panicked, 10**11 tried to allocate terabytes.
+    for index in (2**64 - 1, 10**11):
+        start = {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": "a"}}
+        delta = {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": "b"}}
+        data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in (start, delta))
+        assert AnthropicStreamParser().feed(data) == [Message("assistant", "a"), Message(content="b")]
 
 
 EVENTS = [e + b"\n\n" for name in TRANSCRIPTS for e in transcript(name).split(b"\n\n") if e]
@@ -346,6 +355,39 @@ def test_images_and_files_map_to_anthropic_blocks(server: FakeOpenAIServer) -> N
             ],
         }
     ]
+
+
+def test_a_message_with_text_and_parts_sends_both() -> None:
+    # A tool that returns ["the screen:", image] gives a tool message whose text is its content
+    # and whose image is a part: the text was dropped before (only the parts were sent).
+    image = ContentPart.image("https://x.test/a.png")
+    result = Message(role="tool", content="the screen:", tool_call_id="toolu_1")
+    result.user_input_multi_content = [image]
+    question = Message.user("and this?")
+    question.user_input_multi_content = [image]
+    texts = Message(role="tool", content="a", tool_call_id="toolu_2")
+    texts.user_input_multi_content = ["b"]
+    body = make_model_offline().request_body([result, texts, question], None, {}, stream=False)
+    url = {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}}
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": [{"type": "text", "text": "the screen:"}, url],
+                },
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "a\nb"},
+                {"type": "text", "text": "and this?"},
+                url,
+            ],
+        }
+    ]
+
+
+def make_model_offline() -> AnthropicChatModel:
+    return AnthropicChatModel("claude-test", api_key="sk-ant-test")
 
 
 def test_generate_reads_a_whole_message(server: FakeOpenAIServer) -> None:

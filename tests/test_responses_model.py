@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_server import FakeOpenAIServer, Reply, transcript
 from optional import need
-from rillet import FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
+from rillet import ContentPart, FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
 from rillet.models import openai as openai_module
 from rillet.models.errors import (
     IncompleteStreamError,
@@ -223,7 +223,7 @@ def test_parallel_calls_and_reasoning_exact_chunks_then_sent_back(server: FakeOp
     reply = run(model.generate([*conversation, answer, *results], tools=tools))
     assert reply == Message("assistant", "Bonjour à tous — 日本語 🙂!", response_meta=ResponseMeta("stop", TEXT_USAGE))
     first_body, second_body = server.bodies()
-    weather = {"type": "function", **Weather().to_openai()["function"]}
+    weather = {"type": "function", "strict": False, **Weather().to_openai()["function"]}
     assert first_body == {
         "model": "gpt-5-mini",
         "input": [
@@ -365,6 +365,13 @@ def test_request_body_translates_chat_completion_options() -> None:
     fmt = {"type": "json_schema", "json_schema": {"name": "Out", "schema": {"type": "object"}, "strict": True}}
     body = model.request_body([Message.user("x")], tools, {"tool_choice": choice, "response_format": fmt}, stream=False)
     assert body["tool_choice"] == {"type": "function", "name": "get_weather"}
+    # The Responses API makes a function strict unless told otherwise, and a strict function
+    # refuses a schema with optional properties: sent not strict, as chat completions is.
+    assert [t["strict"] for t in body["tools"]] == [False]
+    # Both chat-completions spellings of the token limit (reasoning models take the second).
+    for spelling in ("max_tokens", "max_completion_tokens"):
+        limited = model.request_body([], None, {spelling: 50}, stream=False)
+        assert (limited["max_output_tokens"], spelling in limited) == (50, False)
     assert body["text"] == {
         "format": {"type": "json_schema", "name": "Out", "schema": {"type": "object"}, "strict": True}
     }
@@ -403,6 +410,27 @@ def test_images_and_files_map_to_input_parts() -> None:
     assert _part({"type": "file", "file": {"file_id": "file-1"}}) == {"type": "input_file", "file_id": "file-1"}
     with pytest.raises(ValueError, match="cannot send a content part of type 'audio'"):
         _part({"type": "audio"})
+
+
+def test_a_message_with_text_and_parts_sends_both() -> None:
+    # A tool returning ["the screen:", image] keeps its text as content and the image as a
+    # part; only the parts were sent before.
+    image = ContentPart.image("https://example.org/shot.png")
+    result = Message(role="tool", content="the screen:", tool_call_id="call_1")
+    result.user_input_multi_content = [image]
+    question = Message.user("and this?")
+    question.user_input_multi_content = [image]
+    wire = {"type": "input_image", "image_url": "https://example.org/shot.png", "detail": "auto"}
+    assert message_to_responses(result) == [
+        {
+            "type": "function_call_output",
+            "call_id": "call_1",
+            "output": [{"type": "input_text", "text": "the screen:"}, wire],
+        }
+    ]
+    assert message_to_responses(question) == [
+        {"role": "user", "content": [{"type": "input_text", "text": "and this?"}, wire]}
+    ]
 
 
 # --- differential: the openai SDK's Responses stream handling over the same bytes ---------------

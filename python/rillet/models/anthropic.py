@@ -88,10 +88,10 @@ def content_part_to_anthropic(part: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _content_blocks(message: Message) -> list[dict[str, Any]]:
-    """The message's text and parts as blocks (no empty text block)."""
-    if message.user_input_multi_content:
-        return [content_part_to_anthropic(p.to_dict()) for p in message.user_input_multi_content]
-    return [{"type": "text", "text": message.content}] if message.content else []
+    """The message's text, then its parts, as blocks (no empty text block): a tool's result
+    keeps its text beside its image, a user's question beside the picture."""
+    text = [{"type": "text", "text": message.content}] if message.content else []
+    return text + [content_part_to_anthropic(p.to_dict()) for p in message.user_input_multi_content]
 
 
 def _thinking_blocks(message: Message) -> list[dict[str, Any]]:
@@ -135,7 +135,7 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
 def _tool_result(message: Message) -> dict[str, Any]:
     blocks = _content_blocks(message)
     only_text = all(b["type"] == "text" for b in blocks)
-    content: Any = message.content if only_text else blocks
+    content: Any = "\n".join(b["text"] for b in blocks) if only_text else blocks
     return {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": content}
 
 

@@ -81,6 +81,8 @@ def message_to_responses(message: Message) -> list[dict[str, Any]]:
     """
     d = message.to_dict()
     content = d.get("content", "")
+    if "content_text" in d:  # both text and parts: the text goes first, not lost
+        content = [{"type": "text", "text": d["content_text"]}, *content]
     if message.role == "tool":
         return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": _content(content)}]
     if message.role != "assistant":
@@ -103,9 +105,12 @@ def message_to_responses(message: Message) -> list[dict[str, Any]]:
 
 
 def _tool(tool: ToolInfo) -> dict[str, Any]:
-    """A tool in the Responses form: the chat-completions function, flattened."""
+    """A tool in the Responses form: the chat-completions function, flattened, and not
+    strict unless it says so (the Responses API's default is strict, which refuses a schema
+    with optional properties; chat completions' is not, and rillet's schemas are not made
+    strict)."""
     spec = tool.to_openai()
-    return {"type": "function", **spec["function"]}
+    return {"type": "function", "strict": False, **spec["function"]}
 
 
 def _tool_choice(choice: Any) -> Any:
@@ -197,8 +202,9 @@ class OpenAIResponsesModel(OpenAIChatModel):
         else:
             params.pop("tool_choice", None)
             params.pop("parallel_tool_calls", None)
-        if "max_tokens" in params:
-            params.setdefault("max_output_tokens", params.pop("max_tokens"))
+        for spelling in ("max_tokens", "max_completion_tokens"):  # chat completions' two names
+            if spelling in params:
+                params.setdefault("max_output_tokens", params.pop(spelling))
         if params.get("response_format") is not None:
             params["text"] = {**(params.get("text") or {}), "format": _text_format(params["response_format"])}
         params.pop("response_format", None)
