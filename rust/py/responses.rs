@@ -5,21 +5,28 @@
 
 use std::borrow::Cow;
 
-use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
 use pyo3::types::PyList;
 
 use crate::message as core;
 use crate::py::message::Message;
-use crate::py::sse::stream_error;
+use crate::py::sse::{body_text, limits, stream_error, Guarded, WireParser};
 use crate::responses;
-use crate::sse::{SseLimits, StreamError};
+use crate::sse::StreamError;
 
-struct State {
-    parser: responses::ResponsesStreamParser,
-    /// Once an error was found, every later call raises it.
-    error: Option<StreamError>,
+impl WireParser for responses::ResponsesStreamParser {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<core::Message>) -> Result<(), StreamError> {
+        responses::ResponsesStreamParser::feed(self, bytes, out)
+    }
+    fn finish(&mut self, out: &mut Vec<core::Message>) -> Result<(), StreamError> {
+        responses::ResponsesStreamParser::finish(self, out)
+    }
+    fn done(&self) -> bool {
+        self.finished()
+    }
+    fn lines(&self) -> usize {
+        responses::ResponsesStreamParser::lines(self)
+    }
 }
 
 /// Reads a streamed OpenAI Responses API answer (`response.*` server-sent events) into
@@ -32,66 +39,17 @@ struct State {
 /// `extra["item_id"]`. A line longer than `max_sse_line_bytes`, or an event with more data
 /// than `max_sse_event_bytes`, raises `StreamLimitError` before it is buffered.
 #[pyclass(frozen, module = "rillet", name = "ResponsesStreamParser")]
-pub struct ResponsesStreamParser {
-    state: Mutex<State>,
-}
-
-impl ResponsesStreamParser {
-    fn run<'py>(
-        &self,
-        py: Python<'py>,
-        step: impl FnOnce(
-            &mut responses::ResponsesStreamParser,
-            &mut Vec<core::Message>,
-        ) -> Result<(), StreamError>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let mut out = Vec::new();
-        let error = {
-            let mut state = self.state.lock_py_attached(py);
-            if let Some(err) = &state.error {
-                Some(err.clone())
-            } else {
-                let result = step(&mut state.parser, &mut out);
-                state.error = result.err();
-                // Chunks before the bad line are returned; the error comes with the next call.
-                state.error.clone().filter(|_| out.is_empty())
-            }
-        };
-        if let Some(err) = error {
-            return Err(stream_error(py, &err));
-        }
-        let items: PyResult<Vec<_>> = out
-            .into_iter()
-            .map(|m| Bound::new(py, Message::wrap(m)))
-            .collect();
-        PyList::new(py, items?)
-    }
-}
-
-const _: () = assert!(SseLimits::DEFAULT_MAX_LINE == 4194304);
-const _: () = assert!(SseLimits::DEFAULT_MAX_EVENT == 16777216);
+pub struct ResponsesStreamParser(Guarded<responses::ResponsesStreamParser>);
 
 #[pymethods]
 impl ResponsesStreamParser {
     #[new]
     #[pyo3(signature = (*, max_sse_line_bytes=4194304, max_sse_event_bytes=16777216))]
     fn new(max_sse_line_bytes: usize, max_sse_event_bytes: usize) -> PyResult<Self> {
-        if max_sse_line_bytes == 0 || max_sse_event_bytes == 0 {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "max_sse_line_bytes and max_sse_event_bytes must be positive, got \
-                 {max_sse_line_bytes} and {max_sse_event_bytes}"
-            )));
-        }
-        let limits = SseLimits {
-            max_line: max_sse_line_bytes,
-            max_event: max_sse_event_bytes,
-        };
-        Ok(ResponsesStreamParser {
-            state: Mutex::new(State {
-                parser: responses::ResponsesStreamParser::new(limits),
-                error: None,
-            }),
-        })
+        let limits = limits(max_sse_line_bytes, max_sse_event_bytes)?;
+        Ok(ResponsesStreamParser(Guarded::new(
+            responses::ResponsesStreamParser::new(limits),
+        )))
     }
 
     /// Reads `data` and returns the chunks it completes (often none, sometimes several).
@@ -101,25 +59,25 @@ impl ResponsesStreamParser {
     /// before the offending line are returned first, and the error is raised by the next
     /// call (and every one after it).
     fn feed<'py>(&self, py: Python<'py>, data: Cow<'_, [u8]>) -> PyResult<Bound<'py, PyList>> {
-        self.run(py, |p, out| p.feed(&data, out))
+        self.0.feed(py, &data)
     }
 
     /// The response has ended: returns the last chunks. Raises `IncompleteStreamError` when
     /// the stream stopped before `response.completed` or `response.incomplete`.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.run(py, |p, out| p.finish(out))
+        self.0.finish(py)
     }
 
     /// True once a terminal event (`response.completed`, `response.incomplete`) was read.
     #[getter]
     fn done(&self, py: Python<'_>) -> bool {
-        self.state.lock_py_attached(py).parser.finished()
+        self.0.done(py)
     }
 
     /// The number of lines read so far.
     #[getter]
     fn lines(&self, py: Python<'_>) -> usize {
-        self.state.lock_py_attached(py).parser.lines()
+        self.0.lines(py)
     }
 }
 
@@ -127,11 +85,7 @@ impl ResponsesStreamParser {
 /// refusal, reasoning summary (and the reasoning items in `extra`), function calls, usage.
 #[pyfunction]
 pub fn parse_response(py: Python<'_>, body: Cow<'_, [u8]>) -> PyResult<Message> {
-    let text = std::str::from_utf8(&body).map_err(|e| {
-        let line = 1 + memchr::memchr_iter(b'\n', &body[..e.valid_up_to()]).count();
-        stream_error(py, &StreamError::InvalidUtf8 { line })
-    })?;
-    responses::parse_response(text)
+    responses::parse_response(body_text(py, &body)?)
         .map(Message::wrap)
         .map_err(|e| stream_error(py, &e))
 }

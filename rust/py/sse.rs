@@ -62,10 +62,109 @@ fn to_list(py: Python<'_>, chunks: Vec<core::Message>) -> PyResult<Bound<'_, PyL
     PyList::new(py, items?)
 }
 
-struct State {
-    parser: sse::ChatStreamParser,
-    /// Once an error was found, every later call raises it.
-    error: Option<StreamError>,
+/// A wire format's chunk parser (chat completions, Anthropic, Responses), as the Python
+/// parser classes drive it.
+pub(crate) trait WireParser: Send {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<core::Message>) -> Result<(), StreamError>;
+    fn finish(&mut self, out: &mut Vec<core::Message>) -> Result<(), StreamError>;
+    fn done(&self) -> bool;
+    fn lines(&self) -> usize;
+}
+
+impl WireParser for sse::ChatStreamParser {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<core::Message>) -> Result<(), StreamError> {
+        sse::ChatStreamParser::feed(self, bytes, out)
+    }
+    fn finish(&mut self, out: &mut Vec<core::Message>) -> Result<(), StreamError> {
+        sse::ChatStreamParser::finish(self, out)
+    }
+    fn done(&self) -> bool {
+        sse::ChatStreamParser::done(self)
+    }
+    fn lines(&self) -> usize {
+        sse::ChatStreamParser::lines(self)
+    }
+}
+
+/// A parser behind the lock of a frozen Python object, with the error that stopped it: the
+/// chunks before a bad line are returned, and the error is raised by the next call and by
+/// every one after it.
+pub(crate) struct Guarded<P> {
+    state: Mutex<(P, Option<StreamError>)>,
+}
+
+impl<P: WireParser> Guarded<P> {
+    pub(crate) fn new(parser: P) -> Self {
+        Guarded {
+            state: Mutex::new((parser, None)),
+        }
+    }
+
+    fn run(
+        &self,
+        py: Python<'_>,
+        step: impl FnOnce(&mut P, &mut Vec<core::Message>) -> Result<(), StreamError>,
+    ) -> PyResult<Vec<core::Message>> {
+        let mut out = Vec::new();
+        let error = {
+            let mut state = self.state.lock_py_attached(py);
+            let (parser, stopped) = &mut *state;
+            if let Some(err) = stopped {
+                Some(err.clone())
+            } else {
+                *stopped = step(parser, &mut out).err();
+                stopped.clone().filter(|_| out.is_empty())
+            }
+        };
+        match error {
+            Some(err) => Err(stream_error(py, &err)),
+            None => Ok(out),
+        }
+    }
+
+    pub(crate) fn feed<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        let out = self.run(py, |p, out| p.feed(data, out))?;
+        to_list(py, out)
+    }
+
+    pub(crate) fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = self.run(py, |p, out| p.finish(out))?;
+        to_list(py, out)
+    }
+
+    pub(crate) fn done(&self, py: Python<'_>) -> bool {
+        self.state.lock_py_attached(py).0.done()
+    }
+
+    pub(crate) fn lines(&self, py: Python<'_>) -> usize {
+        self.state.lock_py_attached(py).0.lines()
+    }
+}
+
+// The parser classes spell the defaults out in their signatures, so that Python shows them.
+const _: () = assert!(SseLimits::DEFAULT_MAX_LINE == 4194304);
+const _: () = assert!(SseLimits::DEFAULT_MAX_EVENT == 16777216);
+
+/// The limits of a parser class's keywords, both positive.
+pub(crate) fn limits(max_sse_line_bytes: usize, max_sse_event_bytes: usize) -> PyResult<SseLimits> {
+    if max_sse_line_bytes == 0 || max_sse_event_bytes == 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "max_sse_line_bytes and max_sse_event_bytes must be positive, got \
+             {max_sse_line_bytes} and {max_sse_event_bytes}"
+        )));
+    }
+    Ok(SseLimits {
+        max_line: max_sse_line_bytes,
+        max_event: max_sse_event_bytes,
+    })
+}
+
+/// A whole response body as text, or `MalformedChunkError` naming the line of bad UTF-8.
+pub(crate) fn body_text<'a>(py: Python<'_>, body: &'a [u8]) -> PyResult<&'a str> {
+    std::str::from_utf8(body).map_err(|e| {
+        let line = 1 + memchr::memchr_iter(b'\n', &body[..e.valid_up_to()]).count();
+        stream_error(py, &StreamError::InvalidUtf8 { line })
+    })
 }
 
 /// Reads a streamed chat completion (server-sent events) into rillet Message chunks.
@@ -78,41 +177,7 @@ struct State {
 /// `max_sse_line_bytes`, or an event with more data than `max_sse_event_bytes`, raises
 /// `StreamLimitError` before it is buffered (defaults: 4 MiB and 16 MiB).
 #[pyclass(frozen, module = "rillet", name = "ChatStreamParser")]
-pub struct ChatStreamParser {
-    state: Mutex<State>,
-}
-
-impl ChatStreamParser {
-    fn run(
-        &self,
-        py: Python<'_>,
-        step: impl FnOnce(
-            &mut sse::ChatStreamParser,
-            &mut Vec<core::Message>,
-        ) -> Result<(), StreamError>,
-    ) -> PyResult<Vec<core::Message>> {
-        let mut out = Vec::new();
-        let error = {
-            let mut state = self.state.lock_py_attached(py);
-            if let Some(err) = &state.error {
-                Some(err.clone())
-            } else {
-                let result = step(&mut state.parser, &mut out);
-                state.error = result.err();
-                // Chunks before the bad line are returned; the error comes with the next call.
-                state.error.clone().filter(|_| out.is_empty())
-            }
-        };
-        match error {
-            Some(err) => Err(stream_error(py, &err)),
-            None => Ok(out),
-        }
-    }
-}
-
-// The defaults are spelled out below so that the Python signature shows them.
-const _: () = assert!(SseLimits::DEFAULT_MAX_LINE == 4194304);
-const _: () = assert!(SseLimits::DEFAULT_MAX_EVENT == 16777216);
+pub struct ChatStreamParser(Guarded<sse::ChatStreamParser>);
 
 #[pymethods]
 impl ChatStreamParser {
@@ -130,22 +195,9 @@ impl ChatStreamParser {
         max_sse_line_bytes: usize,
         max_sse_event_bytes: usize,
     ) -> PyResult<Self> {
-        if max_sse_line_bytes == 0 || max_sse_event_bytes == 0 {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "max_sse_line_bytes and max_sse_event_bytes must be positive, got \
-                 {max_sse_line_bytes} and {max_sse_event_bytes}"
-            )));
-        }
-        let limits = SseLimits {
-            max_line: max_sse_line_bytes,
-            max_event: max_sse_event_bytes,
-        };
-        Ok(ChatStreamParser {
-            state: Mutex::new(State {
-                parser: sse::ChatStreamParser::with_limits(options(think_tags, id_prefix), limits),
-                error: None,
-            }),
-        })
+        let limits = limits(max_sse_line_bytes, max_sse_event_bytes)?;
+        let parser = sse::ChatStreamParser::with_limits(options(think_tags, id_prefix), limits);
+        Ok(ChatStreamParser(Guarded::new(parser)))
     }
 
     /// Reads `data` and returns the chunks it completes (often none, sometimes several).
@@ -154,27 +206,25 @@ impl ChatStreamParser {
     /// object from the server raises `ModelStreamError`. Chunks before the offending line are
     /// returned first, and the error is raised by the next call (and every one after it).
     fn feed<'py>(&self, py: Python<'py>, data: Cow<'_, [u8]>) -> PyResult<Bound<'py, PyList>> {
-        let out = self.run(py, |p, out| p.feed(&data, out))?;
-        to_list(py, out)
+        self.0.feed(py, &data)
     }
 
     /// The response has ended: returns the last chunks. Raises `IncompleteStreamError` when
     /// the stream stopped before the model finished (no finish reason and no `[DONE]`).
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let out = self.run(py, |p, out| p.finish(out))?;
-        to_list(py, out)
+        self.0.finish(py)
     }
 
     /// True once `data: [DONE]` was read.
     #[getter]
     fn done(&self, py: Python<'_>) -> bool {
-        self.state.lock_py_attached(py).parser.done()
+        self.0.done(py)
     }
 
     /// The number of lines read so far.
     #[getter]
     fn lines(&self, py: Python<'_>) -> usize {
-        self.state.lock_py_attached(py).parser.lines()
+        self.0.lines(py)
     }
 }
 
@@ -188,10 +238,7 @@ pub fn parse_chat_completion(
     think_tags: bool,
     id_prefix: &str,
 ) -> PyResult<Message> {
-    let text = std::str::from_utf8(&body).map_err(|e| {
-        let line = 1 + memchr::memchr_iter(b'\n', &body[..e.valid_up_to()]).count();
-        stream_error(py, &StreamError::InvalidUtf8 { line })
-    })?;
+    let text = body_text(py, &body)?;
     sse::parse_completion(text, options(think_tags, id_prefix))
         .map(Message::wrap)
         .map_err(|e| stream_error(py, &e))
