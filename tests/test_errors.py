@@ -57,6 +57,10 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "McpError": (E.RilletError,),
     "McpToolError": (E.McpError,),
     "McpConnectionError": (E.McpError, ConnectionError),
+    "EventStreamError": (E.RilletError,),
+    "EventStreamConnectionError": (E.EventStreamError, ConnectionError),
+    "EventStreamTimeoutError": (E.EventStreamError, TimeoutError),
+    "EventStreamGapError": (E.EventStreamError,),
     "Fatal": (BaseException,),  # internal: not in __all__
 }
 

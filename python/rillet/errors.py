@@ -36,6 +36,10 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "EndOfStream",
+    "EventStreamConnectionError",
+    "EventStreamError",
+    "EventStreamGapError",
+    "EventStreamTimeoutError",
     "ExceedMaxIterationsError",
     "IncompleteStreamError",
     "Interrupted",
@@ -334,6 +338,25 @@ class McpToolError(McpError):
 class McpConnectionError(McpError, ConnectionError):
     """An MCP server cannot be reached, or its connection closed (the server process died);
     the next call reconnects."""
+
+
+class EventStreamError(RilletError):
+    """A run's events could not be sent to, or read from, a Redis stream (``rillet.redis``)."""
+
+
+class EventStreamConnectionError(EventStreamError, ConnectionError):
+    """The Redis server of a RedisStreamSink or RedisStreamSource cannot be reached, or the
+    connection to it failed."""
+
+
+class EventStreamTimeoutError(EventStreamError, TimeoutError):
+    """A RedisStreamSource waited longer than its ``timeout`` for the next entry of a run that
+    has not ended (its publisher stopped, or never started)."""
+
+
+class EventStreamGapError(EventStreamError):
+    """Entries a RedisStreamSource had not read yet are gone from the stream (trimmed by the
+    sink's ``maxlen``, or the key expired): it cannot give the exact sequence."""
 
 
 # --- internal -------------------------------------------------------------------------------

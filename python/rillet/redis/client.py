@@ -1,0 +1,49 @@
+"""The Redis connection of a sink or source: made from a URL, its failures named."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from rillet.errors import EventStreamConnectionError
+
+if TYPE_CHECKING:
+    import redis.asyncio
+
+__all__ = ["DEFAULT_PREFIX", "DEFAULT_URL", "connect", "failures", "shown"]
+
+DEFAULT_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_PREFIX = "rillet:events:"
+
+
+def shown(url: str) -> str:
+    """``url`` without its password, for messages."""
+    return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
+def connect(url: str, connect_timeout: float) -> redis.asyncio.Redis:
+    """A client for ``url`` (it connects on first use)."""
+    # redis-py is the optional `redis` extra: imported when a sink or source is made
+    try:
+        import redis.asyncio as aioredis
+    except ImportError as e:
+        raise ImportError("rillet.redis needs redis-py: pip install 'rillet[redis]'") from e
+    try:
+        return aioredis.Redis.from_url(url, socket_connect_timeout=connect_timeout)
+    except ValueError as e:
+        raise ValueError(f"Redis URL {shown(url)!r}: {e} (expected redis://host:port/db)") from e
+
+
+@asynccontextmanager
+async def failures(url: str, what: str) -> AsyncIterator[None]:
+    """Turns redis-py's connection failures inside into EventStreamConnectionError."""
+    import redis.exceptions  # the extra is installed: connect() made the client
+
+    try:
+        yield
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as e:
+        raise EventStreamConnectionError(
+            f"{what}: cannot reach Redis at {shown(url)} ({e}); is redis-server running and the URL right?"
+        ) from e

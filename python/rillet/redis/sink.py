@@ -1,0 +1,188 @@
+"""RedisStreamSink: a run's events, as they happen, on a Redis stream keyed by the run's id."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import TYPE_CHECKING
+
+from rillet._native import Message, StreamReader
+from rillet.errors import EventStreamError
+from rillet.events import AgentEvent
+from rillet.redis.client import DEFAULT_PREFIX, DEFAULT_URL, connect, failures
+from rillet.redis.wire import FIELD, chunk_entry, close_entry, end_entry, event_entry
+
+if TYPE_CHECKING:
+    import redis.asyncio
+
+__all__ = ["RedisStreamSink"]
+
+_BATCH = 1000  # entries sent in one pipeline, at most
+
+
+class _Writer:
+    """Sends entries in order from one task: everything queued while the last batch was on
+    the wire goes in the next pipeline, so a fast run is not held to one round trip an event
+    and a slow one still sends each entry at once. The queue is bounded: a run that outpaces
+    Redis waits."""
+
+    def __init__(self, client: redis.asyncio.Redis, key: str, maxlen: int | None, url: str) -> None:
+        self._client, self._key, self._maxlen, self._url = client, key, maxlen, url
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=10 * _BATCH)
+        self._task = asyncio.create_task(self._run())
+        self.n = 0
+
+    async def put(self, entry: bytes) -> None:
+        if self._task.done():
+            self._task.result()  # its failure, raised here
+            raise EventStreamError("the stream writer stopped")
+        self.n += 1
+        await self._queue.put(entry)
+
+    async def _run(self) -> None:
+        client, queue = self._client, self._queue
+        while True:
+            batch = [await queue.get()]
+            while len(batch) < _BATCH and not queue.empty():
+                batch.append(queue.get_nowait())
+            last = batch[-1] is None
+            entries = batch[:-1] if last else batch
+            if entries:
+                async with failures(self._url, f"publishing to stream {self._key!r}"):
+                    async with client.pipeline(transaction=False) as pipe:
+                        for entry in entries:
+                            pipe.xadd(self._key, {FIELD: entry}, maxlen=self._maxlen, approximate=True)
+                        await pipe.execute()
+            if last:
+                return
+
+    async def close(self, expire: float | None) -> None:
+        """Sends what is queued, then sets the key's expiry."""
+        if not self._task.done():
+            await self._queue.put(None)
+        await self._task
+        if expire is not None:
+            async with failures(self._url, f"expiring stream {self._key!r}"):
+                await self._client.expire(self._key, max(1, round(expire)))
+
+    def cancel(self) -> None:
+        self._task.cancel()
+
+
+class RedisStreamSink:
+    """Publishes runs' events to Redis streams, one stream per run id
+    (``<prefix><run_id>``), for :class:`~rillet.redis.RedisStreamSource` readers in other
+    processes::
+
+        async for event in RedisStreamSink(url).publish(runner.run(messages), run_id="r1"):
+            ...  # the events, unchanged, as without the sink
+
+    A streamed message is sent chunk by chunk as it arrives (readers get a stream too), while
+    your copy of the event still holds its own stream. The stream is trimmed to about
+    ``maxlen`` entries (``MAXLEN ~``; None keeps all): a reader that falls further behind
+    gets :class:`~rillet.errors.EventStreamGapError`. ``expire`` (seconds) deletes the key
+    that long after the run ends. ``client`` is a ``redis.asyncio.Redis`` to use instead of
+    connecting to ``url``.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        maxlen: int | None = 100_000,
+        prefix: str = DEFAULT_PREFIX,
+        expire: float | None = None,
+        connect_timeout: float = 5.0,
+        client: redis.asyncio.Redis | None = None,
+    ) -> None:
+        if maxlen is not None and maxlen < 1:
+            raise ValueError(f"RedisStreamSink(maxlen={maxlen}): give a positive entry count, or None to keep all")
+        self.url, self.maxlen, self.prefix, self.expire = url, maxlen, prefix, expire
+        self._client = client if client is not None else connect(url, connect_timeout)
+
+    def key(self, run_id: str) -> str:
+        """The Redis key of run ``run_id``'s stream."""
+        return f"{self.prefix}{run_id}"
+
+    def publish(self, events: AsyncIterable[AgentEvent], *, run_id: str) -> AsyncIterator[AgentEvent]:
+        """``events`` (a run's, e.g. ``runner.run(...)``), each sent to the stream of ``run_id``
+        before you get it. Ending early (``break``) marks the run abandoned for the readers."""
+        if not isinstance(run_id, str) or not run_id:
+            raise ValueError(f"RedisStreamSink.publish(run_id={run_id!r}): give a non-empty string")
+        return self._publish(events, run_id)
+
+    async def drain(self, events: AsyncIterable[AgentEvent], *, run_id: str) -> int:
+        """Publishes every event of ``events`` with no local consumer; returns how many."""
+        count = 0
+        async for _ in self.publish(events, run_id=run_id):
+            count += 1
+        return count
+
+    async def aclose(self) -> None:
+        """Closes the connection (a client given as ``client=`` is left open)."""
+        await self._client.aclose()
+
+    async def __aenter__(self) -> RedisStreamSink:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _publish(self, events: AsyncIterable[AgentEvent], run_id: str) -> AsyncIterator[AgentEvent]:
+        key = self.key(run_id)
+        async with failures(self.url, f"RedisStreamSink for run {run_id!r}"):
+            await self._client.ping()  # an unreachable server fails here, before the run
+        writer = _Writer(self._client, key, self.maxlen, self.url)
+        count, status, pump = 0, "abandoned", None
+        try:
+            async for ev in events:
+                entry, opens = event_entry(writer.n, ev)
+                await writer.put(entry)
+                count += 1
+                if opens:
+                    mv = ev.message_output
+                    assert mv is not None and mv.message_stream is not None
+                    mv.message_stream, mine = mv.message_stream.copy(2)
+                    pump = asyncio.create_task(_pump(mine, writer))
+                yield ev
+                if pump is not None:
+                    await pump
+                    pump = None
+            status = "done"
+        except (GeneratorExit, asyncio.CancelledError):
+            raise  # the consumer stopped: abandoned
+        except BaseException:
+            status = "failed"
+            raise
+        finally:
+            await self._finish(writer, pump, count, status)
+
+    async def _finish(self, writer: _Writer, pump: asyncio.Task[None] | None, count: int, status: str) -> None:
+        """Ends the stream: an unfinished message closed with an error, then the end entry."""
+        try:
+            if pump is not None:
+                pump.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pump
+                await writer.put(close_entry(writer.n, EventStreamError(f"the publisher's run was {status}")))
+            await writer.put(end_entry(writer.n, count, status))
+            await writer.close(self.expire)
+        except BaseException:
+            writer.cancel()
+            raise
+
+
+async def _pump(stream: StreamReader[Message], writer: _Writer) -> None:
+    """Sends the chunks of a streamed message as they arrive, then its close entry."""
+    error: BaseException | None = None
+    try:
+        async for chunk in stream:
+            await writer.put(chunk_entry(writer.n, chunk))
+    except (asyncio.CancelledError, EventStreamError):
+        raise
+    except Exception as e:  # noqa: BLE001  # a failed model stream is data for the readers
+        error = e
+    finally:
+        stream.close()
+    await writer.put(close_entry(writer.n, error))
