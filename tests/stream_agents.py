@@ -33,6 +33,8 @@ class Mixed(BaseAgent):
 
     async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         for i in range(self.events - 1):
+            if i % 64 == 0:
+                await asyncio.sleep(0)  # as a model or tool call would: the loop serves others
             k = i % 8
             if k == 1:
                 chunks = [Message.assistant(f"s{i}-"), Message(content="a"), Message(content="b")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,34 @@ class _Ended:
 
     def __init__(self, entry_id: str) -> None:
         self.entry_id = entry_id
+
+
+class _Inbox:
+    """Decoded items waiting for the consumer (cheaper than an asyncio.Queue a chunk); the
+    reading task waits while more than ``_QUEUED`` are waiting."""
+
+    __slots__ = ("_items", "_ready", "_space")
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[str, Any, str]] = deque()
+        self._ready, self._space = asyncio.Event(), asyncio.Event()
+
+    def put(self, item: tuple[str, Any, str]) -> None:
+        self._items.append(item)
+        self._ready.set()
+
+    async def room(self) -> None:
+        if len(self._items) > _QUEUED:
+            self._space.clear()
+            await self._space.wait()
+
+    async def get(self) -> tuple[str, Any, str]:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        if len(self._items) <= _QUEUED // 2:
+            self._space.set()
+        return self._items.popleft()
 
 
 class RedisStreamSource:
@@ -97,10 +126,6 @@ class RedisStreamSource:
         """The entry id to resume from (``after=``): the end of the last event you were given."""
         return self._last_id
 
-    def _advance(self, entry_id: str) -> None:
-        if _id_key(entry_id) > _id_key(self._last_id):
-            self._last_id = entry_id
-
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         if self._iterating:
             raise RuntimeError("a RedisStreamSource is read once; make another with after=source.last_id")
@@ -118,18 +143,18 @@ class RedisStreamSource:
         await self.aclose()
 
     async def _events(self) -> AsyncIterator[AgentEvent]:
-        queue: asyncio.Queue[tuple[str, Any, str]] = asyncio.Queue(maxsize=_QUEUED)
-        reader = asyncio.create_task(self._read(queue))
+        inbox = _Inbox()
+        reader = asyncio.create_task(self._read(inbox))
         try:
             while True:
-                kind, value, entry_id = await queue.get()
+                kind, value, entry_id = await inbox.get()
                 if kind == "event":
                     ev, opens = value
-                    if not opens:
-                        self._advance(entry_id)
+                    if not opens:  # entries come in order: no comparison needed
+                        self._last_id = entry_id
                     yield ev
                 elif kind == "done":
-                    self._advance(entry_id)
+                    self._last_id = entry_id
                 elif kind == "end":
                     self.status = value
                     return
@@ -144,19 +169,20 @@ class RedisStreamSource:
 
     def _mark(self, item: Any) -> Any:
         """The chunks of a streamed message as the consumer reads them; the close marker
-        after the last one moves :attr:`last_id`."""
+        after the last one moves :attr:`last_id` (unless later events already did)."""
         if isinstance(item, _Ended):
-            self._advance(item.entry_id)
+            if _id_key(item.entry_id) > _id_key(self._last_id):
+                self._last_id = item.entry_id
             return NO_VALUE
         return item
 
-    async def _read(self, queue: asyncio.Queue[tuple[str, Any, str]]) -> None:
+    async def _read(self, inbox: _Inbox) -> None:
         try:
-            await self._read_entries(queue)
+            await self._read_entries(inbox)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001  # handed to the consumer, raised there
-            await queue.put(("error", e, ""))
+            inbox.put(("error", e, ""))
 
     async def _first_number(self) -> int:
         """The number of the entry after ``after`` (the run's entries count from 0)."""
@@ -172,7 +198,7 @@ class RedisStreamSource:
         record = decode_entry(found[0][1], self._after, self.key)
         return int(record[0]) + 1
 
-    async def _read_entries(self, queue: asyncio.Queue[tuple[str, Any, str]]) -> None:
+    async def _read_entries(self, inbox: _Inbox) -> None:
         expected = await self._first_number()
         cursor, paths = self._after, Paths()
         writer: StreamWriter[Any] | None = None
@@ -188,6 +214,7 @@ class RedisStreamSource:
                             f"read them (trimmed by the sink's maxlen); raise RedisStreamSink(maxlen=) or read faster"
                         )
                     expected += 1
+                    await inbox.room()
                     kind = record[1]
                     if kind == "chunk":
                         if writer is not None:  # else: resumed inside a message, skipped
@@ -199,15 +226,15 @@ class RedisStreamSource:
                                 await writer.asend_error(recorded_error(record[2]))
                             writer.close()
                             writer = None
-                            await queue.put(("done", None, cursor))
+                            inbox.put(("done", None, cursor))
                     elif kind in ("ev", "open"):
                         stream = None
                         if kind == "open":
                             read, writer = pipe()
                             stream = convert_stream(read, self._mark)
-                        await queue.put(("event", (rebuild_event(record, paths, stream), kind == "open"), cursor))
+                        inbox.put(("event", (rebuild_event(record, paths, stream), kind == "open"), cursor))
                     elif kind == "end":
-                        await queue.put(("end", record[3], cursor))
+                        inbox.put(("end", record[3], cursor))
                         return
         finally:
             if writer is not None:  # the consumer's stream ends with the reason, not a silent EOF
