@@ -40,7 +40,9 @@ class Mixed(BaseAgent):
                 chunks = [Message.assistant(f"s{i}-"), Message(content="a"), Message(content="b")]
                 yield event_from_message(None, stream_from_list(chunks))
             elif k == 3:
-                yield event_from_message(Message.tool_message(f"r{i}", f"c{i}", "lookup"), role="tool", tool_name="lookup")
+                yield event_from_message(
+                    Message.tool_message(f"r{i}", f"c{i}", "lookup"), role="tool", tool_name="lookup"
+                )
             elif k == 5:
                 yield AgentEvent(output=AgentOutput(customized_output={"i": i, "xs": [1.5, None, "x"]}))
             elif k == 6:
@@ -72,10 +74,16 @@ async def arow(ev: AgentEvent) -> list[Any]:
         transfer = a.transfer_to_agent.dest_agent_name if a.transfer_to_agent else None
         interrupts = None
         if a.interrupted is not None:
-            interrupts = [[c.id, list(c.address), repr(c.info), c.is_root_cause] for c in a.interrupted.interrupt_contexts]
+            interrupts = [
+                [c.id, list(c.address), repr(c.info), c.is_root_cause] for c in a.interrupted.interrupt_contexts
+            ]
         out += ["action", a.exit, transfer, repr(a.customized_action), interrupts]
     if ev.error is not None:
-        out += ["error", getattr(ev.error, "type_name", type(ev.error).__name__), getattr(ev.error, "message", str(ev.error))]
+        out += [
+            "error",
+            getattr(ev.error, "type_name", type(ev.error).__name__),
+            getattr(ev.error, "message", str(ev.error)),
+        ]
     return out
 
 
@@ -85,7 +93,7 @@ async def read_rows(url: str, run_id: str, out_path: str, disconnect_at: int) ->
     from rillet.redis import RedisStreamSource
 
     after, count = "0-0", 0
-    with open(out_path, "w") as out:
+    with open(out_path, "w") as out:  # noqa: ASYNC230  # this process's own file, written as it reads
         while True:
             source = RedisStreamSource(run_id, url=url, after=after, timeout=60)
             async with source:

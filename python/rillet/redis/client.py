@@ -12,7 +12,7 @@ from rillet.errors import EventStreamConnectionError
 if TYPE_CHECKING:
     import redis.asyncio
 
-__all__ = ["DEFAULT_PREFIX", "DEFAULT_URL", "connect", "failures", "shown"]
+__all__ = ["DEFAULT_PREFIX", "DEFAULT_URL", "checked_client", "connect", "failures", "shown"]
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_PREFIX = "rillet:events:"
@@ -25,15 +25,24 @@ def shown(url: str) -> str:
 
 def connect(url: str, connect_timeout: float) -> redis.asyncio.Redis:
     """A client for ``url`` (it connects on first use)."""
-    # redis-py is the optional `redis` extra: imported when a sink or source is made
     try:
-        import redis.asyncio as aioredis
+        import redis.asyncio as aioredis  # the optional `redis` extra: loaded when a sink or source is made
     except ImportError as e:
         raise ImportError("rillet.redis needs redis-py: pip install 'rillet[redis]'") from e
     try:
         return aioredis.Redis.from_url(url, socket_connect_timeout=connect_timeout)
     except ValueError as e:
         raise ValueError(f"Redis URL {shown(url)!r}: {e} (expected redis://host:port/db)") from e
+
+
+def checked_client(client: redis.asyncio.Redis, what: str) -> redis.asyncio.Redis:
+    """``client`` if it returns bytes: entries are binary, and decoding them as text fails."""
+    if client.get_connection_kwargs().get("decode_responses"):
+        raise ValueError(
+            f"{what}(client=...): the client decodes responses to text, and stream entries are binary; "
+            "give a client made without decode_responses=True"
+        )
+    return client
 
 
 @asynccontextmanager

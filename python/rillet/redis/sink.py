@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from typing import TYPE_CHECKING
 
 from rillet._native import Message, StreamReader
 from rillet.errors import EventStreamError
 from rillet.events import AgentEvent
-from rillet.redis.client import DEFAULT_PREFIX, DEFAULT_URL, connect, failures
+from rillet.redis.client import DEFAULT_PREFIX, DEFAULT_URL, checked_client, connect, failures
 from rillet.redis.wire import FIELD, chunk_entry, close_entry, end_entry, event_entry
 
 if TYPE_CHECKING:
@@ -126,18 +126,26 @@ class RedisStreamSink:
         if maxlen is not None and maxlen < 1:
             raise ValueError(f"RedisStreamSink(maxlen={maxlen}): give a positive entry count, or None to keep all")
         self.url, self.maxlen, self.prefix, self.expire = url, maxlen, prefix, expire
-        self._client = client if client is not None else connect(url, connect_timeout)
+        self._client = (
+            checked_client(client, "RedisStreamSink") if client is not None else connect(url, connect_timeout)
+        )
+        self._own_client = client is None
+        self._publishing: set[AsyncGenerator[AgentEvent, None]] = set()
 
     def key(self, run_id: str) -> str:
         """The Redis key of run ``run_id``'s stream."""
         return f"{self.prefix}{run_id}"
 
-    def publish(self, events: AsyncIterable[AgentEvent], *, run_id: str) -> AsyncIterator[AgentEvent]:
+    def publish(self, events: AsyncIterable[AgentEvent], *, run_id: str) -> AsyncGenerator[AgentEvent, None]:
         """``events`` (a run's, e.g. ``runner.run(...)``), each sent to the stream of ``run_id``
         before you get it. Ending early (``break``) marks the run abandoned for the readers."""
         if not isinstance(run_id, str) or not run_id:
             raise ValueError(f"RedisStreamSink.publish(run_id={run_id!r}): give a non-empty string")
-        return self._publish(events, run_id)
+        me: list[AsyncGenerator[AgentEvent, None]] = []
+        gen = self._publish(events, run_id, me)
+        me.append(gen)
+        self._publishing.add(gen)  # held, so that a `break` leaves it for aclose() to end
+        return gen
 
     async def drain(self, events: AsyncIterable[AgentEvent], *, run_id: str) -> int:
         """Publishes every event of ``events`` with no local consumer; returns how many."""
@@ -147,8 +155,13 @@ class RedisStreamSink:
         return count
 
     async def aclose(self) -> None:
-        """Closes the connection (a client given as ``client=`` is left open)."""
-        await self._client.aclose()
+        """Ends the runs still being published (their readers see them abandoned: a ``break``
+        out of ``publish`` does not end it), then closes the connection (a client given as
+        ``client=`` is left open)."""
+        for gen in list(self._publishing):
+            await gen.aclose()
+        if self._own_client:
+            await self._client.aclose()
 
     async def __aenter__(self) -> RedisStreamSink:
         return self
@@ -156,7 +169,9 @@ class RedisStreamSink:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _publish(self, events: AsyncIterable[AgentEvent], run_id: str) -> AsyncIterator[AgentEvent]:
+    async def _publish(
+        self, events: AsyncIterable[AgentEvent], run_id: str, me: list[AsyncGenerator[AgentEvent, None]]
+    ) -> AsyncGenerator[AgentEvent, None]:
         key = self.key(run_id)
         async with failures(self.url, f"RedisStreamSink for run {run_id!r}"):
             await self._client.ping()  # an unreachable server fails here, before the run
@@ -179,11 +194,13 @@ class RedisStreamSink:
                     pump = None
             status = "done"
         except (GeneratorExit, asyncio.CancelledError):
-            raise  # the consumer stopped: abandoned
+            await _abandon(events)  # the consumer stopped: so does the run
+            raise
         except BaseException:
             status = "failed"
             raise
         finally:
+            self._publishing.discard(me[0])
             await self._finish(writer, pump, count, status)
 
     async def _finish(self, writer: _Writer, pump: asyncio.Task[None] | None, count: int, status: str) -> None:
@@ -199,6 +216,17 @@ class RedisStreamSink:
         except BaseException:
             writer.cancel()
             raise
+
+
+async def _abandon(events: AsyncIterable[AgentEvent]) -> None:
+    """Stops the run whose events no one reads any more (as dropping its iterator would)."""
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()
+        return
+    close = getattr(events, "close", None)
+    if close is not None:
+        close()
 
 
 async def _pump(stream: StreamReader[Message], writer: _Writer) -> None:

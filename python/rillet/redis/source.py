@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rillet._native import NO_VALUE, StreamWriter, convert_stream, pipe
 from rillet.errors import EventStreamError, EventStreamGapError, EventStreamTimeoutError
 from rillet.events import AgentEvent
-from rillet.redis.client import DEFAULT_PREFIX, DEFAULT_URL, connect, failures
+from rillet.redis.client import DEFAULT_PREFIX, DEFAULT_URL, checked_client, connect, failures
 from rillet.redis.wire import Paths, decode_entry, rebuild_event, recorded_error
 
 if TYPE_CHECKING:
@@ -118,7 +118,10 @@ class RedisStreamSource:
         self._last_id = after
         self.status: str | None = None
         """How the run ended (``done``, ``abandoned`` or ``failed``), once its end entry is read."""
-        self._client = client if client is not None else connect(url, connect_timeout)
+        self._client = (
+            checked_client(client, "RedisStreamSource") if client is not None else connect(url, connect_timeout)
+        )
+        self._own_client = client is None
         self._iterating = False
 
     @property
@@ -134,7 +137,8 @@ class RedisStreamSource:
 
     async def aclose(self) -> None:
         """Closes the connection (a client given as ``client=`` is left open)."""
-        await self._client.aclose()
+        if self._own_client:
+            await self._client.aclose()
 
     async def __aenter__(self) -> RedisStreamSource:
         return self
@@ -189,7 +193,7 @@ class RedisStreamSource:
         if self._after in _START:
             return 0
         async with failures(self.url, f"RedisStreamSource for run {self.run_id!r}"):
-            found = await self._client.xrange(self.key, min=self._after, max=self._after, count=1)
+            found: Any = await self._client.xrange(self.key, min=self._after, max=self._after, count=1)
         if not found:
             raise EventStreamGapError(
                 f"entry {self._after} is not in stream {self.key!r}: trimmed by the sink's maxlen, expired, or "
@@ -249,9 +253,9 @@ class RedisStreamSource:
                 await self._timed_out(cursor)
             block = 0 if left is None else max(1, int(left * 1000))
             async with failures(self.url, f"RedisStreamSource for run {self.run_id!r}"):
-                found = await self._client.xread({self.key: cursor}, count=self._batch, block=block)
-            if found:
-                return list(found[0][1])
+                found: Any = await self._client.xread({self.key: cursor}, count=self._batch, block=block)
+            if found:  # RESP2: [[key, entries]]; RESP3: {key: [entries]}
+                return list(next(iter(found.values()))[0] if isinstance(found, dict) else found[0][1])
 
     async def _timed_out(self, cursor: str) -> None:
         async with failures(self.url, f"RedisStreamSource for run {self.run_id!r}"):
