@@ -100,10 +100,12 @@ def replies_for(page: str) -> list[Reply]:
     return []
 
 
-def run_page(path: Path, server: FakeOpenAIServer, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_page(
+    path: Path, server: FakeOpenAIServer, cwd: Path, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     blocks = [(line, code) for line, code, _ in examples(path.read_text(encoding="utf-8"))]
     page = {"path": str(path), "prelude": PRELUDES.get(path.name, ""), "blocks": blocks}
-    env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-doc-test"}
+    env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-doc-test", **(env_extra or {})}
     return subprocess.run(
         [sys.executable, "-c", DRIVER],
         input=json.dumps(page),
@@ -122,9 +124,13 @@ def test_every_page_with_python_blocks_is_run_or_covered_elsewhere() -> None:
 
 
 @pytest.mark.parametrize("path", RUN, ids=[p.name for p in RUN])
-def test_doc_blocks_run_in_order(path: Path, server: FakeOpenAIServer, tmp_path: Path) -> None:
+def test_doc_blocks_run_in_order(
+    path: Path, server: FakeOpenAIServer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     server.script(*replies_for(path.name))
-    proc = run_page(path, server, tmp_path)
+    # a page that reads REDIS_URL runs against the test session's Redis (tests/servers.py)
+    uses_redis = "REDIS_URL" in path.read_text(encoding="utf-8")
+    proc = run_page(path, server, tmp_path, {"REDIS_URL": request.getfixturevalue("redis_url")} if uses_redis else None)
     assert proc.returncode == 0, f"a block of docs/{path.name} failed:\n{proc.stderr}"
     printed = dict(
         (int(head), body) for head, _, body in (part.partition("\n") for part in proc.stdout.split("\x1eblock ")[1:])
