@@ -33,7 +33,7 @@ from rillet import (
 from rillet.codec import DecodeError, EncodeError
 from rillet.errors import RecordedError
 from rillet.interrupt import get_interrupt_state, interrupt
-from servers import free_port
+from servers import free_port, start_redis
 from stream_agents import Mixed, arow
 
 need("redis")
@@ -273,6 +273,40 @@ def test_a_consumer_that_stops_early_ends_the_stream_as_abandoned(redis_url: str
             [c async for c in mv.message_stream]
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+class Endless(BaseAgent):
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        i = 0
+        while True:
+            yield event_from_message(Message.assistant(f"m{i}"))
+            i += 1
+            await asyncio.sleep(0.01)
+
+
+def test_redis_going_away_mid_run_is_a_connection_error_for_publisher_and_reader() -> None:
+    server = start_redis()  # this test's own server, stopped in the middle
+    try:
+
+        async def main() -> None:
+            rid = run_id()
+            sink = RedisStreamSink(server.url)
+            source = RedisStreamSource(rid, url=server.url, timeout=10)
+            reading = aiter(source)
+            publishing = sink.publish(Runner(Endless("endless", "")).query("go"), run_id=rid)
+            await anext(publishing)
+            assert (await anext(reading)).message_output is not None
+            server.stop()
+            with pytest.raises(EventStreamConnectionError, match=f"publishing to stream 'rillet:events:{rid}'"):
+                async for _ in publishing:
+                    pass
+            with pytest.raises(EventStreamConnectionError, match=f"RedisStreamSource for run '{rid}'"):
+                async for _ in reading:
+                    pass
+
+        asyncio.run(asyncio.wait_for(main(), 30))
+    finally:
+        server.stop()
 
 
 class Unencodable(BaseAgent):

@@ -37,7 +37,8 @@ def connect(url: str, connect_timeout: float) -> redis.asyncio.Redis:
 
 def checked_client(client: redis.asyncio.Redis, what: str) -> redis.asyncio.Redis:
     """``client`` if it returns bytes: entries are binary, and decoding them as text fails."""
-    if client.get_connection_kwargs().get("decode_responses"):
+    kwargs: dict[str, object] = client.get_connection_kwargs()  # type: ignore[no-untyped-call]
+    if kwargs.get("decode_responses"):
         raise ValueError(
             f"{what}(client=...): the client decodes responses to text, and stream entries are binary; "
             "give a client made without decode_responses=True"

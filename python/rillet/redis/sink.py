@@ -198,6 +198,7 @@ class RedisStreamSink:
             raise
         except BaseException:
             status = "failed"
+            await _abandon(events)  # e.g. Redis went away: no one can read the rest of the run
             raise
         finally:
             self._publishing.discard(me[0])
