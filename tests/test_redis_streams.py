@@ -213,9 +213,9 @@ def test_an_unreachable_server_is_a_connection_error_naming_it() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
 
     async def main() -> None:
-        sink = RedisStreamSink(url, connect_timeout=2)
-        with pytest.raises(EventStreamConnectionError, match=rf"cannot reach Redis at {url}.*redis-server running"):
-            await sink.drain(Runner(Mixed(3)).query("go"), run_id="r")
+        async with RedisStreamSink(url, connect_timeout=2) as sink:
+            with pytest.raises(EventStreamConnectionError, match=rf"cannot reach Redis at {url}.*redis-server running"):
+                await sink.drain(Runner(Mixed(3)).query("go"), run_id="r")
         with pytest.raises(
             EventStreamConnectionError, match=rf"RedisStreamSource for run 'r': cannot reach Redis at {url}"
         ):
@@ -303,6 +303,7 @@ def test_redis_going_away_mid_run_is_a_connection_error_for_publisher_and_reader
             with pytest.raises(EventStreamConnectionError, match=f"RedisStreamSource for run '{rid}'"):
                 async for _ in reading:
                     pass
+            await sink.aclose()
 
         asyncio.run(asyncio.wait_for(main(), 30))
     finally:
@@ -319,8 +320,9 @@ class Unencodable(BaseAgent):
 
 def test_an_event_the_codec_cannot_encode_names_the_fix(redis_url: str) -> None:
     async def main() -> None:
-        with pytest.raises(EncodeError, match="event 0 of agent 'u' cannot be sent.*register_type"):
-            await RedisStreamSink(redis_url).drain(Runner(Unencodable("u", "")).query("go"), run_id=run_id())
+        async with RedisStreamSink(redis_url) as sink:
+            with pytest.raises(EncodeError, match="event 0 of agent 'u' cannot be sent.*register_type"):
+                await sink.drain(Runner(Unencodable("u", "")).query("go"), run_id=run_id())
 
     asyncio.run(main())
 

@@ -173,8 +173,13 @@ class RedisStreamSink:
         self, events: AsyncIterable[AgentEvent], run_id: str, me: list[AsyncGenerator[AgentEvent, None]]
     ) -> AsyncGenerator[AgentEvent, None]:
         key = self.key(run_id)
-        async with failures(self.url, f"RedisStreamSink for run {run_id!r}"):
-            await self._client.ping()  # an unreachable server fails here, before the run
+        try:
+            async with failures(self.url, f"RedisStreamSink for run {run_id!r}"):
+                await self._client.ping()  # an unreachable server fails here, before the run
+        except BaseException:
+            self._publishing.discard(me[0])
+            await _abandon(events)
+            raise
         writer = _Writer(self._client, key, self.maxlen, self.url)
         count, status, pump = 0, "abandoned", None
         try:
@@ -207,7 +212,7 @@ class RedisStreamSink:
     async def _finish(self, writer: _Writer, pump: asyncio.Task[None] | None, count: int, status: str) -> None:
         """Ends the stream: an unfinished message closed with an error, then the end entry."""
         try:
-            if pump is not None:
+            if pump is not None and not pump.done():  # inside a streamed message: close it
                 pump.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pump

@@ -170,6 +170,7 @@ class RedisStreamSource:
                 await reader
             except (asyncio.CancelledError, Exception):  # noqa: BLE001  # already raised above, or stopped by us
                 pass
+            await self.aclose()  # read once: the connection is not needed any more
 
     def _mark(self, item: Any) -> Any:
         """The chunks of a streamed message as the consumer reads them; the close marker
