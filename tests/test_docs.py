@@ -128,12 +128,12 @@ def test_doc_blocks_run_in_order(
     path: Path, server: FakeOpenAIServer, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     server.script(*replies_for(path.name))
-    more_env = {}
-    if path.name == "stores.md":  # the Redis and PostgreSQL stores' blocks use the session's servers
-        more_env = {
-            "REDIS_URL": request.getfixturevalue("redis_url"),
-            "DATABASE_URL": request.getfixturevalue("postgres_url"),
-        }
+    text = path.read_text(encoding="utf-8")
+    more_env = {}  # a page naming REDIS_URL or DATABASE_URL runs against the session's servers (tests/servers.py)
+    if "REDIS_URL" in text:
+        more_env["REDIS_URL"] = request.getfixturevalue("redis_url")
+    if "DATABASE_URL" in text:
+        more_env["DATABASE_URL"] = request.getfixturevalue("postgres_url")
     proc = run_page(path, server, tmp_path, more_env)
     assert proc.returncode == 0, f"a block of docs/{path.name} failed:\n{proc.stderr}"
     printed = dict(

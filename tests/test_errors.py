@@ -69,6 +69,10 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "LiveNotSupportedError": (E.LiveError, TypeError),
     "LiveQueueClosedError": (E.LiveError,),
     "ArtifactError": (E.RilletError, ValueError),
+    "EventStreamError": (E.RilletError,),
+    "EventStreamConnectionError": (E.EventStreamError, ConnectionError),
+    "EventStreamTimeoutError": (E.EventStreamError, TimeoutError),
+    "EventStreamGapError": (E.EventStreamError,),
     "Fatal": (BaseException,),  # internal: not in __all__
 }
 

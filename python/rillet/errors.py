@@ -39,6 +39,10 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "EndOfStream",
+    "EventStreamConnectionError",
+    "EventStreamError",
+    "EventStreamGapError",
+    "EventStreamTimeoutError",
     "ExceedMaxIterationsError",
     "GuardrailError",
     "GuardrailRejectedError",
@@ -428,6 +432,25 @@ class LiveQueueClosedError(LiveError):
 class ArtifactError(RilletError, ValueError):
     """An artifact name or session id an artifact service refuses, or a stored artifact that
     cannot be read back."""
+
+
+class EventStreamError(RilletError):
+    """A run's events could not be sent to, or read from, a Redis stream (``rillet.redis``)."""
+
+
+class EventStreamConnectionError(EventStreamError, ConnectionError):
+    """The Redis server of a RedisStreamSink or RedisStreamSource cannot be reached, or the
+    connection to it failed."""
+
+
+class EventStreamTimeoutError(EventStreamError, TimeoutError):
+    """A RedisStreamSource waited longer than its ``timeout`` for the next entry of a run that
+    has not ended (its publisher stopped, or never started)."""
+
+
+class EventStreamGapError(EventStreamError):
+    """Entries a RedisStreamSource had not read yet are gone from the stream (trimmed by the
+    sink's ``maxlen``, or the key expired): it cannot give the exact sequence."""
 
 
 # --- internal -------------------------------------------------------------------------------
