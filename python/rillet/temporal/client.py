@@ -34,7 +34,9 @@ async def start_run(
     """Starts the agent registered as ``agent`` on ``messages``, as the workflow ``id``. It
     continues as new before its history reaches ``history_limit`` events (or Temporal
     suggests it)."""
-    request = codec.encode({"agent": agent, "messages": list(messages), "history_limit": history_limit})
+    request = codec.encode(
+        {"agent": agent, "task_queue": task_queue, "messages": list(messages), "history_limit": history_limit}
+    )
     return await client.start_workflow(WORKFLOW_NAME, request, id=id, task_queue=task_queue, result_type=bytes)
 
 
@@ -79,6 +81,8 @@ async def pending_interrupts(handle: WorkflowHandle[Any, Any]) -> list[tuple[str
 async def resume(handle: WorkflowHandle[Any, Any], targets: Mapping[str, Any]) -> None:
     """Resumes the interrupted run with ``targets`` ({interrupt id: data}); raises if it is
     not waiting or an id is not one of its pending interrupts."""
+    if not isinstance(targets, Mapping):
+        raise TypeError(f"resume(targets): expected a dict {{interrupt id: data}}, got {type(targets).__name__}")
     await handle.execute_update("resume", codec.encode(dict(targets)))
 
 

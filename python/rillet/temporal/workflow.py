@@ -57,7 +57,8 @@ class _Store:
 @workflow.defn(name=WORKFLOW_NAME)
 class RunnerWorkflow:
     """Input and output are :mod:`rillet.codec` bytes: a dict with ``agent`` (the factory's
-    name), ``messages``, and after a continue-as-new ``checkpoint``, ``targets`` and ``seen``
+    name), ``task_queue`` (whose workers know it by that name: a replay elsewhere, as
+    Temporal's Replayer does, looks it up there too), ``messages``, and after a continue-as-new ``checkpoint``, ``targets`` and ``seen``
     (events before); the result a dict with ``answer`` (the last assistant text)."""
 
     def __init__(self) -> None:
@@ -74,7 +75,7 @@ class RunnerWorkflow:
         ID_SOURCE.set(lambda: str(workflow.uuid4()))  # the Runner copies this context
         current_agent.set(req["agent"])
         store = _Store(req.get("checkpoint"))
-        runner = Runner(agent_for(workflow.info().task_queue, req["agent"]), checkpoint_store=store)
+        runner = Runner(agent_for(req["task_queue"], req["agent"]), checkpoint_store=store)
         if store.data is None:
             events = runner.run(req["messages"], checkpoint_id=_ID)
         else:
@@ -99,6 +100,7 @@ class RunnerWorkflow:
                     codec.encode(
                         {
                             "agent": req["agent"],
+                            "task_queue": req["task_queue"],
                             "checkpoint": store.data,
                             "targets": targets,
                             "seen": self._seen + len(self._events),
