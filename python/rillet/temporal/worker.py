@@ -9,6 +9,7 @@ more, outside, to find the models and tools its activities call by key.
 from __future__ import annotations
 
 import pkgutil
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,13 @@ def rillet_worker(
     """A Temporal ``Worker`` on ``task_queue`` that runs :class:`RunnerWorkflow` for
     ``agents`` (name -> factory) and the model and tool activities of their wrapped calls.
     ``passthrough`` names modules the factories import on first use (see
-    :func:`sandbox_runner`); ``options`` go to ``Worker`` (``max_concurrent_activities=...``)."""
+    :func:`sandbox_runner`); ``options`` go to ``Worker`` (``max_concurrent_activities=...``).
+
+    Workflow activations run on one thread (``workflow_task_executor``): a rillet channel
+    wakes a receiver parked on another thread through ``call_soon_threadsafe``, which a
+    workflow's event loop does not have; on one thread every wakeup is a plain callback of
+    that loop, so a replay wakes the run's tasks in the same order. (Workflow code is light:
+    the model and tool calls run as activities, on the worker's own event loop.)"""
     from rillet.temporal.workflow import RunnerWorkflow  # the workflow module imports this one
 
     if not agents:
@@ -144,5 +151,8 @@ def rillet_worker(
         workflows=[RunnerWorkflow],
         activities=[calls.model, calls.tool],
         workflow_runner=sandbox_runner(passthrough),
+        workflow_task_executor=options.pop(
+            "workflow_task_executor", ThreadPoolExecutor(max_workers=1, thread_name_prefix="rillet-workflows")
+        ),
         **options,
     )
