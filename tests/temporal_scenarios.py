@@ -185,7 +185,9 @@ SCENARIOS = {"run_events": run_events, "interrupt": interrupt, "continue_as_new"
 
 async def main(out: Path, names: list[str]) -> None:
     results: dict[str, Any] = {}
-    env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary(), ip="127.0.0.1")
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(), ip="127.0.0.1", dev_server_log_level="error"
+    )
     async with env:
         address = env.client.service_client.config.target_host
         for name in names:
