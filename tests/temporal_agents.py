@@ -86,9 +86,8 @@ AGENTS = {"adder": adder, "approver": approver}
 
 
 async def _serve(address: str, task_queue: str) -> None:
-    from temporalio.client import Client
-
     from rillet.temporal import rillet_worker
+    from temporalio.client import Client
 
     client = await Client.connect(address)
     worker = rillet_worker(client, task_queue, AGENTS, sticky_queue_schedule_to_start_timeout=timedelta(seconds=1))

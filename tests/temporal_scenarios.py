@@ -22,13 +22,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.testing import WorkflowEnvironment
-
 import rillet.temporal as rt
 from rillet import Message
 from rillet.approval import approve
 from rillet.events import AgentEvent
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -59,15 +58,15 @@ def _fresh_side(name: str) -> None:
     os.environ["RILLET_TEMPORAL_SIDE"] = str(path)
 
 
-async def _until(check: Callable[[], Awaitable[Any]], what: str, timeout: float = 20) -> Any:
+async def _until(check: Callable[[], Awaitable[Any]], what: str, limit: float = 20) -> Any:
     loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
+    end = loop.time() + limit
     while loop.time() < end:
         got = await check()
         if got:
             return got
         await asyncio.sleep(0.05)
-    raise TimeoutError(f"waited {timeout}s for {what}")
+    raise TimeoutError(f"waited {limit}s for {what}")
 
 
 async def run_events(client: Client) -> dict[str, Any]:
@@ -132,21 +131,26 @@ async def continue_as_new(client: Client) -> dict[str, Any]:
         }
 
 
-async def worker_killed(client: Client, address: str) -> dict[str, Any]:
-    """A worker SIGKILLed while a model call of the run is under way (after three tool
-    calls); a second worker replays the history and finishes the run."""
-    _fresh_side("kill")
+def _worker_process(address: str, task_queue: str) -> subprocess.Popen[str]:
+    """A worker of AGENTS in a child process whose model holds once 3 tool results are in."""
     env = {
         **os.environ,
         "RILLET_TEMPORAL_HOLD_AT": "3",
         "PYTHONPATH": os.pathsep.join([str(HERE.parent / "python"), os.environ.get("PYTHONPATH", "")]),
     }
-    first = subprocess.Popen(
-        [sys.executable, str(HERE / "temporal_agents.py"), address, "kill"],
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "temporal_agents.py"), address, task_queue],
         env=env,
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+async def worker_killed(client: Client, address: str) -> dict[str, Any]:
+    """A worker SIGKILLed while a model call of the run is under way (after three tool
+    calls); a second worker replays the history and finishes the run."""
+    _fresh_side("kill")
+    first = _worker_process(address, "kill")
     try:
         assert first.stdout is not None
         lines: list[str] = []
@@ -183,7 +187,7 @@ async def worker_killed(client: Client, address: str) -> dict[str, Any]:
 SCENARIOS = {"run_events": run_events, "interrupt": interrupt, "continue_as_new": continue_as_new}
 
 
-async def main(out: Path, names: list[str]) -> None:
+async def main(names: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(), ip="127.0.0.1", dev_server_log_level="error"
@@ -198,13 +202,13 @@ async def main(out: Path, names: list[str]) -> None:
                     results[name] = await SCENARIOS[name](env.client)
             except BaseException:
                 results[name] = {"failed": traceback.format_exc()}
-    out.write_text(json.dumps(results, indent=1))
+    return results
 
 
 if __name__ == "__main__":
     os.environ["RILLET_TEMPORAL_OUT_DIR"] = str(Path(sys.argv[1]).parent)
     try:
-        asyncio.run(main(Path(sys.argv[1]), sys.argv[2:]))
+        Path(sys.argv[1]).write_text(json.dumps(asyncio.run(main(sys.argv[2:])), indent=1))
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -19,17 +19,14 @@ from typing import Any
 
 import pytest
 from optional import need, skip_or_fail
-
-from rillet import ChatModelAgent, Message, Runner
+from rillet import ChatModelAgent, Runner
 
 HERE = Path(__file__).resolve().parent
 STEPS = 6
 # what a consumer reads of the six-step run: (role, tool name, text, tool calls) per event
-SIX_STEPS = [
-    row
-    for i in range(STEPS)
-    for row in (["assistant", "", "", 1], ["tool", "add", str(i + 1), 0])
-] + [["assistant", "", "total 6", 0]]
+SIX_STEPS = [row for i in range(STEPS) for row in (["assistant", "", "", 1], ["tool", "add", str(i + 1), 0])] + [
+    ["assistant", "", "total 6", 0]
+]
 SIDE_SIX = [f"add {i} 1" for i in range(STEPS)]
 
 
@@ -92,7 +89,12 @@ def test_an_interrupted_run_completes_after_the_resume_update(seen: dict[str, An
     assert "expected a dict {interrupt id: data}, got str" in not_a_dict
     assert after_the_end  # a finished run takes no resume
     assert got["answer"] == "total 1"
-    assert got["rows"] == [["assistant", "", "", 1], ["other", ""], ["tool", "add", "1", 0], ["assistant", "", "total 1", 0]]
+    assert got["rows"] == [
+        ["assistant", "", "", 1],
+        ["other", ""],
+        ["tool", "add", "1", 0],
+        ["assistant", "", "total 1", 0],
+    ]
     assert got["side"] == ["add 0 1"]
 
 
@@ -119,7 +121,9 @@ def test_a_killed_worker_is_replaced_and_no_tool_runs_twice(tmp_path: Path) -> N
 # --- without a server -----------------------------------------------------------------------
 
 
-def test_wrapped_models_and_tools_call_through_outside_a_workflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrapped_models_and_tools_call_through_outside_a_workflow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     need("temporalio")
     from temporal_agents import adder
 
@@ -133,10 +137,9 @@ def test_wrapped_models_and_tools_call_through_outside_a_workflow(tmp_path: Path
 
 def test_one_agent_wrapping_two_tools_under_one_key_is_refused() -> None:
     need("temporalio")
-    from temporal_agents import CountingModel
-
     from rillet.temporal import activity_model, activity_tool
     from rillet.temporal.worker import _Calls
+    from temporal_agents import CountingModel
 
     def one(a: int) -> int:
         """One."""
@@ -152,7 +155,9 @@ def test_one_agent_wrapping_two_tools_under_one_key_is_refused() -> None:
             name="x", description="x", model=model, tools=[activity_tool(one, name="f"), activity_tool(two, name="f")]
         )
 
-    with pytest.raises(ValueError, match=r"one agent wraps two different objects under the key 'tool:f'; give each its own name="):
+    with pytest.raises(
+        ValueError, match=r"one agent wraps two different objects under the key 'tool:f'; give each its own name="
+    ):
         _Calls({"x": factory}).build()
 
 

@@ -23,7 +23,8 @@ from rillet.temporal.proxies import (
     activity_model,
     activity_tool,
 )
-from rillet.temporal.worker import AgentFactory, rillet_worker
+from rillet.temporal.registry import AgentFactory
+from rillet.temporal.worker import rillet_worker
 from rillet.temporal.workflow import RunnerWorkflow
 
 __all__ = [

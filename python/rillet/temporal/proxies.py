@@ -44,7 +44,9 @@ class ActivityOptions:
 
 
 # Set while a worker builds its agents, to learn which model and tool each key names.
-_collecting: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("rillet_temporal_keys", default=None)
+_collecting: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "rillet_temporal_keys", default=None
+)
 
 
 # The name of the agent the workflow runs (its factory's), sent with each call: keys are per agent.
@@ -98,7 +100,9 @@ class ActivityModel:
         self.options = options or ActivityOptions(timedelta(minutes=2), RetryPolicy(maximum_attempts=5))
         _register(self.key, model)
 
-    async def generate(self, messages: list[Message], *, tools: list[ToolInfo] | None = None, **options: Any) -> Message:
+    async def generate(
+        self, messages: list[Message], *, tools: list[ToolInfo] | None = None, **options: Any
+    ) -> Message:
         if not workflow.in_workflow():
             reply: Message = await self.model.generate(messages, tools=tools, **options)
             return reply
@@ -118,9 +122,9 @@ class ActivityModel:
 
     async def stream(
         self, messages: list[Message], *, tools: list[ToolInfo] | None = None, **options: Any
-    ) -> StreamReader:
+    ) -> StreamReader[Message]:
         if not workflow.in_workflow():
-            reader: StreamReader = await self.model.stream(messages, tools=tools, **options)
+            reader: StreamReader[Message] = await self.model.stream(messages, tools=tools, **options)
             return reader
         return stream_from_list([await self.generate(messages, tools=tools, **options)])
 

@@ -9,8 +9,8 @@ more, outside, to find the models and tools its activities call by key.
 from __future__ import annotations
 
 import pkgutil
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,29 +21,12 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from rillet import codec
-from rillet.agent import Agent
 from rillet.errors import ToolArgumentsError
 from rillet.temporal.proxies import MODEL_ACTIVITY, TOOL_ACTIVITY, _collecting, infos_of
+from rillet.temporal.registry import AgentFactory, register
+from rillet.temporal.workflow import RunnerWorkflow
 
-__all__ = ["AgentFactory", "agent_for", "rillet_worker"]
-
-AgentFactory = Callable[[], Agent]
-
-# task queue -> agent name -> factory. A module of rillet, so it is passed through the
-# workflow sandbox: the workflow sees the same dict the worker filled.
-_agents: dict[str, dict[str, AgentFactory]] = {}
-
-
-def agent_for(task_queue: str, name: str) -> Agent:
-    """A fresh agent tree built by the factory registered as ``name`` on ``task_queue``."""
-    factories = _agents.get(task_queue, {})
-    if name not in factories:
-        raise ApplicationError(
-            f"no agent {name!r} on task queue {task_queue!r}; its workers know {sorted(factories)} "
-            "(pass agents={name: factory} to rillet_worker)",
-            non_retryable=True,
-        )
-    return factories[name]()
+__all__ = ["rillet_worker", "sandbox_runner"]
 
 
 class _Calls:
@@ -89,7 +72,9 @@ class _Calls:
         try:
             result: str = await self._target(agent, key).invoke(arguments)
         except ToolArgumentsError as e:  # the model's mistake: no retry, and the model is told
-            raise ApplicationError(str(e), e.tool_name, list(e.problems), type="ToolArgumentsError", non_retryable=True) from e
+            raise ApplicationError(
+                str(e), e.tool_name, list(e.problems), type="ToolArgumentsError", non_retryable=True
+            ) from e
         return result
 
 
@@ -138,11 +123,9 @@ def rillet_worker(
     workflow's event loop does not have; on one thread every wakeup is a plain callback of
     that loop, so a replay wakes the run's tasks in the same order. (Workflow code is light:
     the model and tool calls run as activities, on the worker's own event loop.)"""
-    from rillet.temporal.workflow import RunnerWorkflow  # the workflow module imports this one
-
     if not agents:
         raise ValueError("rillet_worker(agents=...): give at least one agent factory, {name: factory}")
-    _agents[task_queue] = dict(agents)
+    register(task_queue, dict(agents))
     calls = _Calls(agents)
     calls.build()  # here, outside the sandbox: what the factories import on first use is then loaded
     return Worker(

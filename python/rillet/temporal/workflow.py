@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from rillet.interrupt import ID_SOURCE
     from rillet.runner import Runner
     from rillet.temporal.proxies import CONTINUE_AS_NEW, current_agent, history_limit
-    from rillet.temporal.worker import agent_for
+    from rillet.temporal.registry import agent_for
 
 __all__ = ["RunnerWorkflow"]
 
