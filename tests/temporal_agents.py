@@ -45,6 +45,20 @@ class CountingModel:
         return stream_from_list([await self.generate(messages, **kw)])
 
 
+class BadArgumentsModel:
+    """Calls ``add`` with an ``a`` that is not an integer, then answers with what the tool
+    said back."""
+
+    async def generate(self, messages: list[Message], **_: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if results:
+            return Message.assistant(f"told: {results[-1].content}")
+        return Message.assistant("", [ToolCall(id="bad", function={"name": "add", "arguments": '{"a": "x", "b": 1}'})])
+
+    async def stream(self, messages: list[Message], **kw: Any) -> Any:
+        return stream_from_list([await self.generate(messages, **kw)])
+
+
 def add(a: int, b: int) -> int:
     """Adds two integers.
 
@@ -82,7 +96,17 @@ def approver() -> Agent:
     )
 
 
-AGENTS = {"adder": adder, "approver": approver}
+def mistaken() -> Agent:
+    """One add call with bad arguments: the model is told, the call is not retried."""
+    return ChatModelAgent(
+        name="mistaken",
+        description="adds badly",
+        model=activity_model(BadArgumentsModel(), options=_QUICK),
+        tools=[activity_tool(add)],
+    )
+
+
+AGENTS = {"adder": adder, "approver": approver, "mistaken": mistaken}
 
 
 async def _serve(address: str, task_queue: str) -> None:

@@ -26,6 +26,7 @@ import rillet.temporal as rt
 from rillet import Message
 from rillet.approval import approve
 from rillet.events import AgentEvent
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -131,6 +132,22 @@ async def continue_as_new(client: Client) -> dict[str, Any]:
         }
 
 
+async def bad_arguments(client: Client) -> dict[str, Any]:
+    """A tool call with arguments that fail the tool's schema: one attempt, the model told."""
+    _fresh_side("bad")
+    async with rt.rillet_worker(client, "bad", AGENTS):
+        handle = await rt.start_run(
+            client, "mistaken", [Message.user("go")], id=f"bad-{uuid.uuid4()}", task_queue="bad"
+        )
+        answer = await rt.answer(handle)
+        kinds = [e.event_type for e in (await handle.fetch_history()).events]
+        return {
+            "answer": answer,
+            "side": _side(),
+            "tool_attempts": kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) - 2,
+        }
+
+
 def _worker_process(address: str, task_queue: str) -> subprocess.Popen[str]:
     """A worker of AGENTS in a child process whose model holds once 3 tool results are in."""
     env = {
@@ -184,7 +201,12 @@ async def worker_killed(client: Client, address: str) -> dict[str, Any]:
             first.wait(10)
 
 
-SCENARIOS = {"run_events": run_events, "interrupt": interrupt, "continue_as_new": continue_as_new}
+SCENARIOS = {
+    "run_events": run_events,
+    "interrupt": interrupt,
+    "continue_as_new": continue_as_new,
+    "bad_arguments": bad_arguments,
+}
 
 
 async def main(names: list[str]) -> dict[str, Any]:

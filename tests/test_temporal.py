@@ -61,7 +61,9 @@ def _scenarios(tmp: Path, *names: str, timeout: float = 150) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _scenarios(tmp_path_factory.mktemp("temporal"), "run_events", "interrupt", "continue_as_new")
+    return _scenarios(
+        tmp_path_factory.mktemp("temporal"), "run_events", "interrupt", "continue_as_new", "bad_arguments"
+    )
 
 
 def _of(results: dict[str, Any], name: str) -> dict[str, Any]:
@@ -106,6 +108,22 @@ def test_a_long_run_continues_as_new_from_its_checkpoint(seen: dict[str, Any]) -
     assert got["rows"] == SIX_STEPS  # one consumer reads every run's events, in order, once
     assert got["answer"] == "total 6"
     assert got["side"] == SIDE_SIX
+
+
+def test_bad_tool_arguments_are_told_to_the_model_not_retried(seen: dict[str, Any]) -> None:
+    from temporal_agents import mistaken
+
+    got = _of(seen, "bad_arguments")
+    assert (
+        got["answer"]
+        == "told: Error: tool 'add': argument 'a': Input should be a valid integer, unable to parse string as an integer, got 'x'"
+    )
+    plain = list(Runner(mistaken()).query("go"))[-1]  # the same agent, no workflow: the same words
+    assert plain.output is not None and plain.output.message_output is not None
+    assert plain.output.message_output.message is not None
+    assert plain.output.message_output.message.content == got["answer"]
+    assert got["tool_attempts"] == 1  # of the three activities, two were the model's
+    assert got["side"] == []
 
 
 @pytest.mark.slow
