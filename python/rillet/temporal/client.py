@@ -45,7 +45,7 @@ async def events(handle: WorkflowHandle[Any, Any], after: int = 0, poll: float =
     workflow from run to run across continue-as-new, reading each run's last events from the
     closed run (a query Temporal answers by replaying it). Reconnect with ``after`` = the
     number of events already read and ``handle`` for the workflow id (any run of it)."""
-    client, run_id = handle._client, handle.run_id
+    client, run_id = _client_of(handle), handle.run_id
     if run_id is None:
         run_id = (await client.get_workflow_handle(handle.id).describe()).run_id
     while True:
@@ -63,6 +63,13 @@ async def events(handle: WorkflowHandle[Any, Any], after: int = 0, poll: float =
             return
         else:
             await asyncio.sleep(poll)
+
+
+def _client_of(handle: WorkflowHandle[Any, Any]) -> Client:
+    # temporalio keeps a handle's client private; a handle is what users hold, and following
+    # the workflow from run to run needs handles for other runs
+    client: Client = handle._client
+    return client
 
 
 async def _next_run(run: WorkflowHandle[Any, Any]) -> str:
@@ -88,6 +95,6 @@ async def resume(handle: WorkflowHandle[Any, Any], targets: Mapping[str, Any]) -
 
 async def answer(handle: WorkflowHandle[Any, Any]) -> str | None:
     """Waits for the run to end and returns its answer (the last assistant text)."""
-    result = codec.decode(await handle._client.get_workflow_handle(handle.id).result())
+    result = codec.decode(await handle.result())  # follows the runs it continued as
     text: str | None = result["answer"]
     return text

@@ -56,10 +56,12 @@ class _Store:
 
 @workflow.defn(name=WORKFLOW_NAME)
 class RunnerWorkflow:
-    """Input and output are :mod:`rillet.codec` bytes: a dict with ``agent`` (the factory's
-    name), ``task_queue`` (whose workers know it by that name: a replay elsewhere, as
-    Temporal's Replayer does, looks it up there too), ``messages``, and after a continue-as-new ``checkpoint``, ``targets`` and ``seen``
-    (events before); the result a dict with ``answer`` (the last assistant text)."""
+    """Input and output are :mod:`rillet.codec` bytes. The input is a dict with ``agent``
+    (the factory's name), ``task_queue`` (whose workers know the agent by that name: a
+    replay elsewhere, as in Temporal's Replayer, looks it up there too), ``messages`` and
+    ``history_limit``; after a continue-as-new, ``checkpoint``, ``targets`` and ``seen``
+    (the events of the runs before). The result is a dict with ``answer`` (the last
+    assistant text) and ``events`` (how many the workflow made)."""
 
     def __init__(self) -> None:
         self._events: list[bytes] = []  # one codec record each
