@@ -101,7 +101,7 @@ class ActivityModel:
         _register(self.key, model)
 
     async def generate(
-        self, messages: list[Message], *, tools: list[ToolInfo] | None = None, **options: Any
+        self, messages: list[Message], *, tools: Sequence[ToolInfo] | None = None, **options: Any
     ) -> Message:
         if not workflow.in_workflow():
             reply: Message = await self.model.generate(messages, tools=tools, **options)
@@ -121,7 +121,7 @@ class ActivityModel:
         return out
 
     async def stream(
-        self, messages: list[Message], *, tools: list[ToolInfo] | None = None, **options: Any
+        self, messages: list[Message], *, tools: Sequence[ToolInfo] | None = None, **options: Any
     ) -> StreamReader[Message]:
         if not workflow.in_workflow():
             reader: StreamReader[Message] = await self.model.stream(messages, tools=tools, **options)
