@@ -26,9 +26,12 @@ import rillet.temporal as rt
 from rillet import Message
 from rillet.approval import approve
 from rillet.events import AgentEvent
+from rillet.temporal.worker import sandbox_runner
+from rillet.temporal.workflow import RunnerWorkflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -102,7 +105,11 @@ async def interrupt(client: Client) -> dict[str, Any]:
         except Exception as e:
             errors.append(f"{type(e).__name__}")
         rows = [_row(ev) async for ev in rt.events(handle)]
+        # a replay of the whole history (the resume's targets in it) meets the same interrupt id
+        replayer = Replayer(workflows=[RunnerWorkflow], workflow_runner=sandbox_runner())
+        replay = await replayer.replay_workflow(await handle.fetch_history(), raise_on_replay_failure=False)
         return {
+            "replay_failure": repr(replay.replay_failure) if replay.replay_failure else None,
             "pending": [[i, info] for i, info in pending],
             "side_before": side_before,
             "errors": errors,

@@ -98,6 +98,7 @@ def test_an_interrupted_run_completes_after_the_resume_update(seen: dict[str, An
         ["assistant", "", "total 1", 0],
     ]
     assert got["side"] == ["add 0 1"]
+    assert got["replay_failure"] is None  # a replay gives the interrupt the id the resume names
 
 
 def test_a_long_run_continues_as_new_from_its_checkpoint(seen: dict[str, Any]) -> None:
