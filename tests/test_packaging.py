@@ -116,9 +116,7 @@ def test_every_extra_installs_together_and_import_stays_fast(tmp_path: Path) -> 
     subprocess.run([*pip, "--only-binary", "rillet", f"{wheel}[all]"], check=True, env=env, timeout=840)
     py = pip[0]
     subprocess.run([py, "-m", "pip", "check"], check=True, env=env, timeout=120)
-    modules = (
-        "import opentelemetry.trace, starlette, uvicorn, mcp, a2a.client, websockets, redis, psycopg"  # one per extra
-    )
+    modules = "import opentelemetry.trace, starlette, uvicorn, mcp, a2a.client, websockets, redis, psycopg, temporalio"  # one per extra
     subprocess.run([py, "-c", modules], check=True, env=env, cwd=tmp_path, timeout=120)
     seconds, seen = import_seconds_within_budget(py, tmp_path)
     assert seconds < IMPORT_BUDGET_S, f"import rillet (median CPU time, rillet[all] installed): {seen}"

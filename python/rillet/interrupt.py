@@ -17,7 +17,8 @@ once per resumed run.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from rillet._core.interrupt import InterruptCtx, InterruptInfo, InterruptSignal
@@ -46,6 +47,15 @@ __all__ = [
 # package aliases its internal/core types: name the public home in help() and reprs.
 InterruptCtx.__module__ = InterruptInfo.__module__ = __name__
 
+# Where interrupt ids come from: a fresh UUID, unless the run's context names another source.
+# A Temporal workflow names its deterministic one, so a replayed run's interrupts keep their ids.
+ID_SOURCE: ContextVar[Callable[[], str] | None] = ContextVar("rillet_interrupt_ids", default=None)
+
+
+def _new_id() -> str:
+    source = ID_SOURCE.get()
+    return str(uuid.uuid4()) if source is None else source()
+
 
 def _signal(info: Any, state: Any, subs: Iterable[Interrupted | InterruptSignal]) -> InterruptSignal:
     children = []
@@ -59,7 +69,7 @@ def _signal(info: Any, state: Any, subs: Iterable[Interrupted | InterruptSignal]
                 f"composite_interrupt: every sub-interrupt must be an Interrupted exception or an InterruptSignal, "
                 f"got {type(s).__name__}"
             )
-    return InterruptSignal(str(uuid.uuid4()), here(), info, state, children)
+    return InterruptSignal(_new_id(), here(), info, state, children)
 
 
 def interrupt(info: Any = None) -> Interrupted:
