@@ -247,6 +247,20 @@ def test_queue_refuses_what_is_not_a_request() -> None:
         Blob(b"", "pcm")
 
 
+def test_queue_wakes_every_waiting_get() -> None:
+    # two tasks waiting on one queue (two runs fed by it): each request reaches one of them, none hangs
+    async def main() -> list[str]:
+        q = LiveRequestQueue()
+        takers = [asyncio.create_task(q.get()) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        q.send_content("a")
+        q.send_content("b")
+        done = await asyncio.gather(*takers)
+        return sorted(r.content.content for r in done if r.content is not None)
+
+    assert asyncio.run(asyncio.wait_for(main(), 5)) == ["a", "b"]
+
+
 def test_the_messages_before_the_session_reach_the_model() -> None:
     model = ScriptedLiveModel(["Sure."], chunk_size=100)
     q = LiveRequestQueue()
