@@ -146,6 +146,32 @@ def test_a_session_over_the_realtime_protocol() -> None:
     assert fake.got[11]["item"] == {"type": "function_call_output", "call_id": "call_1", "output": "12:00"}
 
 
+def test_close_during_a_tool_call_ends_the_run_cleanly() -> None:
+    # the session closes while a tool runs: its result is not sent to the closed socket
+    fake = FakeRealtime([("call", "slow", "{}")])
+    q = LiveRequestQueue()
+
+    @tool
+    async def slow() -> str:
+        """Slow."""
+        q.close()
+        await asyncio.sleep(0.1)
+        return "done"
+
+    async def main() -> list[tuple[Any, ...]]:
+        async with serving(fake) as url:
+            model = OpenAIRealtimeModel("m", api_key="sk-test", base_url=url)
+            agent = ChatModelAgent("voice", model=ScriptedModel([]), live_model=model, tools=[slow])
+            q.send_content("go")
+            return [row(ev) async for ev in Runner(agent).run_live(queue=q)]
+
+    assert asyncio.run(asyncio.wait_for(main(), 20)) == [
+        ("voice", "voice", "calls", ["slow"]),
+        ("voice", "voice", "tool", "slow", "done"),
+    ]
+    assert "function_call_output" not in [e.get("item", {}).get("type") for e in fake.got]
+
+
 def test_history_goes_first_as_conversation_items() -> None:
     from rillet import FunctionCall, Message, ToolCall
 

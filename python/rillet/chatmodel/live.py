@@ -161,4 +161,5 @@ async def _call_tools(
         if ends:
             yield None
             return
-        await conn.send_content(result)
+        if not live.closed:  # the user closed the session while the tool ran: the connection is closed
+            await conn.send_content(result)
