@@ -130,6 +130,7 @@ def test_input_blobs_of_a_run_are_saved_and_named_to_the_model() -> None:
     assert name.startswith("input_") and name.endswith("_0")
     (scope,) = {s for s, _ in svc._data}
     assert asyncio.run(svc.load(scope, name)) == Blob(b"\x89PNG", "image/png")
+    assert msg.user_input_multi_content[1].url == f"data:image/png;base64,{png}"  # the caller's message is untouched
 
 
 def test_a_bad_data_url_ends_the_run_with_an_error_event() -> None:
