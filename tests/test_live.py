@@ -275,6 +275,40 @@ def test_the_messages_before_the_session_reach_the_model() -> None:
     assert [m.content for m in model.connections[0].history] == ["You are voice.", "earlier"]
 
 
+def test_a_model_that_ends_the_session_itself_is_an_error_not_a_handoff() -> None:
+    class Hangup(ScriptedLiveModel):  # its server closes the session after its first answer
+        async def connect(self, history: list[Message], **kw: Any) -> Any:
+            conn = await super().connect(history, **kw)
+            receive = conn.receive
+
+            async def once() -> Any:
+                async for r in receive():
+                    yield r
+                    if r.turn_complete:
+                        return
+
+            conn.receive = once  # type: ignore[method-assign]
+            return conn
+
+    after = ScriptedLiveModel(["I am next."])
+    seq = SequentialAgent("seq", sub_agents=[voice(Hangup(["Bye."], chunk_size=100), "first"), voice(after, "next")])
+    q = LiveRequestQueue()
+    q.send_content("hi")
+
+    async def main() -> list[AgentEvent]:
+        return [e async for e in Runner(seq).run_live(queue=q)]
+
+    events = asyncio.run(asyncio.wait_for(main(), 5))  # (before: the next agent waited for the user)
+    assert [row(e) for e in events] == [
+        ("first", "seq/first", "partial", "Bye."),
+        ("first", "seq/first", "message", "Bye."),
+        ("first", "seq/first", "turn_complete"),
+        ("seq", "error", "LiveError"),
+    ]
+    assert "the live model ended the session before the user closed it" in str(events[-1].error)
+    assert after.connections == []  # no task_completed: the session is not handed on
+
+
 def test_a_failing_send_to_the_model_ends_the_run_with_an_error_event() -> None:
     class Broken(ScriptedLiveModel):
         async def connect(self, history: list[Message], **kw: Any) -> Any:

@@ -65,6 +65,11 @@ async def _live(
                 return
         if sender.done() and not sender.cancelled() and sender.exception() is not None:
             raise LiveError(f"live agent {agent.name!r}: sending to the model failed: {sender.exception()}")
+        if not live.closed:  # not the user's close: a silent end would hand a sequence on without task_completed
+            raise LiveError(
+                f"live agent {agent.name!r}: the live model ended the session before the user closed it "
+                "(its server closed the connection); start another run_live to go on"
+            )
     finally:
         sender.cancel()
         await asyncio.gather(sender, return_exceptions=True)  # (a cancellation of this task still propagates)
