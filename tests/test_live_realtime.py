@@ -14,7 +14,7 @@ import pytest
 from live_rows import row
 from optional import need
 from rillet import ChatModelAgent, LiveRequestQueue, Runner, ScriptedModel, tool
-from rillet.errors import AuthenticationError, ModelConnectionError
+from rillet.errors import AuthenticationError, ModelConnectionError, ModelError
 from rillet.live import Blob, OpenAIRealtimeModel
 
 
@@ -170,6 +170,26 @@ def test_close_during_a_tool_call_ends_the_run_cleanly() -> None:
         ("voice", "voice", "tool", "slow", "done"),
     ]
     assert "function_call_output" not in [e.get("item", {}).get("type") for e in fake.got]
+
+
+def test_a_frame_that_is_not_json_is_a_model_error() -> None:
+    class Garbage(FakeRealtime):
+        async def handler(self, ws: Any) -> None:
+            async for raw in ws:
+                if json.loads(raw)["type"] == "response.create":
+                    await ws.send("<html>502 Bad Gateway</html>")
+
+    q = LiveRequestQueue()
+    q.send_content("hi")
+
+    async def main() -> list[Any]:
+        async with serving(Garbage([])) as url:
+            model = OpenAIRealtimeModel("m", api_key="sk-test", base_url=url)
+            agent = ChatModelAgent("voice", model=ScriptedModel([]), live_model=model)
+            return [ev async for ev in Runner(agent).run_live(queue=q)]
+
+    (ev,) = asyncio.run(asyncio.wait_for(main(), 20))
+    assert isinstance(ev.error, ModelError) and "not a JSON event: '<html>502" in str(ev.error)
 
 
 def test_history_goes_first_as_conversation_items() -> None:
