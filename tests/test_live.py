@@ -19,6 +19,7 @@ from rillet import (
     ScriptedModel,
     SequentialAgent,
     ToolCall,
+    set_sub_agents,
     tool,
 )
 from rillet.errors import LiveNotSupportedError, LiveQueueClosedError, ScriptExhaustedError
@@ -150,6 +151,35 @@ def test_sequential_live_handoff_through_task_completed() -> None:
     assert order.connections[0].closed and pay.connections[0].closed
     assert [r[0] for r in order.connections[0].received] == ["content", "content", "close"]  # no result sent on
     assert pay.connections[0].received[-1] == ("close",)
+
+
+def test_a_live_agent_with_sub_agents_does_not_claim_a_transfer() -> None:
+    # transfer_to_agent is not offered live; a call to it anyway is answered, with no transfer action
+    model = ScriptedLiveModel([call("transfer_to_agent", args='{"agent_name": "b"}'), "I stay."], chunk_size=100)
+    root = set_sub_agents(voice(model, "a"), [ChatModelAgent("b", model=ScriptedModel(["b here"]))])
+    q = LiveRequestQueue()
+    q.send_content("go")
+    events = []
+    for ev in Runner(root).run_live(queue=q):
+        events.append(ev)
+        if row(ev)[2] == "turn_complete":
+            q.close()
+    assert [row(e) for e in events] == [
+        ("a", "a", "calls", ["transfer_to_agent"]),
+        (
+            "a",
+            "a",
+            "tool",
+            "transfer_to_agent",
+            "transfer_to_agent is not available in a live session; go on answering the user yourself",
+        ),
+        ("a", "a", "partial", "I stay."),
+        ("a", "a", "message", "I stay."),
+        ("a", "a", "turn_complete"),
+    ]
+    assert all(e.action is None or e.action.transfer_to_agent is None for e in events)
+    assert model.connections[0].tools == ()
+    assert [m.content for m in model.connections[0].history] == ["You are a."]  # nor told of the transfer
 
 
 def test_queue_closed_mid_answer_ends_the_run() -> None:

@@ -10,6 +10,7 @@ which the next agent of a sequence starts from.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +19,15 @@ from rillet.agent import AgentInput
 from rillet.chatmodel.tool_call import call_tool
 from rillet.errors import Interrupted, LiveError, LiveNotSupportedError
 from rillet.events import AgentAction, AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep
+from rillet.flow import TRANSFER_TOOL_NAME
 from rillet.live import LiveConnection, LiveContext, LiveResponse, LiveStatus
 
 if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent
 
 __all__ = ["run_live"]
+
+_NO_TRANSFER = f"{TRANSFER_TOOL_NAME} is not available in a live session; go on answering the user yourself"
 
 
 def run_live(agent: ChatModelAgent, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
@@ -43,9 +47,12 @@ async def _live(
     assert agent.live_model is not None  # checked by run_live
     path = RunPath((*live.run_path, RunStep(agent.name)))
     extra = {t.info.name: t for t in live.extra_tools}
-    infos = [*agent._tool_infos, *(t.info for t in live.extra_tools)]
+    # live runs do not transfer (a SequentialAgent hands the session on): transfer_to_agent is not offered
+    infos = [*(i for i in agent._tool_infos if i.name != TRANSFER_TOOL_NAME), *(t.info for t in live.extra_tools)]
     model_options = {**agent.model_options, **options.get("model_options", {})}
-    history = await agent._model_input(AgentInput([*input.messages, *live.history], input.enable_streaming))
+    view = copy.copy(agent)  # its instruction without the transfer part (transfer_to_agent is not offered)
+    view._transfer_instruction = ""
+    history = await view._model_input(AgentInput([*input.messages, *live.history], input.enable_streaming))
     conn = await agent.live_model.connect(history, tools=infos, **model_options)
     ending: list[bool] = []  # set when the agent ends: its sender then takes nothing more
     sender = asyncio.create_task(_send(live, conn, ending))
@@ -142,8 +149,8 @@ async def _call_tools(
     for call in msg.tool_calls:
         name, args = call.function.name, call.function.arguments
         tool = extra.get(name)
-        if tool is not None:
-            done = Message.tool_message(await tool.invoke(args), call.id, name)
+        if tool is not None or name == TRANSFER_TOOL_NAME:  # (a transfer asked for anyway does not happen)
+            done = Message.tool_message(await tool.invoke(args) if tool else _NO_TRANSFER, call.id, name)
             ev = _event(agent.name, path, done.copy(), None, "tool")
             result: Message | asyncio.Future[Message] = done
             ev.output.message_output.tool_name = name  # type: ignore[union-attr]
