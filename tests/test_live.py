@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -23,7 +24,8 @@ from rillet import (
     tool,
 )
 from rillet.errors import LiveNotSupportedError, LiveQueueClosedError, ScriptExhaustedError
-from rillet.live import Blob, LiveReply, LiveRequestQueue, ScriptedLiveModel
+from rillet.live import Blob, LiveContext, LiveReply, LiveRequestQueue, ScriptedLiveModel
+from rillet.tools import BaseTool, ToolInfo
 
 
 @tool
@@ -180,6 +182,44 @@ def test_a_live_agent_with_sub_agents_does_not_claim_a_transfer() -> None:
     assert all(e.action is None or e.action.transfer_to_agent is None for e in events)
     assert model.connections[0].tools == ()
     assert [m.content for m in model.connections[0].history] == ["You are a."]  # nor told of the transfer
+
+
+def test_what_the_user_sends_while_an_ending_tool_runs_is_left_for_the_next_agent() -> None:
+    class SlowHandoff(BaseTool):  # a parent's tool that ends its child, and takes a while
+        ends_live_agent = True
+        info = ToolInfo("hand_off", "Ends your turn.", {"type": "object", "properties": {}})
+
+        async def invoke(self, arguments: str) -> str:
+            q.send_content("are you there?")  # the user talks while the handoff runs
+            await asyncio.sleep(0.05)
+            return "handed off"
+
+    class Parent(BaseAgent):  # a LiveAgent that runs one child, then looks at what is left
+        async def _run(self, input: AgentInput, **options: Any) -> Any:
+            yield AgentEvent()
+
+        async def _live(self, input: AgentInput, live: LiveContext) -> AsyncIterator[AgentEvent]:
+            child = LiveContext(live.requests, live.history, (), (SlowHandoff(),))
+            async for ev in kid.run_live(input, child):
+                yield ev
+            left.append(await live.requests.get())
+
+        def run_live(self, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
+            return self._live(input, live)
+
+    model = ScriptedLiveModel([call("hand_off")])
+    kid = voice(model, "kid")
+    left: list[Any] = []
+    q = LiveRequestQueue()
+    q.send_content("hi")
+
+    async def main() -> list[tuple[Any, ...]]:
+        return [row(e) async for e in Runner(Parent("parent")).run_live(queue=q)]
+
+    rows = asyncio.run(asyncio.wait_for(main(), 5))  # (before: the request went to the ending agent, none was left)
+    assert rows[-1] == ("kid", "kid", "tool", "hand_off", "handed off")
+    assert [r[0] for r in model.connections[0].received] == ["content", "close"]  # not sent to the ending agent
+    assert left[0].content.content == "are you there?"
 
 
 def test_queue_closed_mid_answer_ends_the_run() -> None:

@@ -149,6 +149,9 @@ async def _call_tools(
     for call in msg.tool_calls:
         name, args = call.function.name, call.function.arguments
         tool = extra.get(name)
+        ends = tool is not None and getattr(tool, "ends_live_agent", False)
+        if ends:  # before the tool runs: what the user sends from now on is for the next agent
+            ending.append(True)
         if tool is not None or name == TRANSFER_TOOL_NAME:  # (a transfer asked for anyway does not happen)
             done = Message.tool_message(await tool.invoke(args) if tool else _NO_TRANSFER, call.id, name)
             ev = _event(agent.name, path, done.copy(), None, "tool")
@@ -163,9 +166,6 @@ async def _call_tools(
                     "live runs (ask the user in the conversation instead)"
                 ) from e
             ev.agent_name, ev.run_path = agent.name, path
-        ends = tool is not None and getattr(tool, "ends_live_agent", False)
-        if ends:  # before the user can see the event and answer it
-            ending.append(True)
         yield ev
         if isinstance(result, asyncio.Future):  # a streaming tool: its event went out first
             result = await result
