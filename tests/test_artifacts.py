@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from rillet import ChatModelAgent, ContentPart, Message, RunConfig, Runner, ScriptedModel
-from rillet.artifacts import ArtifactService, FileArtifactService, InMemoryArtifactService
+from rillet.artifacts import ArtifactService, BlobSavingSource, FileArtifactService, InMemoryArtifactService
 from rillet.errors import ArtifactError
 from rillet.live import Blob, LiveRequestQueue, ScriptedLiveModel
 
@@ -130,6 +130,7 @@ def test_input_blobs_of_a_run_are_saved_and_named_to_the_model() -> None:
     assert name.startswith("input_") and name.endswith("_0")
     (scope,) = {s for s, _ in svc._data}
     assert asyncio.run(svc.load(scope, name)) == Blob(b"\x89PNG", "image/png")
+    assert msg.user_input_multi_content[1].url == f"data:image/png;base64,{png}"  # the caller's message is untouched
 
 
 def test_a_bad_data_url_ends_the_run_with_an_error_event() -> None:
@@ -156,3 +157,30 @@ def test_live_realtime_blobs_are_saved_before_the_model_gets_them(tmp_path: Path
     assert len(names) == 2 and names[0].startswith("live_") and names[0].endswith("_0")
     assert [asyncio.run(svc.load("call-7", n)) for n in names] == [Blob(b"one", "audio/pcm"), Blob(b"two", "audio/pcm")]
     assert [r[0] for r in model.connections[0].received] == ["blob", "blob", "activity_end", "close"]
+
+
+def test_a_blob_being_saved_when_its_agent_ends_reaches_the_next_one() -> None:
+    # a live Sequential cancels the ending agent's sender, maybe while it saves a frame
+    class Slow(InMemoryArtifactService):
+        async def save(self, session_id: str, name: str, blob: Blob) -> int:
+            await asyncio.sleep(0.05)
+            return await super().save(session_id, name, blob)
+
+    svc = Slow()
+
+    async def main() -> tuple[Any, list[str]]:
+        q = LiveRequestQueue()
+        source = BlobSavingSource(q, svc, "s", "live_r")
+        q.send_realtime(Blob(b"frame", "audio/pcm"))
+        taker = asyncio.create_task(source.get())
+        await asyncio.sleep(0.01)
+        taker.cancel()
+        await asyncio.gather(taker, return_exceptions=True)
+        q.close()
+        blob = (await source.get()).blob
+        await asyncio.sleep(0.1)
+        return blob, source.saved
+
+    blob, saved = asyncio.run(asyncio.wait_for(main(), 5))
+    assert blob == Blob(b"frame", "audio/pcm") and saved == ["live_r_0"]
+    assert asyncio.run(svc.load("s", "live_r_0")) == blob  # saved once all the same

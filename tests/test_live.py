@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -19,10 +20,12 @@ from rillet import (
     ScriptedModel,
     SequentialAgent,
     ToolCall,
+    set_sub_agents,
     tool,
 )
 from rillet.errors import LiveNotSupportedError, LiveQueueClosedError, ScriptExhaustedError
-from rillet.live import Blob, LiveReply, LiveRequestQueue, ScriptedLiveModel
+from rillet.live import Blob, LiveContext, LiveReply, LiveRequestQueue, ScriptedLiveModel
+from rillet.tools import BaseTool, ToolInfo
 
 
 @tool
@@ -152,6 +155,73 @@ def test_sequential_live_handoff_through_task_completed() -> None:
     assert pay.connections[0].received[-1] == ("close",)
 
 
+def test_a_live_agent_with_sub_agents_does_not_claim_a_transfer() -> None:
+    # transfer_to_agent is not offered live; a call to it anyway is answered, with no transfer action
+    model = ScriptedLiveModel([call("transfer_to_agent", args='{"agent_name": "b"}'), "I stay."], chunk_size=100)
+    root = set_sub_agents(voice(model, "a"), [ChatModelAgent("b", model=ScriptedModel(["b here"]))])
+    q = LiveRequestQueue()
+    q.send_content("go")
+    events = []
+    for ev in Runner(root).run_live(queue=q):
+        events.append(ev)
+        if row(ev)[2] == "turn_complete":
+            q.close()
+    assert [row(e) for e in events] == [
+        ("a", "a", "calls", ["transfer_to_agent"]),
+        (
+            "a",
+            "a",
+            "tool",
+            "transfer_to_agent",
+            "transfer_to_agent is not available in a live session; go on answering the user yourself",
+        ),
+        ("a", "a", "partial", "I stay."),
+        ("a", "a", "message", "I stay."),
+        ("a", "a", "turn_complete"),
+    ]
+    assert all(e.action is None or e.action.transfer_to_agent is None for e in events)
+    assert model.connections[0].tools == ()
+    assert [m.content for m in model.connections[0].history] == ["You are a."]  # nor told of the transfer
+
+
+def test_what_the_user_sends_while_an_ending_tool_runs_is_left_for_the_next_agent() -> None:
+    class SlowHandoff(BaseTool):  # a parent's tool that ends its child, and takes a while
+        ends_live_agent = True
+        info = ToolInfo("hand_off", "Ends your turn.", {"type": "object", "properties": {}})
+
+        async def invoke(self, arguments: str) -> str:
+            q.send_content("are you there?")  # the user talks while the handoff runs
+            await asyncio.sleep(0.05)
+            return "handed off"
+
+    class Parent(BaseAgent):  # a LiveAgent that runs one child, then looks at what is left
+        async def _run(self, input: AgentInput, **options: Any) -> Any:
+            yield AgentEvent()
+
+        async def _live(self, input: AgentInput, live: LiveContext) -> AsyncIterator[AgentEvent]:
+            child = LiveContext(live.requests, live.history, (), (SlowHandoff(),))
+            async for ev in kid.run_live(input, child):
+                yield ev
+            left.append(await live.requests.get())
+
+        def run_live(self, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
+            return self._live(input, live)
+
+    model = ScriptedLiveModel([call("hand_off")])
+    kid = voice(model, "kid")
+    left: list[Any] = []
+    q = LiveRequestQueue()
+    q.send_content("hi")
+
+    async def main() -> list[tuple[Any, ...]]:
+        return [row(e) async for e in Runner(Parent("parent")).run_live(queue=q)]
+
+    rows = asyncio.run(asyncio.wait_for(main(), 5))  # (before: the request went to the ending agent, none was left)
+    assert rows[-1] == ("kid", "kid", "tool", "hand_off", "handed off")
+    assert [r[0] for r in model.connections[0].received] == ["content", "close"]  # not sent to the ending agent
+    assert left[0].content.content == "are you there?"
+
+
 def test_queue_closed_mid_answer_ends_the_run() -> None:
     model = ScriptedLiveModel([LiveReply("A long answer that goes on", stall_after=1)])
     q = LiveRequestQueue()
@@ -247,6 +317,20 @@ def test_queue_refuses_what_is_not_a_request() -> None:
         Blob(b"", "pcm")
 
 
+def test_queue_wakes_every_waiting_get() -> None:
+    # two tasks waiting on one queue (two runs fed by it): each request reaches one of them, none hangs
+    async def main() -> list[str]:
+        q = LiveRequestQueue()
+        takers = [asyncio.create_task(q.get()) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        q.send_content("a")
+        q.send_content("b")
+        done = await asyncio.gather(*takers)
+        return sorted(r.content.content for r in done if r.content is not None)
+
+    assert asyncio.run(asyncio.wait_for(main(), 5)) == ["a", "b"]
+
+
 def test_the_messages_before_the_session_reach_the_model() -> None:
     model = ScriptedLiveModel(["Sure."], chunk_size=100)
     q = LiveRequestQueue()
@@ -259,6 +343,40 @@ def test_the_messages_before_the_session_reach_the_model() -> None:
         ("voice", "voice", "turn_complete"),
     ]
     assert [m.content for m in model.connections[0].history] == ["You are voice.", "earlier"]
+
+
+def test_a_model_that_ends_the_session_itself_is_an_error_not_a_handoff() -> None:
+    class Hangup(ScriptedLiveModel):  # its server closes the session after its first answer
+        async def connect(self, history: list[Message], **kw: Any) -> Any:
+            conn = await super().connect(history, **kw)
+            receive = conn.receive
+
+            async def once() -> Any:
+                async for r in receive():
+                    yield r
+                    if r.turn_complete:
+                        return
+
+            conn.receive = once  # type: ignore[method-assign]
+            return conn
+
+    after = ScriptedLiveModel(["I am next."])
+    seq = SequentialAgent("seq", sub_agents=[voice(Hangup(["Bye."], chunk_size=100), "first"), voice(after, "next")])
+    q = LiveRequestQueue()
+    q.send_content("hi")
+
+    async def main() -> list[AgentEvent]:
+        return [e async for e in Runner(seq).run_live(queue=q)]
+
+    events = asyncio.run(asyncio.wait_for(main(), 5))  # (before: the next agent waited for the user)
+    assert [row(e) for e in events] == [
+        ("first", "seq/first", "partial", "Bye."),
+        ("first", "seq/first", "message", "Bye."),
+        ("first", "seq/first", "turn_complete"),
+        ("seq", "error", "LiveError"),
+    ]
+    assert "the live model ended the session before the user closed it" in str(events[-1].error)
+    assert after.connections == []  # no task_completed: the session is not handed on
 
 
 def test_a_failing_send_to_the_model_ends_the_run_with_an_error_event() -> None:

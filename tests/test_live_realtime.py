@@ -14,7 +14,7 @@ import pytest
 from live_rows import row
 from optional import need
 from rillet import ChatModelAgent, LiveRequestQueue, Runner, ScriptedModel, tool
-from rillet.errors import AuthenticationError, ModelConnectionError
+from rillet.errors import AuthenticationError, ModelConnectionError, ModelError
 from rillet.live import Blob, OpenAIRealtimeModel
 
 
@@ -144,6 +144,52 @@ def test_a_session_over_the_realtime_protocol() -> None:
     }
     assert fake.got[7]["audio"] == "AQI="
     assert fake.got[11]["item"] == {"type": "function_call_output", "call_id": "call_1", "output": "12:00"}
+
+
+def test_close_during_a_tool_call_ends_the_run_cleanly() -> None:
+    # the session closes while a tool runs: its result is not sent to the closed socket
+    fake = FakeRealtime([("call", "slow", "{}")])
+    q = LiveRequestQueue()
+
+    @tool
+    async def slow() -> str:
+        """Slow."""
+        q.close()
+        await asyncio.sleep(0.1)
+        return "done"
+
+    async def main() -> list[tuple[Any, ...]]:
+        async with serving(fake) as url:
+            model = OpenAIRealtimeModel("m", api_key="sk-test", base_url=url)
+            agent = ChatModelAgent("voice", model=ScriptedModel([]), live_model=model, tools=[slow])
+            q.send_content("go")
+            return [row(ev) async for ev in Runner(agent).run_live(queue=q)]
+
+    assert asyncio.run(asyncio.wait_for(main(), 20)) == [
+        ("voice", "voice", "calls", ["slow"]),
+        ("voice", "voice", "tool", "slow", "done"),
+    ]
+    assert "function_call_output" not in [e.get("item", {}).get("type") for e in fake.got]
+
+
+def test_a_frame_that_is_not_json_is_a_model_error() -> None:
+    class Garbage(FakeRealtime):
+        async def handler(self, ws: Any) -> None:
+            async for raw in ws:
+                if json.loads(raw)["type"] == "response.create":
+                    await ws.send("<html>502 Bad Gateway</html>")
+
+    q = LiveRequestQueue()
+    q.send_content("hi")
+
+    async def main() -> list[Any]:
+        async with serving(Garbage([])) as url:
+            model = OpenAIRealtimeModel("m", api_key="sk-test", base_url=url)
+            agent = ChatModelAgent("voice", model=ScriptedModel([]), live_model=model)
+            return [ev async for ev in Runner(agent).run_live(queue=q)]
+
+    (ev,) = asyncio.run(asyncio.wait_for(main(), 20))
+    assert isinstance(ev.error, ModelError) and "not a JSON event: '<html>502" in str(ev.error)
 
 
 def test_history_goes_first_as_conversation_items() -> None:

@@ -9,6 +9,7 @@ with a ``.json`` beside it), refusing names that are not plain file names.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -260,6 +261,18 @@ class BlobSavingSource:
         req = await self.requests.get()
         if req.blob is not None:
             name = f"{self.prefix}_{len(self.saved)}"
-            await self.service.save(self.session_id, name, req.blob)
             self.saved.append(name)
+            save = asyncio.ensure_future(self.service.save(self.session_id, name, req.blob))
+            try:
+                await asyncio.shield(save)
+            except asyncio.CancelledError:  # the agent taking it ended (a handoff): saved still, the next agent gets it
+                save.add_done_callback(_retrieved)
+                self._back.append(req)
+                raise
         return req
+
+
+def _retrieved(task: asyncio.Future[int]) -> None:
+    """Marks the outcome of a save nobody awaits any more as seen (a failure was the run's to report)."""
+    if not task.cancelled():
+        task.exception()

@@ -198,6 +198,8 @@ class Runner:
         options = _agent_options(model_options, options)
         msgs = _input_messages(messages)
         config = self._config(run_config)
+        if config.save_input_blobs_as_artifacts:  # their blobs become names: in copies, not the caller's messages
+            msgs = [m.copy() for m in msgs]
         if checkpoint_id is not None and self.checkpoint_store is None:
             raise ValueError(
                 "Runner.run(checkpoint_id=...): the Runner has no checkpoint_store to save to; "

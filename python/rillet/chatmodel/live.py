@@ -10,6 +10,7 @@ which the next agent of a sequence starts from.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +19,15 @@ from rillet.agent import AgentInput
 from rillet.chatmodel.tool_call import call_tool
 from rillet.errors import Interrupted, LiveError, LiveNotSupportedError
 from rillet.events import AgentAction, AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep
+from rillet.flow import TRANSFER_TOOL_NAME
 from rillet.live import LiveConnection, LiveContext, LiveResponse, LiveStatus
 
 if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent
 
 __all__ = ["run_live"]
+
+_NO_TRANSFER = f"{TRANSFER_TOOL_NAME} is not available in a live session; go on answering the user yourself"
 
 
 def run_live(agent: ChatModelAgent, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
@@ -43,9 +47,12 @@ async def _live(
     assert agent.live_model is not None  # checked by run_live
     path = RunPath((*live.run_path, RunStep(agent.name)))
     extra = {t.info.name: t for t in live.extra_tools}
-    infos = [*agent._tool_infos, *(t.info for t in live.extra_tools)]
+    # live runs do not transfer (a SequentialAgent hands the session on): transfer_to_agent is not offered
+    infos = [*(i for i in agent._tool_infos if i.name != TRANSFER_TOOL_NAME), *(t.info for t in live.extra_tools)]
     model_options = {**agent.model_options, **options.get("model_options", {})}
-    history = await agent._model_input(AgentInput([*input.messages, *live.history], input.enable_streaming))
+    view = copy.copy(agent)  # its instruction without the transfer part (transfer_to_agent is not offered)
+    view._transfer_instruction = ""
+    history = await view._model_input(AgentInput([*input.messages, *live.history], input.enable_streaming))
     conn = await agent.live_model.connect(history, tools=infos, **model_options)
     ending: list[bool] = []  # set when the agent ends: its sender then takes nothing more
     sender = asyncio.create_task(_send(live, conn, ending))
@@ -65,6 +72,11 @@ async def _live(
                 return
         if sender.done() and not sender.cancelled() and sender.exception() is not None:
             raise LiveError(f"live agent {agent.name!r}: sending to the model failed: {sender.exception()}")
+        if not live.closed:  # not the user's close: a silent end would hand a sequence on without task_completed
+            raise LiveError(
+                f"live agent {agent.name!r}: the live model ended the session before the user closed it "
+                "(its server closed the connection); start another run_live to go on"
+            )
     finally:
         sender.cancel()
         await asyncio.gather(sender, return_exceptions=True)  # (a cancellation of this task still propagates)
@@ -137,8 +149,11 @@ async def _call_tools(
     for call in msg.tool_calls:
         name, args = call.function.name, call.function.arguments
         tool = extra.get(name)
-        if tool is not None:
-            done = Message.tool_message(await tool.invoke(args), call.id, name)
+        ends = tool is not None and getattr(tool, "ends_live_agent", False)
+        if ends:  # before the tool runs: what the user sends from now on is for the next agent
+            ending.append(True)
+        if tool is not None or name == TRANSFER_TOOL_NAME:  # (a transfer asked for anyway does not happen)
+            done = Message.tool_message(await tool.invoke(args) if tool else _NO_TRANSFER, call.id, name)
             ev = _event(agent.name, path, done.copy(), None, "tool")
             result: Message | asyncio.Future[Message] = done
             ev.output.message_output.tool_name = name  # type: ignore[union-attr]
@@ -151,9 +166,6 @@ async def _call_tools(
                     "live runs (ask the user in the conversation instead)"
                 ) from e
             ev.agent_name, ev.run_path = agent.name, path
-        ends = tool is not None and getattr(tool, "ends_live_agent", False)
-        if ends:  # before the user can see the event and answer it
-            ending.append(True)
         yield ev
         if isinstance(result, asyncio.Future):  # a streaming tool: its event went out first
             result = await result
@@ -161,4 +173,5 @@ async def _call_tools(
         if ends:
             yield None
             return
-        await conn.send_content(result)
+        if not live.closed:  # the user closed the session while the tool ran: the connection is closed
+            await conn.send_content(result)

@@ -122,6 +122,17 @@ def _user_item(m: Message) -> dict[str, Any]:
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
+def _event(raw: str | bytes, url: str) -> dict[str, Any]:
+    """A server frame as its JSON event, else a ModelError naming what came."""
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        event = None
+    if not isinstance(event, dict):
+        raise ModelError(f"the realtime server sent a frame that is not a JSON event: {raw[:200]!r}", base_url=url)
+    return event
+
+
 class RealtimeConnection:
     """One Realtime session (see :class:`OpenAIRealtimeModel`)."""
 
@@ -204,7 +215,7 @@ class RealtimeConnection:
         calls: list[ToolCall | dict[str, Any]] = []
         try:
             async for raw in self._ws:
-                event = json.loads(raw)
+                event = _event(raw, self.url)
                 kind = event.get("type")
                 if kind in _TEXT_DELTAS:
                     delta = event.get("delta", "")

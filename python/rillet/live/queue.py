@@ -60,12 +60,13 @@ class LiveRequestQueue:
       :class:`~rillet.errors.LiveQueueClosedError`.
     """
 
-    __slots__ = ("_closed", "_items", "_lock", "_waiter")
+    __slots__ = ("_closed", "_items", "_lock", "_waiters")
 
     def __init__(self) -> None:
         self._items: deque[LiveRequest] = deque()
         self._lock = threading.Lock()
-        self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
+        # every get() waiting (one per run using the queue): each is woken to look again
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._closed = False
 
     @property
@@ -111,13 +112,8 @@ class LiveRequestQueue:
                 )
             self._closed = request.close
             self._items.append(request)
-            waiter, self._waiter = self._waiter, None
-        if waiter is not None:
-            loop, fut = waiter
-            try:
-                loop.call_soon_threadsafe(_wake, fut)
-            except RuntimeError:  # its loop is closed: nobody is waiting any more
-                pass
+            waiters, self._waiters = self._waiters, []
+        _wake_all(waiters)
 
     def unget(self, request: LiveRequest) -> None:
         """Puts back a request taken by an agent that is ending, for the next agent to take
@@ -125,13 +121,8 @@ class LiveRequestQueue:
         with self._lock:
             if not (self._items and self._items[0].close and request.close):
                 self._items.appendleft(request)
-            waiter, self._waiter = self._waiter, None
-        if waiter is not None:
-            loop, fut = waiter
-            try:
-                loop.call_soon_threadsafe(_wake, fut)
-            except RuntimeError:
-                pass
+            waiters, self._waiters = self._waiters, []
+        _wake_all(waiters)
 
     async def get(self) -> LiveRequest:
         """The next request, waiting for one. The close request stays at the head of the
@@ -145,16 +136,25 @@ class LiveRequestQueue:
                     return req
                 loop = asyncio.get_running_loop()
                 fut: asyncio.Future[None] = loop.create_future()
-                self._waiter = (loop, fut)
+                waiter = (loop, fut)
+                self._waiters.append(waiter)
             try:
                 await fut
             finally:
                 with self._lock:
-                    if self._waiter is not None and self._waiter[1] is fut:
-                        self._waiter = None
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
 
     def __repr__(self) -> str:
         return f"<LiveRequestQueue {len(self._items)} queued{', closed' if self._closed else ''}>"
+
+
+def _wake_all(waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]) -> None:
+    for loop, fut in waiters:
+        try:
+            loop.call_soon_threadsafe(_wake, fut)
+        except RuntimeError:  # its loop is closed: nobody is waiting there any more
+            pass
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
