@@ -12,7 +12,7 @@ from checkpoint_agents import build
 from rillet import AgentEvent, ChatModelAgent, InMemoryCheckpointStore, Runner, ScriptedModel, SqliteCheckpointStore
 from rillet.approval import approve
 from rillet.checkpoint import CheckpointCorruptError, CheckpointError
-from rillet.checkpoint.journal import decode_records, read_step_head
+from rillet.checkpoint.journal import decode_records, read_step_head, step_head
 from rillet.checkpoint.payload import load
 from step_agents import counting_agent
 from test_checkpoint_log import PlainStore
@@ -185,11 +185,12 @@ def test_a_damaged_step_record_is_refused_with_the_reason() -> None:
     store.set("r", head[:-1] + bytes([head[-1] ^ 1]))
     with pytest.raises(CheckpointCorruptError, match="damaged step head"):
         runner.resume("r")
-    store.append("r", [b"RCK\x01garbage"], head)
+    one = step_head(1)  # (set emptied the log: the garbage is its only record)
+    store.append("r", [b"RCK\x01garbage"], one)
     with pytest.raises(CheckpointCorruptError, match="checksum"):
         runner.resume("r")
-    assert store.get("r") == head  # refused before anything ran: the record stays, its claim released
-    assert store.claim("r", "someone") == head
+    assert store.get("r") == one  # refused before anything ran: the record stays, its claim released
+    assert store.claim("r", "someone") == one
 
 
 def test_a_transfer_and_a_sequence_replay_with_their_actions(tmp_path: Path) -> None:
@@ -222,3 +223,17 @@ def test_a_transfer_and_a_sequence_replay_with_their_actions(tmp_path: Path) -> 
     seen = lines(side)
     assert seen.count("router") == 1 and seen.count("tool 0.0") == 2  # worker's and tail's first call
     assert seen.count("model 1") == 3  # worker's failed call, its retry, tail's answer
+
+
+def test_a_log_missing_its_last_records_is_refused() -> None:
+    """The head counts the records: a log that lost some (a store restored from an older
+    backup, a list trimmed by hand) would replay less and make finished calls again."""
+    store = InMemoryCheckpointStore()
+    list(Runner(counting_agent(4, fail_at=3), checkpoint_store=store, durability="step").query("go", checkpoint_id="r"))
+    head, log = store.get("r"), store.read_log("r")
+    assert head is not None and read_step_head(head, "r") == len(log) == 7
+    store.set("r", step_head(0))
+    store.append("r", log[:-2], head)  # the head still says 7
+    with pytest.raises(CheckpointCorruptError, match=r"step head counts 7 records but its log holds 5"):
+        Runner(counting_agent(4), checkpoint_store=store, durability="step").resume("r")
+    assert store.claim("r", "someone") == head  # refused before anything ran: its claim released

@@ -340,8 +340,9 @@ class Runner:
         owner = uuid.uuid4().hex
         data = store.claim_sync(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
-            if data is not None and read_step_head(data, checkpoint_id) is not None:
-                records = decode_records(store.read_log_sync(checkpoint_id), checkpoint_id)
+            count = read_step_head(data, checkpoint_id) if data is not None else None
+            if count is not None:
+                records = decode_records(store.read_log_sync(checkpoint_id), checkpoint_id, count)
                 return self._resume_steps(checkpoint_id, records, owner, targets, session_values, agent_options)
             loaded = self._check(checkpoint_id, data, targets)
             assert data is not None
@@ -367,8 +368,9 @@ class Runner:
         owner = uuid.uuid4().hex
         data = await store.claim(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
-            if data is not None and read_step_head(data, checkpoint_id) is not None:
-                records = decode_records(await store.read_log(checkpoint_id), checkpoint_id)
+            count = read_step_head(data, checkpoint_id) if data is not None else None
+            if count is not None:
+                records = decode_records(await store.read_log(checkpoint_id), checkpoint_id, count)
                 return self._resume_steps(checkpoint_id, records, owner, targets, session_values, agent_options)
             loaded = self._check(checkpoint_id, data, targets)
             assert data is not None

@@ -60,8 +60,15 @@ def encode_record(record: list[Any]) -> bytes:
     return seal(codec.encode(record))
 
 
-def decode_records(blobs: Sequence[bytes], checkpoint_id: str) -> list[list[Any]]:
-    """The log's records, each checked against its checksum."""
+def decode_records(blobs: Sequence[bytes], checkpoint_id: str, count: int | None = None) -> list[list[Any]]:
+    """The log's records, each checked against its checksum, and their number against ``count``
+    (the head's): a log that lost records would replay less and make finished calls again."""
+    if count is not None and len(blobs) != count:
+        raise CheckpointCorruptError(
+            f"checkpoint[{checkpoint_id}]: its step head counts {count} records but its log holds {len(blobs)}; "
+            "records were lost or added by something else (or the run is still appending: resume only a run "
+            "whose process has stopped)"
+        )
     out = []
     for k, blob in enumerate(blobs):
         record = codec.decode(unseal(bytes(blob), checkpoint_id))
