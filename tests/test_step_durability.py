@@ -237,3 +237,55 @@ def test_a_log_missing_its_last_records_is_refused() -> None:
     with pytest.raises(CheckpointCorruptError, match=r"step head counts 7 records but its log holds 5"):
         Runner(counting_agent(4), checkpoint_store=store, durability="step").resume("r")
     assert store.claim("r", "someone") == head  # refused before anything ran: its claim released
+
+
+@pytest.mark.parametrize("sequential", [False, True])
+def test_calls_that_returned_in_an_unfinished_round_are_not_made_again(sequential: bool) -> None:
+    """A round of three calls whose third never returns (the run dropped, or its process
+    killed): the two that returned are replayed on resume, not made again."""
+    import asyncio
+
+    from rillet import FunctionCall, Message, ToolCall, tool
+
+    made: list[int] = []
+
+    def build(hang: bool) -> ChatModelAgent:
+        @tool
+        async def ping(i: int) -> str:
+            """Pings.
+
+            Args:
+                i: which.
+            """
+            if hang and i == 2:
+                await asyncio.sleep(60)
+            made.append(i)
+            return f"pong {i}"
+
+        def reply(messages: list[Message], tools: Any) -> Message | str:
+            if any(m.role == "tool" for m in messages):
+                return "done"
+            calls: list[ToolCall | dict[str, Any]] = [
+                ToolCall(index=i, id=f"c{i}", function=FunctionCall("ping", f'{{"i": {i}}}')) for i in range(3)
+            ]
+            return Message.assistant(tool_calls=calls)
+
+        return ChatModelAgent(
+            "pinger",
+            description="pings",
+            model=ScriptedModel(reply),
+            tools=[ping],
+            execute_tools_sequentially=sequential,
+        )
+
+    store = InMemoryCheckpointStore()
+    with Runner(build(True), checkpoint_store=store, durability="step").query("go", checkpoint_id="r") as events:
+        tools_seen = 0
+        for e in events:
+            tools_seen += e.message_output is not None and e.message_output.role == "tool"
+            if tools_seen == 2:  # calls 0 and 1 returned; call 2 hangs: the consumer goes away
+                break
+    assert sorted(made) == [0, 1]
+    done = list(Runner(build(False), checkpoint_store=store, durability="step").resume("r"))
+    assert errors(done) == [] and rows(done)[-1] == ("assistant", "done")
+    assert sorted(made) == [0, 1, 2]  # each call made once overall
