@@ -289,3 +289,88 @@ def test_calls_that_returned_in_an_unfinished_round_are_not_made_again(sequentia
     done = list(Runner(build(False), checkpoint_store=store, durability="step").resume("r"))
     assert errors(done) == [] and rows(done)[-1] == ("assistant", "done")
     assert sorted(made) == [0, 1, 2]  # each call made once overall
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_what_a_replayed_tool_stored_in_the_session_comes_back(width: int) -> None:
+    """A replayed call does not run: the session values it stored come from the record, so the
+    rest of the run sees them as the uninterrupted run did."""
+    from rillet import FunctionCall, Message, ToolCall, tool
+    from rillet.context import add_session_value, get_session_value
+
+    logins: list[str] = []
+
+    @tool
+    def login(user: str) -> str:
+        """Logs in.
+
+        Args:
+            user: who.
+        """
+        logins.append(user)
+        add_session_value(f"token.{user}", {"token": f"tok-{user}"})
+        return "logged in"
+
+    @tool
+    def fetch() -> str:
+        """Fetches with the session's tokens."""
+        return "fetched with " + ",".join(
+            sorted(get_session_value(f"token.{u}")["token"] for u in ("ada", "bob")[:width])
+        )
+
+    def build(fail: bool) -> ChatModelAgent:
+        failed: list[bool] = []
+
+        def reply(messages: list[Message], tools: Any) -> Message | str:
+            n = sum(m.role == "tool" for m in messages)
+            if n == 0:
+                users = ("ada", "bob")[:width]
+                calls: list[ToolCall | dict[str, Any]] = [
+                    ToolCall(index=i, id=f"l{i}", function=FunctionCall("login", f'{{"user": "{u}"}}'))
+                    for i, u in enumerate(users)
+                ]
+                return Message.assistant(tool_calls=calls)
+            if n == width:
+                if fail and not failed:
+                    failed.append(True)
+                    raise RuntimeError("the model went away")
+                return Message.assistant(tool_calls=[ToolCall(index=0, id="f", function=FunctionCall("fetch", "{}"))])
+            return "answer: " + (messages[-1].content or "")
+
+        return ChatModelAgent("a", description="logs in", model=ScriptedModel(reply), tools=[login, fetch])
+
+    whole = [e for e in Runner(build(False)).query("go") if e.message_output is not None][-1]
+    assert whole.message_output is not None
+    want = whole.message_output.get_message().content
+    store = InMemoryCheckpointStore()
+    first = list(Runner(build(True), checkpoint_store=store, durability="step").query("go", checkpoint_id="s"))
+    assert [str(e) for e in errors(first)] == ["the model went away"]
+    logins.clear()
+    done = list(Runner(build(False), checkpoint_store=store, durability="step").resume("s"))
+    assert errors(done) == [] and rows(done)[-1] == ("assistant", want)
+    assert logins == []  # replayed, not made again
+
+
+def test_a_session_value_the_record_cannot_keep_is_named() -> None:
+    import threading
+
+    from rillet import FunctionCall, Message, ToolCall, tool
+    from rillet.context import add_session_value
+    from rillet.errors import EncodeError
+
+    @tool
+    def grab() -> str:
+        """Keeps a lock in the session."""
+        add_session_value("lock", threading.Lock())
+        return "ok"
+
+    def reply(messages: list[Message], tools: Any) -> Message | str:
+        if any(m.role == "tool" for m in messages):
+            return "done"
+        return Message.assistant(tool_calls=[ToolCall(index=0, id="a", function=FunctionCall("grab", "{}"))])
+
+    agent = ChatModelAgent("a", description="grabs", model=ScriptedModel(reply), tools=[grab])
+    runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore(), durability="step")
+    (error,) = errors(list(runner.query("go", checkpoint_id="x")))
+    assert isinstance(error, EncodeError)
+    assert str(error).startswith("session value 'lock' cannot be kept in the step record")

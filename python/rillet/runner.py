@@ -219,7 +219,7 @@ class Runner:
         first: list[Any] | None = None
         if steps:
             assert checkpoint_id is not None
-            journal = self._journal(checkpoint_id, ctx)
+            journal = self._journal(checkpoint_id, ctx, session)
             start = {
                 "root_input": _input_record(root_input),
                 "session_values": seed,
@@ -292,14 +292,17 @@ class Runner:
         events = ctx.run(agent.run_live, AgentInput(msgs, config.streaming(self.streaming)), live, **options)
         return start_run(_errors_as_events(events, agent.name), ctx)
 
-    def _journal(self, checkpoint_id: str, ctx: contextvars.Context, records: list[list[Any]] | None = None) -> Journal:
-        """The step record of a run under ``checkpoint_id`` (replaying ``records``), current in ``ctx``."""
+    def _journal(
+        self, checkpoint_id: str, ctx: contextvars.Context, session: Session, records: list[list[Any]] | None = None
+    ) -> Journal:
+        """The step record of a run under ``checkpoint_id`` (replaying ``records``), current in
+        ``ctx``, tracking ``session``'s values (what replayed tools stored comes back)."""
         store = self._store()
 
         async def write(blobs: list[bytes], head: bytes) -> None:
             await store.append(checkpoint_id, blobs, head)
 
-        journal = Journal(write, len(records) if records else 0, records[1:] if records else ())
+        journal = Journal(write, len(records) if records else 0, records[1:] if records else (), session.values)
         ctx.run(JOURNAL.set, journal)
         return journal
 
@@ -441,7 +444,7 @@ class Runner:
         session = Session({**start["session_values"], **(session_values or {})})
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), observing=observing(self.observers))
-        journal = self._journal(checkpoint_id, ctx, records)
+        journal = self._journal(checkpoint_id, ctx, session, records)
         events = self._flow.events(root_input, **options)
         forward = self._forward(events, root_input, session, checkpoint_id, resumed=True, owner=owner, journal=journal)
         return _session_run(forward, ctx, None)
@@ -475,7 +478,7 @@ class Runner:
         journal: Journal | None = None
         first: list[Any] | None = None
         if records is not None or (self.durability == "step" and srun is None):
-            journal = self._journal(checkpoint_id, ctx, records)
+            journal = self._journal(checkpoint_id, ctx, session, records)
             if records is None:  # the log starts with what this resume starts from
                 first = ["resume", blob, dict(targets) if targets is not None else None]
         events = self._flow.events(loaded.root_input, **options)

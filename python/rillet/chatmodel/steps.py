@@ -324,6 +324,7 @@ async def start_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
 def _replay_round(loop: ReactLoop, steps: AgentSteps, rnd: Round) -> None:
     """A step run's replay: the calls of this round it recorded are results already (their
     events go out again, a return-directly call's at the end of the round)."""
+    steps.replay_values(loop.iteration)
     for pos, (msg, recs) in steps.tool_results(loop.iteration).items():
         if pos in rnd.results:
             continue
@@ -475,7 +476,8 @@ async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     c = loop.messages[-1].tool_calls[0]
     steps = loop.steps
     done = steps.tool_results(loop.iteration).get(0) if steps is not None else None
-    if done is not None:  # a step run's replay
+    if done is not None and steps is not None:  # a step run's replay
+        steps.replay_values(loop.iteration)
         return _one_result(agent, loop, c, done[0], _replayed_event(*done, c.function.name))
     try:
         ev, msg = await call_tool(
