@@ -66,6 +66,23 @@ def test_an_unreachable_postgres_is_named_with_the_fix_and_no_password() -> None
     assert "hunter2" not in message
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "host=127.0.0.1 port={port} user=app password=hunter2 dbname=app",  # a libpq string, as the docs allow
+        "host=127.0.0.1 port={port} password = 'hunter2 x' dbname=app",
+        "postgresql://app@127.0.0.1:{port}/app?password=hunter2",  # libpq reads a password from the query too
+    ],
+)
+def test_a_postgres_password_in_a_libpq_string_or_query_is_hidden(url: str) -> None:
+    url = url.format(port=free_port())
+    with pytest.raises(CheckpointError) as caught:
+        postgres_store(url, connect_timeout=2)
+    message = str(caught.value)
+    assert "hunter2" not in message and "password=***" in message.replace(" = ", "=")
+    assert "cannot reach PostgreSQL at " in message
+
+
 @pytest.mark.slow
 def test_a_redis_that_goes_away_later_gives_the_same_error() -> None:
     need("redis")

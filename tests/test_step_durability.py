@@ -12,7 +12,7 @@ from checkpoint_agents import build
 from rillet import AgentEvent, ChatModelAgent, InMemoryCheckpointStore, Runner, ScriptedModel, SqliteCheckpointStore
 from rillet.approval import approve
 from rillet.checkpoint import CheckpointCorruptError, CheckpointError
-from rillet.checkpoint.journal import decode_records, read_step_head
+from rillet.checkpoint.journal import decode_records, read_step_head, step_head
 from rillet.checkpoint.payload import load
 from step_agents import counting_agent
 from test_checkpoint_log import PlainStore
@@ -185,11 +185,12 @@ def test_a_damaged_step_record_is_refused_with_the_reason() -> None:
     store.set("r", head[:-1] + bytes([head[-1] ^ 1]))
     with pytest.raises(CheckpointCorruptError, match="damaged step head"):
         runner.resume("r")
-    store.append("r", [b"RCK\x01garbage"], head)
+    one = step_head(1)  # (set emptied the log: the garbage is its only record)
+    store.append("r", [b"RCK\x01garbage"], one)
     with pytest.raises(CheckpointCorruptError, match="checksum"):
         runner.resume("r")
-    assert store.get("r") == head  # refused before anything ran: the record stays, its claim released
-    assert store.claim("r", "someone") == head
+    assert store.get("r") == one  # refused before anything ran: the record stays, its claim released
+    assert store.claim("r", "someone") == one
 
 
 def test_a_transfer_and_a_sequence_replay_with_their_actions(tmp_path: Path) -> None:
@@ -222,3 +223,154 @@ def test_a_transfer_and_a_sequence_replay_with_their_actions(tmp_path: Path) -> 
     seen = lines(side)
     assert seen.count("router") == 1 and seen.count("tool 0.0") == 2  # worker's and tail's first call
     assert seen.count("model 1") == 3  # worker's failed call, its retry, tail's answer
+
+
+def test_a_log_missing_its_last_records_is_refused() -> None:
+    """The head counts the records: a log that lost some (a store restored from an older
+    backup, a list trimmed by hand) would replay less and make finished calls again."""
+    store = InMemoryCheckpointStore()
+    list(Runner(counting_agent(4, fail_at=3), checkpoint_store=store, durability="step").query("go", checkpoint_id="r"))
+    head, log = store.get("r"), store.read_log("r")
+    assert head is not None and read_step_head(head, "r") == len(log) == 7
+    store.set("r", step_head(0))
+    store.append("r", log[:-2], head)  # the head still says 7
+    with pytest.raises(CheckpointCorruptError, match=r"step head counts 7 records but its log holds 5"):
+        Runner(counting_agent(4), checkpoint_store=store, durability="step").resume("r")
+    assert store.claim("r", "someone") == head  # refused before anything ran: its claim released
+
+
+@pytest.mark.parametrize("sequential", [False, True])
+def test_calls_that_returned_in_an_unfinished_round_are_not_made_again(sequential: bool) -> None:
+    """A round of three calls whose third never returns (the run dropped, or its process
+    killed): the two that returned are replayed on resume, not made again."""
+    import asyncio
+
+    from rillet import FunctionCall, Message, ToolCall, tool
+
+    made: list[int] = []
+
+    def build(hang: bool) -> ChatModelAgent:
+        @tool
+        async def ping(i: int) -> str:
+            """Pings.
+
+            Args:
+                i: which.
+            """
+            if hang and i == 2:
+                await asyncio.sleep(60)
+            made.append(i)
+            return f"pong {i}"
+
+        def reply(messages: list[Message], tools: Any) -> Message | str:
+            if any(m.role == "tool" for m in messages):
+                return "done"
+            calls: list[ToolCall | dict[str, Any]] = [
+                ToolCall(index=i, id=f"c{i}", function=FunctionCall("ping", f'{{"i": {i}}}')) for i in range(3)
+            ]
+            return Message.assistant(tool_calls=calls)
+
+        return ChatModelAgent(
+            "pinger",
+            description="pings",
+            model=ScriptedModel(reply),
+            tools=[ping],
+            execute_tools_sequentially=sequential,
+        )
+
+    store = InMemoryCheckpointStore()
+    with Runner(build(True), checkpoint_store=store, durability="step").query("go", checkpoint_id="r") as events:
+        tools_seen = 0
+        for e in events:
+            tools_seen += e.message_output is not None and e.message_output.role == "tool"
+            if tools_seen == 2:  # calls 0 and 1 returned; call 2 hangs: the consumer goes away
+                break
+    assert sorted(made) == [0, 1]
+    done = list(Runner(build(False), checkpoint_store=store, durability="step").resume("r"))
+    assert errors(done) == [] and rows(done)[-1] == ("assistant", "done")
+    assert sorted(made) == [0, 1, 2]  # each call made once overall
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_what_a_replayed_tool_stored_in_the_session_comes_back(width: int) -> None:
+    """A replayed call does not run: the session values it stored come from the record, so the
+    rest of the run sees them as the uninterrupted run did."""
+    from rillet import FunctionCall, Message, ToolCall, tool
+    from rillet.context import add_session_value, get_session_value
+
+    logins: list[str] = []
+
+    @tool
+    def login(user: str) -> str:
+        """Logs in.
+
+        Args:
+            user: who.
+        """
+        logins.append(user)
+        add_session_value(f"token.{user}", {"token": f"tok-{user}"})
+        return "logged in"
+
+    @tool
+    def fetch() -> str:
+        """Fetches with the session's tokens."""
+        return "fetched with " + ",".join(
+            sorted(get_session_value(f"token.{u}")["token"] for u in ("ada", "bob")[:width])
+        )
+
+    def build(fail: bool) -> ChatModelAgent:
+        failed: list[bool] = []
+
+        def reply(messages: list[Message], tools: Any) -> Message | str:
+            n = sum(m.role == "tool" for m in messages)
+            if n == 0:
+                users = ("ada", "bob")[:width]
+                calls: list[ToolCall | dict[str, Any]] = [
+                    ToolCall(index=i, id=f"l{i}", function=FunctionCall("login", f'{{"user": "{u}"}}'))
+                    for i, u in enumerate(users)
+                ]
+                return Message.assistant(tool_calls=calls)
+            if n == width:
+                if fail and not failed:
+                    failed.append(True)
+                    raise RuntimeError("the model went away")
+                return Message.assistant(tool_calls=[ToolCall(index=0, id="f", function=FunctionCall("fetch", "{}"))])
+            return "answer: " + (messages[-1].content or "")
+
+        return ChatModelAgent("a", description="logs in", model=ScriptedModel(reply), tools=[login, fetch])
+
+    whole = [e for e in Runner(build(False)).query("go") if e.message_output is not None][-1]
+    assert whole.message_output is not None
+    want = whole.message_output.get_message().content
+    store = InMemoryCheckpointStore()
+    first = list(Runner(build(True), checkpoint_store=store, durability="step").query("go", checkpoint_id="s"))
+    assert [str(e) for e in errors(first)] == ["the model went away"]
+    logins.clear()
+    done = list(Runner(build(False), checkpoint_store=store, durability="step").resume("s"))
+    assert errors(done) == [] and rows(done)[-1] == ("assistant", want)
+    assert logins == []  # replayed, not made again
+
+
+def test_a_session_value_the_record_cannot_keep_is_named() -> None:
+    import threading
+
+    from rillet import FunctionCall, Message, ToolCall, tool
+    from rillet.context import add_session_value
+    from rillet.errors import EncodeError
+
+    @tool
+    def grab() -> str:
+        """Keeps a lock in the session."""
+        add_session_value("lock", threading.Lock())
+        return "ok"
+
+    def reply(messages: list[Message], tools: Any) -> Message | str:
+        if any(m.role == "tool" for m in messages):
+            return "done"
+        return Message.assistant(tool_calls=[ToolCall(index=0, id="a", function=FunctionCall("grab", "{}"))])
+
+    agent = ChatModelAgent("a", description="grabs", model=ScriptedModel(reply), tools=[grab])
+    runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore(), durability="step")
+    (error,) = errors(list(runner.query("go", checkpoint_id="x")))
+    assert isinstance(error, EncodeError)
+    assert str(error).startswith("session value 'lock' cannot be kept in the step record")

@@ -221,7 +221,7 @@ class Runner:
         first: list[Any] | None = None
         if steps:
             assert checkpoint_id is not None
-            journal = self._journal(checkpoint_id, ctx)
+            journal = self._journal(checkpoint_id, ctx, session)
             start = {
                 "root_input": _input_record(root_input),
                 "session_values": seed,
@@ -294,14 +294,17 @@ class Runner:
         events = ctx.run(agent.run_live, AgentInput(msgs, config.streaming(self.streaming)), live, **options)
         return start_run(_errors_as_events(events, agent.name), ctx)
 
-    def _journal(self, checkpoint_id: str, ctx: contextvars.Context, records: list[list[Any]] | None = None) -> Journal:
-        """The step record of a run under ``checkpoint_id`` (replaying ``records``), current in ``ctx``."""
+    def _journal(
+        self, checkpoint_id: str, ctx: contextvars.Context, session: Session, records: list[list[Any]] | None = None
+    ) -> Journal:
+        """The step record of a run under ``checkpoint_id`` (replaying ``records``), current in
+        ``ctx``, tracking ``session``'s values (what replayed tools stored comes back)."""
         store = self._store()
 
         async def write(blobs: list[bytes], head: bytes) -> None:
             await store.append(checkpoint_id, blobs, head)
 
-        journal = Journal(write, len(records) if records else 0, records[1:] if records else ())
+        journal = Journal(write, len(records) if records else 0, records[1:] if records else (), session.values)
         ctx.run(JOURNAL.set, journal)
         return journal
 
@@ -342,8 +345,9 @@ class Runner:
         owner = uuid.uuid4().hex
         data = store.claim_sync(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
-            if data is not None and read_step_head(data, checkpoint_id) is not None:
-                records = decode_records(store.read_log_sync(checkpoint_id), checkpoint_id)
+            count = read_step_head(data, checkpoint_id) if data is not None else None
+            if count is not None:
+                records = decode_records(store.read_log_sync(checkpoint_id), checkpoint_id, count)
                 return self._resume_steps(checkpoint_id, records, owner, targets, session_values, agent_options)
             loaded = self._check(checkpoint_id, data, targets)
             assert data is not None
@@ -369,8 +373,9 @@ class Runner:
         owner = uuid.uuid4().hex
         data = await store.claim(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
-            if data is not None and read_step_head(data, checkpoint_id) is not None:
-                records = decode_records(await store.read_log(checkpoint_id), checkpoint_id)
+            count = read_step_head(data, checkpoint_id) if data is not None else None
+            if count is not None:
+                records = decode_records(await store.read_log(checkpoint_id), checkpoint_id, count)
                 return self._resume_steps(checkpoint_id, records, owner, targets, session_values, agent_options)
             loaded = self._check(checkpoint_id, data, targets)
             assert data is not None
@@ -441,7 +446,7 @@ class Runner:
         session = Session({**start["session_values"], **(session_values or {})})
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), observing=observing(self.observers))
-        journal = self._journal(checkpoint_id, ctx, records)
+        journal = self._journal(checkpoint_id, ctx, session, records)
         events = self._flow.events(root_input, **options)
         forward = self._forward(events, root_input, session, checkpoint_id, resumed=True, owner=owner, journal=journal)
         return _session_run(forward, ctx, None)
@@ -475,7 +480,7 @@ class Runner:
         journal: Journal | None = None
         first: list[Any] | None = None
         if records is not None or (self.durability == "step" and srun is None):
-            journal = self._journal(checkpoint_id, ctx, records)
+            journal = self._journal(checkpoint_id, ctx, session, records)
             if records is None:  # the log starts with what this resume starts from
                 first = ["resume", blob, dict(targets) if targets is not None else None]
         events = self._flow.events(loaded.root_input, **options)

@@ -76,7 +76,7 @@ class Round:
     tasks: dict[asyncio.Task[Any], int] = field(default_factory=dict)  # concurrent calls -> position
     inbox: Inbox[tuple[str, Any]] | None = None
     left: int = 0  # concurrent calls not finished yet
-    known: frozenset[int] = frozenset()  # results saved or recorded before this round ran: not recorded again
+    known: frozenset[int] = frozenset()  # results saved or recorded already: not recorded again
 
     def cancel(self) -> None:
         for t in self.tasks:

@@ -324,6 +324,7 @@ async def start_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
 def _replay_round(loop: ReactLoop, steps: AgentSteps, rnd: Round) -> None:
     """A step run's replay: the calls of this round it recorded are results already (their
     events go out again, a return-directly call's at the end of the round)."""
+    steps.replay_values(loop.iteration)
     for pos, (msg, recs) in steps.tool_results(loop.iteration).items():
         if pos in rnd.results:
             continue
@@ -343,7 +344,8 @@ def _replayed_event(msg: Message, recs: list[Any] | None, name: str) -> AgentEve
 
 
 async def _record_round(loop: ReactLoop, rnd: Round) -> None:
-    """Records the results of the round's calls that ran (a step run)."""
+    """Records the results of the round's calls not recorded yet (a step run): those of
+    streaming tools, whose results are read to their end when the round ends."""
     steps = loop.steps
     if steps is None:
         return
@@ -352,6 +354,18 @@ async def _record_round(loop: ReactLoop, rnd: Round) -> None:
     new = {p: (m, action if p == rnd.direct else None) for p, m in rnd.results.items() if p not in rnd.known}
     if new:
         await steps.record_tools(loop.iteration, new)
+
+
+async def _record_call(loop: ReactLoop, rnd: Round, pos: int) -> None:
+    """A step run records each call of a round as it returns, not when the round ends: if the
+    run stops while another call of the round is under way, this one is replayed, not made again."""
+    steps = loop.steps
+    if steps is None or pos not in rnd.results or pos in rnd.known:
+        return
+    ev = rnd.final if pos == rnd.direct else None
+    action = await events_to_records([ev]) if ev is not None and ev.action is not None else None
+    await steps.record_tools(loop.iteration, {pos: (rnd.results[pos], action)})
+    rnd.known = rnd.known | {pos}
 
 
 def _start_tasks(agent: ChatModelAgent, loop: ReactLoop, rnd: Round) -> None:
@@ -380,6 +394,7 @@ async def call_inline(agent: ChatModelAgent, loop: ReactLoop) -> Step:
     pos, c = rnd.pending[rnd.next]
     rnd.next += 1
     _settle(rnd, pos, await attempt(agent, c, loop.messages, loop.streaming, None, loop.observing), loop)
+    await _record_call(loop, rnd, pos)
     return call_inline if rnd.next < len(rnd.pending) else end_round
 
 
@@ -393,7 +408,9 @@ async def collect(agent: ChatModelAgent, loop: ReactLoop) -> Step:
         loop.out.append(item)
         return collect
     rnd.left -= 1
-    _settle(rnd, rnd.tasks[item], result_of(item), loop)
+    pos = rnd.tasks[item]
+    _settle(rnd, pos, result_of(item), loop)
+    await _record_call(loop, rnd, pos)
     return collect if rnd.left else end_round
 
 
@@ -459,7 +476,8 @@ async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     c = loop.messages[-1].tool_calls[0]
     steps = loop.steps
     done = steps.tool_results(loop.iteration).get(0) if steps is not None else None
-    if done is not None:  # a step run's replay
+    if done is not None and steps is not None:  # a step run's replay
+        steps.replay_values(loop.iteration)
         return _one_result(agent, loop, c, done[0], _replayed_event(*done, c.function.name))
     try:
         ev, msg = await call_tool(

@@ -8,8 +8,10 @@ and the record count) and a log of sealed codec records (see :func:`~rillet.chec
 * ``["start", {messages, enable_streaming, session_values, agent}]``: a new run's input (first);
 * ``["resume", checkpoint, targets]``: or a resume of an interrupt checkpoint (first);
 * ``["model", agent, iteration, message]``: a model call's reply;
-* ``["tools", agent, iteration, [[position, message, event records or None], ...]]``: a tool
-  round's results (an event that carried an action, such as a transfer, kept as its records).
+* ``["tools", agent, iteration, [[position, message, event records or None], ...], values]``:
+  results of a tool round's calls (an event that carried an action, such as a transfer, kept as
+  its records), and the session values that changed since the last record (a map, or None):
+  a replayed call does not run, so what it stored in the session comes back from here.
 
 ``agent`` is the agent's address in the run and how many times it started there before, so a
 loop's rounds and a resumed agent's calls keep apart. Each record is written once: the bytes a
@@ -27,6 +29,7 @@ from typing import Any
 from rillet import codec
 from rillet._native import Message
 from rillet.checkpoint.payload import CheckpointCorruptError, seal, unseal
+from rillet.errors import EncodeError
 
 __all__ = ["JOURNAL", "AgentSteps", "Journal", "decode_records", "read_step_head", "step_head"]
 
@@ -60,8 +63,15 @@ def encode_record(record: list[Any]) -> bytes:
     return seal(codec.encode(record))
 
 
-def decode_records(blobs: Sequence[bytes], checkpoint_id: str) -> list[list[Any]]:
-    """The log's records, each checked against its checksum."""
+def decode_records(blobs: Sequence[bytes], checkpoint_id: str, count: int | None = None) -> list[list[Any]]:
+    """The log's records, each checked against its checksum, and their number against ``count``
+    (the head's): a log that lost records would replay less and make finished calls again."""
+    if count is not None and len(blobs) != count:
+        raise CheckpointCorruptError(
+            f"checkpoint[{checkpoint_id}]: its step head counts {count} records but its log holds {len(blobs)}; "
+            "records were lost or added by something else (or the run is still appending: resume only a run "
+            "whose process has stopped)"
+        )
     out = []
     for k, blob in enumerate(blobs):
         record = codec.decode(unseal(bytes(blob), checkpoint_id))
@@ -83,13 +93,22 @@ class Journal:
     """One step run's record: appends what finishes (through ``write``, the store's append) and
     answers, from the records of a run that died, what it already did."""
 
-    def __init__(self, write: Writer, count: int = 0, replay: Sequence[list[Any]] = ()) -> None:
+    def __init__(
+        self,
+        write: Writer,
+        count: int = 0,
+        replay: Sequence[list[Any]] = (),
+        values: dict[str, Any] | None = None,
+    ) -> None:
         self._write = write
         self._count = count
         self._lock = asyncio.Lock()  # appends in order: the fallback store numbers records by the head
         self._starts: dict[tuple[str, ...], int] = {}
         self.replies: dict[tuple[str, int], Message] = {}
         self.tools: dict[tuple[str, int], dict[int, ToolResult]] = {}
+        self._values = values  # the run's session values (shared, changed in place), None: not tracked
+        self._seen = _encoded(values) if values is not None else {}  # as last recorded, encoded
+        self._replayed_values: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for record in replay:
             if record[0] == "model":
                 self.replies[(record[1], record[2])] = record[3]
@@ -97,6 +116,25 @@ class Journal:
                 done = self.tools.setdefault((record[1], record[2]), {})
                 for pos, msg, recs in record[3]:
                     done[int(pos)] = (msg, recs)
+                if len(record) > 4 and record[4]:
+                    self._replayed_values.setdefault((record[1], record[2]), []).append(dict(record[4]))
+
+    def changed_values(self) -> dict[str, Any] | None:
+        """The session values changed (compared encoded: in place too) since the last call."""
+        if self._values is None:
+            return None
+        now = _encoded(self._values)
+        changed = {k: self._values[k] for k, b in now.items() if self._seen.get(k) != b}
+        self._seen = now
+        return changed or None
+
+    def replay_values(self, key: tuple[str, int]) -> None:
+        """Puts back the session values the replayed tool round ``key`` had stored."""
+        if self._values is None:
+            return
+        for values in self._replayed_values.pop(key, ()):
+            self._values.update(values)
+        self._seen = _encoded(self._values)
 
     def agent(self, address: tuple[str, ...]) -> AgentSteps:
         """The record of the agent at ``address``, for its next start there."""
@@ -134,7 +172,24 @@ class AgentSteps:
 
     async def record_tools(self, iteration: int, results: dict[int, ToolResult]) -> None:
         rows = [[pos, msg, recs] for pos, (msg, recs) in sorted(results.items())]
-        await self.journal.add(["tools", self.key, iteration, rows])
+        await self.journal.add(["tools", self.key, iteration, rows, self.journal.changed_values()])
+
+    def replay_values(self, iteration: int) -> None:
+        """Puts back what the recorded calls of round ``iteration`` stored in the session."""
+        self.journal.replay_values((self.key, iteration))
+
+
+def _encoded(values: dict[str, Any]) -> dict[str, bytes]:
+    out = {}
+    for k, v in list(values.items()):
+        try:
+            out[k] = codec.encode(v)
+        except EncodeError as e:
+            raise EncodeError(
+                f"session value {k!r} cannot be kept in the step record (durability='step' records the session "
+                f"values a tool stores, so a replayed tool gives them back): {e}"
+            ) from e
+    return out
 
 
 JOURNAL: ContextVar[Journal | None] = ContextVar("rillet_step_journal", default=None)

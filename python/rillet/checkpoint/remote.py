@@ -3,6 +3,7 @@ the error that says a server cannot be reached and what to do about it."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 from rillet.errors import CheckpointError
@@ -10,8 +11,16 @@ from rillet.errors import CheckpointError
 __all__ = ["check_prune", "redacted", "unreachable"]
 
 
+# libpq takes a password as a keyword (``password=x``, ``password = 'a b'``) in a connection
+# string, and in a URL's query too
+_PASSWORD_KEYWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)")
+
+
 def redacted(url: str) -> str:
     """``url`` with any password replaced by ``***``, fit for an error message or a log."""
+    url = _PASSWORD_KEYWORD.sub(r"\1***", url)
+    if "://" not in url:  # a libpq keyword string
+        return url
     try:
         parts = urlsplit(url)
     except ValueError:
