@@ -12,7 +12,7 @@ from checkpoint_agents import build
 from rillet import AgentEvent, ChatModelAgent, InMemoryCheckpointStore, Runner, ScriptedModel, SqliteCheckpointStore
 from rillet.approval import approve
 from rillet.checkpoint import CheckpointCorruptError, CheckpointError
-from rillet.checkpoint.journal import decode_records, read_step_head, step_head
+from rillet.checkpoint.journal import decode_records, encode_record, read_step_head, step_head
 from rillet.checkpoint.payload import load
 from step_agents import counting_agent
 from test_checkpoint_log import PlainStore
@@ -223,6 +223,14 @@ def test_a_transfer_and_a_sequence_replay_with_their_actions(tmp_path: Path) -> 
     seen = lines(side)
     assert seen.count("router") == 1 and seen.count("tool 0.0") == 2  # worker's and tail's first call
     assert seen.count("model 1") == 3  # worker's failed call, its retry, tail's answer
+
+
+@pytest.mark.parametrize("record", [["model", "agent"], ["tools"], [["model"]], [7, 1, 2, 3], "model"])
+def test_a_checksummed_record_of_the_wrong_shape_is_refused(record: Any) -> None:
+    """A record whose checksum holds but whose fields are too few (or not a record at all) is
+    a CheckpointCorruptError, not an IndexError during replay."""
+    with pytest.raises(CheckpointCorruptError, match="record 0 of its log is not a step record"):
+        decode_records([encode_record(record)], "r")
 
 
 def test_a_log_missing_its_last_records_is_refused() -> None:

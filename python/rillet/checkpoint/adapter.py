@@ -105,16 +105,16 @@ class StoreAdapter:
 
     async def prune(self, *, older_than: float | None = None, keep_last: int | None = None) -> int:
         """Deletes old checkpoints (see :class:`~rillet.checkpoint.stores.LogCheckpointStore`)."""
-        if self._prune is None:
-            raise TypeError(
-                f"{type(self.store).__name__} cannot prune: it has no prune(older_than=..., keep_last=...) method; "
-                "use InMemoryCheckpointStore, SqliteCheckpointStore or a store that implements it"
-            )
         n: int = await _acall(self._prune_kw, older_than, keep_last)
         return n
 
     def _prune_kw(self, older_than: float | None, keep_last: int | None) -> Any:
-        assert self._prune is not None
+        if self._prune is None:
+            raise TypeError(
+                f"{type(self.store).__name__} cannot prune: it has no prune(older_than=..., keep_last=...) method; "
+                "use InMemoryCheckpointStore, SqliteCheckpointStore, RedisCheckpointStore, PostgresCheckpointStore "
+                "or a store that implements it"
+            )
         return self._prune(older_than=older_than, keep_last=keep_last)
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
@@ -191,11 +191,6 @@ class StoreAdapter:
 
     def prune_sync(self, *, older_than: float | None = None, keep_last: int | None = None) -> int:
         """:meth:`prune` for sync callers."""
-        if self._prune is None:
-            raise TypeError(
-                f"{type(self.store).__name__} cannot prune: it has no prune(older_than=..., keep_last=...) method; "
-                "use InMemoryCheckpointStore, SqliteCheckpointStore or a store that implements it"
-            )
         n: int = _call(self._prune_kw, older_than, keep_last)
         return n
 

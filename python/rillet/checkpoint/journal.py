@@ -75,7 +75,8 @@ def decode_records(blobs: Sequence[bytes], checkpoint_id: str, count: int | None
     out = []
     for k, blob in enumerate(blobs):
         record = codec.decode(unseal(bytes(blob), checkpoint_id))
-        if not isinstance(record, list) or not record or record[0] not in _KINDS:
+        least = _KINDS.get(record[0]) if isinstance(record, list) and record and isinstance(record[0], str) else None
+        if least is None or len(record) < least:
             raise CheckpointCorruptError(
                 f"checkpoint[{checkpoint_id}]: record {k} of its log is not a step record; "
                 "the log was written by something else"
@@ -84,7 +85,8 @@ def decode_records(blobs: Sequence[bytes], checkpoint_id: str, count: int | None
     return out
 
 
-_KINDS = ("start", "resume", "model", "tools")
+# Each kind of record and its least length (a "tools" record before session values has 4).
+_KINDS = {"start": 2, "resume": 3, "model": 4, "tools": 4}
 
 Writer = Callable[[list[bytes], bytes], Awaitable[None]]  # (records, head) -> appended
 
