@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import rillet.models.openai as openai_module
+from openai_server import FakeOpenAIServer, Reply, transcript
 from rillet import (
     ChatModelAgent,
     FallbackModel,
@@ -30,8 +31,6 @@ from rillet.errors import (
     RateLimitError,
     ServerError,
 )
-
-from tests.openai_server import FakeOpenAIServer, Reply, transcript
 
 OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
 OVERLOADED = {"error": {"message": "Overloaded", "type": "overloaded_error"}}

@@ -100,3 +100,18 @@ def test_a_version_without_its_wheel_fails_saying_so(
     monkeypatch.setattr(test_all, "ROOT", tmp_path)  # no dist/
     site, why = test_all.prepare("3.12", sys.executable, tmp_path)
     assert site is None and why == "FAILED: no cp312 wheel in dist/ (scripts/build-wheels)"
+
+
+def test_test_files_import_their_helpers_as_the_wheel_run_finds_them() -> None:
+    """make test runs the suite from outside the tree against the installed wheel, with only
+    tests/ on sys.path: a helper imported as `tests.x` is not found there (it was, once)."""
+    here = Path(__file__).parent
+    offenders = [
+        f"{p.name}:{n}"
+        for p in sorted(here.glob("*.py"))
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if line.startswith(("from tests.", "import tests.", "from tests import"))
+    ]
+    assert offenders == [], "import the helper by its module name (from openai_server import ...): " + ", ".join(
+        offenders
+    )
