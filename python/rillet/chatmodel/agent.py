@@ -44,7 +44,7 @@ from rillet.checkpoint_state import saved_state
 from rillet.context import RunContext, current_run, host_agent_run
 from rillet.events import AgentEvent
 from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
-from rillet.tools import as_tool
+from rillet.tools import as_tool, build_schemas
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -305,6 +305,7 @@ class ChatModelAgent(BaseAgent):
         out = loop.out
         try:
             agent, first = await self._start(input, loop, run)
+            build_schemas(agent._tool_infos)  # function tools describe themselves on first use
             step: Step | None = first
             if out:  # what before_agent hooks sent
                 for ev in out:
