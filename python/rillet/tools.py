@@ -400,6 +400,11 @@ def _parameters(name: str, fn: Callable[..., Any]) -> list[tuple[str, str]]:
 
 def _refuse_parameters(name: str, fn: Callable[..., Any]) -> None:
     """Refuses what a model cannot call: ``self``/``cls`` parameters, ``*args``, ``**kwargs``."""
+    if type(fn) is types.FunctionType and not fn.__dict__:  # the common case, in a few checks
+        code = fn.__code__
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if not code.co_flags & _STARS and "self" not in names and "cls" not in names:
+            return
     for pname, star in _parameters(name, fn):
         if pname in ("self", "cls"):
             raise TypeError(
@@ -413,6 +418,9 @@ def _refuse_parameters(name: str, fn: Callable[..., Any]) -> None:
             )
 
 
+_STARS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
 def _docs(fn: Callable[..., Any]) -> tuple[str | None, str | None]:
     """The docstring that describes ``fn``, and the one to fall back on (a partial's or a
     callable object's own) when the first has no summary."""
@@ -423,6 +431,8 @@ def _docs(fn: Callable[..., Any]) -> tuple[str | None, str | None]:
 
 
 def _has_doc(fn: Callable[..., Any]) -> bool:
+    if type(fn) is types.FunctionType:  # the common case, without _docs' checks
+        return bool(fn.__doc__) and not fn.__doc__.isspace()
     return any(d and not d.isspace() for d in _docs(fn))
 
 
@@ -575,9 +585,7 @@ class _LazyInfo(ToolInfo):
     def of(cls, fn: Callable[..., Any], name: str, description: str | None) -> _LazyInfo:
         # ToolInfo is frozen; description and parameters are set by spec(), on first read
         info = object.__new__(cls)
-        object.__setattr__(info, "name", name)
-        object.__setattr__(info, "_fn", fn)
-        object.__setattr__(info, "_description", description)
+        info.__dict__.update(name=name, _fn=fn, _description=description)
         return info
 
     def spec(self) -> _Spec:
@@ -622,6 +630,9 @@ def build_schemas(infos: Iterable[ToolInfo]) -> None:
             info.spec()
 
 
+_WRAPPER_ASSIGNMENTS = ("__module__", "__name__", "__qualname__", "__doc__")
+
+
 class FunctionTool(BaseTool):
     """A tool made from a Python function (``def``, ``async def`` or a generator of either).
 
@@ -652,7 +663,16 @@ class FunctionTool(BaseTool):
             _warn_undescribed(name, stacklevel=4)
         self.fn = fn
         self._lazy = self.info = _LazyInfo.of(fn, name, description)
-        functools.update_wrapper(self, fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
+        if type(fn) is types.FunctionType:  # what update_wrapper does, in one call
+            self.__dict__.update(
+                __module__=fn.__module__,
+                __name__=fn.__name__,
+                __qualname__=fn.__qualname__,
+                __doc__=fn.__doc__,
+                __wrapped__=fn,
+            )
+        else:
+            functools.update_wrapper(self, fn, assigned=_WRAPPER_ASSIGNMENTS, updated=())
 
     def _spec(self) -> _Spec:
         spec = self._built

@@ -56,6 +56,10 @@ if TYPE_CHECKING:
 __all__ = ["ChatModelAgent"]
 
 
+_NO_HOOKS = Hooks.of("", [])  # shared by the agents without hooks (read, never changed)
+_NO_HOOK_SOURCES: tuple[tuple[object, ...], ...] = ((),) * 6
+
+
 class ChatModelAgent(BaseAgent):
     """An agent that runs the ReAct loop over ``model`` and ``tools``. Everything after
     ``name`` is passed by keyword.
@@ -358,6 +362,21 @@ class ChatModelAgent(BaseAgent):
     def _collect_hooks(self) -> None:
         """(Re)collects the hooks when the callback lists or ``middlewares`` changed since the
         last run: they are public lists, and appending to one after construction must count."""
+        if not (
+            self.before_agent
+            or self.before_model
+            or self.after_model
+            or self.wrap_tool_call
+            or self.after_agent
+            or self.middlewares
+        ):  # no hook at all, the common agent: nothing to collect (every construction comes here)
+            if self._hook_sources is not _NO_HOOK_SOURCES:
+                self._hooks, self._tool_wrappers, self._hook_sources = (
+                    _NO_HOOKS,
+                    _NO_HOOKS.wrap_tool_call,
+                    _NO_HOOK_SOURCES,
+                )
+            return
         sources = (
             tuple(self.before_agent),
             tuple(self.before_model),
