@@ -432,7 +432,8 @@ def _docs(fn: Callable[..., Any]) -> tuple[str | None, str | None]:
 
 def _has_doc(fn: Callable[..., Any]) -> bool:
     if type(fn) is types.FunctionType:  # the common case, without _docs' checks
-        return bool(fn.__doc__) and not fn.__doc__.isspace()
+        doc = fn.__doc__
+        return doc is not None and doc != "" and not doc.isspace()
     return any(d and not d.isspace() for d in _docs(fn))
 
 
