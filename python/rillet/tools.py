@@ -60,9 +60,11 @@ import inspect
 import json
 import re
 import threading
+import types
 import typing
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -360,108 +362,328 @@ def _is_stream(value: Any) -> bool:
     )
 
 
-class FunctionTool(BaseTool):
-    """A tool made from a Python function (``def``, ``async def`` or a generator of either).
+# --- making a function tool: what is checked at once, what is built on first use ---------
 
-    ``name`` defaults to the function's name and ``description`` to its docstring's text
-    before the parameter section. The schema is built when the tool is made, so a parameter
-    type that has no JSON schema is refused here (``TypeError``), not when the model calls.
-    Calling the tool object calls the function directly.
-    """
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}").fullmatch
 
-    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
-        import pydantic  # imported on first use: `import rillet` does not load pydantic
 
-        from rillet._docstrings import parse_docstring  # its regular expressions compile on first use
+def _usable_name(name: str) -> bool:
+    return _NAME(name) is not None
 
-        if not callable(fn):
-            raise TypeError(f"FunctionTool needs a function, got {type(fn).__name__} {_short(fn)}")
-        if name is None:
-            name = getattr(fn, "__name__", None) or type(fn).__name__
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
-            raise ValueError(
-                f"tool name {name!r} is not usable: a tool name is 1 to 64 letters, digits, '_' or '-' "
-                "(pass name=... to tool() or FunctionTool)"
+
+def _parameters(name: str, fn: Callable[..., Any]) -> list[tuple[str, str]]:
+    """``fn``'s parameters as (name, "" or "*" or "**"), in the order of its signature. A plain
+    function's (or a method's) are read off its code object, as ``inspect.signature`` would
+    report them, for a tenth of the cost; anything else asks ``inspect.signature``."""
+    func, skip = fn, 0
+    if type(fn) is types.MethodType:
+        func, skip = fn.__func__, 1
+    if type(func) is types.FunctionType and not {"__wrapped__", "__signature__"} & func.__dict__.keys():
+        code = func.__code__
+        names, n, k, flags = code.co_varnames, code.co_argcount, code.co_kwonlyargcount, code.co_flags
+        out = [(v, "") for v in names[skip:n]]
+        i = n + k  # co_varnames: positional, keyword-only, then *args and **kwargs
+        if flags & inspect.CO_VARARGS:
+            out.append((names[i], "*"))
+            i += 1
+        out.extend((v, "") for v in names[n : n + k])
+        if flags & inspect.CO_VARKEYWORDS:
+            out.append((names[i], "**"))
+        return out
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"tool {name!r}: cannot read the signature of {fn!r}: {e}") from e
+    stars: dict[Any, str] = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    return [(p.name, stars.get(p.kind, "")) for p in sig.parameters.values()]
+
+
+def _refuse_parameters(name: str, fn: Callable[..., Any]) -> None:
+    """Refuses what a model cannot call: ``self``/``cls`` parameters, ``*args``, ``**kwargs``."""
+    if type(fn) is types.FunctionType and not fn.__dict__:  # the common case, in a few checks
+        code = fn.__code__
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if not code.co_flags & _STARS and "self" not in names and "cls" not in names:
+            return
+    for pname, star in _parameters(name, fn):
+        if pname in ("self", "cls"):
+            raise TypeError(
+                f"tool {name!r}: parameter {pname!r}: a tool is a plain function; for a method, "
+                "make the tool from the bound method (FunctionTool(obj.method)) or a static method"
             )
-        target = _hint_target(fn)
-        summary, param_docs = parse_docstring(inspect.getdoc(target) if target is not fn else fn.__doc__)
-        if target is not fn and not summary:
-            summary, param_docs = parse_docstring(getattr(fn, "__doc__", None))
-        try:
-            hints = typing.get_type_hints(target, include_extras=True)
-        except Exception as e:
-            raise TypeError(f"tool {name!r}: cannot resolve the type hints of {fn!r}: {e}") from e
-        try:
-            sig = inspect.signature(fn)
-        except (TypeError, ValueError) as e:
-            raise TypeError(f"tool {name!r}: cannot read the signature of {fn!r}: {e}") from e
-
-        fields: dict[str, Any] = {}
-        positional: list[str] = []
-        keywords: list[tuple[str, str]] = []
-        for i, p in enumerate(sig.parameters.values()):
-            if p.name in ("self", "cls"):
-                raise TypeError(
-                    f"tool {name!r}: parameter {p.name!r}: a tool is a plain function; for a method, "
-                    "make the tool from the bound method (FunctionTool(obj.method)) or a static method"
-                )
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                star = "*" if p.kind is p.VAR_POSITIONAL else "**"
-                raise TypeError(
-                    f"tool {name!r}: parameter {star}{p.name} is not supported: the model passes named "
-                    "arguments, so declare each one as its own parameter"
-                )
-            field = f"p{i}"
-            annotation = hints.get(p.name, Any)
-            kw: dict[str, Any] = {"alias": p.name}
-            if param_docs.get(p.name) and not _described(annotation):
-                kw["description"] = param_docs[p.name]
-            default = ... if p.default is p.empty else p.default
-            fields[field] = (annotation, pydantic.Field(default, **kw))
-            if p.kind is p.POSITIONAL_ONLY:
-                positional.append(field)
-            else:
-                keywords.append((field, p.name))
-        try:
-            model = pydantic.create_model(
-                f"{name}_arguments",
-                __config__=pydantic.ConfigDict(extra="forbid", protected_namespaces=()),
-                **fields,
+        if star:
+            raise TypeError(
+                f"tool {name!r}: parameter {star}{pname} is not supported: the model passes named "
+                "arguments, so declare each one as its own parameter"
             )
-            raw = model.model_json_schema()
-        except pydantic.PydanticUserError as e:
-            raise TypeError(f"tool {name!r}: cannot build the JSON schema of its parameters: {e}") from e
 
-        schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {k: _strip_titles(v) for k, v in raw.get("properties", {}).items()},
-            "required": list(raw.get("required", [])),
-        }
-        if "$defs" in raw:
-            schema["$defs"] = {k: _strip_titles(v) for k, v in raw["$defs"].items()}
 
-        if description is None and not summary:
-            warnings.warn(
-                f"tool {name!r} has no description (no docstring): the model chooses tools by their "
-                "description; add a docstring to the function or pass description=... to tool()",
-                stacklevel=3,
-            )
-        self.fn = fn
-        self.info = ToolInfo(name, summary if description is None else description, schema)
-        self._params = tuple(sig.parameters)  # named in an unknown-argument error
-        self._model = model
-        self._validation_error = pydantic.ValidationError
-        self._positional = tuple(positional)
-        self._keywords = tuple(keywords)
-        self._is_async = inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
-        ret = typing.get_origin(hints.get("return")) or hints.get("return")
-        self.is_streaming = (
+_STARS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def _docs(fn: Callable[..., Any]) -> tuple[str | None, str | None]:
+    """The docstring that describes ``fn``, and the one to fall back on (a partial's or a
+    callable object's own) when the first has no summary."""
+    target = _hint_target(fn)
+    if target is fn:
+        return fn.__doc__, None
+    return inspect.getdoc(target), getattr(fn, "__doc__", None)
+
+
+def _has_doc(fn: Callable[..., Any]) -> bool:
+    if type(fn) is types.FunctionType:  # the common case, without _docs' checks
+        doc = fn.__doc__
+        return doc is not None and doc != "" and not doc.isspace()
+    return any(d and not d.isspace() for d in _docs(fn))
+
+
+def _warn_undescribed(name: str, stacklevel: int) -> None:
+    warnings.warn(
+        f"tool {name!r} has no description (no docstring): the model chooses tools by their "
+        "description; add a docstring to the function or pass description=... to tool()",
+        stacklevel=stacklevel,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """What a function tool's first use builds: its description and schema, the pydantic
+    model that validates its arguments, and how to call it."""
+
+    description: str
+    parameters: dict[str, Any]
+    model: Any  # the pydantic model of the arguments
+    validation_error: Any  # pydantic.ValidationError (pydantic is imported on first use)
+    params: tuple[str, ...]  # the parameter names, named in an unknown-argument error
+    positional: tuple[str, ...]
+    keywords: tuple[tuple[str, str], ...]
+    is_async: bool
+    is_streaming: bool
+
+
+def _build_spec(fn: Callable[..., Any], name: str, description: str | None) -> _Spec:
+    import pydantic  # imported on first use: `import rillet` does not load pydantic
+
+    from rillet._docstrings import parse_docstring  # its regular expressions compile on first use
+
+    target = _hint_target(fn)
+    doc, fallback = _docs(fn)
+    summary, param_docs = parse_docstring(doc)
+    if fallback is not None and not summary:
+        summary, param_docs = parse_docstring(fallback)
+    if description is None and not summary and _has_doc(fn):  # (no docstring at all: warned when made)
+        _warn_undescribed(name, stacklevel=5)
+    try:
+        hints = typing.get_type_hints(target, include_extras=True)
+    except Exception as e:
+        raise TypeError(
+            f"tool {name!r}: cannot resolve the type hints of {fn!r}: {e} (the schema is built on the tool's "
+            "first use; define or import every name its annotations use before then)"
+        ) from e
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"tool {name!r}: cannot read the signature of {fn!r}: {e}") from e
+
+    fields: dict[str, Any] = {}
+    positional: list[str] = []
+    keywords: list[tuple[str, str]] = []
+    for i, p in enumerate(sig.parameters.values()):
+        field = f"p{i}"
+        annotation = hints.get(p.name, Any)
+        kw: dict[str, Any] = {"alias": p.name}
+        if param_docs.get(p.name) and not _described(annotation):
+            kw["description"] = param_docs[p.name]
+        default = ... if p.default is p.empty else p.default
+        fields[field] = (annotation, pydantic.Field(default, **kw))
+        if p.kind is p.POSITIONAL_ONLY:
+            positional.append(field)
+        else:
+            keywords.append((field, p.name))
+    try:
+        model = pydantic.create_model(
+            f"{name}_arguments",
+            __config__=pydantic.ConfigDict(extra="forbid", protected_namespaces=()),
+            **fields,
+        )
+        raw = model.model_json_schema()
+    except pydantic.PydanticUserError as e:
+        raise TypeError(
+            f"tool {name!r}: cannot build the JSON schema of its parameters (built on the tool's first use): {e}"
+        ) from e
+
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {k: _strip_titles(v) for k, v in raw.get("properties", {}).items()},
+        "required": list(raw.get("required", [])),
+    }
+    if "$defs" in raw:
+        schema["$defs"] = {k: _strip_titles(v) for k, v in raw["$defs"].items()}
+    ret = typing.get_origin(hints.get("return")) or hints.get("return")
+    return _Spec(
+        description=summary if description is None else description,
+        parameters=schema,
+        model=model,
+        validation_error=pydantic.ValidationError,
+        params=tuple(sig.parameters),
+        positional=tuple(positional),
+        keywords=tuple(keywords),
+        is_async=inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target),
+        is_streaming=(
             inspect.isgeneratorfunction(target)
             or inspect.isasyncgenfunction(target)
             or ret in _STREAM_SYNC
             or ret in _STREAM_ASYNC
-        )
-        functools.update_wrapper(self, fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
+        ),
+    )
+
+
+class _Slot:
+    """Where one (function, name, description)'s spec is built, once: the lock orders the
+    threads that first use it at the same time; the spec is published only when whole."""
+
+    __slots__ = ("lock", "spec")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spec: _Spec | None = None
+
+    def get(self, fn: Callable[..., Any], name: str, description: str | None) -> _Spec:
+        spec = self.spec
+        if spec is None:
+            with self.lock:
+                spec = self.spec
+                if spec is None:  # a failed build leaves it None: the next use tries again
+                    spec = self.spec = _build_spec(fn, name, description)
+        return spec
+
+
+# Specs per function (weakly: a function's entry goes with it), so tools made again and again
+# from one function (``tools=[tool(fn)]`` in a loop) build its schema once.
+_slots: weakref.WeakKeyDictionary[Any, dict[tuple[str, str | None], _Slot]] = weakref.WeakKeyDictionary()
+_slots_lock = threading.Lock()
+
+
+def _slot(fn: Callable[..., Any], key: tuple[str, str | None]) -> _Slot | None:
+    with _slots_lock:
+        try:
+            by_key = _slots.get(fn)
+            if by_key is None:
+                by_key = _slots[fn] = {}
+        except TypeError:  # not hashable or not weakly referenceable: the tool keeps its own
+            return None
+        slot = by_key.get(key)
+        if slot is None:
+            slot = by_key[key] = _Slot()
+        return slot
+
+
+class _LazyInfo(ToolInfo):
+    """A function tool's :class:`ToolInfo`: the name at once, the description and parameters
+    built on first read (an ordinary ToolInfo to compare, copy and pickle)."""
+
+    @classmethod
+    def of(cls, fn: Callable[..., Any], name: str, description: str | None) -> _LazyInfo:
+        # ToolInfo is frozen; description and parameters are set by spec(), on first read
+        info = object.__new__(cls)
+        info.__dict__.update(name=name, _fn=fn, _description=description)
+        return info
+
+    def spec(self) -> _Spec:
+        spec: _Spec | None = self.__dict__.get("_spec")
+        if spec is not None:
+            return spec
+        fn, name, description = self.__dict__["_fn"], self.name, self.__dict__["_description"]
+        slot = _slot(fn, (name, description))
+        if slot is None:
+            with _slots_lock:
+                slot = self.__dict__.setdefault("_own_slot", _Slot())
+        spec = slot.get(fn, name, description)
+        object.__setattr__(self, "_spec", spec)
+        object.__setattr__(self, "description", spec.description)
+        object.__setattr__(self, "parameters", spec.parameters)
+        return spec
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in ("description", "parameters") and "_fn" in self.__dict__:
+            return getattr(self.spec(), attr)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolInfo):
+            return NotImplemented
+        return (self.name, self.description, self.parameters) == (other.name, other.description, other.parameters)
+
+    __hash__ = ToolInfo.__hash__
+
+    def __repr__(self) -> str:
+        return f"ToolInfo(name={self.name!r}, description={self.description!r}, parameters={self.parameters!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ToolInfo, (self.name, self.description, self.parameters))
+
+
+def build_schemas(infos: Iterable[ToolInfo]) -> None:
+    """Builds the schemas of the lazily described tools among ``infos`` now (an agent does at
+    the start of its run, so a tool that cannot be described fails there, not in the model)."""
+    for info in infos:
+        if type(info) is _LazyInfo and "_fn" in info.__dict__:
+            info.spec()
+
+
+_WRAPPER_ASSIGNMENTS = ("__module__", "__name__", "__qualname__", "__doc__")
+
+
+class FunctionTool(BaseTool):
+    """A tool made from a Python function (``def``, ``async def`` or a generator of either).
+
+    ``name`` defaults to the function's name and ``description`` to its docstring's text
+    before the parameter section. Making the tool only records the function and checks what
+    is cheap to check (a callable, a usable name, no ``self``/``cls``, ``*args`` or
+    ``**kwargs``): the docstring is parsed and the pydantic model and JSON schema built on
+    first use (reading ``info.description`` or ``info.parameters``, a call, or the start of an
+    agent's run), once per function, name and description. So a parameter type that has no
+    JSON schema, or a hint that does not resolve, raises ``TypeError`` there, naming the tool.
+    Calling the tool object calls the function directly.
+    """
+
+    _built: _Spec | None = None  # the spec, once built (the instance's own copy: one lookup a call)
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"FunctionTool needs a function, got {type(fn).__name__} {_short(fn)}")
+        if name is None:
+            name = getattr(fn, "__name__", None) or type(fn).__name__
+        if not isinstance(name, str) or not _usable_name(name):
+            raise ValueError(
+                f"tool name {name!r} is not usable: a tool name is 1 to 64 letters, digits, '_' or '-' "
+                "(pass name=... to tool() or FunctionTool)"
+            )
+        _refuse_parameters(name, fn)
+        if description is None and not _has_doc(fn):
+            _warn_undescribed(name, stacklevel=4)
+        self.fn = fn
+        self._lazy = self.info = _LazyInfo.of(fn, name, description)
+        if type(fn) is types.FunctionType:  # what update_wrapper does, in one call
+            self.__dict__.update(
+                __module__=fn.__module__,
+                __name__=fn.__name__,
+                __qualname__=fn.__qualname__,
+                __doc__=fn.__doc__,
+                __wrapped__=fn,
+            )
+        else:
+            functools.update_wrapper(self, fn, assigned=_WRAPPER_ASSIGNMENTS, updated=())
+
+    def _spec(self) -> _Spec:
+        spec = self._built
+        if spec is None:
+            spec = self._built = self._lazy.spec()
+        return spec
+
+    @property
+    def is_streaming(self) -> bool:  # type: ignore[override]  # read-only: it comes from the function
+        return self._spec().is_streaming
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calls the function directly (no validation, no thread)."""
@@ -471,21 +693,22 @@ class FunctionTool(BaseTool):
         return f"<FunctionTool {self.info.name}>"
 
     def _parse(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        validator = self._model.__pydantic_validator__
+        spec = self._built or self._spec()
+        validator = spec.model.__pydantic_validator__
         try:
             if isinstance(arguments, str) and arguments and not arguments.isspace():
                 values = validator.validate_json(arguments).__dict__  # parsed and checked in one pass
             else:
                 values = validator.validate_python(_load_arguments(self.info.name, arguments)).__dict__
-        except self._validation_error as e:
+        except spec.validation_error as e:
             errors = e.errors()
             if errors and not errors[0]["loc"]:  # not JSON, or not an object: say it as json does
                 _load_arguments(self.info.name, arguments)
-            raise ToolArgumentsError(self.info.name, _problems(errors, self._params)) from None
-        return tuple(values[f] for f in self._positional), {p: values[f] for f, p in self._keywords}
+            raise ToolArgumentsError(self.info.name, _problems(errors, spec.params)) from None
+        return tuple(values[f] for f in spec.positional), {p: values[f] for f, p in spec.keywords}
 
     async def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if self._is_async:
+        if (self._built or self._spec()).is_async:
             result = self.fn(*args, **kwargs)
         else:
             result = await default_pool().run(_apply, self.fn, args, kwargs)

@@ -44,7 +44,7 @@ from rillet.checkpoint_state import saved_state
 from rillet.context import RunContext, current_run, host_agent_run
 from rillet.events import AgentEvent
 from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
-from rillet.tools import as_tool
+from rillet.tools import as_tool, build_schemas
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from rillet.tools import BaseTool, ToolInfo
 
 __all__ = ["ChatModelAgent"]
+
+
+_NO_HOOKS = Hooks.of("", [])  # shared by the agents without hooks (read, never changed)
+_NO_HOOK_SOURCES: tuple[tuple[object, ...], ...] = ((),) * 6
 
 
 class ChatModelAgent(BaseAgent):
@@ -305,6 +309,7 @@ class ChatModelAgent(BaseAgent):
         out = loop.out
         try:
             agent, first = await self._start(input, loop, run)
+            build_schemas(agent._tool_infos)  # function tools describe themselves on first use
             step: Step | None = first
             if out:  # what before_agent hooks sent
                 for ev in out:
@@ -357,6 +362,21 @@ class ChatModelAgent(BaseAgent):
     def _collect_hooks(self) -> None:
         """(Re)collects the hooks when the callback lists or ``middlewares`` changed since the
         last run: they are public lists, and appending to one after construction must count."""
+        if not (
+            self.before_agent
+            or self.before_model
+            or self.after_model
+            or self.wrap_tool_call
+            or self.after_agent
+            or self.middlewares
+        ):  # no hook at all, the common agent: nothing to collect (every construction comes here)
+            if self._hook_sources is not _NO_HOOK_SOURCES:
+                self._hooks, self._tool_wrappers, self._hook_sources = (
+                    _NO_HOOKS,
+                    _NO_HOOKS.wrap_tool_call,
+                    _NO_HOOK_SOURCES,
+                )
+            return
         sources = (
             tuple(self.before_agent),
             tuple(self.before_model),

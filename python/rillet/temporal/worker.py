@@ -25,6 +25,7 @@ from rillet.errors import ToolArgumentsError
 from rillet.temporal.proxies import MODEL_ACTIVITY, TOOL_ACTIVITY, _collecting, infos_of
 from rillet.temporal.registry import AgentFactory, register
 from rillet.temporal.workflow import RunnerWorkflow
+from rillet.tools import BaseTool, build_schemas
 
 __all__ = ["rillet_worker", "sandbox_runner"]
 
@@ -45,10 +46,14 @@ class _Calls:
                 found: dict[str, Any] = {}
                 token = _collecting.set(found)
                 try:
-                    factory()
+                    agent = factory()
                 finally:
                     _collecting.reset(token)
                 self._targets[name] = found
+                # here too: function tools build their schemas on first use, which in the
+                # sandbox would import the parts of pydantic it cannot import
+                tools = [*(t for t in found.values() if isinstance(t, BaseTool)), *getattr(agent, "tools", ())]
+                build_schemas(t.info for t in tools)
         return self._targets
 
     def _target(self, agent: str, key: str) -> Any:
