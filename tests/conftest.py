@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from openai_server import FakeOpenAIServer
 from servers import server_or_skip, start_postgres, start_redis
 
 
@@ -18,3 +19,11 @@ def redis_url() -> Iterator[str]:
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL server on loopback for this test session (postgresql://postgres@...)."""
     yield from server_or_skip(start_postgres)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAIServer]:
+    """A loopback OpenAI-compatible server (tests/openai_server.py) for one test module."""
+    srv = FakeOpenAIServer()
+    yield srv
+    srv.close()

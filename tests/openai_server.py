@@ -9,16 +9,26 @@ number of event loops. Nothing here leaves the loopback interface.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
+
+
+def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
+    """Runs ``coro`` on a new event loop, failing it after ``timeout`` seconds (no test hangs)."""
+
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro, timeout)
+
+    return asyncio.run(bounded())
 
 
 def transcript(name: str) -> bytes:

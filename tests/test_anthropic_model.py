@@ -9,16 +9,14 @@ the same server.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import types
-from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_server import FakeOpenAIServer, Reply, transcript
+from openai_server import FakeOpenAIServer, Reply, run, transcript
 from optional import need
 from rillet import ContentPart, FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
 from rillet._native import AnthropicStreamParser, parse_anthropic_message
@@ -40,20 +38,6 @@ TRANSCRIPTS = ["anthropic_text", "anthropic_tools", "anthropic_thinking"]
 USER = [Message.user("hi")]
 SIG = "EqQBCgIYAhIM1gbcDa9GJwZA2b3h"
 REDACTED = "EmwKAhgBEgy3va3pzix/LafPsn4a"
-
-
-def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, timeout)
-
-    return asyncio.run(bounded())
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    yield srv
-    srv.close()
 
 
 def root(server: FakeOpenAIServer) -> str:

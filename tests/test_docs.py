@@ -20,7 +20,6 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,13 +81,6 @@ for line, code in page["blocks"]:
         exec(compiled, namespace)
     sys.stdout.flush()
 """
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    yield srv
-    srv.close()
 
 
 def replies_for(page: str) -> list[Reply]:

@@ -6,13 +6,12 @@ doubles for the rules."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 import rillet.models.openai as openai_module
-from openai_server import FakeOpenAIServer, Reply, transcript
+from openai_server import FakeOpenAIServer, Reply, run, transcript
 from rillet import (
     ChatModelAgent,
     FallbackModel,
@@ -36,13 +35,6 @@ OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}
 OVERLOADED = {"error": {"message": "Overloaded", "type": "overloaded_error"}}
 RATE_LIMITED = {"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}
 BONJOUR = "Bonjour à tous — 日本語 🙂!"  # the text of tests/transcripts/openai_text.sse
-
-
-def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, timeout)
-
-    return asyncio.run(bounded())
 
 
 @pytest.fixture

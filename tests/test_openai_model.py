@@ -15,12 +15,11 @@ import subprocess
 import sys
 import time
 import types
-from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from openai_server import FakeOpenAIServer, Reply, transcript
+from openai_server import FakeOpenAIServer, Reply, run, transcript
 from rillet import (
     FunctionCall,
     Message,
@@ -57,20 +56,6 @@ DIALECTS = [
     "llamacpp_reasoning_content",
     "think_tags",
 ]
-
-
-def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, timeout)
-
-    return asyncio.run(bounded())
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    yield srv
-    srv.close()
 
 
 def make_model(server: FakeOpenAIServer, **kw: Any) -> OpenAIChatModel:

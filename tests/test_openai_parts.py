@@ -4,13 +4,11 @@ after the turn's tool results, and a clear error for a part the API cannot carry
 
 from __future__ import annotations
 
-import asyncio
 import base64
-from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pytest
-from openai_server import FakeOpenAIServer, Reply
+from openai_server import FakeOpenAIServer, Reply, run
 from rillet import ContentPart, Message, ToolCall
 from rillet.chatmodel import ChatModelAgent
 from rillet.models.errors import UnsupportedContentError
@@ -22,20 +20,6 @@ PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 PDF = b"%PDF-1.7\n"
 PNG_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()
 PDF_DATA = "data:application/pdf;base64," + base64.b64encode(PDF).decode()
-
-
-def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, timeout)
-
-    return asyncio.run(bounded())
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    yield srv
-    srv.close()
 
 
 def make_model(server: FakeOpenAIServer) -> OpenAIChatModel:

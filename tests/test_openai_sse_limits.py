@@ -19,13 +19,6 @@ from rillet.models import ModelError, OpenAIChatModel, StreamLimitError
 MiB = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    yield srv
-    srv.close()
-
-
 def _endless_line(total: int) -> Iterator[bytes]:
     """A data line that never ends: 64 KiB pieces, up to `total` bytes (then the stream
     ends, still without a newline)."""

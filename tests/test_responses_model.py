@@ -8,14 +8,13 @@ differential test runs the openai SDK's own Responses stream handling over the s
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_server import FakeOpenAIServer, Reply, transcript
+from openai_server import FakeOpenAIServer, Reply, run, transcript
 from optional import need
 from rillet import ContentPart, FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
 from rillet.models import openai as openai_module
@@ -36,20 +35,6 @@ from rillet.models.responses import (
 )
 
 TRANSCRIPTS = ["responses_text", "responses_tools", "responses_failed", "responses_error_event"]
-
-
-def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, timeout)
-
-    return asyncio.run(bounded())
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    yield srv
-    srv.close()
 
 
 def make_model(server: FakeOpenAIServer, **kw: Any) -> OpenAIResponsesModel:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator
 from typing import Any
 
 import pydantic
@@ -241,13 +240,6 @@ def test_mistaken_arguments_are_refused_by_name() -> None:
 
 
 # --- OpenAIChatModel over the loopback server ----------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer()
-    yield srv
-    srv.close()
 
 
 def completion(stream: bool, content: str = "", call: tuple[str, str, str] | None = None) -> Reply:
