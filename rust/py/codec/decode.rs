@@ -215,7 +215,11 @@ impl<'py> Builder for PyBuilder<'py> {
         self.native = false;
     }
 
+    #[inline]
     fn reuse(&mut self, entry: &mut Val<'py>) -> Val<'py> {
+        if let Val::Py(o) = entry {
+            return Val::Py(o.clone());
+        }
         // A str first read inside a message state and now used outside one becomes (and
         // stays) a Python str; the other way round, a Python str's text is read in place.
         // If the str cannot be made now (no memory), the Rust value is handed out as it is:
@@ -370,9 +374,17 @@ impl<'py> PyBuilder<'py> {
         unsafe {
             let dict = self.owned(_PyDict_NewPresized(keys.len() as ffi::Py_ssize_t))?;
             for (k, v) in keys.iter().zip(items.drain(start..)) {
-                // Shape keys are always made as Python strs.
-                let k = k.clone().into_py(self.py)?;
                 let v = v.into_py(self.py)?;
+                // Shape keys are made as Python strs outside message states: each record
+                // borrows its shape's strs (the dict takes its own reference).
+                let made;
+                let k = match k {
+                    Val::Py(k) => k,
+                    other => {
+                        made = other.clone().into_py(self.py)?;
+                        &made
+                    }
+                };
                 if ffi::PyDict_SetItem(dict.as_ptr(), k.as_ptr(), v.as_ptr()) != 0 {
                     return Err(PyErr::fetch(self.py).into());
                 }

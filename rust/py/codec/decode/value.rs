@@ -30,8 +30,19 @@ pub enum Val<'py> {
 }
 
 impl<'py> Val<'py> {
-    /// The Python object this value stands for.
+    /// The Python object this value stands for. Outside message states nearly every value
+    /// already is one: that case is inlined, and only the Rust values take the call.
+    #[inline(always)]
     pub fn into_py(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Val::Py(o) => Ok(o),
+            other => other.make_py(py),
+        }
+    }
+
+    /// A Python object made from a Rust value.
+    #[inline(never)]
+    fn make_py(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY (C API arms): constructors returning a new reference or NULL with an
         // exception set, which `from_owned_ptr_or_err` turns into an error.
         unsafe {
