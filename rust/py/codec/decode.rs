@@ -84,7 +84,7 @@ pub struct PyBuilder<'py> {
     /// each many times).
     entries: Vec<(String, Entry<'py>)>,
     /// The key texts of each record shape seen inside a message state, by shape index.
-    shape_texts: Vec<Option<std::rc::Rc<[Box<str>]>>>,
+    shape_texts: Vec<Option<value::ShapeTexts>>,
 }
 
 /// A registered type: `(version, from_state, migrate)`; `from_state` None for rillet's own.
@@ -263,14 +263,14 @@ fn utf8(text: &[u8]) -> Option<&str> {
 impl<'py> PyBuilder<'py> {
     /// The key texts of record shape `shape`, made once per shape (None if a key is not
     /// valid UTF-8, which the Python path reports).
-    fn shape_texts(&mut self, shape: usize, keys: &[Val<'py>]) -> Option<std::rc::Rc<[Box<str>]>> {
+    fn shape_texts(&mut self, shape: usize, keys: &[Val<'py>]) -> Option<value::ShapeTexts> {
         if self.shape_texts.len() <= shape {
             self.shape_texts.resize(shape + 1, None);
         }
         if self.shape_texts[shape].is_none() {
             let texts: Option<Vec<Box<str>>> =
                 keys.iter().map(|k| k.text().map(Box::from)).collect();
-            self.shape_texts[shape] = Some(texts?.into());
+            self.shape_texts[shape] = Some(std::rc::Rc::new(texts?.into()));
         }
         self.shape_texts[shape].clone()
     }
