@@ -84,7 +84,7 @@ pub struct PyBuilder<'py> {
     /// each many times).
     entries: Vec<(String, Entry<'py>)>,
     /// The key texts of each record shape seen inside a message state, by shape index.
-    shape_texts: Vec<Option<std::rc::Rc<[Box<str>]>>>,
+    shape_texts: Vec<Option<value::ShapeTexts>>,
 }
 
 /// A registered type: `(version, from_state, migrate)`; `from_state` None for rillet's own.
@@ -215,7 +215,11 @@ impl<'py> Builder for PyBuilder<'py> {
         self.native = false;
     }
 
+    #[inline]
     fn reuse(&mut self, entry: &mut Val<'py>) -> Val<'py> {
+        if let Val::Py(o) = entry {
+            return Val::Py(o.clone());
+        }
         // A str first read inside a message state and now used outside one becomes (and
         // stays) a Python str; the other way round, a Python str's text is read in place.
         // If the str cannot be made now (no memory), the Rust value is handed out as it is:
@@ -259,14 +263,14 @@ fn utf8(text: &[u8]) -> Option<&str> {
 impl<'py> PyBuilder<'py> {
     /// The key texts of record shape `shape`, made once per shape (None if a key is not
     /// valid UTF-8, which the Python path reports).
-    fn shape_texts(&mut self, shape: usize, keys: &[Val<'py>]) -> Option<std::rc::Rc<[Box<str>]>> {
+    fn shape_texts(&mut self, shape: usize, keys: &[Val<'py>]) -> Option<value::ShapeTexts> {
         if self.shape_texts.len() <= shape {
             self.shape_texts.resize(shape + 1, None);
         }
         if self.shape_texts[shape].is_none() {
             let texts: Option<Vec<Box<str>>> =
                 keys.iter().map(|k| k.text().map(Box::from)).collect();
-            self.shape_texts[shape] = Some(texts?.into());
+            self.shape_texts[shape] = Some(std::rc::Rc::new(texts?.into()));
         }
         self.shape_texts[shape].clone()
     }
@@ -370,9 +374,17 @@ impl<'py> PyBuilder<'py> {
         unsafe {
             let dict = self.owned(_PyDict_NewPresized(keys.len() as ffi::Py_ssize_t))?;
             for (k, v) in keys.iter().zip(items.drain(start..)) {
-                // Shape keys are always made as Python strs.
-                let k = k.clone().into_py(self.py)?;
                 let v = v.into_py(self.py)?;
+                // Shape keys are made as Python strs outside message states: each record
+                // borrows its shape's strs (the dict takes its own reference).
+                let made;
+                let k = match k {
+                    Val::Py(k) => k,
+                    other => {
+                        made = other.clone().into_py(self.py)?;
+                        &made
+                    }
+                };
                 if ffi::PyDict_SetItem(dict.as_ptr(), k.as_ptr(), v.as_ptr()) != 0 {
                     return Err(PyErr::fetch(self.py).into());
                 }
