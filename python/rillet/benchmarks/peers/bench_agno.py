@@ -195,7 +195,8 @@ def _react_variant(kind: str, mode: str, rounds: int) -> None:
 
     samples = time_async(once, rounds)
     seen = {"tools": TALLY.tools, "models": TALLY.models}
-    extra = {"chunks": outputs[-1]} if mode == "stream" else {}
+    # Agno's stream (stream_events off, its default) carries the answer's content chunks only.
+    extra = {"chunks": outputs[-1], "how": "arun(stream=True), every event read"} if mode == "stream" else {}
     if mode == "invoke" and outputs[-1] != "done":
         seen["answer_not_done"] = 1
     report(
