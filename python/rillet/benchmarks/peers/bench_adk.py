@@ -25,9 +25,11 @@ from typing import Any
 
 from _common import (
     APPROVAL_TOOL,
+    COMPLETION_TOKENS,
     INPUT,
     PARALLEL_AGENTS,
     PIPELINE_AGENTS,
+    PROMPT_TOKENS,
     STEPS,
     SYSTEM,
     TALLY,
@@ -63,7 +65,9 @@ warnings.filterwarnings("ignore")
 
 APP, USER = "bench", "user"
 USAGE = types.GenerateContentResponseUsageMetadata(
-    prompt_token_count=10, candidates_token_count=5, total_token_count=15
+    prompt_token_count=PROMPT_TOKENS,
+    candidates_token_count=COMPLETION_TOKENS,
+    total_token_count=PROMPT_TOKENS + COMPLETION_TOKENS,
 )
 STREAM = RunConfig(streaming_mode=StreamingMode.SSE)
 PLAIN = RunConfig()
@@ -87,7 +91,7 @@ def _call(name: str, args: dict[str, Any], id: str, *, partial: bool = False) ->
 async def _reply(final: LlmResponse, stream: bool) -> AsyncGenerator[LlmResponse, None]:
     """One model turn: the final response alone, or (SSE) two partial chunks and then it."""
     if stream:
-        part = final.content.parts[0]  # type: ignore[union-attr, index]
+        part = final.content.parts[0]
         if part.function_call is not None:  # the name chunk, the arguments chunk
             call = part.function_call
             yield _call(call.name or "", {}, call.id or "", partial=True)
