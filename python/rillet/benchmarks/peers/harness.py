@@ -118,8 +118,10 @@ def ensure_venv(peer: Peer, venvs: Path, timeout: float = 1800) -> tuple[Path | 
     say(f"==> {peer.name}: installing {peer.requirements.name} into {home}")
     shutil.rmtree(home, ignore_errors=True)
     home.parent.mkdir(parents=True, exist_ok=True)
-    status, tail = _stream([sys.executable, "-m", "venv", str(home)], peer.name, timeout)
-    if status == 0 and requirement_names(peer.requirements.read_text()):
+    wants_pip = bool(requirement_names(peer.requirements.read_text()))
+    make = [sys.executable, "-m", "venv", *([] if wants_pip else ["--without-pip"]), str(home)]
+    status, tail = _stream(make, peer.name, timeout)
+    if status == 0 and wants_pip:
         pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(peer.requirements)]
         status, tail = _stream(pip, peer.name, timeout)
     if status != 0:
