@@ -145,7 +145,9 @@ def test_the_rillet_script_does_every_workload(tmp_path: Path) -> None:
         ("construct", "one-tool-inline"): (True, None),
         ("concurrent", "waiting-1000"): (True, {"finished": 1000}),
         ("http", "one-tool-call"): (True, {"tools": 1}),
+        ("http", "one-tool-call-warm"): (True, {"tools": 1}),
         ("http", "httpx-floor"): (True, {"requests": 2}),
+        ("http", "httpx-floor-warm"): (True, {"requests": 2}),
     }
     assert all(d["median"] > 0 for d in lines if d["workload"] != "import")
     assert next(d for d in lines if d["workload"] == "construct")["bytes_per_agent"] > 0

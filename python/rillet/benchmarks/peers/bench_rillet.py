@@ -49,6 +49,7 @@ from rillet.benchmarks.peers._common import (
     main,
     make_tools,
     report,
+    skip,
     step_call,
     time_async,
     time_sync,
@@ -337,10 +338,35 @@ def counted_lookup(city: str) -> str:
     return lookup(city)
 
 
+def time_on_one_loop(
+    make: Callable[[], Awaitable[Any]], rounds: int, close: Callable[[], Awaitable[Any]]
+) -> list[float]:
+    """Seconds per awaited ``make()``, every run on ONE event loop (after a warm-up run), so a
+    client and its keep-alive connection are reused: a long-lived service's steady state."""
+    import gc
+    import time
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(make())
+        samples = []
+        for _ in range(rounds):
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                loop.run_until_complete(make())
+                samples.append(time.perf_counter() - start)
+            finally:
+                gc.enable()
+        loop.run_until_complete(close())
+        return samples
+    finally:
+        loop.close()
+
+
 def http(options: Options) -> None:
     if not options.base_url:
-        from rillet.benchmarks.peers._common import skip
-
         skip("http", "one-tool-call", "no --base-url (the harness starts the loopback server)")
         return
     model = rillet.OpenAIChatModel("bench-model", base_url=options.base_url, api_key="bench")
@@ -352,48 +378,65 @@ def http(options: Options) -> None:
         TALLY.reset()
         texts.append(await consume(runner.query(INPUT)))
 
-    samples = [s * 1e3 for s in time_async(run, options.rounds)]
-    seen = {"tools": TALLY.tools if texts[-1] == "done" else -1}
-    report("http", "one-tool-call", unit="ms/run", samples=samples, expected={"tools": 1}, seen=seen)
+    cases: list[tuple[str, Callable[[], list[float]], str]] = [
+        ("one-tool-call", lambda: time_async(run, options.rounds), "a fresh loop per run: a new httpx client"),
+        ("one-tool-call-warm", lambda: time_on_one_loop(run, options.rounds, model.aclose), "one loop, client reused"),
+    ]
+    for variant, timed, how in cases:
+        samples = [s * 1e3 for s in timed()]
+        seen = {"tools": TALLY.tools if texts[-1] == "done" else -1}
+        report("http", variant, unit="ms/run", samples=samples, expected={"tools": 1}, seen=seen, how=how)
     httpx_floor(options)
 
 
 def httpx_floor(options: Options) -> None:
     """The transport floor: a bare httpx.AsyncClient making the same two streamed requests and
-    reading the bytes (no parsing, no agent)."""
+    reading the bytes (no parsing, no agent); a new client per run, and one reused ("-warm")."""
     import httpx  # the http workload's client, not needed by the others
 
     url = options.base_url.rstrip("/") + "/chat/completions"
     tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    arguments = json.dumps({"city": "Paris"})
     asked = {
         "role": "assistant",
-        "tool_calls": [
-            {"id": "call_0", "type": "function", "function": {"name": "lookup", "arguments": '{"city": "Paris"}'}}
-        ],
+        "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "lookup", "arguments": arguments}}],
     }
     user = {"role": "user", "content": INPUT}
+    answer = {"role": "tool", "tool_call_id": "call_0", "content": "sunny in Paris"}
     bodies = [
         {"model": "bench-model", "messages": [user], "tools": [tool], "stream": True},
-        {
-            "model": "bench-model",
-            "messages": [user, asked, {"role": "tool", "tool_call_id": "call_0", "content": "sunny in Paris"}],
-            "tools": [tool],
-            "stream": True,
-        },
+        {"model": "bench-model", "messages": [user, asked, answer], "tools": [tool], "stream": True},
     ]
     done = [0]
+    clients: list[httpx.AsyncClient] = []
 
-    async def run() -> None:
+    async def requests(client: httpx.AsyncClient) -> None:
         done[0] = 0
-        async with httpx.AsyncClient() as client:
-            for body in bodies:
-                async with client.stream("POST", url, json=body) as response:
-                    async for _chunk in response.aiter_bytes():
-                        pass
-                    done[0] += response.status_code == 200
+        for body in bodies:
+            async with client.stream("POST", url, json=body) as response:
+                async for _chunk in response.aiter_bytes():
+                    pass
+                done[0] += response.status_code == 200
 
-    samples = [s * 1e3 for s in time_async(run, options.rounds)]
-    report("http", "httpx-floor", unit="ms/run", samples=samples, expected={"requests": 2}, seen={"requests": done[0]})
+    async def fresh() -> None:
+        async with httpx.AsyncClient() as client:
+            await requests(client)
+
+    async def warm() -> None:
+        if not clients:
+            clients.append(httpx.AsyncClient())
+        await requests(clients[0])
+
+    async def close() -> None:
+        await clients.pop().aclose()
+
+    cases: list[tuple[str, Callable[[], list[float]]]] = [
+        ("httpx-floor", lambda: time_async(fresh, options.rounds)),
+        ("httpx-floor-warm", lambda: time_on_one_loop(warm, options.rounds, close)),
+    ]
+    for variant, timed in cases:
+        samples = [s * 1e3 for s in timed()]
+        report("http", variant, unit="ms/run", samples=samples, expected={"requests": 2}, seen={"requests": done[0]})
 
 
 if __name__ == "__main__":
