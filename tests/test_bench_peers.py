@@ -118,6 +118,23 @@ def test_the_cli_refuses_an_unknown_framework_or_workload(tmp_path: Path) -> Non
     assert result.exit_code == 2 and "unknown workload nap" in result.output
 
 
+def test_the_harness_with_rillet_alone_prints_the_table(tmp_path: Path) -> None:
+    shutil.copy(SCRIPTS / "bench_rillet.py", tmp_path)  # no other framework: no venv, no network
+    cmd = [sys.executable, "-m", "rillet.cli", "bench", "--peers", "--quick", "--rounds", "1"]
+    cmd += ["--workloads", "construct,workflow", "--scripts-dir", str(tmp_path), "--venvs", str(tmp_path / "v")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [r.split("│")[1:5] for r in done.stdout.splitlines() if r.count("│") == 5]
+    assert [[c.strip() for c in r[:3]] for r in rows] == [  # in the workloads' (a)-(g) order
+        ["workflow", "sequential3", "us/run"],
+        ["workflow", "parallel8", "us/run"],
+        ["construct", "one-tool-inline", "us/agent"],
+        ["construct", "one-tool-inline", "B/agent"],
+    ]
+    assert all(float(r[3].strip().replace(",", "")) > 0 for r in rows)
+    assert "[rillet] workflow/parallel8:" in done.stderr and not (tmp_path / "v").exists()
+
+
 @pytest.mark.slow
 def test_the_rillet_script_does_every_workload(tmp_path: Path) -> None:
     with harness.loopback_server() as url:
