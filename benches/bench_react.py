@@ -38,7 +38,8 @@ from typing import Any
 
 import pytest
 import rillet
-from rillet import Channel, FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from rillet import Channel, Message
+from rillet.benchmarks.peers.bench_rillet import RilletDouble  # the double the peer benchmark runs too
 from rillet.chatmodel import ChatModelAgent
 from rillet.runner import Runner
 
@@ -86,52 +87,6 @@ def make_tools(kind: str) -> list[Callable[..., Any]]:
 
 
 # --- rillet -------------------------------------------------------------------------------
-
-
-class RilletDouble:
-    """rillet's model double (the ChatModel protocol): one scripted reply per call."""
-
-    def __init__(self, k: int) -> None:
-        self.k = k
-        self.i = 0
-
-    def reset(self) -> None:
-        self.i = 0
-
-    def _next(self) -> tuple[int, str, str]:
-        i = self.i
-        self.i += 1
-        if i >= self.k:
-            return i, "", ""
-        name, args = step_call(i)
-        return i, name, json.dumps(args)
-
-    async def generate(self, messages: list[Message], *, tools: Any = None, **options: Any) -> Message:
-        i, name, args = self._next()
-        if not name:
-            meta = ResponseMeta("stop", Usage(PROMPT_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS + COMPLETION_TOKENS))
-            return Message(role="assistant", content="done", response_meta=meta)
-        call = ToolCall(index=0, id=f"call_{i}", type="function", function=FunctionCall(name, args))
-        meta = ResponseMeta("tool_calls", Usage(PROMPT_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS + COMPLETION_TOKENS))
-        return Message(role="assistant", tool_calls=[call], response_meta=meta)
-
-    async def stream(self, messages: list[Message], *, tools: Any = None, **options: Any) -> rillet.StreamReader:
-        i, name, args = self._next()
-        if not name:
-            meta = ResponseMeta("stop", Usage(PROMPT_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS + COMPLETION_TOKENS))
-            chunks = [Message(role="assistant", content="do"), Message(content="ne"), Message(response_meta=meta)]
-        else:
-            meta = ResponseMeta(
-                "tool_calls", Usage(PROMPT_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS + COMPLETION_TOKENS)
-            )
-            head = ToolCall(index=0, id=f"call_{i}", type="function", function=FunctionCall(name, ""))
-            body = ToolCall(index=0, type="", function=FunctionCall("", args))
-            chunks = [
-                Message(role="assistant", tool_calls=[head]),
-                Message(tool_calls=[body]),
-                Message(response_meta=meta),
-            ]
-        return rillet.stream_from_list(chunks)
 
 
 def rillet_tools(kind: str) -> list[Any]:

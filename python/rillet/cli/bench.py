@@ -34,8 +34,53 @@ def seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
     show_default=True,
     help="seconds each implementation runs in a round, at least one run",
 )
-def bench(items: int, rounds: int, min_time: float) -> int:
-    """Measures rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans."""
+@click.option(
+    "--peers",
+    is_flag=False,
+    flag_value="all",
+    default=None,
+    metavar="[NAMES]",
+    help="instead: rillet against its peer frameworks (all, or NAMES such as agno,langgraph), "
+    "each installed into its own virtual environment",
+)
+@click.option("--workloads", default=None, help="with --peers: comma-separated (default: all seven)")
+@click.option("--quick", is_flag=True, help="with --peers: fewer agents and runs, for a quick look")
+@click.option(
+    "--concurrent", type=click.IntRange(min=1), default=10_000, show_default=True, help="with --peers: waiting runs"
+)
+@click.option("--venvs", type=click.Path(file_okay=False), default=None, help="with --peers: the venvs' folder")
+@click.option("--scripts-dir", type=click.Path(file_okay=False, exists=True), default=None, hidden=True)
+@click.option("--timeout", type=float, callback=seconds, default=1800, show_default=True, help="seconds per script")
+@click.option(
+    "--write-docs",
+    is_flag=False,
+    flag_value="docs/benchmarks.md",
+    default=None,
+    metavar="[FILE]",
+    help="with --peers: rewrite the peer section of FILE (default docs/benchmarks.md)",
+)
+@click.option("--plots", type=click.Path(file_okay=False), default=None, help="with --peers: write PNG plots here")
+def bench(
+    items: int,
+    rounds: int,
+    min_time: float,
+    peers: str | None,
+    workloads: str | None,
+    quick: bool,
+    concurrent: int,
+    venvs: str | None,
+    scripts_dir: str | None,
+    timeout: float,
+    write_docs: str | None,
+    plots: str | None,
+) -> int:
+    """Measures rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans;
+    with --peers, rillet against LangChain, LangGraph, the OpenAI Agents SDK, Pydantic AI,
+    Google ADK and Agno on one workload set (docs/benchmarks.md)."""
+    if peers is not None:
+        from rillet.cli.bench_peers import run_peers  # only the peer benchmark needs it
+
+        return run_peers(peers, workloads, rounds, quick, concurrent, venvs, scripts_dir, timeout, write_docs, plots)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
