@@ -127,8 +127,16 @@ OLD_HOMES = {
 }
 
 
+def _runs_in_a_peer_venv(name: str) -> bool:
+    """The peers' bench scripts (and the LangChain/LangGraph pair's shared helper) import their
+    framework and ``_common`` from their folder: they run with the framework's own Python."""
+    leaf = name.removeprefix("rillet.benchmarks.peers.")
+    return leaf != name and ((leaf.startswith("bench_") and leaf != "bench_rillet") or leaf == "_lc_common")
+
+
 def _rillet_modules() -> list[types.ModuleType]:
-    names = ["rillet"] + [m.name for m in pkgutil.walk_packages(rillet.__path__, "rillet.")]
+    walked = [m.name for m in pkgutil.walk_packages(rillet.__path__, "rillet.")]
+    names = ["rillet"] + [n for n in walked if not _runs_in_a_peer_venv(n)]
     return [importlib.import_module(n) for n in names]
 
 

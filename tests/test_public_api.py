@@ -95,8 +95,17 @@ def private_module(name: str | None) -> bool:
     return any(part.startswith("_") for part in name.split(".")[1:])
 
 
+def peer_script(name: str) -> bool:
+    """A peer's bench script: run with that framework's own Python, it imports what rillet's does not have."""
+    return name.startswith("rillet.benchmarks.peers.bench_") and name != "rillet.benchmarks.peers.bench_rillet"
+
+
 def public_modules() -> list[ModuleType]:
-    names = [m.name for m in pkgutil.walk_packages(rillet.__path__, "rillet.") if not private_module(m.name)]
+    names = [
+        m.name
+        for m in pkgutil.walk_packages(rillet.__path__, "rillet.")
+        if not private_module(m.name) and not peer_script(m.name)
+    ]
     return [rillet, *(importlib.import_module(n) for n in names)]
 
 
