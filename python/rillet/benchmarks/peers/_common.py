@@ -12,8 +12,8 @@ whose tools did not run the expected number of times is reported with ``"ok": fa
 silently timed.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the tools' annotations stay real types, as a user
+# writes them, so a framework that reads them per call (LangChain) pays no string evaluation.
 import argparse
 import asyncio
 import gc
