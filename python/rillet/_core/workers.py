@@ -10,6 +10,14 @@ two callbacks per call. Here a job is one tuple on a ``queue.SimpleQueue`` (C, t
 released while a worker waits) and the result comes back with a single
 ``loop.call_soon_threadsafe``. ``benches/bench_tool_handoff.py`` measures the three designs.
 
+:meth:`WorkerPool.run_waiting` (what ``def`` tools use) saves the way back for a short call:
+the event loop's thread waits for the result itself, on a lock, for at most ``wait`` seconds
+(``QUICK_WAIT``, 250 µs), so that a call that finishes in time costs one thread wake-up each
+way and no trip through the loop (self-pipe write, ``epoll`` wake-up, future callback, task
+step). Holding the GIL-free wait also lets the worker take the GIL at once instead of
+contending with the loop for it. A call that overruns goes the usual way (the loop is free
+again after ``wait``) and its caller is told, so that a slow function stops being waited for.
+
 The pool grows on demand: a job finds an idle worker or starts a new thread, up to 256
 threads (far above ``ThreadPoolExecutor``'s ``cpu_count + 4``: a sync tool that runs a nested
 Runner holds its worker while the inner run's sync tools need workers of their own, and a
@@ -30,14 +38,77 @@ __all__ = ["WorkerPool", "default_pool", "run_sync"]
 
 T = TypeVar("T")
 
-# (loop, future, context, function, arguments); loop and future are None for a detached job
+QUICK_WAIT = 0.00025
+"""Seconds the event loop's thread waits for a :meth:`WorkerPool.run_waiting` call's result
+before it goes back to its other work (a few times a thread wake-up on a busy machine)."""
+
+# (loop, future or hand-off, context, function, arguments); loop and future are None for a
+# detached job
 _Job = tuple[
     "asyncio.AbstractEventLoop | None",
-    "asyncio.Future[Any] | None",
+    "asyncio.Future[Any] | _Handoff | None",
     contextvars.Context,
     Callable[..., Any],
     tuple[Any, ...],
 ]
+
+# Orders a worker's "finished" against its caller's "stopped waiting" (held for a few
+# bytecodes; one for every pool: it is rarely contended).
+_handshake = threading.Lock()
+
+
+class _Handoff:
+    """The meeting point of a :meth:`WorkerPool.run_waiting` call: ``ready`` is released when
+    the result is in while the caller still waits; once the caller stops waiting (``fut`` set),
+    the result goes to ``fut`` through the loop instead."""
+
+    __slots__ = ("exc", "finished", "fut", "ready", "result")
+
+    def __init__(self) -> None:
+        self.ready = threading.Lock()
+        self.ready.acquire()
+        self.finished = False
+        self.fut: asyncio.Future[Any] | None = None
+        self.result: Any = None
+        self.exc: BaseException | None = None
+
+    def finish(self, loop: asyncio.AbstractEventLoop, result: Any, exc: BaseException | None) -> None:
+        """The worker's side: hands the outcome to the waiting caller, or to its future."""
+        with _handshake:
+            self.finished = True
+            fut = self.fut
+            if fut is None:
+                self.result, self.exc = result, exc
+        if fut is None:
+            self.ready.release()
+        else:
+            try:
+                loop.call_soon_threadsafe(_deliver, fut, result, exc)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
+    def stop_waiting(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any] | None:
+        """The caller's side, once its wait timed out: the future to await, or None when the
+        result came in meanwhile (then it is in ``result`` / ``exc``)."""
+        with _handshake:
+            if self.finished:
+                return None
+            self.fut = loop.create_future()
+            return self.fut
+
+
+def _outcome(
+    ctx: contextvars.Context, fn: Callable[..., Any], args: tuple[Any, ...]
+) -> tuple[Any, BaseException | None]:
+    """``ctx.run(fn, *args)``'s result, or the exception to hand to the awaiting task."""
+    try:
+        return ctx.run(fn, *args), None
+    except StopIteration as e:  # an asyncio future refuses StopIteration (PEP 479)
+        exc = RuntimeError(f"{getattr(fn, '__qualname__', fn)!s} raised StopIteration")
+        exc.__cause__ = e
+        return None, exc
+    except BaseException as e:  # noqa: BLE001  (handed to the awaiting task)
+        return None, e
 
 
 def _deliver(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
@@ -85,6 +156,36 @@ class WorkerPool:
         self.submit((loop, fut, ctx, fn, args))
         return await fut
 
+    async def run_waiting(
+        self, fn: Callable[..., T], /, *args: Any, wait: float = QUICK_WAIT, missed: Callable[[], None] | None = None
+    ) -> T:
+        """:meth:`run`, for a call expected to be short: the loop's thread waits up to
+        ``wait`` seconds for the result (GIL released) before it goes back to its other work
+        and awaits it; ``missed()`` is then called (so the caller can stop waiting for a slow
+        function). A signal (KeyboardInterrupt) raised during the wait leaves the call running
+        and its result unclaimed, as a cancelled :meth:`run` does."""
+        loop = asyncio.get_running_loop()
+        handoff = _Handoff()
+        self.submit((loop, handoff, contextvars.copy_context(), fn, args))
+        try:
+            arrived = handoff.ready.acquire(timeout=wait)
+        except BaseException:
+            fut = handoff.stop_waiting(loop)
+            if fut is not None:
+                fut.cancel()  # nobody will await it: the late result is dropped
+            raise
+        if not arrived:
+            fut = handoff.stop_waiting(loop)
+            if fut is not None:
+                if missed is not None:
+                    missed()
+                return await fut  # type: ignore[no-any-return]
+        exc = handoff.exc
+        if exc is not None:
+            handoff.exc = None
+            raise exc
+        return handoff.result  # type: ignore[no-any-return]
+
     def submit_detached(self, ctx: contextvars.Context, fn: Callable[..., Any], /, *args: Any) -> None:
         """Runs ``ctx.run(fn, *args)`` on a worker without waiting for it; an exception it
         raises goes to :func:`threading.excepthook`."""
@@ -121,21 +222,25 @@ class WorkerPool:
                 except BaseException as e:  # noqa: BLE001  (nobody awaits it: report, carry on)
                     args_ = (type(e), e, e.__traceback__, threading.current_thread())
                     threading.excepthook(threading.ExceptHookArgs(args_))
+            elif isinstance(fut, _Handoff):
+                assert loop is not None
+                result, exc = _outcome(ctx, fn, args)
+                # idle first: the caller may submit its next call as soon as it has this result
+                with lock:
+                    self._idle += 1
+                fut.finish(loop, result, exc)
+                del loop, fut, ctx, fn, args, result, exc
+                continue  # straight back to get(): the GIL goes to the woken caller
             elif loop is not None and not fut.cancelled():
-                result: Any = None
-                exc: BaseException | None = None
-                try:
-                    result = ctx.run(fn, *args)
-                except StopIteration as e:  # an asyncio future refuses StopIteration (PEP 479)
-                    exc = RuntimeError(f"{getattr(fn, '__qualname__', fn)!s} raised StopIteration")
-                    exc.__cause__ = e
-                except BaseException as e:  # noqa: BLE001  (handed to the awaiting task)
-                    exc = e
+                result, exc = _outcome(ctx, fn, args)
+                with lock:
+                    self._idle += 1
                 try:
                     loop.call_soon_threadsafe(_deliver, fut, result, exc)
                 except RuntimeError:  # the loop is closed: nobody is waiting any more
                     pass
-                del result, exc
+                del loop, fut, ctx, fn, args, result, exc
+                continue
             del loop, fut, ctx, fn, args
             with lock:
                 self._idle += 1
