@@ -78,7 +78,7 @@ def test_exceptions_of_a_waited_call_reach_the_caller_unchanged() -> None:
     assert isinstance(caught[2], RuntimeError) and "raised StopIteration" in str(caught[2])
 
 
-def test_a_slow_call_frees_the_loop_after_the_wait_and_tells_the_caller() -> None:
+def test_a_slow_call_frees_the_loop_after_the_wait_and_is_reported_slow() -> None:
     pool = WorkerPool(name="test-hop")
     misses: list[int] = []
     ticks: list[float] = []
@@ -96,7 +96,7 @@ def test_a_slow_call_frees_the_loop_after_the_wait_and_tells_the_caller() -> Non
         task = asyncio.ensure_future(ticker())
         await asyncio.sleep(0)
         try:
-            return await pool.run_waiting(slow, wait=0.01, missed=lambda: misses.append(1))
+            return await pool.run_waiting(slow, wait=0.01, slow=lambda: misses.append(1))
         finally:
             task.cancel()
 
@@ -105,18 +105,30 @@ def test_a_slow_call_frees_the_loop_after_the_wait_and_tells_the_caller() -> Non
     assert len(ticks) >= 5  # the loop ran other tasks while the call went on (0.3 s / 10 ms ticks)
 
 
-def test_a_def_tool_that_overruns_the_wait_is_no_longer_waited_for() -> None:
+def test_a_quick_call_that_outlasts_the_wait_comes_the_usual_way_and_is_not_reported_slow() -> None:
+    pool = WorkerPool(name="test-hop")
+    slow: list[int] = []
+
+    async def main() -> list[int]:
+        # wait=0: the loop never waits, so every result comes back through the loop
+        return [await pool.run_waiting(abs, -i, wait=0.0, slow=lambda: slow.append(1)) for i in range(10)]
+
+    assert asyncio.run(main()) == list(range(10))
+    assert slow == []  # the function was quick: the wait, not the function, was too short
+
+
+def test_a_def_tool_that_runs_slowly_is_no_longer_waited_for() -> None:
     @tool
     def nap() -> str:
         """Sleeps a little."""
-        time.sleep(0.005)  # 20 times the loop's wait
+        time.sleep(0.005)  # 50 times workers.SLOW_CALL
         return "ok"
 
     async def main() -> list[str]:
         return [await nap.invoke("{}") for _ in range(6)]
 
     assert asyncio.run(main()) == ["ok"] * 6
-    assert nap._misses == 4  # four overruns, then awaited without the wait
+    assert nap._misses == 4  # four slow runs, then awaited without the wait
 
 
 def test_a_cancelled_slow_def_tool_leaves_its_result_unclaimed_and_the_pool_usable() -> None:

@@ -294,7 +294,7 @@ def _with_parts(tool_name: str, value: ContentPart | list[Any] | tuple[Any, ...]
     return "\n".join(texts)
 
 
-# A def tool that overran the loop's wait this many times is awaited without waiting.
+# A def tool that ran longer than workers.SLOW_CALL this many times is awaited without waiting.
 _MAX_MISSES = 4
 
 
@@ -650,15 +650,15 @@ class FunctionTool(BaseTool):
     JSON schema, or a hint that does not resolve, raises ``TypeError`` there, naming the tool.
     Calling the tool object calls the function directly.
 
-    A ``def`` function runs on a worker thread; the event loop waits up to 250 µs for its
-    result before going back to other runs' work, and stops waiting for a function that
-    overran that four times. ``inline=True`` runs a ``def`` function on the event loop itself,
+    A ``def`` function runs on a worker thread; the event loop waits for its result (up to
+    1 ms) instead of going back to other runs' work, until the function has run longer than
+    100 µs four times: such a function is then only awaited. ``inline=True`` runs a ``def`` function on the event loop itself,
     in a copy of the context (no thread hand-off at all): only for functions that return in
     microseconds, since the loop and every run on it wait for them.
     """
 
     _built: _Spec | None = None  # the spec, once built (the instance's own copy: one lookup a call)
-    _misses = 0  # calls that overran the loop's wait for a def function's result (instance's own once set)
+    _misses = 0  # def calls that ran too long for the loop to wait for them (instance's own once set)
     inline = False
 
     def __init__(
@@ -734,14 +734,14 @@ class FunctionTool(BaseTool):
         elif self.inline:
             result = contextvars.copy_context().run(_apply, self.fn, args, kwargs)
         elif self._misses < _MAX_MISSES:
-            result = await default_pool().run_waiting(_apply, self.fn, args, kwargs, missed=self._missed)
+            result = await default_pool().run_waiting(_apply, self.fn, args, kwargs, slow=self._ran_slow)
         else:
             result = await default_pool().run(_apply, self.fn, args, kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
 
-    def _missed(self) -> None:
+    def _ran_slow(self) -> None:
         self._misses += 1
 
     async def invoke(self, arguments: str) -> str:

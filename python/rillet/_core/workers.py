@@ -11,12 +11,14 @@ released while a worker waits) and the result comes back with a single
 ``loop.call_soon_threadsafe``. ``benches/bench_tool_handoff.py`` measures the three designs.
 
 :meth:`WorkerPool.run_waiting` (what ``def`` tools use) saves the way back for a short call:
-the event loop's thread waits for the result itself, on a lock, for at most ``wait`` seconds
-(``QUICK_WAIT``, 250 µs), so that a call that finishes in time costs one thread wake-up each
-way and no trip through the loop (self-pipe write, ``epoll`` wake-up, future callback, task
-step). Holding the GIL-free wait also lets the worker take the GIL at once instead of
-contending with the loop for it. A call that overruns goes the usual way (the loop is free
-again after ``wait``) and its caller is told, so that a slow function stops being waited for.
+the event loop's thread waits for the result itself, on a lock (GIL released), so that a call
+that finishes in time costs one thread wake-up each way and no trip through the loop (no
+self-pipe write, ``epoll`` wake-up, future callback or extra task step); the worker also finds
+the GIL free at once instead of contending with the loop for it. The wait is bounded
+(``QUICK_WAIT``, 1 ms): past it the loop goes back to its other work and the result comes the
+usual way. The worker times the function itself, and a call that ran longer than
+``SLOW_CALL`` (100 µs) is reported to the caller, so that a slow function stops being waited
+for (the loop must not be held while it runs: other runs share it).
 
 The pool grows on demand: a job finds an idle worker or starts a new thread, up to 256
 threads (far above ``ThreadPoolExecutor``'s ``cpu_count + 4``: a sync tool that runs a nested
@@ -31,6 +33,7 @@ import contextvars
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -38,9 +41,14 @@ __all__ = ["WorkerPool", "default_pool", "run_sync"]
 
 T = TypeVar("T")
 
-QUICK_WAIT = 0.00025
-"""Seconds the event loop's thread waits for a :meth:`WorkerPool.run_waiting` call's result
-before it goes back to its other work (a few times a thread wake-up on a busy machine)."""
+QUICK_WAIT = 0.001
+"""Seconds the event loop's thread waits at most for a :meth:`WorkerPool.run_waiting` call's
+result before it goes back to its other work (on a loaded machine a woken thread may wait
+hundreds of microseconds for a CPU: a shorter wait often expires for a call of microseconds)."""
+
+SLOW_CALL = 0.0001
+"""A :meth:`WorkerPool.run_waiting` function that ran longer than this (seconds, measured on
+the worker) is reported to the caller as too slow to wait for."""
 
 # (loop, future or hand-off, context, function, arguments); loop and future are None for a
 # detached job
@@ -62,7 +70,7 @@ class _Handoff:
     the result is in while the caller still waits; once the caller stops waiting (``fut`` set),
     the result goes to ``fut`` through the loop instead."""
 
-    __slots__ = ("exc", "finished", "fut", "ready", "result")
+    __slots__ = ("exc", "finished", "fut", "ready", "result", "took")
 
     def __init__(self) -> None:
         self.ready = threading.Lock()
@@ -71,6 +79,7 @@ class _Handoff:
         self.fut: asyncio.Future[Any] | None = None
         self.result: Any = None
         self.exc: BaseException | None = None
+        self.took = 0.0  # seconds the function ran, set by the worker before finish()
 
     def finish(self, loop: asyncio.AbstractEventLoop, result: Any, exc: BaseException | None) -> None:
         """The worker's side: hands the outcome to the waiting caller, or to its future."""
@@ -157,13 +166,14 @@ class WorkerPool:
         return await fut
 
     async def run_waiting(
-        self, fn: Callable[..., T], /, *args: Any, wait: float = QUICK_WAIT, missed: Callable[[], None] | None = None
+        self, fn: Callable[..., T], /, *args: Any, wait: float = QUICK_WAIT, slow: Callable[[], None] | None = None
     ) -> T:
         """:meth:`run`, for a call expected to be short: the loop's thread waits up to
         ``wait`` seconds for the result (GIL released) before it goes back to its other work
-        and awaits it; ``missed()`` is then called (so the caller can stop waiting for a slow
-        function). A signal (KeyboardInterrupt) raised during the wait leaves the call running
-        and its result unclaimed, as a cancelled :meth:`run` does."""
+        and awaits it. ``slow()`` is called when the function ran longer than ``SLOW_CALL``
+        (so the caller can stop waiting for it). A signal (KeyboardInterrupt) raised during
+        the wait leaves the call running and its result unclaimed, as a cancelled :meth:`run`
+        does."""
         loop = asyncio.get_running_loop()
         handoff = _Handoff()
         self.submit((loop, handoff, contextvars.copy_context(), fn, args))
@@ -177,9 +187,13 @@ class WorkerPool:
         if not arrived:
             fut = handoff.stop_waiting(loop)
             if fut is not None:
-                if missed is not None:
-                    missed()
-                return await fut  # type: ignore[no-any-return]
+                try:
+                    return await fut  # type: ignore[no-any-return]
+                finally:
+                    if slow is not None and handoff.took > SLOW_CALL:
+                        slow()
+        if slow is not None and handoff.took > SLOW_CALL:
+            slow()
         exc = handoff.exc
         if exc is not None:
             handoff.exc = None
@@ -224,7 +238,9 @@ class WorkerPool:
                     threading.excepthook(threading.ExceptHookArgs(args_))
             elif isinstance(fut, _Handoff):
                 assert loop is not None
+                start = time.perf_counter()
                 result, exc = _outcome(ctx, fn, args)
+                fut.took = time.perf_counter() - start
                 # idle first: the caller may submit its next call as soon as it has this result
                 with lock:
                     self._idle += 1
