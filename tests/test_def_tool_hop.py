@@ -53,6 +53,23 @@ def test_a_short_call_comes_back_to_the_waiting_loop_without_waking_it_through_i
     assert pool.threads == 1  # the worker is idle before its caller can submit the next call
 
 
+def test_what_the_function_schedules_on_the_loop_runs_before_its_caller_resumes() -> None:
+    pool = WorkerPool(name="test-hop")
+    order: list[str] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        def report() -> str:
+            loop.call_soon_threadsafe(order.append, "callback")  # what send_event does from a tool
+            return "result"
+
+        order.append(await pool.run_waiting(report, wait=10.0))
+
+    asyncio.run(main())
+    assert order == ["callback", "result"]
+
+
 def test_exceptions_of_a_waited_call_reach_the_caller_unchanged() -> None:
     pool = WorkerPool(name="test-hop")
     boom = KeyError("boom")

@@ -173,8 +173,14 @@ class WorkerPool:
         and awaits it. ``slow()`` is called when the function ran longer than ``SLOW_CALL``
         (so the caller can stop waiting for it). A signal (KeyboardInterrupt) raised during
         the wait leaves the call running and its result unclaimed, as a cancelled :meth:`run`
-        does."""
+        does. Callbacks that ``fn`` scheduled on the loop (``call_soon_threadsafe``) run before
+        the caller resumes, as with :meth:`run`; on a loop other than asyncio's own, this is
+        :meth:`run`."""
         loop = asyncio.get_running_loop()
+        callbacks = getattr(loop, "_ready", None)  # asyncio's own loops: the callbacks to run next
+        if callbacks is None:  # another loop: results come through it, after what fn scheduled on it
+            return await self.run_in(contextvars.copy_context(), fn, *args)
+        queued = len(callbacks)
         handoff = _Handoff()
         self.submit((loop, handoff, contextvars.copy_context(), fn, args))
         try:
@@ -194,6 +200,10 @@ class WorkerPool:
                         slow()
         if slow is not None and handoff.took > SLOW_CALL:
             slow()
+        if len(callbacks) > queued:
+            # fn scheduled callbacks on this loop (send_event from a tool's thread does): they
+            # run first, as they did when the result came through the loop after them
+            await asyncio.sleep(0)
         exc = handoff.exc
         if exc is not None:
             handoff.exc = None
