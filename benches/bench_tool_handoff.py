@@ -7,8 +7,10 @@ parallel tool calls); divide the median by ``N`` for the cost of one hand-off. D
 
 * ``to_thread``: ``asyncio.to_thread`` (the loop's default executor, context copied).
 * ``executor``: ``loop.run_in_executor`` on a shared ``ThreadPoolExecutor``, context copied.
-* ``rillet``: ``rillet._core.workers.run_sync``, what sync tools use (jobs on a SimpleQueue,
-  results back by one ``call_soon_threadsafe``).
+* ``rillet``: ``rillet._core.workers.run_sync`` (jobs on a SimpleQueue, results back by one
+  ``call_soon_threadsafe``).
+* ``rillet-waiting``: ``WorkerPool.run_waiting``, what sync tools use: the same job, its
+  result waited for by the loop's thread on a lock (no trip through the loop).
 * ``rillet-channel``: the same workers fed through a ``rillet.Channel`` instead.
 * ``inline``: calling the function on the loop, the floor (no thread at all).
 
@@ -28,7 +30,7 @@ from typing import Any
 
 import pytest
 from rillet import Channel
-from rillet._core.workers import WorkerPool, _Job, run_sync
+from rillet._core.workers import WorkerPool, _Job, default_pool, run_sync
 
 N = 400
 
@@ -68,6 +70,10 @@ async def _rillet() -> int:
     return await run_sync(noop)
 
 
+async def _rillet_waiting() -> int:
+    return await default_pool().run_waiting(noop)
+
+
 async def _rillet_channel() -> int:
     return await _channel_pool.run(noop)
 
@@ -80,6 +86,7 @@ DESIGNS: dict[str, Callable[[], Awaitable[int]]] = {
     "to_thread": _to_thread,
     "executor": _executor_call,
     "rillet": _rillet,
+    "rillet-waiting": _rillet_waiting,
     "rillet-channel": _rillet_channel,
     "inline": _inline,
 }

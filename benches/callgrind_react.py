@@ -45,6 +45,12 @@ def run_one(impl: str, kind: str, mode: str, k: int, n: int) -> None:
 
         gc.disable()
 
+    try:  # valgrind runs code ~50x slower: keep microsecond def tools on the path they take natively
+        from rillet._core import workers
+
+        workers.SLOW_CALL = 1.0
+    except ImportError:  # an older rillet
+        pass
     run, reset = b.WORKLOADS[impl](k, kind, mode)
     for _ in range(1 + n):
         reset()

@@ -294,6 +294,10 @@ def _with_parts(tool_name: str, value: ContentPart | list[Any] | tuple[Any, ...]
     return "\n".join(texts)
 
 
+# A def tool that ran longer than workers.SLOW_CALL this many times is awaited without waiting.
+_MAX_MISSES = 4
+
+
 def _apply(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     try:
         return fn(*args, **kwargs)
@@ -645,11 +649,26 @@ class FunctionTool(BaseTool):
     agent's run), once per function, name and description. So a parameter type that has no
     JSON schema, or a hint that does not resolve, raises ``TypeError`` there, naming the tool.
     Calling the tool object calls the function directly.
+
+    A ``def`` function runs on a worker thread; the event loop waits for its result (up to
+    1 ms) instead of going back to other runs' work, until the function has run longer than
+    100 µs four times: such a function is then only awaited. ``inline=True`` runs a ``def`` function on the event loop itself,
+    in a copy of the context (no thread hand-off at all): only for functions that return in
+    microseconds, since the loop and every run on it wait for them.
     """
 
     _built: _Spec | None = None  # the spec, once built (the instance's own copy: one lookup a call)
+    _misses = 0  # def calls that ran too long for the loop to wait for them (instance's own once set)
+    inline = False
 
-    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        inline: bool = False,
+    ) -> None:
         if not callable(fn):
             raise TypeError(f"FunctionTool needs a function, got {type(fn).__name__} {_short(fn)}")
         if name is None:
@@ -663,6 +682,8 @@ class FunctionTool(BaseTool):
         if description is None and not _has_doc(fn):
             _warn_undescribed(name, stacklevel=4)
         self.fn = fn
+        if inline:
+            self.inline = True
         self._lazy = self.info = _LazyInfo.of(fn, name, description)
         if type(fn) is types.FunctionType:  # what update_wrapper does, in one call
             self.__dict__.update(
@@ -710,11 +731,18 @@ class FunctionTool(BaseTool):
     async def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if (self._built or self._spec()).is_async:
             result = self.fn(*args, **kwargs)
+        elif self.inline:
+            result = contextvars.copy_context().run(_apply, self.fn, args, kwargs)
+        elif self._misses < _MAX_MISSES:
+            result = await default_pool().run_waiting(_apply, self.fn, args, kwargs, slow=self._ran_slow)
         else:
             result = await default_pool().run(_apply, self.fn, args, kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    def _ran_slow(self) -> None:
+        self._misses += 1
 
     async def invoke(self, arguments: str) -> str:
         """Validates ``arguments``, calls the function and returns its result as text (a
@@ -740,19 +768,25 @@ class FunctionTool(BaseTool):
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+def tool(fn: Callable[..., Any], /, *, inline: bool = False) -> FunctionTool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, inline: bool = False
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
-    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    inline: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Makes a :class:`FunctionTool` of a function: ``@tool`` or
-    ``@tool(name="...", description="...")``."""
+    ``@tool(name="...", description="...")``; ``inline=True`` runs a ``def`` function on the
+    event loop instead of a worker thread (see :class:`FunctionTool`)."""
     if fn is None:
-        return lambda f: FunctionTool(f, name=name, description=description)
-    return FunctionTool(fn, name=name, description=description)
+        return lambda f: FunctionTool(f, name=name, description=description, inline=inline)
+    return FunctionTool(fn, name=name, description=description, inline=inline)
 
 
 def as_tool(obj: Any) -> BaseTool:

@@ -10,6 +10,16 @@ two callbacks per call. Here a job is one tuple on a ``queue.SimpleQueue`` (C, t
 released while a worker waits) and the result comes back with a single
 ``loop.call_soon_threadsafe``. ``benches/bench_tool_handoff.py`` measures the three designs.
 
+:meth:`WorkerPool.run_waiting` (what ``def`` tools use) saves the way back for a short call:
+the event loop's thread waits for the result itself, on a lock (GIL released), so that a call
+that finishes in time costs one thread wake-up each way and no trip through the loop (no
+self-pipe write, ``epoll`` wake-up, future callback or extra task step); the worker also finds
+the GIL free at once instead of contending with the loop for it. The wait is bounded
+(``QUICK_WAIT``, 1 ms): past it the loop goes back to its other work and the result comes the
+usual way. The worker times the function itself, and a call that ran longer than
+``SLOW_CALL`` (100 µs) is reported to the caller, so that a slow function stops being waited
+for (the loop must not be held while it runs: other runs share it).
+
 The pool grows on demand: a job finds an idle worker or starts a new thread, up to 256
 threads (far above ``ThreadPoolExecutor``'s ``cpu_count + 4``: a sync tool that runs a nested
 Runner holds its worker while the inner run's sync tools need workers of their own, and a
@@ -23,6 +33,7 @@ import contextvars
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -30,14 +41,83 @@ __all__ = ["WorkerPool", "default_pool", "run_sync"]
 
 T = TypeVar("T")
 
-# (loop, future, context, function, arguments); loop and future are None for a detached job
+QUICK_WAIT = 0.001
+"""Seconds the event loop's thread waits at most for a :meth:`WorkerPool.run_waiting` call's
+result before it goes back to its other work (on a loaded machine a woken thread may wait
+hundreds of microseconds for a CPU: a shorter wait often expires for a call of microseconds)."""
+
+SLOW_CALL = 0.0001
+"""A :meth:`WorkerPool.run_waiting` function that ran longer than this (seconds, measured on
+the worker) is reported to the caller as too slow to wait for."""
+
+# (loop, future or hand-off, context, function, arguments); loop and future are None for a
+# detached job
 _Job = tuple[
     "asyncio.AbstractEventLoop | None",
-    "asyncio.Future[Any] | None",
+    "asyncio.Future[Any] | _Handoff | None",
     contextvars.Context,
     Callable[..., Any],
     tuple[Any, ...],
 ]
+
+# Orders a worker's "finished" against its caller's "stopped waiting" (held for a few
+# bytecodes; one for every pool: it is rarely contended).
+_handshake = threading.Lock()
+
+
+class _Handoff:
+    """The meeting point of a :meth:`WorkerPool.run_waiting` call: ``ready`` is released when
+    the result is in while the caller still waits; once the caller stops waiting (``fut`` set),
+    the result goes to ``fut`` through the loop instead."""
+
+    __slots__ = ("exc", "finished", "fut", "ready", "result", "took")
+
+    def __init__(self) -> None:
+        self.ready = threading.Lock()
+        self.ready.acquire()
+        self.finished = False
+        self.fut: asyncio.Future[Any] | None = None
+        self.result: Any = None
+        self.exc: BaseException | None = None
+        self.took = 0.0  # seconds the function ran, set by the worker before finish()
+
+    def finish(self, loop: asyncio.AbstractEventLoop, result: Any, exc: BaseException | None) -> None:
+        """The worker's side: hands the outcome to the waiting caller, or to its future."""
+        with _handshake:
+            self.finished = True
+            fut = self.fut
+            if fut is None:
+                self.result, self.exc = result, exc
+        if fut is None:
+            self.ready.release()
+        else:
+            try:
+                loop.call_soon_threadsafe(_deliver, fut, result, exc)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
+    def stop_waiting(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any] | None:
+        """The caller's side, once its wait timed out: the future to await, or None when the
+        result came in meanwhile (then it is in ``result`` / ``exc``)."""
+        with _handshake:
+            if self.finished:
+                return None
+            self.fut = loop.create_future()
+            return self.fut
+
+
+def _outcome(
+    ctx: contextvars.Context, fn: Callable[..., Any], args: tuple[Any, ...]
+) -> tuple[Any, BaseException | None]:
+    """``ctx.run(fn, *args)``'s result, or the exception to hand to the awaiting task."""
+    try:
+        return ctx.run(fn, *args), None
+    except StopIteration as e:  # an asyncio future refuses StopIteration (PEP 479)
+        exc = RuntimeError(f"{getattr(fn, '__qualname__', fn)!s} raised StopIteration")
+        exc.__cause__ = e
+        return None, exc
+    except BaseException as e:  # noqa: BLE001  (handed to the awaiting task)
+        return None, e
 
 
 def _deliver(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
@@ -85,6 +165,51 @@ class WorkerPool:
         self.submit((loop, fut, ctx, fn, args))
         return await fut
 
+    async def run_waiting(
+        self, fn: Callable[..., T], /, *args: Any, wait: float = QUICK_WAIT, slow: Callable[[], None] | None = None
+    ) -> T:
+        """:meth:`run`, for a call expected to be short: the loop's thread waits up to
+        ``wait`` seconds for the result (GIL released) before it goes back to its other work
+        and awaits it. ``slow()`` is called when the function ran longer than ``SLOW_CALL``
+        (so the caller can stop waiting for it). A signal (KeyboardInterrupt) raised during
+        the wait leaves the call running and its result unclaimed, as a cancelled :meth:`run`
+        does. Callbacks that ``fn`` scheduled on the loop (``call_soon_threadsafe``) run before
+        the caller resumes, as with :meth:`run`; on a loop other than asyncio's own, this is
+        :meth:`run`."""
+        loop = asyncio.get_running_loop()
+        callbacks = getattr(loop, "_ready", None)  # asyncio's own loops: the callbacks to run next
+        if callbacks is None:  # another loop: results come through it, after what fn scheduled on it
+            return await self.run_in(contextvars.copy_context(), fn, *args)
+        queued = len(callbacks)
+        handoff = _Handoff()
+        self.submit((loop, handoff, contextvars.copy_context(), fn, args))
+        try:
+            arrived = handoff.ready.acquire(timeout=wait)
+        except BaseException:
+            fut = handoff.stop_waiting(loop)
+            if fut is not None:
+                fut.cancel()  # nobody will await it: the late result is dropped
+            raise
+        if not arrived:
+            fut = handoff.stop_waiting(loop)
+            if fut is not None:
+                try:
+                    return await fut  # type: ignore[no-any-return]
+                finally:
+                    if slow is not None and handoff.took > SLOW_CALL:
+                        slow()
+        if slow is not None and handoff.took > SLOW_CALL:
+            slow()
+        if len(callbacks) > queued:
+            # fn scheduled callbacks on this loop (send_event from a tool's thread does): they
+            # run first, as they did when the result came through the loop after them
+            await asyncio.sleep(0)
+        exc = handoff.exc
+        if exc is not None:
+            handoff.exc = None
+            raise exc
+        return handoff.result  # type: ignore[no-any-return]
+
     def submit_detached(self, ctx: contextvars.Context, fn: Callable[..., Any], /, *args: Any) -> None:
         """Runs ``ctx.run(fn, *args)`` on a worker without waiting for it; an exception it
         raises goes to :func:`threading.excepthook`."""
@@ -121,21 +246,27 @@ class WorkerPool:
                 except BaseException as e:  # noqa: BLE001  (nobody awaits it: report, carry on)
                     args_ = (type(e), e, e.__traceback__, threading.current_thread())
                     threading.excepthook(threading.ExceptHookArgs(args_))
+            elif isinstance(fut, _Handoff):
+                assert loop is not None
+                start = time.perf_counter()
+                result, exc = _outcome(ctx, fn, args)
+                fut.took = time.perf_counter() - start
+                # idle first: the caller may submit its next call as soon as it has this result
+                with lock:
+                    self._idle += 1
+                fut.finish(loop, result, exc)
+                del loop, fut, ctx, fn, args, result, exc
+                continue  # straight back to get(): the GIL goes to the woken caller
             elif loop is not None and not fut.cancelled():
-                result: Any = None
-                exc: BaseException | None = None
-                try:
-                    result = ctx.run(fn, *args)
-                except StopIteration as e:  # an asyncio future refuses StopIteration (PEP 479)
-                    exc = RuntimeError(f"{getattr(fn, '__qualname__', fn)!s} raised StopIteration")
-                    exc.__cause__ = e
-                except BaseException as e:  # noqa: BLE001  (handed to the awaiting task)
-                    exc = e
+                result, exc = _outcome(ctx, fn, args)
+                with lock:
+                    self._idle += 1
                 try:
                     loop.call_soon_threadsafe(_deliver, fut, result, exc)
                 except RuntimeError:  # the loop is closed: nobody is waiting any more
                     pass
-                del result, exc
+                del loop, fut, ctx, fn, args, result, exc
+                continue
             del loop, fut, ctx, fn, args
             with lock:
                 self._idle += 1

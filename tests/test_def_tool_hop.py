@@ -1,0 +1,208 @@
+"""How a ``def`` tool's call crosses to a worker thread and back: a short call comes back to a
+loop that waited for it (no trip through the loop's self-pipe), a slow one does not hold the
+loop, and ``inline=True`` runs the function on the loop itself."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from rillet._core.workers import WorkerPool
+from rillet.tools import FunctionTool, tool
+
+var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+
+def counting_wakeups(loop: asyncio.AbstractEventLoop) -> list[Any]:
+    """Records every ``loop.call_soon_threadsafe`` (the self-pipe wake-up of the loop)."""
+    calls: list[Any] = []
+    original = loop.call_soon_threadsafe
+
+    def counted(callback: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        calls.append(callback)
+        return original(callback, *args, **kwargs)
+
+    loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+    return calls
+
+
+def test_a_short_call_comes_back_to_the_waiting_loop_without_waking_it_through_its_self_pipe() -> None:
+    pool = WorkerPool(name="test-hop")
+
+    def where(x: int) -> tuple[int, str, bool]:
+        seen = var.get()
+        var.set("set by the worker")  # in a copy of the caller's context: not seen by it
+        return x + 1, seen, threading.current_thread() is threading.main_thread()
+
+    async def main() -> tuple[Any, str, list[Any]]:
+        wakeups = counting_wakeups(asyncio.get_running_loop())
+        var.set("set by the caller")
+        # a generous wait: the call is short, so it returns as soon as the worker is done
+        out = [await pool.run_waiting(where, i, wait=10.0) for i in range(20)]
+        return out, var.get(), wakeups
+
+    out, after, wakeups = asyncio.run(main())
+    assert out == [(i + 1, "set by the caller", False) for i in range(20)]
+    assert after == "set by the caller"
+    assert wakeups == []
+    assert pool.threads == 1  # the worker is idle before its caller can submit the next call
+
+
+def test_what_the_function_schedules_on_the_loop_runs_before_its_caller_resumes() -> None:
+    pool = WorkerPool(name="test-hop")
+    order: list[str] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        def report() -> str:
+            loop.call_soon_threadsafe(order.append, "callback")  # what send_event does from a tool
+            return "result"
+
+        order.append(await pool.run_waiting(report, wait=10.0))
+
+    asyncio.run(main())
+    assert order == ["callback", "result"]
+
+
+def test_exceptions_of_a_waited_call_reach_the_caller_unchanged() -> None:
+    pool = WorkerPool(name="test-hop")
+    boom = KeyError("boom")
+
+    def fail(exc: BaseException) -> None:
+        raise exc
+
+    def stop() -> None:
+        raise StopIteration
+
+    async def main() -> list[BaseException]:
+        caught: list[BaseException] = []
+        for fn, arg in ((fail, boom), (fail, KeyboardInterrupt()), (stop, None)):
+            try:
+                await pool.run_waiting(fn, *([arg] if arg is not None else []), wait=10.0)
+            except BaseException as e:
+                caught.append(e)
+        return caught
+
+    caught = asyncio.run(main())
+    assert caught[0] is boom
+    assert type(caught[1]) is KeyboardInterrupt  # handed to the caller, not lost on the worker
+    assert isinstance(caught[2], RuntimeError) and "raised StopIteration" in str(caught[2])
+
+
+def test_a_slow_call_frees_the_loop_after_the_wait_and_is_reported_slow() -> None:
+    pool = WorkerPool(name="test-hop")
+    misses: list[int] = []
+    ticks: list[float] = []
+
+    def slow() -> str:
+        time.sleep(0.3)
+        return "late"
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.01)
+
+    async def main() -> str:
+        task = asyncio.ensure_future(ticker())
+        await asyncio.sleep(0)
+        try:
+            return await pool.run_waiting(slow, wait=0.01, slow=lambda: misses.append(1))
+        finally:
+            task.cancel()
+
+    assert asyncio.run(main()) == "late"
+    assert misses == [1]
+    assert len(ticks) >= 5  # the loop ran other tasks while the call went on (0.3 s / 10 ms ticks)
+
+
+def test_a_quick_call_that_outlasts_the_wait_comes_the_usual_way_and_is_not_reported_slow() -> None:
+    pool = WorkerPool(name="test-hop")
+    slow: list[int] = []
+
+    async def main() -> list[int]:
+        # wait=0: the loop never waits, so every result comes back through the loop
+        return [await pool.run_waiting(abs, -i, wait=0.0, slow=lambda: slow.append(1)) for i in range(10)]
+
+    assert asyncio.run(main()) == list(range(10))
+    assert slow == []  # the function was quick: the wait, not the function, was too short
+
+
+def test_a_def_tool_that_runs_slowly_is_no_longer_waited_for() -> None:
+    @tool
+    def nap() -> str:
+        """Sleeps a little."""
+        time.sleep(0.005)  # 50 times workers.SLOW_CALL
+        return "ok"
+
+    async def main() -> list[str]:
+        return [await nap.invoke("{}") for _ in range(6)]
+
+    assert asyncio.run(main()) == ["ok"] * 6
+    assert nap._misses == 4  # four slow runs, then awaited without the wait
+
+
+def test_a_cancelled_slow_def_tool_leaves_its_result_unclaimed_and_the_pool_usable() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def slow() -> str:
+        """Waits to be released."""
+        started.set()
+        release.wait(10)
+        return "late"
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    async def main() -> str:
+        task = asyncio.ensure_future(slow.invoke(""))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()
+        return await add.invoke('{"a": 1, "b": 1}')
+
+    assert asyncio.run(main()) == "2"
+
+
+def test_an_inline_def_tool_runs_on_the_loop_in_a_copy_of_the_context() -> None:
+    def where() -> list[Any]:
+        seen = var.get()
+        var.set("set by the tool")
+        return [threading.current_thread() is threading.main_thread(), seen]
+
+    def stop() -> str:
+        raise StopIteration
+
+    inline = tool(where, inline=True)
+    stopping = tool(stop, inline=True, description="Stops.")
+
+    async def main() -> tuple[str, str]:
+        var.set("set by the caller")
+        out = await inline.invoke("{}")
+        with pytest.raises(RuntimeError, match="raised StopIteration"):
+            await stopping.invoke("{}")
+        return out, var.get()
+
+    assert asyncio.run(main()) == ('[true, "set by the caller"]', "set by the caller")
+    assert isinstance(inline, FunctionTool) and inline.inline and not tool(where, name="w").inline
+
+
+def test_inline_is_accepted_by_the_decorator_form() -> None:
+    @tool(inline=True)
+    def double(x: int) -> int:
+        """Doubles."""
+        return 2 * x
+
+    assert double.inline
+    assert asyncio.run(double.invoke('{"x": 4}')) == "8"
