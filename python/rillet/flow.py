@@ -12,6 +12,7 @@ messages are rewritten as user messages that start with ``For context:`` (Eino's
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -204,26 +205,20 @@ class FlowAgent(BaseAgent):
             return self.parent
         return None
 
-    async def events(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
-        """The flow's events; an exception becomes a final error event (one generator: the
-        flow has no agent callbacks). ``input`` None (an agent that is not the root of its
-        run) rebuilds the input from the run's history."""
-        root = current_run()
-        obs = OBSERVING.get()
-        if obs is not None:
-            async for ev in self._observed(obs, input, **options):
-                yield ev
-            return
-        try:
-            async for ev in self._flow(input, **options):
-                yield ev
-        except (Exception, Interrupted) as e:  # errors are events: run never raises
-            yield error_event(e, self.name)
-        finally:
-            if root is not None and not root.run_path:  # the run's root: its session ends here
-                root.session.close_streams()
+    def events(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
+        """The flow's events; an exception becomes a final error event. ``input`` None (an
+        agent that is not the root of its run) rebuilds the input from the run's history.
+        Without observers this is :meth:`_flow` itself: no generator between the agent's
+        own events and the consumer but the one that fills and records them."""
+        return self._flow(input, True, options)
 
-    async def _observed(self, obs: Any, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
+    def runner_events(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        """:meth:`events` for the Runner, whose own code consumes them (it reads no run
+        context between events): the agent's run context is then set once, not around each
+        event, and restored when the flow ends."""
+        return self._flow(input, True, options, steady=True)
+
+    async def _observed(self, obs: Any, input: AgentInput | None, options: dict[str, Any]) -> AsyncIterator[AgentEvent]:
         """:meth:`events` with the run's observers told of its start, end, interrupts and errors
         (a loop of its own, so that a run without observers pays nothing per event)."""
         root = current_run()
@@ -231,7 +226,7 @@ class FlowAgent(BaseAgent):
         error: BaseException | None = None
         try:
             try:
-                async for ev in self._flow(input, **options):
+                async for ev in self._flow(input, False, options):
                     error = observer.run_event(obs, info, ev) or error
                     yield ev
             except (Exception, Interrupted) as e:  # errors are events: run never raises
@@ -244,66 +239,132 @@ class FlowAgent(BaseAgent):
             observer.run_end(obs, info, error)
 
     def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
-        return self._flow(input, **options)
+        return self._flow(input, False, options)
 
-    async def _flow(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
-        parent = current_run()
-        if parent is None:  # run on its own, outside a Runner: a fresh session
-            parent = RunContext(Session())
-        run = parent.child(self.name)
-        if run.root_input is None:
-            run = replace(run, root_input=input if input is not None else AgentInput([]))
-        resume = current_resume()
-        if (
-            resume is not None
-            and not run.point.was_interrupted
-            and self.sub_agents
-            and resume.pending_below(run.address)
-        ):
-            # Resuming an interrupt deeper down: in the agent this one transferred to.
-            async for ev in self._resume_transfer(run, resume.next_points(run.address), **options):
-                yield ev
-            return
-        if input is None:
-            input = await self._history_input(run)
-        inner = self.agent
-        records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
-        own_path = run.run_path
-        session = run.session
-        last_action: AgentAction | None = None
-        raw = raw_events(inner, input, **options)
-        if raw is not None:
-            events = advance_in(run, raw, author=inner.name)
-        else:
-            events = advance_in(run, run_events(inner, input, **options))
-        async for ev in events:
-            if not ev.run_path:
-                if not ev.agent_name:
-                    ev.agent_name = self.name
-                ev.run_path = own_path
-            if ev.run_path is own_path or ev.run_path == own_path:
-                last_action = ev.action
-                if records and (last_action is None or last_action.interrupted is None):
-                    session.record(copy_event(ev))
-            yield ev
-        if last_action is None or last_action.exit or last_action.interrupted is not None:
-            return
-        transfer = last_action.transfer_to_agent
-        if transfer is None:
-            return
-        target = self.transfer_target(transfer.dest_agent_name)
-        if target is None:
-            yield AgentEvent(
-                agent_name=self.name,
-                run_path=own_path,
-                error=TransferError(
-                    f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from "
-                    f"'{self.name}'{self._reachable()}"
-                ),
+    async def _flow(
+        self, input: AgentInput | None, catch: bool, options: dict[str, Any], steady: bool = False
+    ) -> AsyncIterator[AgentEvent]:
+        """The agent's events, authors and run path filled and own events recorded, then the
+        transfer its last action asks for. ``catch`` (:meth:`events`): observers, if the run
+        has any, are told (through :meth:`_observed`), an exception becomes a final error
+        event, and the run's root closes the session's unread streams when it ends."""
+        parent = root = current_run()
+        if catch:
+            obs = OBSERVING.get()
+            if obs is not None:
+                async for ev in self._observed(obs, input, options):
+                    yield ev
+                return
+        try:
+            if parent is None:  # run on its own, outside a Runner: a fresh session
+                parent = RunContext(Session())
+            run = parent.child(self.name)
+            if run.root_input is None:
+                run = replace(run, root_input=input if input is not None else AgentInput([]))
+            resume = current_resume()
+            if (
+                resume is not None
+                and not run.point.was_interrupted
+                and self.sub_agents
+                and resume.pending_below(run.address)
+            ):
+                # Resuming an interrupt deeper down: in the agent this one transferred to.
+                async for ev in self._resume_transfer(run, resume.next_points(run.address), **options):
+                    yield ev
+                return
+            if input is None:
+                input = await self._history_input(run)
+            action: AgentAction | None = None
+            # advance_in's loop, inlined with the filling and recording: one generator per
+            # event fewer, on the path every event of every run takes.
+            inner = self.agent
+            records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
+            own_path = run.run_path
+            name = self.name
+            record = run.session.record
+            raw = raw_events(inner, input, **options)
+            author = inner.name if raw is not None else None
+            events = raw if raw is not None else run_events(inner, input, **options)
+            anext = events.__anext__
+            run_get, run_set, run_reset, tool_get, tool_set, tool_reset = (
+                RUN.get,
+                RUN.set,
+                RUN.reset,
+                TOOL_CALL.get,
+                TOOL_CALL.set,
+                TOOL_CALL.reset,
             )
-            return
-        async for ev in advance_in(run, target.events(None, **options)):
-            yield ev
+            # steady: the context is left set between events (no new context mapping per event)
+            outer = run_get() if steady else None
+            token: Any = None
+            try:
+                while True:
+                    if not steady:
+                        token = run_set(run)
+                    elif run_get() is not run:
+                        run_set(run)
+                    tool_token = tool_set(None) if tool_get() is not None else None
+                    failed = False
+                    try:
+                        ev = await anext()
+                    except StopAsyncIteration:
+                        break
+                    except (Exception, Interrupted) as e:
+                        if author is None:
+                            raise
+                        ev, failed = error_event(e), True
+                    finally:
+                        if tool_token is not None:
+                            with contextlib.suppress(ValueError):  # as in advance_in
+                                tool_reset(tool_token)
+                        if token is not None:
+                            try:
+                                run_reset(token)
+                            except ValueError:  # as in advance_in
+                                pass
+                    if not ev.run_path:
+                        if not ev.agent_name:
+                            ev.agent_name = author_of(ev, author) if author is not None else name
+                        ev.run_path = own_path
+                    elif author is not None and not ev.agent_name:
+                        ev.agent_name = author_of(ev, author)
+                    if ev.run_path is own_path or ev.run_path == own_path:
+                        action = ev.action
+                        if records and (action is None or action.interrupted is None):
+                            record(copy_event(ev))
+                    yield ev
+                    if failed:
+                        break
+            finally:
+                if steady:
+                    run_set(outer)
+                with entered(run):
+                    await events.aclose()  # type: ignore[attr-defined]
+            if action is None or action.exit or action.interrupted is not None:
+                return
+            transfer = action.transfer_to_agent
+            if transfer is None:
+                return
+            target = self.transfer_target(transfer.dest_agent_name)
+            if target is None:
+                yield AgentEvent(
+                    agent_name=self.name,
+                    run_path=run.run_path,
+                    error=TransferError(
+                        f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from "
+                        f"'{self.name}'{self._reachable()}"
+                    ),
+                )
+                return
+            async for ev in advance_in(run, target.events(None, **options)):
+                yield ev
+        except (Exception, Interrupted) as e:
+            if not catch:
+                raise
+            yield error_event(e, self.name)  # errors are events: run never raises
+        finally:
+            if catch and root is not None and not root.run_path:  # the run's root: its session ends here
+                parent.session.close_streams()
 
     def _reachable(self) -> str:
         """What a failed transfer could have reached, and how to wire it."""
