@@ -364,7 +364,7 @@ class FlowAgent(BaseAgent):
             yield error_event(e, self.name)  # errors are events: run never raises
         finally:
             if catch and root is not None and not root.run_path:  # the run's root: its session ends here
-                parent.session.close_streams()
+                root.session.close_streams()
 
     def _reachable(self) -> str:
         """What a failed transfer could have reached, and how to wire it."""
