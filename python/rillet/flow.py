@@ -12,7 +12,6 @@ messages are rewritten as user messages that start with ``For context:`` (Eino's
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -212,11 +211,13 @@ class FlowAgent(BaseAgent):
         own events and the consumer but the one that fills and records them."""
         return self._flow(input, True, options)
 
-    def runner_events(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+    def runner_events(self, input: AgentInput, keep_log: bool, /, **options: Any) -> AsyncIterator[AgentEvent]:
         """:meth:`events` for the Runner, whose own code consumes them (it reads no run
         context between events): the agent's run context is then set once, not around each
-        event, and restored when the flow ends."""
-        return self._flow(input, True, options, steady=True)
+        event, and restored when the flow ends. ``keep_log`` False (a run that no checkpoint or
+        session can save): events are recorded only if an agent may be transferred to, the one
+        reader of the log such a run has."""
+        return self._flow(input, True, options, steady=True, keep_log=keep_log)
 
     async def _observed(self, obs: Any, input: AgentInput | None, options: dict[str, Any]) -> AsyncIterator[AgentEvent]:
         """:meth:`events` with the run's observers told of its start, end, interrupts and errors
@@ -242,7 +243,12 @@ class FlowAgent(BaseAgent):
         return self._flow(input, False, options)
 
     async def _flow(
-        self, input: AgentInput | None, catch: bool, options: dict[str, Any], steady: bool = False
+        self,
+        input: AgentInput | None,
+        catch: bool,
+        options: dict[str, Any],
+        steady: bool = False,
+        keep_log: bool = True,
     ) -> AsyncIterator[AgentEvent]:
         """The agent's events, authors and run path filled and own events recorded, then the
         transfer its last action asks for. ``catch`` (:meth:`events`): observers, if the run
@@ -275,69 +281,60 @@ class FlowAgent(BaseAgent):
             if input is None:
                 input = await self._history_input(run)
             action: AgentAction | None = None
-            # advance_in's loop, inlined with the filling and recording: one generator per
-            # event fewer, on the path every event of every run takes.
+            # The agent's events, filled and recorded here. Inside another consumer (a workflow,
+            # a transfer) each step runs in the agent's run context through advance_in; for the
+            # Runner (steady) that context is set once, and the agent's own generator is advanced
+            # here: no generator between it and the Runner's pump but this one.
             inner = self.agent
-            records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
+            records = not (isinstance(inner, BaseAgent) and inner.records_own_events) and (
+                keep_log or bool(self.sub_agents) or self.parent is not None
+            )
             own_path = run.run_path
             name = self.name
             record = run.session.record
             raw = raw_events(inner, input, **options)
             author = inner.name if raw is not None else None
-            events = raw if raw is not None else run_events(inner, input, **options)
+            source = raw if raw is not None else run_events(inner, input, **options)
+            events = source if steady else advance_in(run, source, author)
+            outer = entered(run) if steady else None
+            if outer is not None:
+                outer.__enter__()
             anext = events.__anext__
-            run_get, run_set, run_reset, tool_get, tool_set, tool_reset = (
-                RUN.get,
-                RUN.set,
-                RUN.reset,
-                TOOL_CALL.get,
-                TOOL_CALL.set,
-                TOOL_CALL.reset,
-            )
-            # steady: the context is left set between events (no new context mapping per event)
-            outer = run_get() if steady else None
-            token: Any = None
             try:
                 while True:
-                    if not steady:
-                        token = run_set(run)
-                    elif run_get() is not run:
-                        run_set(run)
-                    tool_token = tool_set(None) if tool_get() is not None else None
                     failed = False
                     try:
                         ev = await anext()
                     except StopAsyncIteration:
                         break
                     except (Exception, Interrupted) as e:
-                        if author is None:
+                        if author is None or not steady:
                             raise
                         ev, failed = error_event(e), True
-                    finally:
-                        if tool_token is not None:
-                            with contextlib.suppress(ValueError):  # as in advance_in
-                                tool_reset(tool_token)
-                        if token is not None:
-                            try:
-                                run_reset(token)
-                            except ValueError:  # as in advance_in
-                                pass
+                    out = ev.output
+                    mv = out.message_output if out is not None else None
+                    if not ev.agent_name and (author is not None or not ev.run_path):
+                        if author is None:
+                            ev.agent_name = name
+                        else:  # author_of, inlined: user-role content is the user's
+                            msg = mv.message if mv is not None else None
+                            ev.agent_name = "user" if msg is not None and msg.role == "user" else author
                     if not ev.run_path:
-                        if not ev.agent_name:
-                            ev.agent_name = author_of(ev, author) if author is not None else name
                         ev.run_path = own_path
-                    elif author is not None and not ev.agent_name:
-                        ev.agent_name = author_of(ev, author)
                     if ev.run_path is own_path or ev.run_path == own_path:
                         action = ev.action
                         if records and (action is None or action.interrupted is None):
-                            record(copy_event(ev))
+                            # copy_event, inlined for the event without a stream to split
+                            if mv is not None and mv.message_stream is not None:
+                                record(copy_event(ev))
+                            else:
+                                record(AgentEvent(ev.agent_name, ev.run_path, out, action, ev.error))
                     yield ev
                     if failed:
                         break
             finally:
-                if steady:
-                    run_set(outer)
+                if outer is not None:
+                    outer.__exit__(None, None, None)
                 with entered(run):
                     await events.aclose()  # type: ignore[attr-defined]
             if action is None or action.exit or action.interrupted is not None:
