@@ -238,13 +238,23 @@ class _Closing:
             await self.events.aclose()  # type: ignore[attr-defined]
 
 
+_YIELD_EVERY_MASK = 255  # the pump lets the loop run after every 256 events
+
+
 async def _pump(events: AsyncIterator[AgentEvent], gen: Channel[AgentEvent]) -> None:
     send = gen.send  # the channel itself, not an EventGenerator: no Python frame per event
     try:
         async with _Closing(events) as evs:
+            sent = 0
             async for ev in evs:
                 if not send(ev):
                     break  # the consumer is gone
+                sent += 1
+                if not sent & _YIELD_EVERY_MASK:
+                    # An agent that never waits would queue its whole run before the consumer
+                    # (and every other task of the loop) got a turn: let it in now and then, so
+                    # events are handled while young (cheaper for the garbage collector too).
+                    await asyncio.sleep(0)
     except asyncio.CancelledError as e:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
