@@ -160,3 +160,27 @@ def test_max_events_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_events=0"):
         run.batches(0)
     run.close()
+
+
+def test_a_never_waiting_agent_lets_its_consumer_in_before_it_ends() -> None:
+    # The run's pump gives the loop a turn every few hundred events: an agent that never
+    # awaits does not queue its whole run before the consumer sees the first event.
+    produced: list[int] = []
+
+    class Eager(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            for i in range(5000):
+                produced.append(i)
+                yield AgentEvent(output=AgentOutput(customized_output=i))
+
+    async def main() -> tuple[int, int]:
+        run = Runner(Eager("eager")).query("go")
+        first = await run.__anext__()
+        assert first.output is not None and first.output.customized_output == 0
+        ahead = len(produced)
+        rest = sum(len(b) for b in [b async for b in run.batches()])
+        return ahead, 1 + rest
+
+    ahead, total = asyncio.run(main())
+    assert total == 5000
+    assert ahead < 5000
