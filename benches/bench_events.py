@@ -17,6 +17,7 @@ session (checkpoints and later agents read it) as Eino does.
 Run: .venv/bin/python -m pytest benches/bench_events.py --benchmark-only \
          --benchmark-columns=median,rounds --benchmark-group-by=group
 (benches/conftest.py prints the per-event time of each row and the ratios to rillet.)
+Interleaved rounds, rates printed: .venv/bin/python benches/bench_events.py [ROW ...]
 Instruction counts: .venv/bin/python benches/callgrind_events.py
 """
 
@@ -130,3 +131,26 @@ def test_events(benchmark: Any, impl: str) -> None:
     # a collection before each round, untimed: garbage of the last round is not collected in this one
     result = benchmark.pedantic(run, setup=lambda: (gc.collect(), ((N,), {}))[1], rounds=7, warmup_rounds=1)
     assert result == N  # every event reached the consumer
+
+
+def main(rows: list[str], rounds: int = 5) -> None:
+    """Rounds of every row in turn (so a busy machine slows all rows alike), then each row's
+    median rate."""
+    import statistics
+    import time
+
+    rates: dict[str, list[float]] = {row: [] for row in rows}
+    for _ in range(rounds):
+        for row in rows:
+            gc.collect()
+            start = time.perf_counter()
+            assert WORKLOADS[row](N) == N
+            rates[row].append(N / (time.perf_counter() - start))
+    for row in rows:
+        print(f"{row:<22} {statistics.median(rates[row]) / 1e3:8.0f} k events/s", flush=True)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:] or list(WORKLOADS))
