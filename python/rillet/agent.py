@@ -25,10 +25,19 @@ from rillet._core.loop import Fatal, RunTask, spawn
 from rillet._native import Channel, Message
 from rillet.context import add_session_value, current_run
 from rillet.errors import ChannelClosed, Interrupted, RilletError
-from rillet.event_pair import EventGenerator, EventIterator
+from rillet.event_pair import EventIterator
 from rillet.events import AgentAction, AgentEvent, error_event, event_from_message
 
-__all__ = ["Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "RunIterator", "StateDelta"]
+__all__ = [
+    "Agent",
+    "AgentCallback",
+    "AgentInput",
+    "BaseAgent",
+    "CallbackContext",
+    "RunBatches",
+    "RunIterator",
+    "StateDelta",
+]
 
 
 @dataclass(slots=True)
@@ -105,6 +114,15 @@ class RunIterator(EventIterator[AgentEvent]):
     def __anext__(self) -> Any:
         return self._ch.__anext__()
 
+    def batches(self, max_events: int = 4096) -> RunBatches:
+        """The events in lists, for ``for batch in run.batches()`` or ``async for``: each list
+        holds the events already available when it is taken (at least one, at most
+        ``max_events``), in order, so a consumer pays one wake-up per batch rather than per event.
+        The same stream as iterating the run: every event comes once, whichever way it is read."""
+        if max_events < 1:
+            raise ValueError(f"RunIterator.batches(max_events={max_events}): give 1 or more")
+        return RunBatches(self, max_events)
+
     def close(self) -> None:
         """Abandons the run: cancels its task and drops the events not yet received."""
         task, self._task = self._task, None
@@ -136,6 +154,51 @@ class RunIterator(EventIterator[AgentEvent]):
                 self.close()
 
 
+class RunBatches:
+    """A run's events in lists of those already available (:meth:`RunIterator.batches`). It
+    keeps its run alive: the run is abandoned when this and the run iterator are both dropped."""
+
+    __slots__ = ("_max", "_run")
+
+    def __init__(self, run: RunIterator, max_events: int) -> None:
+        self._run = run
+        self._max = max_events
+
+    def __iter__(self) -> Iterator[list[AgentEvent]]:
+        return self
+
+    def __next__(self) -> list[AgentEvent]:
+        run = self._run
+        task = run._task
+        watch = task is not None and task.foreign
+        try:
+            while True:
+                try:
+                    return run._ch.recv_many(self._max, _WATCH_INTERVAL if watch else None)
+                except TimeoutError:  # only when watching: see RunIterator._next_watching
+                    if task is not None and task.loop.is_closed() and run._task is not None:
+                        run.close()
+                        return [AgentEvent(error=RilletError(_LOOP_CLOSED))]
+        except ChannelClosed:
+            raise StopIteration from None
+        except RuntimeError as e:
+            if _on_loop_thread():
+                raise RuntimeError(
+                    "a blocking `for` over a run's batches would block the running event loop; "
+                    "inside async code use `async for batch in run.batches()`"
+                ) from e
+            raise
+
+    def __aiter__(self) -> AsyncIterator[list[AgentEvent]]:
+        return self
+
+    async def __anext__(self) -> list[AgentEvent]:
+        try:
+            return await self._run._ch.arecv_many(self._max)
+        except ChannelClosed:
+            raise StopAsyncIteration from None
+
+
 _WATCH_INTERVAL = 0.25  # seconds between checks that a foreign run's event loop is still open
 _LOOP_CLOSED = "the run was stopped: the event loop it ran on was closed with the run in flight"
 
@@ -153,7 +216,7 @@ def start_run(events: AsyncIterator[AgentEvent], ctx: contextvars.Context | None
     running in ``ctx`` (default: a copy of the caller's context)."""
     ch: Channel[AgentEvent] = Channel()
     it = RunIterator(ch)
-    it._task = spawn(_pump(events, EventGenerator(ch)), ctx)
+    it._task = spawn(_pump(events, ch), ctx)
     return it
 
 
@@ -175,12 +238,23 @@ class _Closing:
             await self.events.aclose()  # type: ignore[attr-defined]
 
 
-async def _pump(events: AsyncIterator[AgentEvent], gen: EventGenerator[AgentEvent]) -> None:
+_YIELD_EVERY_MASK = 255  # the pump lets the loop run after every 256 events
+
+
+async def _pump(events: AsyncIterator[AgentEvent], gen: Channel[AgentEvent]) -> None:
+    send = gen.send  # the channel itself, not an EventGenerator: no Python frame per event
     try:
         async with _Closing(events) as evs:
+            sent = 0
             async for ev in evs:
-                if not gen.send(ev):
+                if not send(ev):
                     break  # the consumer is gone
+                sent += 1
+                if not sent & _YIELD_EVERY_MASK:
+                    # An agent that never waits would queue its whole run before the consumer
+                    # (and every other task of the loop) got a turn: let it in now and then, so
+                    # events are handled while young (cheaper for the garbage collector too).
+                    await asyncio.sleep(0)
     except asyncio.CancelledError as e:
         task = asyncio.current_task()
         if task is not None and task.cancelling():

@@ -64,9 +64,11 @@ class Session:
     def record(self, event: AgentEvent) -> None:
         """Appends ``event`` to the log, stamped with the time it was recorded."""
         stamp = time.monotonic_ns()
-        with self.lock:
-            self.events.append(event)
-            self.stamps.append(stamp)
+        lock = self.lock
+        lock.acquire()  # not `with`: this runs for every event, and two appends cannot raise
+        self.events.append(event)
+        self.stamps.append(stamp)
+        lock.release()
 
     def restore(self, events: Iterable[AgentEvent], stamps: Sequence[int] | None = None) -> None:
         """Appends ``events`` in one go, as when a checkpoint rebuilds a log: one lock, one

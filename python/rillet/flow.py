@@ -204,26 +204,22 @@ class FlowAgent(BaseAgent):
             return self.parent
         return None
 
-    async def events(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
-        """The flow's events; an exception becomes a final error event (one generator: the
-        flow has no agent callbacks). ``input`` None (an agent that is not the root of its
-        run) rebuilds the input from the run's history."""
-        root = current_run()
-        obs = OBSERVING.get()
-        if obs is not None:
-            async for ev in self._observed(obs, input, **options):
-                yield ev
-            return
-        try:
-            async for ev in self._flow(input, **options):
-                yield ev
-        except (Exception, Interrupted) as e:  # errors are events: run never raises
-            yield error_event(e, self.name)
-        finally:
-            if root is not None and not root.run_path:  # the run's root: its session ends here
-                root.session.close_streams()
+    def events(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
+        """The flow's events; an exception becomes a final error event. ``input`` None (an
+        agent that is not the root of its run) rebuilds the input from the run's history.
+        Without observers this is :meth:`_flow` itself: no generator between the agent's
+        own events and the consumer but the one that fills and records them."""
+        return self._flow(input, True, options)
 
-    async def _observed(self, obs: Any, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
+    def runner_events(self, input: AgentInput, keep_log: bool, /, **options: Any) -> AsyncIterator[AgentEvent]:
+        """:meth:`events` for the Runner, whose own code consumes them (it reads no run
+        context between events): the agent's run context is then set once, not around each
+        event, and restored when the flow ends. ``keep_log`` False (a run that no checkpoint or
+        session can save): events are recorded only if an agent may be transferred to, the one
+        reader of the log such a run has."""
+        return self._flow(input, True, options, steady=True, keep_log=keep_log)
+
+    async def _observed(self, obs: Any, input: AgentInput | None, options: dict[str, Any]) -> AsyncIterator[AgentEvent]:
         """:meth:`events` with the run's observers told of its start, end, interrupts and errors
         (a loop of its own, so that a run without observers pays nothing per event)."""
         root = current_run()
@@ -231,7 +227,7 @@ class FlowAgent(BaseAgent):
         error: BaseException | None = None
         try:
             try:
-                async for ev in self._flow(input, **options):
+                async for ev in self._flow(input, False, options):
                     error = observer.run_event(obs, info, ev) or error
                     yield ev
             except (Exception, Interrupted) as e:  # errors are events: run never raises
@@ -244,66 +240,128 @@ class FlowAgent(BaseAgent):
             observer.run_end(obs, info, error)
 
     def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
-        return self._flow(input, **options)
+        return self._flow(input, False, options)
 
-    async def _flow(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
-        parent = current_run()
-        if parent is None:  # run on its own, outside a Runner: a fresh session
-            parent = RunContext(Session())
-        run = parent.child(self.name)
-        if run.root_input is None:
-            run = replace(run, root_input=input if input is not None else AgentInput([]))
-        resume = current_resume()
-        if (
-            resume is not None
-            and not run.point.was_interrupted
-            and self.sub_agents
-            and resume.pending_below(run.address)
-        ):
-            # Resuming an interrupt deeper down: in the agent this one transferred to.
-            async for ev in self._resume_transfer(run, resume.next_points(run.address), **options):
-                yield ev
-            return
-        if input is None:
-            input = await self._history_input(run)
-        inner = self.agent
-        records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
-        own_path = run.run_path
-        session = run.session
-        last_action: AgentAction | None = None
-        raw = raw_events(inner, input, **options)
-        if raw is not None:
-            events = advance_in(run, raw, author=inner.name)
-        else:
-            events = advance_in(run, run_events(inner, input, **options))
-        async for ev in events:
-            if not ev.run_path:
-                if not ev.agent_name:
-                    ev.agent_name = self.name
-                ev.run_path = own_path
-            if ev.run_path is own_path or ev.run_path == own_path:
-                last_action = ev.action
-                if records and (last_action is None or last_action.interrupted is None):
-                    session.record(copy_event(ev))
-            yield ev
-        if last_action is None or last_action.exit or last_action.interrupted is not None:
-            return
-        transfer = last_action.transfer_to_agent
-        if transfer is None:
-            return
-        target = self.transfer_target(transfer.dest_agent_name)
-        if target is None:
-            yield AgentEvent(
-                agent_name=self.name,
-                run_path=own_path,
-                error=TransferError(
-                    f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from "
-                    f"'{self.name}'{self._reachable()}"
-                ),
+    async def _flow(
+        self,
+        input: AgentInput | None,
+        catch: bool,
+        options: dict[str, Any],
+        steady: bool = False,
+        keep_log: bool = True,
+    ) -> AsyncIterator[AgentEvent]:
+        """The agent's events, authors and run path filled and own events recorded, then the
+        transfer its last action asks for. ``catch`` (:meth:`events`): observers, if the run
+        has any, are told (through :meth:`_observed`), an exception becomes a final error
+        event, and the run's root closes the session's unread streams when it ends."""
+        parent = root = current_run()
+        if catch:
+            obs = OBSERVING.get()
+            if obs is not None:
+                async for ev in self._observed(obs, input, options):
+                    yield ev
+                return
+        try:
+            if parent is None:  # run on its own, outside a Runner: a fresh session
+                parent = RunContext(Session())
+            run = parent.child(self.name)
+            if run.root_input is None:
+                run = replace(run, root_input=input if input is not None else AgentInput([]))
+            resume = current_resume()
+            if (
+                resume is not None
+                and not run.point.was_interrupted
+                and self.sub_agents
+                and resume.pending_below(run.address)
+            ):
+                # Resuming an interrupt deeper down: in the agent this one transferred to.
+                async for ev in self._resume_transfer(run, resume.next_points(run.address), **options):
+                    yield ev
+                return
+            if input is None:
+                input = await self._history_input(run)
+            action: AgentAction | None = None
+            # The agent's events, filled and recorded here. Inside another consumer (a workflow,
+            # a transfer) each step runs in the agent's run context through advance_in; for the
+            # Runner (steady) that context is set once, and the agent's own generator is advanced
+            # here: no generator between it and the Runner's pump but this one.
+            inner = self.agent
+            records = not (isinstance(inner, BaseAgent) and inner.records_own_events) and (
+                keep_log or bool(self.sub_agents) or self.parent is not None
             )
-            return
-        async for ev in advance_in(run, target.events(None, **options)):
-            yield ev
+            own_path = run.run_path
+            name = self.name
+            record = run.session.record
+            raw = raw_events(inner, input, **options)
+            author = inner.name if raw is not None else None
+            source = raw if raw is not None else run_events(inner, input, **options)
+            events = source if steady else advance_in(run, source, author)
+            outer = entered(run) if steady else None
+            if outer is not None:
+                outer.__enter__()
+            anext = events.__anext__
+            try:
+                while True:
+                    failed = False
+                    try:
+                        ev = await anext()
+                    except StopAsyncIteration:
+                        break
+                    except (Exception, Interrupted) as e:
+                        if author is None or not steady:
+                            raise
+                        ev, failed = error_event(e), True
+                    out = ev.output
+                    mv = out.message_output if out is not None else None
+                    if not ev.agent_name and (author is not None or not ev.run_path):
+                        if author is None:
+                            ev.agent_name = name
+                        else:  # author_of, inlined: user-role content is the user's
+                            msg = mv.message if mv is not None else None
+                            ev.agent_name = "user" if msg is not None and msg.role == "user" else author
+                    if not ev.run_path:
+                        ev.run_path = own_path
+                    if ev.run_path is own_path or ev.run_path == own_path:
+                        action = ev.action
+                        if records and (action is None or action.interrupted is None):
+                            # copy_event, inlined for the event without a stream to split
+                            if mv is not None and mv.message_stream is not None:
+                                record(copy_event(ev))
+                            else:
+                                record(AgentEvent(ev.agent_name, ev.run_path, out, action, ev.error))
+                    yield ev
+                    if failed:
+                        break
+            finally:
+                if outer is not None:
+                    outer.__exit__(None, None, None)
+                with entered(run):
+                    await events.aclose()  # type: ignore[attr-defined]
+            if action is None or action.exit or action.interrupted is not None:
+                return
+            transfer = action.transfer_to_agent
+            if transfer is None:
+                return
+            target = self.transfer_target(transfer.dest_agent_name)
+            if target is None:
+                yield AgentEvent(
+                    agent_name=self.name,
+                    run_path=run.run_path,
+                    error=TransferError(
+                        f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from "
+                        f"'{self.name}'{self._reachable()}"
+                    ),
+                )
+                return
+            async for ev in advance_in(run, target.events(None, **options)):
+                yield ev
+        except (Exception, Interrupted) as e:
+            if not catch:
+                raise
+            yield error_event(e, self.name)  # errors are events: run never raises
+        finally:
+            if catch and root is not None and not root.run_path:  # the run's root: its session ends here
+                root.session.close_streams()
 
     def _reachable(self) -> str:
         """What a failed transfer could have reached, and how to wire it."""

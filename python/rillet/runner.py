@@ -228,7 +228,7 @@ class Runner:
                 "agent": agent_binding(self.agent),
             }
             first = ["start", start]
-        events = self._flow.events(root_input, **options)
+        events = self._flow.runner_events(root_input, checkpoint_id is not None or srun is not None, **options)
         if config.save_input_blobs_as_artifacts and self.artifact_service is not None:
             events = _saving_blobs(self.artifact_service, session_id, msgs, events)
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
@@ -447,7 +447,7 @@ class Runner:
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), observing=observing(self.observers))
         journal = self._journal(checkpoint_id, ctx, session, records)
-        events = self._flow.events(root_input, **options)
+        events = self._flow.runner_events(root_input, True, **options)
         forward = self._forward(events, root_input, session, checkpoint_id, resumed=True, owner=owner, journal=journal)
         return _session_run(forward, ctx, None)
 
@@ -483,7 +483,7 @@ class Runner:
             journal = self._journal(checkpoint_id, ctx, session, records)
             if records is None:  # the log starts with what this resume starts from
                 first = ["resume", blob, dict(targets) if targets is not None else None]
-        events = self._flow.events(loaded.root_input, **options)
+        events = self._flow.runner_events(loaded.root_input, True, **options)
         forward = self._forward(
             events,
             loaded.root_input,
