@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Protocol
 
@@ -94,20 +92,27 @@ def install(
         ctx.run(OBSERVING.set, observing)
 
 
-@contextmanager
-def entered(run: RunScope) -> Iterator[None]:
+class entered:
     """Runs the block in ``run`` with no tool call in scope (an agent run from inside a tool
-    is not that tool), restoring the caller's scope after."""
-    token = RUN.set(run)
-    tool_token = TOOL_CALL.set(None)
-    try:
-        yield
-    finally:
+    is not that tool), restoring the caller's scope after. A class, not a @contextmanager
+    generator: the Runner's root flow holds one for a run's whole life, and a waiting run
+    should not carry a generator frame for it (docs/benchmarks.md, "Memory of a waiting run")."""
+
+    __slots__ = ("_run", "_token", "_tool_token")
+
+    def __init__(self, run: RunScope) -> None:
+        self._run = run
+
+    def __enter__(self) -> None:
+        self._token = RUN.set(self._run)
+        self._tool_token = TOOL_CALL.set(None)
+
+    def __exit__(self, *exc: object) -> None:
         # a run's coroutine that the GC closes after its loop closed gets here in another
         # context (CPython 3.13 does so): there is nothing to restore then
         with contextlib.suppress(ValueError):
-            TOOL_CALL.reset(tool_token)
-            RUN.reset(token)
+            TOOL_CALL.reset(self._tool_token)
+            RUN.reset(self._token)
 
 
 def here() -> Address:
