@@ -94,12 +94,13 @@ def check_arguments(
     exit_tool: Any,
 ) -> None:
     """Clear errors for the mistakes people make when building a ChatModelAgent."""
-    where = f"ChatModelAgent {name!r}"
     if not isinstance(name, str) or not name:
         raise TypeError(f"ChatModelAgent(name=...): a non-empty str is required, got {name!r}")
-    for field_name, value in (("description", description), ("instruction", instruction)):
-        if not isinstance(value, str):
-            raise TypeError(f"{where}: {field_name} must be str, got {type(value).__name__}")
+    where = "ChatModelAgent " + repr(name)  # only errors read it; cheaper than an f-string call chain
+    if type(description) is not str or type(instruction) is not str:
+        for field_name, value in (("description", description), ("instruction", instruction)):
+            if not isinstance(value, str):
+                raise TypeError(f"{where}: {field_name} must be str, got {type(value).__name__}")
     if model is None:
         raise ValueError(
             f"{where}: model is required (for example ScriptedModel([...]) or OpenAIChatModel('gpt-4o-mini'))"

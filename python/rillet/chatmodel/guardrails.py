@@ -107,6 +107,8 @@ def _named(fn: Any, name: str, where: str) -> str:
 
 def as_input_guardrails(agent_name: str, guards: Iterable[Any]) -> list[InputGuardrail]:
     """The ``input_guardrails=`` argument, checked, as InputGuardrails with their names."""
+    if type(guards) is tuple and not guards:  # the default: nothing to check (agent construction is hot)
+        return []
     where = f"ChatModelAgent {agent_name!r}: input_guardrails"
     out = []
     for g in _iterable(guards, where):
@@ -119,6 +121,8 @@ def as_input_guardrails(agent_name: str, guards: Iterable[Any]) -> list[InputGua
 
 def as_output_guardrails(agent_name: str, guards: Iterable[Any]) -> list[OutputGuardrail]:
     """The ``output_guardrails=`` argument, checked, as OutputGuardrails with their names."""
+    if type(guards) is tuple and not guards:  # the default
+        return []
     where = f"ChatModelAgent {agent_name!r}: output_guardrails"
     out = []
     for g in _iterable(guards, where):
