@@ -207,3 +207,21 @@ def test_the_harness_runs_rillet_and_peers_in_their_venvs_and_reports_a_failed_i
     assert "not installed" in done.stdout and "[twin] construct/one-tool-inline" in done.stderr
     assert (tmp_path / "venvs" / "twin" / harness.STAMP).is_file()  # built once, reused next time
     assert "reusing" not in done.stderr
+
+
+HANGS = """
+import json, time
+print(json.dumps({"workload": "construct", "variant": "x", "unit": "us/agent", "median": 1.0, "ok": True}), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_a_script_that_hangs_is_killed_and_reported_as_timed_out_with_what_it_printed(tmp_path: Path) -> None:
+    script = tmp_path / "bench_hangs.py"
+    script.write_text(HANGS)
+    peer = harness.Peer("hangs", script, None)
+    settings = harness.Settings("construct", 1, True, 1, timeout=1)
+    outcome = harness.run_script(peer, Path(sys.executable), settings, "", str(tmp_path))
+    assert outcome.problem == "timed out after 1 s"  # not "exited with status -9"
+    assert [line["variant"] for line in outcome.lines] == ["x"]

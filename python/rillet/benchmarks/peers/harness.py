@@ -160,7 +160,13 @@ def run_script(peer: Peer, python: Path, settings: Settings, base_url: str, db_d
     say(f"==> {peer.name}: running {peer.script.name} ({settings.workloads})")
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) as proc:  # stderr: passed through
         assert proc.stdout is not None
-        timer = threading.Timer(settings.timeout, proc.kill)
+        killed = threading.Event()  # set by the timer itself: is_alive() races with its kill()
+
+        def kill() -> None:
+            killed.set()
+            proc.kill()
+
+        timer = threading.Timer(settings.timeout, kill)
         timer.start()
         try:
             for raw in proc.stdout:
@@ -168,10 +174,9 @@ def run_script(peer: Peer, python: Path, settings: Settings, base_url: str, db_d
                     outcome.lines.append(line)
                     say(f"  [{peer.name}] {progress(line)}")
         finally:
-            timed_out = not timer.is_alive()
             timer.cancel()
         status = proc.wait()
-    if timed_out:
+    if killed.is_set():
         outcome.problem = f"timed out after {settings.timeout:g} s"
     elif status != 0:
         outcome.problem = f"script exited with status {status}"
