@@ -225,3 +225,13 @@ def test_a_script_that_hangs_is_killed_and_reported_as_timed_out_with_what_it_pr
     outcome = harness.run_script(peer, Path(sys.executable), settings, "", str(tmp_path))
     assert outcome.problem == "timed out after 1 s"  # not "exited with status -9"
     assert [line["variant"] for line in outcome.lines] == ["x"]
+
+
+def test_a_script_that_exits_cleanly_without_results_is_a_problem_not_a_clean_run(tmp_path: Path) -> None:
+    script = tmp_path / "bench_silent.py"
+    script.write_text("print('a log line, not a result')\n")
+    settings = harness.Settings("construct", 1, True, 1, timeout=60)
+    outcome = harness.run_script(
+        harness.Peer("silent", script, None), Path(sys.executable), settings, "", str(tmp_path)
+    )
+    assert outcome.problem == "script printed no result lines" and outcome.lines == []

@@ -180,6 +180,8 @@ def run_script(peer: Peer, python: Path, settings: Settings, base_url: str, db_d
         outcome.problem = f"timed out after {settings.timeout:g} s"
     elif status != 0:
         outcome.problem = f"script exited with status {status}"
+    elif not outcome.lines:  # e.g. no main(...) call: an empty column would pass for a clean run
+        outcome.problem = "script printed no result lines"
     return outcome
 
 
