@@ -235,3 +235,15 @@ def test_a_script_that_exits_cleanly_without_results_is_a_problem_not_a_clean_ru
         harness.Peer("silent", script, None), Path(sys.executable), settings, "", str(tmp_path)
     )
     assert outcome.problem == "script printed no result lines" and outcome.lines == []
+
+
+def test_the_table_printed_to_a_file_keeps_every_cell_whole() -> None:
+    import io
+
+    from rillet.benchmarks.peers.results import render
+
+    outcomes = canned()
+    many = [Outcome(f"framework{i}", lines=outcomes[0].lines) for i in range(6)]  # seven columns, as all peers
+    out = io.StringIO()
+    harness.table_console(out).print(render(build([outcomes[1], *many]), [outcomes[1], *many]))
+    assert "…" not in out.getvalue() and out.getvalue().count("50.0 (2.50x)") == 6
