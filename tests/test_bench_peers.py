@@ -116,6 +116,10 @@ def test_the_cli_refuses_an_unknown_framework_or_workload(tmp_path: Path) -> Non
     assert result.exit_code == 2 and "unknown framework nosuch; choose from rillet" in result.output
     result = CliRunner().invoke(cli, ["bench", "--peers", "--workloads", "react,nap", "--scripts-dir", str(tmp_path)])
     assert result.exit_code == 2 and "unknown workload nap" in result.output
+    assert "Invalid value for --workloads" in result.output  # the message names the option
+    # an empty list is refused too: it used to mean every workload, a full run with installs
+    result = CliRunner().invoke(cli, ["bench", "--peers", "--workloads", "", "--scripts-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "unknown workload ''" in result.output
 
 
 def test_the_harness_with_rillet_alone_prints_the_table(tmp_path: Path) -> None:
