@@ -82,7 +82,9 @@ class ScriptedModel(BaseChatModel):
         self._i = 0
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        return self  # the script already knows which tools it calls
+        # the script already knows which tools it calls. This favours the peer: a provider's
+        # bind_tools converts every tool to its JSON schema, and create_agent binds per model call
+        return self
 
     def _turn(self, messages: list[Any]) -> Turn:
         TALLY.models += 1
