@@ -242,7 +242,7 @@ def plot(table: Table, folder: Path) -> list[Path]:
         ax.set_title(title)
         if log:
             ax.set_yscale("log")
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, not over them
         fig.tight_layout()
         fig.savefig(folder / filename, dpi=100)
         plt.close(fig)
