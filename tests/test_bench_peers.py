@@ -116,6 +116,10 @@ def test_the_cli_refuses_an_unknown_framework_or_workload(tmp_path: Path) -> Non
     assert result.exit_code == 2 and "unknown framework nosuch; choose from rillet" in result.output
     result = CliRunner().invoke(cli, ["bench", "--peers", "--workloads", "react,nap", "--scripts-dir", str(tmp_path)])
     assert result.exit_code == 2 and "unknown workload nap" in result.output
+    assert "Invalid value for --workloads" in result.output  # the message names the option
+    # an empty list is refused too: it used to mean every workload, a full run with installs
+    result = CliRunner().invoke(cli, ["bench", "--peers", "--workloads", "", "--scripts-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "unknown workload ''" in result.output
 
 
 def test_the_harness_with_rillet_alone_prints_the_table(tmp_path: Path) -> None:
@@ -207,3 +211,43 @@ def test_the_harness_runs_rillet_and_peers_in_their_venvs_and_reports_a_failed_i
     assert "not installed" in done.stdout and "[twin] construct/one-tool-inline" in done.stderr
     assert (tmp_path / "venvs" / "twin" / harness.STAMP).is_file()  # built once, reused next time
     assert "reusing" not in done.stderr
+
+
+HANGS = """
+import json, time
+print(json.dumps({"workload": "construct", "variant": "x", "unit": "us/agent", "median": 1.0, "ok": True}), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_a_script_that_hangs_is_killed_and_reported_as_timed_out_with_what_it_printed(tmp_path: Path) -> None:
+    script = tmp_path / "bench_hangs.py"
+    script.write_text(HANGS)
+    peer = harness.Peer("hangs", script, None)
+    settings = harness.Settings("construct", 1, True, 1, timeout=1)
+    outcome = harness.run_script(peer, Path(sys.executable), settings, "", str(tmp_path))
+    assert outcome.problem == "timed out after 1 s"  # not "exited with status -9"
+    assert [line["variant"] for line in outcome.lines] == ["x"]
+
+
+def test_a_script_that_exits_cleanly_without_results_is_a_problem_not_a_clean_run(tmp_path: Path) -> None:
+    script = tmp_path / "bench_silent.py"
+    script.write_text("print('a log line, not a result')\n")
+    settings = harness.Settings("construct", 1, True, 1, timeout=60)
+    outcome = harness.run_script(
+        harness.Peer("silent", script, None), Path(sys.executable), settings, "", str(tmp_path)
+    )
+    assert outcome.problem == "script printed no result lines" and outcome.lines == []
+
+
+def test_the_table_printed_to_a_file_keeps_every_cell_whole() -> None:
+    import io
+
+    from rillet.benchmarks.peers.results import render
+
+    outcomes = canned()
+    many = [Outcome(f"framework{i}", lines=outcomes[0].lines) for i in range(6)]  # seven columns, as all peers
+    out = io.StringIO()
+    harness.table_console(out).print(render(build([outcomes[1], *many]), [outcomes[1], *many]))
+    assert "…" not in out.getvalue() and out.getvalue().count("50.0 (2.50x)") == 6

@@ -7,13 +7,14 @@ from pathlib import Path
 import click
 
 
-def names(value: str, known: tuple[str, ...] | None, what: str) -> list[str]:
+def names(value: str, known: tuple[str, ...] | None, what: str, option: str) -> list[str]:
     """A comma-separated list, checked against ``known`` when given."""
     chosen = [n.strip() for n in value.split(",") if n.strip()]
     bad = [n for n in chosen if known is not None and n not in known]
     if bad or not chosen:
         raise click.BadParameter(
-            f"unknown {what} {', '.join(bad) or repr(value)}; choose from {', '.join(known or ())}"
+            f"unknown {what} {', '.join(bad) or repr(value)}; choose from {', '.join(known or ())}",
+            param_hint=option,
         )
     return chosen
 
@@ -35,9 +36,11 @@ def run_peers(
 
     scripts = Path(scripts_dir) if scripts_dir else HERE
     known = tuple(p.name for p in discover(scripts))
-    chosen = [] if peers == "all" else names(peers, known, "framework")
+    chosen = [] if peers == "all" else names(peers, known, "framework", "--peers")
     settings = Settings(
-        ",".join(names(workloads, WORKLOADS, "workload")) if workloads else ",".join(WORKLOADS),
+        ",".join(names(workloads, WORKLOADS, "workload", "--workloads"))
+        if workloads is not None
+        else ",".join(WORKLOADS),
         rounds,
         quick,
         concurrent,

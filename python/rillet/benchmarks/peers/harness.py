@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from rillet.benchmarks.peers.results import (
     WORKLOADS,
@@ -34,6 +35,9 @@ from rillet.benchmarks.peers.results import (
     render,
     write_section,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 HERE = Path(__file__).resolve().parent
 STAMP = ".rillet-requirements.sha256"  # the hash of the requirements a venv was built from
@@ -160,7 +164,13 @@ def run_script(peer: Peer, python: Path, settings: Settings, base_url: str, db_d
     say(f"==> {peer.name}: running {peer.script.name} ({settings.workloads})")
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) as proc:  # stderr: passed through
         assert proc.stdout is not None
-        timer = threading.Timer(settings.timeout, proc.kill)
+        killed = threading.Event()  # set by the timer itself: is_alive() races with its kill()
+
+        def kill() -> None:
+            killed.set()
+            proc.kill()
+
+        timer = threading.Timer(settings.timeout, kill)
         timer.start()
         try:
             for raw in proc.stdout:
@@ -168,13 +178,14 @@ def run_script(peer: Peer, python: Path, settings: Settings, base_url: str, db_d
                     outcome.lines.append(line)
                     say(f"  [{peer.name}] {progress(line)}")
         finally:
-            timed_out = not timer.is_alive()
             timer.cancel()
         status = proc.wait()
-    if timed_out:
+    if killed.is_set():
         outcome.problem = f"timed out after {settings.timeout:g} s"
     elif status != 0:
         outcome.problem = f"script exited with status {status}"
+    elif not outcome.lines:  # e.g. no main(...) call: an empty column would pass for a clean run
+        outcome.problem = "script printed no result lines"
     return outcome
 
 
@@ -238,6 +249,15 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {cpus} CPUs, Python {platform.python_version()}"
 
 
+def table_console(file: IO[str] | None = None) -> Console:
+    """Where the table goes: the terminal at its width, or a file or pipe at the table's own
+    width (at 80 columns, rich cut seven frameworks' cells to "8,3…" and "(47.…")."""
+    from rich.console import Console  # a runtime dependency; the table is drawn only here
+
+    console = Console(file=file)
+    return console if console.is_terminal else Console(file=file, width=1000)
+
+
 def bench_peers(
     chosen: list[str],
     settings: Settings,
@@ -249,8 +269,6 @@ def bench_peers(
 ) -> int:
     """Runs rillet and the chosen peers (all when none are named), prints the table; 1 when
     any framework failed to install or run, or any run did not do its work."""
-    from rich.console import Console  # a runtime dependency; the table is drawn only here
-
     found = discover(scripts)
     unknown = sorted(set(chosen) - {p.name for p in found})
     if unknown:
@@ -261,7 +279,7 @@ def bench_peers(
     say(f"==> {machine()}; frameworks: {', '.join(p.name for p in peers)}")
     outcomes = run_all(peers, settings, venvs)
     table = build(outcomes)
-    Console().print(render(table, outcomes))
+    table_console().print(render(table, outcomes))
     if write_docs is not None:
         body = "\n".join(
             [

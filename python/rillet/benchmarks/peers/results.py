@@ -174,7 +174,8 @@ def render(table: Table, outcomes: list[Outcome]) -> Any:
 
     grid = RichTable(title="medians (peer / rillet in brackets: above 1, rillet is faster or smaller)")
     for col in ("workload", "variant", "unit", *table.frameworks):
-        grid.add_column(col, justify="right" if col in table.frameworks else "left")
+        # a narrow terminal folds a cell onto more lines rather than cutting its digits
+        grid.add_column(col, justify="right" if col in table.frameworks else "left", overflow="fold")
     for row in table.rows:
         shown = []
         for name in table.frameworks:
@@ -241,7 +242,7 @@ def plot(table: Table, folder: Path) -> list[Path]:
         ax.set_title(title)
         if log:
             ax.set_yscale("log")
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, not over them
         fig.tight_layout()
         fig.savefig(folder / filename, dpi=100)
         plt.close(fig)
