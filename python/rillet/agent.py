@@ -384,6 +384,13 @@ class BaseAgent:
     """True for an agent that records its children's events in the session itself (the
     workflow agents): the flow wrapper around it then records none of its events."""
 
+    runs_agents_in_its_run: ClassVar[bool] = True
+    """Whether agents may run inside this agent's own run and rebuild their input from its
+    messages in the session log (a custom agent driving ``FlowAgent(other).events(None)``
+    may). False (ChatModelAgent: its agent tools run in a session of their own): a run that
+    nothing can save (no checkpoint id, no session) and no transfer can read keeps no log of
+    this agent's events."""
+
     def __init__(
         self,
         name: str = "",
