@@ -119,6 +119,8 @@ class RunIterator(EventIterator[AgentEvent]):
         holds the events already available when it is taken (at least one, at most
         ``max_events``), in order, so a consumer pays one wake-up per batch rather than per event.
         The same stream as iterating the run: every event comes once, whichever way it is read."""
+        if isinstance(max_events, bool) or not isinstance(max_events, int):
+            raise TypeError(f"RunIterator.batches(max_events=...): an int, got {type(max_events).__name__}")
         if max_events < 1:
             raise ValueError(f"RunIterator.batches(max_events={max_events}): give 1 or more")
         return RunBatches(self, max_events)
