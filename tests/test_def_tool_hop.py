@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from rillet._core import workers
 from rillet._core.workers import WorkerPool
 from rillet.tools import FunctionTool, tool
 
@@ -97,7 +98,7 @@ def test_exceptions_of_a_waited_call_reach_the_caller_unchanged() -> None:
 
 def test_a_slow_call_frees_the_loop_after_the_wait_and_is_reported_slow() -> None:
     pool = WorkerPool(name="test-hop")
-    misses: list[int] = []
+    pace = workers.Pace()
     ticks: list[float] = []
 
     def slow() -> str:
@@ -113,25 +114,26 @@ def test_a_slow_call_frees_the_loop_after_the_wait_and_is_reported_slow() -> Non
         task = asyncio.ensure_future(ticker())
         await asyncio.sleep(0)
         try:
-            return await pool.run_waiting(slow, wait=0.01, slow=lambda: misses.append(1))
+            return await pool.run_waiting(slow, wait=0.01, pace=pace)
         finally:
             task.cancel()
 
     assert asyncio.run(main()) == "late"
-    assert misses == [1]
+    assert (pace.slow, pace.late) == (1, 0)
     assert len(ticks) >= 5  # the loop ran other tasks while the call went on (0.3 s / 10 ms ticks)
 
 
 def test_a_quick_call_that_outlasts_the_wait_comes_the_usual_way_and_is_not_reported_slow() -> None:
     pool = WorkerPool(name="test-hop")
-    slow: list[int] = []
+    pace = workers.Pace()
 
     async def main() -> list[int]:
         # wait=0: the loop never waits, so every result comes back through the loop
-        return [await pool.run_waiting(abs, -i, wait=0.0, slow=lambda: slow.append(1)) for i in range(10)]
+        return [await pool.run_waiting(abs, -i, wait=0.0, pace=pace) for i in range(10)]
 
     assert asyncio.run(main()) == list(range(10))
-    assert slow == []  # the function was quick: the wait, not the function, was too short
+    assert pace.slow == 0  # the function was quick: the wait, not the function, was too short
+    assert pace.late == 0 and pace.waited
 
 
 def test_a_def_tool_that_runs_slowly_is_no_longer_waited_for() -> None:
@@ -145,7 +147,7 @@ def test_a_def_tool_that_runs_slowly_is_no_longer_waited_for() -> None:
         return [await nap.invoke("{}") for _ in range(6)]
 
     assert asyncio.run(main()) == ["ok"] * 6
-    assert nap._misses == 4  # four slow runs, then awaited without the wait
+    assert nap._spec().pace.slow == 4  # four slow runs, then awaited without the wait
 
 
 def test_a_cancelled_slow_def_tool_leaves_its_result_unclaimed_and_the_pool_usable() -> None:
@@ -206,3 +208,58 @@ def test_inline_is_accepted_by_the_decorator_form() -> None:
 
     assert double.inline
     assert asyncio.run(double.invoke('{"x": 4}')) == "8"
+
+
+def counting_expired_waits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records each time the loop's wait for a def call's result ran out (the loop was held
+    for the whole wait)."""
+    expired: list[int] = []
+    original = workers._Handoff.stop_waiting
+
+    def counted(self: workers._Handoff, loop: asyncio.AbstractEventLoop) -> Any:
+        expired.append(1)
+        return original(self, loop)
+
+    monkeypatch.setattr(workers._Handoff, "stop_waiting", counted)
+    return expired
+
+
+def test_concurrent_calls_of_a_blocking_def_tool_hold_the_loop_for_one_wait_not_one_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 50 runs on one loop call a tool that blocks (an HTTP request, a lock): once one call is
+    # known to run long, the others must not hold the loop for their own waits (50 ms here).
+    expired = counting_expired_waits(monkeypatch)
+    release = threading.Event()
+
+    @tool
+    def fetch(url: str) -> str:
+        """Blocks like a network call."""
+        release.wait(10)
+        return url
+
+    async def main() -> list[str]:
+        calls = asyncio.gather(*[fetch.invoke(f'{{"url": "u{i}"}}') for i in range(50)])
+        await asyncio.sleep(0.05)
+        release.set()
+        return await calls
+
+    assert asyncio.run(main()) == [f"u{i}" for i in range(50)]
+    assert len(expired) == 1
+
+
+def test_tools_made_again_from_one_function_share_its_slow_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an agent built per request (tools=[tool(fn)] each time): a slow function stops being
+    # waited for after four slow runs in all, not four per tool object
+    expired = counting_expired_waits(monkeypatch)
+
+    def nap() -> str:
+        """Sleeps a little."""
+        time.sleep(0.005)
+        return "ok"
+
+    async def main() -> list[str]:
+        return [await tool(nap).invoke("{}") for _ in range(8)]
+
+    assert asyncio.run(main()) == ["ok"] * 8
+    assert len(expired) == 4

@@ -159,6 +159,9 @@ def test_max_events_must_be_positive() -> None:
     run = Runner(Script(1)).query("go")
     with pytest.raises(ValueError, match="max_events=0"):
         run.batches(0)
+    for wrong in ("3", 2.5, True):  # told at the call, naming the argument, not at the first batch
+        with pytest.raises(TypeError, match="max_events"):
+            run.batches(wrong)  # type: ignore[arg-type]
     run.close()
 
 

@@ -119,6 +119,8 @@ class RunIterator(EventIterator[AgentEvent]):
         holds the events already available when it is taken (at least one, at most
         ``max_events``), in order, so a consumer pays one wake-up per batch rather than per event.
         The same stream as iterating the run: every event comes once, whichever way it is read."""
+        if isinstance(max_events, bool) or not isinstance(max_events, int):
+            raise TypeError(f"RunIterator.batches(max_events=...): an int, got {type(max_events).__name__}")
         if max_events < 1:
             raise ValueError(f"RunIterator.batches(max_events={max_events}): give 1 or more")
         return RunBatches(self, max_events)
@@ -383,6 +385,13 @@ class BaseAgent:
     records_own_events: ClassVar[bool] = False
     """True for an agent that records its children's events in the session itself (the
     workflow agents): the flow wrapper around it then records none of its events."""
+
+    runs_agents_in_its_run: ClassVar[bool] = True
+    """Whether agents may run inside this agent's own run and rebuild their input from its
+    messages in the session log (a custom agent driving ``FlowAgent(other).events(None)``
+    may). False (ChatModelAgent: its agent tools run in a session of their own): a run that
+    nothing can save (no checkpoint id, no session) and no transfer can read keeps no log of
+    this agent's events."""
 
     def __init__(
         self,

@@ -286,9 +286,13 @@ class FlowAgent(BaseAgent):
             # Runner (steady) that context is set once, and the agent's own generator is advanced
             # here: no generator between it and the Runner's pump but this one.
             inner = self.agent
-            records = not (isinstance(inner, BaseAgent) and inner.records_own_events) and (
-                keep_log or bool(self.sub_agents) or self.parent is not None
-            )
+            records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
+            # A run nothing can save, whose agent cannot transfer, has one reader of its log
+            # left: an agent run inside this one's run with input None, which rebuilds its input
+            # from the messages only; an agent that runs none (ChatModelAgent) records nothing.
+            messages_only = records and not (keep_log or self.sub_agents or self.parent is not None)
+            if messages_only and not getattr(inner, "runs_agents_in_its_run", True):
+                records = messages_only = False
             own_path = run.run_path
             name = self.name
             record = run.session.record
@@ -323,7 +327,11 @@ class FlowAgent(BaseAgent):
                         ev.run_path = own_path
                     if ev.run_path is own_path or ev.run_path == own_path:
                         action = ev.action
-                        if records and (action is None or action.interrupted is None):
+                        if (
+                            records
+                            and (action is None or action.interrupted is None)
+                            and (mv is not None or not messages_only)
+                        ):
                             # copy_event, inlined for the event without a stream to split
                             if mv is not None and mv.message_stream is not None:
                                 record(copy_event(ev))

@@ -65,10 +65,10 @@ import typing
 import warnings
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, overload
 
-from rillet._core.workers import default_pool
+from rillet._core.workers import Pace, default_pool
 from rillet._native import ContentPart
 from rillet.context import current_tool_call, send_tool_gen_action, send_tool_parts
 from rillet.errors import Interrupted, ToolArgumentsError
@@ -294,10 +294,6 @@ def _with_parts(tool_name: str, value: ContentPart | list[Any] | tuple[Any, ...]
     return "\n".join(texts)
 
 
-# A def tool that ran longer than workers.SLOW_CALL this many times is awaited without waiting.
-_MAX_MISSES = 4
-
-
 def _apply(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     try:
         return fn(*args, **kwargs)
@@ -463,6 +459,8 @@ class _Spec:
     keywords: tuple[tuple[str, str], ...]
     is_async: bool
     is_streaming: bool
+    # how its def calls went, shared by every tool made from the function: whether to wait for them
+    pace: Pace = field(default_factory=Pace)
 
 
 def _build_spec(fn: Callable[..., Any], name: str, description: str | None) -> _Spec:
@@ -652,13 +650,13 @@ class FunctionTool(BaseTool):
 
     A ``def`` function runs on a worker thread; the event loop waits for its result (up to
     1 ms) instead of going back to other runs' work, until the function has run longer than
-    100 µs four times: such a function is then only awaited. ``inline=True`` runs a ``def`` function on the event loop itself,
+    100 µs four times (counted for the function, across every tool made from it), and not while
+    another call of it is past that wait: such a function is then only awaited. ``inline=True`` runs a ``def`` function on the event loop itself,
     in a copy of the context (no thread hand-off at all): only for functions that return in
     microseconds, since the loop and every run on it wait for them.
     """
 
     _built: _Spec | None = None  # the spec, once built (the instance's own copy: one lookup a call)
-    _misses = 0  # def calls that ran too long for the loop to wait for them (instance's own once set)
     inline = False
 
     def __init__(
@@ -729,20 +727,16 @@ class FunctionTool(BaseTool):
         return tuple(values[f] for f in spec.positional), {p: values[f] for f, p in spec.keywords}
 
     async def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if (self._built or self._spec()).is_async:
+        spec = self._built or self._spec()
+        if spec.is_async:
             result = self.fn(*args, **kwargs)
         elif self.inline:
             result = contextvars.copy_context().run(_apply, self.fn, args, kwargs)
-        elif self._misses < _MAX_MISSES:
-            result = await default_pool().run_waiting(_apply, self.fn, args, kwargs, slow=self._ran_slow)
         else:
-            result = await default_pool().run(_apply, self.fn, args, kwargs)
+            result = await default_pool().run_waiting(_apply, self.fn, args, kwargs, pace=spec.pace)
         if inspect.isawaitable(result):
             result = await result
         return result
-
-    def _ran_slow(self) -> None:
-        self._misses += 1
 
     async def invoke(self, arguments: str) -> str:
         """Validates ``arguments``, calls the function and returns its result as text (a

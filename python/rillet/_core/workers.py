@@ -17,8 +17,9 @@ self-pipe write, ``epoll`` wake-up, future callback or extra task step); the wor
 the GIL free at once instead of contending with the loop for it. The wait is bounded
 (``QUICK_WAIT``, 1 ms): past it the loop goes back to its other work and the result comes the
 usual way. The worker times the function itself, and a call that ran longer than
-``SLOW_CALL`` (100 µs) is reported to the caller, so that a slow function stops being waited
-for (the loop must not be held while it runs: other runs share it).
+``SLOW_CALL`` (100 µs) counts in the function's :class:`Pace`, so that a slow function stops
+being waited for (the loop must not be held while it runs: other runs share it); while one
+call is past its wait, the function's other calls are not waited for either.
 
 The pool grows on demand: a job finds an idle worker or starts a new thread, up to 256
 threads (far above ``ThreadPoolExecutor``'s ``cpu_count + 4``: a sync tool that runs a nested
@@ -37,7 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["WorkerPool", "default_pool", "run_sync"]
+__all__ = ["Pace", "WorkerPool", "default_pool", "run_sync"]
 
 T = TypeVar("T")
 
@@ -48,7 +49,10 @@ hundreds of microseconds for a CPU: a shorter wait often expires for a call of m
 
 SLOW_CALL = 0.0001
 """A :meth:`WorkerPool.run_waiting` function that ran longer than this (seconds, measured on
-the worker) is reported to the caller as too slow to wait for."""
+the worker) counts as too slow to wait for."""
+
+SLOW_CALLS = 4
+"""After this many calls that ran longer than ``SLOW_CALL``, a function is no longer waited for."""
 
 # (loop, future or hand-off, context, function, arguments); loop and future are None for a
 # detached job
@@ -63,6 +67,30 @@ _Job = tuple[
 # Orders a worker's "finished" against its caller's "stopped waiting" (held for a few
 # bytecodes; one for every pool: it is rarely contended).
 _handshake = threading.Lock()
+
+
+class Pace:
+    """How one function's :meth:`WorkerPool.run_waiting` calls went, shared by all its callers
+    (every run, every loop): ``slow`` counts the calls that ran longer than ``SLOW_CALL``,
+    ``late`` the calls the loop stopped waiting for that are still running. The loop waits for
+    a call only while ``slow`` is under ``SLOW_CALLS`` and no call is late: a function that
+    blocks (a network call, a lock) holds the loop for one wait, not one per concurrent call."""
+
+    __slots__ = ("late", "slow")
+
+    def __init__(self) -> None:
+        self.slow = 0
+        self.late = 0
+
+    @property
+    def waited(self) -> bool:
+        """Whether the loop waits for the next call."""
+        return self.slow < SLOW_CALLS and self.late <= 0
+
+    def _add(self, slow: int, late: int) -> None:
+        with _handshake:  # the callers may be loops of several threads
+            self.slow += slow
+            self.late += late
 
 
 class _Handoff:
@@ -166,19 +194,20 @@ class WorkerPool:
         return await fut
 
     async def run_waiting(
-        self, fn: Callable[..., T], /, *args: Any, wait: float = QUICK_WAIT, slow: Callable[[], None] | None = None
+        self, fn: Callable[..., T], /, *args: Any, wait: float = QUICK_WAIT, pace: Pace | None = None
     ) -> T:
         """:meth:`run`, for a call expected to be short: the loop's thread waits up to
         ``wait`` seconds for the result (GIL released) before it goes back to its other work
-        and awaits it. ``slow()`` is called when the function ran longer than ``SLOW_CALL``
-        (so the caller can stop waiting for it). A signal (KeyboardInterrupt) raised during
-        the wait leaves the call running and its result unclaimed, as a cancelled :meth:`run`
-        does. Callbacks that ``fn`` scheduled on the loop (``call_soon_threadsafe``) run before
-        the caller resumes, as with :meth:`run`; on a loop other than asyncio's own, this is
-        :meth:`run`."""
+        and awaits it. ``pace`` (the function's :class:`Pace`) records how the call went; while
+        it says the function is slow, or a call of it is running late, this is :meth:`run`. A
+        signal (KeyboardInterrupt) raised during the wait leaves the call running and its result
+        unclaimed, as a cancelled :meth:`run` does. Callbacks that ``fn`` scheduled on the loop
+        (``call_soon_threadsafe``) run before the caller resumes, as with :meth:`run`; on a loop
+        other than asyncio's own, this is :meth:`run`."""
         loop = asyncio.get_running_loop()
         callbacks = getattr(loop, "_ready", None)  # asyncio's own loops: the callbacks to run next
-        if callbacks is None:  # another loop: results come through it, after what fn scheduled on it
+        if callbacks is None or (pace is not None and not pace.waited):
+            # another loop: results come through it, after what fn scheduled on it
             return await self.run_in(contextvars.copy_context(), fn, *args)
         queued = len(callbacks)
         handoff = _Handoff()
@@ -193,13 +222,15 @@ class WorkerPool:
         if not arrived:
             fut = handoff.stop_waiting(loop)
             if fut is not None:
+                if pace is not None:
+                    pace._add(0, 1)  # running late: the function's other calls are not waited for
                 try:
                     return await fut  # type: ignore[no-any-return]
                 finally:
-                    if slow is not None and handoff.took > SLOW_CALL:
-                        slow()
-        if slow is not None and handoff.took > SLOW_CALL:
-            slow()
+                    if pace is not None:
+                        pace._add(handoff.took > SLOW_CALL, -1)
+        if pace is not None and handoff.took > SLOW_CALL:
+            pace._add(1, 0)
         if len(callbacks) > queued:
             # fn scheduled callbacks on this loop (send_event from a tool's thread does): they
             # run first, as they did when the result came through the loop after them

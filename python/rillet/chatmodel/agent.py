@@ -116,6 +116,8 @@ class ChatModelAgent(BaseAgent):
             :meth:`rillet.Runner.run_live` (see docs/live.md).
     """
 
+    runs_agents_in_its_run = False  # its agent tools run in sessions of their own
+
     def __init__(
         self,
         name: str,
