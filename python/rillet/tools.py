@@ -762,7 +762,9 @@ class FunctionTool(BaseTool):
 
 
 @overload
-def tool(fn: Callable[..., Any], /, *, inline: bool = False) -> FunctionTool: ...
+def tool(
+    fn: Callable[..., Any], /, *, name: str | None = None, description: str | None = None, inline: bool = False
+) -> FunctionTool: ...
 @overload
 def tool(
     *, name: str | None = None, description: str | None = None, inline: bool = False
