@@ -188,6 +188,30 @@ def time_async(make: Callable[[], Awaitable[Any]], rounds: int, warmup: int = 1)
     return [once() for _ in range(rounds)]
 
 
+def time_on_one_loop(
+    make: Callable[[], Awaitable[Any]], rounds: int, close: Callable[[], Awaitable[Any]]
+) -> list[float]:
+    """Seconds per awaited ``make()``, every run on ONE event loop (after a warm-up run), so a
+    client and its keep-alive connection are reused: a long-lived service's steady state."""
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(make())
+        samples = []
+        for _ in range(rounds):
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                loop.run_until_complete(make())
+                samples.append(time.perf_counter() - start)
+            finally:
+                gc.enable()
+        loop.run_until_complete(close())
+        return samples
+    finally:
+        loop.close()
+
+
 def rss_bytes() -> int:
     """This process's resident set size now (Linux /proc; 0 elsewhere)."""
     try:

@@ -9,13 +9,11 @@ stream assembly do all the work they do with a real provider.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import logging
 import os
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -44,6 +42,7 @@ from _common import (
     skip,
     step_call,
     time_async,
+    time_on_one_loop,
     time_sync,
     us,
 )
@@ -388,23 +387,11 @@ async def _http_run(model: Any) -> str:
 def _warm_samples(model: Any, rounds: int, texts: list[str]) -> list[float]:
     """Seconds per run on ONE event loop with one model (so one OpenAI client and its
     keep-alive connection) across runs: the steady state of a long-lived service."""
-    loop = asyncio.new_event_loop()
-    try:
-        texts.append(loop.run_until_complete(_http_run(model)))  # warm-up: client and connection
-        samples = []
-        for _ in range(rounds):
-            gc.collect()
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                texts.append(loop.run_until_complete(_http_run(model)))
-                samples.append(time.perf_counter() - start)
-            finally:
-                gc.enable()
-        loop.run_until_complete(model.get_async_client().close())
-        return samples
-    finally:
-        loop.close()
+
+    async def run() -> None:
+        texts.append(await _http_run(model))
+
+    return time_on_one_loop(run, rounds, lambda: model.get_async_client().close())
 
 
 def http(options: Options) -> None:

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import os
 import sqlite3
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -43,6 +41,7 @@ from _common import (
     report,
     step_call,
     time_async,
+    time_on_one_loop,
     time_sync,
     us,
 )
@@ -455,25 +454,17 @@ def http(options: Options) -> None:
         finally:
             await client.close()
 
-    async def warm() -> tuple[list[float], dict[str, int]]:
+    def warm() -> tuple[list[float], dict[str, int]]:
         client = AsyncOpenAI(base_url=options.base_url, api_key="x")
         agent = http_agent(client)
         counted = Counted({"tools": 1})
-        run = counted.wrap_async(lambda: once(agent))
-        await run()  # warm-up: the connection and the SDK's first-use costs
-        samples = []
-        for _ in range(rounds):
-            gc.collect()
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                await run()
-                samples.append(time.perf_counter() - start)
-            finally:
-                gc.enable()
-        with contextlib.suppress(Exception):
-            await client.close()
-        return samples, counted.seen
+
+        async def close() -> None:
+            with contextlib.suppress(Exception):
+                await client.close()
+
+        # the warm-up run pays the connection and the SDK's first-use costs
+        return time_on_one_loop(counted.wrap_async(lambda: once(agent)), rounds, close), counted.seen
 
     counted = Counted({"tools": 1})
     samples = time_async(counted.wrap_async(fresh), rounds)
@@ -487,7 +478,7 @@ def http(options: Options) -> None:
         how="OpenAIChatCompletionsModel over a new AsyncOpenAI(base_url=loopback) per run (fresh loop), "
         "Runner.run_streamed with every event read",
     )
-    samples, seen = asyncio.run(warm())
+    samples, seen = warm()
     report(
         "http",
         "one-tool-call-warm",

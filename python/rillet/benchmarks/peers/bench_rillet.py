@@ -52,6 +52,7 @@ from rillet.benchmarks.peers._common import (
     skip,
     step_call,
     time_async,
+    time_on_one_loop,
     time_sync,
     us,
 )
@@ -336,33 +337,6 @@ def counted_lookup(city: str) -> str:
     """Looks up the weather in a city."""
     TALLY.tools += 1
     return lookup(city)
-
-
-def time_on_one_loop(
-    make: Callable[[], Awaitable[Any]], rounds: int, close: Callable[[], Awaitable[Any]]
-) -> list[float]:
-    """Seconds per awaited ``make()``, every run on ONE event loop (after a warm-up run), so a
-    client and its keep-alive connection are reused: a long-lived service's steady state."""
-    import gc
-    import time
-
-    loop = asyncio.new_event_loop()
-    try:
-        loop.run_until_complete(make())
-        samples = []
-        for _ in range(rounds):
-            gc.collect()
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                loop.run_until_complete(make())
-                samples.append(time.perf_counter() - start)
-            finally:
-                gc.enable()
-        loop.run_until_complete(close())
-        return samples
-    finally:
-        loop.close()
 
 
 def http(options: Options) -> None:
