@@ -22,7 +22,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +94,9 @@ def make_tools(kind: str) -> list[Callable[..., Any]]:
 
 
 def lookup(city: str) -> str:
-    """Looks up the weather in a city (the one tool of the construction workload)."""
+    """Looks up the weather in a city (the one tool of the construction and HTTP workloads;
+    named as the loopback server's tool call asks, and counted like the ReAct tools)."""
+    TALLY.tools += 1
     return f"sunny in {city}"
 
 
@@ -148,21 +150,23 @@ def skip(workload: str, variant: str, why: str) -> None:
 # --- timing ---------------------------------------------------------------------------------
 
 
+def _timed(call: Callable[[], Any]) -> float:
+    """Seconds ``call()`` takes, garbage collection off meanwhile (after a full collection)."""
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        call()
+        return time.perf_counter() - start
+    finally:
+        gc.enable()
+
+
 def time_sync(fn: Callable[[], Any], rounds: int, warmup: int = 1) -> list[float]:
     """Seconds per call of ``fn``, one sample per round, garbage collection off while timing."""
     for _ in range(warmup):
         fn()
-    samples = []
-    for _ in range(rounds):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return samples
+    return [_timed(fn) for _ in range(rounds)]
 
 
 def time_async(make: Callable[[], Awaitable[Any]], rounds: int, warmup: int = 1) -> list[float]:
@@ -171,14 +175,7 @@ def time_async(make: Callable[[], Awaitable[Any]], rounds: int, warmup: int = 1)
     def once() -> float:
         loop = asyncio.new_event_loop()
         try:
-            gc.collect()
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                loop.run_until_complete(make())
-                return time.perf_counter() - start
-            finally:
-                gc.enable()
+            return _timed(lambda: loop.run_until_complete(make()))
         finally:
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
@@ -196,16 +193,7 @@ def time_on_one_loop(
     loop = asyncio.new_event_loop()
     try:
         loop.run_until_complete(make())
-        samples = []
-        for _ in range(rounds):
-            gc.collect()
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                loop.run_until_complete(make())
-                samples.append(time.perf_counter() - start)
-            finally:
-                gc.enable()
+        samples = [_timed(lambda: loop.run_until_complete(make())) for _ in range(rounds)]
         loop.run_until_complete(close())
         return samples
     finally:
@@ -302,6 +290,17 @@ def construction_workload(build: Callable[[], Any], agents: int = 1000) -> Workl
         report("construct", "one-tool-inline", unit="us/agent", samples=samples, bytes_per_agent=held / count)
 
     return workload
+
+
+def gathered(runs: Iterable[Awaitable[bool]]) -> Callable[[], Awaitable[int]]:
+    """Starts every run now (as a task) and returns ``drain()``, which awaits them all and
+    counts those that returned True: what a ``start_runs`` of :func:`concurrent_workload` returns."""
+    tasks = [asyncio.ensure_future(run) for run in runs]
+
+    async def drain() -> int:
+        return sum(await asyncio.gather(*tasks))
+
+    return drain
 
 
 def concurrent_workload(

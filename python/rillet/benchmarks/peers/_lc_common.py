@@ -39,6 +39,8 @@ from _common import (  # noqa: E402 - after the environment above
     Options,
     call_id,
     concurrent_workload,
+    gathered,
+    lookup,
     make_tools,
     report,
     skip,
@@ -349,23 +351,12 @@ def concurrent_workload_of(build: Build) -> Callable[[Options], None]:
         async def one() -> bool:
             return last_text(await agent.ainvoke(INPUTS)) == "done"
 
-        tasks = [asyncio.create_task(one()) for _ in range(n)]
-
-        async def drain() -> int:
-            return sum(await asyncio.gather(*tasks))
-
-        return drain
+        return gathered(one() for _ in range(n))
 
     return concurrent_workload(start_runs)
 
 
 # --- (g) http -------------------------------------------------------------------------------
-
-
-def lookup(city: str) -> str:  # named as the server's tool call asks; _common.lookup, counted
-    """Looks up the weather in a city."""
-    TALLY.tools += 1
-    return f"sunny in {city}"
 
 
 def http_workload(build: Build) -> Callable[[Options], None]:

@@ -40,6 +40,7 @@ from _common import (
     call_id,
     concurrent_workload,
     construction_workload,
+    gathered,
     import_workload,
     lookup,
     main,
@@ -372,12 +373,7 @@ async def _start_runs(n: int, release: asyncio.Event) -> Callable[[], Awaitable[
     async def one(session_id: str) -> bool:
         return _final_text(await _drain(runner, session_id, _message(INPUT), PLAIN)) == "done"
 
-    tasks = [asyncio.ensure_future(one(s)) for s in session_ids]
-
-    async def drain() -> int:
-        return sum(await asyncio.gather(*tasks))
-
-    return drain
+    return gathered(one(s) for s in session_ids)
 
 
 concurrent = concurrent_workload(_start_runs)
@@ -394,9 +390,8 @@ def http(options: Options) -> None:
     from google.adk.models.lite_llm import LiteLlm
 
     litellm.telemetry = False
-    counted_lookup = _counted(lookup)
     model = LiteLlm(model="openai/bench-model", api_base=options.base_url, api_key="x")
-    agent = LlmAgent(name="http", model=model, instruction=SYSTEM, tools=[counted_lookup])
+    agent = LlmAgent(name="http", model=model, instruction=SYSTEM, tools=[lookup])
     runner = Runner(agent=agent, app_name=APP, session_service=InMemorySessionService())
     rounds = 3 if options.quick else options.rounds
     answers: list[str] = []
@@ -418,15 +413,6 @@ def http(options: Options) -> None:
         seen=seen,
         how="LiteLlm(model='openai/bench-model', api_base=...) streaming (SSE); LiteLLM's OpenAI client",
     )
-
-
-def _counted(fn: Callable[[str], str]) -> Callable[[str], str]:
-    def lookup(city: str) -> str:
-        """Looks up the weather in a city."""
-        TALLY.tools += 1
-        return fn(city)
-
-    return lookup
 
 
 if __name__ == "__main__":

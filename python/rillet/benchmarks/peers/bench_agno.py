@@ -35,6 +35,7 @@ from _common import (
     call_id,
     concurrent_workload,
     construction_workload,
+    gathered,
     import_workload,
     lookup,
     make_tools,
@@ -354,32 +355,21 @@ def approval(options: Options) -> None:
 
 async def start_runs(n: int, release: asyncio.Event) -> Callable[[], Awaitable[int]]:
     agent = Agent(model=ScriptModel(script=answer("done"), gate=release), instructions=SYSTEM)
-    tasks = [asyncio.ensure_future(agent.arun(INPUT)) for _ in range(n)]
 
-    async def drain() -> int:
-        outputs = await asyncio.gather(*tasks)
-        return sum(1 for output in outputs if output.content == "done")
+    async def one() -> bool:
+        return (await agent.arun(INPUT)).content == "done"
 
-    return drain
+    return gathered(one() for _ in range(n))
 
 
 # --- (g) http -----------------------------------------------------------------------------
-
-
-def _counted_lookup(city: str) -> str:
-    """Looks up the weather in a city."""
-    TALLY.tools += 1
-    return lookup(city)
-
-
-_counted_lookup.__name__ = "lookup"  # Agno names a tool after its function
 
 
 async def _http_run(model: Any) -> str:
     """One streamed run through OpenAIChat; returns the answer's text."""
     TALLY.reset()
     text = ""
-    async for event in Agent(model=model, instructions=SYSTEM, tools=[_counted_lookup]).arun(INPUT, stream=True):
+    async for event in Agent(model=model, instructions=SYSTEM, tools=[lookup]).arun(INPUT, stream=True):
         text += getattr(event, "content", None) or ""
     return text
 

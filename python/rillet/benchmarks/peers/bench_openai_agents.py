@@ -35,6 +35,7 @@ from _common import (
     call_id,
     concurrent_workload,
     construction_workload,
+    gathered,
     import_workload,
     lookup,
     make_tools,
@@ -409,16 +410,14 @@ async def start_runs(n: int, release: asyncio.Event) -> Callable[[], Awaitable[i
         return ("text", "done")
 
     agent = Agent(name="waiter", instructions=SYSTEM, model=ScriptModel(wait_then_answer))
+
     # One Agent per run (agent.clone()): runs sharing one Agent each check the tools of every
     # other run using it at every turn, so N runs cost O(N^2) (1,000 runs sharing one agent took
     # 26 s to drain against 2.6 s for 500).
-    tasks = [asyncio.ensure_future(Runner.run(agent.clone(), INPUT)) for _ in range(n)]
+    async def one() -> bool:
+        return (await Runner.run(agent.clone(), INPUT)).final_output == "done"
 
-    async def drain() -> int:
-        results = await asyncio.gather(*tasks)
-        return sum(1 for result in results if result.final_output == "done")
-
-    return drain
+    return gathered(one() for _ in range(n))
 
 
 # --- (g) http -------------------------------------------------------------------------------------
@@ -429,14 +428,9 @@ def http(options: Options) -> None:
         raise RuntimeError("workload http needs --base-url (the loopback server of _server.py)")
     rounds = 3 if options.quick else max(5, options.rounds)
 
-    def counted_lookup(city: str) -> str:
-        """Looks up the weather in a city."""
-        TALLY.tools += 1
-        return f"sunny in {city}"
-
     def http_agent(client: AsyncOpenAI) -> Agent[Any]:
         model = OpenAIChatCompletionsModel(model="bench-model", openai_client=client)
-        tool = function_tool(counted_lookup, name_override="lookup")
+        tool = function_tool(lookup)
         return Agent(name="http", instructions=SYSTEM, model=model, tools=[tool])
 
     async def once(agent: Agent[Any]) -> None:

@@ -33,6 +33,7 @@ from _common import (
     call_id,
     concurrent_workload,
     construction_workload,
+    gathered,
     import_workload,
     lookup,
     main,
@@ -327,24 +328,13 @@ async def start_runs(n: int, release: asyncio.Event) -> Callable[[], Awaitable[i
     async def one() -> bool:
         return (await agent.run(INPUT)).output == "done"
 
-    tasks = [asyncio.create_task(one()) for _ in range(n)]
-
-    async def drain() -> int:
-        return sum(await asyncio.gather(*tasks))
-
-    return drain
+    return gathered(one() for _ in range(n))
 
 
 concurrent = concurrent_workload(start_runs)
 
 
 # --- (g) http -------------------------------------------------------------------------------
-
-
-def counted_lookup(city: str) -> str:
-    """Looks up the weather in a city."""
-    TALLY.tools += 1
-    return lookup(city)
 
 
 def http(options: Options) -> None:
@@ -355,7 +345,7 @@ def http(options: Options) -> None:
     from pydantic_ai.providers.openai import OpenAIProvider
 
     model = OpenAIChatModel("bench-model", provider=OpenAIProvider(base_url=options.base_url, api_key="x"))
-    agent = Agent(model, system_prompt=SYSTEM, tools=[Tool(counted_lookup, name="lookup")])
+    agent = Agent(model, system_prompt=SYSTEM, tools=[Tool(lookup)])
     done, seen = checked({"tools": 1}, "done")
 
     async def run() -> None:

@@ -44,6 +44,7 @@ from rillet.benchmarks.peers._common import (
     call_id,
     concurrent_workload,
     construction_workload,
+    gathered,
     import_workload,
     lookup,
     main,
@@ -319,12 +320,7 @@ async def start_runs(n: int, release: asyncio.Event) -> Callable[[], Awaitable[i
     async def one() -> bool:
         return (await consume(runner.query(INPUT))) == "done"
 
-    tasks = [asyncio.create_task(one()) for _ in range(n)]
-
-    async def drain() -> int:
-        return sum(await asyncio.gather(*tasks))
-
-    return drain
+    return gathered(one() for _ in range(n))
 
 
 concurrent = concurrent_workload(start_runs)
@@ -333,18 +329,12 @@ concurrent = concurrent_workload(start_runs)
 # --- (g) http -------------------------------------------------------------------------------
 
 
-def counted_lookup(city: str) -> str:
-    """Looks up the weather in a city."""
-    TALLY.tools += 1
-    return lookup(city)
-
-
 def http(options: Options) -> None:
     if not options.base_url:
         skip("http", "one-tool-call", "no --base-url (the harness starts the loopback server)")
         return
     model = rillet.OpenAIChatModel("bench-model", base_url=options.base_url, api_key="bench")
-    agent = ChatModelAgent("bench", model=model, tools=[rillet.tool(name="lookup")(counted_lookup)])
+    agent = ChatModelAgent("bench", model=model, tools=[rillet.tool(lookup)])
     runner = Runner(agent, streaming=True)
     texts: list[str] = []
 
