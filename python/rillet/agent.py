@@ -268,16 +268,18 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: Channel[AgentEvent]) -> 
                 )
             raise
         gen.send(error_event(e))  # agent code let a CancelledError escape: an error, as data
-    except (KeyboardInterrupt, SystemExit) as e:
-        # Raised by agent code (a tool, a model, a callback): an error event, never an
-        # exception that would stop the event loop the run shares with other runs.
-        gen.send(error_event(e))
-    except Fatal as e:  # the same, raised in one of the run's child tasks
+    except Fatal as e:  # a KeyboardInterrupt or SystemExit raised in one of the run's child tasks
         gen.send(error_event(e.exc))
     except GeneratorExit:  # destroyed: its loop was closed with the run in flight
         if not gen.closed:
             gen.send(AgentEvent(error=RilletError(_LOOP_CLOSED)))
         raise
+    except BaseException as e:
+        # A KeyboardInterrupt, a SystemExit or a user's own BaseException raised by agent code
+        # (a tool, a model, a callback) that nothing handled as data: the run's error event,
+        # never an exception that would stop the event loop other runs share, nor an end
+        # the consumer could take for a finished run.
+        gen.send(error_event(e))
     finally:
         gen.close()
 

@@ -178,10 +178,6 @@ async def _stream_tool(
         except Interrupted as e:
             interrupted.append(e)
             failure = e
-        except (KeyboardInterrupt, SystemExit) as e:  # ends the run; the stream says it was cut short
-            writer.send_error(ToolCallError(f"tool call {call_id} raised {type(e).__name__}"))
-            failure = e
-            raise
         except Exception as e:
             failure = e
             if agent.tool_error == "raise":
@@ -190,14 +186,17 @@ async def _stream_tool(
                 _log_tool_error(agent.name, name, call_id, e)
                 writer.send(Message(role="tool", content=f"Error: {e}", tool_call_id=call_id, tool_name=name))
                 parts.append(f"Error: {e}")
-        except BaseException as e:  # cancelled
+        except BaseException as e:  # cancelled, or it ends the run: then the stream says it was cut short
             failure = e
+            if not isinstance(e, asyncio.CancelledError):
+                writer.send_error(ToolCallError(f"tool call {call_id} raised {type(e).__name__}"))
             raise
         finally:
             started.set()
             writer.close()
             if obs is not None:
-                result = None if isinstance(failure, Interrupted | KeyboardInterrupt | SystemExit) else "".join(parts)
+                ended = failure is not None and not isinstance(failure, Exception | asyncio.CancelledError)
+                result = None if ended else "".join(parts)
                 observer.tool_end(obs, agent.name, name, call_id, result, failure)
 
     producer = child_task(produce())  # runs with the tool-call scope set
