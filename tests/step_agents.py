@@ -80,16 +80,19 @@ def counting_agent(
 # round (or twice in one round). These agents ask for two requests, "A" then "B", always under
 # the call id "c1", and answer with the results joined by " | ". Every model and tool call first
 # passes a named point (``outer model 0``, ``inner B model 0``, ``lookup A``, ...): the point
-# ``stop`` is where a crash test kills the process (see :func:`point`); any other point is
-# written to the side file, so a test counts how often each call ran across processes.
+# ``stop`` is where a crash test kills the process (see :func:`point`), at ``fail`` the call
+# raises; any other point is written to the side file, so a test counts how often each call
+# ran across processes.
 
 REQUESTS = ("A", "B")
 
 
-def point(name: str, side: str | None, stop: str | None) -> None:
+def point(name: str, side: str | None, stop: str | None, fail: str | None = None) -> None:
     """Passes the point ``name``. At ``stop`` the process says so on stdout (``at NAME``) and
     waits for ever on stdin: the parent kills it there (SIGKILL), where the call has begun and
-    done nothing yet. Elsewhere the point is noted in ``side``."""
+    done nothing yet. At ``fail`` the call raises. Elsewhere the point is noted in ``side``."""
+    if name == fail:
+        raise RuntimeError(f"failed at {name}")
     if name == stop:
         import sys
 
@@ -100,11 +103,13 @@ def point(name: str, side: str | None, stop: str | None) -> None:
     _note(side, name)
 
 
-def _outer_model(side: str | None, stop: str | None, tool_name: str, one_round: bool) -> ScriptedModel:
+def _outer_model(
+    side: str | None, stop: str | None, tool_name: str, one_round: bool, fail: str | None
+) -> ScriptedModel:
     def reply(messages: list[Message], tools: Any) -> Message | str:
         results = [m.content for m in messages if m.role == "tool"]
         k = sum(1 for m in messages if m.role == "assistant")
-        point(f"outer model {k}", side, stop)
+        point(f"outer model {k}", side, stop, fail)
         todo = REQUESTS[len(results) :] if not one_round or not results else ()
         if not todo:
             return " | ".join(results)
@@ -143,11 +148,12 @@ def _inner_agent(side: str | None, stop: str | None, looks_up: bool) -> ChatMode
 
 
 def reused_id_agent(
-    kind: str, side: str | None = None, stop: str | None = None, *, lookup: bool = False
+    kind: str, side: str | None = None, stop: str | None = None, *, lookup: bool = False, fail: str | None = None
 ) -> ChatModelAgent:
     """The outer agent: ``kind`` is ``agent-tool`` (an AgentTool called in two rounds),
     ``plain`` (a plain tool in two rounds), ``one-round`` / ``one-round-sequential`` (the
-    AgentTool called twice in one round, concurrently or one call after the other)."""
+    AgentTool called twice in one round, concurrently or one call after the other). The
+    outer model fails at the point ``fail`` (e.g. ``outer model 2``), ending the run."""
     from rillet import AgentTool
 
     @tool
@@ -161,7 +167,7 @@ def reused_id_agent(
     return ChatModelAgent(
         "outer",
         description="asks twice",
-        model=_outer_model(side, stop, "fetch" if kind == "plain" else "inner", one_round),
+        model=_outer_model(side, stop, "fetch" if kind == "plain" else "inner", one_round, fail),
         tools=tools,
         execute_tools_sequentially=kind == "one-round-sequential",
     )
