@@ -18,7 +18,7 @@ import contextlib
 import contextvars
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rillet._core.loop import Fatal, RunTask, spawn
@@ -40,12 +40,51 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
 class AgentInput:
     """What an agent is asked: the conversation so far, and whether to stream if it can."""
 
-    messages: list[Message] = field(default_factory=list)
-    enable_streaming: bool = False
+    __slots__ = ("_build", "_messages", "enable_streaming")
+    __match_args__ = ("messages", "enable_streaming")
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, messages: list[Message] | None = None, enable_streaming: bool = False) -> None:
+        self._messages: list[Message] | None = [] if messages is None else messages
+        self._build: Callable[[], list[Message]] | None = None
+        self.enable_streaming = enable_streaming
+
+    @classmethod
+    def _deferred(cls, build: Callable[[], list[Message]], enable_streaming: bool) -> AgentInput:
+        """An input whose messages ``build()`` makes the first time they are read: a workflow
+        child's history is the whole run so far, and a child that never reads it (a custom
+        agent) must not pay for it on every one of a loop's thousands of rounds."""
+        input = cls(None, enable_streaming)
+        input._messages, input._build = None, build
+        return input
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation, oldest first."""
+        messages = self._messages
+        if messages is None:
+            assert self._build is not None
+            messages = self._messages = self._build()
+            self._build = None
+        return messages
+
+    @messages.setter
+    def messages(self, messages: list[Message]) -> None:
+        self._messages, self._build = messages, None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AgentInput) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.messages, self.enable_streaming) == (other.messages, other.enable_streaming)
+
+    def __repr__(self) -> str:
+        return f"AgentInput(messages={self.messages!r}, enable_streaming={self.enable_streaming!r})"
+
+    def __reduce__(self) -> tuple[type[AgentInput], tuple[list[Message], bool]]:
+        return (AgentInput, (self.messages, self.enable_streaming))  # (copy and pickle: built first)
 
 
 @runtime_checkable

@@ -28,6 +28,7 @@ from rillet.errors import Interrupted, TransferError
 from rillet.events import (
     AgentAction,
     AgentEvent,
+    MessageVariant,
     copy_event,
     error_event,
     event_from_message,
@@ -408,36 +409,67 @@ class FlowAgent(BaseAgent):
 
     async def _history_input(self, run: RunContext) -> AgentInput:
         """The input of an agent that is not the root: the root input plus every recorded
-        event's message, others' messages rewritten (Eino's genAgentInput)."""
+        event's message, others' messages rewritten (Eino's genAgentInput). The default
+        rewriting is done when the agent reads the messages, from the history as it stood now:
+        an agent that never reads them costs nothing per recorded event. A rewriter of the
+        user's is called now, as in Eino."""
         root = run.root_input or AgentInput([])
-        entries = await _history_entries(run.session, root, self.skip_transfer_messages)
-        rewriter = self.history_rewriter or _default_rewriter(self.name)
-        return AgentInput(list(rewriter(entries)), root.enable_streaming)
+        entries, n = await _history_entries(run.session, root, self.skip_transfer_messages)
+        if self.history_rewriter is not None:
+            return AgentInput(list(self.history_rewriter(entries[:n])), root.enable_streaming)
+        rewrite = _default_rewriter(self.name)
+        return AgentInput._deferred(lambda: rewrite(entries[:n]), root.enable_streaming)
 
 
-async def _history_entries(session: Session, root: AgentInput, skip_transfers: bool) -> list[HistoryEntry]:
-    """The history entries of ``session``'s log after the root input. The log only grows, so
-    the entries are kept in the session and each call reads only the events recorded since
-    the last: a LoopAgent's thousandth child does not rescan the 999 runs before it."""
+@dataclass(slots=True)
+class _KeptHistory:
+    """The history entries of a session's log, kept in the session as the log grows.
+    ``entries[:handed]`` were handed out (as the list and a length) and are never changed in
+    place: taking one back (a transfer call left out) starts a new list."""
+
+    root: AgentInput
+    entries: list[HistoryEntry]
+    read: int  # events of the log read
+    last: AgentEvent  # the last of them, to notice a log changed under it
+    handed: int
+
+
+async def _history_entries(session: Session, root: AgentInput, skip_transfers: bool) -> tuple[list[HistoryEntry], int]:
+    """The history entries of ``session``'s log after the root input: ``entries[:n]`` of the
+    returned ``(entries, n)``, a list shared with later calls (read it, do not change it). The
+    log only grows, so each call reads only the events recorded since the last and neither
+    copies nor rescans the rest: a LoopAgent's thousandth child pays for one round, not 999."""
     key = ("history", skip_transfers)
-    cached: tuple[AgentInput, int, list[HistoryEntry], AgentEvent] | None = session.cache.get(key)
-    new = session.snapshot(cached[1] - 1) if cached is not None and cached[0] is root else []
-    if cached is None or not new or new[0] is not cached[3]:  # none kept, or the log changed under it: from the start
-        done, entries, new = 0, [HistoryEntry(True, "", m) for m in root.messages], session.snapshot()
+    kept: _KeptHistory | None = session.cache.get(key)
+    new = session.snapshot(kept.read - 1) if kept is not None and kept.root is root else []
+    if kept is None or not new or new[0] is not kept.last:  # none kept, or the log changed under it: from the start
+        entries, read, handed, new = [HistoryEntry(True, "", m) for m in root.messages], 0, 0, session.snapshot()
     else:
-        done, entries, new = cached[1], list(cached[2]), new[1:]  # a copy: the cached list is never changed
-    for ev in new:
-        out = ev.output
-        mv = out.message_output if out is not None else None
-        if skip_transfers and ev.action is not None and ev.action.transfer_to_agent is not None:
+        entries, read, handed, new = kept.entries, kept.read, kept.handed, new[1:]
+    skips = [skip_transfers and ev.action is not None and ev.action.transfer_to_agent is not None for ev in new]
+    outputs = [_message_output(ev) for ev in new]
+    # The streams first; nothing after them awaits, so no other reader comes between.
+    messages = [await mv.aget_message() if mv is not None and not skip else None for mv, skip in zip(outputs, skips)]
+    if kept is not None and entries is kept.entries and session.cache.get(key) is not kept:
+        return await _history_entries(session, root, skip_transfers)  # another reader came first: read on from it
+    for ev, mv, skip, msg in zip(new, outputs, skips, messages, strict=True):
+        if skip:
             if mv is not None and mv.role == "tool" and len(entries) > len(root.messages):
-                entries.pop()  # the assistant message that called the transfer tool
-            continue
-        if mv is not None:
-            entries.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))
+                # the assistant message that called the transfer tool is left out too
+                if len(entries) <= handed:
+                    entries, handed = entries[:-1], 0  # handed out: a new list, the old one as it was
+                else:
+                    entries.pop()
+        elif msg is not None:
+            entries.append(HistoryEntry(False, ev.agent_name, msg))
     if new:
-        session.cache[key] = (root, done + len(new), entries, new[-1])
-    return list(entries)
+        session.cache[key] = _KeptHistory(root, entries, read + len(new), new[-1], len(entries))
+    return entries, len(entries)
+
+
+def _message_output(ev: AgentEvent) -> MessageVariant | None:
+    out = ev.output
+    return out.message_output if out is not None else None
 
 
 def adopt(child: Agent, parent: Agent, who: str) -> None:
