@@ -254,6 +254,9 @@ class McpToolset:
             try:
                 self._listed = await self._list_pages(conn)
                 return self._listed
+            except McpError:  # rillet's own: the list did not end
+                self._stale = True
+                raise
             except Exception as e:
                 self._stale = True
                 if _over_limit(e):
