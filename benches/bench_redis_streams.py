@@ -5,8 +5,10 @@ The run: 2,000 events of a ReAct loop (an assistant message with one tool call, 
 finish reason, then the tool's result, a paragraph), agent name and run path set. Each side
 sends the same content, each the way it would be written:
 
-* **rillet**: ``RedisStreamSink.drain(events, run_id=...)`` over the AgentEvents (rillet.codec
-  entries, the sink's batched XADDs, its end entry), what ``publish`` does for a live run.
+* **rillet**: ``RedisStreamSink.drain(events, run_id=...)`` over the AgentEvents of a run's event
+  iterator (what ``runner.run`` returns): rillet.codec entries, the events already waiting
+  sent in one XADD script call and acknowledged before they are handed on, its end entry.
+* **rillet acknowledged=False**: the same, each event handed on at once and sent behind it.
 * **redis-py loop**: the events as dicts (agent, run path, role, content, tool calls, usage),
   ``client.xadd(key, {"d": pickle.dumps(d)})`` one after another (sync redis-py).
 * **redis-py pipeline**: the same XADDs in one pipeline per round, for reference: what the
@@ -26,12 +28,13 @@ import asyncio
 import pickle
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rillet import AgentEvent, FunctionCall, Message, ResponseMeta, RunStep, ToolCall, Usage, event_from_message
+from rillet.event_pair import EventIterator, new_event_pair
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 redis = pytest.importorskip("redis", reason="redis-py is not installed (the bench extra has it)")
@@ -81,9 +84,13 @@ def as_dict(ev: AgentEvent) -> dict[str, Any]:
     }
 
 
-async def each(items: list[AgentEvent]) -> AsyncIterator[AgentEvent]:
+def run_events(items: list[AgentEvent]) -> EventIterator[AgentEvent]:
+    """``items`` as a finished run's event iterator gives them (what ``runner.run`` returns)."""
+    events, gen = new_event_pair()
     for ev in items:
-        yield ev
+        gen.send(ev)
+    gen.close()
+    return events
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +108,7 @@ def _measure(benchmark: Any, impl: str, url: str) -> None:
 
     client = redis.Redis.from_url(url)
     loop = asyncio.new_event_loop()
-    sink = RedisStreamSink(url, maxlen=None)
+    sink = RedisStreamSink(url, maxlen=None, acknowledged=impl != "rillet acknowledged=False")
     keys: list[str] = []
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -110,10 +117,10 @@ def _measure(benchmark: Any, impl: str, url: str) -> None:
         run_id = uuid.uuid4().hex
         keys.append(sink.key(run_id))
         items = events()
-        return (run_id, items if impl == "rillet" else [as_dict(ev) for ev in items]), {}
+        return (run_id, run_events(items) if impl.startswith("rillet") else [as_dict(ev) for ev in items]), {}
 
-    def rillet(run_id: str, items: list[AgentEvent]) -> None:
-        assert loop.run_until_complete(sink.drain(each(items), run_id=run_id)) == EVENTS
+    def rillet(run_id: str, items: EventIterator[AgentEvent]) -> None:
+        assert loop.run_until_complete(sink.drain(items, run_id=run_id)) == EVENTS
 
     def loop_xadd(run_id: str, items: list[dict[str, Any]]) -> None:
         key = sink.key(run_id)
@@ -127,12 +134,17 @@ def _measure(benchmark: Any, impl: str, url: str) -> None:
                 pipe.xadd(key, {"d": pickle.dumps(d)})
             pipe.execute()
 
-    run = {"rillet": rillet, "redis-py loop": loop_xadd, "redis-py pipeline": pipeline_xadd}[impl]
+    run = {
+        "rillet": rillet,
+        "rillet acknowledged=False": rillet,
+        "redis-py loop": loop_xadd,
+        "redis-py pipeline": pipeline_xadd,
+    }[impl]
     benchmark.group = "publish 2,000 events to a Redis stream"
     benchmark.extra_info.update({"impl": impl, "per": EVENTS, "unit": "event", "series": "events", "size": EVENTS})
     try:
         benchmark.pedantic(run, setup=setup, rounds=15, warmup_rounds=2)
-        assert client.xlen(keys[-1]) == EVENTS + (1 if impl == "rillet" else 0)  # + the end entry
+        assert client.xlen(keys[-1]) == EVENTS + (1 if impl.startswith("rillet") else 0)  # + the end entry
     finally:
         loop.run_until_complete(sink.aclose())
         loop.close()
@@ -140,6 +152,6 @@ def _measure(benchmark: Any, impl: str, url: str) -> None:
         client.close()
 
 
-@pytest.mark.parametrize("impl", ["rillet", "redis-py loop", "redis-py pipeline"])
+@pytest.mark.parametrize("impl", ["rillet", "rillet acknowledged=False", "redis-py loop", "redis-py pipeline"])
 def test_publish(benchmark: Any, url: str, impl: str) -> None:
     _measure(benchmark, impl, url)

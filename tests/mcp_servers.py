@@ -1,17 +1,39 @@
 """An MCP server for tests/test_mcp.py, run as ``python tests/mcp_servers.py stdio`` or
 ``python tests/mcp_servers.py http PORT``. ``RILLET_MCP_LOG`` names a file where each call
-of ``book`` appends a line (to count side effects across processes)."""
+of ``book`` appends a line (to count side effects across processes). ``RILLET_MCP_PAGES``
+pages its tool list: ``N`` pages, or ``endless`` (a page of one new tool, and a next cursor,
+forever)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp_types import ListToolsResult, Tool
 
-app = MCPServer("testserver", log_level="ERROR")
+
+class Paged(MCPServer):
+    """Pages tools/list as ``RILLET_MCP_PAGES`` says."""
+
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> ListToolsResult:
+        pages = os.environ.get("RILLET_MCP_PAGES")
+        if not pages:
+            return await super()._handle_list_tools(ctx, params)
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        if pages == "endless":
+            return ListToolsResult(
+                tools=[Tool(name=f"t{page}", input_schema={"type": "object"})], next_cursor=str(page + 1)
+            )
+        tools, n = await self.list_tools(), int(pages)
+        mine = tools[page * len(tools) // n : (page + 1) * len(tools) // n]
+        return ListToolsResult(tools=mine, next_cursor=str(page + 1) if page + 1 < n else None)
+
+
+app = Paged("testserver", log_level="ERROR")
 
 
 @app.tool()
@@ -66,6 +88,12 @@ async def grow(ctx: Context) -> str:
     await ctx.notify_tools_changed()  # 2026-07-28 clients (subscriptions/listen)
     await ctx.request_context.session.send_tool_list_changed()  # older clients (a notification)
     return "grown"
+
+
+@app.tool()
+def big(megabytes: float) -> str:
+    """A text of that many megabytes."""
+    return "x" * int(megabytes * 1_000_000)
 
 
 @app.tool()

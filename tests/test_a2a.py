@@ -52,7 +52,16 @@ from rillet import (
     ToolCall,
     tool,
 )
-from rillet.a2a import A2ACardError, A2AError, A2AServer, RemoteA2AAgent, RilletExecutor, agent_card, serve_a2a
+from rillet.a2a import (
+    A2ACardError,
+    A2AError,
+    A2AServer,
+    A2ATimeoutError,
+    RemoteA2AAgent,
+    RilletExecutor,
+    agent_card,
+    serve_a2a,
+)
 from rillet.approval import approve, requires_approval
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]
@@ -596,6 +605,59 @@ async def test_a_remote_failure_is_an_error_event() -> None:
     assert "failed: no can do" in str(events[0].error)
 
 
+class Endless(AgentExecutor):
+    """Reports WORKING forever, a status update every few milliseconds (so no read waits long
+    enough for a per-read timeout), until a client cancels the task (``cancelled``) or the
+    test stops it."""
+
+    def __init__(self) -> None:
+        self.cancelled, self.stop, self.updates = asyncio.Event(), asyncio.Event(), 0
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        up = TaskUpdater(event_queue, task_id, context_id)
+        await event_queue.enqueue_event(
+            Task(id=task_id, context_id=context_id, status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+        )
+        while not (self.cancelled.is_set() or self.stop.is_set()):
+            self.updates += 1
+            await up.update_status(TaskState.TASK_STATE_WORKING, up.new_agent_message([new_text_part("still at it")]))
+            await asyncio.sleep(0.01)  # the server's pace, not a wait for the test
+        if self.stop.is_set():
+            await up.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self.cancelled.set()
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_remote_task_that_never_finishes_ends_at_the_deadline(streaming: bool) -> None:
+    # before: RemoteA2AAgent(timeout=2.0) was still reading WORKING updates after 15 s, as the
+    # timeout bounds each HTTP read and every read was quick
+    server = Endless()
+    async with plain_server(server) as url:
+        remote = RemoteA2AAgent("busy", url, timeout=2.0, deadline=0.5)
+        events = await asyncio.wait_for(_collect(Runner(remote, streaming=streaming).query("go")), 10)
+        if streaming:
+            await asyncio.wait_for(server.cancelled.wait(), 10)  # tasks/cancel reached the server
+        else:
+            server.stop.set()  # SendMessage names the task only in its answer: nothing to cancel
+    assert len(events) == 1 and isinstance(events[0].error, A2ATimeoutError)
+    message = str(events[0].error)
+    assert message.startswith(f"remote agent 'busy' at {url}/: no final answer within the deadline of 0.5 s")
+    assert "RemoteA2AAgent(deadline=...) gives it longer" in message
+    if streaming:
+        assert "was still running; cancelled it on the remote" in message
+    else:
+        assert "the remote had not named its task yet, so it could not be cancelled" in message
+    assert server.updates > 1
+
+
+async def _collect(events: AsyncIterator[Any]) -> list[Any]:
+    return [ev async for ev in events]
+
+
 SERVE = """
 import sys
 from rillet import ChatModelAgent, ScriptedModel
@@ -661,6 +723,8 @@ def test_bad_arguments_are_refused_with_the_fix() -> None:
         RemoteA2AAgent("x", "localhost:9999")
     with pytest.raises(TypeError, match="expected an AgentCard or the agent's URL"):
         RemoteA2AAgent("x", 42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"deadline=0\): give a positive number of seconds"):
+        RemoteA2AAgent("x", "http://localhost:9999", deadline=0)
 
 
 async def test_answers_resume_exactly_the_interrupts_they_name_and_the_rest_are_asked_again() -> None:

@@ -63,6 +63,7 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "McpError": (E.RilletError,),
     "A2AError": (E.RilletError,),
     "A2ACardError": (E.A2AError,),
+    "A2ATimeoutError": (E.A2AError, TimeoutError),
     "McpToolError": (E.McpError,),
     "McpConnectionError": (E.McpError, ConnectionError),
     "LiveError": (E.RilletError,),

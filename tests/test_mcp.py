@@ -159,9 +159,12 @@ async def run(agent: ChatModelAgent, text: str, **kwargs: Any) -> list[tuple[str
 # --- list, call, error --------------------------------------------------------------------
 
 
+TOOLS = ["add", "echo", "fail", "picture", "book", "pid", "grow", "big", "crash"]  # the test server's
+
+
 async def test_lists_the_servers_tools_with_their_schemas_as_given(toolset: McpToolset) -> None:
     tools = await toolset.tools()
-    assert [t.info.name for t in tools] == ["add", "echo", "fail", "picture", "book", "pid", "grow", "crash"]
+    assert [t.info.name for t in tools] == TOOLS
     add = tools[0].info
     assert add.description == "Adds two integers."
     assert add.parameters["properties"] == {
@@ -201,6 +204,77 @@ async def test_bad_arguments_are_the_servers_error_and_bad_json_is_rillets(tools
         await add.invoke("{oops")
 
 
+# --- limits -------------------------------------------------------------------------------
+
+
+def paged(pages: str) -> StdioServer:
+    return StdioServer(sys.executable, [SERVER, "stdio"], env={"RILLET_MCP_PAGES": pages})
+
+
+async def test_a_tool_list_in_pages_is_read_to_its_end() -> None:
+    async with McpToolset(paged("3"), timeout=20, max_list_pages=3) as toolset:
+        assert [t.info.name for t in await toolset.tools()] == TOOLS
+
+
+@pytest.mark.parametrize("limit", [None, 5])
+async def test_a_tool_list_whose_pages_never_end_fails_naming_the_limit(limit: int | None) -> None:
+    # before: 100 pages of tools, and no error
+    options = {} if limit is None else {"max_list_pages": limit}
+    async with McpToolset(paged("endless"), timeout=20, **options) as toolset:
+        pages = limit or 100
+        with pytest.raises(McpError) as failed:
+            await toolset.tools()
+    assert str(failed.value) == (
+        f"MCP server {toolset.server.label()}: its tool list did not end after {pages} pages ({pages} tools; the "
+        "server keeps sending a next cursor); if it has more, raise McpToolset(max_list_pages=...)"
+    )
+
+
+@pytest.mark.parametrize("protocol", ["current", "legacy"])  # over HTTP: a JSON body, or an event stream
+async def test_a_result_over_max_result_bytes_is_a_tool_error_and_the_connection_goes_on(
+    server: StdioServer | HttpServer, protocol: str, request: pytest.FixtureRequest
+) -> None:
+    # before: no limit of rillet's own. Over stdio a 16 MB result took seconds (the mcp
+    # package's reader joins a long line's chunks over and over), 100 MB minutes; over HTTP
+    # an event stream over the mcp package's 1 MiB was "the connection was lost ... the
+    # server process may have died"
+    if protocol == "legacy":
+        request.getfixturevalue("legacy_client")
+    async with McpToolset(server, timeout=20, max_result_bytes=1_000_000) as toolset:
+        big = {t.info.name: t for t in await toolset.tools()}["big"]
+        assert len(await big.invoke('{"megabytes": 0.2}')) == 200_000  # sent twice: as text and structured
+        server_pid = await toolset.call("pid", {})
+        with pytest.raises(McpToolError, match=r"tool 'big' answered with more than 1,000,000 bytes.*max_result_bytes"):
+            await big.invoke('{"megabytes": 20}')
+        assert await toolset.call("pid", {}) == server_pid  # the same server: nothing was restarted
+        assert len(await big.invoke('{"megabytes": 0.45}')) == 450_000
+
+
+def test_an_answer_over_the_limit_is_refused_for_its_request_wherever_its_id_is() -> None:
+    """Over stdio, in whatever chunks it comes: the id before the result (Python servers), or
+    after it (JavaScript's key order); a message whose request cannot be told ends the
+    connection (None) rather than leave a request waiting."""
+    from rillet.mcp.transports import Lines
+
+    big = "x" * 5000
+    small = b'{"jsonrpc": "2.0", "id": 3, "result": {}}\n'
+    stream = (
+        f'{{"jsonrpc":"2.0","id":7,"result":{{"text":"{big}"}}}}\n'.encode()
+        + small
+        + f'{{"result":{{"text":"{big}"}},"jsonrpc":"2.0","id":"r-8"}}\n'.encode()
+        + f'{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{big}"}}}}\n'.encode()
+    )
+    lines, out = Lines(1024), []
+    for i in range(0, len(stream), 700):
+        out += lines.feed(stream[i : i + 700])
+    answers = [None if m is None else m.message for m in out]
+    assert [(a.id, a.error.message) for a in answers if a is not None and hasattr(a, "error")] == [
+        (7, "the server's answer is over the toolset's max_result_bytes of 1,024 bytes"),
+        ("r-8", "the server's answer is over the toolset's max_result_bytes of 1,024 bytes"),
+    ]
+    assert answers[1].id == 3 and answers[1].result == {} and answers[3] is None and len(answers) == 4
+
+
 # --- filter -------------------------------------------------------------------------------
 
 
@@ -208,7 +282,7 @@ async def test_bad_arguments_are_the_servers_error_and_bad_json_is_rillets(tools
     ("tool_filter", "names"),
     [
         (ToolFilter(allow={"add", "echo"}), ["add", "echo"]),
-        (ToolFilter(block={"crash", "grow", "pid", "picture"}), ["add", "echo", "fail", "book"]),
+        (ToolFilter(block={"crash", "grow", "pid", "picture", "big"}), ["add", "echo", "fail", "book"]),
         (ToolFilter(allow={"add", "echo"}, block={"echo"}), ["add"]),
         (lambda t: t.name.startswith("p"), ["picture", "pid"]),
     ],
@@ -225,6 +299,10 @@ def test_bad_arguments_are_refused_when_made() -> None:
         McpToolset("http://127.0.0.1:1/mcp", require_approval="sometimes")
     with pytest.raises(TypeError, match="tool_filter"):
         McpToolset("http://127.0.0.1:1/mcp", tool_filter=["add"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"max_result_bytes\): a whole number of bytes of at least 1024"):
+        McpToolset("http://127.0.0.1:1/mcp", max_result_bytes=10)
+    with pytest.raises(ValueError, match=r"max_list_pages\): a whole number of at least 1"):
+        McpToolset("http://127.0.0.1:1/mcp", max_list_pages=0)
 
 
 async def test_a_server_that_cannot_start_is_a_connection_error() -> None:

@@ -62,10 +62,11 @@ async def read_rows(url: str, rid: str, **source: Any) -> tuple[list[Any], Redis
         return [await arow(ev) async for ev in src], src
 
 
-def test_a_reader_gets_every_kind_of_event_as_the_publisher_saw_it(redis_url: str) -> None:
+@pytest.mark.parametrize("acknowledged", [True, False])
+def test_a_reader_gets_every_kind_of_event_as_the_publisher_saw_it(redis_url: str, acknowledged: bool) -> None:
     async def main() -> None:
         rid = run_id()
-        local = await publish_rows(redis_url, rid, Runner(Mixed(40)).query("go"))
+        local = await publish_rows(redis_url, rid, Runner(Mixed(40)).query("go"), acknowledged=acknowledged)
         remote, src = await read_rows(redis_url, rid)
         assert remote == local
         assert src.status == "done"
@@ -77,6 +78,43 @@ def test_a_reader_gets_every_kind_of_event_as_the_publisher_saw_it(redis_url: st
             {"role": "", "content": "a"},
             {"role": "", "content": "b"},
         ]
+
+    asyncio.run(main())
+
+
+async def _each(events: Any) -> AsyncIterator[AgentEvent]:
+    async for ev in events:  # a plain async iterator: no batches to take
+        yield ev
+
+
+async def entries_when_given(url: str, events: Any, **sink: Any) -> list[tuple[int, int]]:
+    """For each event and chunk the consumer gets: (entries it has been given so far, entries
+    another client then finds on the stream)."""
+    import redis.asyncio as aioredis
+
+    rid, watcher, seen = run_id(), aioredis.Redis.from_url(url), []
+    async with RedisStreamSink(url, **sink) as s:
+        async for ev in s.publish(events, run_id=rid):
+            seen.append((len(seen) + 1, await watcher.xlen(s.key(rid))))
+            mv = ev.message_output
+            if mv is not None and mv.message_stream is not None:
+                async for _ in mv.message_stream:
+                    seen.append((len(seen) + 1, await watcher.xlen(s.key(rid))))
+                seen.append((len(seen) + 1, await watcher.xlen(s.key(rid))))  # its close entry
+    await watcher.aclose()
+    return seen
+
+
+@pytest.mark.parametrize("feed", ["run iterator", "async generator"])
+def test_each_event_and_chunk_is_in_redis_before_the_consumer_gets_it(redis_url: str, feed: str) -> None:
+    """A publisher killed right after acting on an event must not take that event with it."""
+
+    async def main() -> None:
+        run = Runner(Mixed(41)).query("go")
+        seen = await entries_when_given(redis_url, run if feed == "run iterator" else _each(run))
+        early = [(given, there) for given, there in seen if there < given]
+        assert not early, f"{len(early)} of {len(seen)} given before Redis had them: {early[:5]}"
+        assert len(seen) == 41 + 5 * (3 + 1)  # 41 events; 5 streamed messages of 3 chunks and a close
 
     asyncio.run(main())
 
@@ -153,6 +191,42 @@ def test_a_streamed_message_reaches_readers_chunk_by_chunk_while_it_is_written(r
         ]
         assert await publishing == 2
         await sink.aclose()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+class Failing(BaseAgent):
+    """Streams a message whose model stream fails after its first chunk, then one more event."""
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        reader, writer = pipe()
+        writer.send(Message.assistant("half "))
+        writer.send_error(ConnectionResetError("the model went away"))
+        writer.close()
+        yield event_from_message(None, reader)
+        yield event_from_message(Message.assistant("after"))
+
+
+def test_a_failed_model_stream_fails_for_the_consumer_and_the_readers_alike(redis_url: str) -> None:
+    async def main() -> None:
+        rid, local = run_id(), []
+        async with RedisStreamSink(redis_url) as sink:
+            async for ev in sink.publish(Runner(Failing("failing", "")).query("go"), run_id=rid):
+                mv = ev.message_output
+                assert mv is not None
+                if mv.message_stream is None:
+                    local.append(mv.message.content if mv.message is not None else None)
+                    continue
+                local.append((await mv.message_stream.arecv()).content)
+                with pytest.raises(ConnectionResetError, match="the model went away"):
+                    await mv.message_stream.arecv()
+        async with RedisStreamSource(rid, url=redis_url, timeout=10) as src:
+            events = [ev async for ev in src]
+        stream = events[0].message_output.message_stream if events[0].message_output is not None else None
+        assert stream is not None and (await stream.arecv()).content == "half "
+        with pytest.raises(RecordedError, match="ConnectionResetError: the model went away"):
+            await stream.arecv()
+        assert local == ["half ", "after"] and src.status == "done"
 
     asyncio.run(asyncio.wait_for(main(), 30))
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "A2ACardError",
     "A2AError",
+    "A2ATimeoutError",
     "AgentToolError",
     "ArtifactError",
     "AuthenticationError",
@@ -411,6 +412,11 @@ class A2AError(RilletError):
 class A2ACardError(A2AError):
     """An A2A agent card cannot be used: it could not be fetched, names no JSON-RPC interface,
     or its interface URL is on another origin than the card (pass ``allowed_origins``)."""
+
+
+class A2ATimeoutError(A2AError, TimeoutError):
+    """A remote A2A agent gave no final answer within the RemoteA2AAgent's ``deadline`` (the
+    bound on the whole remote call); its task was cancelled on the remote when it had one."""
 
 
 # --- live runs and artifacts ----------------------------------------------------------------

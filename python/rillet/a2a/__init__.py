@@ -12,12 +12,13 @@ except ImportError as e:  # pragma: no cover - the extra is installed wherever t
 
 from rillet.a2a.remote import BeforeRequestCallback, RemoteA2AAgent
 from rillet.a2a.server import A2AServer, RilletExecutor, a2a_app, agent_card, serve_a2a
-from rillet.errors import A2ACardError, A2AError
+from rillet.errors import A2ACardError, A2AError, A2ATimeoutError
 
 __all__ = [
     "A2ACardError",
     "A2AError",
     "A2AServer",
+    "A2ATimeoutError",
     "BeforeRequestCallback",
     "RemoteA2AAgent",
     "RilletExecutor",

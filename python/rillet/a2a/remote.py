@@ -13,7 +13,7 @@ import contextlib
 import inspect
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -35,7 +35,7 @@ from rillet._native import Message, StreamWriter, pipe
 from rillet.a2a.wire import data_of, jsonable, messages_to_parts, parts_text, tool_call_of, user_message
 from rillet.agent import AgentInput, BaseAgent
 from rillet.context import add_session_value, get_session_value
-from rillet.errors import A2ACardError, A2AError
+from rillet.errors import A2ACardError, A2AError, A2ATimeoutError
 from rillet.events import AgentEvent, event_from_message, new_transfer_to_agent_action
 from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt_event
 
@@ -72,7 +72,10 @@ class RemoteA2AAgent(BaseAgent):
     (SendStreamingMessage) over SendMessage. A card fetched from a URL must name a JSON-RPC
     interface on the same origin unless that origin is in ``allowed_origins``. Transfers the
     remote reports are dropped unless ``allow_transfer``; ``before_request_callbacks`` may edit
-    each request. ``timeout`` bounds each HTTP request (seconds)."""
+    each request. ``timeout`` is httpx's, for each HTTP request: seconds to connect, and of
+    silence while reading or writing (a stream of updates never trips it); ``deadline`` bounds
+    the whole remote call of a run (seconds, None: none), past which the run ends with
+    :class:`~rillet.errors.A2ATimeoutError` and the remote task is cancelled."""
 
     def __init__(
         self,
@@ -84,7 +87,11 @@ class RemoteA2AAgent(BaseAgent):
         before_request_callbacks: Iterable[BeforeRequestCallback] = (),
         allow_transfer: bool = False,
         timeout: float = 60.0,
+        deadline: float | None = 600.0,
     ) -> None:
+        for what, seconds in (("timeout", timeout), ("deadline", deadline)):
+            if seconds is not None and not seconds > 0:
+                raise ValueError(f"RemoteA2AAgent({name!r}, {what}={seconds!r}): give a positive number of seconds")
         if isinstance(card_or_url, str):
             if urlsplit(card_or_url).scheme not in ("http", "https"):
                 raise ValueError(f"RemoteA2AAgent({name!r}): {card_or_url!r} is not an http(s) URL of an A2A agent")
@@ -100,7 +107,7 @@ class RemoteA2AAgent(BaseAgent):
         self.allowed_origins = {_origin(o) for o in allowed_origins}
         self.before_request_callbacks: list[BeforeRequestCallback] = list(before_request_callbacks)
         self.allow_transfer = allow_transfer
-        self.timeout = timeout
+        self.timeout, self.deadline = timeout, deadline
 
     @property
     def context_key(self) -> str:
@@ -155,12 +162,22 @@ class RemoteA2AAgent(BaseAgent):
                 edited = await edited
             if edited is not None:
                 request = edited
+        deadline = _Deadline(self.deadline)
         async with _http(self.timeout) as http:
-            card = await self.card(http)
-            client = ClientFactory(ClientConfig(streaming=input.enable_streaming, httpx_client=http)).create(card)
+            card: AgentCard | None = None
             reader = _Reader(self.name, self.allow_transfer, reported)
             try:
-                async for response in client.send_message(request):
+                card = await deadline.within(self.card(http))
+                client = ClientFactory(ClientConfig(streaming=input.enable_streaming, httpx_client=http)).create(card)
+            except A2ATimeoutError:
+                raise self._late(card, reader, "") from None
+            responses = client.send_message(request)
+            try:
+                while True:
+                    try:
+                        response = await deadline.within(anext(responses))
+                    except StopAsyncIteration:
+                        break
                     events = await reader.read(response)
                     if reader.context_id and reader.context_id != get_session_value(self.context_key):
                         add_session_value(self.context_key, reader.context_id)
@@ -172,21 +189,70 @@ class RemoteA2AAgent(BaseAgent):
                 if reader.task_id and not reader.done:
                     await _cancel_remote(client, reader.task_id)
                 raise
+            except A2ATimeoutError:
+                cancelled = await _cancel_remote(client, reader.task_id) if reader.task_id else ""
+                raise self._late(card, reader, cancelled) from None
             except (A2AClientError, ProtocolError, httpx.HTTPError) as e:  # the connection, or the remote said no
-                where = ", ".join(i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC")
-                raise A2AError(f"remote agent {self.name!r} at {where}: {type(e).__name__}: {e}") from e
+                raise A2AError(f"remote agent {self.name!r} at {self._where(card)}: {type(e).__name__}: {e}") from e
             finally:
                 reader.close()
+                with contextlib.suppress(Exception):
+                    await responses.aclose()  # type: ignore[attr-defined]  # an async generator
                 await client.close()
         if not reader.done:
             raise A2AError(f"remote agent {self.name!r}: the task's stream ended before a final state")
 
+    def _where(self, card: AgentCard | None) -> str:
+        """The agent's JSON-RPC URL(s), for messages."""
+        if card is None:
+            return self._url
+        return ", ".join(i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC")
 
-async def _cancel_remote(client: Any, task_id: str) -> None:
+    def _late(self, card: AgentCard | None, reader: _Reader, cancelled: str) -> A2ATimeoutError:
+        """The error of a run past its deadline; ``cancelled`` says how tasks/cancel went."""
+        if not reader.task_id:
+            what = "the remote had not named its task yet, so it could not be cancelled and may still be running there"
+        elif cancelled == "":
+            what = f"task {reader.task_id} was still running; cancelled it on the remote"
+        else:
+            what = f"task {reader.task_id} was still running; cancelling it on the remote failed: {cancelled}"
+        return A2ATimeoutError(
+            f"remote agent {self.name!r} at {self._where(card)}: no final answer within the deadline of "
+            f"{self.deadline} s ({what}); RemoteA2AAgent(deadline=...) gives it longer (None: no deadline)"
+        )
+
+
+_T = TypeVar("_T")
+
+
+class _Deadline:
+    """One run's bound on the whole remote call, applied to each wait for the remote (not
+    across the run's ``yield``s, where it would cancel the consumer's task instead)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.at = None if seconds is None else asyncio.get_running_loop().time() + seconds
+
+    async def within(self, waiting: Awaitable[_T]) -> _T:
+        """``await waiting``, or A2ATimeoutError once the deadline has passed (the run
+        replaces it with one that says what became of the task)."""
+        bound = asyncio.timeout_at(self.at)
+        try:
+            async with bound:
+                return await waiting
+        except TimeoutError:
+            if bound.expired():
+                raise A2ATimeoutError("the deadline passed") from None
+            raise
+
+
+async def _cancel_remote(client: Any, task_id: str) -> str:
     """Asks the remote to cancel a task this run no longer waits for; best effort, briefly:
-    the local run is ending either way."""
-    with contextlib.suppress(Exception):
+    the local run is ending either way. Returns why it failed, or "" when it did not."""
+    try:
         await asyncio.wait_for(client.cancel_task(CancelTaskRequest(id=task_id)), 2)
+    except Exception as e:  # noqa: BLE001  # reported, not raised: the run ends anyway
+        return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    return ""
 
 
 class _borrowed:

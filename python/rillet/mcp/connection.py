@@ -23,10 +23,14 @@ _CLOSE_TIMEOUT = 5.0
 class Connection:
     """An entered ``mcp.Client`` for ``server``; ``on_tools_changed`` runs on each
     tools/list_changed the server sends (a notification on older protocol versions, a
-    ``subscriptions/listen`` event on 2026-07-28 and later)."""
+    ``subscriptions/listen`` event on 2026-07-28 and later). No message over
+    ``max_message_bytes`` is read whole: its request fails instead."""
 
-    def __init__(self, server: McpServer, on_tools_changed: Callable[[], None]) -> None:
+    def __init__(
+        self, server: McpServer, on_tools_changed: Callable[[], None], max_message_bytes: int | None = None
+    ) -> None:
         self.server = server
+        self.max_message_bytes = max_message_bytes
         self._on_tools_changed = on_tools_changed
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -68,7 +72,9 @@ class Connection:
         from mcp import Client  # optional dependency: only rillet.mcp needs it
 
         try:
-            async with Client(self.server.target(), message_handler=self._message, cache=None) as client:
+            async with Client(
+                self.server.target(self.max_message_bytes), message_handler=self._message, cache=None
+            ) as client:
                 listener = asyncio.create_task(self._listen(client)) if self._can_listen(client) else None
                 ready.set_result(client)
                 try:

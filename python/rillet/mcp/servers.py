@@ -32,13 +32,17 @@ class StdioServer:
     def label(self) -> str:
         return " ".join([self.command, *self.args])
 
-    def target(self) -> Any:
-        """The mcp package's description of this server."""
+    def target(self, max_message_bytes: int | None) -> Any:
+        """A transport to this server for the mcp package's Client, reading no message of
+        more than ``max_message_bytes`` whole (None: no limit)."""
         from mcp import StdioServerParameters  # optional dependency: only rillet.mcp needs it
 
-        return StdioServerParameters(
+        from rillet.mcp.transports import stdio_transport
+
+        params = StdioServerParameters(
             command=self.command, args=list(self.args), env=dict(self.env) if self.env else None, cwd=self.cwd
         )
+        return stdio_transport(params, max_message_bytes)
 
 
 @dataclass(frozen=True)
@@ -56,13 +60,11 @@ class HttpServer:
     def label(self) -> str:
         return self.url
 
-    def target(self) -> Any:
-        if not self.headers:
-            return self.url
-        from mcp.client.streamable_http import streamable_http_client  # optional dependency
-        from mcp.shared._httpx_utils import create_mcp_http_client  # the mcp package's default timeouts
+    def target(self, max_message_bytes: int | None) -> Any:
+        """As :meth:`StdioServer.target`."""
+        from rillet.mcp.transports import http_transport
 
-        return streamable_http_client(self.url, http_client=create_mcp_http_client(headers=dict(self.headers)))
+        return http_transport(self.url, self.headers, max_message_bytes)
 
 
 McpServer = StdioServer | HttpServer

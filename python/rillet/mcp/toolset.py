@@ -16,11 +16,12 @@ from rillet.mcp.connection import Connection
 from rillet.mcp.results import error_text, result_text
 from rillet.mcp.servers import HttpServer, StdioServer, as_server
 from rillet.mcp.tool import McpTool, local_name
+from rillet.mcp.transports import OVER_LIMIT
 from rillet.tools import BaseTool
 
 T = TypeVar("T")
 
-_LIST_PAGES = 100  # a server whose pages never end cannot hang a listing
+_SSE_OVER_LIMIT = "Server-sent event exceeded the"  # the mcp package's words for an event over the limit
 _SESSION_GONE = re.compile(r"session.*(not found|terminated|expired|unknown|invalid)", re.IGNORECASE)
 
 
@@ -53,6 +54,14 @@ def _session_gone(e: BaseException) -> bool:
     return isinstance(e, MCPError) and bool(_SESSION_GONE.search(e.message))
 
 
+def _over_limit(e: BaseException) -> bool:
+    """Whether ``e`` is the transport refusing an answer over ``max_result_bytes``."""
+    from mcp import MCPError  # as above
+
+    e = _leaf(e)
+    return isinstance(e, MCPError) and (OVER_LIMIT in e.message or _SSE_OVER_LIMIT in e.message)
+
+
 def _gone(e: BaseException) -> bool:
     """Whether ``e`` means the connection is gone: closed, a transport failure, or a session
     the server no longer knows."""
@@ -75,6 +84,10 @@ def _leaf(e: BaseException) -> BaseException:
     return e
 
 
+def _whole(n: object) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool)
+
+
 class McpToolset:
     """The tools of one MCP server, as an async context manager::
 
@@ -90,6 +103,12 @@ class McpToolset:
             person (:mod:`rillet.approval`).
         prefix: put before every tool's name (two servers with the same tool names).
         timeout: seconds to connect, and for one tool call or listing to answer.
+        max_result_bytes: the most bytes one message of the server may have (a tool's
+            result, a page of its tool list; default 4,000,000, None: no limit). A call
+            answered with more fails with :class:`McpToolError` as soon as the limit is
+            passed, and the connection goes on.
+        max_list_pages: the most pages a tool listing reads (default 100); a server whose
+            list goes on fails the listing with :class:`McpError`.
 
     The tool list is cached: :meth:`tools` lists from the server the first time, after the
     server says its tools changed (tools/list_changed), after a reconnect, and after
@@ -106,6 +125,8 @@ class McpToolset:
         require_approval: ApprovalPolicy = "never",
         prefix: str = "",
         timeout: float = 60.0,
+        max_result_bytes: int | None = 4_000_000,
+        max_list_pages: int = 100,
     ) -> None:
         self.server = as_server(server)
         if tool_filter is not None and not callable(tool_filter):
@@ -121,6 +142,14 @@ class McpToolset:
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError(f"McpToolset(timeout): a positive number of seconds, got {timeout!r}")
         self.timeout = float(timeout)
+        if max_result_bytes is not None and not (_whole(max_result_bytes) and max_result_bytes >= 1024):
+            raise ValueError(
+                f"McpToolset(max_result_bytes): a whole number of bytes of at least 1024, or None, got {max_result_bytes!r}"
+            )
+        self.max_result_bytes = max_result_bytes
+        if not (_whole(max_list_pages) and max_list_pages >= 1):
+            raise ValueError(f"McpToolset(max_list_pages): a whole number of at least 1, got {max_list_pages!r}")
+        self.max_list_pages = max_list_pages
         self._conn: Connection | None = None
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -173,7 +202,7 @@ class McpToolset:
                 return conn
             if conn is not None:
                 await conn.close()
-            conn = self._conn = Connection(self.server, self._tools_changed)
+            conn = self._conn = Connection(self.server, self._tools_changed, self.max_result_bytes)
             try:
                 await conn.open(self.timeout)
             except Exception as e:
@@ -225,8 +254,16 @@ class McpToolset:
             try:
                 self._listed = await self._list_pages(conn)
                 return self._listed
+            except McpError:  # rillet's own: the list did not end
+                self._stale = True
+                raise
             except Exception as e:
                 self._stale = True
+                if _over_limit(e):
+                    raise McpError(
+                        f"MCP server {self.server.label()}: listing its tools failed: a page of the list is "
+                        f"{self._over()}"
+                    ) from e
                 if not _gone(e):
                     raise McpError(f"MCP server {self.server.label()}: listing its tools failed: {_say(e)}") from e
                 conn.failed = True
@@ -239,13 +276,24 @@ class McpToolset:
     async def _list_pages(self, conn: Connection) -> list[Any]:
         tools: list[Any] = []
         cursor: str | None = None
-        for _ in range(_LIST_PAGES):
+        for _ in range(self.max_list_pages):  # a server whose pages never end cannot hang a listing
             page = await asyncio.wait_for(conn.client.list_tools(cursor=cursor), self.timeout)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
-                break
-        return tools
+                return tools
+        raise McpError(
+            f"MCP server {self.server.label()}: its tool list did not end after {self.max_list_pages} pages "
+            f"({len(tools)} tools; the server keeps sending a next cursor); if it has more, raise "
+            "McpToolset(max_list_pages=...)"
+        )
+
+    def _over(self) -> str:
+        """What a message over the limit was, for errors."""
+        return (
+            f"more than {self.max_result_bytes:,} bytes, the toolset's max_result_bytes; ask for less, or raise "
+            "McpToolset(max_result_bytes=...)"
+        )
 
     # --- calls ------------------------------------------------------------------------------
 
@@ -266,6 +314,10 @@ class McpToolset:
                     f"MCP server {self.server.label()}: tool {name!r} did not answer within {self.timeout:g}s"
                 ) from e
             except Exception as e:
+                if _over_limit(e):
+                    raise McpToolError(
+                        f"MCP server {self.server.label()}: tool {name!r} answered with {self._over()}"
+                    ) from e
                 if not _gone(e):
                     raise McpToolError(f"MCP server {self.server.label()}: tool {name!r} failed: {_say(e)}") from e
                 conn.failed = True
