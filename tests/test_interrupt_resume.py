@@ -425,6 +425,38 @@ def test_an_interrupt_after_a_transfer_resumes_in_the_transferred_to_agent() -> 
     assert [s.agent_name for s in second[-1].run_path] == ["router", "cashier"]
 
 
+def test_a_resumed_run_keeps_the_limits_it_was_saved_with_unless_given_others() -> None:
+    """Each resume counts from zero (ADK counts per invocation), against the limits the run
+    was saved with; a resume that went past them can be resumed again with higher ones."""
+    from rillet import RunConfig, RunLimitExceededError, set_sub_agents
+
+    store = InMemoryCheckpointStore()
+
+    def team(router: list[Any], cashier: list[Any]) -> Runner:
+        lead = ChatModelAgent("router", description="routes", model=ScriptedModel(router))
+        pays = ChatModelAgent("cashier", description="pays", model=ScriptedModel(cashier), tools=[pay])
+        return Runner(set_sub_agents(lead, [pays]), checkpoint_store=store)
+
+    def to(name: str) -> Message:
+        return Message.assistant("", [call("transfer_to_agent", {"agent_name": name}, "t")])
+
+    asks = Message.assistant("", [call("pay", {"amount": 1}, "p")])
+    first = list(team([to("cashier")], [asks]).query("pay", checkpoint_id="lim", run_config=RunConfig(max_transfers=1)))
+    (intr,) = interrupts(first)
+    targets = {c.id: "approve" for c in intr.action.interrupted.interrupt_contexts}
+    with pytest.raises(ValueError, match="a RunConfig of limits only"):
+        team([], []).resume("lim", targets=targets, run_config=RunConfig(streaming_mode="sse"))
+    # resumed in the cashier, which hands back; the router hands over again: 2 transfers, over 1
+    again = list(team([to("cashier")], [to("router"), "done"]).resume("lim", targets=targets))
+    err = again[-1].error
+    assert isinstance(err, RunLimitExceededError), repr(err)
+    assert (err.limit, err.maximum, err.count, err.loop) == ("max_transfers", 1, 2, "cashier -> router -> cashier")
+    raised = RunConfig(max_transfers=5)
+    done = list(team([to("cashier")], [to("router"), "done"]).resume("lim", targets=targets, run_config=raised))
+    assert [e.error for e in done if e.error is not None] == [] and texts(done)[-1] == "done"
+    assert store.get("lim") is None  # finished: deleted
+
+
 # --- requires_approval ----------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,9 +18,12 @@ from rillet import (
     CallbackContext,
     ChatModelAgent,
     FunctionCall,
+    FunctionTool,
     LoopAgent,
     Message,
     ParallelAgent,
+    RunConfig,
+    RunLimitExceededError,
     Runner,
     RunStep,
     ScriptedModel,
@@ -150,6 +154,104 @@ def test_deterministic_transfer_hands_over_after_a_normal_finish() -> None:
     ]
     assert events[2].message_output.message.tool_name == "transfer_to_agent"
     assert events[1].message_output.message.tool_calls[0].function.arguments == "second"  # the bare name
+
+
+# --- transfer loops: constant depth, run limits -------------------------------------------
+
+
+def _frames() -> int:
+    """How many Python frames the calling code runs under."""
+    n, frame = 0, sys._getframe(1)
+    while frame is not None:
+        n, frame = n + 1, frame.f_back
+    return n
+
+
+def ping_pong(depths: list[int] | None = None) -> Any:
+    """Agents a and b, whose models always hand the conversation to the other; ``depths`` gets
+    the frame depth of each model call."""
+
+    def hand_to(other: str) -> Any:
+        def reply(messages: list[Message], tools: Any) -> Message:
+            if depths is not None:
+                depths.append(_frames())
+            return transfer(other, f"t{len(messages)}")
+
+        return reply
+
+    a = ChatModelAgent("a", description="A", model=ScriptedModel(hand_to("b"), record=False))
+    b = ChatModelAgent("b", description="B", model=ScriptedModel(hand_to("a"), record=False))
+    return set_sub_agents(a, [b])
+
+
+def test_a_transfer_ping_pong_ends_at_the_default_limit_with_an_error_event_naming_the_loop() -> None:
+    events = list(Runner(ping_pong()).query("go"))  # ends, and never raises
+    err = events[-1].error
+    assert isinstance(err, RunLimitExceededError), repr(err)
+    assert [e.error for e in events[:-1] if e.error is not None] == []
+    assert (err.limit, err.maximum, err.count) == ("max_transfers", 100, 101)
+    assert err.loop.endswith("a -> b -> a -> b") and events[-1].agent_name == "a"  # the 101st: a to b
+    text = str(err)
+    assert "101 transfers" in text and "RunConfig(max_transfers=100)" in text
+    assert "a -> b -> a -> b" in text  # the loop, as the agents went round it
+    assert "run_config=RunConfig(max_transfers=200)" in text  # how to raise it
+    moves = [e for e in events if e.action is not None and e.action.transfer_to_agent is not None]
+    assert len(moves) == 101 and events[-2] is moves[-1]  # the 101st is answered by the error, not run
+
+
+def test_a_model_call_past_max_llm_calls_ends_the_run_with_an_error_event() -> None:
+    events = list(Runner(ping_pong()).query("go", run_config=RunConfig(max_transfers=0)))
+    err = events[-1].error
+    assert isinstance(err, RunLimitExceededError), repr(err)
+    assert (err.limit, err.maximum, err.count) == ("max_llm_calls", 500, 501)
+    text = str(err)
+    assert "RunConfig(max_llm_calls=500)" in text and "a: 250, b: 250" in text
+    assert "a -> b -> a" in text and "run_config=RunConfig(max_llm_calls=1000)" in text
+
+
+def test_max_llm_calls_counts_the_model_calls_of_agent_tools_and_zero_means_no_limit() -> None:
+    def team() -> tuple[ChatModelAgent, ScriptedModel, ScriptedModel]:
+        inner = ScriptedModel([Message.assistant("", [call("look", {}, "l1")]), "found"])
+        helper = ChatModelAgent(
+            "helper",
+            description="looks",
+            model=inner,
+            tools=[FunctionTool(lambda: "x", name="look", description="looks")],
+        )
+        outer = ScriptedModel([Message.assistant("", [call("helper", {"request": "go"}, "h1")]), "done"])
+        return ChatModelAgent("outer", model=outer, tools=[AgentTool(helper)]), outer, inner
+
+    lead, outer, inner = team()
+    events = list(Runner(lead).query("go", run_config=RunConfig(max_llm_calls=2)))
+    err = events[-1].error
+    # the helper's second call was refused (its tool result says so), then the outer agent's
+    assert isinstance(err, RunLimitExceededError) and err.count == 4, repr(err)
+    assert "(calls by agent: outer: 1, helper: 1)" in str(err)
+    assert (outer.call_count, inner.call_count) == (1, 1)  # the refused calls were not made
+    for unlimited in (0, None, -1):
+        lead, outer, inner = team()
+        events = list(Runner(lead).query("go", run_config=RunConfig(max_llm_calls=unlimited)))
+        assert events[-1].error is None and summary(events)[-1][2] == "assistant:done"
+
+
+def test_run_limits_are_checked_when_the_run_config_is_made() -> None:
+    with pytest.raises(TypeError, match=r"RunConfig\(max_transfers=...\): expected an int or None, got '10'"):
+        RunConfig(max_transfers="10")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"RunConfig\(max_llm_calls=...\): expected an int or None, got True"):
+        RunConfig(max_llm_calls=True)
+
+
+def test_every_transfer_runs_at_the_same_stack_depth() -> None:
+    depths: list[int] = []
+    config = RunConfig(max_transfers=1000, max_llm_calls=0)
+    events = list(Runner(ping_pong(depths)).query("go", run_config=config))
+    assert isinstance(events[-1].error, RunLimitExceededError) and len(depths) == 1001
+    assert depths[9] == depths[999] == depths[1000], (depths[0], depths[9], depths[999])  # was 34 vs 814+
+
+
+def test_a_transfer_loop_stops_at_the_limit_outside_a_runner_too() -> None:
+    events = list(ping_pong().run(AgentInput([Message.user("go")])))
+    assert isinstance(events[-1].error, RunLimitExceededError) and events[-1].error.count == 101
 
 
 # --- AgentTool --------------------------------------------------------------------------

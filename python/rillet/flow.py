@@ -33,6 +33,7 @@ from rillet.events import (
     event_from_message,
     new_transfer_to_agent_action,
 )
+from rillet.run_config import BUDGET, RunBudget, RunConfig
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = [
@@ -219,26 +220,6 @@ class FlowAgent(BaseAgent):
         reader of the log such a run has."""
         return self._flow(input, True, options, steady=True, keep_log=keep_log)
 
-    async def _observed(self, obs: Any, input: AgentInput | None, options: dict[str, Any]) -> AsyncIterator[AgentEvent]:
-        """:meth:`events` with the run's observers told of its start, end, interrupts and errors
-        (a loop of its own, so that a run without observers pays nothing per event)."""
-        root = current_run()
-        info = observer.run_start(obs, self.name, input.messages if input is not None else ())
-        error: BaseException | None = None
-        try:
-            try:
-                async for ev in self._flow(input, False, options):
-                    error = observer.run_event(obs, info, ev) or error
-                    yield ev
-            except (Exception, Interrupted) as e:  # errors are events: run never raises
-                ev = error_event(e, self.name)
-                error = observer.run_event(obs, info, ev)
-                yield ev
-        finally:
-            if root is not None and not root.run_path:  # the run's root: its session ends here
-                root.session.close_streams()
-            observer.run_end(obs, info, error)
-
     def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         return self._flow(input, False, options)
 
@@ -250,126 +231,152 @@ class FlowAgent(BaseAgent):
         steady: bool = False,
         keep_log: bool = True,
     ) -> AsyncIterator[AgentEvent]:
-        """The agent's events, authors and run path filled and own events recorded, then the
-        transfer its last action asks for. ``catch`` (:meth:`events`): observers, if the run
-        has any, are told (through :meth:`_observed`), an exception becomes a final error
-        event, and the run's root closes the session's unread streams when it ends."""
-        parent = root = current_run()
-        if catch:
-            obs = OBSERVING.get()
-            if obs is not None:
-                async for ev in self._observed(obs, input, options):
-                    yield ev
-                return
+        """The agent's events, authors and run path filled and own events recorded, then those
+        of the agent its last action transfers to, and so on. The agents of a transfer chain
+        run one after another in this one loop (a trampoline): the target takes the place of
+        the agent that handed over, under its run path and address, instead of running
+        inside it, so the thousandth transfer runs at the stack depth and cost of the first.
+        Each transfer is counted in the run's budget (``RunConfig.max_transfers``).
+
+        ``catch`` (:meth:`events`): observers, if the run has any, are told of this agent's run
+        (a target's run is always told), an exception becomes a final error event, and the
+        run's root closes the session's unread streams when it ends."""
+        root = current_run()
+        parent = root if root is not None else RunContext(Session())  # run on its own: a fresh session
+        obs = OBSERVING.get()
+        budget = BUDGET.get() or RunConfig().budget()  # outside a Runner: the default limits
+        opened: list[list[Any]] = []  # [info, error] of each agent run told to the observers
+        flow, hop = self, 0
         try:
-            if parent is None:  # run on its own, outside a Runner: a fresh session
-                parent = RunContext(Session())
-            run = parent.child(self.name)
-            if run.root_input is None:
-                run = replace(run, root_input=input if input is not None else AgentInput([]))
-            resume = current_resume()
-            if (
-                resume is not None
-                and not run.point.was_interrupted
-                and self.sub_agents
-                and resume.pending_below(run.address)
-            ):
-                # Resuming an interrupt deeper down: in the agent this one transferred to.
-                async for ev in self._resume_transfer(run, resume.next_points(run.address), **options):
-                    yield ev
-                return
-            if input is None:
-                input = await self._history_input(run)
-            action: AgentAction | None = None
-            # The agent's events, filled and recorded here. Inside another consumer (a workflow,
-            # a transfer) each step runs in the agent's run context through advance_in; for the
-            # Runner (steady) that context is set once, and the agent's own generator is advanced
-            # here: no generator between it and the Runner's pump but this one.
-            inner = self.agent
-            records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
-            # A run nothing can save, whose agent cannot transfer, has one reader of its log
-            # left: an agent run inside this one's run with input None, which rebuilds its input
-            # from the messages only; an agent that runs none (ChatModelAgent) records nothing.
-            messages_only = records and not (keep_log or self.sub_agents or self.parent is not None)
-            if messages_only and not getattr(inner, "runs_agents_in_its_run", True):
-                records = messages_only = False
-            own_path = run.run_path
-            name = self.name
-            record = run.session.record
-            raw = raw_events(inner, input, **options)
-            author = inner.name if raw is not None else None
-            source = raw if raw is not None else run_events(inner, input, **options)
-            events = source if steady else advance_in(run, source, author)
-            outer = entered(run) if steady else None
-            if outer is not None:
-                outer.__enter__()
-            anext = events.__anext__
-            try:
-                while True:
-                    failed = False
+            while True:  # one agent of the chain a turn
+                told = obs is not None and (catch or hop > 0)
+                if told:
+                    messages = input.messages if input is not None else ()
+                    opened.append([observer.run_start(obs, flow.name, messages, parent), None])
+                run = parent.child(flow.name)
+                if run.root_input is None:
+                    run = replace(run, root_input=input if input is not None else AgentInput([]))
+                after = flow._resumed_below(run)
+                if after is None:  # not passing through to an interrupt further down: the agent runs
+                    if input is None:
+                        input = await flow._history_input(run)
+                    action: AgentAction | None = None
+                    # The agent's events, filled and recorded here. Inside another consumer (a
+                    # workflow, an agent tool) each step runs in the agent's run context through
+                    # advance_in; for the Runner (steady) that context is set once, and the
+                    # agent's own generator is advanced here: no generator between it and the
+                    # Runner's pump but this one.
+                    inner = flow.agent
+                    records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
+                    # A run nothing can save, whose agent cannot transfer, has one reader of its
+                    # log left: an agent run inside this one's run with input None, which rebuilds
+                    # its input from the messages only; an agent that runs none (ChatModelAgent)
+                    # records nothing.
+                    messages_only = records and not (keep_log or flow.sub_agents or flow.parent is not None)
+                    if messages_only and not getattr(inner, "runs_agents_in_its_run", True):
+                        records = messages_only = False
+                    own_path = run.run_path
+                    name = flow.name
+                    record = run.session.record
+                    raw = raw_events(inner, input, **options)
+                    author = inner.name if raw is not None else None
+                    source = raw if raw is not None else run_events(inner, input, **options)
+                    events = source if steady else advance_in(run, source, author)
+                    seen = opened[-1] if told else None
+                    outer = entered(run) if steady else None
+                    if outer is not None:
+                        outer.__enter__()
+                    anext = events.__anext__
                     try:
-                        ev = await anext()
-                    except StopAsyncIteration:
-                        break
-                    except (Exception, Interrupted) as e:
-                        if author is None or not steady:
-                            raise
-                        ev, failed = error_event(e), True
-                    out = ev.output
-                    mv = out.message_output if out is not None else None
-                    if not ev.agent_name and (author is not None or not ev.run_path):
-                        if author is None:
-                            ev.agent_name = name
-                        else:  # author_of, inlined: user-role content is the user's
-                            msg = mv.message if mv is not None else None
-                            ev.agent_name = "user" if msg is not None and msg.role == "user" else author
-                    if not ev.run_path:
-                        ev.run_path = own_path
-                    if ev.run_path is own_path or ev.run_path == own_path:
-                        action = ev.action
-                        if (
-                            records
-                            and (action is None or action.interrupted is None)
-                            and (mv is not None or not messages_only)
-                        ):
-                            # copy_event, inlined for the event without a stream to split
-                            if mv is not None and mv.message_stream is not None:
-                                record(copy_event(ev))
-                            else:
-                                record(AgentEvent(ev.agent_name, ev.run_path, out, action, ev.error))
-                    yield ev
-                    if failed:
-                        break
-            finally:
-                if outer is not None:
-                    outer.__exit__(None, None, None)
-                with entered(run):
-                    await events.aclose()  # type: ignore[attr-defined]
-            if action is None or action.exit or action.interrupted is not None:
-                return
-            transfer = action.transfer_to_agent
-            if transfer is None:
-                return
-            target = self.transfer_target(transfer.dest_agent_name)
-            if target is None:
-                yield AgentEvent(
-                    agent_name=self.name,
-                    run_path=run.run_path,
-                    error=TransferError(
-                        f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from "
-                        f"'{self.name}'{self._reachable()}"
-                    ),
-                )
-                return
-            async for ev in advance_in(run, target.events(None, **options)):
-                yield ev
+                        while True:
+                            failed = False
+                            try:
+                                ev = await anext()
+                            except StopAsyncIteration:
+                                break
+                            except (Exception, Interrupted) as e:
+                                if author is None or not steady:
+                                    raise
+                                ev, failed = error_event(e), True
+                            out = ev.output
+                            mv = out.message_output if out is not None else None
+                            if not ev.agent_name and (author is not None or not ev.run_path):
+                                if author is None:
+                                    ev.agent_name = name
+                                else:  # author_of, inlined: user-role content is the user's
+                                    msg = mv.message if mv is not None else None
+                                    ev.agent_name = "user" if msg is not None and msg.role == "user" else author
+                            if not ev.run_path:
+                                ev.run_path = own_path
+                            if ev.run_path is own_path or ev.run_path == own_path:
+                                action = ev.action
+                                if (
+                                    records
+                                    and (action is None or action.interrupted is None)
+                                    and (mv is not None or not messages_only)
+                                ):
+                                    # copy_event, inlined for the event without a stream to split
+                                    if mv is not None and mv.message_stream is not None:
+                                        record(copy_event(ev))
+                                    else:
+                                        record(AgentEvent(ev.agent_name, ev.run_path, out, action, ev.error))
+                            if seen is not None:
+                                seen[1] = observer.run_event(obs, seen[0], ev) or seen[1]
+                            yield ev
+                            if failed:
+                                break
+                    finally:
+                        if outer is not None:
+                            outer.__exit__(None, None, None)
+                        with entered(run):
+                            await events.aclose()  # type: ignore[attr-defined]
+                    after = flow._transferred_to(action, run, budget)
+                if after is None:
+                    return
+                if isinstance(after, AgentEvent):  # a transfer that cannot be made: the run ends with it
+                    if told:
+                        opened[-1][1] = observer.run_event(obs, opened[-1][0], after) or opened[-1][1]
+                    yield after
+                    return
+                parent, flow, input, hop = run, after, None, hop + 1
         except (Exception, Interrupted) as e:
-            if not catch:
+            if not catch and hop == 0:
                 raise
-            yield error_event(e, self.name)  # errors are events: run never raises
+            ev = error_event(e, flow.name)  # errors are events: run never raises
+            if opened:
+                opened[-1][1] = observer.run_event(obs, opened[-1][0], ev) or opened[-1][1]
+            yield ev
         finally:
+            for info, error in reversed(opened):  # inner runs end first, as they nest
+                observer.run_end(obs, info, error)
             if catch and root is not None and not root.run_path:  # the run's root: its session ends here
                 root.session.close_streams()
+
+    def _transferred_to(
+        self, action: AgentAction | None, run: RunContext, budget: RunBudget
+    ) -> FlowAgent | AgentEvent | None:
+        """Where this agent's last own ``action`` leads once it has run: the agent to transfer
+        to, an error event (no such agent, or a transfer past the run's ``max_transfers``), or
+        None when the chain ends here (no transfer, an exit, an interrupt)."""
+        if action is None or action.exit or action.interrupted is not None:
+            return None
+        transfer = action.transfer_to_agent
+        if transfer is None:
+            return None
+        target = self.transfer_target(transfer.dest_agent_name)
+        if target is None:
+            return AgentEvent(
+                agent_name=self.name,
+                run_path=run.run_path,
+                error=TransferError(
+                    f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from "
+                    f"'{self.name}'{self._reachable()}"
+                ),
+            )
+        refused = budget.transfer(self.name, target.name)
+        if refused is not None:
+            return AgentEvent(self.name, run.run_path, error=refused)
+        return target
 
     def _reachable(self) -> str:
         """What a failed transfer could have reached, and how to wire it."""
@@ -386,8 +393,14 @@ class FlowAgent(BaseAgent):
             "and run the agent it returns"
         )
 
-    async def _resume_transfer(self, run: RunContext, points: list[str], **options: Any) -> AsyncIterator[AgentEvent]:
-        segments = [AddressSegment.parse(p) for p in points]
+    def _resumed_below(self, run: RunContext) -> FlowAgent | AgentEvent | None:
+        """In a resumed run whose interrupt lies deeper down, in the agent this one transferred
+        to: that agent, which runs next in this one's place (or an error event when it cannot
+        be found). None otherwise: this agent runs."""
+        resume = current_resume()
+        if resume is None or run.point.was_interrupted or not self.sub_agents or not resume.pending_below(run.address):
+            return None
+        segments = [AddressSegment.parse(p) for p in resume.next_points(run.address)]
         names = [seg.id for seg in segments if seg.kind == AGENT]
         if len(names) != 1:
             what = (
@@ -395,16 +408,13 @@ class FlowAgent(BaseAgent):
                 if not names
                 else (f"interrupts lie under several agents ({', '.join(names)}): concurrent transfer is not supported")
             )
-            yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume {self.name!r}: {what}"))
-            return
+            return AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume {self.name!r}: {what}"))
         target = self.transfer_target(names[0])
         if target is None:
-            yield AgentEvent(
+            return AgentEvent(
                 self.name, run.run_path, error=TransferError(f"failed to resume: sub-agent '{names[0]}' not found")
             )
-            return
-        async for ev in advance_in(run, target.events(None, **options)):
-            yield ev
+        return target
 
     async def _history_input(self, run: RunContext) -> AgentInput:
         """The input of an agent that is not the root: the root input plus every recorded
