@@ -249,6 +249,37 @@ def test_every_transfer_runs_at_the_same_stack_depth() -> None:
     assert depths[9] == depths[999] == depths[1000], (depths[0], depths[9], depths[999])  # was 34 vs 814+
 
 
+def test_10000_transfers_run_at_flat_cost_per_hop() -> None:
+    """The work of a hop, counted as the Python calls made on the run's thread (a profile hook
+    on for hops 1-1000 and again for hops 9001-10000), is the same at the end of a 10,000-hop
+    chain as at its start: nothing of the framework rescans the chain or the log per hop. (Each
+    agent's input still grows by two messages a hop: copying that list is the one cost per hop
+    that grows, in C, and no Python calls.)"""
+    hops, calls, marks = [0], [0], {}
+
+    def counted(frame: Any, event: str, arg: Any) -> None:
+        calls[0] += 1
+
+    def hand_to(other: str) -> Any:
+        def reply(messages: list[Message], tools: Any) -> Message:
+            hops[0] += 1
+            if hops[0] in (1, 1001, 9001, 10001):
+                marks[hops[0]] = calls[0]
+                sys.setprofile(counted if hops[0] in (1, 9001) else None)
+            return transfer(other, f"t{hops[0]}")
+
+        return reply
+
+    a = ChatModelAgent("a", description="A", model=ScriptedModel(hand_to("b"), record=False))
+    b = ChatModelAgent("b", description="B", model=ScriptedModel(hand_to("a"), record=False))
+    config = RunConfig(max_transfers=10_000, max_llm_calls=0)
+    events = list(Runner(set_sub_agents(a, [b])).query("go", run_config=config))
+    assert isinstance(events[-1].error, RunLimitExceededError) and events[-1].error.count == 10_001
+    first, last = marks[1001] - marks[1], marks[10001] - marks[9001]
+    assert first > 1000 * 50  # the hook saw the hops' work
+    assert last < 1.1 * first, (first, last)  # was 17x (and 2 minutes): every hop rewrote the whole history
+
+
 def test_a_transfer_loop_stops_at_the_limit_outside_a_runner_too() -> None:
     events = list(ping_pong().run(AgentInput([Message.user("go")])))
     assert isinstance(events[-1].error, RunLimitExceededError) and events[-1].error.count == 101
@@ -666,3 +697,32 @@ def test_the_history_kept_in_the_session_follows_the_log_and_starts_over_when_it
     session.events[:] = [said("x")]  # changed under it (not by rillet): read again from the start
     assert asyncio.run(texts(session, root)) == ["q", "x"]
     assert asyncio.run(texts(session, AgentInput([Message.user("other")]))) == ["other", "x"]
+
+
+def test_each_agents_rewritten_history_reads_on_and_drops_a_skipped_transfer_pair_across_reads() -> None:
+    from rillet import new_transfer_to_agent_action
+    from rillet.context import Session
+    from rillet.flow import _history, gen_transfer_messages
+
+    def by(agent: str, message: Message, transfer_to: str | None = None) -> AgentEvent:
+        ev = event_from_message(message, role="tool" if message.role == "tool" else "assistant")
+        ev.agent_name = agent
+        if transfer_to is not None:
+            ev.action = new_transfer_to_agent_action(transfer_to)
+        return ev
+
+    async def seen(session: Session, root: AgentInput, reader: str, skip: bool) -> list[str]:
+        return [m.content for m in (await _history(session, root, skip)).rewritten_for(reader)]
+
+    root, session = AgentInput([Message.user("q")]), Session()
+    session.record(by("a", Message.assistant("hi")))
+    asks, done = gen_transfer_messages("b")
+    session.record(by("a", asks))
+    assert asyncio.run(seen(session, root, "b", True))[:2] == ["q", "For context: [a] said: hi."]
+    assert len(asyncio.run(seen(session, root, "b", True))) == 3  # the call, until its result comes
+    session.record(by("a", done, transfer_to="b"))  # the result: the pair leaves the history
+    assert asyncio.run(seen(session, root, "b", True)) == ["q", "For context: [a] said: hi."]
+    session.record(by("b", Message.assistant("yes")))
+    assert asyncio.run(seen(session, root, "b", True)) == ["q", "For context: [a] said: hi.", "yes"]
+    assert asyncio.run(seen(session, root, "a", True)) == ["q", "hi", "For context: [b] said: yes."]
+    assert len(asyncio.run(seen(session, root, "a", False))) == 5  # kept apart: with the pair

@@ -148,16 +148,6 @@ def rewrite_message(msg: Message, agent_name: str) -> Message:
     return Message.user("".join(parts))
 
 
-def _default_rewriter(own_name: str) -> HistoryRewriter:
-    def rewrite(entries: list[HistoryEntry]) -> list[Message]:
-        return [
-            e.message if e.is_user_input or e.agent_name == own_name else rewrite_message(e.message, e.agent_name)
-            for e in entries
-        ]
-
-    return rewrite
-
-
 def gen_transfer_messages(dest_agent_name: str) -> tuple[Message, Message]:
     """The assistant tool call and tool result of a transfer to ``dest_agent_name``, as the
     transfer tool would have produced them (the arguments are the bare name, as in Eino)."""
@@ -266,22 +256,10 @@ class FlowAgent(BaseAgent):
                     # advance_in; for the Runner (steady) that context is set once, and the
                     # agent's own generator is advanced here: no generator between it and the
                     # Runner's pump but this one.
-                    inner = flow.agent
-                    records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
-                    # A run nothing can save, whose agent cannot transfer, has one reader of its
-                    # log left: an agent run inside this one's run with input None, which rebuilds
-                    # its input from the messages only; an agent that runs none (ChatModelAgent)
-                    # records nothing.
-                    messages_only = records and not (keep_log or flow.sub_agents or flow.parent is not None)
-                    if messages_only and not getattr(inner, "runs_agents_in_its_run", True):
-                        records = messages_only = False
+                    events, author, records, messages_only = flow._own_events(input, run, options, steady, keep_log)
                     own_path = run.run_path
                     name = flow.name
                     record = run.session.record
-                    raw = raw_events(inner, input, **options)
-                    author = inner.name if raw is not None else None
-                    source = raw if raw is not None else run_events(inner, input, **options)
-                    events = source if steady else advance_in(run, source, author)
                     seen = opened[-1] if told else None
                     outer = entered(run) if steady else None
                     if outer is not None:
@@ -352,6 +330,25 @@ class FlowAgent(BaseAgent):
             if catch and root is not None and not root.run_path:  # the run's root: its session ends here
                 root.session.close_streams()
 
+    def _own_events(
+        self, input: AgentInput, run: RunContext, options: dict[str, Any], steady: bool, keep_log: bool
+    ) -> tuple[AsyncIterator[AgentEvent], str | None, bool, bool]:
+        """The agent's events in ``run`` (its raw ``_run`` when it has no agent callbacks), the
+        author its events without one get (None: they come filled), whether they are recorded,
+        and whether only those with a message are."""
+        inner = self.agent
+        records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
+        # A run nothing can save, whose agent cannot transfer, has one reader of its log left:
+        # an agent run inside this one's run with input None, which rebuilds its input from the
+        # messages only; an agent that runs none (ChatModelAgent) records nothing.
+        messages_only = records and not (keep_log or self.sub_agents or self.parent is not None)
+        if messages_only and not getattr(inner, "runs_agents_in_its_run", True):
+            records = messages_only = False
+        raw = raw_events(inner, input, **options)
+        author = inner.name if raw is not None else None
+        source = raw if raw is not None else run_events(inner, input, **options)
+        return (source if steady else advance_in(run, source, author)), author, records, messages_only
+
     def _transferred_to(
         self, action: AgentAction | None, run: RunContext, budget: RunBudget
     ) -> FlowAgent | AgentEvent | None:
@@ -420,34 +417,91 @@ class FlowAgent(BaseAgent):
         """The input of an agent that is not the root: the root input plus every recorded
         event's message, others' messages rewritten (Eino's genAgentInput)."""
         root = run.root_input or AgentInput([])
-        entries = await _history_entries(run.session, root, self.skip_transfer_messages)
-        rewriter = self.history_rewriter or _default_rewriter(self.name)
-        return AgentInput(list(rewriter(entries)), root.enable_streaming)
+        history = await _history(run.session, root, self.skip_transfer_messages)
+        if self.history_rewriter is not None:
+            messages = list(self.history_rewriter(list(history.entries)))
+        else:
+            messages = history.rewritten_for(self.name)
+        return AgentInput(messages, root.enable_streaming)
+
+
+class _History:
+    """The history entries of a session's log after a root input, kept in the session's
+    cache and read on as the log grows, with each agent's default rewrite of them (its
+    ``view``) kept alike: the thousandth child of a LoopAgent, or agent of a transfer chain,
+    reads and rewrites only the messages recorded since the last one, not the whole log
+    (what is left per agent is copying its input list)."""
+
+    __slots__ = ("done", "entries", "last", "root", "views")
+
+    def __init__(self, root: AgentInput) -> None:
+        self.root = root
+        self.done = 0  # log events read
+        self.last: AgentEvent | None = None  # the last of them: a log changed under it has another there
+        self.entries = [HistoryEntry(True, "", m) for m in root.messages]
+        self.views: dict[str, list[Message]] = {}  # agent name -> entries[:len(view)], rewritten for it
+
+    async def read_on(self, session: Session, skip_transfers: bool) -> bool:
+        """Takes in the events recorded since the last read; False if the log was changed
+        under it (not by rillet), or this was read on meanwhile: the caller starts over."""
+        done, last = self.done, self.last
+        new = session.snapshot(max(done - 1, 0))
+        if done:
+            if not new or new[0] is not last:
+                return False
+            new = new[1:]
+        entries = self.entries
+        kept, added = len(entries), list[HistoryEntry]()  # entries[:kept] stay; `added` follow them
+        floor = len(self.root.messages)
+        for ev in new:
+            out = ev.output
+            mv = out.message_output if out is not None else None
+            if skip_transfers and ev.action is not None and ev.action.transfer_to_agent is not None:
+                if mv is not None and mv.role == "tool" and kept + len(added) > floor:
+                    if added:  # the assistant message that called the transfer tool
+                        added.pop()
+                    else:
+                        kept -= 1
+                continue
+            if mv is not None:
+                added.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))
+        if self.done != done or self.last is not last:  # another reader went on while this one awaited
+            return False
+        if kept < len(entries):
+            del entries[kept:]
+            for view in self.views.values():
+                del view[kept:]
+        entries.extend(added)
+        if new:
+            self.done, self.last = done + len(new), new[-1]
+        return True
+
+    def rewritten_for(self, agent_name: str) -> list[Message]:
+        """The entries as ``agent_name`` sees them by default (a new list): its own messages
+        and the user's as they are, the others' rewritten as context."""
+        view = self.views.setdefault(agent_name, [])
+        for e in self.entries[len(view) :]:
+            view.append(
+                e.message if e.is_user_input or e.agent_name == agent_name else rewrite_message(e.message, e.agent_name)
+            )
+        return list(view)
+
+
+async def _history(session: Session, root: AgentInput, skip_transfers: bool) -> _History:
+    """The history of ``session``'s log after ``root``, read on from where it was last read."""
+    key = ("history", skip_transfers)
+    history: _History | None = session.cache.get(key)
+    if history is not None and history.root is root and await history.read_on(session, skip_transfers):
+        return history
+    history = _History(root)  # none kept, another root, or the log changed under it: from the start
+    await history.read_on(session, skip_transfers)  # (a new one, read by no one else: it reads on)
+    session.cache[key] = history
+    return history
 
 
 async def _history_entries(session: Session, root: AgentInput, skip_transfers: bool) -> list[HistoryEntry]:
-    """The history entries of ``session``'s log after the root input. The log only grows, so
-    the entries are kept in the session and each call reads only the events recorded since
-    the last: a LoopAgent's thousandth child does not rescan the 999 runs before it."""
-    key = ("history", skip_transfers)
-    cached: tuple[AgentInput, int, list[HistoryEntry], AgentEvent] | None = session.cache.get(key)
-    new = session.snapshot(cached[1] - 1) if cached is not None and cached[0] is root else []
-    if cached is None or not new or new[0] is not cached[3]:  # none kept, or the log changed under it: from the start
-        done, entries, new = 0, [HistoryEntry(True, "", m) for m in root.messages], session.snapshot()
-    else:
-        done, entries, new = cached[1], list(cached[2]), new[1:]  # a copy: the cached list is never changed
-    for ev in new:
-        out = ev.output
-        mv = out.message_output if out is not None else None
-        if skip_transfers and ev.action is not None and ev.action.transfer_to_agent is not None:
-            if mv is not None and mv.role == "tool" and len(entries) > len(root.messages):
-                entries.pop()  # the assistant message that called the transfer tool
-            continue
-        if mv is not None:
-            entries.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))
-    if new:
-        session.cache[key] = (root, done + len(new), entries, new[-1])
-    return list(entries)
+    """The history entries of ``session``'s log after the root input (a new list)."""
+    return list((await _history(session, root, skip_transfers)).entries)
 
 
 def adopt(child: Agent, parent: Agent, who: str) -> None:
