@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from rillet import observer
@@ -245,7 +245,7 @@ class FlowAgent(BaseAgent):
                     opened.append([observer.run_start(obs, flow.name, messages, parent), None])
                 run = parent.child(flow.name)
                 if run.root_input is None:
-                    run = replace(run, root_input=input if input is not None else AgentInput([]))
+                    run = run.with_root_input(input if input is not None else AgentInput([]))
                 after = flow._resumed_below(run)
                 if after is None:  # not passing through to an interrupt further down: the agent runs
                     if input is None:
