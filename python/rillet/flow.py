@@ -395,10 +395,14 @@ class FlowAgent(BaseAgent):
         to: that agent, which runs next in this one's place (or an error event when it cannot
         be found). None otherwise: this agent runs."""
         resume = current_resume()
-        if resume is None or run.point.was_interrupted or not self.sub_agents or not resume.pending_below(run.address):
+        if resume is None or run.point.was_interrupted or not (self.sub_agents or self.parent):
+            return None
+        if not resume.pending_below(run.address):
             return None
         segments = [AddressSegment.parse(p) for p in resume.next_points(run.address)]
         names = [seg.id for seg in segments if seg.kind == AGENT]
+        if not self.sub_agents:  # a leaf: what lies below is its own, unless it handed back to its parent
+            return self.parent if self.parent is not None and names == [self.parent.name] else None
         if len(names) != 1:
             what = (
                 "no child agents leading to the interrupted agent were found"
