@@ -10,7 +10,6 @@ which names the loop the agents were in.
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -86,10 +85,11 @@ _SHOWN_HOPS = 9  # the agents of the last eight transfers: a loop of up to four 
 
 
 class RunBudget:
-    """What one invocation has used of its limits (see :class:`RunConfig`). Counts are taken
-    under a lock: a sync tool's thread may run an agent."""
+    """What one invocation has used of its limits (see :class:`RunConfig`). Model calls and
+    transfers happen on the run's event loop (a sync tool's thread runs no agent of the run),
+    so the counts take no lock."""
 
-    __slots__ = ("_by_agent", "_hops", "_lock", "llm_calls", "max_llm_calls", "max_transfers", "transfers")
+    __slots__ = ("_by_agent", "_hops", "llm_calls", "max_llm_calls", "max_transfers", "transfers")
 
     def __init__(self, max_llm_calls: int | None, max_transfers: int | None) -> None:
         self.max_llm_calls = _limit(max_llm_calls)
@@ -98,7 +98,6 @@ class RunBudget:
         self.transfers = 0
         self._by_agent: dict[str, int] = {}
         self._hops: deque[str] = deque(maxlen=_SHOWN_HOPS)
-        self._lock = threading.Lock()
 
     @classmethod
     def of(cls, limits: Any) -> RunBudget:
@@ -115,31 +114,29 @@ class RunBudget:
     def llm_call(self, agent_name: str) -> None:
         """Counts a model call of ``agent_name``; past ``max_llm_calls`` it is refused with
         :class:`RunLimitExceededError` (raised: the agent's run ends with it as its error)."""
-        with self._lock:
-            self.llm_calls += 1
-            if not self.max_llm_calls or self.llm_calls <= self.max_llm_calls:
-                self._by_agent[agent_name] = self._by_agent.get(agent_name, 0) + 1  # the calls made
-                return
-            top = sorted(self._by_agent.items(), key=lambda kv: -kv[1])[:6]
-            calls = ", ".join(f"{name}: {n}" for name, n in top)
-            loop, where = self._loop()
-            raise RunLimitExceededError(
-                "max_llm_calls", self.max_llm_calls, self.llm_calls, loop, f" (calls by agent: {calls}){where}"
-            )
+        self.llm_calls += 1
+        if not self.max_llm_calls or self.llm_calls <= self.max_llm_calls:
+            self._by_agent[agent_name] = self._by_agent.get(agent_name, 0) + 1  # the calls made
+            return
+        top = sorted(self._by_agent.items(), key=lambda kv: -kv[1])[:6]
+        calls = ", ".join(f"{name}: {n}" for name, n in top)
+        loop, where = self._loop()
+        raise RunLimitExceededError(
+            "max_llm_calls", self.max_llm_calls, self.llm_calls, loop, f" (calls by agent: {calls}){where}"
+        )
 
     def transfer(self, source: str, dest: str) -> RunLimitExceededError | None:
         """Counts a transfer from ``source`` to ``dest``: None if it may go ahead, else the
         error that ends the run instead (past ``max_transfers``)."""
-        with self._lock:
-            self.transfers += 1
-            hops = self._hops
-            if not hops or hops[-1] != source:  # the first, or one in another part of the run
-                hops.append(source)
-            hops.append(dest)
-            if not self.max_transfers or self.transfers <= self.max_transfers:
-                return None
-            loop, where = self._loop()
-            return RunLimitExceededError("max_transfers", self.max_transfers, self.transfers, loop, where)
+        self.transfers += 1
+        hops = self._hops
+        if not hops or hops[-1] != source:  # the first, or one in another part of the run
+            hops.append(source)
+        hops.append(dest)
+        if not self.max_transfers or self.transfers <= self.max_transfers:
+            return None
+        loop, where = self._loop()
+        return RunLimitExceededError("max_transfers", self.max_transfers, self.transfers, loop, where)
 
     def _loop(self) -> tuple[str, str]:
         """The last transfers (``a -> b -> a``) and the message's words about them."""

@@ -67,6 +67,7 @@ def _agent_options(model_options: Mapping[str, Any] | None, options: Mapping[str
 
 
 _ROLES = ("system", "user", "assistant", "tool")
+_DEFAULT_CONFIG = RunConfig()  # (frozen: one for every run given none)
 
 
 def _input_messages(messages: Any) -> list[Message]:
@@ -243,7 +244,7 @@ class Runner:
 
     def _config(self, run_config: RunConfig | None) -> RunConfig:
         if run_config is None:
-            return RunConfig()
+            return _DEFAULT_CONFIG
         if not isinstance(run_config, RunConfig):
             raise TypeError(f"run_config: expected a rillet.RunConfig, got {type(run_config).__name__}")
         if run_config.save_input_blobs_as_artifacts and self.artifact_service is None:
