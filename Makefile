@@ -4,13 +4,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-light demo bench test test-fast test-rust stubtest typecheck lint wheels bench-full clean
+.PHONY: setup setup-light test-services demo bench test test-fast test-rust stubtest typecheck lint wheels bench-full clean
 
 setup:
 	VENV=$(VENV) ./scripts/setup
 
 setup-light:
 	VENV=$(VENV) ./scripts/setup --light
+
+# System packages the tests drive (chromium, redis-server), for the test targets only.
+test-services:
+	./scripts/test-services
 
 demo: setup-light
 	$(VENV)/bin/rillet demo
@@ -23,11 +27,11 @@ bench: setup
 # fresh virtualenv and the whole pytest suite runs against it (tests/test_wheel.py, and
 # tests/test_packaging.py for the sdist and rillet[all]). Versions not found are named as
 # skipped; PYTHON_VERSIONS="3.12" limits the run.
-test: setup
+test: setup test-services
 	$(PY) scripts/test-all $(PYTEST_ARGS)
 
 # Quick local loop, one Python (.venv's): skips the slow stress, fuzz and wheel tests.
-test-fast: setup stubtest typecheck lint
+test-fast: setup test-services stubtest typecheck lint
 	$(PY) -m pytest -m "not slow" -q $(PYTEST_ARGS)
 
 test-rust:

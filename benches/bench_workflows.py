@@ -19,6 +19,10 @@ rewound before every round; LangGraph's nodes each call a ``BaseChatModel`` doub
 * ``langgraph-astream``: ``graph.astream(input, stream_mode="updates")``, every update counted
   (one per node, the join node included).
 
+A third, rillet-only series, **loop rounds**: a ``LoopAgent`` of one ``BaseAgent`` that says
+one thing a round and never reads its input, run for 1,000 and for 8,000 rounds; the summary's
+"largest size / smallest size" is how its cost per round scales (flat: about x1.00).
+
 One round is one whole run on the benchmark's event loop (one loop per benchmark, as a
 server keeps one), so pytest-benchmark's "ops" column is runs per second; events per second is events per run / median
 (``extra_info["events"]``: 3 and 8 for rillet, the same for ainvoke's new messages, 3 and 9
@@ -33,11 +37,25 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from rillet import ChatModelAgent, Message, ParallelAgent, ResponseMeta, Runner, ScriptedModel, SequentialAgent, Usage
+from rillet import (
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    ChatModelAgent,
+    LoopAgent,
+    Message,
+    ParallelAgent,
+    ResponseMeta,
+    Runner,
+    ScriptedModel,
+    SequentialAgent,
+    Usage,
+    event_from_message,
+)
 
 INPUT = "go"
 PROMPT_TOKENS, COMPLETION_TOKENS = 10, 5
@@ -217,6 +235,41 @@ def test_workflow(benchmark: Any, impl: str, shape: str) -> None:
             lambda: loop.run_until_complete(run()), setup=setup, rounds=ROUNDS[impl], warmup_rounds=WARMUP
         )
         assert result == events
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+# --- a LoopAgent's cost per round, at two sizes ---------------------------------------------
+
+LOOP_ROUNDS = (1000, 8000)
+
+
+class Say(BaseAgent):
+    """Says one thing a round and never reads its input (the history it is given)."""
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        yield event_from_message(Message.assistant(self.name))
+
+
+@pytest.mark.parametrize("rounds", LOOP_ROUNDS)
+def test_loop_rounds(benchmark: Any, rounds: int) -> None:
+    benchmark.group = "workflow loop rounds"
+    benchmark.extra_info.update(impl="rillet", series="loop rounds", size=rounds, per=rounds, unit="event")
+
+    async def run() -> int:
+        count = 0
+        async for _ev in Runner(LoopAgent("loop", sub_agents=[Say("say")], max_iterations=rounds)).query(INPUT):
+            count += 1
+        return count
+
+    def setup() -> None:
+        gc.collect()
+
+    loop = asyncio.new_event_loop()
+    try:
+        result = benchmark.pedantic(lambda: loop.run_until_complete(run()), setup=setup, rounds=5, warmup_rounds=1)
+        assert result == rounds
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()

@@ -541,3 +541,39 @@ def test_the_agent_given_to_set_sub_agents_is_bound_with_its_sub_agents() -> Non
     assert saved == agent_binding(wrapper)
     with pytest.raises(Mismatch, match=r"sub-agents \['billing'\] were saved, the Runner has \['sales'\]"):
         check_binding(saved, router("sales")[0], "c")
+
+
+def _fill_disk(conn: sqlite3.Connection) -> None:
+    """A full disk for this connection: SQLite answers SQLITE_FULL once the file would grow."""
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def test_a_full_disk_is_the_error_every_sqlite_checkpoint_write_raises(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(tmp_path / "full.db")
+    store.set("kept", b"before")
+    _fill_disk(store._file.connect())
+    big = b"x" * 200_000
+    writes = {
+        "append": lambda: store.append("c", [big], big),
+        "set": lambda: store.set("c", big),
+        "set over a kept one": lambda: store.set("kept", big),
+    }
+    for name, write in writes.items():
+        with pytest.raises(sqlite3.OperationalError, match="database or disk is full"):
+            write()
+        assert not store._file.connect().in_transaction, name
+    assert store.get("kept") == b"before" and store.get("c") is None  # nothing half-written
+    store._file.connect().execute("PRAGMA max_page_count = 1073741823")
+    store.append("c", [b"r"], b"h")  # the connection is usable again once there is room
+    assert store.read_log("c") == [b"r"] and store.get("c") == b"h"
+
+
+def test_a_step_durable_run_on_a_full_disk_ends_with_an_error_naming_it(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(tmp_path / "full.db")
+    runner = Runner(build(str(tmp_path / "log")), checkpoint_store=store, durability="step")
+    (pages,) = store._file.connect().execute("PRAGMA page_count").fetchone()
+    store._file._pragmas = (f"PRAGMA max_page_count = {pages}",)  # the store writes from worker threads
+    errors = [e.error for e in runner.query("x" * 300_000, checkpoint_id="c") if e.error is not None]
+    assert errors and "database or disk is full" in str(errors[-1])
+    assert "no transaction is active" not in str(errors[-1])

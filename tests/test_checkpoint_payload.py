@@ -359,3 +359,19 @@ def test_events_are_only_built_of_classes_object_new_makes() -> None:
 
     with pytest.raises(TypeError, match="NotPlain is not made by object.__new__"):
         events_from_records([["a", ["p"], None, None, None, False, None]], _KINDS._replace(event=NotPlain))
+
+
+def test_what_each_interrupt_asks_is_saved_and_an_unencodable_ask_is_kept_as_text() -> None:
+    from rillet._core.interrupt import InterruptSignal
+
+    class Opaque:
+        def __repr__(self) -> str:
+            return "Opaque(42)"
+
+    leaf = InterruptSignal("leaf", ("agent:a", "tool:t:c1"), info={"question": "pay 30?"})
+    odd = InterruptSignal("odd", ("agent:a", "tool:u:c2"), info=Opaque())
+    root = InterruptSignal("root", ("agent:a",), subs=[leaf, odd])
+    data = asyncio.run(dump(AgentInput([Message.user("hi")]), Session({}), root))
+    loaded = load(data, "c")
+    assert loaded.infos == {"root": None, "leaf": {"question": "pay 30?"}, "odd": "Opaque(42)"}
+    assert loaded.addresses["leaf"] == ("agent:a", "tool:t:c1")

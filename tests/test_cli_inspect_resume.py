@@ -50,7 +50,8 @@ def test_inspect_shows_a_checkpoint_without_running_it(saved: Path) -> None:
         tree[leaf + 1].startswith("      id ")
         and tree[leaf + 2] == "      address agent:desk / agent:clerk / tool:book:c1"
     )
-    assert tree[leaf + 3] == """      state {'arguments': '{"city": "Lisbon", "nights": 2}'}"""
+    assert tree[leaf + 3] == """      info {"tool": "book", "arguments": {"city": "Lisbon", "nights": 2}}"""
+    assert tree[leaf + 4] == """      state {'arguments': '{"city": "Lisbon", "nights": 2}'}"""
 
     data = json.loads(rillet("inspect", "trip", "--db", "runs.db", "--json", cwd=saved).stdout)
     assert data["agent"]["name"] == "desk" and data["input"] == [{"role": "user", "content": "please book"}]
@@ -61,6 +62,24 @@ def test_inspect_shows_a_checkpoint_without_running_it(saved: Path) -> None:
     assert outer["address"] == ["agent:desk", "agent:clerk"] and outer["parent"] is None and not outer["root_cause"]
     assert leaf_json["parent"] == outer["id"] and leaf_json["root_cause"]
     assert leaf_json["state"] == {"arguments": '{"city": "Lisbon", "nights": 2}'}
+    assert leaf_json["info"] == {"tool": "book", "arguments": {"city": "Lisbon", "nights": 2}}
+    assert outer["info"] is None
+
+
+def test_inspect_and_resume_show_what_an_interrupt_asks(tmp_path: Path) -> None:
+    write_agents(tmp_path)
+    asked = rillet("run", "agents:build", "my budget?", "--db", "runs.db", "--checkpoint-id", "b", cwd=tmp_path)
+    assert asked.returncode == 3, asked.stderr
+    shown = rillet("inspect", "b", "--db", "runs.db", "--no-color", cwd=tmp_path).stdout.splitlines()
+    leaf = shown.index("    tool:budget:b1 waiting")
+    assert shown[leaf + 3] == '      info {"question": "what is your budget?"}'
+    data = json.loads(rillet("inspect", "b", "--db", "runs.db", "--json", cwd=tmp_path).stdout)
+    (root_cause,) = [i for i in data["interrupts"] if i["root_cause"]]
+    assert root_cause["info"] == {"question": "what is your budget?"}
+    resumed = rillet("resume", "b", "--db", "runs.db", "agents:build", "--no-color", cwd=tmp_path, stdin="900\n")
+    assert resumed.returncode == 0, resumed.stderr
+    assert '  info {"question": "what is your budget?"}' in resumed.stdout.splitlines()
+    assert "budget is 900" in resumed.stdout
 
 
 def test_inspect_errors_are_one_line(saved: Path) -> None:

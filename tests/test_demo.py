@@ -97,3 +97,29 @@ def test_demo_streams_and_non_streams_the_same_conversation() -> None:
         render(runner.resume("c", targets={ask.id: approve()}), console, into=r)
         assert (r.events, r.model_calls) == (9, 4)
         assert "184.00 EUR" in buf.getvalue() and "LIS-4821" in buf.getvalue()
+
+
+def test_make_demo_sets_up_light_installs_nothing_system_wide_and_make_test_fully() -> None:
+    """`make demo` builds the light setup and never runs apt-get; the test targets install what they drive."""
+    import shutil
+
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    root = Path(__file__).resolve().parent.parent
+
+    def dry(target: str) -> str:
+        return subprocess.run(
+            ["make", "-n", target], cwd=root, capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+
+    demo = dry("demo")
+    assert "./scripts/setup --light" in demo
+    assert "test-services" not in demo and "apt-get" not in demo
+    assert "apt-get" not in (root / "scripts/setup").read_text(), (
+        "scripts/setup (make demo's) must not install system packages"
+    )
+    for target in ("test", "test-fast"):
+        out = dry(target)
+        assert "./scripts/setup\n" in out and "--light" not in out and "./scripts/test-services" in out
+    bad = subprocess.run([str(root / "scripts/setup"), "--bogus"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "usage: scripts/setup [--light]" in bad.stderr

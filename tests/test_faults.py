@@ -192,8 +192,13 @@ def shapes(exc: type[BaseException]) -> dict[str, tuple[Callable[[], Any], bool]
     }
 
 
+class Abort(BaseException):
+    """A user's own BaseException (neither an Exception nor a cancellation): it ends the run
+    with an error event, as KeyboardInterrupt and SystemExit do."""
+
+
 SHAPES = list(shapes(KeyboardInterrupt))
-EXCS = [KeyboardInterrupt, SystemExit]
+EXCS = [KeyboardInterrupt, SystemExit, Abort]
 
 
 def check_failed_run(events: list[AgentEvent], exc: type[BaseException]) -> None:
@@ -239,21 +244,22 @@ def test_async_consumer_gets_an_error_event_and_its_loop_survives(shape: str, ex
     healthy_sync()
 
 
-def test_a_streaming_tool_cut_short_by_keyboard_interrupt_says_so_on_its_stream() -> None:
+@pytest.mark.parametrize("exc", EXCS, ids=lambda e: e.__name__)
+def test_a_streaming_tool_cut_short_by_keyboard_interrupt_says_so_on_its_stream(exc: type[BaseException]) -> None:
     @tool
     def chunks() -> Iterator[str]:
         """Streams, then raises."""
         yield "part"
-        raise KeyboardInterrupt
+        raise exc
 
     agent = ChatModelAgent("a", model=ScriptedModel([asks(call("chunks")), "done"]), tools=[chunks])
     events = drain(Runner(agent, streaming=True).query("go"))
-    check_failed_run(events, KeyboardInterrupt)
+    check_failed_run(events, exc)
     (tool_event,) = [ev for ev in events if ev.message_output is not None and ev.message_output.role == "tool"]
     assert tool_event.message_output is not None
     stream = tool_event.message_output.message_stream
     assert stream is not None
-    with pytest.raises(RilletError, match="raised KeyboardInterrupt"):
+    with pytest.raises(RilletError, match=f"raised {exc.__name__}"):
         while True:
             stream.recv(timeout=T)
 

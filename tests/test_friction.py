@@ -422,27 +422,6 @@ def test_a_keyless_local_endpoint_is_fine(monkeypatch: pytest.MonkeyPatch) -> No
     assert _missing_key(make_console(False), _chat_model("openai")) is False
 
 
-def test_make_demo_sets_up_light_and_make_test_fully() -> None:
-    import shutil
-    import subprocess
-    from pathlib import Path
-
-    if shutil.which("make") is None:
-        pytest.skip("no make")
-    root = Path(__file__).resolve().parent.parent
-
-    def dry(target: str) -> str:
-        return subprocess.run(
-            ["make", "-n", target], cwd=root, capture_output=True, text=True, timeout=30, check=True
-        ).stdout
-
-    assert "./scripts/setup --light" in dry("demo")
-    test = dry("test")
-    assert "./scripts/setup\n" in test and "--light" not in test
-    bad = subprocess.run([str(root / "scripts/setup"), "--bogus"], capture_output=True, text=True, timeout=30)
-    assert bad.returncode == 2 and "usage: scripts/setup [--light]" in bad.stderr
-
-
 # --- found by a new-user pass: mistakes refused when the Runner is made, and no approval for nobody
 
 

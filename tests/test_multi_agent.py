@@ -34,6 +34,7 @@ from rillet import (
     get_session_value,
     new_break_loop_action,
     new_exit_action,
+    new_transfer_to_agent_action,
     set_sub_agents,
     with_deterministic_transfer_to,
     with_disallow_transfer_to_parent,
@@ -701,6 +702,76 @@ def test_a_6000_iteration_loop_costs_the_same_per_event_and_memory_grows_linearl
     assert held[n] < 20_000_000, held  # was 230 MB
 
 
+class _Say(BaseAgent):
+    """Says one thing a run and never reads its input."""
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        yield event_from_message(Message.assistant(self.name))
+
+
+def test_loop_children_that_never_read_their_input_cost_the_same_at_8000_iterations_as_at_1000() -> None:
+    import gc
+    import time
+
+    async def per_iteration(n: int) -> float:
+        loop = LoopAgent("loop", sub_agents=[_Say("a")], max_iterations=n)
+        gc.collect()
+        start = time.thread_time()  # this thread's CPU time: the run is on this thread's loop
+        count = 0
+        async for _ in Runner(loop).query("go"):
+            count += 1
+        assert count == n
+        return (time.thread_time() - start) / n
+
+    async def measure() -> tuple[list[float], list[float]]:
+        small, large = [], []
+        for _ in range(3):
+            small.append(await per_iteration(1000))
+            large.append(await per_iteration(8000))
+        return small, large
+
+    # A ratio of two timings in one test (nothing to count covers the history copied for each
+    # child); the min over repetitions, as a busy machine only ever adds time.
+    small, large = asyncio.run(measure())
+    assert min(large) < 1.5 * min(small), (small, large)  # was 3.6x: each child's history was rebuilt
+
+
+def test_a_loop_child_is_not_handed_a_rewritten_history_it_does_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rillet import flow
+
+    rewritten: list[str] = []
+    real = flow.rewrite_message
+
+    def counted(msg: Message, agent_name: str) -> Message:
+        rewritten.append(agent_name)
+        return real(msg, agent_name)
+
+    monkeypatch.setattr(flow, "rewrite_message", counted)
+    n = 200
+    events = list(Runner(LoopAgent("loop", sub_agents=[_Say("a"), _Say("b")], max_iterations=n)).query("go"))
+    assert len(events) == 2 * n
+    assert rewritten == []  # was n^2 (40,000): every child's history, rebuilt and never read
+
+
+def test_a_loop_child_reading_its_input_late_sees_the_history_as_it_started() -> None:
+    inputs: list[AgentInput] = []
+
+    class Keeper(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            inputs.append(input)  # read only after the whole loop has run
+            yield event_from_message(Message.assistant(f"{self.name}{len(inputs)}"))
+
+    loop = LoopAgent("loop", sub_agents=[Keeper("k"), _Say("s")], max_iterations=3)
+    assert len(list(Runner(loop).query("go"))) == 6
+    seen = [[m.content for m in i.messages] for i in inputs]
+    assert seen == [
+        ["go"],
+        ["go", "k1", "For context: [s] said: s."],
+        ["go", "k1", "For context: [s] said: s.", "k2", "For context: [s] said: s."],
+    ]
+    assert inputs[0] == AgentInput([Message.user("go")]) and "go" in repr(inputs[0])
+
+
 def test_the_history_kept_in_the_session_follows_the_log_and_starts_over_when_it_was_changed() -> None:
     from rillet.context import Session
     from rillet.flow import _history_entries
@@ -711,7 +782,8 @@ def test_the_history_kept_in_the_session_follows_the_log_and_starts_over_when_it
         return ev
 
     async def texts(session: Session, root: AgentInput) -> list[str]:
-        return [e.message.content for e in await _history_entries(session, root, False)]
+        entries, n = await _history_entries(session, root, False)
+        return [e.message.content for e in entries[:n]]
 
     root, session = AgentInput([Message.user("q")]), Session()
     session.record(said("1"))
@@ -724,9 +796,9 @@ def test_the_history_kept_in_the_session_follows_the_log_and_starts_over_when_it
 
 
 def test_each_agents_rewritten_history_reads_on_and_drops_a_skipped_transfer_pair_across_reads() -> None:
-    from rillet import new_transfer_to_agent_action
-    from rillet.context import Session
-    from rillet.flow import _history, gen_transfer_messages
+    from rillet import FlowAgent, new_transfer_to_agent_action
+    from rillet.context import RunContext, Session
+    from rillet.flow import gen_transfer_messages
 
     def by(agent: str, message: Message, transfer_to: str | None = None) -> AgentEvent:
         ev = event_from_message(message, role="tool" if message.role == "tool" else "assistant")
@@ -736,7 +808,9 @@ def test_each_agents_rewritten_history_reads_on_and_drops_a_skipped_transfer_pai
         return ev
 
     async def seen(session: Session, root: AgentInput, reader: str, skip: bool) -> list[str]:
-        return [m.content for m in (await _history(session, root, skip)).rewritten_for(reader)]
+        flow = FlowAgent(BaseAgent(reader), skip_transfer_messages=skip)
+        given = await flow._history_input(RunContext(session, (), (), root))
+        return [m.content for m in given.messages]
 
     root, session = AgentInput([Message.user("q")]), Session()
     session.record(by("a", Message.assistant("hi")))
@@ -750,3 +824,25 @@ def test_each_agents_rewritten_history_reads_on_and_drops_a_skipped_transfer_pai
     assert asyncio.run(seen(session, root, "b", True)) == ["q", "For context: [a] said: hi.", "yes"]
     assert asyncio.run(seen(session, root, "a", True)) == ["q", "hi", "For context: [b] said: yes."]
     assert len(asyncio.run(seen(session, root, "a", False))) == 5  # kept apart: with the pair
+
+
+def test_a_history_handed_out_stays_as_it_was_when_a_later_transfer_result_leaves_its_call_out() -> None:
+    from rillet.context import Session
+    from rillet.flow import TRANSFER_TOOL_NAME, _history_entries
+
+    root, session = AgentInput([Message.user("q")]), Session()
+    call = event_from_message(transfer("b"))
+    call.agent_name = "a"
+    session.record(call)
+    first, n = asyncio.run(_history_entries(session, root, True))
+    assert [e.message.role for e in first[:n]] == ["user", "assistant"]  # the call's result is not in yet
+    result = event_from_message(
+        Message.tool_message("successfully transferred to agent [b]", "t1", TRANSFER_TOOL_NAME),
+        role="tool",
+        tool_name=TRANSFER_TOOL_NAME,
+    )
+    result.agent_name, result.action = "a", new_transfer_to_agent_action("b")
+    session.record(result)
+    second, m = asyncio.run(_history_entries(session, root, True))
+    assert [e.message.role for e in second[:m]] == ["user"]  # the pair is left out
+    assert [e.message.role for e in first[:n]] == ["user", "assistant"]  # what was handed out is unchanged

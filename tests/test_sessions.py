@@ -511,3 +511,16 @@ def test_a_last_n_load_reads_a_bounded_number_of_rows(tmp_path: Path) -> None:
         reads.append(store.rows_read - read)
     assert reads[:5] == [0, 1, 2, 3, 4] and set(reads[4:]) == {4}
     assert len(seen(model)) == 9
+
+
+def test_a_full_disk_is_the_error_a_sqlite_session_append_raises(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "full.db")
+    store.append("s", b"turn 1", {})
+    conn = store._file.connect()
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+    with pytest.raises(sqlite3.OperationalError, match="database or disk is full"):
+        store.append("s", b"x" * 200_000, {"v": b"y" * 100_000})
+    assert not conn.in_transaction
+    conn.execute("PRAGMA max_page_count = 1073741823")
+    assert store.append("s", b"turn 2", {}) == 2  # the failed turn left nothing behind

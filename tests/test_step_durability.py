@@ -14,7 +14,7 @@ from rillet.approval import approve
 from rillet.checkpoint import CheckpointCorruptError, CheckpointError
 from rillet.checkpoint.journal import decode_records, encode_record, read_step_head, step_head
 from rillet.checkpoint.payload import load
-from step_agents import counting_agent
+from step_agents import counting_agent, reused_id_agent
 from test_checkpoint_log import PlainStore
 
 
@@ -89,7 +89,7 @@ def test_the_log_holds_one_record_per_step_and_a_small_head(tmp_path: Path) -> N
     store = InMemoryCheckpointStore()
     list(Runner(counting_agent(4, fail_at=4), checkpoint_store=store, durability="step").query("go", checkpoint_id="r"))
     head = store.get("r")
-    assert head is not None and len(head) == 16 and read_step_head(head, "r") == 9
+    assert head is not None and len(head) == 16 and read_step_head(head, "r") == (2, 9)
     kinds = [r[0] for r in decode_records(store.read_log("r"), "r")]
     assert kinds == ["start"] + ["model", "tools"] * 4
 
@@ -258,7 +258,7 @@ def test_a_log_missing_its_last_records_is_refused() -> None:
     store = InMemoryCheckpointStore()
     list(Runner(counting_agent(4, fail_at=3), checkpoint_store=store, durability="step").query("go", checkpoint_id="r"))
     head, log = store.get("r"), store.read_log("r")
-    assert head is not None and read_step_head(head, "r") == len(log) == 7
+    assert head is not None and read_step_head(head, "r") == (2, len(log)) == (2, 7)
     store.set("r", step_head(0))
     store.append("r", log[:-2], head)  # the head still says 7
     with pytest.raises(CheckpointCorruptError, match=r"step head counts 7 records but its log holds 5"):
@@ -401,3 +401,75 @@ def test_a_session_value_the_record_cannot_keep_is_named() -> None:
     (error,) = errors(list(runner.query("go", checkpoint_id="x")))
     assert isinstance(error, EncodeError)
     assert str(error).startswith("session value 'lock' cannot be kept in the step record")
+
+
+def agent_tool_log(side: Path) -> tuple[InMemoryCheckpointStore, list[list[Any]]]:
+    """A failed step run of an agent tool called in two rounds under the call id ``c1``
+    (the outer model fails after both rounds): its store and its log's records."""
+    store = InMemoryCheckpointStore()
+    runner = Runner(
+        reused_id_agent("agent-tool", str(side), fail="outer model 2"), checkpoint_store=store, durability="step"
+    )
+    assert [str(e) for e in errors(list(runner.query("go", checkpoint_id="r")))] == ["failed at outer model 2"]
+    return store, decode_records(store.read_log("r"), "r")
+
+
+def test_an_agent_tool_run_is_keyed_by_the_calls_position_not_its_id(tmp_path: Path) -> None:
+    """The model sends the call id c1 in both rounds; the inner agent's records are kept under
+    the round and position of the call (docs/checkpoint-format.md), so each round has its own."""
+    _, records = agent_tool_log(tmp_path / "side")
+    inner = "agent:outer#0/tool:inner@{}.0/agent:inner#0"
+    assert [r[:3] for r in records[1:]] == [
+        ["model", "agent:outer#0", 1],
+        ["model", inner.format(1), 1],
+        ["tools", "agent:outer#0", 1],
+        ["model", "agent:outer#0", 2],
+        ["model", inner.format(2), 1],
+        ["tools", "agent:outer#0", 2],
+    ]
+
+
+def version_1(store: InMemoryCheckpointStore, records: list[list[Any]]) -> None:
+    """Writes ``records`` under "r" as rillet wrote logs of version 1: an agent run by a tool
+    call keyed by its address (the call id in it) and how many times it started there."""
+
+    def old_key(key: str) -> str:
+        head, sep, rest = key.partition("/tool:inner@")
+        return f"agent:outer/tool:inner:c1/agent:inner#{int(rest.split('.')[0]) - 1}" if sep else key
+
+    old = [[r[0], old_key(r[1]), *r[2:]] if r[0] in ("model", "tools") else r for r in records]
+    store.set("r", step_head(0, 1))
+    store.append("r", [encode_record(r) for r in old], step_head(len(old), 1))
+
+
+def test_a_version_1_step_record_is_replayed_with_its_keys(tmp_path: Path) -> None:
+    """A run recorded by an older rillet (version 1) resumes: its agent tool's recorded model
+    call is replayed, not made again."""
+    store, records = agent_tool_log(tmp_path / "first")
+    version_1(store, records[:3])  # the start, the outer model's call of A, the inner's answer to A
+    side = tmp_path / "side"
+    done = list(Runner(reused_id_agent("agent-tool", str(side)), checkpoint_store=store, durability="step").resume("r"))
+    assert errors(done) == [] and rows(done)[-1] == ("assistant", "answer to A | answer to B")
+    assert lines(side) == ["outer model 1", "inner B model 0", "outer model 2"]  # A's calls replayed
+
+
+def test_a_version_1_record_of_a_reused_agent_tool_call_id_is_refused(tmp_path: Path) -> None:
+    """Version 1 cannot tell apart the inner runs of two calls sent under one id: rather than
+    replay one call's answer for the other, resume refuses the record, saying why."""
+    store, records = agent_tool_log(tmp_path / "first")
+    version_1(store, records)
+    side = tmp_path / "side"
+    runner = Runner(reused_id_agent("agent-tool", str(side)), checkpoint_store=store, durability="step")
+    with pytest.raises(CheckpointError, match=r"version 1 .* tool call agent:outer/tool:inner:c1 more than once"):
+        runner.resume("r")
+    assert not side.exists()  # nothing ran
+    assert store.claim("r", "someone") is not None  # and its claim was released
+
+
+def test_a_step_head_of_a_newer_version_is_refused() -> None:
+    store = InMemoryCheckpointStore()
+    store.set("r", step_head(0, 3))
+    with pytest.raises(
+        CheckpointCorruptError, match="version 3, written by a newer rillet; this one reads versions 1, 2"
+    ):
+        Runner(counting_agent(1), checkpoint_store=store, durability="step").resume("r")

@@ -18,7 +18,7 @@ import contextlib
 import contextvars
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rillet._core.loop import Fatal, RunTask, spawn
@@ -40,12 +40,51 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
 class AgentInput:
     """What an agent is asked: the conversation so far, and whether to stream if it can."""
 
-    messages: list[Message] = field(default_factory=list)
-    enable_streaming: bool = False
+    __slots__ = ("_build", "_messages", "enable_streaming")
+    __match_args__ = ("messages", "enable_streaming")
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, messages: list[Message] | None = None, enable_streaming: bool = False) -> None:
+        self._messages: list[Message] | None = [] if messages is None else messages
+        self._build: Callable[[], list[Message]] | None = None
+        self.enable_streaming = enable_streaming
+
+    @classmethod
+    def _deferred(cls, build: Callable[[], list[Message]], enable_streaming: bool) -> AgentInput:
+        """An input whose messages ``build()`` makes the first time they are read: a workflow
+        child's history is the whole run so far, and a child that never reads it (a custom
+        agent) must not pay for it on every one of a loop's thousands of rounds."""
+        input = cls(None, enable_streaming)
+        input._messages, input._build = None, build
+        return input
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation, oldest first."""
+        messages = self._messages
+        if messages is None:
+            assert self._build is not None
+            messages = self._messages = self._build()
+            self._build = None
+        return messages
+
+    @messages.setter
+    def messages(self, messages: list[Message]) -> None:
+        self._messages, self._build = messages, None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AgentInput) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.messages, self.enable_streaming) == (other.messages, other.enable_streaming)
+
+    def __repr__(self) -> str:
+        return f"AgentInput(messages={self.messages!r}, enable_streaming={self.enable_streaming!r})"
+
+    def __reduce__(self) -> tuple[type[AgentInput], tuple[list[Message], bool]]:
+        return (AgentInput, (self.messages, self.enable_streaming))  # (copy and pickle: built first)
 
 
 @runtime_checkable
@@ -268,16 +307,18 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: Channel[AgentEvent]) -> 
                 )
             raise
         gen.send(error_event(e))  # agent code let a CancelledError escape: an error, as data
-    except (KeyboardInterrupt, SystemExit) as e:
-        # Raised by agent code (a tool, a model, a callback): an error event, never an
-        # exception that would stop the event loop the run shares with other runs.
-        gen.send(error_event(e))
-    except Fatal as e:  # the same, raised in one of the run's child tasks
+    except Fatal as e:  # a KeyboardInterrupt or SystemExit raised in one of the run's child tasks
         gen.send(error_event(e.exc))
     except GeneratorExit:  # destroyed: its loop was closed with the run in flight
         if not gen.closed:
             gen.send(AgentEvent(error=RilletError(_LOOP_CLOSED)))
         raise
+    except BaseException as e:
+        # A KeyboardInterrupt, a SystemExit or a user's own BaseException raised by agent code
+        # (a tool, a model, a callback) that nothing handled as data: the run's error event,
+        # never an exception that would stop the event loop other runs share, nor an end
+        # the consumer could take for a finished run.
+        gen.send(error_event(e))
     finally:
         gen.close()
 

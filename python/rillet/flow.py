@@ -28,6 +28,7 @@ from rillet.errors import Interrupted, TransferError
 from rillet.events import (
     AgentAction,
     AgentEvent,
+    MessageVariant,
     copy_event,
     error_event,
     event_from_message,
@@ -419,93 +420,91 @@ class FlowAgent(BaseAgent):
 
     async def _history_input(self, run: RunContext) -> AgentInput:
         """The input of an agent that is not the root: the root input plus every recorded
-        event's message, others' messages rewritten (Eino's genAgentInput)."""
+        event's message, others' messages rewritten (Eino's genAgentInput). The default
+        rewriting is done when the agent reads the messages, from the history as it stood now:
+        an agent that never reads them costs nothing per recorded event. A rewriter of the
+        user's is called now, as in Eino."""
         root = run.root_input or AgentInput([])
-        history = await _history(run.session, root, self.skip_transfer_messages)
+        entries, n = await _history_entries(run.session, root, self.skip_transfer_messages)
         if self.history_rewriter is not None:
-            messages = list(self.history_rewriter(list(history.entries)))
-        else:
-            messages = history.rewritten_for(self.name)
-        return AgentInput(messages, root.enable_streaming)
+            return AgentInput(list(self.history_rewriter(entries[:n])), root.enable_streaming)
+        view = _views_of(run.session, self.skip_transfer_messages, entries).setdefault(self.name, [])
+        name = self.name
+        return AgentInput._deferred(lambda: _rewritten(entries, n, view, name), root.enable_streaming)
 
 
-class _History:
-    """The history entries of a session's log after a root input, kept in the session's
-    cache and read on as the log grows, with each agent's default rewrite of them (its
-    ``view``) kept alike: the thousandth child of a LoopAgent, or agent of a transfer chain,
-    reads and rewrites only the messages recorded since the last one, not the whole log
-    (what is left per agent is copying its input list)."""
+@dataclass(slots=True)
+class _KeptHistory:
+    """The history entries of a session's log, kept in the session as the log grows.
+    ``entries[:handed]`` were handed out (as the list and a length) and are never changed in
+    place: taking one back (a transfer call left out) starts a new list. ``views`` holds each
+    agent's default rewrite of a prefix of ``entries`` (this list's: a new list starts none),
+    extended when the agent reads its input: the thousandth agent of a transfer chain, or
+    child of a LoopAgent, rewrites the messages recorded since the last, not the whole log."""
 
-    __slots__ = ("done", "entries", "last", "root", "views")
-
-    def __init__(self, root: AgentInput) -> None:
-        self.root = root
-        self.done = 0  # log events read
-        self.last: AgentEvent | None = None  # the last of them: a log changed under it has another there
-        self.entries = [HistoryEntry(True, "", m) for m in root.messages]
-        self.views: dict[str, list[Message]] = {}  # agent name -> entries[:len(view)], rewritten for it
-
-    async def read_on(self, session: Session, skip_transfers: bool) -> bool:
-        """Takes in the events recorded since the last read; False if the log was changed
-        under it (not by rillet), or this was read on meanwhile: the caller starts over."""
-        done, last = self.done, self.last
-        new = session.snapshot(max(done - 1, 0))
-        if done:
-            if not new or new[0] is not last:
-                return False
-            new = new[1:]
-        entries = self.entries
-        kept, added = len(entries), list[HistoryEntry]()  # entries[:kept] stay; `added` follow them
-        floor = len(self.root.messages)
-        for ev in new:
-            out = ev.output
-            mv = out.message_output if out is not None else None
-            if skip_transfers and ev.action is not None and ev.action.transfer_to_agent is not None:
-                if mv is not None and mv.role == "tool" and kept + len(added) > floor:
-                    if added:  # the assistant message that called the transfer tool
-                        added.pop()
-                    else:
-                        kept -= 1
-                continue
-            if mv is not None:
-                added.append(HistoryEntry(False, ev.agent_name, await mv.aget_message()))
-        if self.done != done or self.last is not last:  # another reader went on while this one awaited
-            return False
-        if kept < len(entries):
-            del entries[kept:]
-            for view in self.views.values():
-                del view[kept:]
-        entries.extend(added)
-        if new:
-            self.done, self.last = done + len(new), new[-1]
-        return True
-
-    def rewritten_for(self, agent_name: str) -> list[Message]:
-        """The entries as ``agent_name`` sees them by default (a new list): its own messages
-        and the user's as they are, the others' rewritten as context."""
-        view = self.views.setdefault(agent_name, [])
-        for e in self.entries[len(view) :]:
-            view.append(
-                e.message if e.is_user_input or e.agent_name == agent_name else rewrite_message(e.message, e.agent_name)
-            )
-        return list(view)
+    root: AgentInput
+    entries: list[HistoryEntry]
+    read: int  # events of the log read
+    last: AgentEvent  # the last of them, to notice a log changed under it
+    handed: int
+    views: dict[str, list[Message]]  # agent name -> entries[:len(view)] as that agent sees them
 
 
-async def _history(session: Session, root: AgentInput, skip_transfers: bool) -> _History:
-    """The history of ``session``'s log after ``root``, read on from where it was last read."""
+async def _history_entries(session: Session, root: AgentInput, skip_transfers: bool) -> tuple[list[HistoryEntry], int]:
+    """The history entries of ``session``'s log after the root input: ``entries[:n]`` of the
+    returned ``(entries, n)``, a list shared with later calls (read it, do not change it). The
+    log only grows, so each call reads only the events recorded since the last and neither
+    copies nor rescans the rest: a LoopAgent's thousandth child pays for one round, not 999."""
     key = ("history", skip_transfers)
-    history: _History | None = session.cache.get(key)
-    if history is not None and history.root is root and await history.read_on(session, skip_transfers):
-        return history
-    history = _History(root)  # none kept, another root, or the log changed under it: from the start
-    await history.read_on(session, skip_transfers)  # (a new one, read by no one else: it reads on)
-    session.cache[key] = history
-    return history
+    kept: _KeptHistory | None = session.cache.get(key)
+    new = session.snapshot(kept.read - 1) if kept is not None and kept.root is root else []
+    if kept is None or not new or new[0] is not kept.last:  # none kept, or the log changed under it: from the start
+        entries, read, handed, new = [HistoryEntry(True, "", m) for m in root.messages], 0, 0, session.snapshot()
+    else:
+        entries, read, handed, new = kept.entries, kept.read, kept.handed, new[1:]
+    skips = [skip_transfers and ev.action is not None and ev.action.transfer_to_agent is not None for ev in new]
+    outputs = [_message_output(ev) for ev in new]
+    # The streams first; nothing after them awaits, so no other reader comes between.
+    messages = [await mv.aget_message() if mv is not None and not skip else None for mv, skip in zip(outputs, skips)]
+    if kept is not None and entries is kept.entries and session.cache.get(key) is not kept:
+        return await _history_entries(session, root, skip_transfers)  # another reader came first: read on from it
+    for ev, mv, skip, msg in zip(new, outputs, skips, messages, strict=True):
+        if skip:
+            if mv is not None and mv.role == "tool" and len(entries) > len(root.messages):
+                # the assistant message that called the transfer tool is left out too
+                if len(entries) <= handed:
+                    entries, handed = entries[:-1], 0  # handed out: a new list, the old one as it was
+                else:
+                    entries.pop()
+        elif msg is not None:
+            entries.append(HistoryEntry(False, ev.agent_name, msg))
+    if new:
+        views = kept.views if kept is not None and entries is kept.entries else {}
+        session.cache[key] = _KeptHistory(root, entries, read + len(new), new[-1], len(entries), views)
+    return entries, len(entries)
 
 
-async def _history_entries(session: Session, root: AgentInput, skip_transfers: bool) -> list[HistoryEntry]:
-    """The history entries of ``session``'s log after the root input (a new list)."""
-    return list((await _history(session, root, skip_transfers)).entries)
+def _views_of(session: Session, skip_transfers: bool, entries: list[HistoryEntry]) -> dict[str, list[Message]]:
+    """The agents' default rewrites of ``entries`` kept in ``session`` (new ones for a list
+    not kept there: a history without any recorded event)."""
+    kept: _KeptHistory | None = session.cache.get(("history", skip_transfers))
+    return kept.views if kept is not None and kept.entries is entries else {}
+
+
+def _rewritten(entries: list[HistoryEntry], n: int, view: list[Message], agent_name: str) -> list[Message]:
+    """``entries[:n]`` as ``agent_name`` sees them by default (a new list): its own messages
+    and the user's as they are, the others' rewritten as context; ``view`` (that agent's kept
+    rewrite of a prefix of ``entries``) is extended to ``n`` first."""
+    for e in entries[len(view) : n]:
+        view.append(
+            e.message if e.is_user_input or e.agent_name == agent_name else rewrite_message(e.message, e.agent_name)
+        )
+    return view[:n]
+
+
+def _message_output(ev: AgentEvent) -> MessageVariant | None:
+    out = ev.output
+    return out.message_output if out is not None else None
 
 
 def adopt(child: Agent, parent: Agent, who: str) -> None:

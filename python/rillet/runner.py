@@ -33,7 +33,7 @@ from rillet.agent import Agent, AgentInput, RunIterator, start_run
 from rillet.artifacts import ArtifactService, BlobSavingSource, save_message_blobs
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import agent_binding, check_binding
-from rillet.checkpoint.journal import JOURNAL, Journal, decode_records, read_step_head, step_head
+from rillet.checkpoint.journal import JOURNAL, Journal, StepLog, read_log, read_step_head, step_head
 from rillet.checkpoint.payload import (
     CheckpointCorruptError,
     CheckpointError,
@@ -300,16 +300,16 @@ class Runner:
         return start_run(_errors_as_events(events, agent.name), ctx)
 
     def _journal(
-        self, checkpoint_id: str, ctx: contextvars.Context, session: Session, records: list[list[Any]] | None = None
+        self, checkpoint_id: str, ctx: contextvars.Context, session: Session, log: StepLog | None = None
     ) -> Journal:
-        """The step record of a run under ``checkpoint_id`` (replaying ``records``), current in
+        """The step record of a run under ``checkpoint_id`` (replaying ``log``), current in
         ``ctx``, tracking ``session``'s values (what replayed tools stored comes back)."""
         store = self._store()
 
         async def write(blobs: list[bytes], head: bytes) -> None:
             await store.append(checkpoint_id, blobs, head)
 
-        journal = Journal(write, len(records) if records else 0, records[1:] if records else (), session.values)
+        journal = Journal(write, log, session.values)
         ctx.run(JOURNAL.set, journal)
         return journal
 
@@ -355,10 +355,10 @@ class Runner:
         owner = uuid.uuid4().hex
         data = store.claim_sync(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
-            count = read_step_head(data, checkpoint_id) if data is not None else None
-            if count is not None:
-                records = decode_records(store.read_log_sync(checkpoint_id), checkpoint_id, count)
-                return self._resume_steps(checkpoint_id, records, owner, targets, session_values, agent_options, config)
+            head = read_step_head(data, checkpoint_id) if data is not None else None
+            if head is not None:
+                log = read_log(head, store.read_log_sync(checkpoint_id), checkpoint_id)
+                return self._resume_steps(checkpoint_id, log, owner, targets, session_values, agent_options, config)
             loaded = self._check(checkpoint_id, data, targets)
             assert data is not None
             return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data, config)
@@ -385,10 +385,10 @@ class Runner:
         owner = uuid.uuid4().hex
         data = await store.claim(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
-            count = read_step_head(data, checkpoint_id) if data is not None else None
-            if count is not None:
-                records = decode_records(await store.read_log(checkpoint_id), checkpoint_id, count)
-                return self._resume_steps(checkpoint_id, records, owner, targets, session_values, agent_options, config)
+            head = read_step_head(data, checkpoint_id) if data is not None else None
+            if head is not None:
+                log = read_log(head, await store.read_log(checkpoint_id), checkpoint_id)
+                return self._resume_steps(checkpoint_id, log, owner, targets, session_values, agent_options, config)
             loaded = self._check(checkpoint_id, data, targets)
             assert data is not None
             return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data, config)
@@ -429,7 +429,7 @@ class Runner:
     def _resume_steps(
         self,
         checkpoint_id: str,
-        records: list[list[Any]],
+        log: StepLog,
         owner: str,
         targets: Mapping[str, Any] | None,
         session_values: Mapping[str, Any] | None,
@@ -439,6 +439,7 @@ class Runner:
         """Continues a step run that did not finish: from its start (or the interrupt it
         resumed), replaying the model calls and tool rounds its log recorded, against the
         limits it started with (or ``config``'s)."""
+        records = log.records
         if targets is not None:
             raise CheckpointError(
                 f"checkpoint[{checkpoint_id}] is the step record of a run that did not finish; resume it without "
@@ -452,7 +453,7 @@ class Runner:
         if records[0][0] == "resume":
             _, blob, saved = records[0]
             loaded = self._check(checkpoint_id, blob, saved)
-            return self._resume(checkpoint_id, loaded, owner, saved, session_values, options, blob, config, records)
+            return self._resume(checkpoint_id, loaded, owner, saved, session_values, options, blob, config, log)
         start = records[0][1]
         check_binding(start.get("agent"), self.agent, checkpoint_id)
         root = start["root_input"]
@@ -461,7 +462,7 @@ class Runner:
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), observing=observing(self.observers))
         budget = _install_budget(ctx, config.budget() if config is not None else RunBudget.of(start.get("limits")))
-        journal = self._journal(checkpoint_id, ctx, session, records)
+        journal = self._journal(checkpoint_id, ctx, session, log)
         events = self._flow.runner_events(root_input, True, **options)
         forward = self._forward(
             events, root_input, session, checkpoint_id, budget, resumed=True, owner=owner, journal=journal
@@ -478,7 +479,7 @@ class Runner:
         options: dict[str, Any],
         blob: bytes,
         config: RunConfig | None,
-        records: list[list[Any]] | None = None,
+        log: StepLog | None = None,
     ) -> RunIterator:
         session = loaded.session
         if session_values:
@@ -498,9 +499,9 @@ class Runner:
         budget = _install_budget(ctx, config.budget() if config is not None else RunBudget.of(loaded.limits))
         journal: Journal | None = None
         first: list[Any] | None = None
-        if records is not None or (self.durability == "step" and srun is None):
-            journal = self._journal(checkpoint_id, ctx, session, records)
-            if records is None:  # the log starts with what this resume starts from
+        if log is not None or (self.durability == "step" and srun is None):
+            journal = self._journal(checkpoint_id, ctx, session, log)
+            if log is None:  # the log starts with what this resume starts from
                 first = ["resume", blob, dict(targets) if targets is not None else None]
         events = self._flow.runner_events(loaded.root_input, True, **options)
         forward = self._forward(

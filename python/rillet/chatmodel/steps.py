@@ -370,20 +370,26 @@ async def _record_call(loop: ReactLoop, rnd: Round, pos: int) -> None:
     rnd.known = rnd.known | {pos}
 
 
+def _call_key(loop: ReactLoop, pos: int, c: ToolCall) -> str | None:
+    """In a step run, the key of the round's call at ``pos``: by its place in the run, not its
+    id, which a model may send again in a later round (or twice in one)."""
+    return loop.steps.call(loop.iteration, pos, c.function.name) if loop.steps is not None else None
+
+
 def _start_tasks(agent: ChatModelAgent, loop: ReactLoop, rnd: Round) -> None:
     inbox: Inbox[tuple[str, Any]] = Inbox()
     emit = (lambda ev: inbox.put_nowait(("event", ev))) if agent._emits else None
     gate = asyncio.Lock() if agent.execute_tools_sequentially else None
     state, streaming, obs = loop.messages, loop.streaming, loop.observing
 
-    async def one(c: ToolCall) -> Outcome:
+    async def one(c: ToolCall, step: str | None) -> Outcome:
         if gate is None:
-            return await attempt(agent, c, state, streaming, emit, obs)
+            return await attempt(agent, c, state, streaming, emit, obs, step)
         async with gate:
-            return await attempt(agent, c, state, streaming, emit, obs)
+            return await attempt(agent, c, state, streaming, emit, obs, step)
 
     rnd.inbox = inbox
-    rnd.tasks = {child_task(one(c)): pos for pos, c in rnd.pending}
+    rnd.tasks = {child_task(one(c, _call_key(loop, pos, c))): pos for pos, c in rnd.pending}
     for t in rnd.tasks:
         t.add_done_callback(lambda t: inbox.put_nowait(("done", t)))
     rnd.left = len(rnd.tasks)
@@ -395,7 +401,8 @@ async def call_inline(agent: ChatModelAgent, loop: ReactLoop) -> Step:
     assert rnd is not None
     pos, c = rnd.pending[rnd.next]
     rnd.next += 1
-    _settle(rnd, pos, await attempt(agent, c, loop.messages, loop.streaming, None, loop.observing), loop)
+    outcome = await attempt(agent, c, loop.messages, loop.streaming, None, loop.observing, _call_key(loop, pos, c))
+    _settle(rnd, pos, outcome, loop)
     await _record_call(loop, rnd, pos)
     return call_inline if rnd.next < len(rnd.pending) else end_round
 
@@ -483,7 +490,15 @@ async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
         return _one_result(agent, loop, c, done[0], _replayed_event(*done, c.function.name))
     try:
         ev, msg = await call_tool(
-            agent, c.function.name, c.id, c.function.arguments, loop.messages, loop.streaming, None, loop.observing
+            agent,
+            c.function.name,
+            c.id,
+            c.function.arguments,
+            loop.messages,
+            loop.streaming,
+            None,
+            loop.observing,
+            _call_key(loop, 0, c),
         )
     except Interrupted as e:
         return _interrupt(loop, {}, [e], None)

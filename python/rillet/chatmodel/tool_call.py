@@ -12,10 +12,11 @@ from rillet import observer
 from rillet._core.address import tool_segment
 from rillet._core.loop import child_task
 from rillet._core.scope import TOOL_CALL as _TOOL_CALL
-from rillet._core.scope import Observers, current_resume
+from rillet._core.scope import Observers, current_resume, here
 from rillet._native import Message, ToolCall, pipe
 from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
 from rillet.chatmodel.middleware import hook_failed
+from rillet.checkpoint.journal import STEP_CALL
 from rillet.context import ToolCallScope, current_run, current_tool_call
 from rillet.errors import Interrupted
 from rillet.events import AgentEvent, event_from_message
@@ -48,10 +49,11 @@ async def attempt(
     streaming: bool,
     emit: Callable[[AgentEvent], None] | None,
     obs: Observers | None = None,
+    step: str | None = None,
 ) -> Outcome:
     """One call's (event, result), or (the Interrupted it raised, None)."""
     try:
-        return await call_tool(agent, c.function.name, c.id, c.function.arguments, state, streaming, emit, obs)
+        return await call_tool(agent, c.function.name, c.id, c.function.arguments, state, streaming, emit, obs, step)
     except Interrupted as e:
         return e, None
 
@@ -65,10 +67,12 @@ async def call_tool(
     streaming: bool = False,
     emit: Callable[[AgentEvent], None] | None = None,
     obs: Observers | None = None,
+    step: str | None = None,
 ) -> tuple[AgentEvent, Message | asyncio.Future[Message]]:
     """Runs one call in its tool-call scope: its event, and its result (a future of it for a
     streaming tool, whose event goes out before its stream is read). ``obs``: the run's
-    observers (the loop's, read once a run)."""
+    observers (the loop's, read once a run); ``step``: in a step run, the call's key, under
+    which the agents it runs (an AgentTool's) are recorded."""
     resume = current_resume()
     cls = ToolCallScope if obs is None else _ObservedCall
     if resume is None:
@@ -78,6 +82,7 @@ async def call_tool(
         point = resume.enter((*(run.address if run else ()), tool_segment(name, call_id)))
         scope = cls(name, call_id, None, state, streaming, emit, point)
     token = _TOOL_CALL.set(scope)
+    step_token = STEP_CALL.set((step, here())) if step is not None else None
     tool = agent._by_name.get(name)
     try:
         if obs is not None:
@@ -102,6 +107,8 @@ async def call_tool(
     finally:
         try:  # (not contextlib.suppress: this runs for every call)
             _TOOL_CALL.reset(token)
+            if step_token is not None:
+                STEP_CALL.reset(step_token)
         except ValueError:  # closed by the GC, outside its context, after its loop closed
             pass
     if obs is not None:
@@ -178,10 +185,6 @@ async def _stream_tool(
         except Interrupted as e:
             interrupted.append(e)
             failure = e
-        except (KeyboardInterrupt, SystemExit) as e:  # ends the run; the stream says it was cut short
-            writer.send_error(ToolCallError(f"tool call {call_id} raised {type(e).__name__}"))
-            failure = e
-            raise
         except Exception as e:
             failure = e
             if agent.tool_error == "raise":
@@ -190,14 +193,17 @@ async def _stream_tool(
                 _log_tool_error(agent.name, name, call_id, e)
                 writer.send(Message(role="tool", content=f"Error: {e}", tool_call_id=call_id, tool_name=name))
                 parts.append(f"Error: {e}")
-        except BaseException as e:  # cancelled
+        except BaseException as e:  # cancelled, or it ends the run: then the stream says it was cut short
             failure = e
+            if not isinstance(e, asyncio.CancelledError):
+                writer.send_error(ToolCallError(f"tool call {call_id} raised {type(e).__name__}"))
             raise
         finally:
             started.set()
             writer.close()
             if obs is not None:
-                result = None if isinstance(failure, Interrupted | KeyboardInterrupt | SystemExit) else "".join(parts)
+                ended = failure is not None and not isinstance(failure, Exception | asyncio.CancelledError)
+                result = None if ended else "".join(parts)
                 observer.tool_end(obs, agent.name, name, call_id, result, failure)
 
     producer = child_task(produce())  # runs with the tool-call scope set

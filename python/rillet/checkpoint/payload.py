@@ -53,6 +53,7 @@ from rillet.errors import (
     CheckpointCorruptError,
     CheckpointError,
     CheckpointNotFoundError,
+    EncodeError,
     RecordedError,
 )
 from rillet.events import (
@@ -303,7 +304,9 @@ async def dump(
         "root_input": {"messages": list(root_input.messages), "enable_streaming": root_input.enable_streaming},
         "session_values": values,
         "events": await events_to_records(events),
-        "interrupts": {s.id: {"address": list(s.address), "state": s.state} for s in signal.walk()},
+        "interrupts": {
+            s.id: {"address": list(s.address), "state": s.state, "info": _info_record(s.info)} for s in signal.walk()
+        },
         "info": data,
     }
     if binding is not None:
@@ -313,6 +316,19 @@ async def dump(
     if limits is not None:
         payload["limits"] = limits
     return codec.encode(payload, compress=True)
+
+
+def _info_record(info: Any) -> Any:
+    """What an interrupt asked (``interrupt(info)``), as the checkpoint keeps it for whoever
+    resumes (``rillet inspect``, the dev UI): the value itself, or its ``repr`` when the codec
+    cannot encode it (the run's own event had the object; the save must not fail for it)."""
+    if info is None or isinstance(info, (str, int, float, bool)):
+        return info
+    try:
+        codec.encode(info)
+    except EncodeError:
+        return repr(info)
+    return info
 
 
 class Loaded:
@@ -326,6 +342,7 @@ class Loaded:
         self.session.restore(records_to_events(payload["events"]))
         self.addresses = {i: tuple(v["address"]) for i, v in payload["interrupts"].items()}
         self.states = {i: v["state"] for i, v in payload["interrupts"].items()}
+        self.infos = {i: v.get("info") for i, v in payload["interrupts"].items()}  # None in older checkpoints
         self.info = payload.get("info")
         self.agent: dict[str, Any] | None = payload.get("agent")
         self.session_ref: dict[str, Any] | None = payload.get("session")

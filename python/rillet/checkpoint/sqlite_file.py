@@ -4,7 +4,8 @@ a connection per thread, and the check that refuses files that are not rillet da
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,23 @@ class SqliteFile:
                 raise self._not_sqlite(e) from e
             self._local.conn = conn
         return conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection in one write transaction (the write lock taken first),
+        committed when the block ends and rolled back if it raises. SQLite rolls a transaction
+        back itself on some errors (a full disk, out of memory): a second ROLLBACK would then
+        raise "no transaction is active" in place of the error that happened, so it is sent
+        only while the transaction is still open."""
+        conn = self.connect()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     def check(self) -> tuple[int, int]:
         """``(application_id, user_version)`` of the file, after refusing one that is not a

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -228,8 +227,7 @@ class SqliteCheckpointStore:
                 f"reads ({_SCHEMA_VERSION}); upgrade rillet"
             )
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._file.write():
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS checkpoints ("
                 " id TEXT PRIMARY KEY, data BLOB NOT NULL,"
@@ -247,10 +245,6 @@ class SqliteCheckpointStore:
             )
             conn.execute(f"PRAGMA application_id = {_APP_ID}")
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def _blob(self, checkpoint_id: str, value: object) -> bytes:
         if isinstance(value, bytes):
@@ -265,7 +259,7 @@ class SqliteCheckpointStore:
         return None if row is None else self._blob(checkpoint_id, row[0])
 
     def set(self, checkpoint_id: str, data: bytes) -> None:
-        with self._write() as conn:
+        with self._file.write() as conn:
             conn.execute("DELETE FROM checkpoint_log WHERE id = ?", (checkpoint_id,))
             conn.execute(
                 "INSERT INTO checkpoints (id, data) VALUES (?, ?) "
@@ -274,20 +268,8 @@ class SqliteCheckpointStore:
                 (checkpoint_id, bytes(data)),
             )
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (the write lock taken first), committed when the block ends."""
-        conn = self._file.connect()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
     def append(self, checkpoint_id: str, records: list[bytes], head: bytes) -> None:
-        with self._write() as conn:
+        with self._file.write() as conn:
             (n,) = conn.execute(
                 "SELECT coalesce(max(seq) + 1, 0) FROM checkpoint_log WHERE id = ?", (checkpoint_id,)
             ).fetchone()
@@ -308,7 +290,7 @@ class SqliteCheckpointStore:
         return [self._blob(checkpoint_id, r[0]) for r in rows.fetchall()]
 
     def prune(self, *, older_than: float | None = None, keep_last: int | None = None) -> int:
-        with self._write() as conn:
+        with self._file.write() as conn:
             rows = conn.execute("SELECT id, (updated_at - 2440587.5) * 86400.0 FROM checkpoints").fetchall()
             gone = _to_prune([(r[0], float(r[1])) for r in rows], older_than, keep_last, time.time())
             for checkpoint_id in gone:
@@ -321,9 +303,7 @@ class SqliteCheckpointStore:
         conn.execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,))
 
     def claim(self, checkpoint_id: str, owner: str) -> bytes | None:
-        conn = self._file.connect()
-        conn.execute("BEGIN IMMEDIATE")  # the write lock first: no other claim reads in between
-        try:
+        with self._file.write() as conn:  # the write lock first: no other claim reads in between
             row = conn.execute(
                 "SELECT data, claimed_by, claimed_until FROM checkpoints WHERE id = ?", (checkpoint_id,)
             ).fetchone()
@@ -336,10 +316,6 @@ class SqliteCheckpointStore:
                     "UPDATE checkpoints SET claimed_by = ?, claimed_until = ? WHERE id = ?",
                     (owner, now + self.claim_lease, checkpoint_id),
                 )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         return None if row is None else bytes(row[0])
 
     def release(self, checkpoint_id: str, owner: str) -> None:
@@ -349,7 +325,7 @@ class SqliteCheckpointStore:
         )
 
     def delete(self, checkpoint_id: str) -> None:
-        with self._write() as conn:
+        with self._file.write() as conn:
             self._delete(conn, checkpoint_id)
 
     def ids(self) -> list[str]:

@@ -22,6 +22,18 @@ def fail(command: str, message: str, code: int = 2) -> NoReturn:
     raise SystemExit(code)
 
 
+def info_text(info: Any) -> str:
+    """What an interrupt asks, as a person reads it: text as it is, data as JSON where it can be."""
+    import json
+
+    if isinstance(info, str):
+        return info
+    try:
+        return json.dumps(info, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(info)
+
+
 def is_agent(x: object) -> bool:
     """What the Runner accepts: an object (not a class) with a ``run`` method and a name."""
     return not isinstance(x, type) and callable(getattr(x, "run", None)) and isinstance(getattr(x, "name", None), str)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rich.markup import escape
 
-from rillet.cli.common import fail
+from rillet.cli.common import fail, info_text
 from rillet.cli.jsonout import dumps, event_json
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def pending_of_checkpoint(loaded: Loaded) -> list[Pending]:
                 args = json.loads(state["arguments"] or "{}")
             except ValueError:
                 args = state["arguments"]
-        out.append(Pending(iid, address, None, tool, args))
+        out.append(Pending(iid, address, loaded.infos.get(iid), tool, args))
     return out
 
 
@@ -216,6 +216,8 @@ class Driver:
             if not self.as_json:
                 what = "approval needed" if p.tool else "interrupt"
                 self.console.print(f"[magenta]{what}:[/] {escape(p.label())}", highlight=False)
+                if p.tool is None and p.info is not None:  # what it asks: the person answering needs it
+                    self.console.print(f"  [dim]info[/] {escape(info_text(p.info))}", highlight=False)
             data = self.decisions.decide(p)
             if data is NO_ANSWER and prompt and not self.as_json:
                 data = ask(self.console, p)

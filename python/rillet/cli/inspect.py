@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.markup import escape
 
-from rillet.cli.common import checkpoint_store, fail, output_options
+from rillet.cli.common import checkpoint_store, fail, info_text, output_options
 from rillet.cli.jsonout import dumps, event_json, message_json
 
 if TYPE_CHECKING:
@@ -122,6 +122,7 @@ def _as_json(checkpoint_id: str, size: int, at: float, loaded: Loaded) -> dict[s
                 "address": list(address),
                 "parent": parents[iid],
                 "root_cause": iid not in parents.values(),
+                "info": loaded.infos.get(iid),
                 "state": loaded.states.get(iid),
             }
             for iid, address in loaded.addresses.items()
@@ -168,6 +169,9 @@ def _tree(console: Console, loaded: Loaded, parents: dict[str, str | None], pare
         console.print(f"{pad}[bold]{escape(segment)}[/]{waiting}", highlight=False)
         console.print(f"{pad}  [dim]id[/] {iid}", highlight=False)
         console.print(f"{pad}  [dim]address[/] {escape(' / '.join(address))}", highlight=False)
+        info = loaded.infos.get(iid)
+        if info is not None:  # what the interrupt asks: shown whole, it is what the person resuming needs
+            console.print(f"{pad}  [dim]info[/] {escape(info_text(info))}", highlight=False)
         state = loaded.states.get(iid)
         if state is not None:
             room = console.width - len(pad) - 8  # one line: the whole state is in --json

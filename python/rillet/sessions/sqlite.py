@@ -66,23 +66,10 @@ class SqliteSessionStore:
         self._file.check()
         conn = self._file.connect()
         conn.execute("PRAGMA journal_mode = WAL")
-        with self._transaction(conn):
+        with self._file.write():
             for sql in _TABLES:
                 conn.execute(sql)
             conn.execute(f"PRAGMA application_id = {_APP_ID}")
-
-    class _transaction:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception."""
-
-        def __init__(self, conn: sqlite3.Connection) -> None:
-            self.conn = conn
-
-        def __enter__(self) -> sqlite3.Connection:
-            self.conn.execute("BEGIN IMMEDIATE")
-            return self.conn
-
-        def __exit__(self, typ: type[BaseException] | None, *exc: object) -> None:
-            self.conn.execute("COMMIT" if typ is None else "ROLLBACK")
 
     def _key(self, conn: sqlite3.Connection, session_id: str, create: bool) -> int | None:
         row = conn.execute("SELECT key FROM sessions WHERE id = ?", (session_id,)).fetchone()
@@ -93,7 +80,7 @@ class SqliteSessionStore:
         return None if row is None else int(row[0])
 
     def acquire(self, session_id: str, owner: str, lease: float) -> None:
-        with self._transaction(self._file.connect()) as conn:
+        with self._file.write() as conn:
             key = self._key(conn, session_id, create=True)
             by, until = conn.execute("SELECT busy_by, busy_until FROM sessions WHERE key = ?", (key,)).fetchone()
             t = now()
@@ -131,7 +118,7 @@ class SqliteSessionStore:
         return [(int(i), bytes(d)) for i, d in rows]
 
     def append(self, session_id: str, data: bytes, values: Mapping[str, bytes]) -> int:
-        with self._transaction(self._file.connect()) as conn:
+        with self._file.write() as conn:
             key = self._key(conn, session_id, create=True)
             (turn,) = conn.execute("SELECT last_turn + 1 FROM sessions WHERE key = ?", (key,)).fetchone()
             conn.execute("INSERT INTO session_turns (session, turn, data) VALUES (?, ?, ?)", (key, turn, bytes(data)))
@@ -161,7 +148,7 @@ class SqliteSessionStore:
         return [SessionInfo(*r) for r in rows]
 
     def delete(self, session_id: str) -> bool:
-        with self._transaction(self._file.connect()) as conn:
+        with self._file.write() as conn:
             key = self._key(conn, session_id, create=False)
             if key is not None:
                 self._drop(conn, [key])
@@ -169,7 +156,7 @@ class SqliteSessionStore:
 
     def prune(self, older_than: float) -> int:
         t = now()
-        with self._transaction(self._file.connect()) as conn:
+        with self._file.write() as conn:
             keys = [
                 r[0]
                 for r in conn.execute(

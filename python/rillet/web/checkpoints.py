@@ -85,6 +85,7 @@ def decoded(store: CheckpointStore, checkpoint_id: str) -> dict[str, Any] | None
         {
             "id": iid,
             "address": list(addr),
+            "info": jsonable(loaded.infos.get(iid)),
             "state": jsonable(loaded.states.get(iid)),
             "root_cause": not any(len(o) > len(addr) and o[: len(addr)] == addr for o in addresses.values()),
         }
