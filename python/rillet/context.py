@@ -146,7 +146,7 @@ class RunContext:
     point: ResumePoint
     host: AgentRunHost | None
     _address: Address | None  # None until built from _up
-    _up: tuple[RunContext, str] | None  # the parent and this context's segment, until then
+    _up: tuple[RunContext, str] | None  # the parent and this context's agent name, until then
 
     def __init__(
         self,
@@ -180,8 +180,8 @@ class RunContext:
             segments, node = [], self
             while node._address is None:
                 assert node._up is not None
-                node, segment = node._up
-                segments.append(segment)
+                node, name = node._up
+                segments.append(agent_segment(name))
             segments.reverse()
             address = (*node._address, *segments)
             object.__setattr__(self, "_address", address)
@@ -195,15 +195,14 @@ class RunContext:
     def child(self, agent_name: str) -> RunContext:
         """The context of an agent named ``agent_name`` running under this one. In a resumed
         run, entering the address takes that address's saved state and resume data."""
-        segment = agent_segment(agent_name)
         path = self.run_path._append(RunStep(agent_name))
         resume = current_resume()
         if resume is not None:
-            address = (*self.address, segment)
+            address = (*self.address, agent_segment(agent_name))
             return RunContext(self.session, path, address, self.root_input, resume.enter(address))
         child = RunContext(self.session, path, (), self.root_input)
         object.__setattr__(child, "_address", None)
-        object.__setattr__(child, "_up", (self, segment))
+        object.__setattr__(child, "_up", (self, agent_name))
         return child
 
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from rillet import observer
 from rillet._core.address import AGENT, AddressSegment
+from rillet._core.interrupt import ResumeScope
 from rillet._core.scope import OBSERVING, RUN, TOOL_CALL, current_resume, entered
 from rillet._native import FunctionCall, Message, ToolCall
 from rillet.agent import Agent, AgentInput, BaseAgent, author_of, raw_events, run_events
@@ -235,6 +236,7 @@ class FlowAgent(BaseAgent):
         root = current_run()
         parent = root if root is not None else RunContext(Session())  # run on its own: a fresh session
         obs = OBSERVING.get()
+        resume = current_resume()
         budget = BUDGET.get() or RunConfig().budget()  # outside a Runner: the default limits
         opened: list[list[Any]] = []  # [info, error] of each agent run told to the observers
         flow, hop = self, 0
@@ -247,7 +249,7 @@ class FlowAgent(BaseAgent):
                 run = parent.child(flow.name)
                 if run.root_input is None:
                     run = run.with_root_input(input if input is not None else AgentInput([]))
-                after = flow._resumed_below(run)
+                after = flow._resumed_below(run, resume) if resume is not None else None
                 if after is None:  # not passing through to an interrupt further down: the agent runs
                     if input is None:
                         input = await flow._history_input(run)
@@ -309,7 +311,8 @@ class FlowAgent(BaseAgent):
                             outer.__exit__(None, None, None)
                         with entered(run):
                             await events.aclose()  # type: ignore[attr-defined]
-                    after = flow._transferred_to(action, run, budget)
+                    transfer = action.transfer_to_agent if action is not None else None
+                    after = flow._transferred_to(action, run, budget) if transfer is not None else None
                 if after is None:
                     return
                 if isinstance(after, AgentEvent):  # a transfer that cannot be made: the run ends with it
@@ -391,12 +394,11 @@ class FlowAgent(BaseAgent):
             "and run the agent it returns"
         )
 
-    def _resumed_below(self, run: RunContext) -> FlowAgent | AgentEvent | None:
+    def _resumed_below(self, run: RunContext, resume: ResumeScope) -> FlowAgent | AgentEvent | None:
         """In a resumed run whose interrupt lies deeper down, in the agent this one transferred
         to: that agent, which runs next in this one's place (or an error event when it cannot
         be found). None otherwise: this agent runs."""
-        resume = current_resume()
-        if resume is None or run.point.was_interrupted or not (self.sub_agents or self.parent):
+        if run.point.was_interrupted or not (self.sub_agents or self.parent):
             return None
         if not resume.pending_below(run.address):
             return None
