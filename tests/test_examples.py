@@ -254,7 +254,7 @@ def test_doc_snippet_prints_what_the_doc_says(code: str, expected: str, capsys: 
 
 
 def test_doc_has_every_python_snippet_checked() -> None:
-    assert len(snippets()) == sum(1 for lang, _ in doc_blocks() if lang == "python") == 7
+    assert len(snippets()) == sum(1 for lang, _ in doc_blocks() if lang == "python") == 8
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))

@@ -425,6 +425,93 @@ def test_an_interrupt_after_a_transfer_resumes_in_the_transferred_to_agent() -> 
     assert [s.agent_name for s in second[-1].run_path] == ["router", "cashier"]
 
 
+def test_an_interrupt_after_a_transfer_back_to_the_parent_resumes_in_the_parent() -> None:
+    """router -> helper -> router, and the router's second turn interrupts: the resume passes
+    through the helper (a leaf, whose way down is its parent) instead of running it again."""
+    from rillet import set_sub_agents
+
+    def to(name: str, id: str) -> Message:
+        return Message.assistant("", [call("transfer_to_agent", {"agent_name": name}, id)])
+
+    router = ChatModelAgent(
+        "router",
+        description="routes",
+        model=ScriptedModel([to("helper", "t1"), Message.assistant("", [call("pay", {"amount": 3}, "p")]), "done"]),
+        tools=[pay],
+    )
+    helper = ChatModelAgent("helper", description="helps", model=ScriptedModel([to("router", "t2")]))
+    runner = Runner(set_sub_agents(router, [helper]), checkpoint_store=InMemoryCheckpointStore())
+    first = list(runner.query("go", checkpoint_id="back"))
+    (intr,) = interrupts(first)
+    assert intr.action.interrupted.interrupt_contexts[0].address[:3] == ("agent:router", "agent:helper", "agent:router")
+    resumed = resume_all(runner, "back", first)
+    assert texts(resumed) == ["paid 3", "done"]  # was: the helper ran again (its script exhausted)
+    assert helper.model.call_count == 1  # type: ignore[attr-defined]
+    assert [s.agent_name for s in resumed[-1].run_path] == ["router", "helper", "router"]
+
+
+def test_an_interrupt_600_transfers_deep_has_the_nested_address_and_resumes_there() -> None:
+    """Past the depth where nested transfers hit Python's recursion limit (489): the address
+    nests along the chain as in Eino, and the resume passes down it to the agent that asked."""
+    from rillet import RunConfig, set_sub_agents
+
+    made = [0]
+
+    def turn(other: str) -> Any:
+        def reply(messages: list[Message], tools: Any) -> Message | str:
+            if messages[-1].role == "tool" and messages[-1].content.startswith("paid"):
+                return "done"
+            made[0] += 1
+            if made[0] <= 600:
+                return Message.assistant("", [call("transfer_to_agent", {"agent_name": other}, f"t{made[0]}")])
+            return Message.assistant("", [call("pay", {"amount": 7}, "p")])
+
+        return reply
+
+    a = ChatModelAgent("a", description="A", model=ScriptedModel(turn("b"), record=False), tools=[pay])
+    b = ChatModelAgent("b", description="B", model=ScriptedModel(turn("a"), record=False), tools=[pay])
+    runner = Runner(set_sub_agents(a, [b]), checkpoint_store=InMemoryCheckpointStore())
+    config = RunConfig(max_transfers=600, max_llm_calls=0)
+    (intr,) = interrupts(list(runner.query("go", checkpoint_id="deep", run_config=config)))
+    ctx = intr.action.interrupted.interrupt_contexts[0]
+    assert ctx.address == (*["agent:a", "agent:b"] * 300, "agent:a", "tool:pay:p")
+    resumed = list(runner.resume("deep", targets={ctx.id: "approve"}))
+    assert [e.error for e in resumed if e.error is not None] == []
+    assert texts(resumed) == ["paid 7", "done"] and len(resumed[-1].run_path) == 601
+
+
+def test_a_resumed_run_keeps_the_limits_it_was_saved_with_unless_given_others() -> None:
+    """Each resume counts from zero (ADK counts per invocation), against the limits the run
+    was saved with; a resume that went past them can be resumed again with higher ones."""
+    from rillet import RunConfig, RunLimitExceededError, set_sub_agents
+
+    store = InMemoryCheckpointStore()
+
+    def team(router: list[Any], cashier: list[Any]) -> Runner:
+        lead = ChatModelAgent("router", description="routes", model=ScriptedModel(router))
+        pays = ChatModelAgent("cashier", description="pays", model=ScriptedModel(cashier), tools=[pay])
+        return Runner(set_sub_agents(lead, [pays]), checkpoint_store=store)
+
+    def to(name: str) -> Message:
+        return Message.assistant("", [call("transfer_to_agent", {"agent_name": name}, "t")])
+
+    asks = Message.assistant("", [call("pay", {"amount": 1}, "p")])
+    first = list(team([to("cashier")], [asks]).query("pay", checkpoint_id="lim", run_config=RunConfig(max_transfers=1)))
+    (intr,) = interrupts(first)
+    targets = {c.id: "approve" for c in intr.action.interrupted.interrupt_contexts}
+    with pytest.raises(ValueError, match="a RunConfig of limits only"):
+        team([], []).resume("lim", targets=targets, run_config=RunConfig(streaming_mode="sse"))
+    # resumed in the cashier, which hands back; the router hands over again: 2 transfers, over 1
+    again = list(team([to("cashier")], [to("router"), "done"]).resume("lim", targets=targets))
+    err = again[-1].error
+    assert isinstance(err, RunLimitExceededError), repr(err)
+    assert (err.limit, err.maximum, err.count, err.loop) == ("max_transfers", 1, 2, "cashier -> router -> cashier")
+    raised = RunConfig(max_transfers=5)
+    done = list(team([to("cashier")], [to("router"), "done"]).resume("lim", targets=targets, run_config=raised))
+    assert [e.error for e in done if e.error is not None] == [] and texts(done)[-1] == "done"
+    assert store.get("lim") is None  # finished: deleted
+
+
 # --- requires_approval ----------------------------------------------------------------------
 
 

@@ -60,7 +60,7 @@ PUBLIC = {
     "ApprovalDecision", "BaseTool", "ExitTool", "FunctionTool", "ToolArgumentsError", "ToolInfo", "approve",
     "as_tool", "edit", "reject", "requires_approval", "send_tool_gen_action", "tool",
     # runs
-    "ModelInfo", "RunInfo", "RunObserver", "Runner", "RunConfig", "LiveRequestQueue", "add_session_value", "add_session_values", "get_session_value", "get_session_values",
+    "ModelInfo", "RunInfo", "RunObserver", "Runner", "RunConfig", "RunLimitExceededError", "LiveRequestQueue", "add_session_value", "add_session_values", "get_session_value", "get_session_values",
     # interrupts
     "InterruptCtx", "InterruptInfo", "InterruptState", "Interrupted", "ResumeContext", "composite_interrupt",
     "composite_interrupt_event", "get_interrupt_state", "get_resume_context", "interrupt", "interrupt_event",

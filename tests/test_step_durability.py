@@ -225,6 +225,25 @@ def test_a_transfer_and_a_sequence_replay_with_their_actions(tmp_path: Path) -> 
     assert seen.count("model 1") == 3  # worker's failed call, its retry, tail's answer
 
 
+def test_a_step_run_resumes_against_the_limits_it_started_with_unless_given_others() -> None:
+    """The start record keeps the run's limits: the replayed calls count again (the resume
+    continues the same run), so a run that started with max_llm_calls=4 stops at its fifth
+    call on resume too, and goes on when resumed with a higher limit."""
+    from rillet import RunConfig, RunLimitExceededError
+
+    store = InMemoryCheckpointStore()
+    limited = RunConfig(max_llm_calls=4)
+    runner = Runner(counting_agent(5, fail_at=3), checkpoint_store=store, durability="step")
+    first = list(runner.query("go", checkpoint_id="r", run_config=limited))
+    assert [str(e) for e in errors(first)] == ["the model failed at call 3"]
+    again = list(Runner(counting_agent(5), checkpoint_store=store, durability="step").resume("r"))
+    (err,) = errors(again)
+    assert isinstance(err, RunLimitExceededError) and (err.maximum, err.count) == (4, 5), repr(err)
+    raised = RunConfig(max_llm_calls=10)
+    done = list(Runner(counting_agent(5), checkpoint_store=store, durability="step").resume("r", run_config=raised))
+    assert errors(done) == [] and rows(done)[-1][1].endswith("after 5 rounds")
+
+
 @pytest.mark.parametrize("record", [["model", "agent"], ["tools"], [["model"]], [7, 1, 2, 3], "model"])
 def test_a_checksummed_record_of_the_wrong_shape_is_refused(record: Any) -> None:
     """A record whose checksum holds but whose fields are too few (or not a record at all) is

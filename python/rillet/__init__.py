@@ -68,6 +68,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
         OutputRejectedError,
         OutputValidationError,
         RilletError,
+        RunLimitExceededError,
         SessionBusyError,
         SessionError,
     )
@@ -192,6 +193,7 @@ _EXPORTS: dict[str, str] = {
     "MiddlewareError": "rillet.errors",
     "OutputValidationError": "rillet.errors",
     "RilletError": "rillet.errors",
+    "RunLimitExceededError": "rillet.errors",
     "SessionBusyError": "rillet.errors",
     "SessionError": "rillet.errors",
     "EventGenerator": "rillet.event_pair",
@@ -443,6 +445,7 @@ __all__ = [
     "RunObserver",
     "Runner",
     "RunConfig",
+    "RunLimitExceededError",
     "LiveRequestQueue",
     "add_session_value",
     "add_session_values",

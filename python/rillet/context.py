@@ -128,30 +128,82 @@ class Session:
                 self.stamps.append(stamp)
 
 
-@dataclass(frozen=True, eq=False)
 class RunContext:
     """Where the running code sits: its session, run path and interrupt address, and, in a
     resumed run, what it gets back (``point``). ``host``, the one field that changes, is the
-    agent run going on in this context (see :func:`host_agent_run`)."""
+    agent run going on in this context (see :func:`host_agent_run`). Immutable otherwise.
+
+    A child's address is its parent's plus one segment, built on first use: the agents of a
+    transfer chain nest, and copying the whole chain's address for every hop would make the
+    ten-thousandth transfer cost ten thousand times the first, for an address that only an
+    interrupt, a resume, a step record or an observer reads."""
+
+    __slots__ = ("_address", "_up", "host", "point", "root_input", "run_path", "session")
 
     session: Session
-    run_path: RunPath = field(default_factory=RunPath)
-    address: Address = ()
-    root_input: AgentInput | None = None
-    point: ResumePoint = NOT_RESUMING
-    host: AgentRunHost | None = field(default=None, repr=False)
+    run_path: RunPath
+    root_input: AgentInput | None
+    point: ResumePoint
+    host: AgentRunHost | None
+    _address: Address | None  # None until built from _up
+    _up: tuple[RunContext, str] | None  # the parent and this context's agent name, until then
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.run_path, RunPath):  # a tuple from a caller: shared from here on
-            object.__setattr__(self, "run_path", RunPath(self.run_path))
+    def __init__(
+        self,
+        session: Session,
+        run_path: Iterable[RunStep] = (),
+        address: Address = (),
+        root_input: AgentInput | None = None,
+        point: ResumePoint = NOT_RESUMING,
+        host: AgentRunHost | None = None,
+    ) -> None:
+        init = object.__setattr__  # (immutable: __setattr__ refuses)
+        init(self, "session", session)
+        init(self, "run_path", RunPath(run_path))  # a tuple from a caller: shared from here on
+        init(self, "_address", address)
+        init(self, "_up", None)
+        init(self, "root_input", root_input)
+        init(self, "point", point)
+        init(self, "host", host)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"RunContext is immutable: cannot set {name!r}")
+
+    def __repr__(self) -> str:
+        return f"RunContext(run_path={self.run_path!r}, address={self.address!r}, point={self.point!r})"
+
+    @property
+    def address(self) -> Address:
+        """The interrupt address: the run's root agent down to this one (a tuple of segments)."""
+        address = self._address
+        if address is None:  # built once, walking up to the nearest context that has its own
+            segments, node = [], self
+            while node._address is None:
+                assert node._up is not None
+                node, name = node._up
+                segments.append(agent_segment(name))
+            segments.reverse()
+            address = (*node._address, *segments)
+            object.__setattr__(self, "_address", address)
+            object.__setattr__(self, "_up", None)
+        return address
+
+    def with_root_input(self, root_input: AgentInput) -> RunContext:
+        """This context with the run's ``root_input`` (set by the run's root agent)."""
+        return RunContext(self.session, self.run_path, self.address, root_input, self.point, self.host)
 
     def child(self, agent_name: str) -> RunContext:
         """The context of an agent named ``agent_name`` running under this one. In a resumed
         run, entering the address takes that address's saved state and resume data."""
-        address = (*self.address, agent_segment(agent_name))
+        path = self.run_path._append(RunStep(agent_name))
         resume = current_resume()
-        point = resume.enter(address) if resume is not None else NOT_RESUMING
-        return RunContext(self.session, self.run_path._append(RunStep(agent_name)), address, self.root_input, point)
+        if resume is not None:
+            address = (*self.address, agent_segment(agent_name))
+            return RunContext(self.session, path, address, self.root_input, resume.enter(address))
+        child = RunContext(self.session, path, (), self.root_input)
+        object.__setattr__(child, "_address", None)
+        object.__setattr__(child, "_up", (self, agent_name))
+        return child
 
 
 def current_run() -> RunContext | None:

@@ -70,6 +70,7 @@ __all__ = [
     "RateLimitError",
     "RecordedError",
     "RilletError",
+    "RunLimitExceededError",
     "ScriptExhaustedError",
     "ServerError",
     "SessionBusyError",
@@ -194,6 +195,28 @@ class Interrupted(BaseException):
 
 class TransferError(RilletError):
     """A transfer named an agent that is neither a sub-agent nor the parent."""
+
+
+class RunLimitExceededError(RilletError):
+    """A run went past a limit of its :class:`rillet.RunConfig`: ``limit`` names it
+    (``"max_llm_calls"`` or ``"max_transfers"``), ``maximum`` is its value and ``count`` the
+    model call or transfer that went past it; ``loop`` is the agents' last transfers
+    (``"a -> b -> a"``, empty when there were none). ``detail`` (in the message only) says
+    what else points at the loop; the message ends with how to raise the limit."""
+
+    __reduce__ = _reduce_rebuilt
+
+    def __init__(self, limit: str, maximum: int, count: int, loop: str, detail: str = "") -> None:
+        what = "model calls" if limit == "max_llm_calls" else "transfers"
+        super().__init__(
+            f"the run was stopped at {count} {what}, over RunConfig({limit}={maximum}){detail}. If the agents "
+            f"are not stuck in a loop and the run needs more, raise the limit: pass "
+            f"run_config=RunConfig({limit}={2 * maximum}) to Runner.run() or Runner.resume() (0 or None: no limit)"
+        )
+        self.limit = limit
+        self.maximum = maximum
+        self.count = count
+        self.loop = loop
 
 
 class ToolArgumentsError(RilletError, ValueError):

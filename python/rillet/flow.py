@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from rillet import observer
 from rillet._core.address import AGENT, AddressSegment
+from rillet._core.interrupt import ResumeScope
 from rillet._core.scope import OBSERVING, RUN, TOOL_CALL, current_resume, entered
 from rillet._native import FunctionCall, Message, ToolCall
 from rillet.agent import Agent, AgentInput, BaseAgent, author_of, raw_events, run_events
@@ -34,6 +35,7 @@ from rillet.events import (
     event_from_message,
     new_transfer_to_agent_action,
 )
+from rillet.run_config import BUDGET, RunBudget, RunConfig
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = [
@@ -148,16 +150,6 @@ def rewrite_message(msg: Message, agent_name: str) -> Message:
     return Message.user("".join(parts))
 
 
-def _default_rewriter(own_name: str) -> HistoryRewriter:
-    def rewrite(entries: list[HistoryEntry]) -> list[Message]:
-        return [
-            e.message if e.is_user_input or e.agent_name == own_name else rewrite_message(e.message, e.agent_name)
-            for e in entries
-        ]
-
-    return rewrite
-
-
 def gen_transfer_messages(dest_agent_name: str) -> tuple[Message, Message]:
     """The assistant tool call and tool result of a transfer to ``dest_agent_name``, as the
     transfer tool would have produced them (the arguments are the bare name, as in Eino)."""
@@ -220,26 +212,6 @@ class FlowAgent(BaseAgent):
         reader of the log such a run has."""
         return self._flow(input, True, options, steady=True, keep_log=keep_log)
 
-    async def _observed(self, obs: Any, input: AgentInput | None, options: dict[str, Any]) -> AsyncIterator[AgentEvent]:
-        """:meth:`events` with the run's observers told of its start, end, interrupts and errors
-        (a loop of its own, so that a run without observers pays nothing per event)."""
-        root = current_run()
-        info = observer.run_start(obs, self.name, input.messages if input is not None else ())
-        error: BaseException | None = None
-        try:
-            try:
-                async for ev in self._flow(input, False, options):
-                    error = observer.run_event(obs, info, ev) or error
-                    yield ev
-            except (Exception, Interrupted) as e:  # errors are events: run never raises
-                ev = error_event(e, self.name)
-                error = observer.run_event(obs, info, ev)
-                yield ev
-        finally:
-            if root is not None and not root.run_path:  # the run's root: its session ends here
-                root.session.close_streams()
-            observer.run_end(obs, info, error)
-
     def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         return self._flow(input, False, options)
 
@@ -251,126 +223,161 @@ class FlowAgent(BaseAgent):
         steady: bool = False,
         keep_log: bool = True,
     ) -> AsyncIterator[AgentEvent]:
-        """The agent's events, authors and run path filled and own events recorded, then the
-        transfer its last action asks for. ``catch`` (:meth:`events`): observers, if the run
-        has any, are told (through :meth:`_observed`), an exception becomes a final error
-        event, and the run's root closes the session's unread streams when it ends."""
-        parent = root = current_run()
-        if catch:
-            obs = OBSERVING.get()
-            if obs is not None:
-                async for ev in self._observed(obs, input, options):
-                    yield ev
-                return
+        """The agent's events, authors and run path filled and own events recorded, then those
+        of the agent its last action transfers to, and so on. The agents of a transfer chain
+        run one after another in this one loop (a trampoline): the target takes the place of
+        the agent that handed over, under its run path and address, instead of running
+        inside it, so the thousandth transfer runs at the stack depth and cost of the first.
+        Each transfer is counted in the run's budget (``RunConfig.max_transfers``).
+
+        ``catch`` (:meth:`events`): observers, if the run has any, are told of this agent's run
+        (a target's run is always told), an exception becomes a final error event, and the
+        run's root closes the session's unread streams when it ends."""
+        root = current_run()
+        parent = root if root is not None else RunContext(Session())  # run on its own: a fresh session
+        obs = OBSERVING.get()
+        resume = current_resume()
+        budget = BUDGET.get() or RunConfig().budget()  # outside a Runner: the default limits
+        opened: list[list[Any]] = []  # [info, error] of each agent run told to the observers
+        flow, hop = self, 0
         try:
-            if parent is None:  # run on its own, outside a Runner: a fresh session
-                parent = RunContext(Session())
-            run = parent.child(self.name)
-            if run.root_input is None:
-                run = replace(run, root_input=input if input is not None else AgentInput([]))
-            resume = current_resume()
-            if (
-                resume is not None
-                and not run.point.was_interrupted
-                and self.sub_agents
-                and resume.pending_below(run.address)
-            ):
-                # Resuming an interrupt deeper down: in the agent this one transferred to.
-                async for ev in self._resume_transfer(run, resume.next_points(run.address), **options):
-                    yield ev
-                return
-            if input is None:
-                input = await self._history_input(run)
-            action: AgentAction | None = None
-            # The agent's events, filled and recorded here. Inside another consumer (a workflow,
-            # a transfer) each step runs in the agent's run context through advance_in; for the
-            # Runner (steady) that context is set once, and the agent's own generator is advanced
-            # here: no generator between it and the Runner's pump but this one.
-            inner = self.agent
-            records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
-            # A run nothing can save, whose agent cannot transfer, has one reader of its log
-            # left: an agent run inside this one's run with input None, which rebuilds its input
-            # from the messages only; an agent that runs none (ChatModelAgent) records nothing.
-            messages_only = records and not (keep_log or self.sub_agents or self.parent is not None)
-            if messages_only and not getattr(inner, "runs_agents_in_its_run", True):
-                records = messages_only = False
-            own_path = run.run_path
-            name = self.name
-            record = run.session.record
-            raw = raw_events(inner, input, **options)
-            author = inner.name if raw is not None else None
-            source = raw if raw is not None else run_events(inner, input, **options)
-            events = source if steady else advance_in(run, source, author)
-            outer = entered(run) if steady else None
-            if outer is not None:
-                outer.__enter__()
-            anext = events.__anext__
-            try:
-                while True:
-                    failed = False
+            while True:  # one agent of the chain a turn
+                told = obs is not None and (catch or hop > 0)
+                if told:
+                    messages = input.messages if input is not None else ()
+                    opened.append([observer.run_start(obs, flow.name, messages, parent), None])
+                run = parent.child(flow.name)
+                if run.root_input is None:
+                    run = run.with_root_input(input if input is not None else AgentInput([]))
+                after = flow._resumed_below(run, resume) if resume is not None else None
+                if after is None:  # not passing through to an interrupt further down: the agent runs
+                    if input is None:
+                        input = await flow._history_input(run)
+                    action: AgentAction | None = None
+                    # The agent's events, filled and recorded here. Inside another consumer (a
+                    # workflow, an agent tool) each step runs in the agent's run context through
+                    # advance_in; for the Runner (steady) that context is set once, and the
+                    # agent's own generator is advanced here: no generator between it and the
+                    # Runner's pump but this one.
+                    events, author, records, messages_only = flow._own_events(input, run, options, steady, keep_log)
+                    own_path = run.run_path
+                    name = flow.name
+                    record = run.session.record
+                    seen = opened[-1] if told else None
+                    outer = entered(run) if steady else None
+                    if outer is not None:
+                        outer.__enter__()
+                    anext = events.__anext__
                     try:
-                        ev = await anext()
-                    except StopAsyncIteration:
-                        break
-                    except (Exception, Interrupted) as e:
-                        if author is None or not steady:
-                            raise
-                        ev, failed = error_event(e), True
-                    out = ev.output
-                    mv = out.message_output if out is not None else None
-                    if not ev.agent_name and (author is not None or not ev.run_path):
-                        if author is None:
-                            ev.agent_name = name
-                        else:  # author_of, inlined: user-role content is the user's
-                            msg = mv.message if mv is not None else None
-                            ev.agent_name = "user" if msg is not None and msg.role == "user" else author
-                    if not ev.run_path:
-                        ev.run_path = own_path
-                    if ev.run_path is own_path or ev.run_path == own_path:
-                        action = ev.action
-                        if (
-                            records
-                            and (action is None or action.interrupted is None)
-                            and (mv is not None or not messages_only)
-                        ):
-                            # copy_event, inlined for the event without a stream to split
-                            if mv is not None and mv.message_stream is not None:
-                                record(copy_event(ev))
-                            else:
-                                record(AgentEvent(ev.agent_name, ev.run_path, out, action, ev.error))
-                    yield ev
-                    if failed:
-                        break
-            finally:
-                if outer is not None:
-                    outer.__exit__(None, None, None)
-                with entered(run):
-                    await events.aclose()  # type: ignore[attr-defined]
-            if action is None or action.exit or action.interrupted is not None:
-                return
-            transfer = action.transfer_to_agent
-            if transfer is None:
-                return
-            target = self.transfer_target(transfer.dest_agent_name)
-            if target is None:
-                yield AgentEvent(
-                    agent_name=self.name,
-                    run_path=run.run_path,
-                    error=TransferError(
-                        f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from "
-                        f"'{self.name}'{self._reachable()}"
-                    ),
-                )
-                return
-            async for ev in advance_in(run, target.events(None, **options)):
-                yield ev
+                        while True:
+                            failed = False
+                            try:
+                                ev = await anext()
+                            except StopAsyncIteration:
+                                break
+                            except (Exception, Interrupted) as e:
+                                if author is None or not steady:
+                                    raise
+                                ev, failed = error_event(e), True
+                            out = ev.output
+                            mv = out.message_output if out is not None else None
+                            if not ev.agent_name and (author is not None or not ev.run_path):
+                                if author is None:
+                                    ev.agent_name = name
+                                else:  # author_of, inlined: user-role content is the user's
+                                    msg = mv.message if mv is not None else None
+                                    ev.agent_name = "user" if msg is not None and msg.role == "user" else author
+                            if not ev.run_path:
+                                ev.run_path = own_path
+                            if ev.run_path is own_path or ev.run_path == own_path:
+                                action = ev.action
+                                if (
+                                    records
+                                    and (action is None or action.interrupted is None)
+                                    and (mv is not None or not messages_only)
+                                ):
+                                    # copy_event, inlined for the event without a stream to split
+                                    if mv is not None and mv.message_stream is not None:
+                                        record(copy_event(ev))
+                                    else:
+                                        record(AgentEvent(ev.agent_name, ev.run_path, out, action, ev.error))
+                            if seen is not None:
+                                seen[1] = observer.run_event(obs, seen[0], ev) or seen[1]
+                            yield ev
+                            if failed:
+                                break
+                    finally:
+                        if outer is not None:
+                            outer.__exit__(None, None, None)
+                        with entered(run):
+                            await events.aclose()  # type: ignore[attr-defined]
+                    transfer = action.transfer_to_agent if action is not None else None
+                    after = flow._transferred_to(action, run, budget) if transfer is not None else None
+                if after is None:
+                    return
+                if isinstance(after, AgentEvent):  # a transfer that cannot be made: the run ends with it
+                    if told:
+                        opened[-1][1] = observer.run_event(obs, opened[-1][0], after) or opened[-1][1]
+                    yield after
+                    return
+                parent, flow, input, hop = run, after, None, hop + 1
         except (Exception, Interrupted) as e:
-            if not catch:
+            if not catch and hop == 0:
                 raise
-            yield error_event(e, self.name)  # errors are events: run never raises
+            ev = error_event(e, flow.name)  # errors are events: run never raises
+            if opened:
+                opened[-1][1] = observer.run_event(obs, opened[-1][0], ev) or opened[-1][1]
+            yield ev
         finally:
+            for info, error in reversed(opened):  # inner runs end first, as they nest
+                observer.run_end(obs, info, error)
             if catch and root is not None and not root.run_path:  # the run's root: its session ends here
                 root.session.close_streams()
+
+    def _own_events(
+        self, input: AgentInput, run: RunContext, options: dict[str, Any], steady: bool, keep_log: bool
+    ) -> tuple[AsyncIterator[AgentEvent], str | None, bool, bool]:
+        """The agent's events in ``run`` (its raw ``_run`` when it has no agent callbacks), the
+        author its events without one get (None: they come filled), whether they are recorded,
+        and whether only those with a message are."""
+        inner = self.agent
+        records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
+        # A run nothing can save, whose agent cannot transfer, has one reader of its log left:
+        # an agent run inside this one's run with input None, which rebuilds its input from the
+        # messages only; an agent that runs none (ChatModelAgent) records nothing.
+        messages_only = records and not (keep_log or self.sub_agents or self.parent is not None)
+        if messages_only and not getattr(inner, "runs_agents_in_its_run", True):
+            records = messages_only = False
+        raw = raw_events(inner, input, **options)
+        author = inner.name if raw is not None else None
+        source = raw if raw is not None else run_events(inner, input, **options)
+        return (source if steady else advance_in(run, source, author)), author, records, messages_only
+
+    def _transferred_to(
+        self, action: AgentAction | None, run: RunContext, budget: RunBudget
+    ) -> FlowAgent | AgentEvent | None:
+        """Where this agent's last own ``action`` leads once it has run: the agent to transfer
+        to, an error event (no such agent, or a transfer past the run's ``max_transfers``), or
+        None when the chain ends here (no transfer, an exit, an interrupt)."""
+        if action is None or action.exit or action.interrupted is not None:
+            return None
+        transfer = action.transfer_to_agent
+        if transfer is None:
+            return None
+        target = self.transfer_target(transfer.dest_agent_name)
+        if target is None:
+            return AgentEvent(
+                agent_name=self.name,
+                run_path=run.run_path,
+                error=TransferError(
+                    f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from "
+                    f"'{self.name}'{self._reachable()}"
+                ),
+            )
+        refused = budget.transfer(self.name, target.name)
+        if refused is not None:
+            return AgentEvent(self.name, run.run_path, error=refused)
+        return target
 
     def _reachable(self) -> str:
         """What a failed transfer could have reached, and how to wire it."""
@@ -387,25 +394,31 @@ class FlowAgent(BaseAgent):
             "and run the agent it returns"
         )
 
-    async def _resume_transfer(self, run: RunContext, points: list[str], **options: Any) -> AsyncIterator[AgentEvent]:
-        segments = [AddressSegment.parse(p) for p in points]
+    def _resumed_below(self, run: RunContext, resume: ResumeScope) -> FlowAgent | AgentEvent | None:
+        """In a resumed run whose interrupt lies deeper down, in the agent this one transferred
+        to: that agent, which runs next in this one's place (or an error event when it cannot
+        be found). None otherwise: this agent runs."""
+        if run.point.was_interrupted or not (self.sub_agents or self.parent):
+            return None
+        if not resume.pending_below(run.address):
+            return None
+        segments = [AddressSegment.parse(p) for p in resume.next_points(run.address)]
         names = [seg.id for seg in segments if seg.kind == AGENT]
+        if not self.sub_agents:  # a leaf: what lies below is its own, unless it handed back to its parent
+            return self.parent if self.parent is not None and names == [self.parent.name] else None
         if len(names) != 1:
             what = (
                 "no child agents leading to the interrupted agent were found"
                 if not names
                 else (f"interrupts lie under several agents ({', '.join(names)}): concurrent transfer is not supported")
             )
-            yield AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume {self.name!r}: {what}"))
-            return
+            return AgentEvent(self.name, run.run_path, error=TransferError(f"failed to resume {self.name!r}: {what}"))
         target = self.transfer_target(names[0])
         if target is None:
-            yield AgentEvent(
+            return AgentEvent(
                 self.name, run.run_path, error=TransferError(f"failed to resume: sub-agent '{names[0]}' not found")
             )
-            return
-        async for ev in advance_in(run, target.events(None, **options)):
-            yield ev
+        return target
 
     async def _history_input(self, run: RunContext) -> AgentInput:
         """The input of an agent that is not the root: the root input plus every recorded
@@ -417,21 +430,26 @@ class FlowAgent(BaseAgent):
         entries, n = await _history_entries(run.session, root, self.skip_transfer_messages)
         if self.history_rewriter is not None:
             return AgentInput(list(self.history_rewriter(entries[:n])), root.enable_streaming)
-        rewrite = _default_rewriter(self.name)
-        return AgentInput._deferred(lambda: rewrite(entries[:n]), root.enable_streaming)
+        view = _views_of(run.session, self.skip_transfer_messages, entries).setdefault(self.name, [])
+        name = self.name
+        return AgentInput._deferred(lambda: _rewritten(entries, n, view, name), root.enable_streaming)
 
 
 @dataclass(slots=True)
 class _KeptHistory:
     """The history entries of a session's log, kept in the session as the log grows.
     ``entries[:handed]`` were handed out (as the list and a length) and are never changed in
-    place: taking one back (a transfer call left out) starts a new list."""
+    place: taking one back (a transfer call left out) starts a new list. ``views`` holds each
+    agent's default rewrite of a prefix of ``entries`` (this list's: a new list starts none),
+    extended when the agent reads its input: the thousandth agent of a transfer chain, or
+    child of a LoopAgent, rewrites the messages recorded since the last, not the whole log."""
 
     root: AgentInput
     entries: list[HistoryEntry]
     read: int  # events of the log read
     last: AgentEvent  # the last of them, to notice a log changed under it
     handed: int
+    views: dict[str, list[Message]]  # agent name -> entries[:len(view)] as that agent sees them
 
 
 async def _history_entries(session: Session, root: AgentInput, skip_transfers: bool) -> tuple[list[HistoryEntry], int]:
@@ -463,8 +481,27 @@ async def _history_entries(session: Session, root: AgentInput, skip_transfers: b
         elif msg is not None:
             entries.append(HistoryEntry(False, ev.agent_name, msg))
     if new:
-        session.cache[key] = _KeptHistory(root, entries, read + len(new), new[-1], len(entries))
+        views = kept.views if kept is not None and entries is kept.entries else {}
+        session.cache[key] = _KeptHistory(root, entries, read + len(new), new[-1], len(entries), views)
     return entries, len(entries)
+
+
+def _views_of(session: Session, skip_transfers: bool, entries: list[HistoryEntry]) -> dict[str, list[Message]]:
+    """The agents' default rewrites of ``entries`` kept in ``session`` (new ones for a list
+    not kept there: a history without any recorded event)."""
+    kept: _KeptHistory | None = session.cache.get(("history", skip_transfers))
+    return kept.views if kept is not None and kept.entries is entries else {}
+
+
+def _rewritten(entries: list[HistoryEntry], n: int, view: list[Message], agent_name: str) -> list[Message]:
+    """``entries[:n]`` as ``agent_name`` sees them by default (a new list): its own messages
+    and the user's as they are, the others' rewritten as context; ``view`` (that agent's kept
+    rewrite of a prefix of ``entries``) is extended to ``n`` first."""
+    for e in entries[len(view) : n]:
+        view.append(
+            e.message if e.is_user_input or e.agent_name == agent_name else rewrite_message(e.message, e.agent_name)
+        )
+    return view[:n]
 
 
 def _message_output(ev: AgentEvent) -> MessageVariant | None:

@@ -135,9 +135,10 @@ def _info(obs: Any, run: RunContext | None, agent_name: str) -> RunInfo:
 # --- agent runs (the flow wrapper) ------------------------------------------------------------
 
 
-def run_start(obs: Any, agent_name: str, messages: Sequence[Message]) -> RunInfo:
-    """An agent's run starts under the calling code's run: its info, reported."""
-    parent = current_run()
+def run_start(obs: Any, agent_name: str, messages: Sequence[Message], parent: RunContext | None = None) -> RunInfo:
+    """An agent's run starts under ``parent`` (default: the calling code's run): its info, reported."""
+    if parent is None:
+        parent = current_run()
     path = parent.run_path if parent is not None else RunPath()
     address = parent.address if parent is not None else ()
     info = RunInfo(

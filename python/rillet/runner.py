@@ -50,7 +50,7 @@ from rillet.events import AgentEvent, error_event
 from rillet.flow import flow_of
 from rillet.live import LiveAgent, LiveContext, LiveRequestQueue, LiveSource
 from rillet.observer import RunObserver, observing
-from rillet.run_config import RunConfig
+from rillet.run_config import BUDGET, RunBudget, RunConfig
 from rillet.sessions import SessionPolicy, SessionStore
 from rillet.sessions.run import SessionRun, TurnSession, open_run, resume_run
 
@@ -67,6 +67,7 @@ def _agent_options(model_options: Mapping[str, Any] | None, options: Mapping[str
 
 
 _ROLES = ("system", "user", "assistant", "tool")
+_DEFAULT_CONFIG = RunConfig()  # (frozen: one for every run given none)
 
 
 def _input_messages(messages: Any) -> list[Message]:
@@ -193,8 +194,9 @@ class Runner:
         With ``session_id`` the run continues that session of ``session_store``: its history
         comes before ``messages`` and its values under ``session_values``; raises
         :class:`~rillet.errors.SessionBusyError` at once if another run holds it. ``run_config``
-        (:class:`RunConfig`) sets the streaming mode and whether input blobs are saved as
-        artifacts (under ``session_id``, or a new id, as ``input_<run>_<n>``)."""
+        (:class:`RunConfig`) sets the streaming mode, whether input blobs are saved as
+        artifacts (under ``session_id``, or a new id, as ``input_<run>_<n>``), and the run's
+        limits on model calls and transfers (``max_llm_calls``, ``max_transfers``)."""
         options = _agent_options(model_options, options)
         msgs = _input_messages(messages)
         config = self._config(run_config)
@@ -217,6 +219,7 @@ class Runner:
         root_input = AgentInput(srun.history + msgs if srun is not None else msgs, config.streaming(self.streaming))
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), observing=observing(self.observers))
+        budget = _install_budget(ctx, config.budget())
         journal: Journal | None = None
         first: list[Any] | None = None
         if steps:
@@ -226,6 +229,7 @@ class Runner:
                 "root_input": _input_record(root_input),
                 "session_values": seed,
                 "agent": agent_binding(self.agent),
+                "limits": budget.limits(),
             }
             first = ["start", start]
         events = self._flow.runner_events(root_input, checkpoint_id is not None or srun is not None, **options)
@@ -234,13 +238,13 @@ class Runner:
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
             return start_run(events, ctx)
         forward = self._forward(
-            events, root_input, session, checkpoint_id, srun=srun, new_input=msgs, journal=journal, first=first
+            events, root_input, session, checkpoint_id, budget, srun=srun, new_input=msgs, journal=journal, first=first
         )
         return _session_run(forward, ctx, srun)
 
     def _config(self, run_config: RunConfig | None) -> RunConfig:
         if run_config is None:
-            return RunConfig()
+            return _DEFAULT_CONFIG
         if not isinstance(run_config, RunConfig):
             raise TypeError(f"run_config: expected a rillet.RunConfig, got {type(run_config).__name__}")
         if run_config.save_input_blobs_as_artifacts and self.artifact_service is None:
@@ -291,6 +295,7 @@ class Runner:
         ctx = contextvars.copy_context()
         seed = dict(session_values) if session_values else {}
         scope.install(ctx, RunContext(Session(seed)), observing=observing(self.observers))
+        _install_budget(ctx, config.budget())
         events = ctx.run(agent.run_live, AgentInput(msgs, config.streaming(self.streaming)), live, **options)
         return start_run(_errors_as_events(events, agent.name), ctx)
 
@@ -330,6 +335,7 @@ class Runner:
         session_values: Mapping[str, Any] | None = None,
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
+        run_config: RunConfig | None = None,
     ) -> RunIterator:
         """Continues the run saved under ``checkpoint_id``. ``targets`` maps interrupt ids
         to the data each interrupted point gets back; without it every interrupt point is
@@ -339,19 +345,23 @@ class Runner:
         (:class:`CheckpointClaimedError`, with a store that has ``claim``); then nothing runs
         and the checkpoint is kept. When the resumed run finishes without interrupting again
         or failing, the checkpoint is deleted (if the store can), so a finished run cannot be
-        resumed, and its side effects repeated, by mistake."""
+        resumed, and its side effects repeated, by mistake. The resumed run counts its model
+        calls and transfers from zero against the limits the run was saved with, or those of
+        ``run_config`` (a :class:`RunConfig` of limits only: the streaming mode is the
+        checkpoint's)."""
         store = self._store()
         agent_options = _agent_options(model_options, options)  # a bad argument fails before claiming
+        config = _resume_config(run_config)
         owner = uuid.uuid4().hex
         data = store.claim_sync(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
             head = read_step_head(data, checkpoint_id) if data is not None else None
             if head is not None:
                 log = read_log(head, store.read_log_sync(checkpoint_id), checkpoint_id)
-                return self._resume_steps(checkpoint_id, log, owner, targets, session_values, agent_options)
+                return self._resume_steps(checkpoint_id, log, owner, targets, session_values, agent_options, config)
             loaded = self._check(checkpoint_id, data, targets)
             assert data is not None
-            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data)
+            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data, config)
         except BaseException:
             if data is not None:
                 store.release_sync(checkpoint_id, owner)
@@ -365,21 +375,23 @@ class Runner:
         session_values: Mapping[str, Any] | None = None,
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
+        run_config: RunConfig | None = None,
     ) -> RunIterator:
         """``await`` twin of :meth:`resume`, for async code: the store's methods are awaited
         if async, and run on rillet's worker threads if not."""
         store = self._store()
         agent_options = _agent_options(model_options, options)  # a bad argument fails before claiming
+        config = _resume_config(run_config)
         owner = uuid.uuid4().hex
         data = await store.claim(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
             head = read_step_head(data, checkpoint_id) if data is not None else None
             if head is not None:
                 log = read_log(head, await store.read_log(checkpoint_id), checkpoint_id)
-                return self._resume_steps(checkpoint_id, log, owner, targets, session_values, agent_options)
+                return self._resume_steps(checkpoint_id, log, owner, targets, session_values, agent_options, config)
             loaded = self._check(checkpoint_id, data, targets)
             assert data is not None
-            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data)
+            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data, config)
         except BaseException:
             if data is not None:
                 await store.release(checkpoint_id, owner)
@@ -422,9 +434,11 @@ class Runner:
         targets: Mapping[str, Any] | None,
         session_values: Mapping[str, Any] | None,
         options: dict[str, Any],
+        config: RunConfig | None,
     ) -> RunIterator:
         """Continues a step run that did not finish: from its start (or the interrupt it
-        resumed), replaying the model calls and tool rounds its log recorded."""
+        resumed), replaying the model calls and tool rounds its log recorded, against the
+        limits it started with (or ``config``'s)."""
         records = log.records
         if targets is not None:
             raise CheckpointError(
@@ -439,7 +453,7 @@ class Runner:
         if records[0][0] == "resume":
             _, blob, saved = records[0]
             loaded = self._check(checkpoint_id, blob, saved)
-            return self._resume(checkpoint_id, loaded, owner, saved, session_values, options, blob, log)
+            return self._resume(checkpoint_id, loaded, owner, saved, session_values, options, blob, config, log)
         start = records[0][1]
         check_binding(start.get("agent"), self.agent, checkpoint_id)
         root = start["root_input"]
@@ -447,9 +461,12 @@ class Runner:
         session = Session({**start["session_values"], **(session_values or {})})
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), observing=observing(self.observers))
+        budget = _install_budget(ctx, config.budget() if config is not None else RunBudget.of(start.get("limits")))
         journal = self._journal(checkpoint_id, ctx, session, log)
         events = self._flow.runner_events(root_input, True, **options)
-        forward = self._forward(events, root_input, session, checkpoint_id, resumed=True, owner=owner, journal=journal)
+        forward = self._forward(
+            events, root_input, session, checkpoint_id, budget, resumed=True, owner=owner, journal=journal
+        )
         return _session_run(forward, ctx, None)
 
     def _resume(
@@ -461,6 +478,7 @@ class Runner:
         session_values: Mapping[str, Any] | None,
         options: dict[str, Any],
         blob: bytes,
+        config: RunConfig | None,
         log: StepLog | None = None,
     ) -> RunIterator:
         session = loaded.session
@@ -478,6 +496,7 @@ class Runner:
         ctx = contextvars.copy_context()
         resume = ResumeScope(loaded.addresses, loaded.states, targets)
         scope.install(ctx, RunContext(session), resume, observing(self.observers))
+        budget = _install_budget(ctx, config.budget() if config is not None else RunBudget.of(loaded.limits))
         journal: Journal | None = None
         first: list[Any] | None = None
         if log is not None or (self.durability == "step" and srun is None):
@@ -490,6 +509,7 @@ class Runner:
             loaded.root_input,
             session,
             checkpoint_id,
+            budget,
             resumed=True,
             owner=owner,
             srun=srun,
@@ -507,6 +527,7 @@ class Runner:
         root_input: AgentInput,
         session: Session,
         checkpoint_id: str | None,
+        budget: RunBudget,
         resumed: bool = False,
         owner: str | None = None,
         srun: SessionRun | None = None,
@@ -518,7 +539,8 @@ class Runner:
         event precedes the interrupt event if saving fails). A resumed run that ends well
         deletes its checkpoint; one that fails, or is abandoned, releases its claim on it
         (``owner``) so that it can be resumed again. Store calls go through :class:`StoreAdapter`.
-        A session run (``srun``) that ends well appends its turn (``new_input`` and what the
+        The checkpoint keeps the run's limits (``budget``) for its resume. A session run
+        (``srun``) that ends well appends its turn (``new_input`` and what the
         run said); an interrupted one leaves that to its resume; either way its hold ends.
         A step run (``journal``) first writes ``first`` (its start) to the log; when it ends
         well, its checkpoint is deleted, when it fails, kept for a resume to retry."""
@@ -556,7 +578,11 @@ class Runner:
                     try:
                         ref = srun.ref() if srun is not None else None
                         binding = agent_binding(self.agent)
-                        blob = seal(await dump(root_input, session, signal, data, binding, session_ref=ref))
+                        blob = seal(
+                            await dump(
+                                root_input, session, signal, data, binding, session_ref=ref, limits=budget.limits()
+                            )
+                        )
                         await store.set(checkpoint_id, blob)
                         _log.debug("saved checkpoint %s (%d bytes)", checkpoint_id, len(blob))
                         holding = False  # set() cleared the claim: resumable again
@@ -627,6 +653,26 @@ async def _errors_as_events(events: AsyncIterator[AgentEvent], name: str) -> Asy
         yield error_event(e, name)
     finally:
         await events.aclose()  # type: ignore[attr-defined]
+
+
+def _install_budget(ctx: contextvars.Context, budget: RunBudget) -> RunBudget:
+    """Makes ``budget`` the one every agent of the run started in ``ctx`` counts against."""
+    ctx.run(BUDGET.set, budget)
+    return budget
+
+
+def _resume_config(run_config: RunConfig | None) -> RunConfig | None:
+    """``resume(run_config=...)``, checked: only its limits apply to a resumed run."""
+    if run_config is None:
+        return None
+    if not isinstance(run_config, RunConfig):
+        raise TypeError(f"run_config: expected a rillet.RunConfig, got {type(run_config).__name__}")
+    if run_config.streaming_mode is not None or run_config.save_input_blobs_as_artifacts:
+        raise ValueError(
+            "Runner.resume(run_config=...): a resumed run takes its streaming mode and input from the checkpoint; "
+            "give a RunConfig of limits only, e.g. RunConfig(max_llm_calls=1000, max_transfers=200)"
+        )
+    return run_config
 
 
 def _input_record(root_input: AgentInput) -> dict[str, Any]:

@@ -354,7 +354,7 @@ class ChatModelAgent(BaseAgent):
             agent, changed = await self._before_agent(input)
             assert changed is not None  # a new run's input stays an input
             input = changed
-        loop.messages = list(await agent._model_input(input))
+        loop.messages = await agent._model_input(input)  # a new list: the run's own to grow
         loop.remaining = agent.max_iterations if agent._tool_infos else 1
         if agent.input_guardrails:
             loop.input_messages = [m.copy() for m in input.messages]
@@ -434,6 +434,7 @@ class ChatModelAgent(BaseAgent):
         return view, ctx.input
 
     async def _model_input(self, input: AgentInput) -> list[Message]:
+        """The first model call's messages: always a new list (the run appends to it)."""
         if self.gen_model_input is not None:
             return list(await maybe_await(self.gen_model_input(self.instruction, input)))
         instruction = self.instruction

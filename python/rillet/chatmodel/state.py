@@ -22,6 +22,7 @@ from rillet.chatmodel.config import ModelContext
 from rillet.checkpoint_state import checkpoint_state
 from rillet.errors import Interrupted
 from rillet.events import AgentEvent
+from rillet.run_config import BUDGET, RunBudget
 
 if TYPE_CHECKING:
     from rillet.chatmodel.agent import ChatModelAgent
@@ -103,6 +104,7 @@ class ReactLoop:
     value: Any = None  # the validated answer of an agent with an output_type
     failures: int = 0  # replies that failed the output_type
     observing: Observers | None = field(default_factory=OBSERVING.get)  # read once a run: zero cost without
+    budget: RunBudget | None = field(default_factory=BUDGET.get)  # the Runner run's limits (max_llm_calls)
     tools: list[ToolInfo] | None = None  # the tools offered, once a middleware rewrote them
     locals: dict[str, Any] | None = None  # the run-local values
     input_messages: list[Message] | None = None  # what the input guardrails check (a new run)

@@ -50,6 +50,8 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
         raise ExceedMaxIterationsError(
             f"ChatModelAgent {agent.name!r} exceeds max iterations ({agent.max_iterations} model calls)"
         )
+    if loop.budget is not None:  # the run's max_llm_calls: a call past it is refused, not made
+        loop.budget.llm_call(agent.name)
     loop.remaining -= 1
     loop.iteration += 1
     state, infos, model = loop.messages, agent._tool_infos, agent.model

@@ -287,12 +287,14 @@ async def dump(
     data: Any = None,
     binding: dict[str, Any] | None = None,
     session_ref: dict[str, Any] | None = None,
+    limits: dict[str, int] | None = None,
 ) -> bytes:
     """The checkpoint bytes of a run that ``signal`` interrupted, LZ4-compressed (codec
     format 3: a run's text compresses to about a third, for about a millisecond per 300 KB).
     With ``binding`` (:func:`rillet.checkpoint.binding.agent_binding`), the payload records
     which agent tree saved it; with ``session_ref``, which session the run belongs to
-    (:meth:`rillet.sessions.run.SessionRun.ref`)."""
+    (:meth:`rillet.sessions.run.SessionRun.ref`); with ``limits``, the run's
+    :class:`~rillet.RunConfig` limits (:meth:`~rillet.RunConfig.limits`), which its resume keeps."""
     events = session.snapshot()
     with session.lock:
         values = dict(session.values)
@@ -311,6 +313,8 @@ async def dump(
         payload["agent"] = binding
     if session_ref is not None:
         payload["session"] = session_ref
+    if limits is not None:
+        payload["limits"] = limits
     return codec.encode(payload, compress=True)
 
 
@@ -342,6 +346,7 @@ class Loaded:
         self.info = payload.get("info")
         self.agent: dict[str, Any] | None = payload.get("agent")
         self.session_ref: dict[str, Any] | None = payload.get("session")
+        self.limits: dict[str, Any] | None = payload.get("limits")  # absent before run limits were saved
 
 
 # --- the checksummed envelope ------------------------------------------------------------------

@@ -32,6 +32,7 @@ from rillet.chatmodel import ChatModelAgent
 from rillet.chatmodel.config import maybe_await
 from rillet.context import add_session_value, get_session_value
 from rillet.events import AgentEvent, event_from_message, new_break_loop_action
+from rillet.run_config import count_llm_call
 from rillet.tools import ToolInfo
 from rillet.workflow import LoopAgent, SequentialAgent
 
@@ -194,7 +195,9 @@ def _context(who: str, executed: Sequence[ExecutedStep] | None = None) -> Execut
 
 
 async def _ask(agent: str, model: ChatModel, messages: list[Message], tools: list[ToolInfo], **options: Any) -> Message:
-    """One model call, told to the run's observers like a ChatModelAgent's."""
+    """One model call, counted in the run's budget and told to the run's observers like a
+    ChatModelAgent's."""
+    count_llm_call(agent)
     obs = OBSERVING.get()
     if obs is not None:
         observer.model_start(obs, agent, model, messages)
