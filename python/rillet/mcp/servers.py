@@ -37,7 +37,7 @@ class StdioServer:
         more than ``max_message_bytes`` whole (None: no limit)."""
         from mcp import StdioServerParameters  # optional dependency: only rillet.mcp needs it
 
-        from rillet.mcp.transports import stdio_transport
+        from rillet.mcp.transports import stdio_transport  # imports mcp too: loaded with it
 
         params = StdioServerParameters(
             command=self.command, args=list(self.args), env=dict(self.env) if self.env else None, cwd=self.cwd
@@ -62,7 +62,7 @@ class HttpServer:
 
     def target(self, max_message_bytes: int | None) -> Any:
         """As :meth:`StdioServer.target`."""
-        from rillet.mcp.transports import http_transport
+        from rillet.mcp.transports import http_transport  # imports mcp too: loaded with it
 
         return http_transport(self.url, self.headers, max_message_bytes)
 

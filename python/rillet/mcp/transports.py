@@ -108,7 +108,7 @@ def refusal(request_id: Any, limit: int) -> Any:
 def _message(line: bytes) -> Any:
     """A line as the session's message, or its parse error (a value: the session reports it)."""
     import mcp_types  # as above
-    from mcp.shared.message import SessionMessage
+    from mcp.shared.message import SessionMessage  # optional dependency (rillet[mcp]): loaded on first use
 
     try:
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
@@ -121,9 +121,9 @@ async def stdio_transport(server: Any, limit: int | None) -> AsyncIterator[Any]:
     """The streams of a connection to the process started for ``server`` (the mcp package's
     ``StdioServerParameters``; UTF-8, as rillet's StdioServer always is), its output read by
     :class:`Lines`."""
-    import anyio
+    import anyio  # optional dependency (rillet[mcp]): loaded on first use
     from mcp.client import stdio  # the mcp package's process handling (its private helpers)
-    from mcp.shared.message import SessionMessage
+    from mcp.shared.message import SessionMessage  # optional dependency (rillet[mcp]): loaded on first use
 
     command = await stdio._get_executable_command(server.command)
     env = stdio.get_default_environment() | (server.env or {})
@@ -214,7 +214,7 @@ async def _bound_json(response: Any, *, limit: int) -> None:
 @functools.cache
 def _bounded_body() -> type:
     """The class of such a body (made on first use: httpx2 is the mcp package's, loaded with it)."""
-    import httpx2
+    import httpx2  # optional dependency (rillet[mcp]): loaded on first use
 
     class BoundedBody(httpx2.AsyncByteStream):
         def __init__(self, stream: Any, limit: int, declared: int, request_id: Any) -> None:
