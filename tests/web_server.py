@@ -1,16 +1,19 @@
 """`python -m rillet.web` started as a subprocess on a free loopback port, for the dev UI's
-tests: killed when the test ends, whatever happens."""
+tests: killed when the test ends, whatever happens; or an app served by uvicorn on the
+test's own event loop."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import rillet
@@ -57,3 +60,24 @@ def web_server(spec: str, db: Path | None, timeout: float = 30.0) -> Iterator[st
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """The URL of ``app`` served by uvicorn on the running event loop, on a free loopback port.
+    Its socket listens before uvicorn starts, so a client can connect at once (the kernel holds
+    the connection until uvicorn accepts it): there is nothing to wait for. uvicorn's loggers
+    are left unconfigured, so what it logs reaches pytest's ``caplog``."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+        sock.close()
