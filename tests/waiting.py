@@ -1,0 +1,59 @@
+"""Waiting, in tests, for what another thread, task or process does.
+
+Wait for an event, a condition, a queue or a pipe when the code under test offers one. Where
+nothing signals (a server that starts in another process, a count that another thread
+changes), poll the condition itself with these, up to a generous deadline: a test then takes
+as long as the machine needs, and fails with what it waited for if that never happens. Never
+sleep a fixed time and hope the other side got there: on a busy machine it has not
+(tests/test_architecture.py refuses such sleeps in the test files).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import linecache
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["DEADLINE", "at_line", "process_waits", "until", "wait_until"]
+
+DEADLINE = 30.0  # seconds: far beyond what any wait here takes on an idle machine
+_POLL = 0.005  # seconds between looks at the condition
+
+
+def wait_until(condition: Callable[[], object], what: str, seconds: float = DEADLINE) -> None:
+    """Returns once ``condition()`` is true; raises AssertionError naming ``what`` after
+    ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {seconds:g} s for {what}")
+        time.sleep(_POLL)
+
+
+async def until(condition: Callable[[], object], what: str, seconds: float = DEADLINE) -> None:
+    """:func:`wait_until` for a coroutine: the event loop runs on while it waits."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {seconds:g} s for {what}")
+        await asyncio.sleep(_POLL)
+
+
+def at_line(thread: int | None, source: str) -> bool:
+    """Whether thread ``thread`` (an ident) is executing the line whose text is ``source``: in a
+    call on it that blocks in native code (a channel's ``recv``), which nothing else shows."""
+    frame = sys._current_frames().get(thread) if thread is not None else None
+    return frame is not None and linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() == source
+
+
+def process_waits(pid: int) -> bool:
+    """Whether process ``pid`` is asleep (blocked in a wait, not running); True where /proc
+    does not tell (then only the test's coverage depends on it, not its outcome)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] == "S"
