@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from rillet import Message, pipe, stream_from_list
-from rillet._core import loop as _loop
 from rillet.agent import AgentInput, BaseAgent
 from rillet.context import add_session_value, add_session_values, get_session_value, get_session_values
 from rillet.events import (
@@ -25,7 +24,7 @@ from rillet.events import (
     peek_message,
 )
 from rillet.runner import Runner
-from waiting import until, wait_until
+from waiting import tasks_on_rillets_loop, until, wait_until
 
 
 def chunks(*texts: str) -> Any:
@@ -183,15 +182,6 @@ class Endless(BaseAgent):
             self.closed.set()
 
 
-def _background_tasks() -> int:
-    loop = _loop.background_loop()
-
-    async def count() -> int:
-        return len([t for t in asyncio.all_tasks() if t is not asyncio.current_task()])
-
-    return asyncio.run_coroutine_threadsafe(count(), loop).result(5)
-
-
 def test_abandoning_a_sync_run_cancels_its_task_and_closes_its_streams() -> None:
     threads_before = threading.active_count()
     agent = Endless()
@@ -202,7 +192,7 @@ def test_abandoning_a_sync_run_cancels_its_task_and_closes_its_streams() -> None
     del it, _ev
     gc.collect()
     assert agent.closed.wait(30), "the agent's body was not closed"
-    wait_until(lambda: _background_tasks() == 0, "the run's tasks on rillet's loop to end")
+    wait_until(lambda: tasks_on_rillets_loop() == 0, "the run's tasks on rillet's loop to end")
     # every stream the consumer never read was closed: its writer learns the reader is gone
     gc.collect()
     assert all(w.reader_closed for w in agent.writers)

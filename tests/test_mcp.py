@@ -22,6 +22,7 @@ from optional import need
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SqliteCheckpointStore, ToolCall
 from rillet.approval import approve
 from rillet.mcp import HttpServer, McpConnectionError, McpError, McpToolError, McpToolset, StdioServer, ToolFilter
+from waiting import until
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]  # anyio's pytest plugin runs the async tests
 
@@ -452,10 +453,7 @@ async def test_stdio_server_killed_between_calls_is_restarted_by_the_next_call()
         first = await pid.invoke("")
         os.kill(int(first), signal.SIGKILL)
         conn = toolset._conn
-        deadline = time.monotonic() + 10
-        while conn is not None and not conn.closed:  # the end of its stdout reached the client
-            assert time.monotonic() < deadline, "the client never saw the server's stdout close"
-            await asyncio.sleep(0.02)
+        await until(lambda: conn is None or conn.closed, "the end of the server's stdout to reach the client")
         second = await pid.invoke("")
         assert second.isdigit() and second != first
 
@@ -514,13 +512,14 @@ def test_a_toolset_closed_with_its_event_loop_says_it_is_not_open(shared_http: H
 
 SLOW = textwrap.dedent(
     """
-    import asyncio
+    import asyncio, pathlib, sys
     from mcp.server.mcpserver import MCPServer
 
     app = MCPServer("slow", log_level="ERROR")
 
     @app.tool()
     async def wait() -> str:
+        pathlib.Path(sys.argv[1]).touch()  # the test learns the call is in flight
         await asyncio.sleep(60)
         return "done"
 
@@ -533,10 +532,11 @@ async def test_closing_the_toolset_during_a_call_says_so(tmp_path: Path) -> None
     """Not 'the server process may have died; the next call reconnects': there is no next call."""
     script = tmp_path / "slow.py"
     script.write_text(SLOW)
-    async with McpToolset(StdioServer(sys.executable, [str(script)]), timeout=20) as toolset:
+    called = tmp_path / "called"
+    async with McpToolset(StdioServer(sys.executable, [str(script), str(called)]), timeout=20) as toolset:
         wait = (await toolset.tools())[0]
         pending = asyncio.create_task(wait.invoke("{}"))
-        await asyncio.sleep(0.5)
+        await until(called.exists, "the server to run the call")
         await toolset.aclose()
         with pytest.raises(McpConnectionError, match="the toolset was closed during the call of tool 'wait'$"):
             await asyncio.wait_for(pending, 10)

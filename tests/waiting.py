@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["DEADLINE", "at_line", "process_waits", "until", "wait_until"]
+__all__ = ["DEADLINE", "at_line", "process_waits", "tasks_on_rillets_loop", "until", "wait_until"]
 
 DEADLINE = 30.0  # seconds: far beyond what any wait here takes on an idle machine
 _POLL = 0.005  # seconds between looks at the condition
@@ -57,3 +57,14 @@ def process_waits(pid: int) -> bool:
     except OSError:
         return True
     return stat.rpartition(")")[2].split()[0] == "S"
+
+
+def tasks_on_rillets_loop() -> int:
+    """How many tasks rillet's background event loop holds (the runs started from sync code
+    and their parts): 0 once every such run has ended."""
+    from rillet._core import loop
+
+    async def count() -> int:
+        return len([t for t in asyncio.all_tasks() if t is not asyncio.current_task()])
+
+    return asyncio.run_coroutine_threadsafe(count(), loop.background_loop()).result(DEADLINE)
