@@ -22,7 +22,7 @@ from optional import need
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SqliteCheckpointStore, ToolCall
 from rillet.approval import approve
 from rillet.mcp import HttpServer, McpConnectionError, McpError, McpToolError, McpToolset, StdioServer, ToolFilter
-from waiting import until
+from waiting import until, wait_until
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]  # anyio's pytest plugin runs the async tests
 
@@ -74,15 +74,17 @@ class HttpProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        proc = self.proc
+
+        def listening() -> bool:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the MCP test server exited with {self.proc.returncode}")
-            time.sleep(0.05)
-        raise RuntimeError("the MCP test server did not listen within 20s")
+                    return True
+            if proc.poll() is not None:
+                raise RuntimeError(f"the MCP test server exited with {proc.returncode}")
+            return False
+
+        wait_until(listening, "the MCP test server to listen", 20)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

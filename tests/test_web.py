@@ -28,6 +28,7 @@ from rillet import (
     tool,
 )
 from rillet.web import create_app, is_loopback, serve
+from waiting import wait_until
 from web_agent import GREETING, build
 
 if TYPE_CHECKING:
@@ -332,8 +333,6 @@ agent = ChatModelAgent("stuck", description="waits", model=ScriptedModel(reply),
 def test_ctrl_c_stops_the_server_while_a_page_watches_a_run_in_progress(tmp_path: Path) -> None:
     import signal
     import socket
-    import threading
-    import time
     import urllib.request
 
     need("uvicorn")
@@ -348,13 +347,16 @@ def test_ctrl_c_stops_the_server_while_a_page_watches_a_run_in_progress(tmp_path
         stderr=subprocess.PIPE,
         text=True,
     )
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(base + "/api/agent", timeout=5).close()
+            return True
+        except OSError:
+            return False
+
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(base + "/api/agent", timeout=5).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_until(answers, "rillet web to answer")
         post = urllib.request.Request(base + "/api/runs", data=b'{"text": "go"}', method="POST")
         post.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(post, timeout=5) as response:
@@ -363,15 +365,13 @@ def test_ctrl_c_stops_the_server_while_a_page_watches_a_run_in_progress(tmp_path
         read: list[bytes] = []
         reader = threading.Thread(target=lambda: read.append(watching.read()), daemon=True)
         reader.start()
-        time.sleep(0.5)
-        server.send_signal(signal.SIGINT)
-        started = time.monotonic()
+        server.send_signal(signal.SIGINT)  # the page's stream is open: its headers came
         assert server.wait(timeout=20) == 0
-        assert time.monotonic() - started < 2, "Ctrl-C waited for the run to end"
-        reader.join(5)
+        reader.join(20)
         watching.close()
         last = json.loads([line for line in read[0].decode().splitlines() if line.startswith("data: ")][-1][6:])
-        assert (last["type"], last["status"]) == ("run_end", "stopped")  # the page says the run was cut
+        # the page says the run was cut: Ctrl-C ended its stream (the shutdown's grace would end it silently)
+        assert (last["type"], last["status"]) == ("run_end", "stopped")
         assert server.stderr is not None and "Traceback" not in server.stderr.read()
     finally:
         server.kill()

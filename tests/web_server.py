@@ -9,7 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import httpx
 import rillet
+from waiting import wait_until
 
 TESTS = Path(__file__).resolve().parent
 
@@ -37,21 +37,17 @@ def web_server(spec: str, db: Path | None, timeout: float = 30.0) -> Iterator[st
     args = [sys.executable, "-m", "rillet.cli", "web", spec, "--port", str(port)] + (["--db", str(db)] if db else [])
     proc = subprocess.Popen(args, cwd=TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"rillet web exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
+        try:
+            return httpx.get(url + "/api/agent", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"rillet web exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
-                )
-            try:
-                if httpx.get(url + "/api/agent", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"rillet web did not answer on {url} within {timeout} s")
-            time.sleep(0.1)
+        wait_until(answers, f"rillet web to answer on {url}", timeout)
         yield url
     finally:
         proc.terminate()
