@@ -427,12 +427,14 @@ async def get_task_when_working(url: str) -> Task:
     from a2a.types import ListTasksRequest
 
     client = await ClientFactory(ClientConfig(streaming=True)).create_from_url(url)
+
+    async def working() -> Task | None:
+        tasks = (await client.list_tasks(ListTasksRequest())).tasks
+        return tasks[0] if tasks and state(tasks[0].status.state) == "WORKING" else None
+
     try:
-        while True:
-            tasks = (await client.list_tasks(ListTasksRequest())).tasks
-            if tasks and state(tasks[0].status.state) == "WORKING":
-                return tasks[0]
-            await asyncio.sleep(0.01)
+        task: Task = await until(working, "the task to be WORKING")
+        return task
     finally:
         await client.close()
 
@@ -632,11 +634,13 @@ async def test_serve_a2a_serves_until_interrupted_and_a_remote_agent_calls_it() 
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient() as http:
-            for _ in range(300):  # the card answers once the server is up
+
+            async def card() -> bool:  # the card answers once the server is up
                 with contextlib.suppress(httpx.TransportError):
-                    if (await http.get(url + "/.well-known/agent-card.json")).status_code == 200:
-                        break
-                await asyncio.sleep(0.05)
+                    return (await http.get(url + "/.well-known/agent-card.json")).status_code == 200
+                return False
+
+            await until(card, "the served agent's card")
         events = [ev async for ev in Runner(RemoteA2AAgent("greeter", url), streaming=True).query("hi")]
         assert [ev.error for ev in events if ev.error] == []
         assert (await events[-1].message_output.aget_message()).content == "Hello from the served agent."  # type: ignore[union-attr]

@@ -11,11 +11,13 @@ sleep a fixed time and hope the other side got there: on a busy machine it has n
 from __future__ import annotations
 
 import asyncio
+import inspect
 import linecache
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 __all__ = ["DEADLINE", "at_line", "process_waits", "tasks_on_rillets_loop", "until", "wait_until"]
 
@@ -33,10 +35,16 @@ def wait_until(condition: Callable[[], object], what: str, seconds: float = DEAD
         time.sleep(_POLL)
 
 
-async def until(condition: Callable[[], object], what: str, seconds: float = DEADLINE) -> None:
-    """:func:`wait_until` for a coroutine: the event loop runs on while it waits."""
+async def until(condition: Callable[[], Any], what: str, seconds: float = DEADLINE) -> Any:
+    """:func:`wait_until` for a coroutine: the event loop runs on while it waits. The condition
+    may be a coroutine function (a request to a server); returns its first true value."""
     deadline = time.monotonic() + seconds
-    while not condition():
+    while True:
+        got = condition()
+        if inspect.isawaitable(got):
+            got = await got
+        if got:
+            return got
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {seconds:g} s for {what}")
         await asyncio.sleep(_POLL)
