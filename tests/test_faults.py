@@ -36,7 +36,7 @@ from rillet import (
 )
 from rillet._core.loop import background_loop
 from rillet.agent import RunIterator
-from waiting import until, wait_until
+from waiting import child_env, until, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -410,10 +410,13 @@ def runs():
 
 EXPECTED = 11  # tools the runs above start
 
+def all_started():
+    with marked:
+        marked.wait_for(lambda: len(started) >= EXPECTED, 30)
+
 async def main(keep):
     its = runs()
-    while len(started) < EXPECTED:  # every tool is running (the async ones are at their first await)
-        await asyncio.sleep(0.005)
+    await asyncio.to_thread(all_started)  # every tool is running (the async ones are at their first await)
     if keep is not None:
         keep.extend(its)
 
@@ -562,13 +565,14 @@ def test_a_tool_call_wrapper_around_an_agent_tool_sees_the_keyboard_interrupt_it
 EXIT_WHILE_WAITING = """
 import sys, threading, time
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall, tool
+from waiting import wait_until
 
-waiting = threading.Event()
+in_tool = threading.Event()
 
 @tool
 def wait() -> str:
     "Waits a long time."
-    waiting.set()
+    in_tool.set()
     time.sleep(60)
     return "waited"
 
@@ -576,13 +580,9 @@ call = Message.assistant("", [ToolCall(index=0, id="w1", function=FunctionCall("
 events = Runner(ChatModelAgent("stuck", model=ScriptedModel([call]), tools=[wait]), streaming=True).query("go")
 consumer = threading.Thread(target=lambda: [None for _ in events], daemon=True)
 consumer.start()
-waiting.wait(30)
-deadline = time.monotonic() + 30
-while time.monotonic() < deadline:  # the consumer waits for the next event, in the native wait
-    frame = sys._current_frames().get(consumer.ident)
-    if frame is not None and frame.f_code.co_name == "__next__":
-        break
-    time.sleep(0.005)
+in_tool.wait(30)
+frame = lambda: sys._current_frames().get(consumer.ident)
+wait_until(lambda: getattr(frame(), "f_code", None) and frame().f_code.co_name == "__next__", "the native wait")
 print("exiting", flush=True)
 """
 
@@ -594,5 +594,5 @@ def test_the_process_exits_cleanly_while_a_daemon_thread_waits_on_a_run(tmp_path
     script = tmp_path / "exit_while_waiting.py"
     script.write_text(textwrap.dedent(EXIT_WHILE_WAITING))
     for _ in range(3):
-        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=child_env())
         assert (out.returncode, out.stdout) == (0, "exiting\n"), out.stderr

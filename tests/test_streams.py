@@ -32,7 +32,7 @@ from rillet import (
     pipe,
     stream_from_list,
 )
-from waiting import at_line, wait_until
+from waiting import at_line, child_env, wait_until
 
 T = 10.0  # seconds: generous, only reached if something is broken
 
@@ -129,13 +129,13 @@ def test_recv_timeout_and_blocking_recv_across_threads() -> None:
 
 def test_a_blocked_recv_is_interruptible_with_ctrl_c() -> None:
     code = (
-        "import os, signal, sys, threading, time, rillet\n"
+        "import os, signal, sys, threading, rillet\n"
+        "from waiting import wait_until\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the parent ignores it\n"
         "r, w = rillet.pipe()\n"
         "main = threading.get_ident()\n"
         "def interrupt():  # once the main thread is in recv (line 11)\n"
-        "    while getattr(sys._current_frames().get(main), 'f_lineno', 0) != 11:\n"
-        "        time.sleep(0.005)\n"
+        "    wait_until(lambda: getattr(sys._current_frames().get(main), 'f_lineno', 0) == 11, 'recv')\n"
         "    os.kill(os.getpid(), signal.SIGINT)\n"
         "threading.Thread(target=interrupt, daemon=True).start()\n"
         "try:\n"
@@ -143,7 +143,7 @@ def test_a_blocked_recv_is_interruptible_with_ctrl_c() -> None:
         "except KeyboardInterrupt:\n"
         "    print('interrupted')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=T)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=T, env=child_env())
     assert out.stdout.strip() == "interrupted", out.stderr
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import linecache
+import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEADLINE", "at_line", "process_waits", "tasks_on_rillets_loop", "until", "wait_until"]
+__all__ = ["DEADLINE", "at_line", "child_env", "process_waits", "tasks_on_rillets_loop", "until", "wait_until"]
 
 DEADLINE = 30.0  # seconds: far beyond what any wait here takes on an idle machine
 _POLL = 0.005  # seconds between looks at the condition
@@ -76,3 +77,9 @@ def tasks_on_rillets_loop() -> int:
         return len([t for t in asyncio.all_tasks() if t is not asyncio.current_task()])
 
     return asyncio.run_coroutine_threadsafe(count(), loop.background_loop()).result(DEADLINE)
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a child Python process whose script waits with this module."""
+    here = str(Path(__file__).resolve().parent)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
