@@ -50,6 +50,19 @@ def start(target: Callable[[], Any]) -> threading.Thread:
     return t
 
 
+def send_once_blocked(line: str, w: rillet.StreamWriter, item: Any) -> threading.Thread:
+    """A thread that sends ``item`` and closes ``w`` once the calling thread waits on the
+    source line ``line`` (a receive): so the receive is blocked when the item comes."""
+    caller = threading.get_ident()
+
+    def send() -> None:
+        wait_until(lambda: at_line(caller, line), f"{line!r} to block")
+        w.send(item)
+        w.close()
+
+    return start(send)
+
+
 def drain(reader: StreamReader) -> list[Any]:
     """Every item, with error items recorded as ('error', message)."""
     out: list[Any] = []
@@ -115,14 +128,7 @@ def test_recv_timeout_and_blocking_recv_across_threads() -> None:
     r, w = pipe()
     with pytest.raises(TimeoutError):
         r.recv(timeout=0.05)
-    main = threading.get_ident()
-
-    def late() -> None:
-        wait_until(lambda: at_line(main, 'assert r.recv(timeout=T) == "late"'), "the recv to block")
-        w.send("late")
-        w.close()
-
-    t = start(late)
+    t = send_once_blocked('assert r.recv(timeout=T) == "late"', w, "late")
     assert r.recv(timeout=T) == "late"
     t.join(T)
 
@@ -458,14 +464,7 @@ def test_merge_yields_in_arrival_order_across_threads() -> None:
     merged = merge_streams([r1, r2])
     w2.send("b1")
     assert merged.recv(timeout=T) == "b1"
-    main = threading.get_ident()
-
-    def later() -> None:
-        wait_until(lambda: at_line(main, 'assert merged.recv(timeout=T) == "a1"'), "the merged recv to block")
-        w1.send("a1")
-        w1.close()
-
-    t = start(later)
+    t = send_once_blocked('assert merged.recv(timeout=T) == "a1"', w1, "a1")
     assert merged.recv(timeout=T) == "a1"
     w2.send_error(ValueError("e2"))
     with pytest.raises(ValueError, match="e2"):

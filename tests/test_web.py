@@ -641,3 +641,28 @@ async def test_a_resume_whose_page_leaves_is_cancelled_and_its_checkpoint_can_be
         assert again.status_code == 200, again.text
         last = await sse_records(http, again.json()["events"])
         assert (last[-2]["content"], last[-1]["status"]) == ("done: booked Oslo", "done")
+
+
+def test_a_run_no_page_has_opened_yet_runs_on() -> None:
+    """A script may start a run and read its events later: only a page that goes cancels it."""
+    started, go = threading.Event(), threading.Event()
+
+    @tool
+    async def wait() -> str:
+        """Waits to be let go."""
+        started.set()
+        await asyncio.to_thread(go.wait, 30)
+        return "went on"
+
+    def reply(messages: list[Message], tools: Any) -> Message | str:
+        if messages[-1].role == "user":
+            return Message.assistant("", [ToolCall(index=0, id="w1", function=FunctionCall("wait", "{}"))])
+        return f"done: {messages[-1].content}"
+
+    agent = ChatModelAgent("waits", description="waits", model=ScriptedModel(reply), tools=[wait])
+    with make_client(create_app(agent)) as c:
+        run = c.post("/api/runs", json={"text": "go"}).json()
+        assert started.wait(30)  # the run is in its tool, and nobody reads its events
+        go.set()
+        recs = records(c, run["events"])
+    assert (recs[-2]["content"], recs[-1]["status"]) == ("done: went on", "done")
