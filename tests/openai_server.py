@@ -43,7 +43,7 @@ class Reply:
     ``splits``: byte offsets at which the body is cut into separate writes (a short pause
     between writes, so the client sees separate reads). ``drop_at``: the connection closes
     after this many body bytes, mid-response. ``delay``: seconds before the status line.
-    ``pause``: seconds between writes. Streams use chunked transfer encoding, so a drop is
+    ``pause``: seconds between writes (a long delay or pause is cut short when the server closes). Streams use chunked transfer encoding, so a drop is
     visible to the client as a cut body. ``pieces``: when given, the body is written from
     this iterator instead (it may be endless: writing stops when the client hangs up), and
     ``sent`` counts the bytes written.
@@ -104,6 +104,7 @@ class FakeOpenAIServer:
         self.port = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self._closed = False
+        self._closing = threading.Event()  # ends every delay and pause at once
         self._thread = threading.Thread(target=self._serve, name="fake-openai", daemon=True)
         self._thread.start()
 
@@ -118,6 +119,7 @@ class FakeOpenAIServer:
 
     def close(self) -> None:
         self._closed = True
+        self._closing.set()
         self._sock.close()
 
     # --- serving ----------------------------------------------------------------------------
@@ -152,7 +154,7 @@ class FakeOpenAIServer:
 
     def _respond(self, conn: socket.socket, reply: Reply) -> None:
         if reply.delay:
-            time.sleep(reply.delay)
+            self._closing.wait(reply.delay)
         chunked = reply.content_type == "text/event-stream"
         head = [
             f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}",
@@ -174,7 +176,7 @@ class FakeOpenAIServer:
             piece = body[start:end]
             conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
             if end < len(body):
-                time.sleep(reply.pause)
+                self._closing.wait(reply.pause)
         if reply.drop_at is not None:
             return  # cut: no terminating chunk
         if chunked:

@@ -15,12 +15,12 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from optional import skip_or_fail
+from waiting import wait_until
 
 
 @dataclass
@@ -38,16 +38,16 @@ def free_port() -> int:
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with code {proc.returncode} before listening on port {port}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
+            return True
         except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} did not listen on port {port} within {timeout:.0f} s")
+            return False
+
+    wait_until(listening, f"{what} to listen on port {port}", timeout)
 
 
 def find_binary(name: str, *patterns: str) -> str | None:

@@ -18,7 +18,6 @@ import sys
 import sysconfig
 import traceback
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from temporalio.worker import Replayer
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from temporal_agents import AGENTS  # noqa: E402  (beside this file)
+from waiting import until  # noqa: E402
 
 
 def temporal_binary() -> str:
@@ -62,17 +62,6 @@ def _fresh_side(name: str) -> None:
     os.environ["RILLET_TEMPORAL_SIDE"] = str(path)
 
 
-async def _until(check: Callable[[], Awaitable[Any]], what: str, limit: float = 20) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + limit
-    while loop.time() < end:
-        got = await check()
-        if got:
-            return got
-        await asyncio.sleep(0.05)
-    raise TimeoutError(f"waited {limit}s for {what}")
-
-
 async def run_events(client: Client) -> dict[str, Any]:
     """A six-step run, its events read while it runs, then again from index 5."""
     _fresh_side("run")
@@ -90,7 +79,7 @@ async def interrupt(client: Client) -> dict[str, Any]:
         handle = await rt.start_run(
             client, "approver", [Message.user("go")], id=f"approve-{uuid.uuid4()}", task_queue="interrupt"
         )
-        pending = await _until(lambda: rt.pending_interrupts(handle), "the interrupt")
+        pending = await until(lambda: rt.pending_interrupts(handle), "the interrupt", 20)
         side_before = _side()
         errors = []
         for targets in ({"no-such-id": approve()}, "not a dict"):

@@ -63,6 +63,7 @@ from rillet.a2a import (
     serve_a2a,
 )
 from rillet.approval import approve, requires_approval
+from waiting import until
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]
 
@@ -378,8 +379,7 @@ async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> N
         reader = asyncio.create_task(read())
         try:
             await asyncio.wait_for(started.wait(), 10)
-            while len(seen) < 3:  # the task, WORKING, the tool call
-                await asyncio.sleep(0.01)
+            await until(lambda: len(seen) >= 3, "the task, WORKING, the tool call")
             canceled = await client.cancel_task(CancelTaskRequest(id=seen[0].task.id))
             assert state(canceled.status.state) == "CANCELED"
             await asyncio.wait_for(closed.wait(), 10)  # the rillet run was closed, its tool cancelled
@@ -391,8 +391,21 @@ async def test_cancel_from_the_client_cancels_the_task_and_closes_the_run() -> N
     assert "late" not in all_text(seen)
 
 
-async def test_a_message_on_a_task_that_is_not_asking_is_refused_and_runs_nothing() -> None:
-    started, release, runs = asyncio.Event(), asyncio.Event(), []
+async def test_a_message_on_a_task_that_is_not_asking_is_refused_and_runs_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from a2a.server.agent_execution.active_task import ActiveTask
+
+    started, release, queued, runs = asyncio.Event(), asyncio.Event(), asyncio.Event(), []
+    enqueue, requests = ActiveTask.enqueue_request, []
+
+    async def spied(self: ActiveTask, request_context: RequestContext) -> Any:
+        requests.append(await enqueue(self, request_context))
+        if len(requests) == 2:
+            queued.set()  # the second message, queued behind the first one's run
+        return requests[-1]
+
+    monkeypatch.setattr(ActiveTask, "enqueue_request", spied)
 
     @tool
     async def slow() -> str:
@@ -410,7 +423,7 @@ async def test_a_message_on_a_task_that_is_not_asking_is_refused_and_runs_nothin
         # a2a-sdk queues a message on a working task behind its run; before, it then ran the
         # agent again on the finished task (COMPLETED, then WORKING again)
         second = asyncio.create_task(raw(server.url, user("more", task_id=task)))
-        await asyncio.sleep(0.2)
+        await asyncio.wait_for(queued.wait(), 10)  # a2a-sdk holds it until the first run ends
         release.set()
         got = await asyncio.wait_for(first, 10)
         with pytest.raises(Exception, match="is not waiting for input"):
@@ -423,12 +436,14 @@ async def get_task_when_working(url: str) -> Task:
     from a2a.types import ListTasksRequest
 
     client = await ClientFactory(ClientConfig(streaming=True)).create_from_url(url)
+
+    async def working() -> Task | None:
+        tasks = (await client.list_tasks(ListTasksRequest())).tasks
+        return tasks[0] if tasks and state(tasks[0].status.state) == "WORKING" else None
+
     try:
-        while True:
-            tasks = (await client.list_tasks(ListTasksRequest())).tasks
-            if tasks and state(tasks[0].status.state) == "WORKING":
-                return tasks[0]
-            await asyncio.sleep(0.01)
+        task: Task = await until(working, "the task to be WORKING")
+        return task
     finally:
         await client.close()
 
@@ -552,6 +567,7 @@ async def plain_server(executor: AgentExecutor, card: AgentCard | None = None) -
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen()  # clients connect at once; uvicorn accepts them once it runs: nothing to wait for
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     card = card or AgentCard(
         name="echo",
@@ -568,9 +584,6 @@ async def plain_server(executor: AgentExecutor, card: AgentCard | None = None) -
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        while not server.started:
-            assert not task.done(), "the server did not start"
-            await asyncio.sleep(0.01)
         yield url
     finally:
         server.should_exit = True
@@ -683,11 +696,13 @@ async def test_serve_a2a_serves_until_interrupted_and_a_remote_agent_calls_it() 
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient() as http:
-            for _ in range(300):  # the card answers once the server is up
+
+            async def card() -> bool:  # the card answers once the server is up
                 with contextlib.suppress(httpx.TransportError):
-                    if (await http.get(url + "/.well-known/agent-card.json")).status_code == 200:
-                        break
-                await asyncio.sleep(0.05)
+                    return (await http.get(url + "/.well-known/agent-card.json")).status_code == 200
+                return False
+
+            await until(card, "the served agent's card")
         events = [ev async for ev in Runner(RemoteA2AAgent("greeter", url), streaming=True).query("hi")]
         assert [ev.error for ev in events if ev.error] == []
         assert (await events[-1].message_output.aget_message()).content == "Hello from the served agent."  # type: ignore[union-attr]

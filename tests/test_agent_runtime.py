@@ -6,13 +6,11 @@ import asyncio
 import dataclasses
 import gc
 import threading
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from rillet import Message, pipe, stream_from_list
-from rillet._core import loop as _loop
 from rillet.agent import AgentInput, BaseAgent
 from rillet.context import add_session_value, add_session_values, get_session_value, get_session_values
 from rillet.events import (
@@ -26,6 +24,7 @@ from rillet.events import (
     peek_message,
 )
 from rillet.runner import Runner
+from waiting import tasks_on_rillets_loop, until, wait_until
 
 
 def chunks(*texts: str) -> Any:
@@ -149,7 +148,7 @@ def test_session_values_are_shared_within_a_run_and_seeded_by_the_runner() -> No
 def test_blocking_for_inside_a_running_loop_says_to_use_async_for() -> None:
     class Slow(BaseAgent):
         async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
-            await asyncio.sleep(0.05)
+            await asyncio.Event().wait()  # never an event: the blocking next() would wait
             yield event_from_message(Message.assistant("x"))
 
     async def main() -> None:
@@ -183,15 +182,6 @@ class Endless(BaseAgent):
             self.closed.set()
 
 
-def _background_tasks() -> int:
-    loop = _loop.background_loop()
-
-    async def count() -> int:
-        return len([t for t in asyncio.all_tasks() if t is not asyncio.current_task()])
-
-    return asyncio.run_coroutine_threadsafe(count(), loop).result(5)
-
-
 def test_abandoning_a_sync_run_cancels_its_task_and_closes_its_streams() -> None:
     threads_before = threading.active_count()
     agent = Endless()
@@ -201,11 +191,8 @@ def test_abandoning_a_sync_run_cancels_its_task_and_closes_its_streams() -> None
             break
     del it, _ev
     gc.collect()
-    assert agent.closed.wait(5), "the agent's body was not closed"
-    deadline = time.monotonic() + 5
-    while _background_tasks() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert _background_tasks() == 0
+    assert agent.closed.wait(30), "the agent's body was not closed"
+    wait_until(lambda: tasks_on_rillets_loop() == 0, "the run's tasks on rillet's loop to end")
     # every stream the consumer never read was closed: its writer learns the reader is gone
     gc.collect()
     assert all(w.reader_closed for w in agent.writers)
@@ -220,11 +207,12 @@ def test_abandoning_an_async_run_cancels_its_task() -> None:
             async for ev in it:
                 if ev.message_output and (await ev.message_output.aget_message()).content == "3":
                     break
-        for _ in range(100):
-            if agent.closed.is_set():
-                break
-            await asyncio.sleep(0.01)
-        return len([t for t in asyncio.all_tasks() if t is not asyncio.current_task()])
+
+        def others() -> list[asyncio.Task[Any]]:
+            return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+        await until(lambda: agent.closed.is_set() and not others(), "the run's task to end")
+        return len(others())
 
     assert asyncio.run(main()) == 0
     assert agent.closed.is_set()
@@ -247,8 +235,6 @@ def test_abandoning_a_streaming_run_closes_every_copy_of_the_model_stream() -> N
     first = next(iter(it))
     first.message_output.message_stream.close()  # the consumer stops reading...
     it.close()  # ...and abandons the run
-    deadline = time.monotonic() + 5
-    while not writer.reader_closed and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: writer.reader_closed, "the model stream's reader to close")
     assert writer.reader_closed  # the producer learns nobody reads: the agent's and the session's copies closed
     assert writer.send(Message(content="more")) is False

@@ -1,14 +1,17 @@
 """The house rules of rillet's module graph (docs/architecture.md): imports go one way, from
 rillet._core up, as the import-linter contract in pyproject.toml says; no module imports
-itself back through others; and a function-local import says why it is not at the top."""
+itself back through others; and a function-local import says why it is not at the top. And
+one of the test suite's: no test sleeps a fixed time to wait for another thread."""
 
 from __future__ import annotations
 
 import ast
+import operator
 import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -201,3 +204,169 @@ def test_function_local_imports_in_the_library_say_why() -> None:
                 if isinstance(inner, (ast.Import, ast.ImportFrom)) and "#" not in lines[inner.lineno - 1]:
                     silent.append(f"{path.relative_to(ROOT)}:{inner.lineno}: {lines[inner.lineno - 1].strip()}")
     assert silent == []
+
+
+# --- the test suite: no sleeping to synchronise ------------------------------------------------
+
+TESTS = ROOT / "tests"
+FOREVER = 10.0  # seconds: a sleep this long stands for "until cancelled" (or the test takes that long)
+# The fixed sleeps the suite keeps: in each, time passing is the behaviour under test, and the
+# outcome does not depend on how long the machine takes. Keyed by file and the qualified name
+# of the function the sleep is in.
+SLEEPS_KEPT = {
+    ("store_conformance.py", "tick"): "the clock moves on, so that two writes have different times",
+    ("store_conformance.py", "a_claim_expires_after_its_lease"): "the store's clock passes a 0.2 s lease",
+    ("store_conformance.py", "prune_deletes_what_was_last_written_too_long_ago"): "the clock moves on between writes",
+    ("test_checkpoint_guarantees.py", "test_a_claim_ends_with_set_release_delete_or_its_lease"): "past a 0.05 s lease",
+    ("test_checkpoint_log.py", "test_prune_by_count_and_by_age"): "the clock moves on between writes",
+    ("test_checkpoint_payload.py", "test_restored_lanes_join_in_lane_order_before_new_events"): (
+        "two records get different monotonic stamps"
+    ),
+    ("test_def_tool_hop.py", "test_a_def_tool_that_runs_slowly_is_no_longer_waited_for.nap"): (
+        "a def tool slower than workers.SLOW_CALL: a busy machine only makes it slower"
+    ),
+    ("test_def_tool_hop.py", "test_tools_made_again_from_one_function_share_its_slow_count.nap"): (
+        "a def tool slower than workers.SLOW_CALL: a busy machine only makes it slower"
+    ),
+    ("test_faults.py", "shapes.ok"): "a sibling of a failing tool that answers after a moment: either order passes",
+    (
+        "test_live.py",
+        "test_what_the_user_sends_while_an_ending_tool_runs_is_left_for_the_next_agent.SlowHandoff.invoke",
+    ): "a handoff that takes a while: the user's message must wait for the next agent however long",
+    ("test_run_batches.py", "Script._run"): "pauses that move where batches split: any split passes",
+    (
+        "test_streams_hardening.py",
+        "test_an_item_whose_del_releases_the_gil_does_not_deadlock_two_threads.out:Probe.__del__",
+    ): "a __del__ that lets go of the interpreter while an item is dropped: the hazard under test",
+    ("test_faults.py", "SHUTDOWN_SCRIPT:tools.agen"): "a tool that streams slowly until its loop is closed",
+    ("test_faults.py", "SHUTDOWN_SCRIPT:tools.sgen"): "a tool that streams slowly until its loop is closed",
+    # a producer's pace, so that consumers interleave with it: any pace passes
+    ("test_agent_runtime.py", "Endless._run"): "paces an endless producer",
+    ("test_channel.py", "test_cancel_storm_delivers_every_item_exactly_once.main.produce"): "paces a producer",
+    ("test_channel.py", "test_receiver_on_another_event_loop_than_the_sender.sender"): "paces a sender",
+    ("test_redis_streams.py", "Endless._run"): "paces an endless publisher",
+    ("test_streams.py", "test_thread_producer_to_asyncio_consumer.produce"): "paces a producer",
+    ("test_streams.py", "test_copy_children_in_asyncio_and_threads_mixed.main.produce"): "paces a producer",
+}
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+def _seconds(node: ast.expr) -> float | None:
+    """The value of a constant number expression (``0.05``, ``2 * 0.01``); None for any other."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _seconds(node.left), _seconds(node.right)
+        return None if left is None or right is None else _ARITHMETIC[type(node.op)](left, right)
+    return None
+
+
+class _Sleeps(ast.NodeVisitor):
+    """Each ``time.sleep(c)`` and ``asyncio.sleep(c)`` (or a ``sleep`` imported from either)
+    with a constant 0 < c < FOREVER: ``(line, qualified name of its function, c)``; also in
+    the scripts that tests write into strings for a child process, named ``<where the string
+    is>:<function in the script>`` (``EARLY_STOP:stopped``)."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[int, str, float]] = []
+        self._names: set[str] = set()
+        self._scope: list[str] = []
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module in ("time", "asyncio"):
+            self._names.update(a.asname or a.name for a in node.names if a.name == "sleep")
+
+    def _scoped(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        self._scope.append(node.name)
+        self.generic_visit(node)
+        self._scope.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scoped
+
+    def visit_Assign(self, node: ast.Assign) -> None:  # SCRIPT = "..." names the script in it
+        named = len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        self._scope += [node.targets[0].id] if named else []  # type: ignore[attr-defined]
+        self.generic_visit(node)
+        self._scope = self._scope[:-1] if named else self._scope
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not (isinstance(node.value, str) and "sleep(" in node.value):
+            return
+        try:
+            script = ast.parse(textwrap.dedent(node.value))
+        except SyntaxError:
+            return  # prose, not a script
+        inner = _Sleeps()
+        inner.visit(script)
+        here = ".".join(self._scope) or "<module>"
+        self.found += [(node.lineno + line - 1, f"{here}:{where}", seconds) for line, where, seconds in inner.found]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        f = node.func
+        sleeps = (isinstance(f, ast.Attribute) and f.attr == "sleep" and isinstance(f.value, ast.Name)) and (
+            f.value.id in ("time", "asyncio")
+        )
+        if (sleeps or (isinstance(f, ast.Name) and f.id in self._names)) and node.args:
+            seconds = _seconds(node.args[0])
+            if seconds is not None and 0 < seconds < FOREVER:
+                self.found.append((node.lineno, ".".join(self._scope) or "<module>", seconds))
+        self.generic_visit(node)
+
+
+def fixed_sleeps(source: str) -> list[tuple[int, str, float]]:
+    sleeps = _Sleeps()
+    sleeps.visit(ast.parse(source))
+    return sleeps.found
+
+
+def test_no_test_sleeps_a_fixed_time_to_wait_for_another_thread() -> None:
+    """A test that sleeps a fixed time for another thread, task or process to get somewhere
+    fails on a busy machine: it waits for an event, a condition or a queue instead, or polls
+    a condition with tests/waiting.py (whose own short sleeps are the poll). Scripts written
+    into strings for a child process are not parsed here."""
+    found, kept = [], set()
+    for path in sorted(TESTS.glob("*.py")):
+        if path.name in ("waiting.py", Path(__file__).name):  # the poll itself; examples of sleeps
+            continue
+        for line, where, seconds in fixed_sleeps(path.read_text()):
+            if (path.name, where) in SLEEPS_KEPT:
+                kept.add((path.name, where))
+            else:
+                found.append(f"tests/{path.name}:{line} ({where}): sleep({seconds:g})")
+    assert not found, (
+        "wait for an event or a condition instead (tests/waiting.py polls one up to a deadline); "
+        "if the time passing is itself what the test exercises, and its outcome cannot depend on "
+        "the machine's speed, add it to SLEEPS_KEPT with why:\n" + "\n".join(found)
+    )
+    assert sorted(set(SLEEPS_KEPT) - kept) == [], "SLEEPS_KEPT names sleeps that are gone: remove them"
+
+
+def test_the_sleep_check_finds_fixed_sleeps_and_only_those() -> None:
+    source = """
+import asyncio, time
+from time import sleep as nap
+
+def waits():
+    time.sleep(0.2)
+
+class Agent:
+    async def _run(self):
+        await asyncio.sleep(2 * 0.01)
+        nap(1)
+        time.sleep(0)           # a yield
+        await asyncio.sleep(60)  # until cancelled
+        time.sleep(delay)        # not a constant
+        other.sleep(0.1)         # not time's or asyncio's
+
+CHILD = '''
+import time
+time.sleep(0.5)
+'''
+NOTE = "time.sleep(0.5) would be wrong here"
+"""
+    assert fixed_sleeps(source) == [
+        (6, "waits", 0.2),
+        (10, "Agent._run", 0.02),
+        (11, "Agent._run", 1.0),
+        (19, "CHILD:<module>", 0.5),
+    ]  # NOTE is prose: it does not parse

@@ -161,10 +161,15 @@ def test_live_realtime_blobs_are_saved_before_the_model_gets_them(tmp_path: Path
 
 def test_a_blob_being_saved_when_its_agent_ends_reaches_the_next_one() -> None:
     # a live Sequential cancels the ending agent's sender, maybe while it saves a frame
+    inside, release, done = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
     class Slow(InMemoryArtifactService):
         async def save(self, session_id: str, name: str, blob: Blob) -> int:
-            await asyncio.sleep(0.05)
-            return await super().save(session_id, name, blob)
+            inside.set()
+            await release.wait()  # still saving when the taker is cancelled
+            n = await super().save(session_id, name, blob)
+            done.set()
+            return n
 
     svc = Slow()
 
@@ -173,12 +178,13 @@ def test_a_blob_being_saved_when_its_agent_ends_reaches_the_next_one() -> None:
         source = BlobSavingSource(q, svc, "s", "live_r")
         q.send_realtime(Blob(b"frame", "audio/pcm"))
         taker = asyncio.create_task(source.get())
-        await asyncio.sleep(0.01)
+        await inside.wait()
         taker.cancel()
         await asyncio.gather(taker, return_exceptions=True)
+        release.set()
         q.close()
         blob = (await source.get()).blob
-        await asyncio.sleep(0.1)
+        await done.wait()  # the save goes on after its taker was cancelled
         return blob, source.saved
 
     blob, saved = asyncio.run(asyncio.wait_for(main(), 5))

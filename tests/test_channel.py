@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import rillet
 from rillet import EMPTY, Channel, ChannelClosed, EndOfStream, RilletError
+from waiting import at_line, process_waits, until, wait_until
 
 
 class Boom(RuntimeError):
@@ -216,7 +217,7 @@ def test_close_wakes_blocked_and_awaiting_receivers() -> None:
 
     async def main() -> None:
         task = asyncio.create_task(awaiting())
-        await asyncio.sleep(0.05)
+        await until(lambda: ch._parks == 1 and at_line(t.ident, "ch.recv()"), "both receivers to wait")
         await asyncio.to_thread(ch.close)
         await task
 
@@ -464,12 +465,12 @@ def test_a_receiver_whose_loop_closed_passes_its_wakeup_on() -> None:
         return await ch.arecv()
 
     stranded = dead_loop.create_task(receive())
-    dead_loop.run_until_complete(asyncio.sleep(0.01))  # the task parks in the channel
+    dead_loop.run_until_complete(asyncio.sleep(0))  # one turn of the loop: the task parks in the channel
     assert ch._parks == 1
     dead_loop.close()  # ... and can never run again
 
     def send_later() -> None:
-        time.sleep(0.05)
+        wait_until(lambda: ch._parks == 2, "the live receiver to park, behind the dead one")
         ch.send(5)  # wakes the dead waiter first, which must hand the item on
 
     threading.Thread(target=send_later).start()
@@ -487,12 +488,12 @@ def test_a_dead_waiter_on_the_senders_own_thread_passes_its_wakeup_on() -> None:
         return await ch.arecv()
 
     stranded = dead_loop.create_task(receive())
-    dead_loop.run_until_complete(asyncio.sleep(0.01))  # parks first in line, on this thread
+    dead_loop.run_until_complete(asyncio.sleep(0))  # parks first in line, on this thread
     dead_loop.close()
 
     async def main() -> int:
         live = asyncio.create_task(receive())
-        await asyncio.sleep(0.01)  # parks second
+        await asyncio.sleep(0)  # parks second
         assert ch._parks == 2
         assert ch.send(5) is True  # same thread as the dead waiter: no call_soon_threadsafe
         return await asyncio.wait_for(live, 5)
@@ -522,13 +523,14 @@ def test_a_wakeup_that_raises_is_passed_on(error: BaseException) -> None:
     parked = threading.Event()
 
     async def receive() -> int:
+        parks = ch._parks
         task = asyncio.create_task(ch.arecv())  # type: ignore[arg-type]
-        await asyncio.sleep(0.01)
+        await until(lambda: ch._parks > parks, "the receive to park")
         parked.set()
         return await task
 
     first = failing.create_task(receive())
-    failing.run_until_complete(asyncio.sleep(0.05))  # parks first in line, on this thread
+    failing.run_until_complete(until(parked.is_set, "the first receive to park"))  # first in line, on this thread
     assert ch._parks == 1
     got: list[int] = []
 
@@ -626,19 +628,23 @@ def test_a_sender_on_the_receivers_loop_thread_wakes_it_without_a_syscall() -> N
 RESTORE_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
 
 
-def test_ctrl_c_interrupts_a_blocked_recv_promptly() -> None:
+def test_ctrl_c_interrupts_a_blocked_recv() -> None:
     ch: Channel[int] = Channel()
     # interrupt_main does nothing while SIGINT is ignored: install the usual handler meanwhile
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(0.2, _thread.interrupt_main)
+    main = threading.get_ident()
+
+    def interrupt_when_blocked() -> None:
+        wait_until(lambda: at_line(main, "ch.recv(timeout=60.0)"), "the main thread to block in recv")
+        _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_when_blocked, daemon=True)
     try:
-        timer.start()
-        start = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            ch.recv(timeout=5.0)  # a TimeoutError, not a hang, if the interrupt is lost
-        assert time.monotonic() - start < 2.0
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):  # a TimeoutError, not a hang, if the interrupt is lost
+            ch.recv(timeout=60.0)
     finally:
-        timer.cancel()
+        interrupter.join(60)
         signal.signal(signal.SIGINT, previous)
     ch.send(1)
     assert ch.recv() == 1  # the channel is still usable
@@ -659,11 +665,9 @@ def test_sigint_interrupts_a_blocked_recv_in_a_real_process() -> None:
     assert proc.stdout is not None
     try:
         assert proc.stdout.readline().strip() == "blocking"
-        time.sleep(0.2)
-        start = time.monotonic()
+        wait_until(lambda: process_waits(proc.pid), "the child to block in recv")
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=5) == 3
-        assert time.monotonic() - start < 1.0
+        assert proc.wait(timeout=30) == 3  # interrupted, not left blocked
         assert proc.stdout.read().strip() == "interrupted"
     finally:
         if proc.poll() is None:  # the test failed: leave no child blocked behind

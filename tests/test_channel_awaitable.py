@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from rillet import Channel, ChannelClosed, new_event_pair
+from waiting import until
 
 # -- cancellation through Python frames -------------------------------------------------------
 
@@ -297,12 +298,11 @@ def test_awaiting_one_awaitable_twice_at_once_is_refused() -> None:
 
         first = asyncio.create_task(wait(shared))
         second = asyncio.create_task(wait(shared))
-        await asyncio.sleep(0.01)
-        assert second.done()
+        await until(lambda: second.done() and ch._parks == 1, "the first to park and the second to fail")
         with pytest.raises(RuntimeError, match="already being awaited"):
             second.result()
         third = asyncio.create_task(wait(ch.arecv()))  # parks behind the first
-        await asyncio.sleep(0.01)
+        await until(lambda: ch._parks == 2, "the third to park")
         ch.send(1)
         got_first = await asyncio.wait_for(first, 5)
         ch.send(2)  # must reach the third: no forgotten future swallows it

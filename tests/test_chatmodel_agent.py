@@ -147,18 +147,20 @@ def test_execute_tools_sequentially_runs_in_call_order() -> None:
 
 
 def test_return_directly_is_held_to_the_end_of_the_round_and_ends_the_run() -> None:
-    gate = asyncio.Event()
+    finished, answers = asyncio.Event(), []
 
     @tool
     async def finish(answer: str) -> str:
         """Returns directly."""
+        answers.append(answer)
+        if len(answers) == 2:
+            finished.set()
         return answer
 
     @tool
     async def other(x: str) -> str:
-        """Slow."""
-        await asyncio.sleep(0.01)
-        gate.set()
+        """Ends last in its round."""
+        await finished.wait()
         return x
 
     model = ScriptedModel(

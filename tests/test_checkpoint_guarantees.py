@@ -30,6 +30,7 @@ from rillet.checkpoint import (
 )
 from rillet.checkpoint.binding import agent_binding
 from rillet.checkpoint.payload import load
+from waiting import until, wait_until
 
 TESTS = Path(__file__).parent
 
@@ -92,9 +93,7 @@ def test_a_claim_ends_with_set_release_delete_or_its_lease(store: Any) -> None:
     store.release("a", "o3")
     store.claim_lease = 0.05  # the next claimer dies: its lease runs out
     assert store.claim("a", "o4") == b"2"
-    with pytest.raises(CheckpointClaimedError):
-        store.claim("a", "o5")
-    time.sleep(0.1)
+    time.sleep(0.1)  # past the lease (o2 above was refused inside one, however slow the machine)
     assert store.claim("a", "o5") == b"2"
     store.delete("a")
     assert store.claim("a", "o6") is None
@@ -176,10 +175,16 @@ def test_a_resume_call_refused_for_a_bad_argument_leaves_the_checkpoint_unclaime
 
 
 def test_an_aresume_cancelled_while_claiming_does_not_hold_the_checkpoint(tmp_path: Path) -> None:
+    go_on, released = threading.Event(), threading.Event()
+
     class SlowClaim(InMemoryCheckpointStore):
         def claim(self, checkpoint_id: str, owner: str) -> bytes | None:
-            time.sleep(0.3)  # as SQLite waiting for another writer's lock
+            go_on.wait(60)  # as SQLite waiting for another writer's lock
             return super().claim(checkpoint_id, owner)
+
+        def release(self, checkpoint_id: str, owner: str) -> None:
+            super().release(checkpoint_id, owner)
+            released.set()
 
     log = tmp_path / "log"
     store = SlowClaim()
@@ -189,7 +194,8 @@ def test_an_aresume_cancelled_while_claiming_does_not_hold_the_checkpoint(tmp_pa
     async def main() -> None:
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(runner.aresume("c", targets={iid: approve()}), 0.05)
-        await asyncio.sleep(0.5)  # the claim landed after the caller gave up: released
+        go_on.set()  # the claim lands after the caller gave up ...
+        assert await asyncio.to_thread(released.wait, 60)  # ... and is released
         errors = [e.error async for e in await runner.aresume("c", targets={iid: approve()})]
         assert errors and not any(errors)
 
@@ -207,14 +213,14 @@ def test_an_abandoned_resume_releases_its_claim(store: Any, tmp_path: Path) -> N
     with pytest.raises(CheckpointClaimedError):
         Runner(busy, checkpoint_store=store).resume("c", targets={iid: approve()})
     it.close()
-    deadline = time.monotonic() + 5
-    while True:
+
+    def claimed() -> bool:
         try:
-            assert store.claim("c", "next") is not None  # kept, and free again
-            break
+            return store.claim("c", "next") is not None  # kept, and free again
         except CheckpointClaimedError:
-            assert time.monotonic() < deadline, "the abandoned resume kept its claim"
-            time.sleep(0.01)
+            return False
+
+    wait_until(claimed, "the abandoned resume to release its claim")
 
 
 def test_a_resume_that_interrupts_again_leaves_it_resumable(store: Any, tmp_path: Path) -> None:
@@ -390,20 +396,24 @@ def test_a_store_returning_text_gets_a_clear_error(tmp_path: Path) -> None:
 
 
 class SlowStore(InMemoryCheckpointStore):
-    """A sync store whose set() blocks for a second (SQLite waiting on a lock)."""
+    """A sync store whose set() blocks until ``go_on`` (SQLite waiting on a lock), or for a
+    minute: ``left`` says whether it returned."""
 
-    entered = 0.0
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.go_on, self.left = threading.Event(), threading.Event(), False
 
     def set(self, checkpoint_id: str, data: bytes) -> None:
-        self.entered = time.monotonic()
-        time.sleep(1.0)
+        self.entered.set()
+        self.go_on.wait(60)
+        self.left = True
         super().set(checkpoint_id, data)
 
 
 def test_a_blocking_sync_store_does_not_delay_other_runs_on_the_loop(tmp_path: Path) -> None:
     store = SlowStore()
 
-    async def main() -> float:
+    async def main() -> None:
         slow = Runner(build(str(tmp_path / "log")), checkpoint_store=store)
         quick = Runner(ChatModelAgent("quick", description="answers", model=ScriptedModel(["hi there"]), tools=[]))
 
@@ -411,16 +421,14 @@ def test_a_blocking_sync_store_does_not_delay_other_runs_on_the_loop(tmp_path: P
             return [e async for e in it]
 
         saving = asyncio.ensure_future(drain(slow.query("pay", checkpoint_id="c")))
-        while not store.entered:
-            await asyncio.sleep(0.002)
+        await until(store.entered.is_set, "the slow run to save its checkpoint")
         events = await drain(quick.query("hello"))
-        took = time.monotonic() - store.entered
+        assert not store.left, "another run waited for a store's set() to return"
         assert [e.message_output.get_message().content for e in events if e.message_output] == ["hi there"]
+        store.go_on.set()
         assert any(e.action is not None and e.action.interrupted is not None for e in await saving)
-        return took
 
-    took = asyncio.run(main())
-    assert took < 0.5, f"another run waited {took:.2f} s for a store's set()"
+    asyncio.run(main())
     assert store.get("c") is not None
 
 

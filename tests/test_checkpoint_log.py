@@ -92,13 +92,17 @@ def test_prune_by_count_and_by_age(kind: str, tmp_path: Path) -> None:
     assert sorted(store.ids()) == ["c3", "c4"]
     assert store.read_log("c0") == []
     assert store.prune(older_than=3600) == 0
-    time.sleep(1.0)  # c3 and c4 are a second old; "new" is younger than half of that even on a busy machine
+    old = time.time()
+    time.sleep(1.0)  # the clock moves on
+    new = time.time()
     store.set("new", b"n")
-    assert store.prune(older_than=0.5) == 2
+    written = time.time()
+    # the cut half-way between the writes, however long they took: 0.5 s from either
+    assert store.prune(older_than=time.time() - (old + new) / 2) == 2
     assert store.ids() == ["new"]
     entries = store.entries()
     assert [(e[0], e[1]) for e in entries] == [("new", 1)]
-    assert abs(entries[0][2] - time.time()) < 5
+    assert new - 0.01 <= entries[0][2] <= written + 0.01  # when it was written (SQLite keeps milliseconds)
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from rillet import (
 )
 from rillet._core.loop import background_loop
 from rillet.agent import RunIterator
+from waiting import child_env, until, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -233,7 +235,8 @@ def test_async_consumer_gets_an_error_event_and_its_loop_survives(shape: str, ex
 
     async def main() -> list[str]:
         check_failed_run(await adrain(Runner(make(), streaming=streaming).query("go")), exc)
-        await asyncio.sleep(0.02)  # the failed run's leftover tasks finish here, on a live loop
+        # the failed run's leftover tasks finish here, on a live loop
+        await until(lambda: asyncio.all_tasks() == {asyncio.current_task()}, "the failed run's tasks to end")
         events = await adrain(Runner(ChatModelAgent("b", model=ScriptedModel(["fine"]))).query("x"))
         return texts(events)
 
@@ -266,30 +269,30 @@ def test_a_streaming_tool_cut_short_by_keyboard_interrupt_says_so_on_its_stream(
 
 def test_parallel_siblings_of_a_keyboard_interrupt_are_cancelled() -> None:
     cancelled: list[str] = []
+    slow_started = asyncio.Event()
 
     @tool
     async def bad() -> str:
-        """Raises."""
-        await asyncio.sleep(0.01)
+        """Raises, once its sibling runs."""
+        await slow_started.wait()
         raise KeyboardInterrupt
 
     @tool
     async def slow() -> str:
         """Waits."""
+        slow_started.set()
         try:
-            await asyncio.sleep(T)
+            await asyncio.sleep(60)  # the run ends long before, unless it waits for this
         except asyncio.CancelledError:
             cancelled.append("slow")
             raise
         return "late"
 
     agent = ChatModelAgent("a", model=ScriptedModel([asks(call("bad", 0), call("slow", 1)), "done"]), tools=[bad, slow])
-    started = time.monotonic()
-    check_failed_run(drain(Runner(agent).query("go")), KeyboardInterrupt)
-    assert time.monotonic() - started < T / 2
-    deadline = time.monotonic() + T
-    while not cancelled and time.monotonic() < deadline:
-        time.sleep(0.01)
+    events = drain(Runner(agent).query("go"))
+    check_failed_run(events, KeyboardInterrupt)
+    assert "late" not in texts(events)
+    wait_until(lambda: cancelled, "the sibling to be cancelled")
     assert cancelled == ["slow"]
 
 
@@ -314,7 +317,7 @@ def run_with_a_stray_task() -> None:
     async def spawns() -> str:
         """Starts a task of its own, not awaited, that raises KeyboardInterrupt."""
         task = asyncio.get_running_loop().create_task(stray())
-        await asyncio.sleep(0.05)
+        await asyncio.wait([task])
         # retrieved here: a task left holding a KeyboardInterrupt is logged when collected,
         # and CPython 3.11 can fail an unrelated ast.parse when that happens during one
         return "spawned" if isinstance(task.exception(), KeyboardInterrupt) else "not raised?"
@@ -333,11 +336,13 @@ from rillet import SequentialAgent, ToolCall, tool
 
 mode = sys.argv[1]
 started, closed = set(), set()
-lock = threading.Lock()
+marked = threading.Condition()  # a tool started or closed
+release = threading.Event()  # the sync tools blocking worker threads may return
 
 def mark(where, name):
-    with lock:
+    with marked:
         where.add(name)
+        marked.notify_all()
 
 def call(name, i=0):
     return ToolCall(index=i, id=f"c{i}", function=FunctionCall(name, "{}"))
@@ -358,10 +363,10 @@ def tools(n):
 
     @tool(name=f"blocks_{n}")
     def blocks() -> str:
-        "Blocks a worker thread a little."
+        "Blocks a worker thread until its loop is gone."
         mark(started, f"blocks_{n}")
         try:
-            time.sleep(0.3)
+            release.wait(30)
         finally:
             mark(closed, f"blocks_{n}")
         return "late"
@@ -411,11 +416,13 @@ def runs():
 
 EXPECTED = 11  # tools the runs above start
 
+def all_started():
+    with marked:
+        marked.wait_for(lambda: len(started) >= EXPECTED, 30)
+
 async def main(keep):
     its = runs()
-    while len(started) < EXPECTED:  # every tool is running
-        await asyncio.sleep(0.005)
-    await asyncio.sleep(0.02)
+    await asyncio.to_thread(all_started)  # every tool is running (the async ones are at their first await)
     if keep is not None:
         keep.extend(its)
 
@@ -442,7 +449,9 @@ for it in held:  # a held run's consumer is not left waiting
     ends.append(str(events[-1].error) if events and events[-1].error is not None else "silent end")
 held.clear()
 gc.collect()
-time.sleep(0.4)  # sync tools still sleeping on worker threads finish
+release.set()  # sync tools still blocking worker threads finish
+with marked:
+    marked.wait_for(lambda: {n for n in started if n.startswith("blocks_")} <= closed, 30)
 gc.collect()
 print(json.dumps({"started": sorted(started), "closed": sorted(closed), "ends": ends}))
 """
@@ -475,13 +484,15 @@ def test_closing_a_loop_with_runs_in_flight_is_quiet_and_closes_their_tools(mode
 
 
 def test_a_run_of_another_threads_loop_iterated_with_for_gets_its_events_then_an_error_when_that_loop_closes() -> None:
+    calls: list[int] = []
+
     @tool
     async def slow() -> str:
-        """Waits long enough for its loop to be closed under it."""
-        await asyncio.sleep(0.3)
+        """Answers at once the first time; then waits until its loop is closed under it."""
+        calls.append(1)
+        if len(calls) > 1:
+            await asyncio.Event().wait()
         return "late"
-
-    import threading
 
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
@@ -500,9 +511,11 @@ def test_a_run_of_another_threads_loop_iterated_with_for_gets_its_events_then_an
         loop.call_soon_threadsafe(loop.stop)
         thread.join(T)
         loop.close()  # the second run is still waiting for its tool
-    started = time.monotonic()
-    rest = list(it)
-    assert time.monotonic() - started < 2
+    rest: list[AgentEvent] = []
+    reader = threading.Thread(target=lambda: rest.extend(it), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert not reader.is_alive(), "the consumer was left waiting"
     assert len(rest) == 1 and "event loop it ran on was closed" in str(rest[0].error)
 
 
@@ -556,19 +569,26 @@ def test_a_tool_call_wrapper_around_an_agent_tool_sees_the_keyboard_interrupt_it
 
 
 EXIT_WHILE_WAITING = """
-import threading, time
+import sys, threading, time
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall, tool
+from waiting import wait_until
+
+in_tool = threading.Event()
 
 @tool
 def wait() -> str:
     "Waits a long time."
+    in_tool.set()
     time.sleep(60)
     return "waited"
 
 call = Message.assistant("", [ToolCall(index=0, id="w1", function=FunctionCall("wait", "{}"))])
 events = Runner(ChatModelAgent("stuck", model=ScriptedModel([call]), tools=[wait]), streaming=True).query("go")
-threading.Thread(target=lambda: [None for _ in events], daemon=True).start()
-time.sleep(0.3)
+consumer = threading.Thread(target=lambda: [None for _ in events], daemon=True)
+consumer.start()
+in_tool.wait(30)
+frame = lambda: sys._current_frames().get(consumer.ident)
+wait_until(lambda: getattr(frame(), "f_code", None) and frame().f_code.co_name == "__next__", "the native wait")
 print("exiting", flush=True)
 """
 
@@ -580,5 +600,5 @@ def test_the_process_exits_cleanly_while_a_daemon_thread_waits_on_a_run(tmp_path
     script = tmp_path / "exit_while_waiting.py"
     script.write_text(textwrap.dedent(EXIT_WHILE_WAITING))
     for _ in range(3):
-        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=child_env())
         assert (out.returncode, out.stdout) == (0, "exiting\n"), out.stderr

@@ -113,11 +113,17 @@ def test_an_accepted_input_runs_as_without_guardrails(streaming: bool) -> None:
 def test_a_concurrent_rejection_drops_the_model_calls_output(streaming: bool) -> None:
     """The model answers before the guardrail decides; its answer never becomes an event."""
 
+    answered = asyncio.Event()
+
+    def reply(messages: list[Message], tools: Any) -> str:
+        answered.set()
+        return "Your password is hunter2"
+
     async def slow_no_passwords(ctx: GuardrailContext) -> GuardrailRejection | None:
-        await asyncio.sleep(0.05)
+        await answered.wait()  # decides once the model has answered
         return no_passwords(ctx)
 
-    model = ScriptedModel(["Your password is hunter2"], delay=0.001)
+    model = ScriptedModel(reply, delay=0.001)
     guard = InputGuardrail(slow_no_passwords, concurrent=True, name="no_passwords")
     agent = ChatModelAgent("a", model=model, input_guardrails=[guard])
     assert rows(list(Runner(agent, streaming=streaming).query("what is my password?"))) == [REJECTED]

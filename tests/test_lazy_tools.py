@@ -8,7 +8,6 @@ import functools
 import inspect
 import pickle
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -117,9 +116,11 @@ def test_a_lazy_info_is_an_ordinary_tool_info() -> None:
 
 def test_many_threads_first_use_one_tool_build_it_once(builds: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     real = tools_module._build_spec  # the counting one
+    arrived, came = [0], threading.Condition()
 
     def slow(fn: Callable[..., Any], name: str, description: str | None) -> Any:
-        time.sleep(0.05)  # every thread arrives while the first one builds
+        with came:  # every thread arrives while the first one builds
+            came.wait_for(lambda: arrived[0] == n, 30)
         return real(fn, name, description)
 
     monkeypatch.setattr(tools_module, "_build_spec", slow)
@@ -135,6 +136,9 @@ def test_many_threads_first_use_one_tool_build_it_once(builds: list[str], monkey
         try:
             barrier.wait(timeout=10)
             t = shared if i % 2 else own[i // 2]
+            with came:
+                arrived[0] += 1
+                came.notify_all()
             params = t.info.parameters  # never a half-built info: whole, or built here
             assert run(t.invoke(f'{{"a": {i}}}')) == str(i + 1)
             assert t.info.description == "Adds two integers."

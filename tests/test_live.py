@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,6 +25,7 @@ from rillet import (
 from rillet.errors import LiveNotSupportedError, LiveQueueClosedError, ScriptExhaustedError
 from rillet.live import Blob, LiveContext, LiveReply, LiveRequestQueue, ScriptedLiveModel
 from rillet.tools import BaseTool, ToolInfo
+from waiting import until, wait_until
 
 
 @tool
@@ -253,10 +253,9 @@ def test_consumer_cancel_leaves_no_task_behind() -> None:
         assert row(first) == ("voice", "voice", "partial", "A lo")
         assert len(asyncio.all_tasks() - before) == 2  # the run and its sender to the model
         it.close()  # the consumer walks away mid-answer, the queue still open
-        for _ in range(20):
-            await asyncio.sleep(0.01)
-            if model.connections[0].closed and not asyncio.all_tasks() - before:
-                break
+        await until(
+            lambda: model.connections[0].closed and not asyncio.all_tasks() - before, "the run to close and end"
+        )
         return asyncio.all_tasks() - before
 
     assert asyncio.run(asyncio.wait_for(main(), 10)) == set()
@@ -270,9 +269,7 @@ def test_consumer_cancel_from_sync_code_closes_the_connection() -> None:
     q.send_content("talk")
     with Runner(voice(model)).run_live(queue=q) as it:
         assert row(next(it)) == ("voice", "voice", "partial", "A lo")
-    deadline = time.monotonic() + 5
-    while not (model.connections and model.connections[0].closed) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: model.connections and model.connections[0].closed, "the connection to close")
     assert model.connections[0].closed
 
 
@@ -322,7 +319,7 @@ def test_queue_wakes_every_waiting_get() -> None:
     async def main() -> list[str]:
         q = LiveRequestQueue()
         takers = [asyncio.create_task(q.get()) for _ in range(2)]
-        await asyncio.sleep(0.01)
+        await until(lambda: len(q._waiters) == 2, "both takers to wait")
         q.send_content("a")
         q.send_content("b")
         done = await asyncio.gather(*takers)

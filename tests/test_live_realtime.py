@@ -33,8 +33,15 @@ class FakeRealtime:
         self.got: list[dict[str, Any]] = []
         self.headers: dict[str, str] = {}
         self.path = ""
+        self.closed = asyncio.Event()  # the client closed the connection
 
     async def handler(self, ws: Any) -> None:
+        try:
+            await self._answer(ws)
+        finally:
+            self.closed.set()
+
+    async def _answer(self, ws: Any) -> None:
         self.headers = dict(ws.request.headers)
         self.path = ws.request.path
         stalled = False
@@ -155,7 +162,7 @@ def test_close_during_a_tool_call_ends_the_run_cleanly() -> None:
     async def slow() -> str:
         """Slow."""
         q.close()
-        await asyncio.sleep(0.1)
+        await fake.closed.wait()  # ends after the session
         return "done"
 
     async def main() -> list[tuple[Any, ...]]:

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from optional import need
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SqliteCheckpointStore, ToolCall
 from rillet.approval import approve
 from rillet.mcp import HttpServer, McpConnectionError, McpError, McpToolError, McpToolset, StdioServer, ToolFilter
+from waiting import until, wait_until
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]  # anyio's pytest plugin runs the async tests
 
@@ -73,15 +73,17 @@ class HttpProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        proc = self.proc
+
+        def listening() -> bool:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the MCP test server exited with {self.proc.returncode}")
-            time.sleep(0.05)
-        raise RuntimeError("the MCP test server did not listen within 20s")
+                    return True
+            if proc.poll() is not None:
+                raise RuntimeError(f"the MCP test server exited with {proc.returncode}")
+            return False
+
+        wait_until(listening, "the MCP test server to listen", 20)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -413,10 +415,11 @@ async def grows(toolset: McpToolset) -> None:
     by = {t.info.name: t for t in await toolset.tools()}
     assert "extra" not in by
     assert await by["grow"].invoke("") == "grown"
-    deadline = time.monotonic() + 10
-    while "extra" not in [t.info.name for t in await toolset.tools()]:
-        assert time.monotonic() < deadline, "the tools/list_changed notification did not refresh the list"
-        await asyncio.sleep(0.05)
+
+    async def refreshed() -> bool:
+        return "extra" in [t.info.name for t in await toolset.tools()]
+
+    await until(refreshed, "the tools/list_changed notification to refresh the list")
     extra = [t for t in await toolset.tools() if t.info.name == "extra"][0]
     assert await extra.invoke("") == "extra"
 
@@ -530,10 +533,7 @@ async def test_stdio_server_killed_between_calls_is_restarted_by_the_next_call()
         first = await pid.invoke("")
         os.kill(int(first), signal.SIGKILL)
         conn = toolset._conn
-        deadline = time.monotonic() + 10
-        while conn is not None and not conn.closed:  # the end of its stdout reached the client
-            assert time.monotonic() < deadline, "the client never saw the server's stdout close"
-            await asyncio.sleep(0.02)
+        await until(lambda: conn is None or conn.closed, "the end of the server's stdout to reach the client")
         second = await pid.invoke("")
         assert second.isdigit() and second != first
 
@@ -592,13 +592,14 @@ def test_a_toolset_closed_with_its_event_loop_says_it_is_not_open(shared_http: H
 
 SLOW = textwrap.dedent(
     """
-    import asyncio
+    import asyncio, pathlib, sys
     from mcp.server.mcpserver import MCPServer
 
     app = MCPServer("slow", log_level="ERROR")
 
     @app.tool()
     async def wait() -> str:
+        pathlib.Path(sys.argv[1]).touch()  # the test learns the call is in flight
         await asyncio.sleep(60)
         return "done"
 
@@ -611,10 +612,11 @@ async def test_closing_the_toolset_during_a_call_says_so(tmp_path: Path) -> None
     """Not 'the server process may have died; the next call reconnects': there is no next call."""
     script = tmp_path / "slow.py"
     script.write_text(SLOW)
-    async with McpToolset(StdioServer(sys.executable, [str(script)]), timeout=20) as toolset:
+    called = tmp_path / "called"
+    async with McpToolset(StdioServer(sys.executable, [str(script), str(called)]), timeout=20) as toolset:
         wait = (await toolset.tools())[0]
         pending = asyncio.create_task(wait.invoke("{}"))
-        await asyncio.sleep(0.5)
+        await until(called.exists, "the server to run the call")
         await toolset.aclose()
         with pytest.raises(McpConnectionError, match="the toolset was closed during the call of tool 'wait'$"):
             await asyncio.wait_for(pending, 10)

@@ -259,10 +259,13 @@ def test_a_model_that_is_not_async_or_returns_text_is_named() -> None:
 
 
 def test_a_run_whose_event_loop_closes_ends_with_an_error_not_a_silent_end() -> None:
+    going = asyncio.Event()
+
     @tool
     async def slow() -> str:
         """Takes a while."""
-        await asyncio.sleep(10)
+        going.set()
+        await asyncio.sleep(60)
         return "late"
 
     held: dict[str, Any] = {}
@@ -270,7 +273,7 @@ def test_a_run_whose_event_loop_closes_ends_with_an_error_not_a_silent_end() -> 
     async def start() -> None:
         model = ScriptedModel([asks(call("slow", {})), "fin"])
         held["it"] = Runner(ChatModelAgent("a", model=model, tools=[slow])).query("q")
-        await asyncio.sleep(0.05)  # the run gets going, then this loop ends and cancels it
+        await going.wait()  # the run gets going, then this loop ends and cancels it
 
     asyncio.run(start())
     events = list(held["it"])

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from rillet import (
 from rillet.checkpoint import InMemoryCheckpointStore, SqliteCheckpointStore
 from rillet.interrupt import get_interrupt_state, get_resume_context, interrupt
 from rillet.sessions import SessionStore
+from waiting import tasks_on_rillets_loop, wait_until
 
 
 def seen(model: ScriptedModel, call: int = -1) -> list[tuple[str, str]]:
@@ -309,10 +309,11 @@ def test_a_consumer_that_stops_early_can_start_the_next_turn_at_once() -> None:
     store = InMemorySessionStore()
     model = ScriptedModel(["a slow streamed answer", "next"], delay=0.05, chunk_size=2)
     runner = Runner(ChatModelAgent("chat", model=model), session_store=store, streaming=True)
+    before = tasks_on_rillets_loop()
     with runner.query("one", session_id="s") as events:
         next(iter(events))  # the run is in flight: its model still streams
     turns(runner, ["two"])  # not SessionBusyError
-    time.sleep(0.2)  # the abandoned run, cancelled, appends nothing later either
+    wait_until(lambda: tasks_on_rillets_loop() <= before, "the abandoned run to end")  # it appended nothing either
     data = store.get("s")
     assert data is not None and [t.messages[0].content for t in data.turns] == ["two"]
 

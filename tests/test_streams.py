@@ -32,6 +32,7 @@ from rillet import (
     pipe,
     stream_from_list,
 )
+from waiting import at_line, child_env, wait_until
 
 T = 10.0  # seconds: generous, only reached if something is broken
 
@@ -47,6 +48,19 @@ def start(target: Callable[[], Any]) -> threading.Thread:
     t = threading.Thread(target=target, daemon=True)
     t.start()
     return t
+
+
+def send_once_blocked(line: str, w: rillet.StreamWriter, item: Any) -> threading.Thread:
+    """A thread that sends ``item`` and closes ``w`` once the calling thread waits on the
+    source line ``line`` (a receive): so the receive is blocked when the item comes."""
+    caller = threading.get_ident()
+
+    def send() -> None:
+        wait_until(lambda: at_line(caller, line), f"{line!r} to block")
+        w.send(item)
+        w.close()
+
+    return start(send)
 
 
 def drain(reader: StreamReader) -> list[Any]:
@@ -114,23 +128,28 @@ def test_recv_timeout_and_blocking_recv_across_threads() -> None:
     r, w = pipe()
     with pytest.raises(TimeoutError):
         r.recv(timeout=0.05)
-    t = start(lambda: (time.sleep(0.05), w.send("late"), w.close()))
+    t = send_once_blocked('assert r.recv(timeout=T) == "late"', w, "late")
     assert r.recv(timeout=T) == "late"
     t.join(T)
 
 
 def test_a_blocked_recv_is_interruptible_with_ctrl_c() -> None:
     code = (
-        "import os, signal, threading, rillet\n"
+        "import os, signal, sys, threading, rillet\n"
+        "from waiting import wait_until\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the parent ignores it\n"
         "r, w = rillet.pipe()\n"
-        "threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        "main = threading.get_ident()\n"
+        "def interrupt():  # once the main thread is in recv (line 11)\n"
+        "    wait_until(lambda: getattr(sys._current_frames().get(main), 'f_lineno', 0) == 11, 'recv')\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "threading.Thread(target=interrupt, daemon=True).start()\n"
         "try:\n"
         "    r.recv()\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=T)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=T, env=child_env())
     assert out.stdout.strip() == "interrupted", out.stderr
 
 
@@ -145,10 +164,7 @@ def test_bounded_send_blocks_a_thread_until_space() -> None:
         w.close()
 
     t = start(produce)
-    deadline = time.monotonic() + T
-    while len(sent) < 2 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    time.sleep(0.05)
+    wait_until(lambda: len(sent) == 2 and at_line(t.ident, "w.send(i, timeout=T)"), "the third send to wait")
     assert sent == [0, 1], "the third send must wait for space"
     assert list(r) == list(range(6))
     t.join(T)
@@ -160,8 +176,12 @@ def test_bounded_send_returns_false_when_the_reader_closes_while_blocked() -> No
     r, w = pipe(capacity=1)
     w.send(0)
     result: list[bool] = []
-    t = start(lambda: result.append(w.send(1, timeout=T)))
-    time.sleep(0.05)
+
+    def send() -> None:
+        result.append(w.send(1, timeout=T))
+
+    t = start(send)
+    wait_until(lambda: at_line(t.ident, "result.append(w.send(1, timeout=T))"), "the send to wait for space")
     r.close()
     t.join(T)
     assert result == [False]
@@ -215,7 +235,7 @@ def test_asend_waits_without_blocking_the_loop() -> None:
             nonlocal ticks
             while True:
                 ticks += 1
-                await asyncio.sleep(0.001)
+                await asyncio.sleep(0)
 
         async def produce() -> None:
             for i in range(20):
@@ -227,7 +247,7 @@ def test_asend_waits_without_blocking_the_loop() -> None:
         got = []
         async for x in r:
             got.append(x)
-            await asyncio.sleep(0.002)
+            await asyncio.sleep(0)  # a turn of the loop: the ticker and the parked producer run
         await prod
         tick.cancel()
         return got, ticks
@@ -241,7 +261,7 @@ def test_asend_returns_false_once_the_reader_closed() -> None:
         r, w = pipe(capacity=1)
         await w.asend(0)
         pending = asyncio.create_task(w.asend(1))
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # one turn of the loop: the send parks, the pipe being full
         r.close()
         return await pending
 
@@ -444,7 +464,7 @@ def test_merge_yields_in_arrival_order_across_threads() -> None:
     merged = merge_streams([r1, r2])
     w2.send("b1")
     assert merged.recv(timeout=T) == "b1"
-    t = start(lambda: (time.sleep(0.05), w1.send("a1"), w1.close()))
+    t = send_once_blocked('assert merged.recv(timeout=T) == "a1"', w1, "a1")
     assert merged.recv(timeout=T) == "a1"
     w2.send_error(ValueError("e2"))
     with pytest.raises(ValueError, match="e2"):

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import weakref
 from typing import Any
 
@@ -33,6 +32,7 @@ from rillet import (
     pipe,
     stream_from_list,
 )
+from waiting import at_line, wait_until
 
 T = 10.0  # seconds: generous, only reached if something is broken
 
@@ -153,19 +153,18 @@ def test_closing_a_copy_child_wakes_its_blocked_receiver() -> None:
     outcome: list[Any] = []
 
     def blocked() -> None:
-        t0 = time.monotonic()
         try:
             a.recv(timeout=T)
         except StreamEOF:
-            outcome.append(time.monotonic() - t0)
+            outcome.append("eof")
         except TimeoutError:
             outcome.append("timeout")
 
     t = start(blocked)
-    time.sleep(0.1)
+    wait_until(lambda: at_line(t.ident, "a.recv(timeout=T)"), "the receive to block")
     a.close()
     t.join(T)
-    assert outcome and outcome[0] != "timeout" and outcome[0] < 2.0, outcome
+    assert outcome == ["eof"], outcome
     assert w.send(1) is True, "b is still open"
     assert b.recv(timeout=T) == 1
 
@@ -175,7 +174,7 @@ def test_closing_a_copy_child_wakes_its_async_receiver() -> None:
         r, _w = pipe()
         a, _b = r.copy(2)
         task = asyncio.ensure_future(a.arecv())
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # one turn of the loop: the receive parks
         a.close()
         with pytest.raises(StreamEOF):
             await asyncio.wait_for(task, T)
@@ -200,7 +199,7 @@ def test_a_blocked_recv_ends_when_the_reader_is_taken_over(how: str) -> None:
             old.append(("timeout", None))
 
     t = start(blocked)
-    time.sleep(0.1)
+    wait_until(lambda: at_line(t.ident, 'old.append(("item", r.recv(timeout=T)))'), "the receive to block")
     new: StreamReader
     if how == "copy":
         new = r.copy(2)[0]
@@ -220,7 +219,7 @@ def test_a_taken_over_async_receiver_ends_too() -> None:
     async def main() -> None:
         r, w = pipe()
         task = asyncio.ensure_future(r.arecv())
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # one turn of the loop: the receive parks
         (child,) = r.copy(2)[:1]
         with pytest.raises(RuntimeError, match="copy"):
             await asyncio.wait_for(task, T)
@@ -421,7 +420,7 @@ def test_a_copy_of_a_bounded_pipe_is_bounded_by_the_slowest_child() -> None:
     producer = start(produce)
     fast_got: list[int] = []
     fast_thread = start(lambda: fast_got.extend(fast))
-    time.sleep(0.3)
+    wait_until(lambda: len(sent) >= cap and at_line(producer.ident, "w.send(i, timeout=T)"), "the writer to wait")
     # The slow child has read nothing: the writer is held back, so memory stays bounded.
     assert len(sent) <= 2 * cap, len(sent)
     assert len(fast_got) <= cap

@@ -205,7 +205,7 @@ def test_errors_and_interrupts_are_span_events(exporter: InMemorySpanExporter) -
 
 EARLY_STOP = textwrap.dedent(
     """
-    import asyncio, logging, time
+    import asyncio, logging, threading
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
     from rillet import ChatModelAgent, Runner, ScriptedModel, AgentTool, FunctionCall, Message, ToolCall, tool
     from rillet.tracing import OpenTelemetryObserver
@@ -213,23 +213,33 @@ EARLY_STOP = textwrap.dedent(
     logging.basicConfig(level=logging.DEBUG)  # anything logged by rillet or OpenTelemetry shows
     logging.getLogger("asyncio").setLevel(logging.WARNING)  # (it names its selector at DEBUG)
 
+    changed = threading.Condition()  # a span started or ended
+
     class Count(SpanProcessor):
         started = ended = 0
-        def on_start(self, span, parent_context=None): Count.started += 1
-        def on_end(self, span): Count.ended += 1
+        def on_start(self, span, parent_context=None):
+            with changed:
+                Count.started += 1
+                changed.notify_all()
+        def on_end(self, span):
+            with changed:
+                Count.ended += 1
+                changed.notify_all()
 
     tp = TracerProvider()
     tp.add_span_processor(Count())
     open_when_stopped = []
+    inside = threading.Event()  # the run is inside the slow tool, deep in an agent tool
 
     @tool
     async def slow(x: str) -> str:
-        \"\"\"Takes its time.
+        \"\"\"Waits until the run is abandoned.
 
         Args:
             x: anything.
         \"\"\"
-        await asyncio.sleep(5)
+        inside.set()
+        await asyncio.Event().wait()
         return x
 
     def runner(streaming):
@@ -242,15 +252,15 @@ EARLY_STOP = textwrap.dedent(
         return Runner(outer, streaming=streaming, observers=[OpenTelemetryObserver(tp, record_content=True)])
 
     def stopped():
-        time.sleep(0.2)  # the run is inside the slow tool by now, deep in an agent tool
+        if not inside.wait(60):
+            raise SystemExit("the run never reached the slow tool")
+        inside.clear()
         open_when_stopped.append(Count.started - Count.ended)
 
     def settled():
-        for _ in range(300):
-            if Count.started == Count.ended:
-                return
-            time.sleep(0.01)
-        raise SystemExit(f"open spans: {Count.started - Count.ended}")
+        with changed:
+            if not changed.wait_for(lambda: Count.started == Count.ended, 60):
+                raise SystemExit(f"open spans: {Count.started - Count.ended}")
 
     for streaming in (False, True):
         for ev in runner(streaming).query("hi"):
@@ -266,22 +276,20 @@ EARLY_STOP = textwrap.dedent(
     async def main():
         for streaming in (False, True):
             async for ev in runner(streaming).query("hi"):
-                await asyncio.sleep(0.2)
-                open_when_stopped.append(Count.started - Count.ended)
+                await asyncio.to_thread(stopped)
                 break
-            await asyncio.sleep(0.1)
+            await asyncio.to_thread(settled)  # the abandoned run ends its spans on this loop
             async def consume():
                 async for ev in runner(streaming).query("hi"):
-                    await asyncio.sleep(10)
+                    await asyncio.sleep(60)  # a consumer busy when it is cancelled
             task = asyncio.create_task(consume())
-            await asyncio.sleep(0.2)
-            open_when_stopped.append(Count.started - Count.ended)
+            await asyncio.to_thread(stopped)
             task.cancel()
             try:
                 await task
             except asyncio.CancelledError:
                 pass
-            await asyncio.sleep(0.1)
+            await asyncio.to_thread(settled)
     asyncio.run(main())
     settled()
     assert min(open_when_stopped) >= 4, open_when_stopped  # two agent runs, two tool calls, at least

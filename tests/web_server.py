@@ -1,19 +1,22 @@
 """`python -m rillet.web` started as a subprocess on a free loopback port, for the dev UI's
-tests: killed when the test ends, whatever happens."""
+tests: killed when the test ends, whatever happens; or an app served by uvicorn on the
+test's own event loop."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import rillet
+from waiting import wait_until
 
 TESTS = Path(__file__).resolve().parent
 
@@ -34,21 +37,17 @@ def web_server(spec: str, db: Path | None, timeout: float = 30.0) -> Iterator[st
     args = [sys.executable, "-m", "rillet.cli", "web", spec, "--port", str(port)] + (["--db", str(db)] if db else [])
     proc = subprocess.Popen(args, cwd=TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"rillet web exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
+        try:
+            return httpx.get(url + "/api/agent", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"rillet web exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
-                )
-            try:
-                if httpx.get(url + "/api/agent", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"rillet web did not answer on {url} within {timeout} s")
-            time.sleep(0.1)
+        wait_until(answers, f"rillet web to answer on {url}", timeout)
         yield url
     finally:
         proc.terminate()
@@ -57,3 +56,24 @@ def web_server(spec: str, db: Path | None, timeout: float = 30.0) -> Iterator[st
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """The URL of ``app`` served by uvicorn on the running event loop, on a free loopback port.
+    Its socket listens before uvicorn starts, so a client can connect at once (the kernel holds
+    the connection until uvicorn accepts it): there is nothing to wait for. uvicorn's loggers
+    are left unconfigured, so what it logs reaches pytest's ``caplog``."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+        sock.close()

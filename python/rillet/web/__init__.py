@@ -32,19 +32,26 @@ _SHUTDOWN_GRACE = 3  # seconds Ctrl-C waits for open requests before cutting the
 
 _MISSING = "the dev UI needs Starlette and uvicorn: pip install 'rillet[web]'"
 
+MAX_BODY = 1 << 20  # bytes of a POST body (rillet.web.app refuses more): a message is far less
 
-def create_app(agent: Any, *, store: CheckpointStore | None = None, allow_remote: bool = False) -> Starlette:
+
+def create_app(
+    agent: Any, *, store: CheckpointStore | None = None, allow_remote: bool = False, max_body: int = MAX_BODY
+) -> Starlette:
     """The dev UI as a Starlette application for ``agent``; interrupted runs are saved to
     ``store`` (a fresh in-memory store when None), whose checkpoints the page lists. It
     answers only requests for a loopback host (127.0.0.1, localhost) unless ``allow_remote``,
-    and only same-origin JSON POSTs: pages of other sites cannot drive it."""
+    and only same-origin JSON POSTs of at most ``max_body`` bytes: pages of other sites
+    cannot drive it, and no client makes it hold more than that."""
     if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
         raise TypeError(f"create_app(agent): expected an agent, got {type(agent).__name__}")
+    if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
+        raise ValueError(f"create_app(max_body={max_body!r}): give the largest body to accept, in bytes (1 or more)")
     try:
         from rillet.web.app import build_app  # imports Starlette: the optional rillet[web] extra
     except ImportError as e:
         raise ImportError(f"{_MISSING} ({e})") from e
-    return build_app(agent, store if store is not None else MemoryStore(), allow_remote=allow_remote)
+    return build_app(agent, store if store is not None else MemoryStore(), allow_remote=allow_remote, max_body=max_body)
 
 
 def is_loopback(host: str) -> bool:
@@ -58,11 +65,18 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(
-    agent: object, *, db: str | None, host: str = "127.0.0.1", port: int = 8000, allow_remote: bool = False
+    agent: object,
+    *,
+    db: str | None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    allow_remote: bool = False,
+    max_body: int = MAX_BODY,
 ) -> None:
     """Serves the dev UI for ``agent`` on ``host:port`` until interrupted (Ctrl-C).
     Checkpoints go to the SQLite file ``db``, or to memory when None. Only loopback addresses
-    unless ``allow_remote``: the page runs the agent and its tools for whoever reaches it."""
+    unless ``allow_remote``: the page runs the agent and its tools for whoever reaches it.
+    ``max_body``: as for :func:`create_app`."""
     if not is_loopback(host):
         if not allow_remote:
             raise ValueError(
@@ -77,7 +91,7 @@ def serve(
         _log.warning(warning)
         print(warning, file=sys.stderr)
     store: CheckpointStore = SqliteCheckpointStore(db) if db is not None else MemoryStore()
-    app = create_app(agent, store=store, allow_remote=allow_remote)
+    app = create_app(agent, store=store, allow_remote=allow_remote, max_body=max_body)
     try:
         import uvicorn  # the optional rillet[web] extra, needed only to serve
     except ImportError as e:

@@ -3,11 +3,14 @@
 GET  /                          the page (static/index.html; static/app.js and app.css beside it)
 GET  /api/agent                 the agent tree: names, kinds, sub-agents, tools
 POST /api/runs {"text"}         starts a chat turn -> {"run", "checkpoint_id"}
-GET  /api/runs/{run}/events     the run's records as server-sent events, from the first
+GET  /api/runs/{run}/events     the run's records as server-sent events, from the first; the
+                                run is cancelled when the last page reading them goes
 POST /api/resume {"checkpoint_id", "targets"}  resumes a checkpoint -> {"run", ...}
 POST /api/reset                 forgets the chat's history
 GET  /api/checkpoints           the store's checkpoints: id, size, age
 GET  /api/checkpoints/{id}      one checkpoint, decoded
+
+A POST body over ``max_body`` bytes is refused with 413, read no further than that.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -105,19 +109,64 @@ class _SameSiteOnly:
         return None
 
 
-async def _json_body(request: Request) -> dict[str, Any] | None:
+def _too_large(limit: int) -> HTTPException:
+    return HTTPException(
+        413,
+        f"rillet web: a request body may be at most {limit} bytes and this one is larger; send less, "
+        "or serve with a larger max_body (rillet.web.serve or create_app)",
+        headers={"Connection": "close"},  # the server would otherwise read the rest, to discard it
+    )
+
+
+async def _json_body(request: Request, limit: int) -> dict[str, Any] | None:
+    """The body's JSON object, or None if it is not one. Read as it arrives: a body over
+    ``limit`` bytes (a declared length, or what a chunked one has sent so far) is refused
+    with 413 without reading the rest, however much more the client would send."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _too_large(limit)
     try:
-        body = await request.json()
+        data = json.loads(body)
     except ValueError:
         return None
-    return body if isinstance(body, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+class _Watching(StreamingResponse):
+    """A page's stream of a run's records: the run counts the page as watching it until the
+    stream ends or the page goes (and is cancelled when the last one goes while it runs).
+    Starlette notices a page that went by listening for ``http.disconnect`` only under
+    servers of ASGI spec below 2.4, otherwise at its next write, which a run busy in a long
+    tool call does not make: this one always listens."""
+
+    def __init__(self, run: Run, records: AsyncIterator[str]) -> None:
+        super().__init__(records, media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        self.run = run
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        listening = {**scope, "asgi": {**scope.get("asgi", {}), "spec_version": "2.3"}}
+        self.run.watch()
+        try:
+            await super().__call__(listening, receive, send)
+        finally:
+            self.run.leave()
 
 
 def _started(run: Run) -> JSONResponse:
     return JSONResponse({"run": run.id, "checkpoint_id": run.checkpoint_id, "events": f"/api/runs/{run.id}/events"})
 
 
-def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False) -> Starlette:
+def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False, max_body: int) -> Starlette:
     hub = Hub(agent, store)
     tree = agent_tree(agent)
 
@@ -131,14 +180,14 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False)
         return JSONResponse(tree)
 
     async def start(request: Request) -> Response:
-        body = await _json_body(request)
+        body = await _json_body(request, max_body)
         text = body.get("text") if body is not None else None
         if not isinstance(text, str) or not text.strip():
             return _error(400, 'POST /api/runs takes JSON {"text": "your message"} with a non-empty text')
         return _started(await run_in_threadpool(hub.start, text))
 
     async def resume(request: Request) -> Response:
-        body = await _json_body(request)
+        body = await _json_body(request, max_body)
         if body is None or not isinstance(body.get("checkpoint_id"), str) or not isinstance(body.get("targets"), dict):
             return _error(
                 400,
@@ -170,7 +219,7 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False)
                 for r in records:
                     yield f"event: {r['type']}\ndata: {json.dumps(r, ensure_ascii=False)}\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        return _Watching(run, stream())
 
     async def checkpoints(request: Request) -> Response:
         return JSONResponse(await run_in_threadpool(listing, store))
@@ -194,6 +243,10 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False)
         Route("/api/checkpoints", checkpoints),
         Route("/api/checkpoints/{id:path}", checkpoint),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(_SameSiteOnly, allow_remote=allow_remote)])
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(_SameSiteOnly, allow_remote=allow_remote)],
+        exception_handlers={HTTPException: _http_error},
+    )
     app.state.stop_runs = hub.stop  # serve() calls it at Ctrl-C: open event streams end
     return app

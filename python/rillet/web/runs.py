@@ -1,5 +1,8 @@
 """The dev UI's runs: each consumed on a thread of its own, its records kept and handed to
-every browser that watches it (from the first record, so a late page misses nothing)."""
+every browser that watches it (from the first record, so a late page misses nothing). A run
+whose last watching page goes away before it ends is cancelled, as closing a chat tab stops
+its turn in other agent dev UIs; one that is paused at an interrupt has ended (its checkpoint
+is saved) and stays resumable."""
 
 from __future__ import annotations
 
@@ -9,9 +12,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rillet._native import Message
+from rillet._native import Message, StreamReader
 from rillet.agent import RunIterator
 from rillet.checkpoint.stores import CheckpointStore
+from rillet.events import AgentEvent
 from rillet.runner import Runner
 from rillet.web.wire import event_records
 
@@ -20,7 +24,7 @@ __all__ = ["Hub", "Run"]
 
 class Run:
     """One run (or one resume) of the agent: its records, its status and who waits on it.
-    ``status`` is ``running``, then ``done``, ``interrupted`` or ``error``."""
+    ``status`` is ``running``, then ``done``, ``interrupted``, ``error`` or ``cancelled``."""
 
     def __init__(self, checkpoint_id: str, kind: str, text: str) -> None:
         self.id = uuid.uuid4().hex[:12]
@@ -32,6 +36,9 @@ class Run:
         self._ended = False  # the run_end record is in
         self._lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self._events: RunIterator | None = None  # while it is consumed: what cancel() closes
+        self._stream: StreamReader[Message] | None = None  # the message being read, ditto
+        self._watchers = 0  # pages reading its records now
 
     def add(self, record: dict[str, Any]) -> None:
         with self._lock:
@@ -49,38 +56,95 @@ class Run:
             with self._lock:
                 if len(self.records) > start or self._ended:
                     return self.records[start:]
-                self._waiters.append((asyncio.get_running_loop(), ready))
-            await ready.wait()
+                waiter = (asyncio.get_running_loop(), ready)
+                self._waiters.append(waiter)
+            try:
+                await ready.wait()
+            finally:  # a page that left: add() must not wake its loop, which may be closed by then
+                with self._lock:
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
 
-    def consume(self, events: RunIterator, on_end: Callable[[Run], None]) -> None:
-        """Reads the run's events into records (on the calling thread) until it ends."""
+    def watch(self) -> None:
+        """A page starts reading the records."""
+        with self._lock:
+            self._watchers += 1
+
+    def leave(self) -> None:
+        """A page stops reading; if it was the last and the run is still going, the run is
+        cancelled: nobody is left to see it, or to answer what it asks."""
+        with self._lock:
+            self._watchers -= 1
+            if self._watchers > 0:
+                return
+        self.cancel()
+
+    def cancel(self) -> None:
+        """Cancels the run if it is still going: its task is cancelled (the tool or model call
+        in flight sees CancelledError) and its record stream ends with status ``cancelled``."""
+        with self._lock:
+            if self._events is None or self.status in ("interrupted", "cancelled"):
+                return  # ended, or its checkpoint is saved: what is left of it only hands that out
+            self.status = "cancelled"
+            events, stream = self._events, self._stream
+        events.close()
+        if stream is not None:  # a message being read: its producer need not be the run's task
+            stream.close()
+
+    def launch(self, events: RunIterator, on_end: Callable[[Run], None]) -> None:
+        """Consumes ``events`` on a thread of its own; ``on_end(run)`` once the run ended."""
+        self._events = events  # before any page can watch: cancel() needs it
+        threading.Thread(target=self._consume, args=(events, on_end), name=f"rillet-web-{self.id}", daemon=True).start()
+
+    def _consume(self, events: RunIterator, on_end: Callable[[Run], None]) -> None:
+        """Reads the run's events into records until it ends, or until :meth:`cancel` closes
+        ``events``."""
         seq = 0
         try:
             for ev in events:
-                for record in event_records(ev, seq):
+                self._take(ev)  # before its records: a page that leaves once it saw them
+                for record in event_records(ev, seq):  # must not cancel a saved interrupt
                     self._note(record)
                     self.add(record)
                 seq += 1
-                if ev.action is not None and ev.action.interrupted is not None:
-                    self.status = "interrupted"
-                elif ev.error is not None:
-                    self.status = "error"
         except Exception as e:  # noqa: BLE001  (the UI shows why a run stopped instead of dying)
-            self.add(
-                {
-                    "type": "event",
-                    "seq": seq,
-                    "agent": "",
-                    "path": [],
-                    "error": {"type": type(e).__name__, "message": str(e)},
-                }
-            )
-            self.status = "error"
+            self._failed(e, seq)
         with self._lock:
+            self._events = None
             if self.status == "running":
                 self.status = "done"
         self.add({"type": "run_end", "run": self.id, "status": self.status, "checkpoint_id": self.checkpoint_id})
         on_end(self)
+
+    def _failed(self, e: Exception, seq: int) -> None:
+        with self._lock:
+            if self.status == "cancelled":  # what closing its events raised: not a failure
+                return
+            self.status = "error"
+        self.add(
+            {
+                "type": "event",
+                "seq": seq,
+                "agent": "",
+                "path": [],
+                "error": {"type": type(e).__name__, "message": str(e)},
+            }
+        )
+
+    def _take(self, ev: AgentEvent) -> None:
+        """Notes what ``ev`` tells of the run's status, and the stream of its message that is
+        read next, which cancel() closes (or closes it now: the run is cancelled already)."""
+        mv = ev.message_output
+        stream = mv.message_stream if mv is not None and mv.message is None else None
+        with self._lock:
+            self._stream = stream
+            cancelled = self.status == "cancelled"
+            if not cancelled and ev.action is not None and ev.action.interrupted is not None:
+                self.status = "interrupted"
+            elif not cancelled and ev.error is not None:
+                self.status = "error"
+        if cancelled and stream is not None:
+            stream.close()
 
     def _note(self, record: dict[str, Any]) -> None:
         if record["type"] == "event":
@@ -134,9 +198,7 @@ class Hub:
     def _launch(self, run: Run, events: RunIterator) -> Run:
         with self._lock:
             self.runs[run.id] = run
-        threading.Thread(
-            target=run.consume, args=(events, self._ended), name=f"rillet-web-{run.id}", daemon=True
-        ).start()
+        run.launch(events, self._ended)
         return run
 
     def _ended(self, run: Run) -> None:
