@@ -36,13 +36,17 @@ if {n}:
 KIDS = {"say (k instr per round)": "Say", "read (k instr per round)": "Read"}
 
 
+def _per_round(rounds: int, kid: str) -> float:
+    """Thousands of instructions per round of a ``rounds``-round loop of ``kid`` children."""
+    return per_operation(lambda n: CODE.format(kid=kid, n=n), rounds) / 1e3
+
+
 def main() -> None:
     rounds = [int(a) for a in sys.argv[1:]] or [1000, 8000]
     print_table(
         [f"{n:,} rounds" for n in rounds],
         list(KIDS),
-        lambda row, col: per_operation(lambda n: CODE.format(kid=KIDS[col], n=n), int(row.split()[0].replace(",", "")))
-        / 1e3,
+        lambda row, col: _per_round(int(row.split()[0].replace(",", "")), KIDS[col]),
         ",.0f",
     )
 
