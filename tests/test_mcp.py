@@ -329,7 +329,9 @@ async def test_a_message_over_the_limit_that_answers_no_request_fails_the_call_n
     async with McpToolset(StdioServer(sys.executable, [str(script)]), timeout=20, max_result_bytes=10_000) as toolset:
         (shout,) = await toolset.tools()
         for _ in range(2):  # the second on a new connection
-            with pytest.raises(McpToolError, match=r"tool 'shout' answered with more than 10,000 bytes.*max_result_bytes"):
+            with pytest.raises(
+                McpToolError, match=r"tool 'shout' answered with more than 10,000 bytes.*max_result_bytes"
+            ):
                 await shout.invoke("{}")
 
 
