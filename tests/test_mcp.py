@@ -277,6 +277,64 @@ def test_an_answer_over_the_limit_is_refused_for_its_request_wherever_its_id_is(
     assert answers[1].id == 3 and answers[1].result == {} and answers[3] is None and len(answers) == 4
 
 
+def test_an_answer_over_the_limit_with_jsonrpc_before_its_result_is_refused_for_its_request() -> None:
+    """The key order {jsonrpc, result, id} (some serializers write it): before, the id at the
+    end was not looked for, and the connection ended as if the server had died."""
+    from rillet.mcp.transports import Lines
+
+    line = f'{{"jsonrpc": "2.0", "result": {{"text": "{"x" * 5000}"}}, "id": 12}}\n'.encode()
+    (answer,) = Lines(1024).feed(line)
+    assert answer is not None and (answer.message.id, answer.message.error.message) == (
+        12,
+        "the server's answer is over the toolset's max_result_bytes of 1,024 bytes",
+    )
+
+
+LOUD = textwrap.dedent(
+    """
+    import json, sys
+
+    def send(message):
+        sys.stdout.write(json.dumps(message) + "\\n")
+        sys.stdout.flush()
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        method, rid = request.get("method"), request.get("id")
+        if method == "initialize":
+            version = request["params"]["protocolVersion"]
+            info = {"name": "loud", "version": "1"}
+            send({"jsonrpc": "2.0", "id": rid,
+                  "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}})
+        elif method == "tools/list":
+            tool = {"name": "shout", "description": "Logs a lot, then answers.", "inputSchema": {"type": "object"}}
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool]}})
+        elif method == "tools/call":  # a log notification (no id) over the limit, then the answer
+            send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x" * 50000}})
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "done"}]}})
+        elif rid is not None:
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+    """
+)
+
+
+async def test_a_message_over_the_limit_that_answers_no_request_fails_the_call_naming_the_limit(
+    tmp_path: Path,
+) -> None:
+    """Its request cannot be told, so the connection ends: the calls waiting on it fail with
+    the limit's error (before: 'the connection was lost ... the server process may have died'),
+    and the next call reconnects."""
+    script = tmp_path / "loud.py"
+    script.write_text(LOUD)
+    async with McpToolset(StdioServer(sys.executable, [str(script)]), timeout=20, max_result_bytes=10_000) as toolset:
+        (shout,) = await toolset.tools()
+        for _ in range(2):  # the second on a new connection
+            with pytest.raises(
+                McpToolError, match=r"tool 'shout' answered with more than 10,000 bytes.*max_result_bytes"
+            ):
+                await shout.invoke("{}")
+
+
 # --- filter -------------------------------------------------------------------------------
 
 

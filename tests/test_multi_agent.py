@@ -772,6 +772,38 @@ def test_a_loop_child_reading_its_input_late_sees_the_history_as_it_started() ->
     assert inputs[0] == AgentInput([Message.user("go")]) and "go" in repr(inputs[0])
 
 
+def test_an_agent_input_keeps_the_dataclass_api_it_had_deferred_or_not() -> None:
+    """AgentInput was a dataclass: ``dataclasses.replace`` (a before_agent callback returning a
+    changed input), ``asdict`` and ``is_dataclass`` still work, on a loop child's deferred input
+    too (built when read). Before: TypeError 'replace() should be called on dataclass instances'."""
+    import copy
+    import dataclasses
+    import pickle
+
+    inputs: list[AgentInput] = []
+
+    class Keeper(BaseAgent):
+        async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+            inputs.append(input)
+            yield event_from_message(Message.assistant(self.name))
+
+    list(Runner(LoopAgent("loop", sub_agents=[Keeper("k"), _Say("s")], max_iterations=2)).query("go"))
+    deferred = inputs[1]
+    assert dataclasses.is_dataclass(deferred) and [f.name for f in dataclasses.fields(AgentInput)] == [
+        "messages",
+        "enable_streaming",
+    ]
+    changed = dataclasses.replace(deferred, enable_streaming=True)
+    assert type(changed) is AgentInput and changed.enable_streaming and changed.messages == deferred.messages
+    assert [m.content for m in changed.messages] == ["go", "k", "For context: [s] said: s."]
+    assert dataclasses.replace(deferred, messages=[Message.user("x")]).messages == [Message.user("x")]
+    assert dataclasses.asdict(AgentInput([Message.user("q")])) == {
+        "messages": [Message.user("q")],
+        "enable_streaming": False,
+    }
+    assert copy.copy(deferred) == deferred == pickle.loads(pickle.dumps(deferred))
+
+
 def test_the_history_kept_in_the_session_follows_the_log_and_starts_over_when_it_was_changed() -> None:
     from rillet.context import Session
     from rillet.flow import _history_entries

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -85,6 +86,22 @@ class AgentInput:
 
     def __reduce__(self) -> tuple[type[AgentInput], tuple[list[Message], bool]]:
         return (AgentInput, (self.messages, self.enable_streaming))  # (copy and pickle: built first)
+
+
+def _keep_dataclass_fields(cls: type) -> None:
+    """Gives ``cls`` the fields of the dataclass it was (``messages``, ``enable_streaming``), so
+    that ``dataclasses.replace(input, messages=...)`` (in a ``before_agent`` callback, say),
+    ``fields``, ``asdict`` and ``is_dataclass`` work on it as they did: they read the fields
+    through its attributes, so a deferred input is built first."""
+    shadow = dataclasses.make_dataclass(
+        cls.__name__,
+        [("messages", list, dataclasses.field(default_factory=list)), ("enable_streaming", bool, False)],
+    )
+    cls.__dataclass_fields__ = shadow.__dataclass_fields__  # type: ignore[attr-defined]
+    cls.__dataclass_params__ = shadow.__dataclass_params__  # type: ignore[attr-defined]
+
+
+_keep_dataclass_fields(AgentInput)
 
 
 @runtime_checkable

@@ -35,8 +35,8 @@ _JSONRPC = rb'(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?'
 _ID_FIRST = re.compile(
     rb"\s*\{\s*" + _JSONRPC + rb'"id"\s*:\s*' + _ID + rb"\s*,\s*" + _JSONRPC + rb'"(?:result|error)"'
 )
-# ... or after it (JavaScript's key order for {result, jsonrpc, id})
-_RESULT_FIRST = re.compile(rb'\s*\{\s*"(?:result|error)"\s*:')
+# ... or after it (JavaScript's key order for {result, jsonrpc, id}, or {jsonrpc, result, id})
+_RESULT_FIRST = re.compile(rb"\s*\{\s*" + _JSONRPC + rb'"(?:result|error)"\s*:')
 _ID_LAST = re.compile(rb'"id"\s*:\s*' + _ID + rb'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$')
 
 
@@ -122,6 +122,7 @@ async def stdio_transport(server: Any, limit: int | None) -> AsyncIterator[Any]:
     ``StdioServerParameters``; UTF-8, as rillet's StdioServer always is), its output read by
     :class:`Lines`."""
     import anyio  # optional dependency (rillet[mcp]): loaded on first use
+    import mcp_types  # as above
     from mcp.client import stdio  # the mcp package's process handling (its private helpers)
     from mcp.shared.message import SessionMessage  # optional dependency (rillet[mcp]): loaded on first use
 
@@ -133,6 +134,7 @@ async def stdio_transport(server: Any, limit: int | None) -> AsyncIterator[Any]:
     to_session, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     written = anyio.Event()
+    waiting: set[Any] = set()  # the ids of the session's requests not answered yet
 
     async def read() -> None:
         lines = Lines(limit)
@@ -148,7 +150,12 @@ async def stdio_transport(server: Any, limit: int | None) -> AsyncIterator[Any]:
                                 OVER_LIMIT,
                                 limit,
                             )
+                            assert limit is not None
+                            for request_id in list(waiting):  # each says why, not "the connection was lost"
+                                await to_session.send(SessionMessage(refusal(request_id, limit)))
                             return
+                        if isinstance(message, SessionMessage):
+                            waiting.discard(getattr(message.message, "id", None))
                         await to_session.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass  # the session or the process ended: the session sees its stream close
@@ -159,6 +166,8 @@ async def stdio_transport(server: Any, limit: int | None) -> AsyncIterator[Any]:
         try:
             async with from_session:
                 async for message in from_session:
+                    if isinstance(message.message, mcp_types.JSONRPCRequest):
+                        waiting.add(message.message.id)
                     text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await stdin.send(text.encode() + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
