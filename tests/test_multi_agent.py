@@ -225,8 +225,9 @@ def test_max_llm_calls_counts_the_model_calls_of_agent_tools_and_zero_means_no_l
     lead, outer, inner = team()
     events = list(Runner(lead).query("go", run_config=RunConfig(max_llm_calls=2)))
     err = events[-1].error
-    # the helper's second call was refused (its tool result says so), then the outer agent's
-    assert isinstance(err, RunLimitExceededError) and err.count == 4, repr(err)
+    # the helper's second call was refused (its tool result says so), then the outer agent's:
+    # each refusal is the third call asked for, two having been made
+    assert isinstance(err, RunLimitExceededError) and err.count == 3, repr(err)
     assert "(calls by agent: outer: 1, helper: 1)" in str(err)
     assert (outer.call_count, inner.call_count) == (1, 1)  # the refused calls were not made
     for unlimited in (0, None, -1):
@@ -679,7 +680,7 @@ def test_a_6000_iteration_loop_costs_the_same_per_event_and_memory_grows_linearl
     for _ in range(3):  # min over repetitions: a busy machine only ever adds time
         stamps = []
         for _ev in Runner(LoopAgent("loop", sub_agents=[_Tick("t")], max_iterations=n)).query("go"):
-            stamps.append(time.perf_counter())
+            stamps.append(time.process_time())  # CPU time of the process: waiting for a core is not counted
         assert len(stamps) == n
         firsts.append(stamps[window] - stamps[0])
         lasts.append(stamps[-1] - stamps[-1 - window])

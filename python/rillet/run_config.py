@@ -114,15 +114,15 @@ class RunBudget:
     def llm_call(self, agent_name: str) -> None:
         """Counts a model call of ``agent_name``; past ``max_llm_calls`` it is refused with
         :class:`RunLimitExceededError` (raised: the agent's run ends with it as its error)."""
-        self.llm_calls += 1
-        if not self.max_llm_calls or self.llm_calls <= self.max_llm_calls:
-            self._by_agent[agent_name] = self._by_agent.get(agent_name, 0) + 1  # the calls made
+        if not self.max_llm_calls or self.llm_calls < self.max_llm_calls:
+            self.llm_calls += 1  # only the calls made: a refused one (its agent may go on) is not
+            self._by_agent[agent_name] = self._by_agent.get(agent_name, 0) + 1
             return
         top = sorted(self._by_agent.items(), key=lambda kv: -kv[1])[:6]
         calls = ", ".join(f"{name}: {n}" for name, n in top)
         loop, where = self._loop()
         raise RunLimitExceededError(
-            "max_llm_calls", self.max_llm_calls, self.llm_calls, loop, f" (calls by agent: {calls}){where}"
+            "max_llm_calls", self.max_llm_calls, self.llm_calls + 1, loop, f" (calls by agent: {calls}){where}"
         )
 
     def transfer(self, source: str, dest: str) -> RunLimitExceededError | None:
