@@ -145,15 +145,19 @@ async def stdio_transport(server: Any, limit: int | None) -> AsyncIterator[Any]:
                         if message is None:
                             log.warning(
                                 "MCP server %s sent a message %s of %s bytes that answers no request it can be "
-                                "told from: the connection ends (McpToolset(max_result_bytes=...) raises the limit)",
+                                "told from: the calls waiting fail with the limit's error "
+                                "(McpToolset(max_result_bytes=...) raises the limit)",
                                 server.command,
                                 OVER_LIMIT,
                                 limit,
                             )
                             assert limit is not None
-                            for request_id in list(waiting):  # each says why, not "the connection was lost"
+                            # Each waiting call says why; the connection goes on (ending it here would
+                            # race the session: its close could reach a call before the refusal did).
+                            for request_id in list(waiting):
+                                waiting.discard(request_id)
                                 await to_session.send(SessionMessage(refusal(request_id, limit)))
-                            return
+                            continue
                         if isinstance(message, SessionMessage):
                             waiting.discard(getattr(message.message, "id", None))
                         await to_session.send(message)
