@@ -11,8 +11,9 @@ Rows, all in one run (events per second = N / median round time):
   ``run.batches()``: lists of the events already available.
 
 Each event is ``AgentEvent(output=AgentOutput(customized_output=i))``: small, no message, so the
-numbers are the event path's cost, not a model's. The Runner records every event in the run's
-session (checkpoints and later agents read it) as Eino does.
+numbers are the event path's cost, not a model's. The ``*-msg`` rows yield what every model
+produces instead, an event carrying a whole assistant message (``event_from_message``), built
+in the agent's loop as a model's events are.
 
 Run: .venv/bin/python -m pytest benches/bench_events.py --benchmark-only \
          --benchmark-columns=median,rounds --benchmark-group-by=group
@@ -29,7 +30,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from rillet import AgentEvent, AgentInput, AgentOutput, BaseAgent, Runner
+from rillet import AgentEvent, AgentInput, AgentOutput, BaseAgent, Message, Runner, event_from_message
 
 N = 200_000
 
@@ -46,23 +47,35 @@ class Spammer(BaseAgent):
             yield AgentEvent(output=AgentOutput(customized_output=i))
 
 
-def events(n: int) -> AsyncIterator[AgentEvent]:
+class Talker(BaseAgent):
+    """A custom agent yielding ``n`` events that each carry an assistant message."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__("talker", "yields message events")
+        self.n = n
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        for _ in range(self.n):
+            yield event_from_message(Message.assistant("ok"))
+
+
+def events(n: int, agent: type[BaseAgent] = Spammer) -> AsyncIterator[AgentEvent]:
     """The agent's own generator, for the rows without a framework."""
-    return Spammer(n)._run(AgentInput())
+    return agent(n)._run(AgentInput())  # type: ignore[call-arg]
 
 
-async def _bare(n: int) -> int:
+async def _bare(n: int, agent: type[BaseAgent] = Spammer) -> int:
     seen = 0
-    async for _ in events(n):
+    async for _ in events(n, agent):
         seen += 1
     return seen
 
 
-async def _queue(n: int) -> int:
+async def _queue(n: int, agent: type[BaseAgent] = Spammer) -> int:
     q: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
 
     async def produce() -> None:
-        async for ev in events(n):
+        async for ev in events(n, agent):
             q.put_nowait(ev)
         q.put_nowait(None)
 
@@ -74,18 +87,22 @@ async def _queue(n: int) -> int:
     return seen
 
 
-async def _rillet_async(n: int) -> int:
+async def _rillet_async(n: int, agent: type[BaseAgent] = Spammer) -> int:
     seen = 0
-    async for _ in Runner(Spammer(n)).query("go"):
+    async for _ in Runner(agent(n)).query("go"):  # type: ignore[call-arg]
         seen += 1
     return seen
 
 
-def _rillet_for(n: int) -> int:
+def _rillet_for(n: int, agent: type[BaseAgent] = Spammer) -> int:
     seen = 0
-    for _ in Runner(Spammer(n)).query("go"):
+    for _ in Runner(agent(n)).query("go"):  # type: ignore[call-arg]
         seen += 1
     return seen
+
+
+def _talking(fn: Callable[[int, type[BaseAgent]], Any]) -> Callable[[int], Any]:
+    return lambda n: fn(n, Talker)
 
 
 async def _batches_async(n: int) -> int:
@@ -120,6 +137,10 @@ WORKLOADS: dict[str, Callable[[int], int]] = {
     "rillet-for": _rillet_for,
     "rillet-batches-async": _on_loop(_batches_async),
     "rillet-batches-for": _batches_for,
+    "bare-msg": _on_loop(_talking(_bare)),
+    "queue-msg": _on_loop(_talking(_queue)),
+    "rillet-async-msg": _on_loop(_talking(_rillet_async)),
+    "rillet-for-msg": _talking(_rillet_for),
 }
 
 

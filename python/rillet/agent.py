@@ -420,11 +420,12 @@ AgentCallback = Callable[[CallbackContext], "Message | str | None | Awaitable[Me
 
 
 def author_of(ev: AgentEvent, agent_name: str) -> str:
-    """ADK's rule for an event without an author: user-role content is the user's."""
-    mv = ev.message_output
-    if mv is not None and mv.message is not None and mv.message.role == "user":
-        return "user"
-    return agent_name
+    """ADK's rule for an event without an author: user-role content is the user's. (The one
+    place it is written; it runs for nearly every event, so it reads fields, not properties.)"""
+    out = ev.output
+    mv = out.message_output if out is not None else None
+    msg = mv.message if mv is not None else None
+    return "user" if msg is not None and msg.role == "user" else agent_name
 
 
 class BaseAgent:

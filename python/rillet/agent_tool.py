@@ -21,7 +21,7 @@ from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run, current_tool_call
 from rillet.errors import AgentToolError
 from rillet.events import AgentAction, AgentEvent, RunPath, copy_event
-from rillet.flow import advance_in, flow_of, gen_transfer_messages, rewrite_message
+from rillet.flow import flow_of, gen_transfer_messages, rewrite_message
 from rillet.interrupt import composite_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
@@ -136,7 +136,7 @@ class AgentTool(BaseTool):
         emit = scope.emit if (scope is not None and self.emit_internal_events) else None
         prefix = caller.run_path if caller is not None else RunPath()
         last: AgentEvent | None = None
-        async for ev in advance_in(run, self._flow.events(AgentInput(messages, streaming))):
+        async for ev in self._flow.events_in(run, AgentInput(messages, streaming)):
             if ev.action is not None and ev.action._signal is not None:
                 state = AgentToolState(tuple(messages), await events_to_records(session.snapshot()))
                 raise composite_interrupt("agent tool interrupt", state, ev.action._signal)

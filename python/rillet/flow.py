@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from rillet import observer
 from rillet._core.address import AGENT, AddressSegment
 from rillet._core.interrupt import ResumeScope
-from rillet._core.scope import OBSERVING, RUN, TOOL_CALL, current_resume, entered
+from rillet._core.scope import OBSERVING, current_resume, entered
 from rillet._native import FunctionCall, Message, ToolCall
-from rillet.agent import Agent, AgentInput, BaseAgent, author_of, raw_events, run_events
+from rillet.agent import Agent, AgentInput, BaseAgent, raw_events, run_events
 from rillet.context import RunContext, Session, current_run, send_tool_gen_action
 from rillet.errors import Interrupted, TransferError
 from rillet.events import (
@@ -80,59 +80,6 @@ class OnSubAgents(Protocol):
 
     def on_disallow_transfer_to_parent(self) -> None:
         """This agent, as a sub-agent, may not transfer back to its parent."""
-
-
-async def advance_in(
-    run: RunContext, events: AsyncIterator[AgentEvent], author: str | None = None
-) -> AsyncIterator[AgentEvent]:
-    """Iterates ``events`` with the run context set to ``run`` (and no tool call in scope: an
-    agent run from inside a tool is not that tool) while each event is produced, and restored
-    before it is handed on, so the consumer's own context is never changed.
-
-    With ``author`` (the agent's name) ``events`` is an agent's raw ``_run``: this also does
-    what :meth:`BaseAgent.events` does, so the common path has one generator fewer: events
-    without an author get one, and an exception becomes a final error event."""
-    anext = events.__anext__
-    # The scope is set around each step by hand, not with scope.entered(): this runs per event.
-    run_set, run_reset, tool_get, tool_set, tool_reset = (
-        RUN.set,
-        RUN.reset,
-        TOOL_CALL.get,
-        TOOL_CALL.set,
-        TOOL_CALL.reset,
-    )
-    try:
-        while True:
-            token = run_set(run)
-            tool_token = tool_set(None) if tool_get() is not None else None
-            failed = False
-            try:
-                ev = await anext()
-            except StopAsyncIteration:
-                return
-            except (Exception, Interrupted) as e:
-                if author is None:
-                    raise
-                ev, failed = error_event(e), True
-            finally:
-                if tool_token is not None:
-                    try:
-                        tool_reset(tool_token)
-                    except ValueError:  # see run_reset below
-                        pass
-                try:
-                    run_reset(token)
-                except ValueError:
-                    # closed by the GC after its loop closed: another context (CPython 3.13), nothing to restore
-                    pass
-            if author is not None and not ev.agent_name:
-                ev.agent_name = author_of(ev, author)
-            yield ev
-            if failed:
-                return
-    finally:
-        with entered(run):
-            await events.aclose()  # type: ignore[attr-defined]
 
 
 def rewrite_message(msg: Message, agent_name: str) -> Message:
@@ -198,76 +145,62 @@ class FlowAgent(BaseAgent):
         return None
 
     def events(self, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
-        """The flow's events; an exception becomes a final error event. ``input`` None (an
-        agent that is not the root of its run) rebuilds the input from the run's history.
-        Without observers this is :meth:`_flow` itself: no generator between the agent's
-        own events and the consumer but the one that fills and records them."""
-        return self._flow(input, True, options)
+        """The flow's events, in the calling code's run (or a fresh session when there is
+        none); an exception becomes a final error event. ``input`` None (an agent that is not
+        the root of its run) rebuilds the input from the run's history."""
+        return self._chain(None, input, options, steady=False, keep_log=True)
+
+    def events_in(self, parent: RunContext, input: AgentInput | None, **options: Any) -> AsyncIterator[AgentEvent]:
+        """:meth:`events` as an agent run inside ``parent`` (a workflow's child, the inner
+        run of an agent tool): what the consumer's code sees of the run scope between events
+        is left as it is."""
+        return self._chain(parent, input, options, steady=False, keep_log=True)
 
     def runner_events(self, input: AgentInput, keep_log: bool, /, **options: Any) -> AsyncIterator[AgentEvent]:
         """:meth:`events` for the Runner, whose own code consumes them (it reads no run
-        context between events): the agent's run context is then set once, not around each
-        event, and restored when the flow ends. ``keep_log`` False (a run that no checkpoint or
-        session can save): events are recorded only if an agent may be transferred to, the one
-        reader of the log such a run has."""
-        return self._flow(input, True, options, steady=True, keep_log=keep_log)
+        context between events): each agent's run context is then set once, not around each
+        event, and restored when it ends. ``keep_log`` False (a run that no checkpoint or
+        session can save): events are recorded only if something in the run can read them
+        (see :func:`_log_policy`)."""
+        return self._chain(None, input, options, steady=True, keep_log=keep_log)
 
     def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
-        return self._flow(input, False, options)
+        return self.events(input, **options)
 
-    async def _flow(
-        self,
-        input: AgentInput | None,
-        catch: bool,
-        options: dict[str, Any],
-        steady: bool = False,
-        keep_log: bool = True,
+    async def _chain(
+        self, parent: RunContext | None, input: AgentInput | None, options: dict[str, Any], steady: bool, keep_log: bool
     ) -> AsyncIterator[AgentEvent]:
-        """The agent's events, authors and run path filled and own events recorded, then those
-        of the agent its last action transfers to, and so on. The agents of a transfer chain
-        run one after another in this one loop (a trampoline): the target takes the place of
-        the agent that handed over, under its run path and address, instead of running
+        """The pipeline every agent run by a Runner, a workflow or an agent tool goes through:
+        the agent's events, stamped, recorded and observed by :class:`_Leg`, then those of the
+        agent its last action transfers to (:meth:`_next`), and so on. The agents of a transfer
+        chain run one after another in this one loop (a trampoline): the target takes the place
+        of the agent that handed over, under its run path and address, instead of running
         inside it, so the thousandth transfer runs at the stack depth and cost of the first.
-        Each transfer is counted in the run's budget (``RunConfig.max_transfers``).
 
-        ``catch`` (:meth:`events`): observers, if the run has any, are told of this agent's run
-        (a target's run is always told), an exception becomes a final error event, and the
-        run's root closes the session's unread streams when it ends."""
-        root = current_run()
+        ``steady`` (the Runner's path) sets each agent's run scope once for its whole run;
+        otherwise it is set around each step, so that the consumer's code between events sees
+        its own. Failures become a final error event; the run's root closes the session's
+        unread streams when it ends."""
+        root = parent if parent is not None else current_run()
         parent = root if root is not None else RunContext(Session())  # run on its own: a fresh session
-        obs = OBSERVING.get()
-        resume = current_resume()
-        budget = BUDGET.get() or RunConfig().budget()  # outside a Runner: the default limits
-        opened: list[list[Any]] = []  # [info, error] of each agent run told to the observers
-        flow, hop = self, 0
+        chain = _Chain(OBSERVING.get(), current_resume(), BUDGET.get() or RunConfig().budget(), options, keep_log)
+        flow: FlowAgent | None = self
         try:
-            while True:  # one agent of the chain a turn
-                told = obs is not None and (catch or hop > 0)
-                if told:
-                    messages = input.messages if input is not None else ()
-                    opened.append([observer.run_start(obs, flow.name, messages, parent), None])
-                run = parent.child(flow.name)
-                if run.root_input is None:
-                    run = run.with_root_input(input if input is not None else AgentInput([]))
-                after = flow._resumed_below(run, resume) if resume is not None else None
-                if after is None:  # not passing through to an interrupt further down: the agent runs
-                    if input is None:
-                        input = await flow._history_input(run)
+            while flow is not None:  # one agent of the chain a turn
+                leg = await chain.start(flow, parent, input)
+                if isinstance(leg, AgentEvent):  # it cannot run (a resume that finds no way down)
+                    yield chain.observed(leg)
+                    return
+                if leg.events is not None:  # the agent runs (not only passing through to an interrupt below)
+                    run, events = leg.run, leg.events
+                    anext = events.__anext__ if steady else _stepping_in(run, events)
+                    # the leg's rules (see _Leg), applied here, inline: this runs for every event
+                    name, path, fills_all, seen = leg.name, leg.path, leg.fills_all, leg.seen
+                    record, messages_only = leg.record, leg.messages_only
                     action: AgentAction | None = None
-                    # The agent's events, filled and recorded here. Inside another consumer (a
-                    # workflow, an agent tool) each step runs in the agent's run context through
-                    # advance_in; for the Runner (steady) that context is set once, and the
-                    # agent's own generator is advanced here: no generator between it and the
-                    # Runner's pump but this one.
-                    events, author, records, messages_only = flow._own_events(input, run, options, steady, keep_log)
-                    own_path = run.run_path
-                    name = flow.name
-                    record = run.session.record
-                    seen = opened[-1] if told else None
-                    outer = entered(run) if steady else None
-                    if outer is not None:
-                        outer.__enter__()
-                    anext = events.__anext__
+                    scope = entered(run) if steady else None
+                    if scope is not None:
+                        scope.__enter__()
                     try:
                         while True:
                             failed = False
@@ -276,82 +209,50 @@ class FlowAgent(BaseAgent):
                             except StopAsyncIteration:
                                 break
                             except (Exception, Interrupted) as e:
-                                if author is None or not steady:
-                                    raise
-                                ev, failed = error_event(e), True
+                                ev, failed = error_event(e), True  # errors are events: a run never raises
                             out = ev.output
                             mv = out.message_output if out is not None else None
-                            if not ev.agent_name and (author is not None or not ev.run_path):
-                                if author is None:
-                                    ev.agent_name = name
-                                else:  # author_of, inlined: user-role content is the user's
-                                    msg = mv.message if mv is not None else None
-                                    ev.agent_name = "user" if msg is not None and msg.role == "user" else author
-                            if not ev.run_path:
-                                ev.run_path = own_path
-                            if ev.run_path is own_path or ev.run_path == own_path:
+                            if not ev.agent_name and (fills_all or not ev.run_path):
+                                msg = mv.message if mv is not None else None  # author_of, inlined
+                                ev.agent_name = "user" if msg is not None and msg.role == "user" else name
+                            own = ev.run_path
+                            if not own:
+                                ev.run_path = own = path
+                            if own is path or own == path:
                                 action = ev.action
                                 if (
-                                    records
+                                    record is not None
                                     and (action is None or action.interrupted is None)
                                     and (mv is not None or not messages_only)
                                 ):
-                                    # copy_event, inlined for the event without a stream to split
+                                    # a copy: the consumer reading a streamed message leaves the log its own stream
                                     if mv is not None and mv.message_stream is not None:
                                         record(copy_event(ev))
-                                    else:
-                                        record(AgentEvent(ev.agent_name, ev.run_path, out, action, ev.error))
+                                    else:  # copy_event, inlined for the event without a stream to split
+                                        record(AgentEvent(ev.agent_name, own, out, action, ev.error))
                             if seen is not None:
-                                seen[1] = observer.run_event(obs, seen[0], ev) or seen[1]
+                                seen[1] = observer.run_event(leg.obs, seen[0], ev) or seen[1]
                             yield ev
                             if failed:
-                                break
+                                return
                     finally:
-                        if outer is not None:
-                            outer.__exit__(None, None, None)
+                        leg.action = action
+                        if scope is not None:
+                            scope.__exit__()
                         with entered(run):
                             await events.aclose()  # type: ignore[attr-defined]
-                    transfer = action.transfer_to_agent if action is not None else None
-                    after = flow._transferred_to(action, run, budget) if transfer is not None else None
-                if after is None:
-                    return
+                after = chain.next(flow, leg)
                 if isinstance(after, AgentEvent):  # a transfer that cannot be made: the run ends with it
-                    if told:
-                        opened[-1][1] = observer.run_event(obs, opened[-1][0], after) or opened[-1][1]
-                    yield after
+                    yield chain.observed(after)
                     return
-                parent, flow, input, hop = run, after, None, hop + 1
+                parent, flow, input = leg.run, after, None
         except (Exception, Interrupted) as e:
-            if not catch and hop == 0:
-                raise
-            ev = error_event(e, flow.name)  # errors are events: run never raises
-            if opened:
-                opened[-1][1] = observer.run_event(obs, opened[-1][0], ev) or opened[-1][1]
-            yield ev
+            # the chain's own work failed (a history rewriter, an observer's bookkeeping)
+            yield chain.observed(error_event(e, (flow or self).name))
         finally:
-            for info, error in reversed(opened):  # inner runs end first, as they nest
-                observer.run_end(obs, info, error)
-            if catch and root is not None and not root.run_path:  # the run's root: its session ends here
+            chain.end()
+            if root is not None and not root.run_path:  # the run's root: its session ends here
                 root.session.close_streams()
-
-    def _own_events(
-        self, input: AgentInput, run: RunContext, options: dict[str, Any], steady: bool, keep_log: bool
-    ) -> tuple[AsyncIterator[AgentEvent], str | None, bool, bool]:
-        """The agent's events in ``run`` (its raw ``_run`` when it has no agent callbacks), the
-        author its events without one get (None: they come filled), whether they are recorded,
-        and whether only those with a message are."""
-        inner = self.agent
-        records = not (isinstance(inner, BaseAgent) and inner.records_own_events)
-        # A run nothing can save, whose agent cannot transfer, has one reader of its log left:
-        # an agent run inside this one's run with input None, which rebuilds its input from the
-        # messages only; an agent that runs none (ChatModelAgent) records nothing.
-        messages_only = records and not (keep_log or self.sub_agents or self.parent is not None)
-        if messages_only and not getattr(inner, "runs_agents_in_its_run", True):
-            records = messages_only = False
-        raw = raw_events(inner, input, **options)
-        author = inner.name if raw is not None else None
-        source = raw if raw is not None else run_events(inner, input, **options)
-        return (source if steady else advance_in(run, source, author)), author, records, messages_only
 
     def _transferred_to(
         self, action: AgentAction | None, run: RunContext, budget: RunBudget
@@ -507,6 +408,134 @@ def _rewritten(entries: list[HistoryEntry], n: int, view: list[Message], agent_n
 def _message_output(ev: AgentEvent) -> MessageVariant | None:
     out = ev.output
     return out.message_output if out is not None else None
+
+
+def _stepping_in(run: RunContext, events: AsyncIterator[AgentEvent]) -> Callable[[], Awaitable[AgentEvent]]:
+    """``events.__anext__`` with ``run`` entered around each step (and the caller's scope
+    back in place while the event is handed on)."""
+    anext = events.__anext__
+    scope = entered(run)
+
+    async def step() -> AgentEvent:
+        scope.__enter__()
+        try:
+            return await anext()
+        finally:
+            scope.__exit__()
+
+    return step
+
+
+class _Leg:
+    """One agent's run in a chain, and what the pipeline (:meth:`FlowAgent._chain`) needs to
+    apply its rules to the agent's events: each gets an author (ADK's rule: user-role content is
+    the user's) and the
+    agent's run path when it has none; the agent's own events are recorded in the session when
+    something can read them (``record``, see :func:`_log_policy`), the last one's action is kept
+    for the transfer (``action``), and observers are told (``seen``). ``events`` None: the agent does not run, the chain passes ``through`` it to the
+    agent it transferred to before an interrupt."""
+
+    __slots__ = (
+        "action", "events", "fills_all", "messages_only", "name", "obs", "path", "record", "run", "seen", "through",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        run: RunContext,
+        events: AsyncIterator[AgentEvent] | None,
+        fills_all: bool = False,
+        record: Callable[[AgentEvent], None] | None = None,
+        messages_only: bool = False,
+        obs: Any = None,
+        seen: list[Any] | None = None,
+        through: FlowAgent | None = None,
+    ) -> None:
+        self.run = run
+        self.events = events
+        self.name = run.run_path[-1].agent_name
+        self.path = run.run_path
+        self.fills_all = fills_all  # the agent's bare _run: even its nested events may lack an author
+        self.record = record
+        self.messages_only = messages_only  # only the events with a message are recorded
+        self.obs = obs
+        self.seen = seen  # [RunInfo, first error] when the run has observers
+        self.through = through
+        self.action: AgentAction | None = None
+
+
+class _Chain:
+    """What a transfer chain shares from agent to agent: the run's observers, resume and
+    budget, the agents' options, and the observer runs it opened (closed when it ends)."""
+
+    __slots__ = ("budget", "keep_log", "obs", "opened", "options", "resume")
+
+    def __init__(
+        self, obs: Any, resume: ResumeScope | None, budget: RunBudget, options: dict[str, Any], keep_log: bool
+    ) -> None:
+        self.obs = obs
+        self.resume = resume
+        self.budget = budget
+        self.options = options
+        self.keep_log = keep_log
+        self.opened: list[list[Any]] = []  # [info, error] of each agent run told to the observers
+
+    async def start(self, flow: FlowAgent, parent: RunContext, input: AgentInput | None) -> _Leg | AgentEvent:
+        """``flow``'s run under ``parent``: its events and their rules, or the agent a resume
+        passes through to, or the error event of a resume that finds no way down."""
+        seen: list[Any] | None = None
+        if self.obs is not None:
+            messages = input.messages if input is not None else ()
+            seen = [observer.run_start(self.obs, flow.name, messages, parent), None]
+            self.opened.append(seen)
+        run = parent.child(flow.name)
+        if run.root_input is None:
+            run = run.with_root_input(input if input is not None else AgentInput([]))
+        after = flow._resumed_below(run, self.resume) if self.resume is not None else None
+        if isinstance(after, AgentEvent):
+            return after
+        if after is not None:
+            return _Leg(run, None, through=after)
+        if input is None:
+            input = await flow._history_input(run)
+        inner = flow.agent
+        raw = raw_events(inner, input, **self.options)
+        events = raw if raw is not None else run_events(inner, input, **self.options)
+        keep = _log_policy(flow, self.keep_log)
+        record = run.session.record if keep else None
+        return _Leg(run, events, raw is not None, record, keep == "messages", self.obs, seen)
+
+    def next(self, flow: FlowAgent, leg: _Leg) -> FlowAgent | AgentEvent | None:
+        """The transfer path: the agent that runs after ``leg`` (its transfer's target, or
+        the one a resume passes through to), an error event (no such agent, or a transfer
+        past the run's ``max_transfers``), or None when the chain ends here."""
+        if leg.through is not None:
+            return leg.through
+        return flow._transferred_to(leg.action, leg.run, self.budget)
+
+    def observed(self, ev: AgentEvent) -> AgentEvent:
+        """``ev``, the last event of the chain, told to the observers of the agent run last opened."""
+        if self.opened:
+            seen = self.opened[-1]
+            seen[1] = observer.run_event(self.obs, seen[0], ev) or seen[1]
+        return ev
+
+    def end(self) -> None:
+        for info, error in reversed(self.opened):  # inner runs end first, as they nest
+            observer.run_end(self.obs, info, error)
+
+
+def _log_policy(flow: FlowAgent, keep_log: bool) -> str:
+    """Which of ``flow``'s own events are recorded in the session: ``"all"``, ``"messages"``
+    or ``""`` (none). The log is read by a checkpoint or a session (``keep_log``), a
+    transfer's target, and an agent run inside this one's run with input None, which rebuilds
+    its input from the messages only; an agent that runs none (ChatModelAgent) and cannot
+    transfer needs no log in a run nothing saves. A workflow records its children's itself."""
+    inner = flow.agent
+    if isinstance(inner, BaseAgent) and inner.records_own_events:
+        return ""
+    if keep_log or flow.sub_agents or flow.parent is not None:
+        return "all"
+    return "messages" if getattr(inner, "runs_agents_in_its_run", True) else ""
 
 
 def adopt(child: Agent, parent: Agent, who: str) -> None:

@@ -32,7 +32,7 @@ from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run
 from rillet.errors import LiveNotSupportedError
 from rillet.events import AgentEvent, RunPath, RunStep
-from rillet.flow import FlowAgent, OnSubAgents, adopt, advance_in, flow_of, with_disallow_transfer_to_parent
+from rillet.flow import FlowAgent, OnSubAgents, adopt, flow_of, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event
 from rillet.live import LiveAgent, LiveContext
 from rillet.tools import BaseTool, ToolInfo
@@ -160,11 +160,9 @@ class WorkflowAgent(BaseAgent):
         raise NotImplementedError
 
 
-async def _run_child(child: FlowAgent, run: RunContext, path: RunPath, **options: Any) -> AsyncIterator[AgentEvent]:
+def _run_child(child: FlowAgent, run: RunContext, path: RunPath, **options: Any) -> AsyncIterator[AgentEvent]:
     """One child's events, under the workflow's address with run path ``path``."""
-    ctx = RunContext(run.session, path, run.address, run.root_input)
-    async for ev in advance_in(ctx, child.events(None, **options)):
-        yield ev
+    return child.events_in(RunContext(run.session, path, run.address, run.root_input), None, **options)
 
 
 class _Outcome:

@@ -105,13 +105,16 @@ class entered:
 
     def __enter__(self) -> None:
         self._token = RUN.set(self._run)
-        self._tool_token = TOOL_CALL.set(None)
+        # (set only when a tool call is in scope: each set makes a new context mapping, and
+        # the flow enters its agent's run around every step of it)
+        self._tool_token = TOOL_CALL.set(None) if TOOL_CALL.get() is not None else None
 
     def __exit__(self, *exc: object) -> None:
         # a run's coroutine that the GC closes after its loop closed gets here in another
         # context (CPython 3.13 does so): there is nothing to restore then
         with contextlib.suppress(ValueError):
-            TOOL_CALL.reset(self._tool_token)
+            if self._tool_token is not None:
+                TOOL_CALL.reset(self._tool_token)
             RUN.reset(self._token)
 
 
