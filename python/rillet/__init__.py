@@ -23,7 +23,7 @@ _logging.getLogger("rillet").addHandler(_logging.NullHandler())
 if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads the same names
     from rillet import codec
     from rillet._native import EMPTY, Channel
-    from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, RunIterator, StateDelta
+    from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, StateDelta
     from rillet.agent_tool import AgentTool, AgentToolError
     from rillet.approval import ApprovalDecision, approve, edit, reject, requires_approval
     from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
@@ -128,6 +128,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads th
     )
     from rillet.observer import ModelInfo, RunInfo, RunObserver
     from rillet.run_config import RunConfig
+    from rillet.run_handle import RunIterator
     from rillet.runner import Runner
     from rillet.schema import *
     from rillet.sessions import (
@@ -152,7 +153,6 @@ _EXPORTS: dict[str, str] = {
     "AgentInput": "rillet.agent",
     "BaseAgent": "rillet.agent",
     "CallbackContext": "rillet.agent",
-    "RunIterator": "rillet.agent",
     "StateDelta": "rillet.agent",
     "AgentTool": "rillet.agent_tool",
     "AgentToolError": "rillet.agent_tool",
@@ -295,6 +295,7 @@ _EXPORTS: dict[str, str] = {
     "AnthropicChatModel": "rillet.models",
     "LiveRequestQueue": "rillet.live",
     "RunConfig": "rillet.run_config",
+    "RunIterator": "rillet.run_handle",
 }
 
 

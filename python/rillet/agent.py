@@ -13,21 +13,20 @@ Write an agent by subclassing :class:`BaseAgent` with an async generator ``_run`
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
 import dataclasses
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from rillet._core.loop import Fatal, RunTask, spawn
-from rillet._native import Channel, Message
+from rillet._native import Message
 from rillet.context import add_session_value, current_run
-from rillet.errors import ChannelClosed, Interrupted, RilletError
+from rillet.errors import Interrupted
 from rillet.event_pair import EventIterator
 from rillet.events import AgentAction, AgentEvent, error_event, event_from_message
+from rillet.run_handle import RunBatches, RunIterator  # the consumer's end of a run: users import it here too
+from rillet.run_handle import start_run as start_run  # a re-export as well
 
 __all__ = [
     "Agent",
@@ -116,228 +115,6 @@ class Agent(Protocol):
     def description(self) -> str: ...
 
     def run(self, input: AgentInput, **options: Any) -> EventIterator[AgentEvent]: ...
-
-
-class RunIterator(EventIterator[AgentEvent]):
-    """The events of one run, for ``for`` (blocking, from any thread) or ``async for``.
-
-    Dropping it, or calling :meth:`close`, abandons the run: its task is cancelled and its
-    streams are closed. Use ``with`` / ``async with`` to make that explicit.
-    """
-
-    __slots__ = ("_on_close", "_task")
-
-    def __init__(self, ch: Channel[AgentEvent]) -> None:
-        super().__init__(ch)
-        self._task: RunTask | None = None
-        # run by close() at once: the cancelled task stops later, on its loop
-        self._on_close: Callable[[], None] | None = None
-
-    def __iter__(self) -> Iterator[AgentEvent]:
-        return self
-
-    def __next__(self) -> AgentEvent:
-        try:
-            task = self._task
-            if task is not None and task.foreign:
-                return self._next_watching(task.loop)
-            return self._ch.__next__()
-        except RuntimeError as e:
-            if _on_loop_thread():
-                raise RuntimeError(
-                    "a blocking `for` over a run's events would block the running event loop; "
-                    "inside async code use `async for event in runner.run(...)`"
-                ) from e
-            raise
-
-    def _next_watching(self, loop: asyncio.AbstractEventLoop) -> AgentEvent:
-        """The next event of a run that is a task of another event loop (one an ``async``
-        caller started, iterated with ``for``): if that loop is closed with the run in flight,
-        nothing will send again, so the run ends here with an error event."""
-        while True:
-            try:
-                return self._ch.recv(_WATCH_INTERVAL)
-            except ChannelClosed:
-                raise StopIteration from None
-            except TimeoutError:
-                if loop.is_closed() and self._task is not None:
-                    self.close()
-                    return AgentEvent(error=RilletError(_LOOP_CLOSED))
-
-    def __aiter__(self) -> AsyncIterator[AgentEvent]:
-        return self
-
-    def __anext__(self) -> Any:
-        return self._ch.__anext__()
-
-    def batches(self, max_events: int = 4096) -> RunBatches:
-        """The events in lists, for ``for batch in run.batches()`` or ``async for``: each list
-        holds the events already available when it is taken (at least one, at most
-        ``max_events``), in order, so a consumer pays one wake-up per batch rather than per event.
-        The same stream as iterating the run: every event comes once, whichever way it is read."""
-        if isinstance(max_events, bool) or not isinstance(max_events, int):
-            raise TypeError(f"RunIterator.batches(max_events=...): an int, got {type(max_events).__name__}")
-        if max_events < 1:
-            raise ValueError(f"RunIterator.batches(max_events={max_events}): give 1 or more")
-        return RunBatches(self, max_events)
-
-    def close(self) -> None:
-        """Abandons the run: cancels its task and drops the events not yet received."""
-        task, self._task = self._task, None
-        self._ch.close()
-        if task is not None:
-            task.cancel()
-        on_close, self._on_close = self._on_close, None
-        if on_close is not None:
-            on_close()
-        with contextlib.suppress(ChannelClosed):
-            while self._ch.try_recv_many(64):  # drop queued events: their streams close
-                pass
-
-    def __enter__(self) -> RunIterator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> RunIterator:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if self._task is not None:
-            with contextlib.suppress(Exception):
-                self.close()
-
-
-class RunBatches:
-    """A run's events in lists of those already available (:meth:`RunIterator.batches`). It
-    keeps its run alive: the run is abandoned when this and the run iterator are both dropped."""
-
-    __slots__ = ("_max", "_run")
-
-    def __init__(self, run: RunIterator, max_events: int) -> None:
-        self._run = run
-        self._max = max_events
-
-    def __iter__(self) -> Iterator[list[AgentEvent]]:
-        return self
-
-    def __next__(self) -> list[AgentEvent]:
-        run = self._run
-        task = run._task
-        watch = task is not None and task.foreign
-        try:
-            while True:
-                try:
-                    return run._ch.recv_many(self._max, _WATCH_INTERVAL if watch else None)
-                except TimeoutError:  # only when watching: see RunIterator._next_watching
-                    if task is not None and task.loop.is_closed() and run._task is not None:
-                        run.close()
-                        return [AgentEvent(error=RilletError(_LOOP_CLOSED))]
-        except ChannelClosed:
-            raise StopIteration from None
-        except RuntimeError as e:
-            if _on_loop_thread():
-                raise RuntimeError(
-                    "a blocking `for` over a run's batches would block the running event loop; "
-                    "inside async code use `async for batch in run.batches()`"
-                ) from e
-            raise
-
-    def __aiter__(self) -> AsyncIterator[list[AgentEvent]]:
-        return self
-
-    async def __anext__(self) -> list[AgentEvent]:
-        try:
-            return await self._run._ch.arecv_many(self._max)
-        except ChannelClosed:
-            raise StopAsyncIteration from None
-
-
-_WATCH_INTERVAL = 0.25  # seconds between checks that a foreign run's event loop is still open
-_LOOP_CLOSED = "the run was stopped: the event loop it ran on was closed with the run in flight"
-
-
-def _on_loop_thread() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def start_run(events: AsyncIterator[AgentEvent], ctx: contextvars.Context | None = None) -> RunIterator:
-    """Pumps ``events`` into a new run iterator from a task (see :func:`rillet._core.loop.spawn`),
-    running in ``ctx`` (default: a copy of the caller's context)."""
-    ch: Channel[AgentEvent] = Channel()
-    it = RunIterator(ch)
-    it._task = spawn(_pump(events, ch), ctx)
-    return it
-
-
-class _Closing:
-    """``contextlib.aclosing`` for a run's events, except when the run's coroutine is being
-    destroyed (its loop was closed under it): the generator is then suspended mid-step and
-    cannot be closed; it is finalized on its own."""
-
-    __slots__ = ("events",)
-
-    def __init__(self, events: AsyncIterator[AgentEvent]) -> None:
-        self.events = events
-
-    async def __aenter__(self) -> AsyncIterator[AgentEvent]:
-        return self.events
-
-    async def __aexit__(self, typ: type[BaseException] | None, *exc: object) -> None:
-        if typ is not GeneratorExit:
-            await self.events.aclose()  # type: ignore[attr-defined]
-
-
-_YIELD_EVERY_MASK = 255  # the pump lets the loop run after every 256 events
-
-
-async def _pump(events: AsyncIterator[AgentEvent], gen: Channel[AgentEvent]) -> None:
-    send = gen.send  # the channel itself, not an EventGenerator: no Python frame per event
-    try:
-        async with _Closing(events) as evs:
-            sent = 0
-            async for ev in evs:
-                if not send(ev):
-                    break  # the consumer is gone
-                sent += 1
-                if not sent & _YIELD_EVERY_MASK:
-                    # An agent that never waits would queue its whole run before the consumer
-                    # (and every other task of the loop) got a turn: let it in now and then, so
-                    # events are handled while young (cheaper for the garbage collector too).
-                    await asyncio.sleep(0)
-    except asyncio.CancelledError as e:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            if not gen.closed:  # not abandoned by its consumer: its event loop is shutting down
-                gen.send(
-                    AgentEvent(
-                        error=RilletError("the run was cancelled: the event loop it ran on closed or cancelled it")
-                    )
-                )
-            raise
-        gen.send(error_event(e))  # agent code let a CancelledError escape: an error, as data
-    except Fatal as e:  # a KeyboardInterrupt or SystemExit raised in one of the run's child tasks
-        gen.send(error_event(e.exc))
-    except GeneratorExit:  # destroyed: its loop was closed with the run in flight
-        if not gen.closed:
-            gen.send(AgentEvent(error=RilletError(_LOOP_CLOSED)))
-        raise
-    except BaseException as e:
-        # A KeyboardInterrupt, a SystemExit or a user's own BaseException raised by agent code
-        # (a tool, a model, a callback) that nothing handled as data: the run's error event,
-        # never an exception that would stop the event loop other runs share, nor an end
-        # the consumer could take for a finished run.
-        gen.send(error_event(e))
-    finally:
-        gen.close()
 
 
 def run_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rillet._native import Message, StreamReader
-from rillet.agent import RunIterator
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.events import AgentEvent
+from rillet.run_handle import RunIterator
 from rillet.runner import Runner
 from rillet.web.wire import event_records
 
