@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from rillet import Message, pipe, stream_from_list
-from rillet.agent import AgentInput, BaseAgent
+from rillet.agent import AgentInput, BaseAgent, start_run
 from rillet.context import add_session_value, add_session_values, get_session_value, get_session_values
 from rillet.events import (
     AgentAction,
@@ -216,6 +216,27 @@ def test_abandoning_an_async_run_cancels_its_task() -> None:
 
     assert asyncio.run(main()) == 0
     assert agent.closed.is_set()
+
+
+def test_start_run_calls_on_close_once_when_the_consumer_lets_go_of_the_run() -> None:
+    """What the Runner frees a session with: run by close() itself (the cancelled task ends
+    later, on its loop), once however often the run is closed, and when the iterator is dropped."""
+    let_go: list[str] = []
+    agent = Endless()
+    it = start_run(agent.events(AgentInput()), on_close=lambda: let_go.append("closed"))
+    next(it)
+    assert let_go == []
+    it.close()
+    it.close()
+    assert let_go == ["closed"]
+    assert agent.closed.wait(30), "the abandoned run's task was not cancelled"
+
+    dropped = start_run(Endless().events(AgentInput()), on_close=lambda: let_go.append("dropped"))
+    next(dropped)
+    del dropped
+    gc.collect()
+    assert let_go == ["closed", "dropped"]
+    wait_until(lambda: tasks_on_rillets_loop() == 0, "the runs' tasks on rillet's loop to end")
 
 
 def test_abandoning_a_streaming_run_closes_every_copy_of_the_model_stream() -> None:

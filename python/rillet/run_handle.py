@@ -190,11 +190,18 @@ def _on_loop_thread() -> bool:
     return True
 
 
-def start_run(events: AsyncIterator[AgentEvent], ctx: contextvars.Context | None = None) -> RunIterator:
+def start_run(
+    events: AsyncIterator[AgentEvent],
+    ctx: contextvars.Context | None = None,
+    *,
+    on_close: Callable[[], None] | None = None,
+) -> RunIterator:
     """Pumps ``events`` into a new run iterator from a task (see :func:`rillet._core.loop.spawn`),
-    running in ``ctx`` (default: a copy of the caller's context)."""
+    running in ``ctx`` (default: a copy of the caller's context). ``on_close()`` runs once, when
+    the consumer closes or drops the iterator: at once, while the cancelled task ends later."""
     ch: Channel[AgentEvent] = Channel()
     it = RunIterator(ch)
+    it._on_close = on_close
     it._task = spawn(_pump(events, ch), ctx)
     return it
 

@@ -686,6 +686,4 @@ def _session_run(forward: AsyncIterator[AgentEvent], ctx: contextvars.Context, s
     if srun is None:
         return start_run(forward, ctx)
     srun.guard(forward)
-    it = start_run(forward, ctx)
-    it._on_close = srun.release
-    return it
+    return start_run(forward, ctx, on_close=srun.release)
