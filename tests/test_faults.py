@@ -494,8 +494,14 @@ def test_closing_a_loop_with_runs_in_flight_is_quiet_and_closes_their_tools(mode
         assert "event loop" in end, report["ends"]
 
 
-def test_a_run_of_another_threads_loop_iterated_with_for_gets_its_events_then_an_error_when_that_loop_closes() -> None:
+@pytest.mark.parametrize("read", ["events", "batches"])
+def test_a_run_of_another_threads_loop_iterated_with_for_gets_its_events_then_an_error_when_that_loop_closes(
+    read: str,
+) -> None:
     calls: list[int] = []
+
+    def drained(it: RunIterator) -> list[AgentEvent]:
+        return list(it) if read == "events" else [ev for batch in it.batches(1) for ev in batch]
 
     @tool
     async def slow() -> str:
@@ -514,7 +520,7 @@ def test_a_run_of_another_threads_loop_iterated_with_for_gets_its_events_then_an
 
     try:
         it = asyncio.run_coroutine_threadsafe(start(ScriptedModel([asks(call("slow")), "done"])), loop).result(T)
-        assert texts(list(it)) == ["", "late", "done"]  # the loop lives: every event, then the end
+        assert texts(drained(it)) == ["", "late", "done"]  # the loop lives: every event, then the end
         it = asyncio.run_coroutine_threadsafe(start(ScriptedModel([asks(call("slow")), "done"])), loop).result(T)
         first = next(it)
         assert first.error is None
@@ -523,7 +529,7 @@ def test_a_run_of_another_threads_loop_iterated_with_for_gets_its_events_then_an
         thread.join(T)
         loop.close()  # the second run is still waiting for its tool
     rest: list[AgentEvent] = []
-    reader = threading.Thread(target=lambda: rest.extend(it), daemon=True)
+    reader = threading.Thread(target=lambda: rest.extend(drained(it)), daemon=True)
     reader.start()
     reader.join(30)
     assert not reader.is_alive(), "the consumer was left waiting"

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from rillet._core.loop import Fatal, RunTask, spawn
-from rillet._native import Channel
+from rillet._native import Channel, ChannelRecv
 from rillet.errors import ChannelClosed, RilletError
 from rillet.event_pair import EventIterator
 from rillet.events import AgentEvent, error_event
@@ -81,9 +81,30 @@ class RunIterator(EventIterator[AgentEvent]):
             except ChannelClosed:
                 raise StopIteration from None
             except TimeoutError:
-                if loop.is_closed() and self._task is not None:
-                    self.close()
-                    return AgentEvent(error=RilletError(_LOOP_CLOSED))
+                ended = self._end_if_loop_closed(loop)
+                if ended is not None:
+                    return ended
+
+    def _watched_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop a blocking receive watches (see :meth:`_next_watching`): the run's,
+        while it is in flight as a task of a loop other than rillet's own; else None."""
+        task = self._task
+        return task.loop if task is not None and task.foreign else None
+
+    def _end_if_loop_closed(self, loop: asyncio.AbstractEventLoop) -> AgentEvent | None:
+        """When ``loop`` was closed with the run in flight, nothing will send again: closes the
+        run and returns the error event that ends it. Else None."""
+        if loop.is_closed() and self._task is not None:
+            self.close()
+            return AgentEvent(error=RilletError(_LOOP_CLOSED))
+        return None
+
+    def _batch_receivers(
+        self,
+    ) -> tuple[Callable[[int, float | None], list[AgentEvent]], Callable[[int], ChannelRecv[list[AgentEvent]]]]:
+        """The channel's own ``recv_many`` and ``arecv_many``, for :class:`RunBatches` to bind
+        once: no Python frame of this iterator's between the consumer and each batch."""
+        return self._ch.recv_many, self._ch.arecv_many
 
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         return self
@@ -137,27 +158,27 @@ class RunBatches:
     """A run's events in lists of those already available (:meth:`RunIterator.batches`). It
     keeps its run alive: the run is abandoned when this and the run iterator are both dropped."""
 
-    __slots__ = ("_max", "_run")
+    __slots__ = ("_arecv_many", "_max", "_recv_many", "_run")
 
     def __init__(self, run: RunIterator, max_events: int) -> None:
         self._run = run
         self._max = max_events
+        self._recv_many, self._arecv_many = run._batch_receivers()
 
     def __iter__(self) -> Iterator[list[AgentEvent]]:
         return self
 
     def __next__(self) -> list[AgentEvent]:
-        run = self._run
-        task = run._task
-        watch = task is not None and task.foreign
+        loop = self._run._watched_loop()
         try:
             while True:
                 try:
-                    return run._ch.recv_many(self._max, _WATCH_INTERVAL if watch else None)
+                    return self._recv_many(self._max, None if loop is None else _WATCH_INTERVAL)
                 except TimeoutError:  # only when watching: see RunIterator._next_watching
-                    if task is not None and task.loop.is_closed() and run._task is not None:
-                        run.close()
-                        return [AgentEvent(error=RilletError(_LOOP_CLOSED))]
+                    assert loop is not None
+                    ended = self._run._end_if_loop_closed(loop)
+                    if ended is not None:
+                        return [ended]
         except ChannelClosed:
             raise StopIteration from None
         except RuntimeError as e:
@@ -173,7 +194,7 @@ class RunBatches:
 
     async def __anext__(self) -> list[AgentEvent]:
         try:
-            return await self._run._ch.arecv_many(self._max)
+            return await self._arecv_many(self._max)
         except ChannelClosed:
             raise StopAsyncIteration from None
 
