@@ -6,6 +6,7 @@ plain iteration and batches."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -153,6 +154,33 @@ def test_a_blocking_for_over_batches_on_the_loop_says_what_to_use() -> None:
         run.close()
 
     asyncio.run(main())
+
+
+def test_batches_of_another_loops_run_taken_before_the_run_is_closed_end_at_the_close() -> None:
+    """Batches read with ``for`` watch the loop of a run an async caller started; once the run
+    is closed they end, with none of its events, whether the loop still runs or not."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    async def start() -> Any:
+        return Runner(Script(10**6, frozenset(range(0, 10**6, 10)))).query("go")
+
+    try:
+        run = asyncio.run_coroutine_threadsafe(start(), loop).result(30)
+        batches = run.batches()
+        assert next(batches)  # in flight
+        run.close()
+        got: list[Any] = []
+        reader = threading.Thread(target=lambda: got.extend(batches), daemon=True)
+        reader.start()
+        reader.join(30)
+        assert not reader.is_alive(), "the batches of the closed run kept waiting"
+        assert got == []
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
 
 
 def test_max_events_must_be_positive() -> None:

@@ -158,18 +158,21 @@ class RunBatches:
     """A run's events in lists of those already available (:meth:`RunIterator.batches`). It
     keeps its run alive: the run is abandoned when this and the run iterator are both dropped."""
 
-    __slots__ = ("_arecv_many", "_max", "_recv_many", "_run")
+    __slots__ = ("_arecv_many", "_loop", "_max", "_recv_many", "_run")
 
     def __init__(self, run: RunIterator, max_events: int) -> None:
         self._run = run
         self._max = max_events
         self._recv_many, self._arecv_many = run._batch_receivers()
+        # Fixed while the run is in flight; once it is closed, its channel is closed and empty
+        # and every receive ends at once, however long it would have waited.
+        self._loop = run._watched_loop()
 
     def __iter__(self) -> Iterator[list[AgentEvent]]:
         return self
 
     def __next__(self) -> list[AgentEvent]:
-        loop = self._run._watched_loop()
+        loop = self._loop
         try:
             while True:
                 try:
