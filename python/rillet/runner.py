@@ -29,7 +29,7 @@ from typing import Any, Literal
 from rillet._core import scope
 from rillet._core.interrupt import InterruptInfo, ResumeScope
 from rillet._native import Message
-from rillet.agent import Agent, AgentInput, RunIterator, start_run
+from rillet.agent import Agent, AgentInput
 from rillet.artifacts import ArtifactService, BlobSavingSource, save_message_blobs
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import agent_binding, check_binding
@@ -51,6 +51,7 @@ from rillet.flow import flow_of
 from rillet.live import LiveAgent, LiveContext, LiveRequestQueue, LiveSource
 from rillet.observer import RunObserver, observing
 from rillet.run_config import BUDGET, RunBudget, RunConfig
+from rillet.run_handle import RunIterator, start_run
 from rillet.sessions import SessionPolicy, SessionStore
 from rillet.sessions.run import SessionRun, TurnSession, open_run, resume_run
 
