@@ -373,7 +373,6 @@ NOTE = "time.sleep(0.5) would be wrong here"
     ]  # NOTE is prose: it does not parse
 
 
-
 # --- the ReAct steps get their agent's dependencies as one record -----------------------------
 
 STEP_MODULES = sorted(p for p in (PACKAGE / "chatmodel").glob("*.py") if p.name not in ("agent.py", "__init__.py"))
