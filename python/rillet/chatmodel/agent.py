@@ -3,6 +3,7 @@ ReAct loop's steps (:mod:`rillet.chatmodel.steps`)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -120,6 +121,9 @@ class ChatModelAgent(BaseAgent):
     """
 
     runs_agents_in_its_run = False  # its agent tools run in sessions of their own
+    # the last run's ReactDeps and what it was built from (class defaults: none before a run)
+    _deps: ReactDeps | None = None
+    _deps_sources: tuple[object, ...] = ()
 
     def __init__(
         self,
@@ -336,10 +340,12 @@ class ChatModelAgent(BaseAgent):
     def _begin_run(self) -> ReactDeps:
         """A run (or live run) starts: the agent is frozen (its sub-agents are set), its hooks
         collected again if their sources changed, and what the run's steps read is taken from
-        it, as a :class:`ReactDeps`."""
+        it, as a :class:`ReactDeps`: the last run's, unless one of its sources is another object
+        now (an attribute set since; the record holds the same objects, so what was changed in
+        place is seen either way). Comparing is a third of the cost of building one."""
         self._frozen = True
         self._collect_hooks()
-        return ReactDeps(
+        sources = (
             self.name,
             self.model,
             self._by_name,
@@ -362,6 +368,11 @@ class ChatModelAgent(BaseAgent):
             self.model_options,
             self.live_model,
         )
+        deps = self._deps
+        if deps is None or not all(map(operator.is_, sources, self._deps_sources)):  # by identity, not ==
+            deps = self._deps = ReactDeps(*sources)
+            self._deps_sources = sources
+        return deps
 
     async def _start(
         self, deps: ReactDeps, input: AgentInput, loop: ReactLoop, run: RunContext | None

@@ -1,6 +1,7 @@
 """What a ChatModelAgent's run depends on, as one frozen record: :class:`ReactDeps`.
 
-The agent makes it when a run starts (:meth:`ChatModelAgent._begin_run`) and hands it to
+The agent makes it when a run starts (:meth:`ChatModelAgent._begin_run`: the last run's
+record again when nothing it holds was replaced since) and hands it to
 every step of the run (:mod:`rillet.chatmodel.steps`), to each tool call
 (:mod:`rillet.chatmodel.tool_call`) and to the live run (:mod:`rillet.chatmodel.live`). They
 read only the record, never the agent: the agent's fields may change (a public attribute set
