@@ -371,3 +371,77 @@ NOTE = "time.sleep(0.5) would be wrong here"
         (11, "Agent._run", 1.0),
         (19, "CHILD:<module>", 0.5),
     ]  # NOTE is prose: it does not parse
+
+
+# --- the ReAct steps get their agent's dependencies as one record -----------------------------
+
+STEP_MODULES = sorted(p for p in (PACKAGE / "chatmodel").glob("*.py") if p.name not in ("agent.py", "__init__.py"))
+
+
+def agent_imports(source: str) -> list[tuple[int, str]]:
+    """Each import of ChatModelAgent or of its module, under ``TYPE_CHECKING`` and in
+    functions too: ``(line, the import)``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        if any(n.endswith(".ChatModelAgent") or n.startswith("rillet.chatmodel.agent") for n in names):
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def _is_private(name: object) -> bool:
+    return isinstance(name, str) and name.startswith("_") and not name.startswith("__")
+
+
+def private_reads(source: str) -> list[tuple[int, str]]:
+    """Each use of another object's underscore attribute (``agent._by_name``,
+    ``getattr(sub, "_finish_task")``): ``(line, the expression)``. ``self``, ``cls`` and
+    ``super()`` are the module's own objects."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute):
+            v = node.value
+            own = (isinstance(v, ast.Name) and v.id in ("self", "cls")) or ast.unparse(v) == "super()"
+            if _is_private(node.attr) and not own:
+                found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr"):
+            key = node.args[1] if len(node.args) > 1 else None
+            if isinstance(key, ast.Constant) and _is_private(key.value):
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_the_react_steps_never_import_chat_model_agent() -> None:
+    """The steps, the tool call, the live run and the rest of rillet.chatmodel get what they
+    need from the agent as one record built when its run starts (rillet.chatmodel.deps), not
+    the agent: they neither import ChatModelAgent (not even for types) nor use another
+    object's underscore attributes, so the agent's fields can change without the steps."""
+    assert STEP_MODULES, "rillet/chatmodel has no step modules: the check checks nothing"
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for path in STEP_MODULES
+        for check in (agent_imports, private_reads)
+        for line, what in check(path.read_text())
+    ]
+    assert found == [], "take it from the run's ReactDeps (rillet/chatmodel/deps.py) instead"
+
+
+def test_the_step_checks_find_an_agent_import_and_a_private_read() -> None:
+    source = """
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from rillet.chatmodel.agent import ChatModelAgent
+def step(agent, self):
+    from rillet import ChatModelAgent
+    return agent._hooks, getattr(agent, "_finish_task", None), self._own, super()._own, agent.__class__
+"""
+    assert agent_imports(source) == [
+        (4, "from rillet.chatmodel.agent import ChatModelAgent"),
+        (6, "from rillet import ChatModelAgent"),
+    ]
+    assert private_reads(source) == [(7, "agent._hooks"), (7, "getattr(agent, '_finish_task', None)")]

@@ -205,6 +205,24 @@ def test_send_tool_gen_action_attaches_to_that_tools_event() -> None:
     assert by_tool["echo"].action is None
 
 
+def test_what_is_set_on_the_agent_between_runs_is_what_the_next_run_uses() -> None:
+    """A run takes what it needs from its agent when it starts (and may reuse the last run's
+    record of it): an attribute set since, or a list grown in place, counts."""
+    agent = ChatModelAgent("a", instruction="First.", model=ScriptedModel(["one"]), tools=[add], output_key="k")
+    assert kinds(collect(Runner(agent))) == ["model"]
+    again = collect(Runner(agent))  # nothing changed: the same as the first run
+    assert kinds(again) == ["error"] and "ScriptedModel" in str(again[0].error)  # its script is used up
+
+    model = ScriptedModel(lambda messages, tools: asks(call(0, "add", {"a": 1, "b": 2})))
+    agent.model, agent.instruction, agent.max_iterations = model, "Second.", 2
+    wrapped: list[str] = []
+    agent.wrap_tool_call.append(lambda ctx, call_next: (wrapped.append(ctx.tool_name), call_next(ctx.arguments))[1])
+    events = collect(Runner(agent))
+    assert kinds(events) == ["model", "tool:add", "model", "tool:add", "error"]
+    assert isinstance(events[-1].error, ExceedMaxIterationsError) and "(2 model calls)" in str(events[-1].error)
+    assert model.calls[0].messages[0].content == "Second." and wrapped == ["add", "add"]
+
+
 def test_instruction_is_formatted_only_when_session_values_exist() -> None:
     def run(**kw: Any) -> ScriptedModel:
         model = ScriptedModel(["ok"])

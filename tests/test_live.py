@@ -394,3 +394,31 @@ def test_a_failing_send_to_the_model_ends_the_run_with_an_error_event() -> None:
     assert [row(e) for e in events] == [("voice", "error", "LiveError")]
     assert "sending to the model failed: socket reset" in str(events[0].error)
     assert model.connections[0].closed
+
+
+def test_a_tool_wrapper_added_after_construction_wraps_the_live_runs_calls() -> None:
+    """A live run takes the agent's hooks as a run does: one appended to ``wrap_tool_call``
+    after the agent was made counts, with no plain run in between."""
+    seen: list[str] = []
+
+    async def audit(ctx: Any, call_next: Any) -> str:
+        seen.append(ctx.tool_name)
+        return f"[{await call_next(ctx.arguments)}]"
+
+    model = ScriptedLiveModel([call("clock"), "It is noon."], chunk_size=100)
+    agent = voice(model, tools=[clock])
+    agent.wrap_tool_call.append(audit)
+    q = LiveRequestQueue()
+    q.send_content("time?")
+
+    async def main() -> list[tuple[Any, ...]]:
+        rows = []
+        async for ev in Runner(agent).run_live(queue=q):
+            rows.append(row(ev))
+            if rows[-1] == ("voice", "voice", "message", "It is noon."):
+                q.close()
+        return rows
+
+    rows = asyncio.run(asyncio.wait_for(main(), 10))
+    assert seen == ["clock"]
+    assert ("voice", "voice", "tool", "clock", "[12:00]") in rows, rows

@@ -10,7 +10,8 @@ return-directly tool was called, its event last, once the whole round is done. T
 separate "final" event: the last model event is the answer.
 
 The package: :mod:`.config` (errors, callback contexts and types, argument checks),
-:mod:`.state` (the loop's state record and the checkpointed round state), :mod:`.steps` (the
+:mod:`.state` (the loop's state record and the checkpointed round state), :mod:`.deps` (what a
+run takes from its agent when it starts, the one thing the steps read of it), :mod:`.steps` (the
 model and tool steps, each returning the next), :mod:`.tool_call` (one tool call), :mod:`.output` (answers checked against an ``output_type``),
 :mod:`.middleware` (``ChatModelAgentMiddleware`` and the hooks an agent runs),
 :mod:`.guardrails` (input and output guardrails) and

@@ -3,11 +3,10 @@ ReAct loop's steps (:mod:`rillet.chatmodel.steps`)."""
 
 from __future__ import annotations
 
-import copy
+import operator
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
-from rillet._native import Message
 from rillet.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.chatmodel.config import (
     AfterAgent,
@@ -18,8 +17,8 @@ from rillet.chatmodel.config import (
     ToolWrapper,
     as_list,
     check_arguments,
-    maybe_await,
 )
+from rillet.chatmodel.deps import ReactDeps
 from rillet.chatmodel.guardrails import (
     GuardrailFunction,
     InputGuardrail,
@@ -38,7 +37,7 @@ from rillet.chatmodel.middleware import (
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
 from rillet.chatmodel.steps import call_model, guard_input, start_round
-from rillet.chatmodel.task import TASK_INSTRUCTION, FinishTaskTool, check_mode, delegation_tool, mode_of
+from rillet.chatmodel.task import FinishTaskTool, check_mode, delegation_tool, mode_of
 from rillet.checkpoint.journal import JOURNAL
 from rillet.checkpoint_state import saved_state
 from rillet.context import RunContext, current_run, host_agent_run
@@ -54,6 +53,11 @@ if TYPE_CHECKING:
     from rillet.tools import BaseTool, ToolInfo
 
 __all__ = ["ChatModelAgent"]
+
+
+def _emitting(tools: list[BaseTool]) -> bool:
+    """Whether a tool sends the events of its inner run (the steps then run calls as tasks)."""
+    return any(getattr(t, "emit_internal_events", False) for t in tools)
 
 
 _NO_HOOKS = Hooks.of("", [])  # shared by the agents without hooks (read, never changed)
@@ -117,6 +121,9 @@ class ChatModelAgent(BaseAgent):
     """
 
     runs_agents_in_its_run = False  # its agent tools run in sessions of their own
+    # the last run's ReactDeps and what it was built from (class defaults: none before a run)
+    _deps: ReactDeps | None = None
+    _deps_sources: tuple[object, ...] = ()
 
     def __init__(
         self,
@@ -189,8 +196,8 @@ class ChatModelAgent(BaseAgent):
         self.model_options = dict(model_options or {})
         self.input_guardrails = as_input_guardrails(name, input_guardrails)
         self.output_guardrails = as_output_guardrails(name, output_guardrails)
-        self._tool_infos: list[ToolInfo] = self._infos()
-        self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
+        self._tool_infos: list[ToolInfo] = self._infos(self.tools)
+        self._emits = _emitting(self.tools)
         self._sub_agents: list[Any] = []
         self._delegated: list[BaseTool] = []  # the tools for sub-agents in single_turn or task mode
         self._parent: Any = None
@@ -211,7 +218,9 @@ class ChatModelAgent(BaseAgent):
         self._check_not_frozen()
         if self._sub_agents:
             raise ValueError(f"ChatModelAgent {self.name!r}: sub-agents are already set")
-        delegated = [delegation_tool(a, m) for a in sub_agents if (m := mode_of(a)) != "chat"]
+        delegated = [
+            delegation_tool(a, m, getattr(a, "_finish_task", None)) for a in sub_agents if (m := mode_of(a)) != "chat"
+        ]
         taken = {t.info.name for t in self.tools} & {t.info.name for t in delegated}
         if taken:
             raise ValueError(
@@ -259,8 +268,8 @@ class ChatModelAgent(BaseAgent):
             self.tools.append(t)
             self._by_name[TRANSFER_TOOL_NAME] = t
             self.return_directly.add(TRANSFER_TOOL_NAME)
-        self._tool_infos = self._infos()
-        self._emits = any(getattr(t, "emit_internal_events", False) for t in self.tools)
+        self._tool_infos = self._infos(self.tools)
+        self._emits = _emitting(self.tools)
 
     def _index(self, tools: list[BaseTool], return_directly: set[str]) -> dict[str, BaseTool]:
         """The tools by name, checked: unique names, none taken by the final-answer tool, and
@@ -285,9 +294,9 @@ class ChatModelAgent(BaseAgent):
             )
         return by_name
 
-    def _infos(self) -> list[ToolInfo]:
+    def _infos(self, tools: list[BaseTool]) -> list[ToolInfo]:
         """What the model is offered: the tools, and the final-answer tool of output_type."""
-        infos = [t.info for t in self.tools]
+        infos = [t.info for t in tools]
         if self._output is not None and self._output.tool is not None:
             infos.append(self._output.tool)
         return infos
@@ -295,7 +304,7 @@ class ChatModelAgent(BaseAgent):
     def run_live(self, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
         """The agent's live run over ``live_model`` (see :class:`rillet.live.LiveAgent`);
         raises :class:`~rillet.errors.LiveNotSupportedError` at once without a live model."""
-        return run_live(self, input, live, **options)
+        return run_live(self.name, self.live_model, self._begin_run, input, live, **options)
 
     # --- the run ----------------------------------------------------------------------
 
@@ -303,22 +312,22 @@ class ChatModelAgent(BaseAgent):
         """Drives the loop: each step returns the next; the events a step produced go out
         before the next step runs. The loop is the run's host for :func:`rillet.send_event`
         and the run-local values while it runs."""
-        self._frozen = True
-        model_options = {**self.model_options, **options.get("model_options", {})}
+        deps = self._begin_run()
+        model_options = {**deps.model_options, **options.get("model_options", {})}
         loop = ReactLoop([], 0, 0, input.enable_streaming, model_options)
         run = current_run()
         previous = host_agent_run(run, loop.hosted()) if run is not None else None
         out = loop.out
         try:
-            agent, first = await self._start(input, loop, run)
-            build_schemas(agent._tool_infos)  # function tools describe themselves on first use
+            deps, first = await self._start(deps, input, loop, run)
+            build_schemas(deps.tool_infos)  # function tools describe themselves on first use
             step: Step | None = first
             if out:  # what before_agent hooks sent
                 for ev in out:
                     yield ev
                 out.clear()
             while step is not None:
-                step = await step(agent, loop)
+                step = await step(deps, loop)
                 if out:
                     for ev in out:
                         yield ev
@@ -328,12 +337,50 @@ class ChatModelAgent(BaseAgent):
             if run is not None:
                 host_agent_run(run, previous)
 
-    async def _start(self, input: AgentInput, loop: ReactLoop, run: RunContext | None) -> tuple[ChatModelAgent, Step]:
-        """The agent this run uses (see :meth:`_before_agent`), with the loop's first state, and
-        the first step: a resumed run reruns its interrupted round with the conversation as it
-        was (completed results are reused, not recomputed); a new run calls the model with the
-        agent's input."""
+    def _begin_run(self) -> ReactDeps:
+        """A run (or live run) starts: the agent is frozen (its sub-agents are set), its hooks
+        collected again if their sources changed, and what the run's steps read is taken from
+        it, as a :class:`ReactDeps`: the last run's, unless one of its sources is another object
+        now (an attribute set since; the record holds the same objects, so what was changed in
+        place is seen either way). Comparing is a third of the cost of building one."""
+        self._frozen = True
         self._collect_hooks()
+        sources = (
+            self.name,
+            self.model,
+            self._by_name,
+            self._tool_infos,
+            self.return_directly,
+            self._emits,
+            self._hooks,
+            self._tool_wrappers,
+            self._output,
+            self.output_key,
+            self.input_guardrails,
+            self.output_guardrails,
+            self.max_iterations,
+            self.execute_tools_sequentially,
+            self.tool_error,
+            self.mode,
+            self.instruction,
+            self._transfer_instruction,
+            self.gen_model_input,
+            self.model_options,
+            self.live_model,
+        )
+        deps = self._deps
+        if deps is None or not all(map(operator.is_, sources, self._deps_sources)):  # by identity, not ==
+            deps = self._deps = ReactDeps(*sources)
+            self._deps_sources = sources
+        return deps
+
+    async def _start(
+        self, deps: ReactDeps, input: AgentInput, loop: ReactLoop, run: RunContext | None
+    ) -> tuple[ReactDeps, Step]:
+        """What this run uses (``deps``, or what :meth:`_before_agent` made of it), with the
+        loop's first state, and the first step: a resumed run reruns its interrupted round with
+        the conversation as it was (completed results are reused, not recomputed); a new run
+        calls the model with the agent's input."""
         saved = run.point.state if run is not None and run.point.was_interrupted else None
         if self._output is not None and self._output.tool is None:
             loop.model_options.setdefault("response_format", self._output.type)
@@ -341,25 +388,24 @@ class ChatModelAgent(BaseAgent):
         journal = JOURNAL.get()
         if journal is not None and run is not None:  # a step run: record (and replay) its calls
             loop.steps = journal.agent(run.address)
-        agent = self
         if resumed is not None:
             loop.messages, loop.remaining, loop.iteration = list(resumed.messages), resumed.remaining, resumed.iteration
             loop.resumed = resumed
             if resumed.locals:
                 loop.locals = dict(resumed.locals)
-            if self._hooks.before_agent:
-                agent, _ = await self._before_agent(None)
-            return agent, start_round
-        if self._hooks.before_agent:
-            agent, changed = await self._before_agent(input)
+            if deps.hooks.before_agent:
+                deps, _ = await self._before_agent(deps, None)
+            return deps, start_round
+        if deps.hooks.before_agent:
+            deps, changed = await self._before_agent(deps, input)
             assert changed is not None  # a new run's input stays an input
             input = changed
-        loop.messages = await agent._model_input(input)  # a new list: the run's own to grow
-        loop.remaining = agent.max_iterations if agent._tool_infos else 1
-        if agent.input_guardrails:
+        loop.messages = await deps.model_input(input)  # a new list: the run's own to grow
+        loop.remaining = deps.max_iterations if deps.tool_infos else 1
+        if deps.input_guardrails:
             loop.input_messages = [m.copy() for m in input.messages]
-            return agent, guard_input
-        return agent, call_model
+            return deps, guard_input
+        return deps, call_model
 
     def _collect_hooks(self) -> None:
         """(Re)collects the hooks when the callback lists or ``middlewares`` changed since the
@@ -400,11 +446,11 @@ class ChatModelAgent(BaseAgent):
         self._tool_wrappers = self._hooks.wrap_tool_call  # read on every tool call: one attribute
         self._hook_sources = sources
 
-    async def _before_agent(self, input: AgentInput | None) -> tuple[ChatModelAgent, AgentInput | None]:
-        """Runs the ``before_agent`` hooks; the agent for this run is this one, or a copy with
-        the instruction, tools and return-directly names the hooks set."""
+    async def _before_agent(self, deps: ReactDeps, input: AgentInput | None) -> tuple[ReactDeps, AgentInput | None]:
+        """Runs the ``before_agent`` hooks; what this run uses is ``deps``, or a copy with the
+        instruction, tools and return-directly names the hooks set."""
         ctx = ChatModelAgentContext(self.instruction, list(self.tools), set(self.return_directly), input)
-        for hook in self._hooks.before_agent:
+        for hook in deps.hooks.before_agent:
             try:
                 new = await hook(ctx)
             except Exception as e:
@@ -418,50 +464,12 @@ class ChatModelAgent(BaseAgent):
             ctx = new or ctx
         tools = [as_tool(t) for t in ctx.tools]
         if ctx.instruction == self.instruction and tools == self.tools and ctx.return_directly == self.return_directly:
-            return self, ctx.input
+            return deps, ctx.input
         if not isinstance(ctx.instruction, str):
             raise TypeError(
                 f"ChatModelAgent {self.name!r}: a before_agent hook set the instruction to "
                 f"{type(ctx.instruction).__name__}; it must be a str"
             )
-        view = copy.copy(self)  # this run's agent: the same but for what the hooks changed
-        view.instruction = ctx.instruction
-        view.tools = tools
-        view.return_directly = set(ctx.return_directly)
-        view._by_name = self._index(tools, view.return_directly)
-        view._tool_infos = view._infos()
-        view._emits = any(getattr(t, "emit_internal_events", False) for t in tools)
-        return view, ctx.input
-
-    async def _model_input(self, input: AgentInput) -> list[Message]:
-        """The first model call's messages: always a new list (the run appends to it)."""
-        if self.gen_model_input is not None:
-            return list(await maybe_await(self.gen_model_input(self.instruction, input)))
-        instruction = self.instruction
-        if self._transfer_instruction:
-            instruction = (
-                f"{instruction}\n\n{self._transfer_instruction}" if instruction else self._transfer_instruction
-            )
-        instruction = self._format_instruction(instruction)
-        if self.mode == "task":  # added after formatting: its backticks are not format fields
-            instruction = f"{instruction}\n\n{TASK_INSTRUCTION}" if instruction else TASK_INSTRUCTION
-        if not instruction:
-            return list(input.messages)
-        return [Message.system(instruction), *input.messages]
-
-    def _format_instruction(self, instruction: str) -> str:
-        run = current_run()
-        if not instruction or run is None:
-            return instruction
-        with run.session.lock:
-            values = dict(run.session.values)
-        if not values:
-            return instruction
-        try:
-            return instruction.format_map(values)
-        except (KeyError, ValueError, IndexError, AttributeError) as e:
-            raise ValueError(
-                f"ChatModelAgent {self.name!r}: the instruction is formatted with the session values "
-                f"({', '.join(sorted(values))}) and failed: {e!r}. Double literal braces ({{{{ and }}}}) or "
-                "pass gen_model_input to build the model input yourself"
-            ) from e
+        return_directly = set(ctx.return_directly)
+        index = self._index(tools, return_directly)
+        return deps.with_tools(ctx.instruction, index, self._infos(tools), return_directly, _emitting(tools)), ctx.input

@@ -10,8 +10,7 @@ which the next agent of a sequence starts from.
 from __future__ import annotations
 
 import asyncio
-import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from rillet._native import Message
@@ -23,47 +22,54 @@ from rillet.flow import TRANSFER_TOOL_NAME
 from rillet.live import LiveConnection, LiveContext, LiveResponse, LiveStatus
 
 if TYPE_CHECKING:
-    from rillet.chatmodel.agent import ChatModelAgent
+    from rillet.chatmodel.deps import ReactDeps
 
 __all__ = ["run_live"]
 
 _NO_TRANSFER = f"{TRANSFER_TOOL_NAME} is not available in a live session; go on answering the user yourself"
 
 
-def run_live(agent: ChatModelAgent, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
-    """The agent's live events; raises at once when it has no live model."""
-    if agent.live_model is None:
+def run_live(
+    name: str,
+    live_model: object,
+    begin: Callable[[], ReactDeps],
+    input: AgentInput,
+    live: LiveContext,
+    **options: Any,
+) -> AsyncIterator[AgentEvent]:
+    """The live events of the agent ``name``, whose run starts with ``begin()`` (what the run
+    takes from the agent); raises at once when it has no ``live_model``."""
+    if live_model is None:
         raise LiveNotSupportedError(
-            f"ChatModelAgent {agent.name!r} cannot run live: it has no live model; "
+            f"ChatModelAgent {name!r} cannot run live: it has no live model; "
             "create it with ChatModelAgent(..., live_model=ScriptedLiveModel([...])) or another rillet.live.LiveModel"
         )
-    return _live(agent, input, live, **options)
+    return _live(begin, input, live, **options)
 
 
 async def _live(
-    agent: ChatModelAgent, input: AgentInput, live: LiveContext, **options: Any
+    begin: Callable[[], ReactDeps], input: AgentInput, live: LiveContext, **options: Any
 ) -> AsyncIterator[AgentEvent]:
-    agent._frozen = True
-    assert agent.live_model is not None  # checked by run_live
-    path = RunPath((*live.run_path, RunStep(agent.name)))
+    deps = begin()  # when the events are first asked for, as an agent's run starts
+    assert deps.live_model is not None  # checked by run_live
+    path = RunPath((*live.run_path, RunStep(deps.name)))
     extra = {t.info.name: t for t in live.extra_tools}
     # live runs do not transfer (a SequentialAgent hands the session on): transfer_to_agent is not offered
-    infos = [*(i for i in agent._tool_infos if i.name != TRANSFER_TOOL_NAME), *(t.info for t in live.extra_tools)]
-    model_options = {**agent.model_options, **options.get("model_options", {})}
-    view = copy.copy(agent)  # its instruction without the transfer part (transfer_to_agent is not offered)
-    view._transfer_instruction = ""
-    history = await view._model_input(AgentInput([*input.messages, *live.history], input.enable_streaming))
-    conn = await agent.live_model.connect(history, tools=infos, **model_options)
+    infos = [*(i for i in deps.tool_infos if i.name != TRANSFER_TOOL_NAME), *(t.info for t in live.extra_tools)]
+    model_options = {**deps.model_options, **options.get("model_options", {})}
+    messages = AgentInput([*input.messages, *live.history], input.enable_streaming)
+    history = await deps.model_input(messages, transfer=False)  # (transfer_to_agent is not offered)
+    conn = await deps.live_model.connect(history, tools=infos, **model_options)
     ending: list[bool] = []  # set when the agent ends: its sender then takes nothing more
     sender = asyncio.create_task(_send(live, conn, ending))
     try:
         async for resp in conn.receive():
             done = False
-            for out in _events(agent.name, path, resp, live):
+            for out in _events(deps.name, path, resp, live):
                 yield out
             msg = resp.message
             if msg is not None and msg.tool_calls and not resp.partial:
-                async for ev in _call_tools(agent, path, msg, extra, live, conn, ending):
+                async for ev in _call_tools(deps, path, msg, extra, live, conn, ending):
                     if ev is None:
                         done = True
                     else:
@@ -71,10 +77,10 @@ async def _live(
             if done:
                 return
         if sender.done() and not sender.cancelled() and sender.exception() is not None:
-            raise LiveError(f"live agent {agent.name!r}: sending to the model failed: {sender.exception()}")
+            raise LiveError(f"live agent {deps.name!r}: sending to the model failed: {sender.exception()}")
         if not live.closed:  # not the user's close: a silent end would hand a sequence on without task_completed
             raise LiveError(
-                f"live agent {agent.name!r}: the live model ended the session before the user closed it "
+                f"live agent {deps.name!r}: the live model ended the session before the user closed it "
                 "(its server closed the connection); start another run_live to go on"
             )
     finally:
@@ -136,7 +142,7 @@ def _events(name: str, path: RunPath, resp: LiveResponse, live: LiveContext) -> 
 
 
 async def _call_tools(
-    agent: ChatModelAgent,
+    deps: ReactDeps,
     path: RunPath,
     msg: Message,
     extra: dict[str, Any],
@@ -154,18 +160,18 @@ async def _call_tools(
             ending.append(True)
         if tool is not None or name == TRANSFER_TOOL_NAME:  # (a transfer asked for anyway does not happen)
             done = Message.tool_message(await tool.invoke(args) if tool else _NO_TRANSFER, call.id, name)
-            ev = _event(agent.name, path, done.copy(), None, "tool")
+            ev = _event(deps.name, path, done.copy(), None, "tool")
             result: Message | asyncio.Future[Message] = done
             ev.output.message_output.tool_name = name  # type: ignore[union-attr]
         else:
             try:
-                ev, result = await call_tool(agent, name, call.id, args)
+                ev, result = await call_tool(deps, name, call.id, args)
             except Interrupted as e:
                 raise LiveError(
-                    f"live agent {agent.name!r}: tool {name!r} interrupted; interrupts are not supported in "
+                    f"live agent {deps.name!r}: tool {name!r} interrupted; interrupts are not supported in "
                     "live runs (ask the user in the conversation instead)"
                 ) from e
-            ev.agent_name, ev.run_path = agent.name, path
+            ev.agent_name, ev.run_path = deps.name, path
         yield ev
         if isinstance(result, asyncio.Future):  # a streaming tool: its event went out first
             result = await result

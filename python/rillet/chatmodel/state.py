@@ -1,8 +1,8 @@
 """The ReAct loop's state: the record a run carries from step to step, the state of the tool
 round in progress, and what an interrupted round saves in the checkpoint.
 
-A step is an async function ``step(agent, loop) -> next step | None``: it does one piece of
-work (call the model, read its streamed reply, run or collect tool calls, end the round,
+A step is an async function ``step(deps, loop) -> next step | None`` (``deps``: what the run
+takes from its agent, :class:`~rillet.chatmodel.deps.ReactDeps`): it does one piece of work (call the model, read its streamed reply, run or collect tool calls, end the round,
 finish), appends the events it produces to ``loop.out`` (the agent yields them before the
 next step runs) and returns the step that comes next, or None when the run is over.
 """
@@ -25,13 +25,13 @@ from rillet.events import AgentEvent
 from rillet.run_config import BUDGET, RunBudget
 
 if TYPE_CHECKING:
-    from rillet.chatmodel.agent import ChatModelAgent
+    from rillet.chatmodel.deps import ReactDeps
     from rillet.checkpoint.journal import AgentSteps
     from rillet.tools import ToolInfo
 
 __all__ = ["ReactLoop", "Round", "RoundState", "Step"]
 
-Step = Callable[["ChatModelAgent", "ReactLoop"], Awaitable["Step | None"]]
+Step = Callable[["ReactDeps", "ReactLoop"], Awaitable["Step | None"]]
 
 
 @checkpoint_state("rillet.chatmodel.round")

@@ -36,30 +36,30 @@ from rillet.interrupt import composite_interrupt_event
 from rillet.schema import aconcat_message_stream
 
 if TYPE_CHECKING:
-    from rillet.chatmodel.agent import ChatModelAgent
+    from rillet.chatmodel.deps import ReactDeps
     from rillet.checkpoint.journal import AgentSteps
     from rillet.tools import ToolInfo
 
 __all__ = ["call_model", "final_position", "finish", "guard_input", "one_call", "start_round"]
 
 
-async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
     """Calls the model with the conversation; its event goes out before the agent reads its
     own copy of a streamed reply."""
     if loop.remaining <= 0:
         raise ExceedMaxIterationsError(
-            f"ChatModelAgent {agent.name!r} exceeds max iterations ({agent.max_iterations} model calls)"
+            f"ChatModelAgent {deps.name!r} exceeds max iterations ({deps.max_iterations} model calls)"
         )
     if loop.budget is not None:  # the run's max_llm_calls: a call past it is refused, not made
-        loop.budget.llm_call(agent.name)
+        loop.budget.llm_call(deps.name)
     loop.remaining -= 1
     loop.iteration += 1
-    state, infos, model = loop.messages, agent._tool_infos, agent.model
-    hooks = agent._hooks
+    state, infos, model = loop.messages, deps.tool_infos, deps.model
+    hooks = deps.hooks
     if hooks.around_model:
-        infos, model = await _before_model(agent, loop, infos)
+        infos, model = await _before_model(deps, loop, infos)
     if loop.observing is not None:
-        observer.model_start(loop.observing, agent.name, model, state)
+        observer.model_start(loop.observing, deps.name, model, state)
     recorded = loop.steps.reply(loop.iteration) if loop.steps is not None else None
     if loop.streaming:
         if recorded is not None:  # a step run's replay: the reply it recorded, as a stream
@@ -92,10 +92,10 @@ async def call_model(agent: ChatModelAgent, loop: ReactLoop) -> Step:
     if hooks.after_model:  # they run once the event is out
         loop.reply = reply
         return take_reply
-    return _took_reply(agent, loop, reply)
+    return _took_reply(deps, loop, reply)
 
 
-async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+async def take_reply(deps: ReactDeps, loop: ReactLoop) -> Step:
     """The reply (a streamed one read to its end), after the ``after_model`` callbacks."""
     reply = loop.reply
     loop.reply = None
@@ -105,42 +105,42 @@ async def take_reply(agent: ChatModelAgent, loop: ReactLoop) -> Step:
         if steps is not None and steps.reply(loop.iteration) is None:
             await steps.record_reply(loop.iteration, reply)
     assert isinstance(reply, Message)
-    if agent._hooks.after_model:
-        reply = await _after_model(agent, loop, reply)
-    return _took_reply(agent, loop, reply)
+    if deps.hooks.after_model:
+        reply = await _after_model(deps, loop, reply)
+    return _took_reply(deps, loop, reply)
 
 
-async def _before_model(agent: ChatModelAgent, loop: ReactLoop, infos: list[ToolInfo]) -> tuple[list[ToolInfo], Any]:
+async def _before_model(deps: ReactDeps, loop: ReactLoop, infos: list[ToolInfo]) -> tuple[list[ToolInfo], Any]:
     """The ``before_model`` hooks, each rewriting the state in turn (kept in the loop: later
     calls and checkpoints see it, as Eino's BeforeModelRewriteState), then the model wrapped
     by the ``wrap_model`` hooks (the first one outermost): the tools and model of this call."""
     if loop.tools is not None:
         infos = loop.tools
-    loop.mctx = mctx = ModelContext(agent.name, loop.iteration, loop.messages, infos)
-    hooks = agent._hooks
+    loop.mctx = mctx = ModelContext(deps.name, loop.iteration, loop.messages, infos)
+    hooks = deps.hooks
     if hooks.before_model:
         infos = await _rewrite(hooks.before_model, loop, ChatModelAgentState(loop.messages, infos), mctx)
-    model = agent.model
+    model = deps.model
     for wrap in reversed(hooks.wrap_model):
         try:
             model = wrap(model, mctx)
         except Exception as e:
-            raise hook_failed(agent.name, wrap, e) from e
+            raise hook_failed(deps.name, wrap, e) from e
         if not (callable(getattr(model, "generate", None)) and callable(getattr(model, "stream", None))):
-            raise hook_failed(agent.name, wrap, TypeError(f"it returned {type(model).__name__}; return a ChatModel"))
+            raise hook_failed(deps.name, wrap, TypeError(f"it returned {type(model).__name__}; return a ChatModel"))
     return infos, model
 
 
-async def _after_model(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Message:
+async def _after_model(deps: ReactDeps, loop: ReactLoop, reply: Message) -> Message:
     """The ``after_model`` hooks rewrite the state with the reply last; the last message of the
     rewritten state is the reply the agent goes on with (it joins the state again after)."""
     loop.messages.append(reply)
     mctx = loop.mctx
     assert mctx is not None
-    await _rewrite(agent._hooks.after_model, loop, ChatModelAgentState(loop.messages, mctx.tools), mctx)
+    await _rewrite(deps.hooks.after_model, loop, ChatModelAgentState(loop.messages, mctx.tools), mctx)
     if not loop.messages or not isinstance(loop.messages[-1], Message):
         raise ValueError(
-            f"ChatModelAgent {agent.name!r}: an after_model hook left the state without a last message; "
+            f"ChatModelAgent {deps.name!r}: an after_model hook left the state without a last message; "
             "the last message is the model's reply the agent acts on"
         )
     return loop.messages.pop()
@@ -180,57 +180,57 @@ async def _rewrite(hooks: list[Any], loop: ReactLoop, state: ChatModelAgentState
     return mctx.tools
 
 
-def _took_reply(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
+def _took_reply(deps: ReactDeps, loop: ReactLoop, reply: Message) -> Step:
     """The reply joins the conversation: tool calls start a round, anything else is the
     final answer."""
     if loop.observing is not None:
-        observer.model_end(loop.observing, agent.name, agent.model, reply)
+        observer.model_end(loop.observing, deps.name, deps.model, reply)
     loop.messages.append(reply)
     calls = reply.tool_calls
-    if agent._output is not None:
-        checked = check_reply(agent.name, agent._output, loop, reply, bool(agent._tool_infos))
+    if deps.output is not None:
+        checked = check_reply(deps.name, deps.output, loop, reply, bool(deps.tool_infos))
         if checked is not None:
-            return _answered(agent, loop, reply) if checked else call_model
-    if not calls or not agent._tool_infos:
+            return _answered(deps, loop, reply) if checked else call_model
+    if not calls or not deps.tool_infos:
         loop.final_text = reply.content
-        return _answered(agent, loop, reply)
-    return one_call if len(calls) == 1 and not agent._emits else start_round
+        return _answered(deps, loop, reply)
+    return one_call if len(calls) == 1 and not deps.emits else start_round
 
 
 # --- guardrails ----------------------------------------------------------------------------
 
 
-async def guard_input(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+async def guard_input(deps: ReactDeps, loop: ReactLoop) -> Step:
     """A new run's first step when the agent has input guardrails: the blocking ones run
     first; the concurrent ones run beside the first model call, whose events are held in
     ``loop.out`` until they pass (a rejection cancels the call and drops them)."""
     assert loop.input_messages is not None
-    ctx = GuardrailContext(agent.name, loop.input_messages)
+    ctx = GuardrailContext(deps.name, loop.input_messages)
     loop.input_messages = None
-    guards = agent.input_guardrails
+    guards = deps.input_guardrails
     blocking = [g for g in guards if not g.concurrent]
     if blocking:
-        _reject_input(agent, await run_guardrails(agent.name, "input", blocking, ctx))
+        _reject_input(deps, await run_guardrails(deps.name, "input", blocking, ctx))
     concurrent = [g for g in guards if g.concurrent]
     if not concurrent:
         return call_model
     held = len(loop.out)
-    model_call = child_task(call_model(agent, loop))
+    model_call = child_task(call_model(deps, loop))
     try:
-        found = await run_guardrails(agent.name, "input", concurrent, ctx)
+        found = await run_guardrails(deps.name, "input", concurrent, ctx)
     except BaseException:
         await _drop_model_call(model_call, loop, held)
         raise
     if found is not None:
         await _drop_model_call(model_call, loop, held)
-        _reject_input(agent, found)
+        _reject_input(deps, found)
     return await joined(model_call)
 
 
-def _reject_input(agent: ChatModelAgent, found: tuple[str, GuardrailRejection] | None) -> None:
+def _reject_input(deps: ReactDeps, found: tuple[str, GuardrailRejection] | None) -> None:
     if found is not None:
         name, rejection = found
-        raise InputRejectedError(agent.name, name, rejection.reason, rejection.info)
+        raise InputRejectedError(deps.name, name, rejection.reason, rejection.info)
 
 
 async def _drop_model_call(model_call: asyncio.Task[Step], loop: ReactLoop, held: int) -> None:
@@ -251,29 +251,29 @@ async def _drop_model_call(model_call: asyncio.Task[Step], loop: ReactLoop, held
     loop.reply = None
 
 
-def _answered(agent: ChatModelAgent, loop: ReactLoop, reply: Message) -> Step:
+def _answered(deps: ReactDeps, loop: ReactLoop, reply: Message) -> Step:
     """The final answer: checked by the output guardrails, if any, then the run finishes."""
-    if not agent.output_guardrails:
+    if not deps.output_guardrails:
         return finish
     loop.reply = reply
     return guard_output
 
 
-async def guard_output(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+async def guard_output(deps: ReactDeps, loop: ReactLoop) -> Step | None:
     """Runs the output guardrails on the final answer (its event is already out). A
     rejection ends the run with an error; one asking for a retry, the first time, sends the
     reason to the model (an event says so) and calls it again, beyond ``max_iterations``."""
     answer = loop.reply
     loop.reply = None
     assert isinstance(answer, Message)
-    ctx = GuardrailContext(agent.name, [m.copy() for m in loop.messages], answer.copy())
-    found = await run_guardrails(agent.name, "output", agent.output_guardrails, ctx)
+    ctx = GuardrailContext(deps.name, [m.copy() for m in loop.messages], answer.copy())
+    found = await run_guardrails(deps.name, "output", deps.output_guardrails, ctx)
     if found is None:
-        await finish(agent, loop)
+        await finish(deps, loop)
         return None
     name, rejection = found
     if not rejection.retry or loop.guard_retries > 0:
-        raise OutputRejectedError(agent.name, name, rejection.reason, rejection.info)
+        raise OutputRejectedError(deps.name, name, rejection.reason, rejection.info)
     loop.guard_retries += 1
     loop.messages.append(
         Message.user(f"Your answer was not accepted ({name}): {rejection.reason}. Answer again, correcting this.")
@@ -284,31 +284,31 @@ async def guard_output(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     return call_model
 
 
-async def finish(agent: ChatModelAgent, loop: ReactLoop) -> None:
+async def finish(deps: ReactDeps, loop: ReactLoop) -> None:
     """The run ended with an answer: store it under ``output_key``, run ``after_agent``."""
-    if agent.output_key is not None:
-        add_session_value(agent.output_key, loop.final_text if loop.value is None else loop.value)
-    hooks = agent._hooks.after_agent
+    if deps.output_key is not None:
+        add_session_value(deps.output_key, loop.final_text if loop.value is None else loop.value)
+    hooks = deps.hooks.after_agent
     if hooks:
-        state = ChatModelAgentState(loop.messages, loop.tools if loop.tools is not None else agent._tool_infos)
+        state = ChatModelAgentState(loop.messages, loop.tools if loop.tools is not None else deps.tool_infos)
         for after in hooks:
             try:
                 await after(state)
             except Exception as e:
-                raise hook_failed(agent.name, after, e) from e
+                raise hook_failed(deps.name, after, e) from e
 
 
 # --- the tool round ------------------------------------------------------------------------
 
 
-async def start_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+async def start_round(deps: ReactDeps, loop: ReactLoop) -> Step | None:
     """Starts the calls of the last message (a round other than the common one, see
     :func:`one_call`): inline, one after another, when there is one call to make or the agent
     runs them sequentially, else all at once. A resumed round reruns only the calls that had
     not completed."""
     saved, loop.resumed = loop.resumed, None
     calls = loop.messages[-1].tool_calls
-    direct = final_position(calls, agent.return_directly)
+    direct = final_position(calls, deps.return_directly)
     if saved is None:
         rnd = Round(calls, direct, {})
     else:
@@ -317,9 +317,9 @@ async def start_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
         _replay_round(loop, loop.steps, rnd)
     rnd.pending = [(i, c) for i, c in enumerate(calls) if i not in rnd.results]
     loop.round = rnd
-    if not agent._emits and (len(rnd.pending) == 1 or agent.execute_tools_sequentially):
+    if not deps.emits and (len(rnd.pending) == 1 or deps.execute_tools_sequentially):
         return call_inline if rnd.pending else end_round
-    _start_tasks(agent, loop, rnd)
+    _start_tasks(deps, loop, rnd)
     return collect if rnd.left else end_round
 
 
@@ -376,17 +376,17 @@ def _call_key(loop: ReactLoop, pos: int, c: ToolCall) -> str | None:
     return loop.steps.call(loop.iteration, pos, c.function.name) if loop.steps is not None else None
 
 
-def _start_tasks(agent: ChatModelAgent, loop: ReactLoop, rnd: Round) -> None:
+def _start_tasks(deps: ReactDeps, loop: ReactLoop, rnd: Round) -> None:
     inbox: Inbox[tuple[str, Any]] = Inbox()
-    emit = (lambda ev: inbox.put_nowait(("event", ev))) if agent._emits else None
-    gate = asyncio.Lock() if agent.execute_tools_sequentially else None
+    emit = (lambda ev: inbox.put_nowait(("event", ev))) if deps.emits else None
+    gate = asyncio.Lock() if deps.execute_tools_sequentially else None
     state, streaming, obs = loop.messages, loop.streaming, loop.observing
 
     async def one(c: ToolCall, step: str | None) -> Outcome:
         if gate is None:
-            return await attempt(agent, c, state, streaming, emit, obs, step)
+            return await attempt(deps, c, state, streaming, emit, obs, step)
         async with gate:
-            return await attempt(agent, c, state, streaming, emit, obs, step)
+            return await attempt(deps, c, state, streaming, emit, obs, step)
 
     rnd.inbox = inbox
     rnd.tasks = {child_task(one(c, _call_key(loop, pos, c))): pos for pos, c in rnd.pending}
@@ -395,19 +395,19 @@ def _start_tasks(agent: ChatModelAgent, loop: ReactLoop, rnd: Round) -> None:
     rnd.left = len(rnd.tasks)
 
 
-async def call_inline(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+async def call_inline(deps: ReactDeps, loop: ReactLoop) -> Step:
     """Runs the next pending call in the agent's own task."""
     rnd = loop.round
     assert rnd is not None
     pos, c = rnd.pending[rnd.next]
     rnd.next += 1
-    outcome = await attempt(agent, c, loop.messages, loop.streaming, None, loop.observing, _call_key(loop, pos, c))
+    outcome = await attempt(deps, c, loop.messages, loop.streaming, None, loop.observing, _call_key(loop, pos, c))
     _settle(rnd, pos, outcome, loop)
     await _record_call(loop, rnd, pos)
     return call_inline if rnd.next < len(rnd.pending) else end_round
 
 
-async def collect(agent: ChatModelAgent, loop: ReactLoop) -> Step:
+async def collect(deps: ReactDeps, loop: ReactLoop) -> Step:
     """Takes the next thing the concurrent calls produced: an event a tool emitted (agent
     tools with ``emit_internal_events``) or a finished call."""
     rnd = loop.round
@@ -441,7 +441,7 @@ def _settle(rnd: Round, pos: int, outcome: Outcome, loop: ReactLoop) -> None:
         loop.out.append(ev)
 
 
-async def end_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+async def end_round(deps: ReactDeps, loop: ReactLoop) -> Step | None:
     """Ends the round once every call has finished: an interrupt of any call becomes one
     composite interrupt of this agent, saving what the resumed run needs to rerun only the
     calls that did not complete; otherwise the results join the conversation and the model
@@ -462,7 +462,7 @@ async def end_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     loop.messages.extend(results[i] for i in range(len(calls)) if i in results)
     direct = rnd.direct
     if direct < 0:
-        done = finished_at(agent, calls, results)  # a task's finish_task: its event is already out
+        done = finished_at(deps.mode, calls, results)  # a task's finish_task: its event is already out
         if done < 0:
             return call_model
         loop.final_text = results[done].content
@@ -478,7 +478,7 @@ async def end_round(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     return finish
 
 
-async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+async def one_call(deps: ReactDeps, loop: ReactLoop) -> Step | None:
     """The common round: one call, nothing resumed, no events emitted by tools. It runs in
     the agent's own task, and its event goes out as soon as the call returns (a
     return-directly call's too: there is nothing to hold it for)."""
@@ -487,10 +487,10 @@ async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
     done = steps.tool_results(loop.iteration).get(0) if steps is not None else None
     if done is not None and steps is not None:  # a step run's replay
         steps.replay_values(loop.iteration)
-        return _one_result(agent, loop, c, done[0], _replayed_event(*done, c.function.name))
+        return _one_result(deps, loop, c, done[0], _replayed_event(*done, c.function.name))
     try:
         ev, msg = await call_tool(
-            agent,
+            deps,
             c.function.name,
             c.id,
             c.function.arguments,
@@ -511,13 +511,15 @@ async def one_call(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
         await steps.record_tools(loop.iteration, {0: (msg, action)})
     loop.out.append(ev)
     loop.messages.append(msg)  # (what _one_result does, inline: this runs for every call)
-    if c.function.name in agent.return_directly or (c.function.name == FINISH_TASK_TOOL_NAME and ends_task(agent, msg)):
+    if c.function.name in deps.return_directly or (
+        c.function.name == FINISH_TASK_TOOL_NAME and ends_task(deps.mode, msg)
+    ):
         loop.final_text = msg.content
         return finish
     return call_model
 
 
-async def join_one(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
+async def join_one(deps: ReactDeps, loop: ReactLoop) -> Step | None:
     """The common round's streaming tool, once its event is out: its concatenated result."""
     assert loop.joining is not None
     c, fut = loop.joining
@@ -528,16 +530,16 @@ async def join_one(agent: ChatModelAgent, loop: ReactLoop) -> Step | None:
         return _interrupt(loop, {}, [e], None)
     if loop.steps is not None:
         await loop.steps.record_tools(loop.iteration, {0: (msg, None)})
-    return _one_result(agent, loop, c, msg)
+    return _one_result(deps, loop, c, msg)
 
 
-def _one_result(
-    agent: ChatModelAgent, loop: ReactLoop, c: ToolCall, msg: Message, ev: AgentEvent | None = None
-) -> Step:
+def _one_result(deps: ReactDeps, loop: ReactLoop, c: ToolCall, msg: Message, ev: AgentEvent | None = None) -> Step:
     if ev is not None:
         loop.out.append(ev)
     loop.messages.append(msg)
-    if c.function.name in agent.return_directly or (c.function.name == FINISH_TASK_TOOL_NAME and ends_task(agent, msg)):
+    if c.function.name in deps.return_directly or (
+        c.function.name == FINISH_TASK_TOOL_NAME and ends_task(deps.mode, msg)
+    ):
         loop.final_text = msg.content
         return finish
     return call_model

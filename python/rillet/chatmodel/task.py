@@ -126,16 +126,18 @@ class FinishTaskTool(BaseTool):
         )
 
 
-def ends_task(agent: Any, result: Message) -> bool:
-    """Whether ``result`` of a ``finish_task`` call ends ``agent``'s run: it succeeded, and the
-    agent is in task mode (it ends the run as a return-directly tool does)."""
-    return result.content == TASK_COMPLETED and getattr(agent, "mode", "chat") == "task"
+def ends_task(mode: str, result: Message) -> bool:
+    """Whether ``result`` of a ``finish_task`` call ends the run of an agent in ``mode``: it
+    succeeded, and the agent is in task mode (it ends the run as a return-directly tool does)."""
+    return mode == "task" and result.content == TASK_COMPLETED
 
 
-def finished_at(agent: Any, calls: Sequence[ToolCall], results: dict[int, Message]) -> int:
+def finished_at(mode: str, calls: Sequence[ToolCall], results: dict[int, Message]) -> int:
     """The position of the round's successful ``finish_task`` call, or -1."""
+    if mode != "task":
+        return -1
     for i, c in enumerate(calls):
-        if c.function.name == FINISH_TASK_TOOL_NAME and i in results and ends_task(agent, results[i]):
+        if c.function.name == FINISH_TASK_TOOL_NAME and i in results and ends_task(mode, results[i]):
             return i
     return -1
 
@@ -156,10 +158,11 @@ class TaskAgentTool(AgentTool):
         return f"{TASK_FAILED}\n{why}" + (f"; its last message: {said}" if said else "")
 
 
-def delegation_tool(sub: Agent, mode: str) -> BaseTool:
-    """The tool a parent is given for a sub-agent in ``single_turn`` or ``task`` mode."""
+def delegation_tool(sub: Agent, mode: str, finish: object) -> BaseTool:
+    """The tool a parent is given for a sub-agent in ``single_turn`` or ``task`` mode;
+    ``finish``: the sub-agent's ``finish_task`` tool, which a task-mode agent must have."""
     if mode == "task":
-        if not isinstance(getattr(sub, "_finish_task", None), FinishTaskTool):
+        if not isinstance(finish, FinishTaskTool):
             raise ValueError(
                 f"sub-agent {sub.name!r} is in task mode but is a {type(sub).__name__}: a task is ended by the "
                 f"{FINISH_TASK_TOOL_NAME} tool, which only a ChatModelAgent(mode='task') (a model that calls tools) "

@@ -23,7 +23,7 @@ from rillet.events import AgentEvent, event_from_message
 from rillet.schema import aconcat_message_stream
 
 if TYPE_CHECKING:
-    from rillet.chatmodel.agent import ChatModelAgent
+    from rillet.chatmodel.deps import ReactDeps
     from rillet.tools import BaseTool
 
 # The logger keeps the package's name: docs/logging.md documents "rillet.chatmodel".
@@ -43,7 +43,7 @@ class _ObservedCall(ToolCallScope):
 
 
 async def attempt(
-    agent: ChatModelAgent,
+    deps: ReactDeps,
     c: ToolCall,
     state: list[Message],
     streaming: bool,
@@ -53,13 +53,13 @@ async def attempt(
 ) -> Outcome:
     """One call's (event, result), or (the Interrupted it raised, None)."""
     try:
-        return await call_tool(agent, c.function.name, c.id, c.function.arguments, state, streaming, emit, obs, step)
+        return await call_tool(deps, c.function.name, c.id, c.function.arguments, state, streaming, emit, obs, step)
     except Interrupted as e:
         return e, None
 
 
 async def call_tool(
-    agent: ChatModelAgent,
+    deps: ReactDeps,
     name: str,
     call_id: str,
     arguments: str,
@@ -83,26 +83,26 @@ async def call_tool(
         scope = cls(name, call_id, None, state, streaming, emit, point)
     token = _TOOL_CALL.set(scope)
     step_token = STEP_CALL.set((step, here())) if step is not None else None
-    tool = agent._by_name.get(name)
+    tool = deps.tool_index.get(name)
     try:
         if obs is not None:
-            observer.tool_start(obs, agent.name, name, call_id, arguments)
+            observer.tool_start(obs, deps.name, name, call_id, arguments)
         if tool is not None and tool.is_streaming:
-            return await _stream_tool(agent, tool, scope, arguments, obs)
-        if tool is None or agent._tool_wrappers:
-            content = await _invoke(agent, tool, name, call_id, arguments)
+            return await _stream_tool(deps, tool, scope, arguments, obs)
+        if tool is None or deps.tool_wrappers:
+            content = await _invoke(deps, tool, name, call_id, arguments)
         else:  # the common call, without a coroutine of its own
             try:
                 content = await tool.invoke(arguments)
             except Interrupted:
                 raise
             except Exception as e:
-                content = _tool_failed(agent, name, call_id, e)
+                content = _tool_failed(deps, name, call_id, e)
         if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
             raise content
     except BaseException as e:  # an interrupt, a cancellation, tool_error="raise"
         if obs is not None and not (tool is not None and tool.is_streaming):  # (its producer reports)
-            observer.tool_end(obs, agent.name, name, call_id, None, e)
+            observer.tool_end(obs, deps.name, name, call_id, None, e)
         raise
     finally:
         try:  # (not contextlib.suppress: this runs for every call)
@@ -112,7 +112,7 @@ async def call_tool(
         except ValueError:  # closed by the GC, outside its context, after its loop closed
             pass
     if obs is not None:
-        observer.tool_end(obs, agent.name, name, call_id, content, scope.error)  # type: ignore[attr-defined]
+        observer.tool_end(obs, deps.name, name, call_id, content, scope.error)  # type: ignore[attr-defined]
     msg = Message.tool_message(content, call_id, name)
     if scope.parts:  # image or file parts the tool returned (send_tool_parts)
         msg.user_input_multi_content = scope.parts
@@ -122,33 +122,33 @@ async def call_tool(
     return ev, msg
 
 
-async def _invoke(agent: ChatModelAgent, tool: BaseTool | None, name: str, call_id: str, arguments: str) -> str:
+async def _invoke(deps: ReactDeps, tool: BaseTool | None, name: str, call_id: str, arguments: str) -> str:
     """An invoked call through the tool-call wrappers (or of an unknown tool)."""
 
     async def call(args: str) -> str:
         if tool is None:
             raise LookupError(
-                f"tool {name!r} not found; the agent {agent.name!r} has: {', '.join(agent._by_name) or 'no tools'}"
+                f"tool {name!r} not found; the agent {deps.name!r} has: {', '.join(deps.tool_index) or 'no tools'}"
             )
         result: str = await tool.invoke(args)
         return result
 
     endpoint: Callable[[str], Awaitable[str]] = call
-    for wrapper in reversed(agent._tool_wrappers):  # the first wrapper is the outermost
-        endpoint = _bind(wrapper, ToolCallContext(agent.name, name, call_id, arguments), endpoint)
+    for wrapper in reversed(deps.tool_wrappers):  # the first wrapper is the outermost
+        endpoint = _bind(wrapper, ToolCallContext(deps.name, name, call_id, arguments), endpoint)
     try:
         return await endpoint(arguments)
     except Interrupted:
         raise
     except Exception as e:
-        return _tool_failed(agent, name, call_id, e)
+        return _tool_failed(deps, name, call_id, e)
 
 
-def _tool_failed(agent: ChatModelAgent, name: str, call_id: str, e: Exception) -> str:
+def _tool_failed(deps: ReactDeps, name: str, call_id: str, e: Exception) -> str:
     """A failed call: its error text for the model, or (``tool_error="raise"``) the end."""
-    if agent.tool_error == "raise":
+    if deps.tool_error == "raise":
         raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
-    _log_tool_error(agent.name, name, call_id, e)
+    _log_tool_error(deps.name, name, call_id, e)
     scope = current_tool_call()
     if type(scope) is _ObservedCall:  # for the observers' on_tool_end
         scope.error = e
@@ -156,7 +156,7 @@ def _tool_failed(agent: ChatModelAgent, name: str, call_id: str, e: Exception) -
 
 
 async def _stream_tool(
-    agent: ChatModelAgent, tool: BaseTool, scope: ToolCallScope, arguments: str, obs: Observers | None
+    deps: ReactDeps, tool: BaseTool, scope: ToolCallScope, arguments: str, obs: Observers | None
 ) -> tuple[AgentEvent, asyncio.Future[Message]]:
     """A streaming tool (its native flavour, whatever the run's mode): its event carries a
     stream of tool-message chunks, emitted once the first chunk is there (so an action the
@@ -187,10 +187,10 @@ async def _stream_tool(
             failure = e
         except Exception as e:
             failure = e
-            if agent.tool_error == "raise":
+            if deps.tool_error == "raise":
                 writer.send_error(ToolCallError(f"failed to stream tool call {call_id}: {e}"))
             else:
-                _log_tool_error(agent.name, name, call_id, e)
+                _log_tool_error(deps.name, name, call_id, e)
                 writer.send(Message(role="tool", content=f"Error: {e}", tool_call_id=call_id, tool_name=name))
                 parts.append(f"Error: {e}")
         except BaseException as e:  # cancelled, or it ends the run: then the stream says it was cut short
@@ -204,7 +204,7 @@ async def _stream_tool(
             if obs is not None:
                 ended = failure is not None and not isinstance(failure, Exception | asyncio.CancelledError)
                 result = None if ended else "".join(parts)
-                observer.tool_end(obs, agent.name, name, call_id, result, failure)
+                observer.tool_end(obs, deps.name, name, call_id, result, failure)
 
     producer = child_task(produce())  # runs with the tool-call scope set
     await started.wait()
