@@ -619,3 +619,19 @@ def test_the_process_exits_cleanly_while_a_daemon_thread_waits_on_a_run(tmp_path
     for _ in range(3):
         out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=child_env())
         assert (out.returncode, out.stdout) == (0, "exiting\n"), out.stderr
+
+
+def test_a_round_dropped_after_its_loop_closed_stops_without_raising() -> None:
+    # A run dropped with its event loop closed is finalized later by the garbage collector
+    # (CPython 3.13 closes the agent's generator then): stopping its round's tool calls must
+    # not raise "Event loop is closed" into that finalization.
+    from rillet.chatmodel.state import Round
+
+    loop = asyncio.new_event_loop()
+    never = asyncio.Event()
+    task = loop.create_task(never.wait())
+    loop.run_until_complete(asyncio.sleep(0))  # the call has started
+    loop.close()
+    round = Round(calls=[], direct=-1, results={}, tasks={task: 0})
+    round.cancel()  # raised RuntimeError before
+    assert not task.done()

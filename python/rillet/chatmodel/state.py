@@ -81,7 +81,10 @@ class Round:
 
     def cancel(self) -> None:
         for t in self.tasks:
-            t.cancel()
+            # a run dropped with its loop closed is finalized later by the garbage collector:
+            # a task of a closed loop never runs again, and cancelling it would raise
+            if not t.get_loop().is_closed():
+                t.cancel()
 
 
 @dataclass(slots=True)
