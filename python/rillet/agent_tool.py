@@ -20,7 +20,7 @@ from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run, current_tool_call
 from rillet.errors import AgentToolError
-from rillet.events import AgentAction, AgentEvent, RunPath, copy_event
+from rillet.events import AgentAction, AgentEvent, RunPath, copy_event, interrupt_signal
 from rillet.flow import flow_of, gen_transfer_messages, rewrite_message
 from rillet.interrupt import composite_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
@@ -137,9 +137,9 @@ class AgentTool(BaseTool):
         prefix = caller.run_path if caller is not None else RunPath()
         last: AgentEvent | None = None
         async for ev in self._flow.events_in(run, AgentInput(messages, streaming)):
-            if ev.action is not None and ev.action._signal is not None:
+            if ev.action is not None and (signal := interrupt_signal(ev.action)) is not None:
                 state = AgentToolState(tuple(messages), await events_to_records(session.snapshot()))
-                raise composite_interrupt("agent tool interrupt", state, ev.action._signal)
+                raise composite_interrupt("agent tool interrupt", state, signal)
             if ev.error is not None:
                 raise AgentToolError(f"agent tool {self.info.name!r}: {ev.error}") from ev.error
             if emit is not None and (ev.action is None or ev.action.interrupted is None):

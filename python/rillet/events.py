@@ -280,6 +280,19 @@ class AgentAction:
     checkpoint's business, and users read ``interrupted.interrupt_contexts`` instead."""
 
 
+def interrupt_signal(action: AgentAction) -> InterruptSignal | None:
+    """The interrupt tree ``action`` carries (None unless it interrupts): what the Runner
+    saves in the checkpoint and a workflow or AgentTool wraps in its own interrupt. Internal:
+    rillet's read-only access to :attr:`AgentAction._signal`, which users do not read."""
+    return action._signal
+
+
+def interrupt_action(info: InterruptInfo, signal: InterruptSignal) -> AgentAction:
+    """An action that interrupts with ``info``, carrying ``signal`` (internal: made by
+    rillet.interrupt's constructors)."""
+    return AgentAction(interrupted=info, _signal=signal)
+
+
 def new_exit_action() -> AgentAction:
     """An action that ends the enclosing flow (no transfer; Sequential and Loop stop)."""
     return AgentAction(exit=True)

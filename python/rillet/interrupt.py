@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from rillet._core.interrupt import InterruptCtx, InterruptInfo, InterruptSignal
 from rillet._core.scope import current_point, here
 from rillet.errors import Interrupted
-from rillet.events import AgentAction, AgentEvent
+from rillet.events import AgentEvent, interrupt_action
 
 __all__ = [
     "InterruptCtx",
@@ -91,7 +91,7 @@ def composite_interrupt(info: Any, state: Any, *sub_interrupts: Interrupted | In
 
 
 def _event(signal: InterruptSignal, data: Any) -> AgentEvent:
-    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data, signal.contexts()), _signal=signal))
+    return AgentEvent(action=interrupt_action(InterruptInfo(data, signal.contexts()), signal))
 
 
 def interrupt_event(info: Any = None) -> AgentEvent:

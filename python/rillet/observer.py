@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rillet._core.address import Address, agent_segment
 from rillet.context import current_run
-from rillet.events import AgentEvent, RunPath, RunStep
+from rillet.events import AgentEvent, RunPath, RunStep, interrupt_signal
 
 if TYPE_CHECKING:
     from rillet._core.interrupt import InterruptCtx
@@ -159,7 +159,7 @@ def run_event(obs: Any, info: RunInfo, ev: AgentEvent) -> BaseException | None:
         notify(obs, "on_error", info, ev.error)
         return ev.error
     if ev.action is not None and ev.action.interrupted is not None:
-        signal = ev.action._signal
+        signal = interrupt_signal(ev.action)
         notify(obs, "on_interrupt", info, signal.contexts() if signal is not None else [])
     return None
 

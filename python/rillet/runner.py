@@ -46,7 +46,7 @@ from rillet.checkpoint.payload import (
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.context import RunContext, Session
 from rillet.errors import LiveNotSupportedError, RilletError, SessionError
-from rillet.events import AgentEvent, error_event
+from rillet.events import AgentEvent, error_event, interrupt_signal
 from rillet.flow import flow_of
 from rillet.live import LiveAgent, LiveContext, LiveRequestQueue, LiveSource
 from rillet.observer import RunObserver, observing
@@ -562,7 +562,8 @@ class Runner:
                     return
             async for ev in events:
                 action = ev.action
-                if action is None or action._signal is None:
+                signal = interrupt_signal(action) if action is not None else None
+                if action is None or signal is None:
                     failed = failed or ev.error is not None
                     yield ev
                     continue
@@ -572,7 +573,6 @@ class Runner:
                     )
                     continue
                 seen_interrupt = True
-                signal = action._signal
                 data = action.interrupted.data if action.interrupted is not None else None
                 action.interrupted = InterruptInfo(data, signal.contexts())
                 if store is not None and checkpoint_id is not None:

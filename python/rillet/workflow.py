@@ -31,7 +31,7 @@ from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run
 from rillet.errors import LiveNotSupportedError
-from rillet.events import AgentEvent, RunPath, RunStep
+from rillet.events import AgentEvent, RunPath, RunStep, interrupt_signal
 from rillet.flow import FlowAgent, OnSubAgents, adopt, flow_of, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event
 from rillet.live import LiveAgent, LiveContext
@@ -193,7 +193,7 @@ async def _sequence_child(
         yield ev
     if held is not None:
         action = held.action
-        if action is not None and action._signal is not None:
+        if action is not None and interrupt_signal(action) is not None:
             outcome.stop = True
             outcome.interrupt = held  # the workflow wraps it in its own interrupt
             return
@@ -206,9 +206,10 @@ def _wrap_interrupt(child_event: AgentEvent, state: SequentialState | LoopState)
     """The workflow's interrupt around a child's: saves where to resume, keeps the child's
     agent name and run path (Eino's composite workflow interrupt)."""
     action = child_event.action
-    assert action is not None and action._signal is not None
+    signal = interrupt_signal(action) if action is not None else None
+    assert action is not None and signal is not None
     data = action.interrupted.data if action.interrupted is not None else None
-    ev = composite_interrupt_event(data, state, action._signal)
+    ev = composite_interrupt_event(data, state, signal)
     ev.agent_name, ev.run_path = child_event.agent_name, child_event.run_path
     return ev
 
@@ -391,7 +392,7 @@ class ParallelAgent(WorkflowAgent):
                     running -= 1
                 elif isinstance(item, BaseException):
                     raise item
-                elif item.action is not None and item.action._signal is not None:
+                elif item.action is not None and interrupt_signal(item.action) is not None:
                     interrupted.append(item)  # gathered into the workflow's interrupt below
                 else:
                     yield item
@@ -405,7 +406,7 @@ class ParallelAgent(WorkflowAgent):
                 tuple(Session.order(lanes, base)),
             )
             signals = [
-                ev.action._signal for ev in interrupted if ev.action is not None and ev.action._signal is not None
+                s for ev in interrupted if ev.action is not None and (s := interrupt_signal(ev.action)) is not None
             ]
             data = {
                 ev.agent_name: ev.action.interrupted.data for ev in interrupted if ev.action and ev.action.interrupted
