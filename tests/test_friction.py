@@ -415,11 +415,11 @@ def test_demo_on_openai_without_a_key_stops_before_sending(
 
 
 def test_a_keyless_local_endpoint_is_fine(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rillet.demo import _chat_model, _missing_key, make_console
+    from rillet.demo import make_chat_model, make_console, missing_key
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
-    assert _missing_key(make_console(False), _chat_model("openai")) is False
+    assert missing_key(make_console(False), make_chat_model("openai")) is False
 
 
 # --- found by a new-user pass: mistakes refused when the Runner is made, and no approval for nobody

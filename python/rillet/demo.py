@@ -149,7 +149,7 @@ def build_agent(delay: float = 0.02, model: Any = None) -> Any:
     )
 
 
-class _Renderer:
+class Renderer:
     """Prints events as they arrive: streamed text inline, tool results in boxes' stead.
 
     With ``run_paths=True`` (multi-agent runs) a line names the run path whenever it
@@ -242,7 +242,7 @@ class _Renderer:
         whole message."""
         from rillet._native import MessageAccumulator
 
-        out = _Wrapped(self.console, indent, style)
+        out = Wrapped(self.console, indent, style)
         if not mv.is_streaming:
             msg: Message = mv.get_message()
             out.write(msg.content)
@@ -256,7 +256,7 @@ class _Renderer:
         return acc.finish()
 
 
-class _Wrapped:
+class Wrapped:
     """Writes streamed text word by word, wrapping at the console's width under an indent."""
 
     def __init__(self, console: Console, indent: str, style: str) -> None:
@@ -332,10 +332,10 @@ def _describe_interrupt(info: Any) -> str:
     return f"paused: {what!r}"
 
 
-def render(events: Any, console: Console, into: _Renderer | None = None, *, run_paths: bool = False) -> _Renderer:
+def render(events: Any, console: Console, into: Renderer | None = None, *, run_paths: bool = False) -> Renderer:
     """Prints ``events`` as they arrive; ``into`` continues an earlier renderer's counts;
     ``run_paths`` prints the run path whenever it changes (for multi-agent runs)."""
-    r = into if into is not None else _Renderer(console, run_paths=run_paths)
+    r = into if into is not None else Renderer(console, run_paths=run_paths)
     for ev in events:
         r.event(ev)
     return r
@@ -353,7 +353,7 @@ def make_console(color: bool | None = None) -> Console:
 def print_user(console: Console, text: str) -> None:
     """The user's question, wrapped under a ``user`` heading."""
     console.print("[bold]user[/]")
-    out = _Wrapped(console, "  ", "")
+    out = Wrapped(console, "  ", "")
     out.write(text)
     out.end()
 
@@ -375,7 +375,7 @@ class _ModelCalls(RunObserver):
         self.tokens += usage.total_tokens if usage is not None else 0
 
 
-def print_summary(console: Console, r: _Renderer, took: float, delay: float, counts: _ModelCalls | None = None) -> None:
+def print_summary(console: Console, r: Renderer, took: float, delay: float, counts: _ModelCalls | None = None) -> None:
     """The closing line: events, model calls, tokens (when the model reported any), time;
     the calls and tokens an observer counted (``counts``), else those seen in the events."""
     calls, tokens_used = (counts.model_calls, counts.tokens) if counts is not None else (r.model_calls, r.tokens)
@@ -385,7 +385,7 @@ def print_summary(console: Console, r: _Renderer, took: float, delay: float, cou
         console.print("[dim]The scripted model pauses between tokens to look live; --fast skips that.[/]")
 
 
-def _default_db() -> Path:
+def default_db() -> Path:
     return Path(tempfile.gettempdir()) / "rillet-demo.db"
 
 
@@ -430,15 +430,15 @@ def main(
     from rillet.runner import Runner
 
     console = make_console(color)
-    chat = _chat_model(model)
-    if _missing_key(console, chat):
+    chat = make_chat_model(model)
+    if missing_key(console, chat):
         return 2
     where = "a scripted model (offline)" if chat is None else "an OpenAI-compatible model"
     console.print(f"[bold]rillet demo[/]: a ReAct agent with four tools on {where}")
     if chat is not None:
         console.print(f"[dim]{chat.model} at {chat.base_url}[/]")
     print_user(console, QUESTION)
-    db_path = Path(db) if db is not None else _default_db()
+    db_path = Path(db) if db is not None else default_db()
     delay = delay if chat is None else 0.0
     counts = _ModelCalls()
     store = SqliteCheckpointStore(db_path)
@@ -460,7 +460,7 @@ def main(
     return 0
 
 
-def _chat_model(model: str) -> Any:
+def make_chat_model(model: str) -> Any:
     """None for the scripted model; an OpenAIChatModel configured from the environment."""
     if model == "scripted":
         return None
@@ -473,7 +473,7 @@ def _chat_model(model: str) -> Any:
     return OpenAIChatModel(os.environ.get("OPENAI_MODEL") or "gpt-4o-mini")
 
 
-def _missing_key(console: Console, chat: Any) -> bool:
+def missing_key(console: Console, chat: Any) -> bool:
     """Whether ``chat`` would go to OpenAI's own endpoint without a key (said so, before any
     request); a local server (``OPENAI_BASE_URL``, e.g. Ollama) needs none."""
     from rillet.models.openai import DEFAULT_BASE_URL
@@ -488,7 +488,7 @@ def _missing_key(console: Console, chat: Any) -> bool:
     return True
 
 
-def _demo_agent_for(checkpoint_id: str, saved: Any, chat: Any) -> Any:
+def demo_agent_for(checkpoint_id: str, saved: Any, chat: Any) -> Any:
     """The demo's agent, if the checkpoint is one of the demo's; else a CheckpointError saying
     to name the agent. A checkpoint from before agents were recorded counts as the demo's if
     its id is one the demo makes."""

@@ -138,7 +138,7 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _load_arguments(tool_name: str, arguments: str) -> dict[str, Any]:
+def load_arguments(tool_name: str, arguments: str) -> dict[str, Any]:
     """The model's arguments text as a dict ("" and whitespace mean {})."""
     if not isinstance(arguments, str):
         raise TypeError(f"tool {tool_name!r}: arguments must be the JSON text (str), got {type(arguments).__name__}")
@@ -162,7 +162,7 @@ def _loc_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def _problems(errors: list[Any], params: tuple[str, ...] = ()) -> list[str]:
+def argument_problems(errors: list[Any], params: tuple[str, ...] = ()) -> list[str]:
     """One line per pydantic error: the argument, what was expected and what was given."""
     out = []
     unknown = [repr(str(e["loc"][0])) for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
@@ -718,12 +718,12 @@ class FunctionTool(BaseTool):
             if isinstance(arguments, str) and arguments and not arguments.isspace():
                 values = validator.validate_json(arguments).__dict__  # parsed and checked in one pass
             else:
-                values = validator.validate_python(_load_arguments(self.info.name, arguments)).__dict__
+                values = validator.validate_python(load_arguments(self.info.name, arguments)).__dict__
         except spec.validation_error as e:
             errors = e.errors()
             if errors and not errors[0]["loc"]:  # not JSON, or not an object: say it as json does
-                _load_arguments(self.info.name, arguments)
-            raise ToolArgumentsError(self.info.name, _problems(errors, spec.params)) from None
+                load_arguments(self.info.name, arguments)
+            raise ToolArgumentsError(self.info.name, argument_problems(errors, spec.params)) from None
         return tuple(values[f] for f in spec.positional), {p: values[f] for f, p in spec.keywords}
 
     async def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -817,7 +817,7 @@ class ExitTool(BaseTool):
         )
 
     async def invoke(self, arguments: str) -> str:
-        data = _load_arguments(self.info.name, arguments)
+        data = load_arguments(self.info.name, arguments)
         if "final_result" not in data:
             raise ToolArgumentsError(self.info.name, ["argument 'final_result': required, but missing"])
         final_result = data["final_result"]

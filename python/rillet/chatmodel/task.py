@@ -18,7 +18,7 @@ from rillet.agent_tool import AgentTool
 from rillet.context import Session, current_tool_call, send_tool_gen_action
 from rillet.errors import ToolArgumentsError
 from rillet.events import AgentAction
-from rillet.tools import BaseTool, ToolInfo, _load_arguments, _problems
+from rillet.tools import BaseTool, ToolInfo, argument_problems, load_arguments
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -99,7 +99,7 @@ class FinishTaskTool(BaseTool):
     def check(self, arguments: str) -> tuple[dict[str, Any] | None, list[str]]:
         """(the task's result, []) or (None, what is wrong with ``arguments``)."""
         try:
-            data = _load_arguments(FINISH_TASK_TOOL_NAME, arguments)
+            data = load_arguments(FINISH_TASK_TOOL_NAME, arguments)
         except ToolArgumentsError as e:
             return None, list(e.problems)
         if self.output_type is None:
@@ -112,7 +112,7 @@ class FinishTaskTool(BaseTool):
         try:
             return self.output_type.model_validate(data).model_dump(mode="json"), []
         except pydantic.ValidationError as e:
-            return None, _problems(e.errors(include_url=False))
+            return None, argument_problems(e.errors(include_url=False))
 
     async def invoke(self, arguments: str) -> str:
         result, problems = self.check(arguments)

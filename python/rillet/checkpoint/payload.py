@@ -115,7 +115,7 @@ def _action_record(a: AgentAction) -> dict[str, Any]:
     return act
 
 
-def _extras_record(ev: AgentEvent, custom: Any) -> dict[str, Any]:
+def extras_record(ev: AgentEvent, custom: Any) -> dict[str, Any]:
     """The parts of an event that few events set: customized output, action, error."""
     action, err = ev.action, ev.error
     extras: dict[str, Any] = {}
@@ -194,7 +194,7 @@ class _RecordWriter:
                     role,
                     tool_name,
                     streaming,
-                    None if custom is None and ev.action is None and ev.error is None else _extras_record(ev, custom),
+                    None if custom is None and ev.action is None and ev.error is None else extras_record(ev, custom),
                 ]
             )
         return len(events)
@@ -218,7 +218,7 @@ async def events_to_records(events: list[AgentEvent]) -> list[list[Any]]:
 # --- records -> events ------------------------------------------------------------------------
 
 
-def _apply_extras(ev: AgentEvent, extras: dict[str, Any]) -> None:
+def apply_extras_record(ev: AgentEvent, extras: dict[str, Any]) -> None:
     custom = extras.get("customized_output")
     if custom is not None:
         if ev.output is None:
@@ -274,7 +274,9 @@ def _extend_path(base: Sequence[RunStep], steps: tuple[RunStep, ...]) -> RunPath
     return RunPath(base) + steps  # shares ``base`` (when it is a RunPath: every extended path is)
 
 
-_KINDS = _EventKinds(AgentEvent, MessageVariant, AgentOutput, RunStep, _extend_path, stream_from_list, _apply_extras)
+_KINDS = _EventKinds(
+    AgentEvent, MessageVariant, AgentOutput, RunStep, _extend_path, stream_from_list, apply_extras_record
+)
 
 
 # --- the payload ------------------------------------------------------------------------------

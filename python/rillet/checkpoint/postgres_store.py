@@ -15,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rillet.checkpoint.remote import check_prune, redacted, unreachable
-from rillet.checkpoint.stores import _claimed
+from rillet.checkpoint.stores import claimed_error
 from rillet.errors import CheckpointError
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class PostgresCheckpointStore:
                 return None
             head, held_by, until, now = row
             if held_by is not None and held_by != owner and (until or 0.0) > now:
-                raise _claimed(checkpoint_id, f"PostgreSQL at {redacted(self.url)}", until - now)
+                raise claimed_error(checkpoint_id, f"PostgreSQL at {redacted(self.url)}", until - now)
             cur.execute(
                 f"UPDATE {self._t} SET claimed_by = %s, claimed_until = %s WHERE id = %s",
                 (owner, now + self.claim_lease, checkpoint_id),

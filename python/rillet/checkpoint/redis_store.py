@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rillet.checkpoint.remote import check_prune, redacted, unreachable
-from rillet.checkpoint.stores import _claimed
+from rillet.checkpoint.stores import claimed_error
 from rillet.errors import CheckpointError
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class RedisCheckpointStore:
         with self._reaching():
             got: list[bytes] = self._claim(keys=self._keys(checkpoint_id)[:1], args=[owner, repr(self.claim_lease)])
         if got[0] == b"held":
-            raise _claimed(checkpoint_id, f"Redis at {redacted(self.url)}", float(got[1]))
+            raise claimed_error(checkpoint_id, f"Redis at {redacted(self.url)}", float(got[1]))
         return got[1] if got[0] == b"ok" else None
 
     def release(self, checkpoint_id: str, owner: str) -> None:

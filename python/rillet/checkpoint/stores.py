@@ -96,7 +96,7 @@ def _to_prune(
     return sorted(gone)
 
 
-def _claimed(checkpoint_id: str, where: str, seconds_left: float) -> CheckpointClaimedError:
+def claimed_error(checkpoint_id: str, where: str, seconds_left: float) -> CheckpointClaimedError:
     return CheckpointClaimedError(
         f"checkpoint[{checkpoint_id}] is already being resumed (claimed in {where}; the claim expires in "
         f"{max(seconds_left, 0.0):.0f} s if its holder died); nothing was run"
@@ -175,7 +175,7 @@ class InMemoryCheckpointStore:
                 return None
             held = self._claims.get(checkpoint_id)
             if held is not None and held[0] != owner and held[1] > now:
-                raise _claimed(checkpoint_id, "this process", held[1] - now)
+                raise claimed_error(checkpoint_id, "this process", held[1] - now)
             self._claims[checkpoint_id] = (owner, now + self.claim_lease)
             return data
 
@@ -309,7 +309,7 @@ class SqliteCheckpointStore:
             ).fetchone()
             now = time.time()
             if row is not None and row[1] is not None and row[1] != owner and (row[2] or 0.0) > now:
-                raise _claimed(checkpoint_id, str(self.path), row[2] - now)
+                raise claimed_error(checkpoint_id, str(self.path), row[2] - now)
             if row is not None:
                 self._blob(checkpoint_id, row[0])
                 conn.execute(

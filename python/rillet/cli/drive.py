@@ -180,14 +180,14 @@ class Driver:
     """Shows a run (text or JSON lines) and answers its interrupts until it ends."""
 
     def __init__(self, command: str, runner: Runner, console: Console, *, as_json: bool, decisions: Decisions) -> None:
-        from rillet.demo import _Renderer
+        from rillet.demo import Renderer
 
         self.command = command
         self.runner = runner
         self.console = console
         self.as_json = as_json
         self.decisions = decisions
-        self.renderer = _Renderer(console, run_paths=True, tree=True)
+        self.renderer = Renderer(console, run_paths=True, tree=True)
         self.errors = 0
 
     def show(self, events: Iterable[AgentEvent]) -> list[Pending]:

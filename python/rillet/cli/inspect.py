@@ -132,7 +132,7 @@ def _as_json(checkpoint_id: str, size: int, at: float, loaded: Loaded) -> dict[s
 
 
 def _print(console: Console, checkpoint_id: str, size: int, at: float, loaded: Loaded) -> None:
-    from rillet.demo import _Renderer, print_user
+    from rillet.demo import Renderer, print_user
 
     agent = loaded.agent
     console.print(f"[bold]checkpoint {escape(checkpoint_id)}[/] · {_size(size)} · saved {_age(time.time() - at)} ago")
@@ -150,7 +150,7 @@ def _print(console: Console, checkpoint_id: str, size: int, at: float, loaded: L
     console.print(f"\n[bold]session values[/]: {escape(repr(values)) if values else 'none'}", highlight=False)
     events = loaded.session.snapshot()
     console.print(f"\n[bold]events[/] ({len(events)})")
-    renderer = _Renderer(console, run_paths=True, tree=True)
+    renderer = Renderer(console, run_paths=True, tree=True)
     for ev in events:
         renderer.event(ev)
     console.print(f"\n[bold]interrupts[/] ({len(loaded.addresses)})")

@@ -43,7 +43,7 @@ def resume(
     only the demo's checkpoints. An approval needs --approve/--reject or an answer at the prompt;
     with neither, nothing runs (exit status 2). A problem with the database or the checkpoint
     is one line on stderr, exit status 1."""
-    from rillet.demo import _default_db, make_console
+    from rillet.demo import default_db, make_console
 
     spec, approve, reject = _agent_given_as_flag_value(spec, approve, reject)
     if spec is not None and agent_flag is not None:
@@ -52,7 +52,7 @@ def resume(
     agent = None
     if spec is not None or agent_flag is not None:
         agent = agent_or_fail("resume", spec or agent_flag or "", "" if spec else "--agent")
-    path = db if db is not None else str(_default_db())
+    path = db if db is not None else str(default_db())
     store = checkpoint_store("resume", path, create=False, code=1)
     console = make_console(False if no_color else None)
     try:
@@ -96,7 +96,7 @@ def _resume(
     as_json: bool,
 ) -> int:
     from rillet.checkpoint.payload import load
-    from rillet.demo import _chat_model, _demo_agent_for, _missing_key
+    from rillet.demo import demo_agent_for, make_chat_model, missing_key
     from rillet.runner import Runner
     from rillet.sessions import SqliteSessionStore
 
@@ -105,10 +105,10 @@ def _resume(
         fail("resume", f"no checkpoint {checkpoint_id!r} in {path} (rillet inspect --db {path} lists them)", 1)
     loaded = load(data, checkpoint_id)
     if agent is None:
-        chat = _chat_model(model)
-        if _missing_key(console, chat):
+        chat = make_chat_model(model)
+        if missing_key(console, chat):
             return 2
-        agent = _demo_agent_for(checkpoint_id, loaded.agent, chat)
+        agent = demo_agent_for(checkpoint_id, loaded.agent, chat)
     sessions = SqliteSessionStore(path) if loaded.session_ref is not None else None
     runner = Runner(agent, checkpoint_store=store, session_store=sessions)
     driver = Driver("resume", runner, console, as_json=as_json, decisions=decisions)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rillet.agent import Agent
-    from rillet.demo import _Renderer
+    from rillet.demo import Renderer
     from rillet.models import ScriptedModel
 
 __all__ = ["EXAMPLES", "call", "run_example", "scripted"]
@@ -59,7 +59,7 @@ def run_example(
     delay: float,
     streaming: bool,
     color: bool | None,
-    epilogue: Callable[[Console, _Renderer], None] | None = None,
+    epilogue: Callable[[Console, Renderer], None] | None = None,
 ) -> int:
     """Runs ``agent`` on ``question`` with a Runner and prints the transcript: the title, the
     question, every event with its run path, ``epilogue(console, renderer)`` and a summary.

@@ -23,7 +23,7 @@ from rillet.examples import call, run_example, scripted
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rillet.demo import _Renderer
+    from rillet.demo import Renderer
     from rillet.prebuilt import DeepAgent, InMemoryBackend
 
 __all__ = ["CHANGELOG", "QUESTION", "build_agent", "main"]
@@ -102,7 +102,7 @@ def main(*, delay: float = 0.02, streaming: bool = True, color: bool | None = No
     seen: dict[str, Any] = {}
     agent.after_agent.append(lambda _: seen.update(todos=get_session_value(TODOS_KEY)))
 
-    def epilogue(console: Console, r: _Renderer) -> None:
+    def epilogue(console: Console, r: Renderer) -> None:
         console.print("\n[bold]Todo list[/] (session value):")
         for t in seen.get("todos") or []:
             console.print(f"  [{t.status}] {t.content}", markup=False)

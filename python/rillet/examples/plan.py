@@ -24,7 +24,7 @@ from rillet.examples import call, run_example, scripted
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rillet.demo import _Renderer
+    from rillet.demo import Renderer
     from rillet.prebuilt import PlanExecuteReplan
 
 __all__ = ["QUESTION", "RATES", "build_agent", "convert", "main"]
@@ -89,7 +89,7 @@ def main(*, delay: float = 0.02, streaming: bool = True, color: bool | None = No
     seen: dict[str, Any] = {}
     agent.after_agent_callbacks.append(lambda _: seen.update(get_session_values()))
 
-    def epilogue(console: Console, r: _Renderer) -> None:
+    def epilogue(console: Console, r: Renderer) -> None:
         console.print("\n[bold]Executed steps[/] (session value ExecutedSteps):")
         for i, s in enumerate(seen.get(EXECUTED_STEPS_KEY) or [], 1):
             console.print(f"  {i}. {s.step} → {s.result}", markup=False)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rillet.chatmodel import ChatModelAgent
-    from rillet.demo import _Renderer
+    from rillet.demo import Renderer
     from rillet.workflow import LoopAgent
 
 __all__ = ["MAX_ROUNDS", "QUESTION", "approve", "build_loop", "main"]
@@ -93,7 +93,7 @@ def main(*, delay: float = 0.02, streaming: bool = True, color: bool | None = No
     """Runs the loop on the request and prints the transcript."""
     loop, writer, _ = build_loop(delay)
 
-    def epilogue(console: Console, r: _Renderer) -> None:
+    def epilogue(console: Console, r: Renderer) -> None:
         rounds = writer.model.call_count  # type: ignore[attr-defined]
         approved = any(a.startswith("break loop") for a in r.actions)
         how = "the reviewer approved" if approved else "no approval"

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rillet.chatmodel import ChatModelAgent
-    from rillet.demo import _Renderer
+    from rillet.demo import Renderer
     from rillet.flow import FlowAgent
 
 __all__ = ["QUESTION", "build_team", "main"]
@@ -119,11 +119,11 @@ def build_team(delay: float = 0.0) -> tuple[FlowAgent, ChatModelAgent]:
 
 def main(*, delay: float = 0.02, streaming: bool = True, color: bool | None = None) -> int:
     """Runs the team on the customer's question and prints the transcript."""
-    from rillet.demo import _Wrapped
+    from rillet.demo import Wrapped
 
     root, tech_support = build_team(delay)
 
-    def epilogue(console: Console, r: _Renderer) -> None:
+    def epilogue(console: Console, r: Renderer) -> None:
         calls = tech_support.model.calls  # type: ignore[attr-defined]
         if not calls:
             return
@@ -131,7 +131,7 @@ def main(*, delay: float = 0.02, streaming: bool = True, color: bool | None = No
         for m in calls[0].messages:
             if m.role == "system":
                 continue
-            out = _Wrapped(console, "    ", "")
+            out = Wrapped(console, "    ", "")
             console.print(f"  [dim]{m.role}:[/]")
             out.write(m.content)
             out.end()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from rillet.tools import BaseTool, ToolInfo, _load_arguments
+from rillet.tools import BaseTool, ToolInfo, load_arguments
 
 if TYPE_CHECKING:
     from rillet.mcp.toolset import McpToolset
@@ -29,4 +29,4 @@ class McpTool(BaseTool):
         self.info = ToolInfo(name, description, dict(mcp_tool.input_schema))
 
     async def invoke(self, arguments: str) -> str:
-        return await self.toolset.call(self.remote_name, _load_arguments(self.info.name, arguments))
+        return await self.toolset.call(self.remote_name, load_arguments(self.info.name, arguments))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rillet._native import AnthropicStreamParser, Message, parse_anthropic_message
 from rillet.models.errors import ModelError, OverloadedError
-from rillet.models.openai import OpenAIChatModel, _retry_after
+from rillet.models.openai import OpenAIChatModel, retry_after_seconds
 
 if TYPE_CHECKING:
     from rillet.tools import ToolInfo
@@ -308,7 +308,7 @@ class AnthropicChatModel(OpenAIChatModel):
             body=text,
             code=err.code,
         )
-        overloaded.retry_after = _retry_after(headers)
+        overloaded.retry_after = retry_after_seconds(headers)
         return overloaded
 
     def _parse_whole(self, body: bytes) -> Message:

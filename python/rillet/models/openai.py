@@ -170,7 +170,7 @@ def _text_of(message: Message) -> str:
     return "\n".join(texts)
 
 
-def _response_format(value: Any) -> Any:
+def as_response_format(value: Any) -> Any:
     """A pydantic model class becomes a strict JSON-schema response format (its schema made
     strict: closed objects, every property required); dicts pass."""
     schema = getattr(value, "model_json_schema", None)
@@ -184,7 +184,7 @@ def _response_format(value: Any) -> Any:
     return value
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     """The server's wait hint in seconds: ``retry-after-ms``, or ``Retry-After`` as seconds or
     an HTTP date."""
     ms = headers.get("retry-after-ms")
@@ -387,7 +387,7 @@ class OpenAIChatModel:
             params.pop("tool_choice", None)
             params.pop("parallel_tool_calls", None)
         if "response_format" in params:
-            params["response_format"] = _response_format(params["response_format"])
+            params["response_format"] = as_response_format(params["response_format"])
         body.update((k, v) for k, v in params.items() if v is not None)
         if stream:
             body["stream"] = True
@@ -455,7 +455,7 @@ class OpenAIChatModel:
                 await response.aclose()
             status = response.status_code
             if (status in _RETRY_STATUSES or status >= 500) and attempt < self.max_retries:
-                wait = self._backoff(attempt, _retry_after(response.headers))
+                wait = self._backoff(attempt, retry_after_seconds(response.headers))
                 _log.info("%s: HTTP %d, retry %d of %d in %.2f s", url, status, attempt + 1, self.max_retries, wait)
                 await _sleep(wait)
                 attempt += 1
@@ -508,7 +508,7 @@ class OpenAIChatModel:
                 "Wait, lower the request rate, or raise max_retries",
                 **info,
             )
-            err.retry_after = _retry_after(headers)
+            err.retry_after = retry_after_seconds(headers)
             return err
         if status >= 500:
             return ServerError(f"{where} failed (HTTP {status}) after {tries} tries: {message}", **info)

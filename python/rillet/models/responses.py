@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rillet._native import Message, ResponsesStreamParser, parse_response
-from rillet.models.openai import ChunkParser, OpenAIChatModel, _response_format
+from rillet.models.openai import ChunkParser, OpenAIChatModel, as_response_format
 
 if TYPE_CHECKING:
     from rillet.tools import ToolInfo
@@ -123,7 +123,7 @@ def _tool_choice(choice: Any) -> Any:
 
 def _text_format(value: Any) -> dict[str, Any]:
     """A ``response_format`` (pydantic class or chat-completions dict) as ``text.format``."""
-    fmt = _response_format(value)
+    fmt = as_response_format(value)
     if isinstance(fmt, Mapping) and fmt.get("type") == "json_schema" and "json_schema" in fmt:
         return {"type": "json_schema", **fmt["json_schema"]}
     return dict(fmt)

@@ -23,7 +23,7 @@ from typing import Any
 from rillet import codec
 from rillet._core.interrupt import InterruptCtx, InterruptInfo
 from rillet._native import Message
-from rillet.checkpoint.payload import _apply_extras, _extras_record
+from rillet.checkpoint.payload import apply_extras_record, extras_record
 from rillet.errors import EncodeError, RecordedError
 from rillet.events import AgentAction, AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep
 
@@ -58,7 +58,7 @@ def _extras(ev: AgentEvent) -> dict[str, Any] | None:
     custom = ev.output.customized_output if ev.output is not None else None
     if custom is None and ev.action is None and ev.error is None:
         return None
-    extras = _extras_record(ev, custom)
+    extras = extras_record(ev, custom)
     interrupted = ev.action.interrupted if ev.action is not None else None
     if interrupted is not None:
         extras["interrupted"] = [interrupted.data, [_ctx_record(c) for c in interrupted.interrupt_contexts]]
@@ -136,7 +136,7 @@ def rebuild_event(record: list[Any], paths: Paths, stream: Any = None) -> AgentE
         output = AgentOutput(MessageVariant(bool(streaming), msg, stream if kind == "open" else None, role, tool_name))
     ev = AgentEvent(agent, paths.get(path), output)
     if extras:
-        _apply_extras(ev, extras)
+        apply_extras_record(ev, extras)
         interrupted = extras.get("interrupted")
         if interrupted is not None:
             if ev.action is None:

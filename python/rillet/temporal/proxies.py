@@ -44,9 +44,7 @@ class ActivityOptions:
 
 
 # Set while a worker builds its agents, to learn which model and tool each key names.
-_collecting: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "rillet_temporal_keys", default=None
-)
+COLLECTING: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("rillet_temporal_keys", default=None)
 
 
 # The name of the agent the workflow runs (its factory's), sent with each call: keys are per agent.
@@ -58,7 +56,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _register(key: str, target: Any) -> None:
-    seen = _collecting.get()
+    seen = COLLECTING.get()
     if seen is None:
         return
     if key in seen and not _same(seen[key], target):

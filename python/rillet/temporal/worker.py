@@ -22,7 +22,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from rillet import codec
 from rillet.errors import ToolArgumentsError
-from rillet.temporal.proxies import MODEL_ACTIVITY, TOOL_ACTIVITY, _collecting, infos_of
+from rillet.temporal.proxies import COLLECTING, MODEL_ACTIVITY, TOOL_ACTIVITY, infos_of
 from rillet.temporal.registry import AgentFactory, register
 from rillet.temporal.workflow import RunnerWorkflow
 from rillet.tools import BaseTool, build_schemas
@@ -44,11 +44,11 @@ class _Calls:
             self._targets = {}
             for name, factory in self._factories.items():
                 found: dict[str, Any] = {}
-                token = _collecting.set(found)
+                token = COLLECTING.set(found)
                 try:
                     agent = factory()
                 finally:
-                    _collecting.reset(token)
+                    COLLECTING.reset(token)
                 self._targets[name] = found
                 # here too: function tools build their schemas on first use, which in the
                 # sandbox would import the parts of pydantic it cannot import
