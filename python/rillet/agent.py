@@ -52,15 +52,6 @@ class AgentInput:
         self._build: Callable[[], list[Message]] | None = None
         self.enable_streaming = enable_streaming
 
-    @classmethod
-    def _deferred(cls, build: Callable[[], list[Message]], enable_streaming: bool) -> AgentInput:
-        """An input whose messages ``build()`` makes the first time they are read: a workflow
-        child's history is the whole run so far, and a child that never reads it (a custom
-        agent) must not pay for it on every one of a loop's thousands of rounds."""
-        input = cls(None, enable_streaming)
-        input._messages, input._build = None, build
-        return input
-
     @property
     def messages(self) -> list[Message]:
         """The conversation, oldest first."""
@@ -85,6 +76,16 @@ class AgentInput:
 
     def __reduce__(self) -> tuple[type[AgentInput], tuple[list[Message], bool]]:
         return (AgentInput, (self.messages, self.enable_streaming))  # (copy and pickle: built first)
+
+
+def deferred_input(build: Callable[[], list[Message]], enable_streaming: bool) -> AgentInput:
+    """An input whose messages ``build()`` makes the first time they are read: a workflow
+    child's history is the whole run so far, and a child that never reads it (a custom agent)
+    must not pay for it on every one of a loop's thousands of rounds. Internal (the flow layer
+    makes these)."""
+    input = AgentInput(None, enable_streaming)
+    input._messages, input._build = None, build
+    return input
 
 
 def _keep_dataclass_fields(cls: type) -> None:

@@ -21,7 +21,7 @@ from rillet import codec
 from rillet._core.address import Address, agent_segment
 from rillet._core.interrupt import NOT_RESUMING, ResumePoint
 from rillet._core.scope import RUN, TOOL_CALL, current_resume
-from rillet.events import RunPath, RunStep
+from rillet.events import RunPath, RunStep, extend_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -195,7 +195,7 @@ class RunContext:
     def child(self, agent_name: str) -> RunContext:
         """The context of an agent named ``agent_name`` running under this one. In a resumed
         run, entering the address takes that address's saved state and resume data."""
-        path = self.run_path._append(RunStep(agent_name))
+        path = extend_path(self.run_path, RunStep(agent_name))
         resume = current_resume()
         if resume is not None:
             address = (*self.address, agent_segment(agent_name))

@@ -186,6 +186,16 @@ class RunPath(Sequence[RunStep]):
 
 _EMPTY_PATH = RunPath._root()
 
+# Internal: rillet's run context, observer, workflows and checkpoint writer extend paths one step
+# at a time and find a path's parent in O(1); users write ``path + (step,)`` and ``path[:-1]``.
+extend_path = RunPath._append
+"""``extend_path(path, step)``: ``path`` plus ``step``, sharing ``path`` (RunPath's own O(1) step)."""
+
+
+def parent_path(path: RunPath) -> RunPath | None:
+    """The path ``path`` extends by its last step (None for the empty path), in O(1)."""
+    return path._parent
+
 
 @dataclass(slots=True)
 class MessageVariant:

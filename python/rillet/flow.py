@@ -23,7 +23,7 @@ from rillet._core.address import AGENT, AddressSegment
 from rillet._core.interrupt import ResumeScope
 from rillet._core.scope import OBSERVING, current_resume, entered
 from rillet._native import FunctionCall, Message, ToolCall
-from rillet.agent import Agent, AgentInput, BaseAgent, raw_events, run_events
+from rillet.agent import Agent, AgentInput, BaseAgent, deferred_input, raw_events, run_events
 from rillet.context import RunContext, Session, current_run, send_tool_gen_action
 from rillet.errors import Interrupted, TransferError
 from rillet.events import (
@@ -333,7 +333,7 @@ class FlowAgent(BaseAgent):
             return AgentInput(list(self.history_rewriter(entries[:n])), root.enable_streaming)
         view = _views_of(run.session, self.skip_transfer_messages, entries).setdefault(self.name, [])
         name = self.name
-        return AgentInput._deferred(lambda: _rewritten(entries, n, view, name), root.enable_streaming)
+        return deferred_input(lambda: _rewritten(entries, n, view, name), root.enable_streaming)
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rillet._core.address import Address, agent_segment
 from rillet.context import current_run
-from rillet.events import AgentEvent, RunPath, RunStep, interrupt_signal
+from rillet.events import AgentEvent, RunPath, RunStep, extend_path, interrupt_signal
 
 if TYPE_CHECKING:
     from rillet._core.interrupt import InterruptCtx
@@ -144,7 +144,7 @@ def run_start(obs: Any, agent_name: str, messages: Sequence[Message], parent: Ru
     info = RunInfo(
         cast(Observing, obs).run_id,
         agent_name,
-        path._append(RunStep(agent_name)),
+        extend_path(path, RunStep(agent_name)),
         (*address, agent_segment(agent_name)),
     )
     notify(obs, "on_run_start", info, messages)

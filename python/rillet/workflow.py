@@ -31,7 +31,7 @@ from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.context import RunContext, Session, current_run
 from rillet.errors import LiveNotSupportedError
-from rillet.events import AgentEvent, RunPath, RunStep, interrupt_signal
+from rillet.events import AgentEvent, RunPath, RunStep, extend_path, interrupt_signal
 from rillet.flow import FlowAgent, OnSubAgents, adopt, flow_of, with_disallow_transfer_to_parent
 from rillet.interrupt import composite_interrupt_event
 from rillet.live import LiveAgent, LiveContext
@@ -242,7 +242,7 @@ class SequentialAgent(WorkflowAgent):
                 )
             child = LiveContext(live.requests, live.history, base, extra)
             runs.append((child, kid.run_live(input, child, **options)))  # raises now if it cannot
-            base = base._append(RunStep(kid.name))
+            base = extend_path(base, RunStep(kid.name))
         return self._live(live, runs)
 
     @staticmethod

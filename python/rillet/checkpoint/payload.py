@@ -65,6 +65,7 @@ from rillet.events import (
     RunPath,
     RunStep,
     TransferToAgentAction,
+    parent_path,
 )
 
 __all__ = [
@@ -148,7 +149,7 @@ class _RecordWriter:
         ref = self.by_id.get(id(run_path))
         if ref is not None:
             return ref
-        parent = run_path._parent if isinstance(run_path, RunPath) else None
+        parent = parent_path(run_path) if isinstance(run_path, RunPath) else None
         base = self.by_id.get(id(parent)) if parent else None
         if base is not None:  # a step longer than a path written before: O(1)
             form: list[Any] = [base, run_path[-1].agent_name]
