@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -157,6 +159,29 @@ def test_an_agent_cannot_join_a_second_tree() -> None:
     with pytest.raises(ValueError, match="already belongs to 'router'"):
         SequentialAgent("w", sub_agents=[b])
     assert "transfer_to_agent" in [t.info.name for t in b.tools]  # the first tree is untouched
+
+
+class ByValue(BaseAgent):
+    """An agent compared by value, so unhashable: the one-parent rule still knows it."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ByValue) and other.name == self.name
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        yield event_from_message(Message.assistant(self.name))
+
+
+def test_the_one_parent_rule_holds_for_unhashable_agents_and_keeps_no_agent_alive() -> None:
+    child = ByValue("c", "d")
+    first = SequentialAgent("w", sub_agents=[child])
+    with pytest.raises(ValueError, match="already belongs to 'w'"):
+        SequentialAgent("w2", sub_agents=[child])
+    gone = weakref.ref(child), weakref.ref(first)
+    del child, first
+    gc.collect()
+    assert [r() for r in gone] == [None, None]  # the flow layer's bookkeeping held neither
 
 
 class Breaker(BaseAgent):

@@ -328,6 +328,27 @@ class BaseAgent:
 # remembered on the agent, and a wrapper's ``agent`` of the same name (flow wrappers,
 # deterministic transfer) whose children are the wrapper's.
 
+# The flow wrapper that set_sub_agents (a with_* option, a Supervisor) made for an agent is kept
+# on the agent, under one attribute that only the two functions below touch. The wrapper holds
+# its agent, and must live as long as the agent does (a Runner given the bare agent runs it)
+# without keeping it alive after: Python has no weak-keyed map whose value may refer to its key
+# (a registry keyed by the agent would keep every wired agent for ever), so the agent holds it.
+_FLOW_WRAPPER = "_rillet_flow"
+
+
+def flow_wrapper_of(agent: object) -> Any:
+    """The flow wrapper :func:`remember_flow_wrapper` kept for ``agent``, or None."""
+    return getattr(agent, _FLOW_WRAPPER, None)
+
+
+def remember_flow_wrapper(agent: object, wrapper: object) -> bool:
+    """Keeps ``wrapper`` as the one to run ``agent`` with; False if ``agent`` takes no attributes."""
+    try:
+        setattr(agent, _FLOW_WRAPPER, wrapper)
+    except AttributeError:
+        return False
+    return True
+
 
 def _unwrapped(agent: Any) -> Any:
     """The agent a same-named wrapper (a flow wrapper, a deterministic transfer) wraps."""
@@ -349,7 +370,7 @@ def sub_agents_of(agent: Any) -> list[Agent]:
     if inner is not agent:
         layers.append(inner)
     for layer in list(layers):
-        flow = getattr(layer, "_rillet_flow", None)
+        flow = flow_wrapper_of(layer)
         if flow is not None and all(flow is not x for x in layers):
             layers.append(flow)
     for layer in layers:

@@ -12,8 +12,10 @@ messages are rewritten as user messages that start with ``For context:`` (Eino's
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -23,7 +25,16 @@ from rillet._core.address import AGENT, AddressSegment
 from rillet._core.interrupt import ResumeScope
 from rillet._core.scope import OBSERVING, current_resume, entered
 from rillet._native import FunctionCall, Message, ToolCall
-from rillet.agent import Agent, AgentInput, BaseAgent, deferred_input, raw_events, run_events
+from rillet.agent import (
+    Agent,
+    AgentInput,
+    BaseAgent,
+    deferred_input,
+    flow_wrapper_of,
+    raw_events,
+    remember_flow_wrapper,
+    run_events,
+)
 from rillet.context import RunContext, Session, current_run, send_tool_gen_action
 from rillet.errors import Interrupted, TransferError
 from rillet.events import (
@@ -538,18 +549,36 @@ def _log_policy(flow: FlowAgent, keep_log: bool) -> str:
     return "messages" if getattr(inner, "runs_agents_in_its_run", True) else ""
 
 
+# Each adopted agent's parent, by the agent's id (agents need not be hashable): weak both ways, so
+# that neither an agent nor its parent is kept alive by being here; an entry goes with its agent.
+_parents: dict[int, tuple[weakref.ref[Agent], weakref.ref[Agent]]] = {}
+
+
+def _forget_parent(key: int, ref: weakref.ref[Agent]) -> None:
+    entry = _parents.get(key)
+    if entry is not None and entry[0] is ref:  # not a later agent's that took the id
+        del _parents[key]
+
+
+def parent_of(agent: Agent) -> Agent | None:
+    """The agent :func:`adopt` made ``agent``'s parent, while both live; else None."""
+    entry = _parents.get(id(agent))
+    return entry[1]() if entry is not None and entry[0]() is agent else None
+
+
 def adopt(child: Agent, parent: Agent, who: str) -> None:
     """Marks ``child`` as belonging to ``parent``; an agent has one parent (a transfer tree
     or a workflow), as in Eino, so that wiring one tree never rewires another."""
-    current = getattr(child, "_rillet_parent", None)
+    current = parent_of(child)
     if current is not None and current is not parent:
         raise ValueError(
             f"{who}: agent {child.name!r} already belongs to {current.name!r}; an agent can have one parent: "
             "make a second agent for the second place"
         )
+    key = id(child)
     try:
-        child._rillet_parent = parent  # type: ignore[attr-defined]
-    except AttributeError:  # an object that takes no attributes: not tracked
+        _parents[key] = (weakref.ref(child, functools.partial(_forget_parent, key)), weakref.ref(parent))
+    except TypeError:  # an object that cannot be weakly referenced: not tracked
         pass
 
 
@@ -559,19 +588,17 @@ def flow_of(agent: Agent) -> FlowAgent:
     original agent keeps its sub-agents; else a new, plain wrapper."""
     if isinstance(agent, FlowAgent):
         return agent
-    known = getattr(agent, "_rillet_flow", None)
+    known = flow_wrapper_of(agent)
     if isinstance(known, FlowAgent) and known.agent is agent:
         return known
     return FlowAgent(agent)
 
 
 def _flow(agent: Agent) -> FlowAgent:
-    """``flow_of(agent)``, remembered on the agent for later :func:`flow_of` calls."""
+    """``flow_of(agent)``, remembered for later :func:`flow_of` calls (an object that takes
+    no attributes: run the returned wrapper)."""
     flow = flow_of(agent)
-    try:
-        flow.agent._rillet_flow = flow  # type: ignore[attr-defined]
-    except AttributeError:  # an object that takes no attributes: run the returned wrapper
-        pass
+    remember_flow_wrapper(flow.agent, flow)
     return flow
 
 

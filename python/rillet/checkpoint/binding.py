@@ -13,6 +13,7 @@ import hashlib
 import json
 from typing import Any
 
+from rillet.agent import flow_wrapper_of
 from rillet.errors import CheckpointAgentMismatchError
 from rillet.flow import FlowAgent, flow_of
 
@@ -22,7 +23,7 @@ __all__ = ["CheckpointAgentMismatchError"]
 def _unwrap(agent: Any) -> tuple[Any, list[Any]]:
     """The agent a flow wrapper holds and the wrapper's transfer children; an agent given to
     set_sub_agents runs with its wrapper's children, so they are its children too."""
-    flow = agent if isinstance(agent, FlowAgent) else flow_of(agent) if hasattr(agent, "_rillet_flow") else None
+    flow = agent if isinstance(agent, FlowAgent) else flow_of(agent) if flow_wrapper_of(agent) is not None else None
     if flow is not None:
         return flow.agent, list(flow.sub_agents)
     return agent, []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rillet.agent import Agent
+from rillet.agent import Agent, flow_wrapper_of, remember_flow_wrapper
 from rillet.flow import FlowAgent, set_sub_agents, with_deterministic_transfer_to
 
 __all__ = ["Supervisor"]
@@ -33,7 +33,7 @@ class Supervisor(FlowAgent):
                 f"Supervisor: {supervisor.name!r} is already wired into a transfer tree (a FlowAgent); "
                 "pass the agent itself"
             )
-        known = getattr(supervisor, "_rillet_flow", None)
+        known = flow_wrapper_of(supervisor)
         if isinstance(known, FlowAgent) and known.sub_agents:
             raise ValueError(
                 f"Supervisor: the sub-agents of {supervisor.name!r} are already set with set_sub_agents; "
@@ -42,13 +42,12 @@ class Supervisor(FlowAgent):
         if not sub_agents:
             raise ValueError(f"Supervisor: {supervisor.name!r} needs at least one sub-agent to supervise")
         super().__init__(supervisor)
-        try:  # set_sub_agents (and a Runner given the bare supervisor) then use this container
-            supervisor._rillet_flow = self  # type: ignore[attr-defined]
-        except AttributeError:
+        # set_sub_agents (and a Runner given the bare supervisor) then use this container
+        if not remember_flow_wrapper(supervisor, self):
             raise TypeError(
                 f"Supervisor: {type(supervisor).__name__} takes no attributes; give an agent class "
                 "(BaseAgent, ChatModelAgent) that does"
-            ) from None
+            )
         workers = [with_deterministic_transfer_to(a, [supervisor.name]) for a in sub_agents]
         set_sub_agents(supervisor, workers)
 
