@@ -1,7 +1,8 @@
 """The house rules of rillet's module graph (docs/architecture.md): imports go one way, from
 rillet._core up, as the import-linter contract in pyproject.toml says; no module imports
-itself back through others; and a function-local import says why it is not at the top. And
-one of the test suite's: no test sleeps a fixed time to wait for another thread."""
+itself back through others; a function-local import says why it is not at the top; and no
+module reads another module's underscore names. And one of the test suite's: no test sleeps a
+fixed time to wait for another thread."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -398,22 +400,25 @@ def _is_private(name: object) -> bool:
     return isinstance(name, str) and name.startswith("_") and not name.startswith("__")
 
 
-def private_reads(source: str) -> list[tuple[int, str]]:
+def private_reads(source: str, own_names: Collection[str] = ()) -> list[tuple[int, str]]:
     """Each use of another object's underscore attribute (``agent._by_name``,
-    ``getattr(sub, "_finish_task")``): ``(line, the expression)``. ``self``, ``cls`` and
-    ``super()`` are the module's own objects."""
+    ``getattr(sub, "_finish_task")``) but those named in ``own_names``: ``(line, the
+    expression)``. ``self``, ``cls`` and ``super()`` are the module's own objects."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute):
             v = node.value
             own = (isinstance(v, ast.Name) and v.id in ("self", "cls")) or ast.unparse(v) == "super()"
-            if _is_private(node.attr) and not own:
+            if _is_private(node.attr) and not own and node.attr not in own_names:
                 found.append((node.lineno, ast.unparse(node)))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr"):
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRIBUTE_CALLS:
             key = node.args[1] if len(node.args) > 1 else None
-            if isinstance(key, ast.Constant) and _is_private(key.value):
+            if isinstance(key, ast.Constant) and _is_private(key.value) and key.value not in own_names:
                 found.append((node.lineno, ast.unparse(node)))
     return found
+
+
+_ATTRIBUTE_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 
 
 def test_the_react_steps_never_import_chat_model_agent() -> None:
@@ -445,3 +450,124 @@ def step(agent, self):
         (6, "from rillet import ChatModelAgent"),
     ]
     assert private_reads(source) == [(7, "agent._hooks"), (7, "getattr(agent, '_finish_task', None)")]
+
+
+# --- no module reads another module's underscore names ---------------------------------------
+
+# The underscore names of other libraries (and of rillet's compiled core) that a module uses on
+# purpose, by module (relative to python/rillet): which, and why. Anything else a module needs
+# from another is a named internal interface there (no underscore, not in __all__).
+FOREIGN_PRIVATES: dict[str, tuple[tuple[str, ...], str]] = {
+    "_core/loop.py": (("_log_destroy_pending",), "asyncio.Task's log flag, cleared as asyncio.gather does"),
+    "_core/workers.py": (("_ready",), "asyncio's ready queue (getattr, other loops fall back): no loop round trip"),
+    "checkpoint/remote.py": (("_replace",), "a namedtuple's public method (urllib's SplitResult)"),
+    "errors.py": (("_init_errors",), "the compiled core's one-time hook that takes errors.py's classes"),
+    "schema.py": (
+        ("_poll", "_subscribe", "_try_send", "_subscribe_space", "_drain_into"),
+        "the compiled streams' non-blocking hooks, kept out of users' sight, that this async facade is built on",
+    ),
+    "redis/sink.py": (("_poll",), "the compiled reader's non-blocking poll, to batch the chunks already there"),
+    "mcp/connection.py": (("_session", "_dispatcher", "_closed"), "the mcp package has no public closed flag"),
+    "mcp/transports.py": (
+        ("_get_executable_command", "_create_platform_compatible_process", "_drain_stdout", "_stop_server_process"),
+        "mcp's stdio client pieces, reused for a transport that outlives one task",
+    ),
+    "temporal/client.py": (("_client",), "temporalio keeps a handle's client private; following runs needs it"),
+}
+
+
+def own_names(tree: ast.AST) -> set[str]:
+    """The attribute names the module's own classes define: methods, class attributes and
+    fields, ``__slots__`` entries and ``self._x = ...`` assignments."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for st in node.body:
+                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    out.add(st.name)
+                elif isinstance(st, (ast.Assign, ast.AnnAssign)):
+                    for t in st.targets if isinstance(st, ast.Assign) else [st.target]:
+                        out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+                        if isinstance(t, ast.Name) and t.id == "__slots__" and st.value is not None:
+                            out.update(c.value for c in ast.walk(st.value) if isinstance(c, ast.Constant))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                out.add(node.attr)
+    return out
+
+
+def private_imports(source: str, modules: Collection[str]) -> list[tuple[int, str]]:
+    """Each ``from a import _b`` where ``a._b`` is not a module of ``modules`` (an underscore
+    module, such as rillet._core or rillet._native, is the package's own, not another
+    module's private name): ``(line, the import)``."""
+    return [
+        (node.lineno, f"from {node.module} import {a.name}")
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+        if _is_private(a.name) and f"{node.module}.{a.name}" not in modules
+    ]
+
+
+def reach_ins(package: Path) -> list[str]:
+    """Every read or import of another module's underscore name in the modules under
+    ``package`` (python/rillet), but those FOREIGN_PRIVATES keeps: ``path:line: what``."""
+    files = {p: ".".join(p.relative_to(package.parent).with_suffix("").parts) for p in package.rglob("*.py")}
+    modules = {m.removesuffix(".__init__") for m in files.values()}
+    modules |= {".".join(p.relative_to(package.parent).with_suffix("").parts) for p in package.rglob("*.pyi")}
+    found = []
+    for path in sorted(files):
+        where = path.relative_to(package).as_posix()
+        kept = FOREIGN_PRIVATES.get(where, ((), ""))[0]
+        source = path.read_text()
+        hits = private_reads(source, own_names(ast.parse(source)) | set(kept)) + private_imports(source, modules)
+        found += [f"{where}:{line}: {what}" for line, what in sorted(hits)]
+    return found
+
+
+def test_no_module_reads_another_modules_underscore_names() -> None:
+    """What one module offers another is a named internal interface (no underscore, and not in
+    ``__all__`` unless users may use it too), so that a module's private names can change
+    without breaking another. A module's own names (its classes' attributes, read through any
+    variable) and dunder names are its own to use."""
+    found = reach_ins(PACKAGE)
+    assert found == [], "name it in the module that owns it; for another library's, FOREIGN_PRIVATES with why"
+
+
+def test_foreign_privates_are_all_still_used() -> None:
+    used = {
+        where: {what for line, what in private_reads((PACKAGE / where).read_text())}
+        for where in FOREIGN_PRIVATES
+        if (PACKAGE / where).exists()
+    }
+    stale = [
+        f"{where}: {name}"
+        for where, (names, _) in FOREIGN_PRIVATES.items()
+        for name in names
+        if not any(name in what for what in used.get(where, ()))
+    ]
+    assert stale == [], "FOREIGN_PRIVATES keeps reads that are gone: remove them"
+
+
+def test_the_reach_in_check_finds_reads_and_imports_of_another_modules_underscore_names(tmp_path: Path) -> None:
+    package = tmp_path / "rillet"
+    (package / "_core").mkdir(parents=True)
+    (package / "__init__.py").write_text("from rillet import _core, _native\n")
+    (package / "_core" / "__init__.py").write_text("")
+    (package / "_native.pyi").write_text("")
+    (package / "owner.py").write_text("def _helper(): ...\nclass Action:\n    _signal = None\n")
+    (package / "user.py").write_text(
+        """from rillet.owner import _helper, Action
+class Node:
+    __slots__ = ("_up",)
+    def __init__(self):
+        self._mine = 1
+def f(action, node, other):
+    return action._signal, node._up, other._mine, getattr(action, "_signal"), action.__class__
+"""
+    )
+    assert reach_ins(package) == [
+        "user.py:1: from rillet.owner import _helper",
+        "user.py:7: action._signal",
+        "user.py:7: getattr(action, '_signal')",
+    ]
