@@ -342,7 +342,8 @@ def test_a_transfer_to_a_task_mode_sub_agent_is_refused_and_names_the_reachable_
     err = events[-1].error
     assert isinstance(err, TransferError)
     assert "agent 'worker' not found" in str(err) and "it can transfer to: chat" in str(err)
-    assert "worker" not in boss._transfer_instruction and "chat" in boss._transfer_instruction
+    system = boss.model.calls[0].messages[0]  # the instruction the model got names the reachable agents only
+    assert system.role == "system" and "worker" not in system.content and "chat" in system.content
 
     events = list(Runner(set_sub_agents(Transferrer("alone"), [agent("helper", [], mode="single_turn")])).query("go"))
     assert str(events[-1].error).endswith(
