@@ -667,6 +667,25 @@ async def test_a_remote_task_that_never_finishes_ends_at_the_deadline(streaming:
     assert server.updates > 1
 
 
+async def test_a_send_message_task_that_outlasts_timeout_is_waited_for_within_the_deadline() -> None:
+    # before: SendMessage's answer, silent until the task ends, tripped httpx's read timeout: the
+    # run failed after `timeout` (0.2 s here; 60 s by default, against a 600 s deadline) with
+    # "A2AError ... A2AClientTimeoutError: Client Request timed out"
+    server = Endless()
+    async with plain_server(server) as url:
+        remote = RemoteA2AAgent("busy", url, timeout=0.2, deadline=30.0)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        running = asyncio.ensure_future(_collect(Runner(remote, streaming=False).query("go")))
+        await until(lambda: running.done() or loop.time() - start > 1.0, "five timeouts' worth of the task's work")
+        ended_early = running.done()
+        server.stop.set()  # the task completes
+        events = await asyncio.wait_for(running, 10)
+    assert not ended_early, [str(ev.error) for ev in events]
+    assert [ev.error for ev in events if ev.error is not None] == []
+    assert server.updates > 1
+
+
 async def _collect(events: AsyncIterator[Any]) -> list[Any]:
     return [ev async for ev in events]
 

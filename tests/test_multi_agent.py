@@ -193,7 +193,8 @@ def test_a_transfer_ping_pong_ends_at_the_default_limit_with_an_error_event_nami
     assert (err.limit, err.maximum, err.count) == ("max_transfers", 100, 101)
     assert err.loop.endswith("a -> b -> a -> b") and events[-1].agent_name == "a"  # the 101st: a to b
     text = str(err)
-    assert "101 transfers" in text and "RunConfig(max_transfers=100)" in text
+    # it says the transfer past the limit was not made ("stopped at 101 transfers" read as if it was)
+    assert text.startswith("the run was stopped before transfer 101, over RunConfig(max_transfers=100)")
     assert "a -> b -> a -> b" in text  # the loop, as the agents went round it
     assert "run_config=RunConfig(max_transfers=200)" in text  # how to raise it
     moves = [e for e in events if e.action is not None and e.action.transfer_to_agent is not None]
@@ -206,7 +207,8 @@ def test_a_model_call_past_max_llm_calls_ends_the_run_with_an_error_event() -> N
     assert isinstance(err, RunLimitExceededError), repr(err)
     assert (err.limit, err.maximum, err.count) == ("max_llm_calls", 500, 501)
     text = str(err)
-    assert "RunConfig(max_llm_calls=500)" in text and "a: 250, b: 250" in text
+    assert text.startswith("the run was stopped before model call 501, over RunConfig(max_llm_calls=500)")
+    assert "a: 250, b: 250" in text
     assert "a -> b -> a" in text and "run_config=RunConfig(max_llm_calls=1000)" in text
 
 

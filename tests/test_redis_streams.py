@@ -285,11 +285,29 @@ def test_a_reader_that_fell_behind_maxlen_gets_a_gap_error(redis_url: str) -> No
 
 def test_an_unreachable_server_is_a_connection_error_naming_it() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
+    sent: list[str] = []
+
+    @tool
+    def send_email(to: str) -> str:
+        """Sends an email."""
+        sent.append(to)
+        return "sent"
+
+    call = ToolCall(index=0, id="c1", function=FunctionCall("send_email", '{"to": "ops"}'))
+    mailer = ChatModelAgent("mailer", model=ScriptedModel([Message.assistant("", [call]), "done"]), tools=[send_email])
 
     async def main() -> None:
-        async with RedisStreamSink(url, connect_timeout=2) as sink:
-            with pytest.raises(EventStreamConnectionError, match=rf"cannot reach Redis at {url}.*redis-server running"):
-                await sink.drain(Runner(Mixed(3)).query("go"), run_id="r")
+        # entering the sink checks Redis, so the run in the block is never started: no email
+        # (before, the error came from drain, after runner.query had started the run and it had sent it)
+        with pytest.raises(EventStreamConnectionError, match=rf"cannot reach Redis at {url}.*redis-server running"):
+            async with RedisStreamSink(url, connect_timeout=2) as sink:
+                await sink.drain(Runner(mailer).query("go"), run_id="r")
+        assert sent == []
+        # publish without `async with` says so too, before any event
+        sink = RedisStreamSink(url, connect_timeout=2)
+        with pytest.raises(EventStreamConnectionError, match=rf"cannot reach Redis at {url}.*redis-server running"):
+            await sink.drain(Runner(Mixed(3)).query("go"), run_id="r")
+        await sink.aclose()
         with pytest.raises(
             EventStreamConnectionError, match=rf"RedisStreamSource for run 'r': cannot reach Redis at {url}"
         ):

@@ -207,9 +207,9 @@ class RunLimitExceededError(RilletError):
     __reduce__ = _reduce_rebuilt
 
     def __init__(self, limit: str, maximum: int, count: int, loop: str, detail: str = "") -> None:
-        what = "model calls" if limit == "max_llm_calls" else "transfers"
+        what = "model call" if limit == "max_llm_calls" else "transfer"
         super().__init__(
-            f"the run was stopped at {count} {what}, over RunConfig({limit}={maximum}){detail}. If the agents "
+            f"the run was stopped before {what} {count}, over RunConfig({limit}={maximum}){detail}. If the agents "
             f"are not stuck in a loop and the run needs more, raise the limit: pass "
             f"run_config=RunConfig({limit}={2 * maximum}) to Runner.run() or Runner.resume() (0 or None: no limit)"
         )

@@ -50,12 +50,13 @@ BeforeRequestCallback = Callable[
 _SSL: list[Any] = []
 
 
-def _http(timeout: float) -> httpx.AsyncClient:
+def _http(timeout: float, *, reads: bool = True) -> httpx.AsyncClient:
     """An httpx client for one run (clients belong to an event loop, runs may not share one),
-    with one TLS context for all: building it is most of what a new client costs."""
+    with one TLS context for all: building it is most of what a new client costs. ``reads``
+    False leaves reads unbounded, for a run whose deadline bounds them instead."""
     if not _SSL:
         _SSL.append(httpx.create_ssl_context())
-    return httpx.AsyncClient(timeout=timeout, verify=_SSL[0])
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout, read=timeout if reads else None), verify=_SSL[0])
 
 
 def _origin(url: str) -> str:
@@ -75,7 +76,9 @@ class RemoteA2AAgent(BaseAgent):
     each request. ``timeout`` is httpx's, for each HTTP request: seconds to connect, and of
     silence while reading or writing (a stream of updates never trips it); ``deadline`` bounds
     the whole remote call of a run (seconds, None: none), past which the run ends with
-    :class:`~rillet.errors.A2ATimeoutError` and the remote task is cancelled."""
+    :class:`~rillet.errors.A2ATimeoutError` and the remote task is cancelled. A SendMessage
+    (not streaming) is answered only when the task ends: its wait is bounded by ``deadline``,
+    not by ``timeout`` (by ``timeout`` when there is no deadline)."""
 
     def __init__(
         self,
@@ -163,7 +166,9 @@ class RemoteA2AAgent(BaseAgent):
             if edited is not None:
                 request = edited
         deadline = _Deadline(self.deadline)
-        async with _http(self.timeout) as http:
+        # a SendMessage's answer is silent until the task ends: the deadline bounds that wait
+        silent = not input.enable_streaming and self.deadline is not None
+        async with _http(self.timeout, reads=not silent) as http:
             card: AgentCard | None = None
             reader = _Reader(self.name, self.allow_transfer, reported)
             try:

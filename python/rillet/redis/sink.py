@@ -193,6 +193,15 @@ class RedisStreamSink:
             await self._client.aclose()
 
     async def __aenter__(self) -> RedisStreamSink:
+        """Checks that Redis answers, so that an unreachable server fails here, before the
+        code in the block starts a run (``runner.run(...)`` starts it at once)."""
+        try:
+            async with failures(self.url, "RedisStreamSink"):
+                await self._client.ping()
+        except BaseException:
+            if self._own_client:  # no __aexit__ follows a failed __aenter__
+                await self._client.aclose()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -204,7 +213,7 @@ class RedisStreamSink:
         key = self.key(run_id)
         try:
             async with failures(self.url, f"RedisStreamSink for run {run_id!r}"):
-                await self._client.ping()  # an unreachable server fails here, before the run
+                await self._client.ping()  # before any event; the run, already started by its caller, is stopped
         except BaseException:
             self._publishing.discard(me[0])
             await _abandon(events)
