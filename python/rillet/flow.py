@@ -239,6 +239,8 @@ class FlowAgent(BaseAgent):
                                     # a copy: the consumer reading a streamed message leaves the log its own stream
                                     if mv is not None and mv.message_stream is not None:
                                         record(copy_event(ev))
+                                    elif messages_only:  # read only by agents nested in this run: the event itself
+                                        record(ev)
                                     else:  # copy_event, inlined for the event without a stream to split
                                         record(AgentEvent(ev.agent_name, own, out, action, ev.error))
                             if seen is not None:
