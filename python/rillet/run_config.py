@@ -10,7 +10,6 @@ which names the loop the agents were in.
 
 from __future__ import annotations
 
-from collections import deque
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -97,7 +96,7 @@ class RunBudget:
         self.llm_calls = 0
         self.transfers = 0
         self._by_agent: dict[str, int] = {}
-        self._hops: deque[str] = deque(maxlen=_SHOWN_HOPS)
+        self._hops: list[str] = []  # the last _SHOWN_HOPS agents transferred between (a deque costs 760 B a run)
 
     @classmethod
     def of(cls, limits: Any) -> RunBudget:
@@ -133,6 +132,8 @@ class RunBudget:
         if not hops or hops[-1] != source:  # the first, or one in another part of the run
             hops.append(source)
         hops.append(dest)
+        if len(hops) > _SHOWN_HOPS:
+            del hops[: len(hops) - _SHOWN_HOPS]
         if not self.max_transfers or self.transfers <= self.max_transfers:
             return None
         loop, where = self._loop()
@@ -140,7 +141,7 @@ class RunBudget:
 
     def _loop(self) -> tuple[str, str]:
         """The last transfers (``a -> b -> a``) and the message's words about them."""
-        hops = list(self._hops)
+        hops = self._hops
         if len(hops) < 2:
             return "", ""
         loop = " -> ".join(hops)
