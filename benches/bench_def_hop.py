@@ -1,14 +1,17 @@
 """The def-tool hop: a ReAct step with ``def`` tools against ``async def`` ones, consumed with
 ``async for`` and with a plain ``for``, beside the floor of a thread hand-off on this machine.
 
-    PYTHONPATH=python .venv/bin/python benches/bench_def_hop.py [--rounds 15] [--switch-interval S] [CASE ...]
+    PYTHONPATH=python .venv/bin/python benches/bench_def_hop.py [--rounds 15] [--switch-interval S] [--slowed] [CASE ...]
     PYTHONPATH=python .venv/bin/python -m pytest benches/bench_def_hop.py --benchmark-only
 
 Each round runs every case once, in turn (so a busy machine slows them alike); the medians and
 minima over the rounds are printed in microseconds per model call (bench_react.py's workload,
 K = 50: 51 model calls and 50 tool calls a run), then each def case over the bare round trip
 (the median of the per-round ratios: #31's target is at most 2x) and, per def case, how many
-of its functions the loop no longer waits for. Cases:
+of its functions the loop no longer waits for. ``--slowed`` starts every def function with as
+many slow calls on record as stop the loop waiting for it (``workers.SLOW_CALLS``): the state
+four preemptions of a quick function by a busy machine leave, which lasted for the process's
+life before rillet forgot old slow calls. Cases:
 
 * ``async-tools async-for`` / ``async-tools for``: ``async def`` tools, the reference.
 * ``def-tools async-for`` / ``def-tools for``: ``def`` tools (a worker thread each call), the
@@ -278,6 +281,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--switch-interval", type=float, default=None, help="sys.setswitchinterval(S) first")
+    parser.add_argument("--slowed", action="store_true", help="start every def function as four slow calls leave it")
     parser.add_argument("cases", nargs="*", help="case names (default: all); the floors always run")
     options = parser.parse_args()
     if options.switch_interval is not None:
@@ -287,6 +291,12 @@ def main() -> None:
     todo = {name: makers[name]() for name in names}
     for case in todo.values():
         case.once()  # warm: threads started, schemas built
+        if options.slowed:
+            from rillet._core import workers
+
+            for t in case.tools:
+                if hasattr(t, "_spec") and not t.inline:
+                    t._spec().pace.slow = workers.SLOW_CALLS
     times: dict[str, list[float]] = {name: [] for name in todo}
     for _ in range(options.rounds):
         for name, case in todo.items():
