@@ -231,6 +231,9 @@ SLEEPS_KEPT = {
     ("test_def_tool_hop.py", "test_tools_made_again_from_one_function_share_its_slow_count.nap"): (
         "a def tool slower than workers.SLOW_CALL: a busy machine only makes it slower"
     ),
+    ("test_def_tool_hop.py", "test_a_slow_def_tool_among_quick_ones_leaves_them_waited_for.nap"): (
+        "a def tool slower than workers.SLOW_CALL: a busy machine only makes it slower"
+    ),
     ("test_faults.py", "shapes.ok"): "a sibling of a failing tool that answers after a moment: either order passes",
     (
         "test_live.py",

@@ -264,3 +264,58 @@ def test_tools_made_again_from_one_function_share_its_slow_count(monkeypatch: py
 
     assert asyncio.run(main()) == ["ok"] * 8
     assert len(expired) == 4
+
+
+def test_a_function_that_turned_quick_is_waited_for_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a quick function that a busy machine preempted a few times (its time on the worker is
+    # wall-clock time) must not lose the waited hand-off for the rest of the process's life
+    pool = WorkerPool(name="test-hop")
+    pace = workers.Pace()
+
+    async def calls(n: int) -> list[Any]:
+        wakeups = counting_wakeups(asyncio.get_running_loop())
+        for i in range(n):
+            assert await pool.run_waiting(abs, -i, wait=10.0, pace=pace) == i
+        return wakeups
+
+    monkeypatch.setattr(workers, "SLOW_CALL", -1.0)  # every call counts as slow
+    asyncio.run(calls(workers.SLOW_CALLS + 2))
+    assert (pace.slow, pace.waited) == (workers.SLOW_CALLS, False)  # the count stops at SLOW_CALLS
+    monkeypatch.setattr(workers, "SLOW_CALL", 60.0)  # every call counts as quick
+    not_waited = asyncio.run(calls(workers.QUICK_CALLS))  # results through the loop, timed all the same
+    assert len(not_waited) == workers.QUICK_CALLS
+    assert pace.slow == workers.SLOW_CALLS - 1 and pace.waited
+    assert asyncio.run(calls(20)) == []  # waited for again: no trip through the loop
+    monkeypatch.setattr(workers, "SLOW_CALL", -1.0)
+    asyncio.run(calls(1))  # one slow call more and it is not waited for again
+    assert not pace.waited
+
+
+def test_a_slow_def_tool_among_quick_ones_leaves_them_waited_for() -> None:
+    # an agent's tools called in turn: the slow one stops being waited for, the quick ones do not
+    @tool
+    def nap() -> str:
+        """Sleeps a little."""
+        time.sleep(0.005)  # 50 times workers.SLOW_CALL
+        return "ok"
+
+    def quick(i: int) -> Callable[..., int]:
+        def fn(x: int) -> int:
+            """Adds one."""
+            return x + i
+
+        fn.__name__ = f"quick{i}"
+        return fn
+
+    quicks = [tool(quick(i)) for i in range(3)]
+
+    async def main() -> list[str]:
+        out = []
+        for _ in range(8):
+            out.append(await nap.invoke("{}"))
+            out.extend([await q.invoke('{"x": 1}') for q in quicks])
+        return out
+
+    assert asyncio.run(main()) == ["ok", "1", "2", "3"] * 8
+    assert not nap._spec().pace.waited
+    assert all(q._spec().pace.waited for q in quicks)

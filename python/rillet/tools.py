@@ -650,8 +650,9 @@ class FunctionTool(BaseTool):
 
     A ``def`` function runs on a worker thread; the event loop waits for its result (up to
     1 ms) instead of going back to other runs' work, until the function has run longer than
-    100 µs four times (counted for the function, across every tool made from it), and not while
-    another call of it is past that wait: such a function is then only awaited. ``inline=True`` runs a ``def`` function on the event loop itself,
+    100 µs four times (counted for the function, across every tool made from it; 64 quick
+    calls in a row take one off), and not while another call of it is past that wait: such a
+    function is then only awaited. ``inline=True`` runs a ``def`` function on the event loop itself,
     in a copy of the context (no thread hand-off at all): only for functions that return in
     microseconds, since the loop and every run on it wait for them.
     """

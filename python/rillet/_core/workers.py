@@ -19,7 +19,11 @@ the GIL free at once instead of contending with the loop for it. The wait is bou
 usual way. The worker times the function itself, and a call that ran longer than
 ``SLOW_CALL`` (100 µs) counts in the function's :class:`Pace`, so that a slow function stops
 being waited for (the loop must not be held while it runs: other runs share it); while one
-call is past its wait, the function's other calls are not waited for either.
+call is past its wait, the function's other calls are not waited for either. The count is of
+recent calls: ``QUICK_CALLS`` quick calls in a row take one slow call off it (calls not waited
+for are timed too), so that a quick function that a busy machine preempted a few times (its
+wall-clock time is what is measured) is waited for again instead of losing the fast way back
+for the rest of the process's life.
 
 The pool grows on demand: a job finds an idle worker or starts a new thread, up to 256
 threads (far above ``ThreadPoolExecutor``'s ``cpu_count + 4``: a sync tool that runs a nested
@@ -52,7 +56,13 @@ SLOW_CALL = 0.0001
 the worker) counts as too slow to wait for."""
 
 SLOW_CALLS = 4
-"""After this many calls that ran longer than ``SLOW_CALL``, a function is no longer waited for."""
+"""After this many calls that ran longer than ``SLOW_CALL``, a function is no longer waited for
+(the count is at most this; see ``QUICK_CALLS``)."""
+
+QUICK_CALLS = 64
+"""This many calls in a row of a function that ran quick (at most ``SLOW_CALL``) take one off
+its count of slow calls: a function that is slow now and then is waited for at most once per
+``QUICK_CALLS`` of its calls, one that blocks every time never again after ``SLOW_CALLS``."""
 
 # (loop, future or hand-off, context, function, arguments); loop and future are None for a
 # detached job
@@ -71,15 +81,18 @@ _handshake = threading.Lock()
 
 class Pace:
     """How one function's :meth:`WorkerPool.run_waiting` calls went, shared by all its callers
-    (every run, every loop): ``slow`` counts the calls that ran longer than ``SLOW_CALL``,
-    ``late`` the calls the loop stopped waiting for that are still running. The loop waits for
-    a call only while ``slow`` is under ``SLOW_CALLS`` and no call is late: a function that
-    blocks (a network call, a lock) holds the loop for one wait, not one per concurrent call."""
+    (every run, every loop): ``slow`` counts the recent calls that ran longer than
+    ``SLOW_CALL`` (up to ``SLOW_CALLS``; ``quick`` counts the quick calls since the last slow
+    one or the last one taken off, and every ``QUICK_CALLS`` of them take one off), ``late``
+    the calls the loop stopped waiting for that are still running. The loop waits for a call
+    only while ``slow`` is under ``SLOW_CALLS`` and no call is late: a function that blocks (a
+    network call, a lock) holds the loop for one wait, not one per concurrent call."""
 
-    __slots__ = ("late", "slow")
+    __slots__ = ("late", "quick", "slow")
 
     def __init__(self) -> None:
         self.slow = 0
+        self.quick = 0
         self.late = 0
 
     @property
@@ -87,10 +100,22 @@ class Pace:
         """Whether the loop waits for the next call."""
         return self.slow < SLOW_CALLS and self.late <= 0
 
-    def _add(self, slow: int, late: int) -> None:
-        with _handshake:  # the callers may be loops of several threads
-            self.slow += slow
-            self.late += late
+    def _ran(self, took: float | None, late: int = 0) -> None:
+        """Counts a call that ran ``took`` seconds on its worker (None: a call that is not
+        over, or was cancelled before it was), and ``late`` more calls running late."""
+        if took is not None and took > SLOW_CALL:
+            with _handshake:  # the callers may be loops of several threads
+                self.slow = min(self.slow + 1, SLOW_CALLS)
+                self.quick = 0
+                self.late += late
+        elif late or (took is not None and self.slow):  # (a quick call of a quick function: nothing)
+            with _handshake:
+                self.late += late
+                if took is not None and self.slow:
+                    self.quick += 1
+                    if self.quick >= QUICK_CALLS:
+                        self.slow -= 1
+                        self.quick = 0
 
 
 class _Handoff:
@@ -199,18 +224,27 @@ class WorkerPool:
         """:meth:`run`, for a call expected to be short: the loop's thread waits up to
         ``wait`` seconds for the result (GIL released) before it goes back to its other work
         and awaits it. ``pace`` (the function's :class:`Pace`) records how the call went; while
-        it says the function is slow, or a call of it is running late, this is :meth:`run`. A
+        it says the function is slow, or a call of it is running late, the loop does not wait
+        (the call is still timed, so that a function that turned quick is waited for again). A
         signal (KeyboardInterrupt) raised during the wait leaves the call running and its result
         unclaimed, as a cancelled :meth:`run` does. Callbacks that ``fn`` scheduled on the loop
         (``call_soon_threadsafe``) run before the caller resumes, as with :meth:`run`; on a loop
         other than asyncio's own, this is :meth:`run`."""
         loop = asyncio.get_running_loop()
         callbacks = getattr(loop, "_ready", None)  # asyncio's own loops: the callbacks to run next
-        if callbacks is None or (pace is not None and not pace.waited):
+        if callbacks is None:
             # another loop: results come through it, after what fn scheduled on it
             return await self.run_in(contextvars.copy_context(), fn, *args)
         queued = len(callbacks)
         handoff = _Handoff()
+        if pace is not None and not pace.waited:
+            # not waited for: the result comes through the loop, timed on the worker as ever
+            future = handoff.fut = loop.create_future()
+            self.submit((loop, handoff, contextvars.copy_context(), fn, args))
+            try:
+                return await future  # type: ignore[no-any-return]
+            finally:
+                pace._ran(handoff.took if handoff.finished else None)
         self.submit((loop, handoff, contextvars.copy_context(), fn, args))
         try:
             arrived = handoff.ready.acquire(timeout=wait)
@@ -223,14 +257,14 @@ class WorkerPool:
             fut = handoff.stop_waiting(loop)
             if fut is not None:
                 if pace is not None:
-                    pace._add(0, 1)  # running late: the function's other calls are not waited for
+                    pace._ran(None, 1)  # running late: the function's other calls are not waited for
                 try:
                     return await fut  # type: ignore[no-any-return]
                 finally:
                     if pace is not None:
-                        pace._add(handoff.took > SLOW_CALL, -1)
-        if pace is not None and handoff.took > SLOW_CALL:
-            pace._add(1, 0)
+                        pace._ran(handoff.took if handoff.finished else None, -1)
+        if pace is not None and (handoff.took > SLOW_CALL or pace.slow):
+            pace._ran(handoff.took)
         if len(callbacks) > queued:
             # fn scheduled callbacks on this loop (send_event from a tool's thread does): they
             # run first, as they did when the result came through the loop after them
@@ -279,6 +313,11 @@ class WorkerPool:
                     threading.excepthook(threading.ExceptHookArgs(args_))
             elif isinstance(fut, _Handoff):
                 assert loop is not None
+                if fut.fut is not None and fut.fut.cancelled():  # a call not waited for, cancelled queued
+                    del loop, fut, ctx, fn, args
+                    with lock:
+                        self._idle += 1
+                    continue
                 start = time.perf_counter()
                 result, exc = _outcome(ctx, fn, args)
                 fut.took = time.perf_counter() - start
