@@ -21,14 +21,14 @@ from rillet import codec
 from rillet._core.address import Address, agent_segment
 from rillet._core.interrupt import NOT_RESUMING, ResumePoint
 from rillet._core.scope import RUN, TOOL_CALL, current_resume
-from rillet.events import RunPath, RunStep, extend_path
+from rillet.events import AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep, extend_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from rillet._native import ContentPart, Message
     from rillet.agent import AgentInput
-    from rillet.events import AgentAction, AgentEvent
+    from rillet.events import AgentAction
 
 __all__ = [
     "AgentRunHost",
@@ -60,12 +60,42 @@ class Session:
     stamps: list[int] = field(default_factory=list, repr=False)
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     """What the framework derives from the log and keeps up to date as it grows."""
+    pending: list[Any] | None = field(default=None, repr=False)
+    """Plain assistant messages logged but not yet made events (see :meth:`pending_messages`):
+    ``agent_name, run_path, message`` for each, flat."""
+
+    def pending_messages(self) -> list[Any]:
+        """The list the flow appends ``agent_name, run_path, message`` to, for each plain
+        assistant message its run's root says, in a run nothing saves: only the agents nested
+        in that run read the log, so the messages become events when the log is next read or
+        added to (:meth:`snapshot`, :meth:`lane`, :meth:`record`, :meth:`restore`). A whole
+        event kept for the rest of a long run is four objects the garbage collector walks again
+        and again; a message is one."""
+        if self.pending is None:
+            self.pending = []
+        return self.pending
+
+    def _settle(self) -> None:
+        """Makes the pending messages events at the end of the log (under ``lock``). Whole
+        triples only, removed as read: the flow appends on the event loop's thread without the
+        lock, and list operations are atomic."""
+        pending = self.pending
+        if not pending:
+            return
+        n = len(pending) // 3 * 3
+        items = pending[:n]
+        del pending[:n]
+        for i in range(0, n, 3):
+            self.events.append(AgentEvent(items[i], items[i + 1], AgentOutput(MessageVariant(False, items[i + 2]))))
+        self.stamps.extend([time.monotonic_ns()] * (n // 3))
 
     def record(self, event: AgentEvent) -> None:
         """Appends ``event`` to the log, stamped with the time it was recorded."""
         stamp = time.monotonic_ns()
         lock = self.lock
         lock.acquire()  # not `with`: this runs for every event, and two appends cannot raise
+        if self.pending:
+            self._settle()
         self.events.append(event)
         self.stamps.append(stamp)
         lock.release()
@@ -80,6 +110,7 @@ class Session:
         if stamps is not None and len(stamps) != len(events):
             raise ValueError(f"a parallel lane was saved with {len(events)} events but {len(stamps)} stamps")
         with self.lock:
+            self._settle()
             self.events.extend(events)
             self.stamps.extend([time.monotonic_ns()] * len(events) if stamps is None else stamps)
 
@@ -97,11 +128,13 @@ class Session:
     def snapshot(self, start: int = 0) -> list[AgentEvent]:
         """A copy of the event log (from its ``start``-th event)."""
         with self.lock:
+            self._settle()
             return self.events[start:]
 
     def lane(self) -> Session:
         """A session for one concurrent child: shared values, its own copy of the log."""
         with self.lock:
+            self._settle()
             return Session(self.values, list(self.events), self.lock, list(self.stamps))
 
     @staticmethod

@@ -208,6 +208,7 @@ class FlowAgent(BaseAgent):
                     # the leg's rules (see _Leg), applied here, inline: this runs for every event
                     name, path, fills_all, seen = leg.name, leg.path, leg.fills_all, leg.seen
                     record, messages_only = leg.record, leg.messages_only
+                    pending: list[Any] = leg.run.session.pending_messages() if messages_only else []
                     action: AgentAction | None = None
                     scope = entered(run) if steady else None
                     if scope is not None:
@@ -239,8 +240,22 @@ class FlowAgent(BaseAgent):
                                     # a copy: the consumer reading a streamed message leaves the log its own stream
                                     if mv is not None and mv.message_stream is not None:
                                         record(copy_event(ev))
-                                    elif messages_only:  # read only by agents nested in this run: the event itself
-                                        record(ev)
+                                    elif mv is not None and messages_only:  # read only by agents nested in this run
+                                        msg = mv.message
+                                        if (
+                                            msg is not None
+                                            and action is None
+                                            and out is not None
+                                            and out.customized_output is None
+                                            and not mv.is_streaming
+                                            and mv.role == "assistant"
+                                            and not mv.tool_name
+                                        ):  # a plain message: logged as one, made an event when read
+                                            pending.append(ev.agent_name)
+                                            pending.append(own)
+                                            pending.append(msg)
+                                        else:
+                                            record(ev)
                                     else:  # copy_event, inlined for the event without a stream to split
                                         record(AgentEvent(ev.agent_name, own, out, action, ev.error))
                             if seen is not None:
