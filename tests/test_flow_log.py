@@ -15,13 +15,17 @@ from rillet import (
     BaseAgent,
     ChatModelAgent,
     FlowAgent,
+    FunctionCall,
     InMemoryCheckpointStore,
     Message,
     ParallelAgent,
     Runner,
     ScriptedModel,
+    ToolCall,
     event_from_message,
+    tool,
 )
+from rillet.context import current_run
 
 
 def seen(messages: list[Message], tools: Any) -> str:
@@ -94,3 +98,82 @@ def test_helpers_see_every_message_of_the_root_and_each_other_in_order(
     context = "user:For context: [talker]"
     first = f"saw user:hi / {context} said: one. / {context} `add` tool returned result: 42. / {context} said: two. / {context} said: three."
     assert said == [first, f"{first} / user:For context: [first] said: {first}. / {context} said: four."]
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Adds two numbers.
+
+    Args:
+        a: the first.
+        b: the second.
+    """
+    return a + b
+
+
+class Aside(BaseAgent):
+    """Says something of its own while a parallel workflow it drives is running (between its
+    lanes' start and their join), then asks a helper that rebuilds its input from the log."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__("aside", "talks over its lanes")
+        call = Message.assistant(tool_calls=[ToolCall(id="c1", function=FunctionCall("add", '{"a": 2, "b": 40}'))])
+        lane = ChatModelAgent("lane", model=ScriptedModel([call, "lane done"]), tools=[add])
+        self.lanes = FlowAgent(ParallelAgent("lanes", sub_agents=[lane]))
+        self.helper = FlowAgent(ChatModelAgent("helper", model=ScriptedModel(seen)))
+        self.kind = kind
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        lanes = self.lanes.events(None)
+        yield await anext(lanes)
+        if self.kind == "plain":
+            yield event_from_message(Message.assistant("meanwhile"))
+        else:
+            yield event_from_message(Message.tool_message("meanwhile", "c9", "note"), role="tool", tool_name="note")
+        async for ev in lanes:
+            yield ev
+        async for ev in self.helper.events(None):
+            yield ev
+
+
+@pytest.mark.parametrize("kind", ["plain", "tool"])
+@pytest.mark.parametrize("checkpoint_id", [None, "c1"])
+def test_what_the_root_says_while_its_lanes_run_comes_before_them_and_no_lane_event_is_lost(
+    checkpoint_id: str | None, kind: str
+) -> None:
+    runner = Runner(Aside(kind), checkpoint_store=InMemoryCheckpointStore())
+    (said,) = [
+        ev.message_output.get_message().content
+        for ev in runner.query("hi", checkpoint_id=checkpoint_id)
+        if ev.message_output and ev.agent_name == "helper"
+    ]
+    aside = "[aside] said: meanwhile." if kind == "plain" else "[aside] `note` tool returned result: meanwhile."
+    lane = "user:For context: [lane]"
+    assert said == (
+        f"saw user:hi / user:For context: {aside} / {lane} called tool: `add` with arguments: "
+        f'{{"a": 2, "b": 40}}. / {lane} `add` tool returned result: 42. / {lane} said: lane done.'
+    )
+
+
+class Failing(BaseAgent):
+    """Yields a message event that also carries an error, then looks at its run's log."""
+
+    def __init__(self) -> None:
+        super().__init__("failing", "fails politely")
+        self.logged: list[AgentEvent] = []
+
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        ev = event_from_message(Message.assistant("partial answer"))
+        ev.error = ValueError("boom")
+        yield ev
+        run = current_run()
+        assert run is not None
+        self.logged = run.session.snapshot()
+
+
+def test_a_logged_message_event_keeps_its_error() -> None:
+    agent = Failing()
+    list(Runner(agent).query("hi"))
+    (logged,) = agent.logged
+    assert logged.message_output is not None and logged.message_output.get_message().content == "partial answer"
+    assert isinstance(logged.error, ValueError) and str(logged.error) == "boom"

@@ -147,10 +147,14 @@ class Session:
             places[i][j] = place
         return places
 
-    def join(self, lanes: list[Session]) -> None:
-        """Commits the events the ``lanes`` recorded beyond this log, in recording order."""
+    def join(self, lanes: list[Session], base: int | None = None) -> None:
+        """Commits the events the ``lanes`` recorded beyond their first ``base`` (the length of
+        this log when they were made; default: its length now), in recording order, after what
+        this log gained meanwhile (its own agent went on while they ran)."""
         with self.lock:
-            base = len(self.events)
+            self._settle()
+            if base is None:
+                base = len(self.events)
             new = sorted(
                 (stamp, i, j, ev)
                 for i, lane in enumerate(lanes)

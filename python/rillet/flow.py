@@ -245,6 +245,7 @@ class FlowAgent(BaseAgent):
                                         if (
                                             msg is not None
                                             and action is None
+                                            and ev.error is None
                                             and out is not None
                                             and out.customized_output is None
                                             and not mv.is_streaming

@@ -415,4 +415,4 @@ class ParallelAgent(WorkflowAgent):
             out.agent_name, out.run_path = self.name, run.run_path
             yield out
             return
-        run.session.join(lanes)
+        run.session.join(lanes, base)
