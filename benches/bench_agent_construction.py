@@ -12,7 +12,7 @@ Run: .venv/bin/python -m pytest benches/bench_agent_construction.py --benchmark-
   shows here. ``warm``: the same function every round (its schema is cached after the first
   round); ``cold``: a new function object every round (made outside the timing), so every
   round builds a schema. Agno has no offline test model, so it is not in this group (the peer
-  suite, ``rillet bench --peers``, brings one).
+  suite, ``benches/peers/run.py``, brings one).
 
 Comparing before and after a change: run the file once on each tree (PYTHONPATH=<tree>/python);
 Agno in both runs is the yardstick for how busy the machine was.

@@ -49,12 +49,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "peers"))  # the peer benchmark's folder
 
 import bench_react as b
 import pytest
 import rillet
+from bench_rillet import RilletDouble
 from rillet import FunctionCall, Message, ResponseMeta, ToolCall, Usage
-from rillet.benchmarks.peers.bench_rillet import RilletDouble
 from rillet.chatmodel import ChatModelAgent
 from rillet.runner import Runner
 

@@ -32,14 +32,18 @@ import asyncio
 import functools
 import gc
 import json
+import sys
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent / "peers"))  # the peer benchmark's folder
 
 import pytest
 import rillet
+from bench_rillet import RilletDouble  # the double the peer benchmark runs too
 from rillet import Channel, Message
-from rillet.benchmarks.peers.bench_rillet import RilletDouble  # the double the peer benchmark runs too
 from rillet.chatmodel import ChatModelAgent
 from rillet.runner import Runner
 

@@ -14,6 +14,9 @@ from typing import Any
 import pytest
 from ratios import implementation, ratios
 
+# the peer benchmark's scripts (benches/peers/run.py runs each with its framework's Python)
+collect_ignore = ["peers"]
+
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     session = getattr(config, "_benchmarksession", None)

@@ -1,6 +1,7 @@
-"""`rillet bench --peers`: the table of medians and ratios (a run whose counts are wrong is
-never a time), the rillet adapter doing every workload for real, and the harness end to end
-with rillet and peers made here (one that runs in its own venv, one whose install fails)."""
+"""The peer benchmark (benches/peers/run.py, a script of the source tree): the table of medians
+and ratios (a run whose counts are wrong is never a time), the rillet adapter doing every
+workload for real, the harness end to end with rillet and peers made here (one that runs in its
+own venv, one whose install fails), and `rillet bench --peers` saying what to run instead."""
 
 from __future__ import annotations
 
@@ -14,11 +15,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from optional import need
-from rillet.benchmarks.peers import harness
-from rillet.benchmarks.peers.results import BEGIN, END, SECTION, Outcome, build, markdown, plot, text, write_section
 from rillet.cli import cli
 
-SCRIPTS = harness.HERE  # the installed package's folder, not the source tree's
+SCRIPTS = Path(__file__).resolve().parents[1] / "benches" / "peers"  # not in the installed package
+RUN = [sys.executable, str(SCRIPTS / "run.py")]
+sys.path.insert(0, str(SCRIPTS))  # the harness's modules import each other from their folder
+
+import harness  # noqa: E402
+import run  # noqa: E402
+from results import BEGIN, END, SECTION, Outcome, build, markdown, plot, render, text, write_section  # noqa: E402
 
 
 def line(workload: str, variant: str, median: float, ok: bool = True, **extra: object) -> dict[str, object]:
@@ -110,21 +115,37 @@ def test_a_venv_is_reused_while_its_requirements_are_unchanged(tmp_path: Path) -
     ]
 
 
-def test_the_cli_refuses_an_unknown_framework_or_workload(tmp_path: Path) -> None:
+def test_the_script_refuses_an_unknown_framework_or_workload(tmp_path: Path) -> None:
     shutil.copy(SCRIPTS / "bench_rillet.py", tmp_path)
-    result = CliRunner().invoke(cli, ["bench", "--peers", "nosuch", "--scripts-dir", str(tmp_path)])
+    result = CliRunner().invoke(run.run_peers, ["nosuch", "--scripts-dir", str(tmp_path)])
     assert result.exit_code == 2 and "unknown framework nosuch; choose from rillet" in result.output
-    result = CliRunner().invoke(cli, ["bench", "--peers", "--workloads", "react,nap", "--scripts-dir", str(tmp_path)])
+    result = CliRunner().invoke(run.run_peers, ["--workloads", "react,nap", "--scripts-dir", str(tmp_path)])
     assert result.exit_code == 2 and "unknown workload nap" in result.output
     assert "Invalid value for --workloads" in result.output  # the message names the option
     # an empty list is refused too: it used to mean every workload, a full run with installs
-    result = CliRunner().invoke(cli, ["bench", "--peers", "--workloads", "", "--scripts-dir", str(tmp_path)])
+    result = CliRunner().invoke(run.run_peers, ["--workloads", "", "--scripts-dir", str(tmp_path)])
     assert result.exit_code == 2 and "unknown workload ''" in result.output
+
+
+def test_rillet_bench_peers_names_the_script_that_runs_the_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rillet
+
+    result = CliRunner().invoke(cli, ["bench", "--peers", "agno,langgraph"])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())  # click wraps the message
+    script = Path(rillet.__file__).resolve().parents[2] / "benches" / "peers" / "run.py"
+    if script.is_file():  # rillet imported from a source tree (make setup's editable install)
+        assert f"{sys.executable} {script} agno,langgraph" in said
+    # installed from a wheel, away from any source tree: the command to run in a clone
+    monkeypatch.setattr(rillet, "__file__", "/nowhere/site-packages/rillet/__init__.py")
+    said = " ".join(CliRunner().invoke(cli, ["bench", "--peers"]).output.split())
+    assert "not part of the installed package" in said and "clone of rillet's repository" in said
+    assert ".venv/bin/python benches/peers/run.py (docs/benchmarks.md" in said
 
 
 def test_the_harness_with_rillet_alone_prints_the_table(tmp_path: Path) -> None:
     shutil.copy(SCRIPTS / "bench_rillet.py", tmp_path)  # no other framework: no venv, no network
-    cmd = [sys.executable, "-m", "rillet.cli", "bench", "--peers", "--quick", "--rounds", "1"]
+    cmd = [*RUN, "--quick", "--rounds", "1"]
     cmd += ["--workloads", "construct,workflow", "--scripts-dir", str(tmp_path), "--venvs", str(tmp_path / "v")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -193,7 +214,7 @@ def test_the_harness_runs_rillet_and_peers_in_their_venvs_and_reports_a_failed_i
     (scripts / "broken.txt").write_text("this is not a requirement!\n")  # pip refuses it without a download
     page = tmp_path / "benchmarks.md"
     page.write_text(f"# Benchmarks\n\n{SECTION}\n\n{BEGIN}\nold\n{END}\n")
-    cmd = [sys.executable, "-m", "rillet.cli", "bench", "--peers", "--quick", "--rounds", "1"]
+    cmd = [*RUN, "--quick", "--rounds", "1"]
     cmd += ["--workloads", "construct,nap", "--scripts-dir", str(scripts), "--venvs", str(tmp_path / "venvs")]
     cmd += ["--write-docs", str(page), "--timeout", "120"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -202,7 +223,7 @@ def test_the_harness_runs_rillet_and_peers_in_their_venvs_and_reports_a_failed_i
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr  # a framework did not install
     out = page.read_text()
-    assert "old" not in out and "rillet bench --peers --workloads construct --rounds 1 --quick" in out
+    assert "old" not in out and "python benches/peers/run.py --workloads construct --rounds 1 --quick" in out
     assert "| construct | one-tool-inline | us/agent |" in out
     row = next(r for r in out.splitlines() if r.startswith("| construct | one-tool-inline | us/agent |"))
     assert row.count("x)") == 1  # the twin's ratio to rillet; broken has no column
@@ -243,8 +264,6 @@ def test_a_script_that_exits_cleanly_without_results_is_a_problem_not_a_clean_ru
 
 def test_the_table_printed_to_a_file_keeps_every_cell_whole() -> None:
     import io
-
-    from rillet.benchmarks.peers.results import render
 
     outcomes = canned()
     many = [Outcome(f"framework{i}", lines=outcomes[0].lines) for i in range(6)]  # seven columns, as all peers

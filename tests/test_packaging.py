@@ -13,8 +13,10 @@ import re
 import statistics
 import subprocess
 import sys
+import tarfile
 import time
 import tomllib
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
@@ -66,6 +68,34 @@ def packaging_artefact(pattern: str) -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return found[-1]
+
+
+def peer_benchmark_files(names: list[str]) -> list[str]:
+    """The names that belong to the peer benchmark: a peers/ folder, a framework's
+    ``bench_<name>.py`` or a requirements pin (a .txt outside the metadata)."""
+    return [
+        n
+        for n in names
+        if "peers" in n.split("/")
+        or re.search(r"/bench_\w+\.py$", n)
+        or (n.endswith(".txt") and ".dist-info/" not in n)
+    ]
+
+
+def test_the_wheel_carries_no_peer_framework_adapter() -> None:
+    wheel = packaging_artefact(f"rillet-*-{TAG}-{TAG}-*.whl")
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+    assert "rillet/benchmarks/channel.py" in names and "rillet/cli/bench.py" in names  # `rillet bench` stays
+    assert peer_benchmark_files(names) == [], "the peer benchmark belongs to the source tree (benches/peers)"
+
+
+def test_the_sdist_carries_the_peer_benchmark_in_benches_only() -> None:
+    sdist = packaging_artefact("rillet-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = [n.split("/", 1)[1] for n in tar.getnames() if "/" in n]  # without rillet-<version>/
+    assert {"benches/peers/run.py", "benches/peers/harness.py", "benches/peers/agno.txt"} <= set(names)
+    assert peer_benchmark_files([n for n in names if n.startswith("python/")]) == []
 
 
 def fresh_venv(where: Path, env: dict[str, str]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import sys
+from pathlib import Path
 
 import click
 
@@ -15,6 +16,22 @@ def seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
     if not value >= 0:
         raise click.BadParameter(f"must be a number of seconds >= 0, got {value:g}")
     return value
+
+
+def peers_moved(peers: str) -> str:
+    """What `rillet bench --peers` says: the installed package carries no other framework's
+    adapter, so the peer comparison runs from a clone (with this tree's path when rillet is
+    installed from one, as `make setup` does)."""
+    script = Path(rillet.__file__).resolve().parents[2] / "benches" / "peers" / "run.py"
+    names = "" if peers == "all" else f" {peers}"
+    if script.is_file():
+        return f"the peer comparison is a script of the source tree; run:\n  {sys.executable} {script}{names}"
+    return (
+        "the peer comparison is not part of the installed package (it installs six other frameworks);"
+        f"\nit is a script of rillet's source tree: in a clone of rillet's repository, run"
+        f"\n  .venv/bin/python benches/peers/run.py{names}"
+        "\n(docs/benchmarks.md, 'rillet and its peers, one command')"
+    )
 
 
 @click.command(short_help="measure rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans")
@@ -40,47 +57,19 @@ def seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
     flag_value="all",
     default=None,
     metavar="[NAMES]",
-    help="instead: rillet against its peer frameworks (all, or NAMES such as agno,langgraph), "
-    "each installed into its own virtual environment",
+    help="prints the command that compares rillet with its peer frameworks: a script of rillet's source tree",
 )
-@click.option("--workloads", default=None, help="with --peers: comma-separated (default: all seven)")
-@click.option("--quick", is_flag=True, help="with --peers: fewer agents and runs, for a quick look")
-@click.option(
-    "--concurrent", type=click.IntRange(min=1), default=10_000, show_default=True, help="with --peers: waiting runs"
-)
-@click.option("--venvs", type=click.Path(file_okay=False), default=None, help="with --peers: the venvs' folder")
-@click.option("--scripts-dir", type=click.Path(file_okay=False, exists=True), default=None, hidden=True)
-@click.option("--timeout", type=float, callback=seconds, default=1800, show_default=True, help="seconds per script")
-@click.option(
-    "--write-docs",
-    is_flag=False,
-    flag_value="docs/benchmarks.md",
-    default=None,
-    metavar="[FILE]",
-    help="with --peers: rewrite the peer section of FILE (default docs/benchmarks.md)",
-)
-@click.option("--plots", type=click.Path(file_okay=False), default=None, help="with --peers: write PNG plots here")
 def bench(
     items: int,
     rounds: int,
     min_time: float,
     peers: str | None,
-    workloads: str | None,
-    quick: bool,
-    concurrent: int,
-    venvs: str | None,
-    scripts_dir: str | None,
-    timeout: float,
-    write_docs: str | None,
-    plots: str | None,
 ) -> int:
-    """Measures rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans;
-    with --peers, rillet against LangChain, LangGraph, the OpenAI Agents SDK, Pydantic AI,
-    Google ADK and Agno on one workload set (docs/benchmarks.md)."""
+    """Measures rillet's channel against queue.SimpleQueue, asyncio.Queue, janus and culsans.
+    The comparison with LangChain, LangGraph, the OpenAI Agents SDK, Pydantic AI, Google ADK and
+    Agno is a script of rillet's source tree; --peers says how to run it (docs/benchmarks.md)."""
     if peers is not None:
-        from rillet.cli.bench_peers import run_peers  # only the peer benchmark needs it
-
-        return run_peers(peers, workloads, rounds, quick, concurrent, venvs, scripts_dir, timeout, write_docs, plots)
+        raise click.UsageError(peers_moved(peers))
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

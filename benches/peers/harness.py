@@ -1,5 +1,6 @@
-"""``rillet bench --peers``: one virtual environment per framework, each script run in its own,
-the loopback HTTP server started once, and every script's JSON lines collected.
+"""The peer benchmark's runner (``run.py`` is its command line): one virtual environment per
+framework, each script run in its own, the loopback HTTP server started once, and every
+script's JSON lines collected.
 
 A framework is a ``bench_<name>.py`` in the scripts folder (this one unless told) with its pip
 requirements in ``<name>.txt``; rillet itself runs with the current interpreter. A framework
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from rillet.benchmarks.peers.results import (
+from results import (
     WORKLOADS,
     Outcome,
     build,
@@ -234,7 +235,7 @@ def run_all(peers: list[Peer], settings: Settings, venvs: Path) -> list[Outcome]
 
 def command_line(settings: Settings, chosen: list[str]) -> str:
     """The command that reproduces a run."""
-    parts = ["rillet bench --peers" + (f" {','.join(chosen)}" if chosen else "")]
+    parts = ["python benches/peers/run.py" + (f" {','.join(chosen)}" if chosen else "")]
     if settings.workloads != ",".join(WORKLOADS):
         parts.append(f"--workloads {settings.workloads}")
     parts.append(f"--rounds {settings.rounds}")

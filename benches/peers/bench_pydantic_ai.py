@@ -1,4 +1,4 @@
-"""Pydantic AI's side of ``rillet bench --peers``: the fixed workloads with its own test model.
+"""Pydantic AI's side of ``benches/peers/run.py``: the fixed workloads with its own test model.
 
 Runs in its own virtual environment (requirements: ``pydantic_ai.txt``). The offline model is
 Pydantic AI's ``FunctionModel`` with an ``async def`` for plain requests (a ``def`` would be run

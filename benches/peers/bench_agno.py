@@ -1,4 +1,4 @@
-"""Agno's side of the peer workloads (run by ``rillet bench --peers`` in Agno's own venv).
+"""Agno's side of the peer workloads (run by ``benches/peers/run.py`` in Agno's own venv).
 
 The offline test model is a subclass of Agno's ``Model`` (the base class every provider
 implements): ``ainvoke``/``invoke`` return one ``ModelResponse`` and the ``*_stream`` methods

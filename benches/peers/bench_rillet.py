@@ -1,8 +1,8 @@
-"""rillet on the peer workload set (``rillet bench --peers`` runs it with the current Python).
+"""rillet on the peer workload set (``benches/peers/run.py`` runs it with the current Python).
 
-Unlike the other ``bench_*.py`` scripts, this one runs where rillet is installed, so it imports
-the shared script as ``rillet.benchmarks.peers._common`` (the same file the peers load as
-``_common``), which lets mypy check it and benches/bench_react.py reuse its model double.
+Unlike the other ``bench_*.py`` scripts, this one runs where rillet is installed: mypy checks
+it (with ``_common`` from this folder, as the harness starts it) and benches/bench_react.py
+reuses its model double.
 """
 
 from __future__ import annotations
@@ -16,21 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import rillet
-from rillet import (
-    AgentEvent,
-    ChatModelAgent,
-    FunctionCall,
-    Message,
-    ParallelAgent,
-    ResponseMeta,
-    Runner,
-    SequentialAgent,
-    SqliteCheckpointStore,
-    ToolCall,
-    Usage,
-)
-from rillet.approval import approve, requires_approval
-from rillet.benchmarks.peers._common import (
+from _common import (
     APPROVAL_TOOL,
     COMPLETION_TOKENS,
     INPUT,
@@ -57,6 +43,20 @@ from rillet.benchmarks.peers._common import (
     time_sync,
     us,
 )
+from rillet import (
+    AgentEvent,
+    ChatModelAgent,
+    FunctionCall,
+    Message,
+    ParallelAgent,
+    ResponseMeta,
+    Runner,
+    SequentialAgent,
+    SqliteCheckpointStore,
+    ToolCall,
+    Usage,
+)
+from rillet.approval import approve, requires_approval
 
 USAGE = Usage(PROMPT_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS + COMPLETION_TOKENS)
 
