@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 TRANSFER_TOOL_NAME = "transfer_to_agent"
+_NOT_PENDING: list[Any] = []  # what a leg that logs no message in the message-only form holds instead (never added to)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +209,7 @@ class FlowAgent(BaseAgent):
                     # the leg's rules (see _Leg), applied here, inline: this runs for every event
                     name, path, fills_all, seen = leg.name, leg.path, leg.fills_all, leg.seen
                     record, messages_only = leg.record, leg.messages_only
-                    pending: list[Any] = leg.run.session.pending_messages() if messages_only else []
+                    pending = leg.run.session.pending_messages() if messages_only else _NOT_PENDING
                     action: AgentAction | None = None
                     scope = entered(run) if steady else None
                     if scope is not None:
