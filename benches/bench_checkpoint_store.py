@@ -45,7 +45,7 @@ from rillet import AgentInput, FunctionCall, Message, ResponseMeta, RunStep, Too
 from rillet.checkpoint import SqliteCheckpointStore
 from rillet.checkpoint.payload import dump, load
 from rillet.context import Session
-from rillet.interrupt import InterruptSignal
+from rillet.interrupts import InterruptSignal
 
 STEPS = 500  # one assistant message + one tool result each: 1,000 events
 AGENT = "assistant"

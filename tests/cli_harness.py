@@ -13,7 +13,7 @@ import json
 
 from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, set_sub_agents, tool
 from rillet.approval import requires_approval
-from rillet.interrupt import get_interrupt_state, get_resume_context, interrupt
+from rillet.interrupts import get_interrupt_state, get_resume_context, interrupt
 
 
 @tool

@@ -38,7 +38,7 @@ from rillet.checkpoint import InMemoryCheckpointStore
 from rillet.checkpoint.payload import RecordedError, dump
 from rillet.context import Session
 from rillet.events import AgentAction, AgentOutput, BreakLoopAction, TransferToAgentAction
-from rillet.interrupt import InterruptSignal, get_interrupt_state, get_resume_context, stateful_interrupt
+from rillet.interrupts import InterruptSignal, get_interrupt_state, get_resume_context, stateful_interrupt
 
 ROOT = AgentInput([Message.user("plan the trip")], True)
 VALUES = {"user": "ann", "budget": 1200, "tags": ["a", "b"]}

@@ -121,7 +121,7 @@ OLD_HOMES = {
     ],
     "rillet.models.scripted": ["ScriptExhaustedError"],
     "rillet.flow": ["TransferError"],
-    "rillet.interrupt": ["Interrupted"],
+    "rillet.interrupts": ["Interrupted"],
     "rillet.tools": ["ToolArgumentsError"],
     "rillet.chatmodel": ["ExceedMaxIterationsError", "ToolCallError"],
     "rillet.agent_tool": ["AgentToolError"],

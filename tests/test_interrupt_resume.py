@@ -26,7 +26,7 @@ from rillet import (
     tool,
 )
 from rillet.checkpoint import CheckpointError, CheckpointNotFoundError, InMemoryCheckpointStore, SqliteCheckpointStore
-from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt
+from rillet.interrupts import get_interrupt_state, get_resume_context, stateful_interrupt
 
 
 def call(name: str, args: dict[str, Any], id: str, i: int = 0) -> ToolCall:
@@ -248,7 +248,7 @@ _CHILD = textwrap.dedent(
     import json, sys
     from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall, tool
     from rillet.checkpoint import SqliteCheckpointStore
-    from rillet.interrupt import get_interrupt_state, get_resume_context, interrupt
+    from rillet.interrupts import get_interrupt_state, get_resume_context, interrupt
 
     @tool
     def approve(what: str) -> str:

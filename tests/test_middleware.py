@@ -37,7 +37,7 @@ from rillet import (
     tool,
 )
 from rillet.chatmodel.middleware import ToolEndpoint
-from rillet.interrupt import get_interrupt_state, get_resume_context
+from rillet.interrupts import get_interrupt_state, get_resume_context
 from rillet.middlewares import PatchToolCalls, Summarization, ToolResultReduction
 from rillet.models.base import ChatModel
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import re
@@ -120,31 +121,51 @@ def test_star_import_gives_every_public_name() -> None:
     assert PUBLIC <= set(namespace)
 
 
-def type_checking_imports() -> dict[str, str]:
-    """{name: module} of the imports under ``if TYPE_CHECKING:`` in rillet/__init__.py: what type
-    checkers and editors see (``from rillet import m`` gives the submodule m as "")."""
+def the_table() -> dict[str, str]:
+    """{name: the module defining it} from rillet's one table of public names (``_PUBLIC``)."""
+    public: dict[str, tuple[str, ...]] = vars(rillet)["_PUBLIC"]
+    names = [name for names in public.values() for name in names]
+    assert len(names) == len(set(names)), "a name is in the table twice"
+    return {name: module for module, names in public.items() for name in names}
+
+
+def test_all_and_dir_come_from_the_table_and_every_name_in_it_loads() -> None:
+    table = the_table()
+    assert rillet.__all__ == list(table)
+    assert set(table) <= set(dir(rillet))
+    for name, module in table.items():
+        expected = (
+            importlib.import_module(f"rillet.{name}")
+            if module == "rillet"
+            else getattr(importlib.import_module(module), name)
+        )
+        assert getattr(rillet, name) is expected, name
+
+
+def test_type_checkers_see_the_table() -> None:
+    """The imports under ``if TYPE_CHECKING:`` in rillet/__init__.py, what type checkers and
+    editors see, are the table's: one ``from <module> import <name> as <name>`` (a re-export)
+    each, and nothing else. scripts/public-api writes them from the table."""
     tree = ast.parse(Path(rillet.__file__).read_text())
     block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
     seen: dict[str, str] = {}
     for node in block.body:
-        assert isinstance(node, ast.ImportFrom) and node.module
+        assert isinstance(node, ast.ImportFrom) and node.module, ast.unparse(node)
         for alias in node.names:
-            if alias.name == "*":
-                seen.update(dict.fromkeys(importlib.import_module(node.module).__all__, node.module))
-            else:
-                seen[alias.asname or alias.name] = "" if node.module == "rillet" else node.module
-    return seen
+            assert alias.asname == alias.name, (
+                f"{ast.unparse(node)}: not re-exported (write `{alias.name} as {alias.name}`)"
+            )
+            assert alias.name not in seen, f"{alias.name} imported twice"
+            seen[alias.name] = node.module
+    assert seen == the_table(), "run scripts/public-api"
+    assert [ast.unparse(n) for n in block.orelse] == ["__all__ = list(_HOME)"]
 
 
-def test_the_lazy_table_loads_what_type_checkers_see() -> None:
-    exports = vars(rillet)["_EXPORTS"]
-    assert exports == type_checking_imports()
-    assert set(exports) | {"__version__"} == set(rillet.__all__)
-    for name, module in exports.items():
-        expected = (
-            importlib.import_module(f"rillet.{name}") if not module else getattr(importlib.import_module(module), name)
-        )
-        assert getattr(rillet, name) is expected, name
+def test_no_module_is_named_like_a_public_name() -> None:
+    """Importing a submodule binds it on the package under its name: a module named like a
+    public function or class (as rillet/interrupt.py was) would replace it there."""
+    clashes = [n for n, m in the_table().items() if m != "rillet" and importlib.util.find_spec(f"rillet.{n}")]
+    assert clashes == []
 
 
 def test_import_rillet_loads_only_the_native_core_and_the_surface_no_extra() -> None:
@@ -167,12 +188,14 @@ def test_unknown_names_and_submodules() -> None:
     assert "ChatModelAgent" in dir(rillet)
 
 
-def test_a_public_name_keeps_its_object_when_its_module_of_the_same_name_loads() -> None:
-    """rillet.interrupt is the function, though rillet/interrupt.py is a module of that name."""
-    code = "import rillet.interrupt, rillet; import sys; print(rillet.interrupt is sys.modules['rillet.interrupt'].interrupt)"
+def test_the_interrupt_function_has_no_module_of_its_name() -> None:
+    """rillet.interrupt is the function; its module is rillet.interrupts (a module of the same
+    name would be bound over the function when imported)."""
+    code = "import rillet.interrupts, rillet; print(rillet.interrupt is rillet.interrupts.interrupt)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
     assert out.strip() == "True"
-    assert rillet.interrupt is importlib.import_module("rillet.interrupt").interrupt
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("rillet.interrupt")
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC - {"__version__"}))

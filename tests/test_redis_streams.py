@@ -32,7 +32,7 @@ from rillet import (
 )
 from rillet.codec import DecodeError, EncodeError
 from rillet.errors import RecordedError
-from rillet.interrupt import get_interrupt_state, interrupt
+from rillet.interrupts import get_interrupt_state, interrupt
 from servers import free_port, start_redis
 from stream_agents import Mixed, arow
 

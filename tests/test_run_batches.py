@@ -22,7 +22,7 @@ from rillet import (
     Runner,
 )
 from rillet.agent import RunBatches
-from rillet.interrupt import interrupt_event
+from rillet.interrupts import interrupt_event
 
 
 class Script(BaseAgent):

@@ -33,7 +33,7 @@ from rillet import (
     tool,
 )
 from rillet.checkpoint import InMemoryCheckpointStore, SqliteCheckpointStore
-from rillet.interrupt import get_interrupt_state, get_resume_context, interrupt
+from rillet.interrupts import get_interrupt_state, get_resume_context, interrupt
 from rillet.sessions import SessionStore
 from waiting import tasks_on_rillets_loop, wait_until
 

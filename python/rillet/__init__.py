@@ -9,497 +9,272 @@ a tool does not import the Runner). ``from rillet import X`` and ``rillet.X`` wo
 from rillet import _interpreter  # noqa: F401  # isort: skip
 
 import logging as _logging
-import sys as _sys
-import types as _types
 from importlib import import_module as _import_module
-from importlib.util import find_spec as _find_spec
 from typing import TYPE_CHECKING, Any
-
-from rillet._native import __version__
 
 # Records go to the "rillet.*" loggers (docs/logging.md); the application chooses handlers.
 _logging.getLogger("rillet").addHandler(_logging.NullHandler())
 
-if TYPE_CHECKING:  # what type checkers and editors see; _EXPORTS below loads the same names
-    from rillet import codec
-    from rillet._native import EMPTY, Channel
-    from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent, CallbackContext, StateDelta
-    from rillet.agent_tool import AgentTool, AgentToolError
-    from rillet.approval import ApprovalDecision, approve, edit, reject, requires_approval
-    from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext, ToolCallError
-    from rillet.chatmodel.guardrails import (
-        GuardrailContext,
-        GuardrailRejection,
-        GuardrailRetry,
-        InputGuardrail,
-        OutputGuardrail,
-    )
-    from rillet.chatmodel.middleware import ChatModelAgentContext, ChatModelAgentMiddleware, ChatModelAgentState
-    from rillet.checkpoint import (
-        CheckpointAgentMismatchError,
-        CheckpointClaimedError,
-        CheckpointCorruptError,
-        CheckpointError,
-        CheckpointNotFoundError,
-        CheckpointStore,
-        InMemoryCheckpointStore,
-        SqliteCheckpointStore,
-    )
-    from rillet.context import (
-        add_session_value,
-        add_session_values,
-        delete_run_local_value,
-        get_run_local_value,
-        get_session_value,
-        get_session_values,
-        send_event,
-        send_tool_gen_action,
-        set_run_local_value,
-    )
-    from rillet.errors import (
-        ChannelClosed,
-        DecodeError,
-        EncodeError,
-        EndOfStream,
-        GuardrailError,
-        GuardrailRejectedError,
-        InputRejectedError,
-        MiddlewareError,
-        OutputRejectedError,
-        OutputValidationError,
-        RilletError,
-        RunLimitExceededError,
-        SessionBusyError,
-        SessionError,
-    )
-    from rillet.event_pair import EventGenerator, EventIterator, new_event_pair
-    from rillet.events import (
-        AgentAction,
-        AgentEvent,
-        AgentOutput,
-        BreakLoopAction,
-        MessageVariant,
-        RunPath,
-        RunStep,
-        TransferToAgentAction,
-        aget_message,
-        apeek_message,
-        event_from_message,
-        get_message,
-        new_break_loop_action,
-        new_exit_action,
-        new_transfer_to_agent_action,
-        peek_message,
-    )
-    from rillet.flow import (
-        FlowAgent,
-        HistoryEntry,
-        TransferError,
-        set_sub_agents,
-        with_deterministic_transfer_to,
-        with_disallow_transfer_to_parent,
-        with_history_rewriter,
-    )
-    from rillet.interrupt import (
-        InterruptCtx,
-        Interrupted,
-        InterruptInfo,
-        InterruptState,
-        ResumeContext,
-        composite_interrupt,
-        composite_interrupt_event,
-        get_interrupt_state,
-        get_resume_context,
-        interrupt,
-        interrupt_event,
-        stateful_interrupt,
-        stateful_interrupt_event,
-    )
-    from rillet.live import LiveRequestQueue
-    from rillet.models import (
-        AnthropicChatModel,
-        ChatModel,
-        FallbackModel,
-        ModelCall,
-        OpenAIChatModel,
-        OpenAIResponsesModel,
-        ScriptedModel,
-        ScriptExhaustedError,
-    )
-    from rillet.observer import ModelInfo, RunInfo, RunObserver
-    from rillet.run_config import RunConfig
-    from rillet.run_handle import RunIterator
-    from rillet.runner import Runner
-    from rillet.schema import *
-    from rillet.sessions import (
-        InMemorySessionStore,
-        LastTurns,
-        SessionStore,
-        SqliteSessionStore,
-        SummarizeOldest,
-        TokenBudget,
-    )
-    from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, tool
-    from rillet.workflow import LoopAgent, ParallelAgent, SequentialAgent
-
-
-# Where each public name lives (tests/test_public_api.py checks this against the imports above).
-_EXPORTS: dict[str, str] = {
-    "codec": "",  # a submodule
-    "EMPTY": "rillet._native",
-    "Channel": "rillet._native",
-    "Agent": "rillet.agent",
-    "AgentCallback": "rillet.agent",
-    "AgentInput": "rillet.agent",
-    "BaseAgent": "rillet.agent",
-    "CallbackContext": "rillet.agent",
-    "StateDelta": "rillet.agent",
-    "AgentTool": "rillet.agent_tool",
-    "AgentToolError": "rillet.agent_tool",
-    "ApprovalDecision": "rillet.approval",
-    "approve": "rillet.approval",
-    "edit": "rillet.approval",
-    "reject": "rillet.approval",
-    "requires_approval": "rillet.approval",
-    "ChatModelAgent": "rillet.chatmodel",
-    "ExceedMaxIterationsError": "rillet.chatmodel",
-    "ModelContext": "rillet.chatmodel",
-    "ToolCallContext": "rillet.chatmodel",
-    "ToolCallError": "rillet.chatmodel",
-    "ChatModelAgentContext": "rillet.chatmodel.middleware",
-    "ChatModelAgentMiddleware": "rillet.chatmodel.middleware",
-    "ChatModelAgentState": "rillet.chatmodel.middleware",
-    "CheckpointAgentMismatchError": "rillet.checkpoint",
-    "CheckpointClaimedError": "rillet.checkpoint",
-    "CheckpointCorruptError": "rillet.checkpoint",
-    "CheckpointError": "rillet.checkpoint",
-    "CheckpointNotFoundError": "rillet.checkpoint",
-    "CheckpointStore": "rillet.checkpoint",
-    "InMemoryCheckpointStore": "rillet.checkpoint",
-    "SqliteCheckpointStore": "rillet.checkpoint",
-    "add_session_value": "rillet.context",
-    "add_session_values": "rillet.context",
-    "delete_run_local_value": "rillet.context",
-    "get_run_local_value": "rillet.context",
-    "get_session_value": "rillet.context",
-    "get_session_values": "rillet.context",
-    "send_event": "rillet.context",
-    "send_tool_gen_action": "rillet.context",
-    "set_run_local_value": "rillet.context",
-    "ChannelClosed": "rillet.errors",
-    "DecodeError": "rillet.errors",
-    "EncodeError": "rillet.errors",
-    "EndOfStream": "rillet.errors",
-    "MiddlewareError": "rillet.errors",
-    "OutputValidationError": "rillet.errors",
-    "RilletError": "rillet.errors",
-    "RunLimitExceededError": "rillet.errors",
-    "SessionBusyError": "rillet.errors",
-    "SessionError": "rillet.errors",
-    "EventGenerator": "rillet.event_pair",
-    "EventIterator": "rillet.event_pair",
-    "new_event_pair": "rillet.event_pair",
-    "AgentAction": "rillet.events",
-    "AgentEvent": "rillet.events",
-    "AgentOutput": "rillet.events",
-    "BreakLoopAction": "rillet.events",
-    "MessageVariant": "rillet.events",
-    "RunPath": "rillet.events",
-    "RunStep": "rillet.events",
-    "TransferToAgentAction": "rillet.events",
-    "aget_message": "rillet.events",
-    "apeek_message": "rillet.events",
-    "event_from_message": "rillet.events",
-    "get_message": "rillet.events",
-    "new_break_loop_action": "rillet.events",
-    "new_exit_action": "rillet.events",
-    "new_transfer_to_agent_action": "rillet.events",
-    "peek_message": "rillet.events",
-    "FlowAgent": "rillet.flow",
-    "HistoryEntry": "rillet.flow",
-    "TransferError": "rillet.flow",
-    "set_sub_agents": "rillet.flow",
-    "with_deterministic_transfer_to": "rillet.flow",
-    "with_disallow_transfer_to_parent": "rillet.flow",
-    "with_history_rewriter": "rillet.flow",
-    "InterruptCtx": "rillet.interrupt",
-    "Interrupted": "rillet.interrupt",
-    "InterruptInfo": "rillet.interrupt",
-    "InterruptState": "rillet.interrupt",
-    "ResumeContext": "rillet.interrupt",
-    "composite_interrupt": "rillet.interrupt",
-    "composite_interrupt_event": "rillet.interrupt",
-    "get_interrupt_state": "rillet.interrupt",
-    "get_resume_context": "rillet.interrupt",
-    "interrupt": "rillet.interrupt",
-    "interrupt_event": "rillet.interrupt",
-    "stateful_interrupt": "rillet.interrupt",
-    "stateful_interrupt_event": "rillet.interrupt",
-    "ChatModel": "rillet.models",
-    "ModelCall": "rillet.models",
-    "OpenAIChatModel": "rillet.models",
-    "ScriptedModel": "rillet.models",
-    "ScriptExhaustedError": "rillet.models",
-    "ModelInfo": "rillet.observer",
-    "RunInfo": "rillet.observer",
-    "RunObserver": "rillet.observer",
-    "Runner": "rillet.runner",
-    "NO_VALUE": "rillet.schema",
-    "ConcatError": "rillet.schema",
-    "ContentPart": "rillet.schema",
-    "FunctionCall": "rillet.schema",
-    "Message": "rillet.schema",
-    "MessageAccumulator": "rillet.schema",
-    "ResponseMeta": "rillet.schema",
-    "SourceEOF": "rillet.schema",
-    "StreamEOF": "rillet.schema",
-    "StreamReader": "rillet.schema",
-    "StreamWriter": "rillet.schema",
-    "ToolCall": "rillet.schema",
-    "Usage": "rillet.schema",
-    "aconcat_message_stream": "rillet.schema",
-    "concat_message_stream": "rillet.schema",
-    "concat_messages": "rillet.schema",
-    "convert_stream": "rillet.schema",
-    "merge_named_streams": "rillet.schema",
-    "merge_streams": "rillet.schema",
-    "pipe": "rillet.schema",
-    "stream_from_list": "rillet.schema",
-    "InMemorySessionStore": "rillet.sessions",
-    "LastTurns": "rillet.sessions",
-    "SessionStore": "rillet.sessions",
-    "SqliteSessionStore": "rillet.sessions",
-    "SummarizeOldest": "rillet.sessions",
-    "TokenBudget": "rillet.sessions",
-    "BaseTool": "rillet.tools",
-    "ExitTool": "rillet.tools",
-    "FunctionTool": "rillet.tools",
-    "ToolArgumentsError": "rillet.tools",
-    "ToolInfo": "rillet.tools",
-    "as_tool": "rillet.tools",
-    "tool": "rillet.tools",
-    "LoopAgent": "rillet.workflow",
-    "ParallelAgent": "rillet.workflow",
-    "SequentialAgent": "rillet.workflow",
-    "GuardrailContext": "rillet.chatmodel.guardrails",
-    "GuardrailRejection": "rillet.chatmodel.guardrails",
-    "GuardrailRetry": "rillet.chatmodel.guardrails",
-    "InputGuardrail": "rillet.chatmodel.guardrails",
-    "OutputGuardrail": "rillet.chatmodel.guardrails",
-    "GuardrailError": "rillet.errors",
-    "GuardrailRejectedError": "rillet.errors",
-    "InputRejectedError": "rillet.errors",
-    "OutputRejectedError": "rillet.errors",
-    "FallbackModel": "rillet.models",
-    "OpenAIResponsesModel": "rillet.models",
-    "AnthropicChatModel": "rillet.models",
-    "LiveRequestQueue": "rillet.live",
-    "RunConfig": "rillet.run_config",
-    "RunIterator": "rillet.run_handle",
+# The public surface, written once: each name under the module that defines it ("rillet": a
+# submodule). __getattr__ below loads a name on first use, __all__ lists them, and the imports
+# under `if TYPE_CHECKING:` (what type checkers and editors see) are written from this table by
+# scripts/public-api. tests/test_public_api.py checks the three against it. No module of rillet
+# may be named like one of these names (the import system would bind the module over it).
+# fmt: off
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    # Messages and streams (Rust-backed)
+    "rillet.schema": (
+        "NO_VALUE", "ConcatError", "ContentPart", "FunctionCall", "Message", "MessageAccumulator", "ResponseMeta",
+        "SourceEOF", "StreamEOF", "StreamReader", "StreamWriter", "ToolCall", "Usage", "aconcat_message_stream",
+        "concat_message_stream", "concat_messages", "convert_stream", "merge_named_streams", "merge_streams", "pipe",
+        "stream_from_list",
+    ),
+    # Channels and event iterators; the version
+    "rillet._native": ("EMPTY", "Channel", "__version__"),
+    "rillet.event_pair": ("EventGenerator", "EventIterator", "new_event_pair"),
+    # Events and actions (get_message and aget_message: deprecated aliases of peek_message and apeek_message)
+    "rillet.events": (
+        "AgentAction", "AgentEvent", "AgentOutput", "BreakLoopAction", "MessageVariant", "RunPath", "RunStep",
+        "TransferToAgentAction", "aget_message", "apeek_message", "event_from_message", "get_message",
+        "new_break_loop_action", "new_exit_action", "new_transfer_to_agent_action", "peek_message",
+    ),
+    # Agents
+    "rillet.agent": ("Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "StateDelta"),
+    "rillet.run_handle": ("RunIterator",),
+    # The ReAct agent, its guardrails and middlewares
+    "rillet.chatmodel": (
+        "ChatModelAgent", "ExceedMaxIterationsError", "ModelContext", "ToolCallContext", "ToolCallError",
+    ),
+    "rillet.chatmodel.guardrails": (
+        "GuardrailContext", "GuardrailRejection", "GuardrailRetry", "InputGuardrail", "OutputGuardrail",
+    ),
+    "rillet.chatmodel.middleware": ("ChatModelAgentContext", "ChatModelAgentMiddleware", "ChatModelAgentState"),
+    # Multi-agent: transfer, workflows, agents as tools
+    "rillet.flow": (
+        "FlowAgent", "HistoryEntry", "TransferError", "set_sub_agents", "with_deterministic_transfer_to",
+        "with_disallow_transfer_to_parent", "with_history_rewriter",
+    ),
+    "rillet.workflow": ("LoopAgent", "ParallelAgent", "SequentialAgent"),
+    "rillet.agent_tool": ("AgentTool", "AgentToolError"),
+    # Tools and approval
+    "rillet.tools": ("BaseTool", "ExitTool", "FunctionTool", "ToolArgumentsError", "ToolInfo", "as_tool", "tool"),
+    "rillet.approval": ("ApprovalDecision", "approve", "edit", "reject", "requires_approval"),
+    # The run context: session and run-local values, events sent from a tool
+    "rillet.context": (
+        "add_session_value", "add_session_values", "delete_run_local_value", "get_run_local_value",
+        "get_session_value", "get_session_values", "send_event", "send_tool_gen_action", "set_run_local_value",
+    ),
+    # Runs
+    "rillet.runner": ("Runner",),
+    "rillet.run_config": ("RunConfig",),
+    "rillet.observer": ("ModelInfo", "RunInfo", "RunObserver"),
+    "rillet.live": ("LiveRequestQueue",),
+    # Interrupts
+    "rillet.interrupts": (
+        "InterruptCtx", "InterruptInfo", "InterruptState", "Interrupted", "ResumeContext", "composite_interrupt",
+        "composite_interrupt_event", "get_interrupt_state", "get_resume_context", "interrupt", "interrupt_event",
+        "stateful_interrupt", "stateful_interrupt_event",
+    ),
+    # Checkpoints and the codec
+    "rillet.checkpoint": (
+        "CheckpointAgentMismatchError", "CheckpointClaimedError", "CheckpointCorruptError", "CheckpointError",
+        "CheckpointNotFoundError", "CheckpointStore", "InMemoryCheckpointStore", "SqliteCheckpointStore",
+    ),
+    "rillet": ("codec",),
+    # Sessions
+    "rillet.sessions": (
+        "InMemorySessionStore", "LastTurns", "SessionStore", "SqliteSessionStore", "SummarizeOldest", "TokenBudget",
+    ),
+    # Models
+    "rillet.models": (
+        "AnthropicChatModel", "ChatModel", "FallbackModel", "ModelCall", "OpenAIChatModel", "OpenAIResponsesModel",
+        "ScriptExhaustedError", "ScriptedModel",
+    ),
+    # Errors users catch by name (the rest are in rillet.errors, docs/errors.md)
+    "rillet.errors": (
+        "RilletError", "ChannelClosed", "DecodeError", "EncodeError", "EndOfStream", "GuardrailError",
+        "GuardrailRejectedError", "InputRejectedError", "MiddlewareError", "OutputRejectedError",
+        "OutputValidationError", "RunLimitExceededError", "SessionBusyError", "SessionError",
+    ),
 }
+# fmt: on
+_HOME = {name: module for module, names in _PUBLIC.items() for name in names}
+
+if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
+    from rillet import codec as codec
+    from rillet._native import EMPTY as EMPTY
+    from rillet._native import Channel as Channel
+    from rillet._native import __version__ as __version__
+    from rillet.agent import Agent as Agent
+    from rillet.agent import AgentCallback as AgentCallback
+    from rillet.agent import AgentInput as AgentInput
+    from rillet.agent import BaseAgent as BaseAgent
+    from rillet.agent import CallbackContext as CallbackContext
+    from rillet.agent import StateDelta as StateDelta
+    from rillet.agent_tool import AgentTool as AgentTool
+    from rillet.agent_tool import AgentToolError as AgentToolError
+    from rillet.approval import ApprovalDecision as ApprovalDecision
+    from rillet.approval import approve as approve
+    from rillet.approval import edit as edit
+    from rillet.approval import reject as reject
+    from rillet.approval import requires_approval as requires_approval
+    from rillet.chatmodel import ChatModelAgent as ChatModelAgent
+    from rillet.chatmodel import ExceedMaxIterationsError as ExceedMaxIterationsError
+    from rillet.chatmodel import ModelContext as ModelContext
+    from rillet.chatmodel import ToolCallContext as ToolCallContext
+    from rillet.chatmodel import ToolCallError as ToolCallError
+    from rillet.chatmodel.guardrails import GuardrailContext as GuardrailContext
+    from rillet.chatmodel.guardrails import GuardrailRejection as GuardrailRejection
+    from rillet.chatmodel.guardrails import GuardrailRetry as GuardrailRetry
+    from rillet.chatmodel.guardrails import InputGuardrail as InputGuardrail
+    from rillet.chatmodel.guardrails import OutputGuardrail as OutputGuardrail
+    from rillet.chatmodel.middleware import ChatModelAgentContext as ChatModelAgentContext
+    from rillet.chatmodel.middleware import ChatModelAgentMiddleware as ChatModelAgentMiddleware
+    from rillet.chatmodel.middleware import ChatModelAgentState as ChatModelAgentState
+    from rillet.checkpoint import CheckpointAgentMismatchError as CheckpointAgentMismatchError
+    from rillet.checkpoint import CheckpointClaimedError as CheckpointClaimedError
+    from rillet.checkpoint import CheckpointCorruptError as CheckpointCorruptError
+    from rillet.checkpoint import CheckpointError as CheckpointError
+    from rillet.checkpoint import CheckpointNotFoundError as CheckpointNotFoundError
+    from rillet.checkpoint import CheckpointStore as CheckpointStore
+    from rillet.checkpoint import InMemoryCheckpointStore as InMemoryCheckpointStore
+    from rillet.checkpoint import SqliteCheckpointStore as SqliteCheckpointStore
+    from rillet.context import add_session_value as add_session_value
+    from rillet.context import add_session_values as add_session_values
+    from rillet.context import delete_run_local_value as delete_run_local_value
+    from rillet.context import get_run_local_value as get_run_local_value
+    from rillet.context import get_session_value as get_session_value
+    from rillet.context import get_session_values as get_session_values
+    from rillet.context import send_event as send_event
+    from rillet.context import send_tool_gen_action as send_tool_gen_action
+    from rillet.context import set_run_local_value as set_run_local_value
+    from rillet.errors import ChannelClosed as ChannelClosed
+    from rillet.errors import DecodeError as DecodeError
+    from rillet.errors import EncodeError as EncodeError
+    from rillet.errors import EndOfStream as EndOfStream
+    from rillet.errors import GuardrailError as GuardrailError
+    from rillet.errors import GuardrailRejectedError as GuardrailRejectedError
+    from rillet.errors import InputRejectedError as InputRejectedError
+    from rillet.errors import MiddlewareError as MiddlewareError
+    from rillet.errors import OutputRejectedError as OutputRejectedError
+    from rillet.errors import OutputValidationError as OutputValidationError
+    from rillet.errors import RilletError as RilletError
+    from rillet.errors import RunLimitExceededError as RunLimitExceededError
+    from rillet.errors import SessionBusyError as SessionBusyError
+    from rillet.errors import SessionError as SessionError
+    from rillet.event_pair import EventGenerator as EventGenerator
+    from rillet.event_pair import EventIterator as EventIterator
+    from rillet.event_pair import new_event_pair as new_event_pair
+    from rillet.events import AgentAction as AgentAction
+    from rillet.events import AgentEvent as AgentEvent
+    from rillet.events import AgentOutput as AgentOutput
+    from rillet.events import BreakLoopAction as BreakLoopAction
+    from rillet.events import MessageVariant as MessageVariant
+    from rillet.events import RunPath as RunPath
+    from rillet.events import RunStep as RunStep
+    from rillet.events import TransferToAgentAction as TransferToAgentAction
+    from rillet.events import aget_message as aget_message
+    from rillet.events import apeek_message as apeek_message
+    from rillet.events import event_from_message as event_from_message
+    from rillet.events import get_message as get_message
+    from rillet.events import new_break_loop_action as new_break_loop_action
+    from rillet.events import new_exit_action as new_exit_action
+    from rillet.events import new_transfer_to_agent_action as new_transfer_to_agent_action
+    from rillet.events import peek_message as peek_message
+    from rillet.flow import FlowAgent as FlowAgent
+    from rillet.flow import HistoryEntry as HistoryEntry
+    from rillet.flow import TransferError as TransferError
+    from rillet.flow import set_sub_agents as set_sub_agents
+    from rillet.flow import with_deterministic_transfer_to as with_deterministic_transfer_to
+    from rillet.flow import with_disallow_transfer_to_parent as with_disallow_transfer_to_parent
+    from rillet.flow import with_history_rewriter as with_history_rewriter
+    from rillet.interrupts import InterruptCtx as InterruptCtx
+    from rillet.interrupts import Interrupted as Interrupted
+    from rillet.interrupts import InterruptInfo as InterruptInfo
+    from rillet.interrupts import InterruptState as InterruptState
+    from rillet.interrupts import ResumeContext as ResumeContext
+    from rillet.interrupts import composite_interrupt as composite_interrupt
+    from rillet.interrupts import composite_interrupt_event as composite_interrupt_event
+    from rillet.interrupts import get_interrupt_state as get_interrupt_state
+    from rillet.interrupts import get_resume_context as get_resume_context
+    from rillet.interrupts import interrupt as interrupt
+    from rillet.interrupts import interrupt_event as interrupt_event
+    from rillet.interrupts import stateful_interrupt as stateful_interrupt
+    from rillet.interrupts import stateful_interrupt_event as stateful_interrupt_event
+    from rillet.live import LiveRequestQueue as LiveRequestQueue
+    from rillet.models import AnthropicChatModel as AnthropicChatModel
+    from rillet.models import ChatModel as ChatModel
+    from rillet.models import FallbackModel as FallbackModel
+    from rillet.models import ModelCall as ModelCall
+    from rillet.models import OpenAIChatModel as OpenAIChatModel
+    from rillet.models import OpenAIResponsesModel as OpenAIResponsesModel
+    from rillet.models import ScriptedModel as ScriptedModel
+    from rillet.models import ScriptExhaustedError as ScriptExhaustedError
+    from rillet.observer import ModelInfo as ModelInfo
+    from rillet.observer import RunInfo as RunInfo
+    from rillet.observer import RunObserver as RunObserver
+    from rillet.run_config import RunConfig as RunConfig
+    from rillet.run_handle import RunIterator as RunIterator
+    from rillet.runner import Runner as Runner
+    from rillet.schema import NO_VALUE as NO_VALUE
+    from rillet.schema import ConcatError as ConcatError
+    from rillet.schema import ContentPart as ContentPart
+    from rillet.schema import FunctionCall as FunctionCall
+    from rillet.schema import Message as Message
+    from rillet.schema import MessageAccumulator as MessageAccumulator
+    from rillet.schema import ResponseMeta as ResponseMeta
+    from rillet.schema import SourceEOF as SourceEOF
+    from rillet.schema import StreamEOF as StreamEOF
+    from rillet.schema import StreamReader as StreamReader
+    from rillet.schema import StreamWriter as StreamWriter
+    from rillet.schema import ToolCall as ToolCall
+    from rillet.schema import Usage as Usage
+    from rillet.schema import aconcat_message_stream as aconcat_message_stream
+    from rillet.schema import concat_message_stream as concat_message_stream
+    from rillet.schema import concat_messages as concat_messages
+    from rillet.schema import convert_stream as convert_stream
+    from rillet.schema import merge_named_streams as merge_named_streams
+    from rillet.schema import merge_streams as merge_streams
+    from rillet.schema import pipe as pipe
+    from rillet.schema import stream_from_list as stream_from_list
+    from rillet.sessions import InMemorySessionStore as InMemorySessionStore
+    from rillet.sessions import LastTurns as LastTurns
+    from rillet.sessions import SessionStore as SessionStore
+    from rillet.sessions import SqliteSessionStore as SqliteSessionStore
+    from rillet.sessions import SummarizeOldest as SummarizeOldest
+    from rillet.sessions import TokenBudget as TokenBudget
+    from rillet.tools import BaseTool as BaseTool
+    from rillet.tools import ExitTool as ExitTool
+    from rillet.tools import FunctionTool as FunctionTool
+    from rillet.tools import ToolArgumentsError as ToolArgumentsError
+    from rillet.tools import ToolInfo as ToolInfo
+    from rillet.tools import as_tool as as_tool
+    from rillet.tools import tool as tool
+    from rillet.workflow import LoopAgent as LoopAgent
+    from rillet.workflow import ParallelAgent as ParallelAgent
+    from rillet.workflow import SequentialAgent as SequentialAgent
+else:  # at run time; type checkers take the names from the imports
+    __all__ = list(_HOME)
 
 
 def __getattr__(name: str) -> Any:
     """Loads a public name, or a submodule such as ``rillet.models``, on first access."""
-    where = _EXPORTS.get(name)
-    if where is None:
-        if name.startswith("_") or _find_spec(f"rillet.{name}") is None:
-            raise AttributeError(f"module 'rillet' has no attribute {name!r}")
-        value: Any = _import_module(f"rillet.{name}")
-    elif where:
-        value = getattr(_import_module(where), name)
+    module = _HOME.get(name)
+    if module is not None and module != __name__:
+        value = getattr(_import_module(module), name)
+    elif module is not None or (not name.startswith("_") and _is_submodule(name)):
+        value = _import_module(f"{__name__}.{name}")
     else:
-        value = _import_module(f"rillet.{name}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value  # later lookups skip this function
     return value
 
 
+def _is_submodule(name: str) -> bool:
+    from importlib.util import find_spec  # only for a name outside the table: `import rillet` need not load it
+
+    return find_spec(f"{__name__}.{name}") is not None
+
+
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-class _Package(_types.ModuleType):
-    """rillet's own module type. The import system binds each submodule it loads on the package,
-    and the function ``rillet.interrupt`` has the name of the module defining it; a public name
-    keeps its object (as when every name was imported eagerly), the submodule stays reachable
-    through ``from rillet.interrupt import ...`` and ``sys.modules``."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, _types.ModuleType) and _EXPORTS.get(name):
-            return
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package
-
-
-# The public surface, grouped; each group sorted. tests/test_public_api.py pins it.
-__all__ = [
-    # Messages and streams (Rust-backed; also in rillet.schema)
-    "NO_VALUE",
-    "ConcatError",
-    "ContentPart",
-    "FunctionCall",
-    "Message",
-    "MessageAccumulator",
-    "ResponseMeta",
-    "SourceEOF",
-    "StreamEOF",
-    "StreamReader",
-    "StreamWriter",
-    "ToolCall",
-    "Usage",
-    "aconcat_message_stream",
-    "concat_message_stream",
-    "concat_messages",
-    "convert_stream",
-    "merge_named_streams",
-    "merge_streams",
-    "pipe",
-    "stream_from_list",
-    # Channels and event iterators
-    "EMPTY",
-    "Channel",
-    "ChannelClosed",
-    "EndOfStream",
-    "EventGenerator",
-    "EventIterator",
-    "new_event_pair",
-    # Events and actions
-    "AgentAction",
-    "AgentEvent",
-    "AgentOutput",
-    "BreakLoopAction",
-    "MessageVariant",
-    "RunPath",
-    "RunStep",
-    "TransferToAgentAction",
-    "apeek_message",
-    "event_from_message",
-    "new_break_loop_action",
-    "new_exit_action",
-    "new_transfer_to_agent_action",
-    "peek_message",
-    # Agents
-    "Agent",
-    "AgentCallback",
-    "AgentInput",
-    "BaseAgent",
-    "CallbackContext",
-    "RunIterator",
-    "StateDelta",
-    # The ReAct agent
-    "ChatModelAgent",
-    "ExceedMaxIterationsError",
-    "ModelContext",
-    "MiddlewareError",
-    "OutputValidationError",
-    "ToolCallContext",
-    "ToolCallError",
-    # Guardrails
-    "GuardrailContext",
-    "GuardrailError",
-    "GuardrailRejectedError",
-    "GuardrailRejection",
-    "GuardrailRetry",
-    "InputGuardrail",
-    "InputRejectedError",
-    "OutputGuardrail",
-    "OutputRejectedError",
-    # Multi-agent: transfer, workflows, agents as tools
-    "AgentTool",
-    "AgentToolError",
-    "FlowAgent",
-    "HistoryEntry",
-    "LoopAgent",
-    "ParallelAgent",
-    "SequentialAgent",
-    "TransferError",
-    "set_sub_agents",
-    "with_deterministic_transfer_to",
-    "with_disallow_transfer_to_parent",
-    "with_history_rewriter",
-    # Tools and approval
-    "ApprovalDecision",
-    "BaseTool",
-    "ExitTool",
-    "FunctionTool",
-    "ToolArgumentsError",
-    "ToolInfo",
-    "approve",
-    "as_tool",
-    "edit",
-    "reject",
-    "requires_approval",
-    "send_tool_gen_action",
-    "ChatModelAgentContext",
-    "ChatModelAgentMiddleware",
-    "ChatModelAgentState",
-    "delete_run_local_value",
-    "get_run_local_value",
-    "send_event",
-    "set_run_local_value",
-    "tool",
-    # Runs and session values
-    "ModelInfo",
-    "RunInfo",
-    "RunObserver",
-    "Runner",
-    "RunConfig",
-    "RunLimitExceededError",
-    "LiveRequestQueue",
-    "add_session_value",
-    "add_session_values",
-    "get_session_value",
-    "get_session_values",
-    # Interrupts
-    "InterruptCtx",
-    "InterruptInfo",
-    "InterruptState",
-    "Interrupted",
-    "ResumeContext",
-    "composite_interrupt",
-    "composite_interrupt_event",
-    "get_interrupt_state",
-    "get_resume_context",
-    "interrupt",
-    "interrupt_event",
-    "stateful_interrupt",
-    "stateful_interrupt_event",
-    # Checkpoints and the codec
-    "CheckpointAgentMismatchError",
-    "CheckpointClaimedError",
-    "CheckpointCorruptError",
-    "CheckpointError",
-    "CheckpointNotFoundError",
-    "CheckpointStore",
-    "DecodeError",
-    "EncodeError",
-    "InMemoryCheckpointStore",
-    "SqliteCheckpointStore",
-    "codec",
-    # Sessions
-    "InMemorySessionStore",
-    "LastTurns",
-    "SessionBusyError",
-    "SessionError",
-    "SessionStore",
-    "SqliteSessionStore",
-    "SummarizeOldest",
-    "TokenBudget",
-    # Models
-    "AnthropicChatModel",
-    "ChatModel",
-    "FallbackModel",
-    "ModelCall",
-    "OpenAIChatModel",
-    "OpenAIResponsesModel",
-    "ScriptExhaustedError",
-    "ScriptedModel",
-    # The base of rillet's errors, and the version
-    "RilletError",
-    "__version__",
-    # Deprecated aliases: peek_message and apeek_message
-    "aget_message",
-    "get_message",
-]
+    return sorted({*globals(), *_HOME})

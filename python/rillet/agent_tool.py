@@ -22,7 +22,7 @@ from rillet.context import RunContext, Session, current_run, current_tool_call
 from rillet.errors import AgentToolError
 from rillet.events import AgentAction, AgentEvent, RunPath, copy_event, interrupt_signal
 from rillet.flow import flow_of, gen_transfer_messages, rewrite_message
-from rillet.interrupt import composite_interrupt
+from rillet.interrupts import composite_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = ["AgentTool", "AgentToolError"]

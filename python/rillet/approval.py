@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt
+from rillet.interrupts import get_interrupt_state, get_resume_context, stateful_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, as_tool
 
 __all__ = ["ApprovalDecision", "ApprovalTool", "approve", "edit", "reject", "requires_approval"]

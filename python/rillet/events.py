@@ -299,7 +299,7 @@ def interrupt_signal(action: AgentAction) -> InterruptSignal | None:
 
 def interrupt_action(info: InterruptInfo, signal: InterruptSignal) -> AgentAction:
     """An action that interrupts with ``info``, carrying ``signal`` (internal: made by
-    rillet.interrupt's constructors)."""
+    the constructors in rillet.interrupts)."""
     return AgentAction(interrupted=info, _signal=signal)
 
 

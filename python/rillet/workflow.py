@@ -33,7 +33,7 @@ from rillet.context import RunContext, Session, current_run
 from rillet.errors import LiveNotSupportedError
 from rillet.events import AgentEvent, RunPath, RunStep, extend_path, interrupt_signal
 from rillet.flow import FlowAgent, OnSubAgents, adopt, flow_of, with_disallow_transfer_to_parent
-from rillet.interrupt import composite_interrupt_event
+from rillet.interrupts import composite_interrupt_event
 from rillet.live import LiveAgent, LiveContext
 from rillet.tools import BaseTool, ToolInfo
 

@@ -37,7 +37,7 @@ from rillet.agent import AgentInput, BaseAgent
 from rillet.context import add_session_value, get_session_value
 from rillet.errors import A2ACardError, A2AError, A2ATimeoutError
 from rillet.events import AgentEvent, event_from_message, new_transfer_to_agent_action
-from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt_event
+from rillet.interrupts import get_interrupt_state, get_resume_context, stateful_interrupt_event
 
 __all__ = ["BeforeRequestCallback", "RemoteA2AAgent"]
 

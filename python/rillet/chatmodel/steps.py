@@ -32,7 +32,7 @@ from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.context import add_session_value
 from rillet.errors import InputRejectedError, Interrupted, OutputRejectedError
 from rillet.events import AgentAction, AgentEvent, event_from_message
-from rillet.interrupt import composite_interrupt_event
+from rillet.interrupts import composite_interrupt_event
 from rillet.schema import aconcat_message_stream
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 from typing import Any, Literal
 
 from rillet.approval import ApprovalTool
-from rillet.interrupt import get_interrupt_state
+from rillet.interrupts import get_interrupt_state
 from rillet.tools import BaseTool
 
 ApprovalPolicy = Literal["always", "never"] | Collection[str] | Callable[[str, dict[str, Any]], bool]

@@ -22,7 +22,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from rillet import codec
 from rillet._native import Message, StreamReader, stream_from_list
 from rillet.errors import ToolArgumentsError
-from rillet.interrupt import get_resume_context, interrupt
+from rillet.interrupts import get_resume_context, interrupt
 from rillet.tools import BaseTool, ToolInfo, as_tool
 
 __all__ = ["ActivityModel", "ActivityOptions", "ActivityTool", "CONTINUE_AS_NEW", "activity_model", "activity_tool"]

@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from rillet import codec
     from rillet.checkpoint.payload import events_to_records
     from rillet.events import AgentEvent
-    from rillet.interrupt import ID_SOURCE
+    from rillet.interrupts import ID_SOURCE
     from rillet.runner import Runner
     from rillet.temporal.proxies import CONTINUE_AS_NEW, current_agent, history_limit
     from rillet.temporal.registry import agent_for
