@@ -255,6 +255,7 @@ impl State {
 }
 
 impl Protocol for State {
+    #[inline]
     fn on_event(&mut self, ev: SseEvent<'_>, out: &mut Vec<Message>) -> Result<(), StreamError> {
         if self.done {
             return Ok(()); // nothing after [DONE] counts

@@ -175,6 +175,7 @@ pub struct State {
 }
 
 impl Protocol for State {
+    #[inline]
     fn on_event(&mut self, ev: SseEvent<'_>, out: &mut Vec<Message>) -> Result<(), StreamError> {
         let data = ev.data.trim();
         if self.done || data.is_empty() {
