@@ -1,20 +1,34 @@
 //! rillet's native core: data movement for the Python agent framework.
 //!
-//! Pure-Rust modules (`channel`, ...) hold the logic and are tested by `cargo test`;
-//! `py` holds the thin PyO3 bindings, exposed to Python as `rillet._native`.
+//! Pure-Rust modules (`channel`, `stream`, `message`, `concat`, `sse`, `codec`) hold the
+//! logic and are tested by `cargo test`; `py` holds the thin PyO3 bindings, exposed to Python
+//! as `rillet._native`. The modules are private: what the crate offers as a Rust library is
+//! re-exported below.
 
-pub mod anthropic;
-pub mod channel;
-pub mod codec;
-pub mod concat;
-pub mod message;
-pub mod parts;
-pub mod py;
-pub mod responses;
-pub mod sse;
-pub mod stream;
+mod channel;
+mod codec;
+mod concat;
+mod message;
+mod parts;
+mod py;
+mod sse;
+mod stream;
 
 use pyo3::prelude::*;
+
+// The crate as a Rust library: the pure-Rust cores, without Python. `cargo test` drives them,
+// and the fuzz targets (fuzz/) compile the codec core's sources and use the codec's names.
+pub use channel::Channel;
+pub use codec::decode::{decode, Builder};
+pub use codec::value::{encode, encode_version, Value, ValueBuilder};
+pub use codec::Limits;
+pub use concat::{concat_messages, Accumulator, UsagePolicy};
+pub use message::Message;
+pub use sse::{
+    AnthropicStreamParser, ChatStreamParser, ParserOptions, Protocol, ResponsesStreamParser,
+    SseDecoder, SseEvent, SseLimits, StreamError, StreamParser,
+};
+pub use stream::{Pipe, Tee};
 
 /// mimalloc for every Rust allocation of the extension: decoding a checkpoint allocates
 /// many small strings and vectors, and glibc's malloc took about a quarter of the decode's
@@ -70,53 +84,9 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
     }
 }
 
-/// The module's initialisation. rillet's caches (stdlib types, exception classes, event
-/// loop helpers, channel and stream statics) are process-wide and hold the objects of the
-/// interpreter that filled them, so loading in a second interpreter is refused before any
-/// of them is touched (PyO3's multi-phase modules would otherwise load there).
+/// The module's initialisation: the classes, functions and constants of `rillet._native`
+/// ([`py::init`]).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    use crate::py::{anthropic, responses, sse, stream};
-    use crate::py::{channel, checkpoint, codec, concat, errors, message, recv_awaitable};
-    let py = m.py();
-    crate::py::require_main_interpreter(py)?;
-    m.add_class::<anthropic::AnthropicStreamParser>()?;
-    m.add_function(wrap_pyfunction!(anthropic::parse_anthropic_message, m)?)?;
-    m.add_class::<channel::Channel>()?;
-    m.add_class::<channel::Empty>()?;
-    m.add_function(wrap_pyfunction!(checkpoint::events_from_records, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::codec_decode, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::codec_encode, m)?)?;
-    m.add_function(wrap_pyfunction!(concat::concat_messages, m)?)?;
-    m.add_class::<concat::MessageAccumulator>()?;
-    // set, not added: a private hook for rillet.errors stays out of the module's __all__
-    m.setattr("_init_errors", wrap_pyfunction!(errors::init_errors, m)?)?;
-    m.add_class::<message::ContentPart>()?;
-    m.add_class::<message::FunctionCall>()?;
-    m.add_class::<message::Message>()?;
-    m.add_class::<message::ResponseMeta>()?;
-    m.add_class::<message::ToolCall>()?;
-    m.add_class::<message::Usage>()?;
-    m.add_class::<recv_awaitable::Recv>()?;
-    m.add_function(wrap_pyfunction!(responses::parse_response, m)?)?;
-    m.add_class::<responses::ResponsesStreamParser>()?;
-    m.add_function(wrap_pyfunction!(sse::parse_chat_completion, m)?)?;
-    m.add_class::<sse::ChatStreamParser>()?;
-    m.add_function(wrap_pyfunction!(stream::concat_message_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(stream::convert_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(stream::merge_named_streams, m)?)?;
-    m.add_function(wrap_pyfunction!(stream::merge_streams, m)?)?;
-    m.add_function(wrap_pyfunction!(stream::pipe, m)?)?;
-    m.add_function(wrap_pyfunction!(stream::stream_from_list, m)?)?;
-    m.add_class::<stream::NoValue>()?;
-    m.add_class::<stream::SourceEOF>()?;
-    m.add_class::<stream::StreamReader>()?;
-    m.add_class::<stream::StreamWriter>()?;
-
-    recv_awaitable::install_slots(py);
-    crate::py::fast_paths::install(py)?;
-    m.add("EMPTY", channel::empty(py))?;
-    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("NO_VALUE", stream::no_value(py))?;
-    Ok(())
+    py::init(m)
 }

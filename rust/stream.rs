@@ -137,12 +137,9 @@ impl<A> WakerList<A> {
         std::mem::take(&mut *self.wakers.lock())
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.wakers.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -40,17 +40,6 @@ impl<K: Hash + Eq> Repeats<K> {
         }
     }
 
-    /// Forgets every value but keeps the memory, for the next encode.
-    pub fn clear(&mut self) {
-        self.seen.clear();
-        self.defined = 0;
-    }
-
-    /// How many values the table can hold without growing.
-    pub fn capacity(&self) -> usize {
-        self.seen.capacity()
-    }
-
     /// Records one occurrence of `key` and says how to write it.
     #[inline]
     pub fn note<Q>(&mut self, key: &Q) -> Use

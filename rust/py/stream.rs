@@ -29,11 +29,13 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyTraceback, PyType};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::concat::{Accumulator, UsagePolicy};
-use crate::py::channel::{deadline_after, empty, resolve_future, resolver, wait_slice};
 use crate::py::concat::{push_chunk, MessageAccumulator};
 use crate::py::errors::{self, Class};
-use crate::py::event_loop::refuse_inside_event_loop;
 use crate::py::message::Message;
+use crate::py::util::{
+    deadline_after, empty, generic_alias, refuse_inside_event_loop, resolve_future, resolver,
+    wait_slice,
+};
 use crate::stream::{Chunk, Deferred, Pipe, Poll, SendError, Tee, TeeWait, Waker};
 
 /// A parked asyncio receiver or sender.
@@ -587,17 +589,6 @@ fn async_helper<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>>
     let module =
         ASYNC_HELPERS.get_or_try_init(py, || py.import("rillet.schema").map(Bound::unbind))?;
     module.bind(py).getattr(name)
-}
-
-/// `Cls[item]` in annotations: a `types.GenericAlias` (shared by the channel's binding).
-pub(crate) fn generic_alias<'py>(
-    cls: &Bound<'py, PyType>,
-    item: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    cls.py()
-        .import("types")?
-        .getattr("GenericAlias")?
-        .call1((cls, item))
 }
 
 #[pymethods]

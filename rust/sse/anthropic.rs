@@ -1,5 +1,5 @@
 //! Anthropic's Messages API in pure Rust: the server-sent events of a streamed answer in,
-//! rillet [`Message`] chunks out, framed by [`SseDecoder`] (its limits and line numbers).
+//! rillet [`Message`] chunks out, framed by [`super::SseDecoder`] (its limits and line numbers).
 //!
 //! The chunks have the shape [`crate::concat`] expects, as the chat-completions ones do:
 //! the role on the first chunk; text deltas as `content`; `thinking` deltas as
@@ -23,8 +23,8 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::{malformed, Protocol, SseEvent, StreamError};
 use crate::message::{FunctionCall, Message, ResponseMeta, ToolCall, Usage, Value};
-use crate::sse::{excerpt, SseDecoder, SseEvent, SseLimits, StreamError};
 
 /// The `extra` key holding thinking blocks' signatures and redacted thinking.
 pub const THINKING_KEY: &str = "anthropic_thinking";
@@ -165,14 +165,6 @@ fn error_parts(error: &serde_json::Value) -> (String, Option<String>) {
     (message, code)
 }
 
-fn malformed(line: usize, reason: impl Into<String>, data: &str) -> StreamError {
-    StreamError::Malformed {
-        line,
-        reason: reason.into(),
-        text: format!("data: {}", excerpt(data)),
-    }
-}
-
 /// `extra` holding one block's entry under [`THINKING_KEY`].
 fn thinking_extra(block: usize, entry: Vec<(String, Value)>) -> Option<Vec<(String, Value)>> {
     let blocks = vec![(block.to_string(), Value::Map(entry))];
@@ -227,8 +219,9 @@ struct Block {
     chars: usize,
 }
 
+/// What the chunk assembly remembers between events: the Anthropic [`Protocol`].
 #[derive(Debug, Default)]
-struct State {
+pub struct State {
     role_sent: bool,
     stopped: bool,
     stop_reason: bool,
@@ -239,7 +232,8 @@ struct State {
     usage: UsageJson,
 }
 
-impl State {
+impl Protocol for State {
+    #[inline]
     fn on_event(&mut self, ev: SseEvent<'_>, out: &mut Vec<Message>) -> Result<(), StreamError> {
         let data = ev.data.trim();
         if data.is_empty() {
@@ -306,6 +300,26 @@ impl State {
         Ok(())
     }
 
+    /// Fails with [`StreamError::Unfinished`] when the stream stopped before `message_stop`
+    /// (and before any stop reason).
+    fn finish(&mut self, line: usize, _out: &mut Vec<Message>) -> Result<(), StreamError> {
+        if self.stopped || self.stop_reason {
+            Ok(())
+        } else {
+            Err(StreamError::Unfinished {
+                line,
+                missing: "its stop_reason and message_stop events",
+            })
+        }
+    }
+
+    /// `message_stop` was read.
+    fn done(&self) -> bool {
+        self.stopped
+    }
+}
+
+impl State {
     fn index(index: Option<usize>, line: usize, data: &str) -> Result<usize, StreamError> {
         index.ok_or_else(|| malformed(line, "a content block event without its index", data))
     }
@@ -445,56 +459,7 @@ impl State {
 }
 
 /// Bytes of a streamed Messages API answer in, [`Message`] chunks out.
-#[derive(Debug, Default)]
-pub struct AnthropicStreamParser {
-    sse: SseDecoder,
-    state: State,
-}
-
-impl AnthropicStreamParser {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn with_limits(limits: SseLimits) -> Self {
-        AnthropicStreamParser {
-            sse: SseDecoder::with_limits(limits),
-            state: State::default(),
-        }
-    }
-
-    /// Reads `bytes` and appends the chunks they complete to `out`. On an error, `out`
-    /// holds the chunks before the offending line.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Message>) -> Result<(), StreamError> {
-        let state = &mut self.state;
-        self.sse.feed(bytes, |ev| state.on_event(ev, out))
-    }
-
-    /// The bytes have ended. Fails with [`StreamError::Unfinished`] when the stream stopped
-    /// before `message_stop` (and before any stop reason).
-    pub fn finish(&mut self, out: &mut Vec<Message>) -> Result<(), StreamError> {
-        let state = &mut self.state;
-        self.sse.finish(|ev| state.on_event(ev, out))?;
-        if self.state.stopped || self.state.stop_reason {
-            Ok(())
-        } else {
-            Err(StreamError::Unfinished {
-                line: self.sse.lines(),
-                missing: "its stop_reason and message_stop events",
-            })
-        }
-    }
-
-    /// `message_stop` was read.
-    pub fn done(&self) -> bool {
-        self.state.stopped
-    }
-
-    /// Lines read so far.
-    pub fn lines(&self) -> usize {
-        self.sse.lines()
-    }
-}
+pub type AnthropicStreamParser = super::StreamParser<State>;
 
 /// Reads a whole (non-streamed) Messages API response body into one assistant message:
 /// the stream's rules, with tool calls unindexed as a whole message has them.
@@ -589,7 +554,7 @@ mod tests {
     );
 
     fn parse(pieces: &[&[u8]]) -> Result<Vec<Message>, (Vec<Message>, StreamError)> {
-        let mut p = AnthropicStreamParser::new();
+        let mut p = AnthropicStreamParser::default();
         let mut out = Vec::new();
         for piece in pieces {
             if let Err(e) = p.feed(piece, &mut out) {
@@ -726,7 +691,7 @@ mod tests {
                 "data: {{\"type\":\"content_block_start\",\"index\":{index},\"content_block\":{{\"type\":\"text\",\"text\":\"a\"}}}}\n\n\
                  data: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{{\"type\":\"text_delta\",\"text\":\"b\"}}}}\n\n"
             );
-            let mut p = AnthropicStreamParser::new();
+            let mut p = AnthropicStreamParser::default();
             let mut out = Vec::new();
             p.feed(text.as_bytes(), &mut out).unwrap();
             let content: String = out.iter().map(|m| m.content.as_str()).collect();

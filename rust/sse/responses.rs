@@ -1,9 +1,9 @@
 //! OpenAI's Responses API in pure Rust: streamed `response.*` events in, rillet [`Message`]
-//! chunks out, in the same Eino shape as [`crate::sse::ChatStreamParser`] (role on the first
+//! chunks out, in the same Eino shape as [`super::ChatStreamParser`] (role on the first
 //! chunk; a tool call's index on every delta, its id, type and name on its first; finish
 //! reason and usage on the last), and whole (non-streamed) Response bodies into one message.
 //!
-//! The events are framed by [`SseDecoder`] (same limits, same errors) and told apart by their
+//! The events are framed by [`super::SseDecoder`] (same limits, same errors) and told apart by their
 //! JSON `type` (the SSE `event:` name when the JSON has none):
 //!
 //! * `response.output_text.delta`, `response.refusal.delta`: content and refusal text;
@@ -23,8 +23,8 @@
 
 use serde::Deserialize;
 
+use super::{error_parts, malformed, parse_body, Protocol, SseEvent, StreamError, Text};
 use crate::message::{FunctionCall, Map, Message, ResponseMeta, ToolCall, Usage, Value};
-use crate::sse::{error_parts, excerpt, SseDecoder, SseEvent, SseLimits, StreamError, Text};
 
 /// The `extra` key of a chunk carrying reasoning items: a map from item id to
 /// `{"summary": {"0": text, ...}, "encrypted_content": ...}` (maps, so chunks concatenate).
@@ -161,8 +161,9 @@ struct Call {
     has_arguments: bool,
 }
 
+/// What the chunk assembly remembers between events: the Responses [`Protocol`].
 #[derive(Debug, Default)]
-struct State {
+pub struct State {
     role_sent: bool,
     finished: bool,
     done: bool,
@@ -173,15 +174,8 @@ struct State {
     reasoning_at: Option<(i64, i64)>,
 }
 
-fn malformed(line: usize, reason: impl Into<String>, data: &str) -> StreamError {
-    StreamError::Malformed {
-        line,
-        reason: reason.into(),
-        text: format!("data: {}", excerpt(data)),
-    }
-}
-
-impl State {
+impl Protocol for State {
+    #[inline]
     fn on_event(&mut self, ev: SseEvent<'_>, out: &mut Vec<Message>) -> Result<(), StreamError> {
         let data = ev.data.trim();
         if self.done || data.is_empty() {
@@ -206,6 +200,21 @@ impl State {
         }
     }
 
+    fn finish(&mut self, line: usize, _out: &mut Vec<Message>) -> Result<(), StreamError> {
+        if self.done || self.finished {
+            Ok(())
+        } else {
+            Err(StreamError::Truncated { line })
+        }
+    }
+
+    /// A terminal event (`response.completed`, `response.incomplete`) was read.
+    fn done(&self) -> bool {
+        self.finished || self.done
+    }
+}
+
+impl State {
     /// An event that is not the JSON shape this parser reads: malformed if its type is one
     /// the parser reads (or it is not JSON at all), else skipped.
     fn unparsed(
@@ -447,14 +456,6 @@ impl State {
         }
         out.push(msg);
     }
-
-    fn finish(&self, line: usize) -> Result<(), StreamError> {
-        if self.done || self.finished {
-            Ok(())
-        } else {
-            Err(StreamError::Truncated { line })
-        }
-    }
 }
 
 /// The `extra` value of a reasoning item: `{id: {"summary": {"0": text, ...},
@@ -496,58 +497,15 @@ fn server_error(line: usize, data: &str) -> StreamError {
     }
 }
 
-/// Bytes of a streamed Responses API answer in, [`Message`] chunks out.
-#[derive(Debug, Default)]
-pub struct ResponsesStreamParser {
-    sse: SseDecoder,
-    state: State,
-}
-
-impl ResponsesStreamParser {
-    pub fn new(limits: SseLimits) -> Self {
-        ResponsesStreamParser {
-            sse: SseDecoder::with_limits(limits),
-            state: State::default(),
-        }
-    }
-
-    /// Reads `bytes` and appends the chunks they complete to `out`. On an error, `out`
-    /// holds the chunks before the offending line.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Message>) -> Result<(), StreamError> {
-        let state = &mut self.state;
-        self.sse.feed(bytes, |ev| state.on_event(ev, out))
-    }
-
-    /// The bytes have ended: fails with [`StreamError::Truncated`] when no terminal event
-    /// (`response.completed`, `response.incomplete`) was read.
-    pub fn finish(&mut self, out: &mut Vec<Message>) -> Result<(), StreamError> {
-        let state = &mut self.state;
-        self.sse.finish(|ev| state.on_event(ev, out))?;
-        self.state.finish(self.sse.lines())
-    }
-
-    /// A terminal event was read.
-    pub fn finished(&self) -> bool {
-        self.state.finished || self.state.done
-    }
-
-    /// Lines read so far.
-    pub fn lines(&self) -> usize {
-        self.sse.lines()
-    }
-}
+/// Bytes of a streamed Responses API answer in, [`Message`] chunks out. `finish` fails with
+/// [`StreamError::Truncated`] when no terminal event (`response.completed`,
+/// `response.incomplete`) was read.
+pub type ResponsesStreamParser = super::StreamParser<State>;
 
 /// Reads a whole (non-streamed) Response body into one assistant message, by the stream's
 /// rules: tool calls unindexed, as a whole message has them.
 pub fn parse_response(body: &str) -> Result<Message, StreamError> {
-    let response: ResponseJson<'_> = serde_json::from_str(body).map_err(|e| {
-        let at = e.line().max(1);
-        StreamError::Malformed {
-            line: at,
-            reason: e.to_string(),
-            text: excerpt(body.lines().nth(at - 1).unwrap_or(body)),
-        }
-    })?;
+    let response: ResponseJson<'_> = parse_body(body)?;
     if response.error.as_ref().is_some_and(|e| !e.is_null()) || response.status.get() == "failed" {
         let error = response.error.as_ref().unwrap_or(&serde_json::Value::Null);
         let (message, code) = error_parts(error);

@@ -14,7 +14,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::{ffi, PyTypeInfo};
 
-use crate::py::channel::Channel;
+use super::Channel;
 
 /// Runs `body` on the Channel behind `slf`, turning errors and panics into a raised
 /// exception and a null return, as CPython expects.

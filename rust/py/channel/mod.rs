@@ -7,44 +7,33 @@
 //! 2. The interpreter is released only on the blocking path (an empty queue), never on send.
 //! 3. Queued items are only dropped while attached (in `Drop` of the pyclass).
 
+mod fast_paths;
+mod recv;
+mod wake;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::{self, ThreadId};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyException, PyTimeoutError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyInt, PyList, PyTuple, PyType};
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::channel::{self as core, Ended, Held, Park, TryRecv, Waited, Wakeups};
+use crate::channel::{self as core, Ended, Held, Park, TryRecv, Waited};
 use crate::py::errors::{self, Class};
-use crate::py::event_loop::{invalid_state_error, refuse_inside_event_loop};
-use crate::py::recv_awaitable::{EndAs, Recv, Want};
+use crate::py::util::{
+    deadline_after, empty, generic_alias, refuse_inside_event_loop, timeout_arg, type_name,
+    wait_slice,
+};
+use recv::{EndAs, Want};
 
-/// How long a blocked `recv` sleeps before re-checking for Ctrl-C.
-/// How long one blocking wait may sleep before the caller re-checks Ctrl-C and the deadline.
-pub(crate) fn wait_slice(deadline: Option<Instant>) -> Duration {
-    match deadline {
-        None => SIGNAL_CHECK_INTERVAL,
-        Some(d) => d
-            .saturating_duration_since(Instant::now())
-            .min(SIGNAL_CHECK_INTERVAL),
-    }
-}
-
-pub(crate) const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(50);
-
-/// A parked asyncio receiver: the future to resolve and the loop it belongs to.
-pub struct AsyncWaiter {
-    pub fut: Py<PyAny>,
-    pub event_loop: Py<PyAny>,
-    pub thread: ThreadId,
-}
+pub use fast_paths::install as install_fast_paths;
+pub use recv::{install_slots, Recv};
+pub use wake::{wake_all, AsyncWaiter};
 
 /// The error a channel was closed with, shared by every receiver that reports it, with the
 /// traceback and context it had at close. Each receiver raises it from those again (as
@@ -90,29 +79,6 @@ impl CloseError {
 pub type EndError = Arc<CloseError>;
 
 pub type Core = core::Channel<Py<PyAny>, EndError, AsyncWaiter>;
-
-/// The type of the `EMPTY` sentinel that `try_recv` returns when nothing is queued.
-#[pyclass(frozen, module = "rillet")]
-pub struct Empty;
-
-#[pymethods]
-impl Empty {
-    fn __repr__(&self) -> &'static str {
-        "rillet.EMPTY"
-    }
-
-    fn __bool__(&self) -> bool {
-        false
-    }
-}
-
-static EMPTY: PyOnceLock<Py<Empty>> = PyOnceLock::new();
-
-pub fn empty(py: Python<'_>) -> &Py<Empty> {
-    EMPTY.get_or_init(py, || {
-        Py::new(py, Empty).expect("allocating the EMPTY sentinel")
-    })
-}
 
 /// An unbounded multi-producer, multi-consumer FIFO for threads and asyncio tasks.
 ///
@@ -239,7 +205,7 @@ impl Channel {
         cls: &Bound<'py, PyType>,
         item: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::py::stream::generic_alias(cls, item)
+        generic_alias(cls, item)
     }
 
     /// Replaced at module init by the direct entry point in `fast_paths` (same behaviour,
@@ -457,83 +423,6 @@ impl Channel {
     }
 }
 
-/// Resolves the futures of woken async receivers, outside the channel lock.
-///
-/// On the waiter's own thread the future is resolved directly (no syscall); elsewhere the
-/// wakeup goes through `loop.call_soon_threadsafe`. A wakeup that cannot be delivered (the
-/// waiter's loop is closed, or anything at all is raised on the way) is passed to the next
-/// parked receiver, so no item is stranded. Errors of a waiter's loop are not the sender's
-/// and are not reported; an exception that is not an `Exception` (KeyboardInterrupt,
-/// SystemExit) is raised once every wakeup has been passed on.
-#[inline]
-pub fn wake_all(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
-    if wakeups.is_empty() {
-        return Ok(()); // the common case: nobody was parked
-    }
-    wake_parked(py, core, wakeups)
-}
-
-#[inline(never)]
-fn wake_parked(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> PyResult<()> {
-    let me = thread::current().id();
-    let mut pending = wakeups;
-    let mut interrupt: Option<PyErr> = None;
-    while let Some(w) = pending.pop() {
-        if let Err(err) = wake(py, &w, me) {
-            pending.extend(core.pass_on());
-            if interrupt.is_none() && !err.is_instance_of::<PyException>(py) {
-                interrupt = Some(err);
-            }
-        }
-    }
-    interrupt.map_or(Ok(()), Err)
-}
-
-/// Delivers one wakeup. Ok also when the future was already done: it was cancelled, and its
-/// receiver passes the wakeup on itself when the cancellation reaches it (`Recv::withdraw`).
-fn wake(py: Python<'_>, w: &AsyncWaiter, me: ThreadId) -> PyResult<()> {
-    let fut = w.fut.bind(py);
-    if w.thread != me {
-        return w
-            .event_loop
-            .bind(py)
-            .call_method1(intern!(py, "call_soon_threadsafe"), (resolver(py), fut))
-            .map(drop);
-    }
-    // One call instead of done() first. With its loop closed, set_result marks the future
-    // done and then fails to schedule the task: that is a failed delivery, not a done future.
-    match fut.call_method1(intern!(py, "set_result"), (py.None(),)) {
-        Err(err) if err.is_instance(py, invalid_state_error(py)?) => Ok(()),
-        done => done.map(drop),
-    }
-}
-
-/// Resolves a parked receiver's future. A future that is already done was cancelled: its
-/// receiver passes the wakeup on itself (see `_unpark`), so that still counts as delivered.
-pub(crate) fn resolve_future(fut: &Bound<'_, PyAny>) {
-    let py = fut.py();
-    // Calling set_result and ignoring InvalidStateError is one call instead of done() first.
-    let _ = fut.call_method1(pyo3::intern!(py, "set_result"), (py.None(),));
-}
-
-#[pyfunction]
-fn _resolve_future(fut: &Bound<'_, PyAny>) {
-    resolve_future(fut);
-}
-
-static RESOLVER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-pub(crate) fn resolver(py: Python<'_>) -> &Bound<'_, PyAny> {
-    RESOLVER
-        .get_or_init(py, || {
-            wrap_pyfunction!(_resolve_future, py)
-                .expect("creating the wakeup callback")
-                .into_any()
-                .unbind()
-        })
-        .bind(py)
-}
-
 pub fn ended_error(py: Python<'_>, end: Ended<EndError>) -> PyErr {
     match end {
         Ended::Closed => errors::new_err(
@@ -611,34 +500,6 @@ fn exception_instance<'py>(err: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny
     )))
 }
 
-pub(crate) fn deadline_after(timeout: Option<f64>) -> PyResult<Option<Instant>> {
-    let Some(secs) = timeout else { return Ok(None) };
-    // NaN fails every comparison, so it is rejected here too.
-    if secs.is_nan() || secs < 0.0 {
-        return Err(PyValueError::new_err(format!(
-            "timeout must be None or a non-negative number of seconds, got {secs}"
-        )));
-    }
-    // A timeout too large to represent means "wait forever".
-    Ok(Duration::try_from_secs_f64(secs)
-        .ok()
-        .and_then(|d| Instant::now().checked_add(d)))
-}
-
-/// `timeout=`: None or a real number of seconds (checked by `deadline_after`).
-pub(crate) fn timeout_arg(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
-    let Some(timeout) = timeout.filter(|t| !t.is_none()) else {
-        return Ok(None);
-    };
-    if let Ok(secs) = timeout.extract::<f64>() {
-        return Ok(Some(secs));
-    }
-    Err(PyTypeError::new_err(format!(
-        "timeout must be None or a number of seconds, got {}",
-        type_name(timeout)
-    )))
-}
-
 /// `max_items=`: an int of at least 1. Huge values mean "everything queued".
 fn check_max_items(max_items: &Bound<'_, PyAny>) -> PyResult<usize> {
     let Ok(n) = max_items.cast::<PyInt>() else {
@@ -657,10 +518,4 @@ fn check_max_items(max_items: &Bound<'_, PyAny>) -> PyResult<usize> {
         ))),
         Err(_) => Ok(usize::MAX),
     }
-}
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map_or_else(|_| "an object".to_owned(), |n| n.to_string())
 }

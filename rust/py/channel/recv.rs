@@ -22,9 +22,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyTraceback, PyTuple, PyType};
 use pyo3::{ffi, intern, PyTraverseError, PyTypeInfo, PyVisit};
 
+use super::{ended_error, list_from, wake_all, AsyncWaiter, Channel, EndError};
 use crate::channel::{Ended, Park, TryRecv, Unparked};
-use crate::py::channel::{ended_error, list_from, wake_all, AsyncWaiter, Channel, EndError};
-use crate::py::event_loop::running_loop;
+use crate::py::util::running_loop;
 
 /// How many items one await takes.
 pub enum Want {

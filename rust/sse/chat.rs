@@ -1,10 +1,5 @@
-//! Server-sent events and OpenAI chat-completions chunks, in pure Rust: bytes in, message
-//! chunks out.
-//!
-//! [`SseDecoder`] splits a byte stream into events (the WHATWG `text/event-stream` rules:
-//! `\n`, `\r\n` and `\r` line ends, `:` comments, multi-line `data:`, events ended by a blank
-//! line). It buffers bytes, not text, so a UTF-8 character split across network reads is
-//! whole again before it is decoded.
+//! OpenAI chat-completions chunks, in pure Rust: the events of a streamed chat completion
+//! in, message chunks out (framed by [`super::SseDecoder`]).
 //!
 //! [`ChatStreamParser`] turns each `data:` JSON chunk of a streamed chat completion into one
 //! [`Message`] chunk in Eino's shape, which is what [`crate::concat`] expects: the role on
@@ -25,417 +20,13 @@
 //!
 //! Only the first choice (`index` 0) is read; requests with `n > 1` are not supported.
 
-use std::borrow::Cow;
-use std::fmt;
-
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use super::{error_parts, excerpt, malformed, parse_body, Protocol, SseEvent, StreamError, Text};
 use crate::message::{FunctionCall, Message, ResponseMeta, ToolCall, Usage};
 
 // ---------------------------------------------------------------------------------------
-// Errors
-
-/// Why a stream could not be read. Line numbers count the stream's lines from 1.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StreamError {
-    /// A line is not valid UTF-8.
-    InvalidUtf8 { line: usize },
-    /// A `data:` payload is not a chat-completions chunk.
-    Malformed {
-        line: usize,
-        reason: String,
-        text: String,
-    },
-    /// The server sent an error object in place of a chunk.
-    Server {
-        line: usize,
-        message: String,
-        code: Option<String>,
-    },
-    /// The stream ended before the model finished (no finish reason and no `[DONE]`).
-    Truncated { line: usize },
-    /// Another protocol's stream ended before its last event (`missing` names it).
-    Unfinished { line: usize, missing: &'static str },
-    /// A line, or an event's data, is longer than its limit (see [`SseLimits`]).
-    TooLarge {
-        line: usize,
-        limit: Limit,
-        bytes: usize,
-    },
-}
-
-/// Which of the [`SseLimits`] a stream went over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
-    Line,
-    Event,
-}
-
-impl Limit {
-    /// The keyword that sets it (on `ChatStreamParser` and `OpenAIChatModel`).
-    pub fn keyword(self) -> &'static str {
-        match self {
-            Limit::Line => "max_sse_line_bytes",
-            Limit::Event => "max_sse_event_bytes",
-        }
-    }
-}
-
-impl StreamError {
-    /// The line the error was found at (for `Truncated`, the last line read).
-    pub fn line(&self) -> usize {
-        match self {
-            StreamError::InvalidUtf8 { line }
-            | StreamError::Malformed { line, .. }
-            | StreamError::Server { line, .. }
-            | StreamError::Truncated { line }
-            | StreamError::Unfinished { line, .. }
-            | StreamError::TooLarge { line, .. } => *line,
-        }
-    }
-}
-
-impl fmt::Display for StreamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StreamError::InvalidUtf8 { line } => {
-                write!(f, "line {line} of the event stream is not valid UTF-8")
-            }
-            StreamError::Malformed { line, reason, text } => write!(
-                f,
-                "malformed chunk at line {line} of the event stream ({reason}): {text}"
-            ),
-            StreamError::Server {
-                line,
-                message,
-                code,
-            } => {
-                write!(f, "the server sent an error at line {line} of the stream")?;
-                if let Some(code) = code {
-                    write!(f, " ({code})")?;
-                }
-                write!(f, ": {message}")
-            }
-            StreamError::Truncated { line } => write!(
-                f,
-                "the stream ended after line {line} before the model finished (no finish_reason \
-                 and no [DONE]): the connection was probably cut"
-            ),
-            StreamError::Unfinished { line, missing } => write!(
-                f,
-                "the stream ended after line {line} before {missing}: the connection was \
-                 probably cut"
-            ),
-            StreamError::TooLarge { line, limit, bytes } => {
-                let what = match limit {
-                    Limit::Line => format!("line {line} of the event stream"),
-                    Limit::Event => format!("the data of the event starting at line {line}"),
-                };
-                write!(
-                    f,
-                    "{what} is longer than {bytes} bytes, the limit set by {keyword}={bytes}: \
-                     raise {keyword}= if the server really sends that much",
-                    keyword = limit.keyword()
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for StreamError {}
-
-/// At most this many characters of an offending line are quoted in an error.
-const EXCERPT_CHARS: usize = 120;
-
-pub(crate) fn excerpt(text: &str) -> String {
-    let mut out: String = text.chars().take(EXCERPT_CHARS).collect();
-    if out.len() < text.len() {
-        out.push_str("...");
-    }
-    out
-}
-
-// ---------------------------------------------------------------------------------------
-// SSE framing
-
-/// One dispatched event: its `event:` name ("" when none was given), its data lines joined
-/// with `\n`, and the line its first `data:` line was on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SseEvent<'a> {
-    pub event: &'a str,
-    pub data: &'a str,
-    pub line: usize,
-}
-
-/// The most a [`SseDecoder`] holds, so a server (or anything between) sending a line that
-/// never ends cannot make it buffer without bound. A chat-completions chunk is one line of
-/// a few hundred bytes; the defaults leave room for a whole long answer in one chunk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SseLimits {
-    /// The longest line, in bytes, without its line end.
-    pub max_line: usize,
-    /// The most data one event may gather, in bytes (its `data:` lines joined).
-    pub max_event: usize,
-}
-
-impl SseLimits {
-    pub const DEFAULT_MAX_LINE: usize = 4 << 20;
-    pub const DEFAULT_MAX_EVENT: usize = 16 << 20;
-}
-
-impl Default for SseLimits {
-    fn default() -> Self {
-        SseLimits {
-            max_line: Self::DEFAULT_MAX_LINE,
-            max_event: Self::DEFAULT_MAX_EVENT,
-        }
-    }
-}
-
-/// Splits bytes into server-sent events. Feed it bytes as they arrive, in any pieces.
-#[derive(Debug, Default)]
-pub struct SseDecoder {
-    limits: SseLimits,
-    /// The bytes of the line in progress.
-    partial: Vec<u8>,
-    /// The last bytes fed ended with `\r`: a `\n` first in the next bytes belongs to it.
-    after_cr: bool,
-    /// Lines completed so far.
-    line: usize,
-    event: String,
-    data: String,
-    has_data: bool,
-    data_line: usize,
-}
-
-impl SseDecoder {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn with_limits(limits: SseLimits) -> Self {
-        SseDecoder {
-            limits,
-            ..Self::default()
-        }
-    }
-
-    /// Lines completed so far.
-    pub fn lines(&self) -> usize {
-        self.line
-    }
-
-    /// Reads `bytes`; calls `on_event` for every event they complete, in order. On an error
-    /// the bytes after the offending line are dropped (the stream is unusable).
-    pub fn feed<E>(
-        &mut self,
-        bytes: &[u8],
-        mut on_event: impl FnMut(SseEvent<'_>) -> Result<(), E>,
-    ) -> Result<(), E>
-    where
-        E: From<StreamError>,
-    {
-        let mut rest = bytes;
-        if self.after_cr && !rest.is_empty() {
-            self.after_cr = false;
-            if rest[0] == b'\n' {
-                rest = &rest[1..];
-            }
-        }
-        while let Some(i) = memchr::memchr2(b'\n', b'\r', rest) {
-            self.check_line(self.partial.len() + i)?;
-            if self.partial.is_empty() {
-                self.line_done(&rest[..i], &mut on_event)?;
-            } else {
-                let mut line = std::mem::take(&mut self.partial);
-                line.extend_from_slice(&rest[..i]);
-                let result = self.line_done(&line, &mut on_event);
-                line.clear();
-                self.partial = line;
-                result?;
-            }
-            let ended_by_cr = rest[i] == b'\r';
-            rest = &rest[i + 1..];
-            if ended_by_cr {
-                match rest.first() {
-                    Some(b'\n') => rest = &rest[1..],
-                    Some(_) => {}
-                    None => self.after_cr = true,
-                }
-            }
-        }
-        // Refused before it is buffered: the line in progress never outgrows the limit.
-        self.check_line(self.partial.len() + rest.len())?;
-        self.partial.extend_from_slice(rest);
-        Ok(())
-    }
-
-    /// Fails if the line in progress, `len` bytes so far, is over the line limit.
-    fn check_line(&self, len: usize) -> Result<(), StreamError> {
-        if len <= self.limits.max_line {
-            return Ok(());
-        }
-        Err(StreamError::TooLarge {
-            line: self.line + 1,
-            limit: Limit::Line,
-            bytes: self.limits.max_line,
-        })
-    }
-
-    /// The bytes have ended: an unterminated last line counts as a line, and an event still
-    /// open (no blank line after it) is dispatched rather than dropped.
-    pub fn finish<E>(
-        &mut self,
-        mut on_event: impl FnMut(SseEvent<'_>) -> Result<(), E>,
-    ) -> Result<(), E>
-    where
-        E: From<StreamError>,
-    {
-        if !self.partial.is_empty() {
-            let line = std::mem::take(&mut self.partial);
-            self.line_done(&line, &mut on_event)?;
-        }
-        self.dispatch(&mut on_event)
-    }
-
-    fn line_done<E>(
-        &mut self,
-        raw: &[u8],
-        on_event: &mut impl FnMut(SseEvent<'_>) -> Result<(), E>,
-    ) -> Result<(), E>
-    where
-        E: From<StreamError>,
-    {
-        self.line += 1;
-        let mut raw = raw;
-        if self.line == 1 {
-            raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
-        }
-        match raw.first() {
-            None => return self.dispatch(on_event),
-            Some(b':') => return Ok(()), // a comment or keep-alive
-            Some(_) => {}
-        }
-        let Ok(text) = simdutf8::basic::from_utf8(raw) else {
-            return Err(StreamError::InvalidUtf8 { line: self.line }.into());
-        };
-        let (field, value) = match text.find(':') {
-            Some(i) => {
-                let v = &text[i + 1..];
-                (&text[..i], v.strip_prefix(' ').unwrap_or(v))
-            }
-            None => (text, ""),
-        };
-        match field {
-            "data" => {
-                let start = if self.has_data {
-                    self.data_line
-                } else {
-                    self.line
-                };
-                if self.data.len() + usize::from(self.has_data) + value.len()
-                    > self.limits.max_event
-                {
-                    return Err(StreamError::TooLarge {
-                        line: start,
-                        limit: Limit::Event,
-                        bytes: self.limits.max_event,
-                    }
-                    .into());
-                }
-                if self.has_data {
-                    self.data.push('\n');
-                } else {
-                    self.has_data = true;
-                    self.data_line = self.line;
-                }
-                self.data.push_str(value);
-            }
-            "event" => {
-                self.event.clear();
-                self.event.push_str(value);
-            }
-            _ => {} // id, retry and unknown fields do not matter here
-        }
-        Ok(())
-    }
-
-    fn dispatch<E>(
-        &mut self,
-        on_event: &mut impl FnMut(SseEvent<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let result = if self.has_data {
-            on_event(SseEvent {
-                event: &self.event,
-                data: &self.data,
-                line: self.data_line,
-            })
-        } else {
-            Ok(())
-        };
-        self.has_data = false;
-        self.data.clear();
-        self.event.clear();
-        result
-    }
-}
-
-// ---------------------------------------------------------------------------------------
 // Chat-completions JSON (only the fields read; others are skipped)
-
-/// A text field that tolerates what servers put there: a string, null, a list of content
-/// parts (their `text` joined) or an object (kept as its JSON text, as Ollama's native API
-/// sends tool arguments).
-#[derive(Debug, Default)]
-pub(crate) struct Text<'a>(Option<Cow<'a, str>>);
-
-impl<'a> Text<'a> {
-    pub(crate) fn get(&self) -> &str {
-        self.0.as_deref().unwrap_or("")
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Text<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, null, a list of content parts or an object")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'a>, E> {
-                Ok(Text(Some(Cow::Borrowed(v))))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'a>, E> {
-                Ok(Text(Some(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'a>, E> {
-                Ok(Text(Some(Cow::Owned(v))))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Text<'a>, E> {
-                Ok(Text(None))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Text<'a>, E> {
-                Ok(Text(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Text<'a>, A::Error> {
-                let mut out = String::new();
-                while let Some(part) = seq.next_element::<serde_json::Value>()? {
-                    if let Some(t) = part.get("text").and_then(|t| t.as_str()) {
-                        out.push_str(t);
-                    }
-                }
-                Ok(Text(Some(Cow::Owned(out))))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Text<'a>, A::Error> {
-                let v = serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(Text(Some(Cow::Owned(v.to_string()))))
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
-    }
-}
 
 #[derive(Deserialize)]
 struct ChunkJson<'a> {
@@ -542,28 +133,6 @@ impl UsageJson {
     }
 }
 
-/// The message of an error object: `{"error": {"message": ..., "code": ...}}` or
-/// `{"error": "text"}`; and its code or type, when given.
-pub(crate) fn error_parts(error: &serde_json::Value) -> (String, Option<String>) {
-    match error {
-        serde_json::Value::String(s) => (s.clone(), None),
-        serde_json::Value::Object(o) => {
-            let message = o
-                .get("message")
-                .and_then(|m| m.as_str())
-                .map(str::to_owned)
-                .unwrap_or_else(|| error.to_string());
-            let code = ["code", "type"].iter().find_map(|k| match o.get(*k) {
-                Some(serde_json::Value::String(s)) => Some(s.clone()),
-                Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-                _ => None,
-            });
-            (message, code)
-        }
-        other => (other.to_string(), None),
-    }
-}
-
 fn pick_choice<'c, 'a>(choices: &'c mut [ChoiceJson<'a>]) -> Option<&'c mut ChoiceJson<'a>> {
     let at = choices
         .iter()
@@ -665,9 +234,9 @@ struct CallState {
     has_arguments: bool,
 }
 
-/// What the chunk assembly remembers between chunks.
+/// What the chunk assembly remembers between chunks: the chat-completions [`Protocol`].
 #[derive(Debug, Default)]
-struct ChunkState {
+pub struct State {
     options: ParserOptions,
     role_sent: bool,
     done: bool,
@@ -676,7 +245,17 @@ struct ChunkState {
     think: ThinkSplitter,
 }
 
-impl ChunkState {
+impl State {
+    pub fn new(options: ParserOptions) -> Self {
+        State {
+            options,
+            ..Default::default()
+        }
+    }
+}
+
+impl Protocol for State {
+    #[inline]
     fn on_event(&mut self, ev: SseEvent<'_>, out: &mut Vec<Message>) -> Result<(), StreamError> {
         if self.done {
             return Ok(()); // nothing after [DONE] counts
@@ -710,16 +289,31 @@ impl ChunkState {
                 Some(Err(e)) => {
                     let at = e.line().max(1);
                     let text = data.lines().nth(at - 1).unwrap_or(data);
-                    return Err(StreamError::Malformed {
-                        line: ev.line + at - 1,
-                        reason: e.to_string(),
-                        text: format!("data: {}", excerpt(text)),
-                    });
+                    return Err(malformed(ev.line + at - 1, e.to_string(), text));
                 }
             }
         }
     }
 
+    fn finish(&mut self, line: usize, out: &mut Vec<Message>) -> Result<(), StreamError> {
+        let mut msg = Message::default();
+        self.think
+            .flush(&mut msg.content, &mut msg.reasoning_content);
+        self.emit(msg, false, out);
+        if self.done || self.finished {
+            Ok(())
+        } else {
+            Err(StreamError::Truncated { line })
+        }
+    }
+
+    /// `data: [DONE]` was read.
+    fn done(&self) -> bool {
+        self.done
+    }
+}
+
+impl State {
     fn on_chunk(
         &mut self,
         mut chunk: ChunkJson<'_>,
@@ -873,84 +467,17 @@ impl ChunkState {
         }
         out.push(msg);
     }
-
-    fn finish(&mut self, line: usize, out: &mut Vec<Message>) -> Result<(), StreamError> {
-        let mut msg = Message::default();
-        self.think
-            .flush(&mut msg.content, &mut msg.reasoning_content);
-        self.emit(msg, false, out);
-        if self.done || self.finished {
-            Ok(())
-        } else {
-            Err(StreamError::Truncated { line })
-        }
-    }
 }
 
 /// Bytes of a streamed chat completion in, [`Message`] chunks out.
-#[derive(Debug, Default)]
-pub struct ChatStreamParser {
-    sse: SseDecoder,
-    state: ChunkState,
-}
-
-impl ChatStreamParser {
-    pub fn new(options: ParserOptions) -> Self {
-        Self::with_limits(options, SseLimits::default())
-    }
-
-    pub fn with_limits(options: ParserOptions, limits: SseLimits) -> Self {
-        ChatStreamParser {
-            sse: SseDecoder::with_limits(limits),
-            state: ChunkState {
-                options,
-                ..Default::default()
-            },
-        }
-    }
-
-    /// Reads `bytes` and appends the chunks they complete to `out`. On an error, `out`
-    /// holds the chunks before the offending line.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Message>) -> Result<(), StreamError> {
-        let state = &mut self.state;
-        self.sse.feed(bytes, |ev| state.on_event(ev, out))
-    }
-
-    /// The bytes have ended: reads what is left and appends the last chunks. Fails with
-    /// [`StreamError::Truncated`] when the stream stopped before the model finished.
-    pub fn finish(&mut self, out: &mut Vec<Message>) -> Result<(), StreamError> {
-        let state = &mut self.state;
-        self.sse.finish(|ev| state.on_event(ev, out))?;
-        self.state.finish(self.sse.lines(), out)
-    }
-
-    /// `data: [DONE]` was read.
-    pub fn done(&self) -> bool {
-        self.state.done
-    }
-
-    /// Lines read so far.
-    pub fn lines(&self) -> usize {
-        self.sse.lines()
-    }
-}
+pub type ChatStreamParser = super::StreamParser<State>;
 
 /// Reads a whole (non-streamed) chat-completions response body into one message: the same
 /// dialect rules as the stream (reasoning fields, `<think>` tags, generated call ids), with
 /// tool calls unindexed, as a whole message has them.
 pub fn parse_completion(body: &str, options: ParserOptions) -> Result<Message, StreamError> {
-    let chunk: ChunkJson<'_> = serde_json::from_str(body).map_err(|e| {
-        let at = e.line().max(1);
-        StreamError::Malformed {
-            line: at,
-            reason: e.to_string(),
-            text: excerpt(body.lines().nth(at - 1).unwrap_or(body)),
-        }
-    })?;
-    let mut state = ChunkState {
-        options,
-        ..Default::default()
-    };
+    let chunk: ChunkJson<'_> = parse_body(body)?;
+    let mut state = State::new(options);
     let mut out = Vec::new();
     state.on_chunk(chunk, 1, &mut out)?;
     state.finish(1, &mut out).or_else(|e| match e {
@@ -977,121 +504,8 @@ pub fn parse_completion(body: &str, options: ParserOptions) -> Result<Message, S
 mod tests {
     use super::*;
 
-    fn events(pieces: &[&[u8]]) -> Vec<(String, String, usize)> {
-        let mut dec = SseDecoder::new();
-        let mut out = Vec::new();
-        let mut on = |ev: SseEvent<'_>| -> Result<(), StreamError> {
-            out.push((ev.event.to_owned(), ev.data.to_owned(), ev.line));
-            Ok(())
-        };
-        for p in pieces {
-            dec.feed(p, &mut on).unwrap();
-        }
-        dec.finish(&mut on).unwrap();
-        out
-    }
-
-    fn ev(event: &str, data: &str, line: usize) -> (String, String, usize) {
-        (event.into(), data.into(), line)
-    }
-
-    #[test]
-    fn sse_line_ends_comments_and_multiline_data() {
-        let want = vec![ev("", "a", 2), ev("", "b\nc", 4), ev("x", "d", 8)];
-        for sep in ["\n", "\r\n", "\r"] {
-            let text = [
-                ": ping", "data: a", "", "data: b", "data:c", "", "event: x", "data: d", "",
-            ]
-            .join(sep);
-            assert_eq!(events(&[text.as_bytes()]), want, "line end {sep:?}");
-            // every split point, including between \r and \n
-            for at in 0..=text.len() {
-                let (a, b) = text.as_bytes().split_at(at);
-                assert_eq!(events(&[a, b]), want, "line end {sep:?} split at {at}");
-            }
-        }
-    }
-
-    #[test]
-    fn sse_unterminated_last_event_is_dispatched_and_empty_events_skipped() {
-        assert_eq!(events(&[b"\n\nid: 3\n\ndata: z"]), vec![ev("", "z", 5)]);
-        assert_eq!(events(&[b"data\n\n"]), vec![ev("", "", 1)]);
-        assert_eq!(
-            events(&[b"\xEF\xBB\xBFdata: bom\n\n"]),
-            vec![ev("", "bom", 1)]
-        );
-    }
-
-    #[test]
-    fn sse_invalid_utf8_names_the_line() {
-        let mut dec = SseDecoder::new();
-        let err = dec
-            .feed(b"data: ok\n\ndata: \xff\n", |_| Ok::<(), StreamError>(()))
-            .unwrap_err();
-        assert_eq!(err, StreamError::InvalidUtf8 { line: 3 });
-    }
-
-    fn limited(max_line: usize, max_event: usize) -> SseDecoder {
-        SseDecoder::with_limits(SseLimits {
-            max_line,
-            max_event,
-        })
-    }
-
-    #[test]
-    fn sse_a_line_over_the_limit_fails_before_it_is_buffered() {
-        let ok = |_: SseEvent<'_>| Ok::<(), StreamError>(());
-        // At the limit is fine, whole or in pieces, with any line end.
-        for end in ["\n", "\r\n", "\r"] {
-            let mut dec = limited(10, 100);
-            dec.feed(format!("data: 1234{end}{end}").as_bytes(), ok)
-                .unwrap();
-            dec.feed(b"data", ok).unwrap();
-            dec.feed(format!(": 1234{end}").as_bytes(), ok).unwrap();
-        }
-        // One byte more fails, in one piece or as a line that never ends.
-        let mut dec = limited(10, 100);
-        let err = dec.feed(b"data: ok\n\ndata: 12345\n", ok).unwrap_err();
-        let too_long = StreamError::TooLarge {
-            line: 3,
-            limit: Limit::Line,
-            bytes: 10,
-        };
-        assert_eq!(err, too_long);
-        let mut dec = limited(10, 100);
-        dec.feed(b"data: ok\n\ndata: ", ok).unwrap();
-        assert_eq!(dec.feed(b"12345", ok).unwrap_err(), too_long);
-        assert!(dec.partial.capacity() <= 10, "the long line was buffered");
-        let text = too_long.to_string();
-        assert!(
-            text.contains("line 3") && text.contains("max_sse_line_bytes=10"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn sse_an_event_over_the_limit_names_its_first_line() {
-        let ok = |_: SseEvent<'_>| Ok::<(), StreamError>(());
-        // 4 + 1 + 4 bytes of data: at a limit of 9 it passes, at 8 it fails.
-        let text = b": ping\ndata: abcd\ndata: efgh\n\n";
-        limited(100, 9).feed(text, ok).unwrap();
-        let err = limited(100, 8).feed(text, ok).unwrap_err();
-        assert_eq!(
-            err,
-            StreamError::TooLarge {
-                line: 2,
-                limit: Limit::Event,
-                bytes: 8,
-            }
-        );
-        assert!(err.to_string().contains("max_sse_event_bytes=8"), "{err}");
-        // The limit is per event: many events each under it pass.
-        let many = "data: abcd\n\n".repeat(100);
-        limited(100, 8).feed(many.as_bytes(), ok).unwrap();
-    }
-
     fn parse(pieces: &[&[u8]], options: ParserOptions) -> Result<Vec<Message>, StreamError> {
-        let mut p = ChatStreamParser::new(options);
+        let mut p = ChatStreamParser::new(State::new(options));
         let mut out = Vec::new();
         for piece in pieces {
             p.feed(piece, &mut out)?;
