@@ -24,8 +24,8 @@ bench: setup
 
 # cargo test, stubtest, mypy, ruff check and ruff format --check once; `make wheels` for every
 # CPython 3.11-3.13 found here (PATH or pyenv); then each version's wheel is installed into a
-# fresh virtualenv and the whole pytest suite runs against it (tests/test_wheel.py, and
-# tests/test_packaging.py for the sdist and rillet[all]). Versions not found are named as
+# fresh virtualenv and the whole pytest suite runs against it (tests/contract/test_wheel.py, and
+# tests/contract/test_packaging.py for the sdist and rillet[all]). Versions not found are named as
 # skipped; PYTHON_VERSIONS="3.12" limits the run.
 test: setup test-services
 	$(PY) scripts/test-all $(PYTEST_ARGS)

@@ -1,12 +1,12 @@
-"""Session fixtures shared by many test files: the real servers of tests/servers.py."""
+"""Session fixtures shared by many test files: the real servers of tests/support/servers.py."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from openai_server import FakeOpenAIServer
-from servers import server_or_skip, start_postgres, start_redis
+from support.openai_server import FakeOpenAIServer
+from support.servers import server_or_skip, start_postgres, start_redis
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +23,7 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAIServer]:
-    """A loopback OpenAI-compatible server (tests/openai_server.py) for one test module."""
+    """A loopback OpenAI-compatible server (tests/support/openai_server.py) for one test module."""
     srv = FakeOpenAIServer()
     yield srv
     srv.close()

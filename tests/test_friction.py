@@ -159,8 +159,8 @@ def test_model_retries_are_logged_with_status_and_wait(caplog: pytest.LogCapture
     import asyncio
     import logging
 
-    from openai_server import FakeOpenAIServer, Reply
     from rillet.models.openai import OpenAIChatModel
+    from support.openai_server import FakeOpenAIServer, Reply
 
     completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
     srv = FakeOpenAIServer()

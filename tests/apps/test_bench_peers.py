@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from optional import need
 from rillet.benchmarks.peers import harness
 from rillet.benchmarks.peers.results import BEGIN, END, SECTION, Outcome, build, markdown, plot, text, write_section
 from rillet.cli import cli
+from support.optional import need
 
 SCRIPTS = harness.HERE  # the installed package's folder, not the source tree's
 

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from cli_harness import one_line_error, rillet, write_agents
+from support.cli_harness import one_line_error, rillet, write_agents
 
 
 @pytest.fixture

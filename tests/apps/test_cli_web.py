@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import one_line_error, rillet, write_agents
 from rillet.cli import main
+from support.cli_harness import one_line_error, rillet, write_agents
 
 
 @pytest.fixture

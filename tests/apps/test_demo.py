@@ -105,7 +105,7 @@ def test_make_demo_sets_up_light_installs_nothing_system_wide_and_make_test_full
 
     if shutil.which("make") is None:
         pytest.skip("no make")
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
 
     def dry(target: str) -> str:
         return subprocess.run(

@@ -228,7 +228,7 @@ def test_example_flags_of_the_travel_demo_are_refused_with_a_reason() -> None:
 
 # --- docs/multi-agent.md stays true ----------------------------------------------------------
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "multi-agent.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "multi-agent.md"
 PREBUILT_DOC = DOC.parent / "prebuilt.md"  # the transcripts of `rillet demo deep` and `plan`
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from optional import need
 from rillet import (
     ChatModelAgent,
     FunctionCall,
@@ -28,13 +27,14 @@ from rillet import (
     tool,
 )
 from rillet.web import create_app, is_loopback, serve
-from waiting import wait_until
-from web_agent import GREETING, build
+from support.optional import need
+from support.waiting import wait_until
+from support.web_agent import GREETING, build
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # holds support/
 
 
 def records(client: TestClient, url: str) -> list[dict[str, Any]]:
@@ -271,17 +271,17 @@ def _main(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_rillet_web_says_what_is_wrong_in_one_line() -> None:
-    remote = _main("web_agent:build", "--host", "0.0.0.0")
+    remote = _main("support.web_agent:build", "--host", "0.0.0.0")
     assert remote.returncode == 2 and remote.stderr.startswith("rillet web: --host 0.0.0.0 is not a loopback address")
-    missing = _main("web_agent:nothing")
+    missing = _main("support.web_agent:nothing")
     assert missing.returncode == 2
-    assert missing.stderr == "rillet web: 'web_agent:nothing': web_agent has no attribute 'nothing'\n"
+    assert missing.stderr == "rillet web: 'support.web_agent:nothing': support.web_agent has no attribute 'nothing'\n"
 
 
 def test_rillet_web_refuses_a_file_that_is_not_a_checkpoint_store(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("not a database")
-    result = _main("web_agent:build", "--db", str(text))
+    result = _main("support.web_agent:build", "--db", str(text))
     assert result.returncode == 2
     assert result.stderr.startswith(f"rillet web: SqliteCheckpointStore: {str(text)!r} is not a SQLite database")
     assert result.stderr.count("\n") == 1
@@ -442,7 +442,7 @@ async def test_uvicorn_answers_413_to_a_chunked_body_over_the_limit_and_closes()
     reading on (the client stops sending at the limit: a server that closes with bytes
     unread resets the connection, which can drop the answer before the client reads it)."""
     need("uvicorn")
-    from web_server import serving
+    from support.web_server import serving
 
     async with serving(create_app(build())) as url:
         reader, writer = await asyncio.open_connection("127.0.0.1", int(url.rpartition(":")[2]))
@@ -549,7 +549,7 @@ async def test_a_run_whose_page_leaves_is_cancelled_quietly_and_the_next_run_wor
     import gc
 
     import httpx
-    from web_server import serving
+    from support.web_server import serving
 
     caplog.set_level(logging.WARNING)
     hold = Hold()
@@ -584,7 +584,7 @@ async def test_a_run_whose_page_leaves_is_cancelled_quietly_and_the_next_run_wor
 async def test_a_run_paused_at_an_interrupt_keeps_its_checkpoint_when_its_page_leaves() -> None:
     need("uvicorn")
     import httpx
-    from web_server import serving
+    from support.web_server import serving
 
     async with serving(create_app(build())) as url, httpx.AsyncClient(base_url=url) as http:
         run = (await http.post("/api/runs", json={"text": "Book Lisbon"})).json()
@@ -605,7 +605,7 @@ async def test_a_run_paused_at_an_interrupt_keeps_its_checkpoint_when_its_page_l
 async def test_a_resume_whose_page_leaves_is_cancelled_and_its_checkpoint_can_be_answered_again() -> None:
     need("uvicorn")
     import httpx
-    from web_server import serving
+    from support.web_server import serving
 
     hold = Hold()
 

@@ -1,7 +1,7 @@
 """The dev UI in a real browser: Playwright driving Debian's chromium, headless, against
 `python -m rillet.web` on loopback. Each state's screenshot goes to .test-output/web/ (not
 committed) to be looked at. Where no browser can be found the tests skip, and fail under
-CI=true (tests/optional.py)."""
+CI=true (tests/support/optional.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from optional import need, skip_or_fail
-from web_agent import GREETING
-from web_server import web_server
+from support.optional import need, skip_or_fail
+from support.web_agent import GREETING
+from support.web_server import web_server
 
 pytestmark = pytest.mark.slow
 
-SHOTS = Path(__file__).resolve().parent.parent / ".test-output" / "web"
+SHOTS = Path(__file__).resolve().parents[2] / ".test-output" / "web"
 QUESTION = "Book me two nights in Lisbon"
 TIMEOUT_MS = 20_000
 
@@ -45,7 +45,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any, tmp_path: Path) -> Iterator[Any]:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with web_server("web_agent:build", tmp_path / "runs.db") as url:
+    with web_server("support.web_agent:build", tmp_path / "runs.db") as url:
         context = browser.new_context(viewport={"width": 1400, "height": 820})
         pg = context.new_page()
         pg.set_default_timeout(TIMEOUT_MS)
@@ -161,7 +161,7 @@ def test_a_checkpoint_opens_decoded_and_can_be_approved_from_there(page: Any) ->
 
 def test_parallel_lanes_sit_side_by_side_in_the_tree(browser: Any) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with web_server("web_agent:build_parallel", None) as url:
+    with web_server("support.web_agent:build_parallel", None) as url:
         context = browser.new_context(viewport={"width": 1400, "height": 820})
         try:
             pg = context.new_page()

@@ -11,7 +11,6 @@ from typing import Any
 
 import pydantic
 import pytest
-from event_rows import calls, row
 from rillet import (
     AgentEvent,
     AgentInput,
@@ -32,6 +31,7 @@ from rillet import (
 )
 from rillet.errors import TransferError
 from rillet.prebuilt import DeepAgent, Supervisor
+from support.event_rows import calls, row
 
 
 def agent(name: str, replies: list[Any], **kw: Any) -> ChatModelAgent:
@@ -203,7 +203,7 @@ _CHILD = textwrap.dedent(
     """
     import json, sys
     sys.path.insert(0, sys.argv[4])
-    from event_rows import calls, row
+    from support.event_rows import calls, row
     from rillet import ChatModelAgent, Runner, ScriptedModel, set_sub_agents, tool
     from rillet.checkpoint import SqliteCheckpointStore
     from rillet.interrupt import get_interrupt_state, get_resume_context, interrupt
@@ -257,7 +257,7 @@ def test_an_interrupt_inside_a_task_resumes_through_the_task_tool_in_another_pro
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
     db = str(tmp_path / "runs.db")
-    here = str(Path(__file__).parent)
+    here = str(Path(__file__).resolve().parents[1])  # tests/, which holds support/
     first = _child(script, db, "run", "-", here)
     assert first[:-1] == [["boss", "boss", "assistant:worker", ""], ["boss", "boss", "", "interrupted"]]
     interrupt_id, address, info = first[-1]

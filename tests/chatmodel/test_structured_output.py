@@ -1,7 +1,7 @@
 """ChatModelAgent(output_type=...): the answer validated against a pydantic class, through
 response_format (a model that declares supports_response_format) or the final_result tool,
 with failures sent back to the model up to output_retries; ScriptedModel and OpenAIChatModel
-(the loopback server of tests/openai_server.py), streaming and not."""
+(the loopback server of tests/support/openai_server.py), streaming and not."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 
 import pydantic
 import pytest
-from openai_server import FakeOpenAIServer, Reply
 from rillet import (
     AgentEvent,
     AgentTool,
@@ -27,6 +26,7 @@ from rillet import (
 from rillet.context import get_session_value
 from rillet.models.openai import OpenAIChatModel
 from rillet.models.strict_schema import strict_json_schema
+from support.openai_server import FakeOpenAIServer, Reply
 
 
 class City(pydantic.BaseModel):

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkpoint_agents import build
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SequentialAgent, ToolCall
 from rillet.approval import approve
 from rillet.checkpoint import (
@@ -30,9 +29,10 @@ from rillet.checkpoint import (
 )
 from rillet.checkpoint.binding import agent_binding
 from rillet.checkpoint.payload import load
-from waiting import until, wait_until
+from support.checkpoint_agents import build
+from support.waiting import until, wait_until
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).resolve().parents[1]  # tests/, which holds support/
 
 
 def interrupt_id(runner: Runner, checkpoint_id: str) -> str:
@@ -238,7 +238,7 @@ _RACER = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, sys.argv[1])
-    from checkpoint_agents import build
+    from support.checkpoint_agents import build
     from rillet import Runner
     from rillet.approval import approve
     from rillet.checkpoint import SqliteCheckpointStore
@@ -318,7 +318,7 @@ def test_the_fingerprint_is_the_same_in_another_process_and_on_another_model(tmp
     here = agent_binding(build("x"))
     assert here == agent_binding(build("y", first=False)) and here["name"] == "banker"
     code = (
-        f"import sys; sys.path.insert(0, {str(TESTS)!r}); from checkpoint_agents import build; "
+        f"import sys; sys.path.insert(0, {str(TESTS)!r}); from support.checkpoint_agents import build; "
         "from rillet.checkpoint.binding import agent_binding; print(agent_binding(build('z'))['fingerprint'])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -481,7 +481,13 @@ def test_resume_cli_resumes_only_with_the_agent_that_saved_it(tmp_path: Path) ->
     assert nonsense.returncode == 2 and "No module named 'no_such_module'" in nonsense.stderr
     assert lines(log) == []
     unattended = cli(
-        "inv-7", "--db", str(db), "--agent", "checkpoint_agents:demo_like", cwd=TESTS, env={"RILLET_TEST_LOG": str(log)}
+        "inv-7",
+        "--db",
+        str(db),
+        "--agent",
+        "support.checkpoint_agents:demo_like",
+        cwd=TESTS,
+        env={"RILLET_TEST_LOG": str(log)},
     )  # no terminal (stdin is not one here) and no --approve/--reject: nobody approved, nothing runs
     assert unattended.returncode == 2 and "pass --approve or --reject (nothing was run)" in unattended.stderr
     assert lines(log) == []
@@ -491,7 +497,7 @@ def test_resume_cli_resumes_only_with_the_agent_that_saved_it(tmp_path: Path) ->
         str(db),
         "--approve",
         "--agent",
-        "checkpoint_agents:demo_like",
+        "support.checkpoint_agents:demo_like",
         cwd=TESTS,
         env={"RILLET_TEST_LOG": str(log)},
     )

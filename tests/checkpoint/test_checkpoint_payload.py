@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from payload_scenarios import (
+from rillet import AgentEvent, AgentInput, BaseAgent, DecodeError, Message, RunStep, codec, event_from_message
+from rillet._native import stream_from_list
+from rillet.agent import StateDelta
+from rillet.checkpoint.payload import PAYLOAD_VERSION, RecordedError, dump, events_to_records, load, records_to_events
+from rillet.context import Session
+from rillet.events import AgentOutput, MessageVariant
+from support.payload_scenarios import (
     INFO,
     ROOT,
     VALUES,
@@ -21,19 +27,13 @@ from payload_scenarios import (
     parallel_runner,
     signal,
 )
-from rillet import AgentEvent, AgentInput, BaseAgent, DecodeError, Message, RunStep, codec, event_from_message
-from rillet._native import stream_from_list
-from rillet.agent import StateDelta
-from rillet.checkpoint.payload import PAYLOAD_VERSION, RecordedError, dump, events_to_records, load, records_to_events
-from rillet.context import Session
-from rillet.events import AgentOutput, MessageVariant
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "support" / "golden"
 
 
 def golden(name: str) -> list[Any]:
     files = sorted(GOLDEN.glob(f"payload_v*/{name}.bin"))
-    assert files, f"no golden {name}.bin: run tests/golden/make_payload_golden.py"
+    assert files, f"no golden {name}.bin: run tests/support/golden/make_payload_golden.py"
     return [pytest.param(f.read_bytes(), id=f.parent.name) for f in files]
 
 

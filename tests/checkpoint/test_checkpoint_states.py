@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from payload_scenarios import agent_tool_runner, paid, parallel_runner, run_checkpoint
 from rillet import (
     ChatModelAgent,
     FunctionCall,
@@ -28,8 +27,9 @@ from rillet.checkpoint import InMemoryCheckpointStore
 from rillet.checkpoint.payload import load, seal
 from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.workflow import LoopState, ParallelState, SequentialState
+from support.payload_scenarios import agent_tool_runner, paid, parallel_runner, run_checkpoint
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "support" / "golden"
 STATES = (RoundState, SequentialState, LoopState, ParallelState, AgentToolState)
 
 
@@ -184,7 +184,7 @@ def test_a_checkpoint_with_legacy_states_resumes_as_the_typed_one() -> None:
 
 def _loop_runner(resumed: bool) -> Runner:
     """A loop of (ask, note) for 2 rounds; ``ask`` pays in round 2 (the interrupt)."""
-    from payload_scenarios import pay
+    from support.payload_scenarios import pay
 
     def call(i: int) -> Message:
         return Message.assistant(

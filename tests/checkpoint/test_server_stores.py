@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from optional import need
 from rillet.checkpoint import CheckpointError
-from servers import free_port, start_redis
+from support.optional import need
+from support.servers import free_port, start_redis
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Every checkpoint store passes tests/store_conformance.py: memory, SQLite, Redis and
-PostgreSQL (the server ones on the session's loopback servers, tests/servers.py)."""
+"""Every checkpoint store passes tests/support/store_conformance.py: memory, SQLite, Redis and
+PostgreSQL (the server ones on the session's loopback servers, tests/support/servers.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from optional import need
 from rillet.checkpoint import InMemoryCheckpointStore, SqliteCheckpointStore
-from store_conformance import CHECKS, Check, Opener
+from support.optional import need
+from support.store_conformance import CHECKS, Check, Opener
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python" / "rillet"
 # The applications (the CLI and what only it runs) import on demand, so that `rillet --help`
 # starts without loading the agent layers; the rule for commented local imports is the library's.
@@ -213,46 +213,55 @@ def test_function_local_imports_in_the_library_say_why() -> None:
 TESTS = ROOT / "tests"
 FOREVER = 10.0  # seconds: a sleep this long stands for "until cancelled" (or the test takes that long)
 # The fixed sleeps the suite keeps: in each, time passing is the behaviour under test, and the
-# outcome does not depend on how long the machine takes. Keyed by file and the qualified name
-# of the function the sleep is in.
+# outcome does not depend on how long the machine takes. Keyed by the file's path under tests/ and
+# the qualified name of the function the sleep is in.
 SLEEPS_KEPT = {
-    ("test_a2a.py", "Endless.execute"): "the server's pace between WORKING updates, not a wait for the test",
-    ("store_conformance.py", "tick"): "the clock moves on, so that two writes have different times",
-    ("store_conformance.py", "a_claim_expires_after_its_lease"): "the store's clock passes a 0.2 s lease",
-    ("store_conformance.py", "prune_deletes_what_was_last_written_too_long_ago"): "the clock moves on between writes",
-    ("test_checkpoint_guarantees.py", "test_a_claim_ends_with_set_release_delete_or_its_lease"): "past a 0.05 s lease",
-    ("test_checkpoint_log.py", "test_prune_by_count_and_by_age"): "the clock moves on between writes",
-    ("test_checkpoint_payload.py", "test_restored_lanes_join_in_lane_order_before_new_events"): (
+    (
+        "integrations/test_a2a.py",
+        "Endless.execute",
+    ): "the server's pace between WORKING updates, not a wait for the test",
+    ("support/store_conformance.py", "tick"): "the clock moves on, so that two writes have different times",
+    ("support/store_conformance.py", "a_claim_expires_after_its_lease"): "the store's clock passes a 0.2 s lease",
+    (
+        "support/store_conformance.py",
+        "prune_deletes_what_was_last_written_too_long_ago",
+    ): "the clock moves on between writes",
+    (
+        "checkpoint/test_checkpoint_guarantees.py",
+        "test_a_claim_ends_with_set_release_delete_or_its_lease",
+    ): "past a 0.05 s lease",
+    ("checkpoint/test_checkpoint_log.py", "test_prune_by_count_and_by_age"): "the clock moves on between writes",
+    ("checkpoint/test_checkpoint_payload.py", "test_restored_lanes_join_in_lane_order_before_new_events"): (
         "two records get different monotonic stamps"
     ),
-    ("test_def_tool_hop.py", "test_a_def_tool_that_runs_slowly_is_no_longer_waited_for.nap"): (
+    ("tools/test_def_tool_hop.py", "test_a_def_tool_that_runs_slowly_is_no_longer_waited_for.nap"): (
         "a def tool slower than workers.SLOW_CALL: a busy machine only makes it slower"
     ),
-    ("test_def_tool_hop.py", "test_tools_made_again_from_one_function_share_its_slow_count.nap"): (
+    ("tools/test_def_tool_hop.py", "test_tools_made_again_from_one_function_share_its_slow_count.nap"): (
         "a def tool slower than workers.SLOW_CALL: a busy machine only makes it slower"
     ),
-    ("test_def_tool_hop.py", "test_a_slow_def_tool_among_quick_ones_leaves_them_waited_for.nap"): (
+    ("tools/test_def_tool_hop.py", "test_a_slow_def_tool_among_quick_ones_leaves_them_waited_for.nap"): (
         "a def tool slower than workers.SLOW_CALL: a busy machine only makes it slower"
     ),
-    ("test_faults.py", "shapes.ok"): "a sibling of a failing tool that answers after a moment: either order passes",
+    ("run/test_faults.py", "shapes.ok"): "a sibling of a failing tool that answers after a moment: either order passes",
     (
-        "test_live.py",
+        "live/test_live.py",
         "test_what_the_user_sends_while_an_ending_tool_runs_is_left_for_the_next_agent.SlowHandoff.invoke",
     ): "a handoff that takes a while: the user's message must wait for the next agent however long",
-    ("test_run_batches.py", "Script._run"): "pauses that move where batches split: any split passes",
+    ("run/test_run_batches.py", "Script._run"): "pauses that move where batches split: any split passes",
     (
-        "test_streams_hardening.py",
+        "data/test_streams_hardening.py",
         "test_an_item_whose_del_releases_the_gil_does_not_deadlock_two_threads.out:Probe.__del__",
     ): "a __del__ that lets go of the interpreter while an item is dropped: the hazard under test",
-    ("test_faults.py", "SHUTDOWN_SCRIPT:tools.agen"): "a tool that streams slowly until its loop is closed",
-    ("test_faults.py", "SHUTDOWN_SCRIPT:tools.sgen"): "a tool that streams slowly until its loop is closed",
+    ("run/test_faults.py", "SHUTDOWN_SCRIPT:tools.agen"): "a tool that streams slowly until its loop is closed",
+    ("run/test_faults.py", "SHUTDOWN_SCRIPT:tools.sgen"): "a tool that streams slowly until its loop is closed",
     # a producer's pace, so that consumers interleave with it: any pace passes
-    ("test_agent_runtime.py", "Endless._run"): "paces an endless producer",
-    ("test_channel.py", "test_cancel_storm_delivers_every_item_exactly_once.main.produce"): "paces a producer",
-    ("test_channel.py", "test_receiver_on_another_event_loop_than_the_sender.sender"): "paces a sender",
-    ("test_redis_streams.py", "Endless._run"): "paces an endless publisher",
-    ("test_streams.py", "test_thread_producer_to_asyncio_consumer.produce"): "paces a producer",
-    ("test_streams.py", "test_copy_children_in_asyncio_and_threads_mixed.main.produce"): "paces a producer",
+    ("run/test_agent_runtime.py", "Endless._run"): "paces an endless producer",
+    ("data/test_channel.py", "test_cancel_storm_delivers_every_item_exactly_once.main.produce"): "paces a producer",
+    ("data/test_channel.py", "test_receiver_on_another_event_loop_than_the_sender.sender"): "paces a sender",
+    ("integrations/test_redis_streams.py", "Endless._run"): "paces an endless publisher",
+    ("data/test_streams.py", "test_thread_producer_to_asyncio_consumer.produce"): "paces a producer",
+    ("data/test_streams.py", "test_copy_children_in_asyncio_and_threads_mixed.main.produce"): "paces a producer",
 }
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
@@ -328,19 +337,20 @@ def fixed_sleeps(source: str) -> list[tuple[int, str, float]]:
 def test_no_test_sleeps_a_fixed_time_to_wait_for_another_thread() -> None:
     """A test that sleeps a fixed time for another thread, task or process to get somewhere
     fails on a busy machine: it waits for an event, a condition or a queue instead, or polls
-    a condition with tests/waiting.py (whose own short sleeps are the poll). Scripts written
+    a condition with tests/support/waiting.py (whose own short sleeps are the poll). Scripts written
     into strings for a child process are not parsed here."""
     found, kept = [], set()
-    for path in sorted(TESTS.glob("*.py")):
-        if path.name in ("waiting.py", Path(__file__).name):  # the poll itself; examples of sleeps
+    for path in sorted(TESTS.rglob("*.py")):
+        name = path.relative_to(TESTS).as_posix()
+        if name in ("support/waiting.py", Path(__file__).relative_to(TESTS).as_posix()):  # the poll; examples
             continue
         for line, where, seconds in fixed_sleeps(path.read_text()):
-            if (path.name, where) in SLEEPS_KEPT:
-                kept.add((path.name, where))
+            if (name, where) in SLEEPS_KEPT:
+                kept.add((name, where))
             else:
-                found.append(f"tests/{path.name}:{line} ({where}): sleep({seconds:g})")
+                found.append(f"tests/{name}:{line} ({where}): sleep({seconds:g})")
     assert not found, (
-        "wait for an event or a condition instead (tests/waiting.py polls one up to a deadline); "
+        "wait for an event or a condition instead (tests/support/waiting.py polls one up to a deadline); "
         "if the time passing is itself what the test exercises, and its outcome cannot depend on "
         "the machine's speed, add it to SLEEPS_KEPT with why:\n" + "\n".join(found)
     )

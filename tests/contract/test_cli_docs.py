@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from doc_blocks import DOCS, FENCE
+from support.doc_blocks import DOCS, FENCE
 
 PAGE = DOCS / "cli.md"
 VARIES = [

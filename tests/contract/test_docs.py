@@ -2,12 +2,12 @@
 type-checks with ``mypy --strict``.
 
 A page's blocks run in order in one fresh interpreter, as a reader pastes them into one
-session (README.md's examples each stand alone: tests/test_readme.py runs them, and
-docs/multi-agent.md's snippets: tests/test_examples.py). A block followed by an ```output
+session (README.md's examples each stand alone: tests/contract/test_readme.py runs them, and
+docs/multi-agent.md's snippets: tests/apps/test_examples.py). A block followed by an ```output
 block must print exactly that. Names a page leaves to the reader (``byte_reads``,
 ``get_weather``...) come from a small typed prelude here. Blocks may ``await`` at top level,
 as in ``python -m asyncio``. Every OpenAI-compatible endpoint a page names on its own
-(``OPENAI_BASE_URL``) is the loopback server of tests/openai_server.py.
+(``OPENAI_BASE_URL``) is the loopback server of tests/support/openai_server.py.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from doc_blocks import README, documents, examples
-from openai_server import FakeOpenAIServer, Reply, transcript
+from support.doc_blocks import README, documents, examples
+from support.openai_server import FakeOpenAIServer, Reply, transcript
 
 # Pages whose blocks are separate examples rather than one session.
 STANDALONE = {README.name, "multi-agent.md"}
@@ -121,7 +121,7 @@ def test_doc_blocks_run_in_order(
 ) -> None:
     server.script(*replies_for(path.name))
     text = path.read_text(encoding="utf-8")
-    more_env = {}  # a page naming REDIS_URL or DATABASE_URL runs against the session's servers (tests/servers.py)
+    more_env = {}  # a page naming REDIS_URL or DATABASE_URL runs against the session's servers (tests/support/servers.py)
     if "REDIS_URL" in text:
         more_env["REDIS_URL"] = request.getfixturevalue("redis_url")
     if "DATABASE_URL" in text:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from optional import need
+from support.optional import need
 
 
 def test_a_missing_module_skips_locally(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import rillet
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 NOT_IN_ALL = {"test", "bench", "all"}  # development extras, and `all` itself

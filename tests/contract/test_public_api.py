@@ -238,7 +238,7 @@ def test_apeek_message_and_its_deprecated_alias() -> None:
 
 def _documented_calls() -> list[tuple[str, list[str]]]:
     """``Name(args)`` of a rillet class in docs/eino-mapping.md, with the arguments it shows."""
-    text = (Path(__file__).resolve().parent.parent / "docs" / "eino-mapping.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "eino-mapping.md").read_text()
     calls = []
     for name, args in re.findall(r"`(?<![.\w])([A-Z]\w*)\(([^`)]*)\)", text):
         if inspect.isclass(getattr(rillet, name, None)):

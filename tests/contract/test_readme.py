@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from doc_blocks import README, examples
+from support.doc_blocks import README, examples
 
 EXAMPLES = examples(README.read_text(encoding="utf-8"))
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from optional import need
+from support.optional import need
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / ".github" / "workflows" / "release.yml"
 
 

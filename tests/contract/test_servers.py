@@ -1,4 +1,4 @@
-"""The test servers start on loopback and answer (tests/servers.py)."""
+"""The test servers start on loopback and answer (tests/support/servers.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import socket
 import subprocess
 from urllib.parse import urlsplit
 
-from servers import find_binary
+from support.servers import find_binary
 
 
 def test_redis_answers_ping(redis_url: str) -> None:

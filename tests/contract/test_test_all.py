@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "test-all"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "test-all"
 
 
 @pytest.fixture(scope="module")
@@ -107,16 +107,19 @@ SOURCE_TREE = ".parent / " + '"python"'  # how a test would point a child at the
 
 def test_test_files_import_their_helpers_as_the_wheel_run_finds_them() -> None:
     """make test runs the suite from outside the tree against the installed wheel, with only
-    tests/ on sys.path: a helper imported as `tests.x` is not found there, and a child process
-    given the source tree's python/ imports a rillet without the native module of that CPython
-    (both happened once)."""
-    here = Path(__file__).parent
+    tests/ on sys.path (tests/conftest.py puts it there): a helper imported as `tests.x` is not
+    found there, nor one imported by its bare name from tests/support/ (`support.x` is), and a
+    child process given the source tree's python/ imports a rillet without the native module of
+    that CPython (both happened once)."""
+    tests = Path(__file__).parents[1]
+    helpers = tuple(f"{s} {p.stem}" for p in (tests / "support").glob("*.py") for s in ("from", "import"))
     offenders = [
-        f"{p.name}:{n}"
-        for p in sorted(here.glob("*.py"))
+        f"{p.relative_to(tests)}:{n}"
+        for p in sorted(tests.rglob("*.py"))
         for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-        if line.startswith(("from tests.", "import tests.", "from tests import")) or SOURCE_TREE in line
+        if line.lstrip().startswith(("from tests.", "import tests.", "from tests import", *helpers))
+        or SOURCE_TREE in line
     ]
-    assert offenders == [], "import helpers by module name, and give children tests/ only, not python/: " + ", ".join(
+    assert offenders == [], "import helpers as support.x, and give children tests/ only, not python/: " + ", ".join(
         offenders
     )

@@ -285,7 +285,7 @@ def test_errors_raised_by_the_native_core_survive_pickling() -> None:
 def _documented_tree() -> dict[str, tuple[str, ...]]:
     """Each class of docs/errors.md's tree and its bases as drawn: the parent line, then the
     classes in parentheses."""
-    text = (Path(__file__).resolve().parent.parent / "docs" / "errors.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "errors.md").read_text()
     block = text.split("## The tree", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     parents: list[tuple[int, str]] = []
     out: dict[str, tuple[str, ...]] = {}

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import rillet
 from rillet import EMPTY, Channel, ChannelClosed, EndOfStream, RilletError
-from waiting import at_line, process_waits, until, wait_until
+from support.waiting import at_line, process_waits, until, wait_until
 
 
 class Boom(RuntimeError):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from rillet import Channel, ChannelClosed, new_event_pair
-from waiting import until
+from support.waiting import until
 
 # -- cancellation through Python frames -------------------------------------------------------
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 import rillet
-from codec_helpers import assert_identical, values
 from hypothesis import given, settings
 from rillet import _native
 from rillet.codec import DecodeError, EncodeError, decode, encode, register_type
+from support.codec_helpers import assert_identical, values
 
 
 @settings(max_examples=300, deadline=None)

@@ -11,11 +11,11 @@ import sys
 from typing import Any
 
 import pytest
-from codec_helpers import assert_identical, golden_values, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rillet import Message, _native, codec
 from rillet.codec import COMPRESSED_FORMAT_VERSION, DecodeError, decode, encode
+from support.codec_helpers import assert_identical, golden_values, values
 
 HEAD = b"\x93\xabrillet-ckpt"
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from codec_helpers import assert_identical, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rillet import codec
 from rillet.codec import DecodeError, decode, encode, register_type
+from support.codec_helpers import assert_identical, values
 
 # Few distinct keys and strings, so shapes and strings repeat often.
 keys = st.sampled_from(["role", "content", "id", "tool_calls", "usage", "a", "é😀"])

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codec_helpers import Color, Point, golden_values
 from rillet.codec import DecodeError, decode, encode
+from support.codec_helpers import Color, Point, golden_values
 
 HEAD = b"\x93\xabrillet-ckpt\x01"
 

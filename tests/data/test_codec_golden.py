@@ -1,8 +1,8 @@
 """Golden checkpoints: bytes written by each format version, decoded by every later rillet,
 forever.
 
-Never edit or regenerate a file under tests/golden/v<N>; add new files with
-tests/golden/make_golden.py instead.
+Never edit or regenerate a file under tests/support/golden/v<N>; add new files with
+tests/support/golden/make_golden.py instead.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from codec_helpers import User, assert_identical, golden_values
 from rillet.codec import COMPRESSED_FORMAT_VERSION, FORMAT_VERSION, decode, encode
+from support.codec_helpers import User, assert_identical, golden_values
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "support" / "golden"
 VERSIONS = list(range(1, COMPRESSED_FORMAT_VERSION + 1))
 # The formats whose bytes the encoder must reproduce exactly. Format 3's compressed bytes
 # may change with the LZ4 compressor; what it must keep is the body it decompresses to.

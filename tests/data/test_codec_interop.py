@@ -13,9 +13,9 @@ from typing import Any
 
 import lz4.block
 import msgpack
-from codec_helpers import Point, assert_identical, values
 from hypothesis import given, settings
 from rillet.codec import decode, encode
+from support.codec_helpers import Point, assert_identical, values
 
 MAGIC, VERSION = "rillet-ckpt", 1
 

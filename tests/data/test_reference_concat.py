@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import rillet
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "benches"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "benches"))
 from reference_concat import PyTee, ReferenceConcatError, reference_concat
 
 CHUNKS: list[dict[str, Any]] = [

@@ -32,7 +32,7 @@ from rillet import (
     pipe,
     stream_from_list,
 )
-from waiting import at_line, child_env, wait_until
+from support.waiting import at_line, child_env, wait_until
 
 T = 10.0  # seconds: generous, only reached if something is broken
 
@@ -136,7 +136,7 @@ def test_recv_timeout_and_blocking_recv_across_threads() -> None:
 def test_a_blocked_recv_is_interruptible_with_ctrl_c() -> None:
     code = (
         "import os, signal, sys, threading, rillet\n"
-        "from waiting import wait_until\n"
+        "from support.waiting import wait_until\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the parent ignores it\n"
         "r, w = rillet.pipe()\n"
         "main = threading.get_ident()\n"

@@ -32,7 +32,7 @@ from rillet import (
     pipe,
     stream_from_list,
 )
-from waiting import at_line, wait_until
+from support.waiting import at_line, wait_until
 
 T = 10.0  # seconds: generous, only reached if something is broken
 

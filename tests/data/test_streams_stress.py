@@ -5,7 +5,7 @@ duplicated, nothing may crash or hang.
 
 Each run happens in a child interpreter with a deadline, so a deadlock (a thread stuck on a
 lock while holding the interpreter cannot be interrupted) fails the test instead of hanging
-the suite. `python tests/test_streams_stress.py ITEMS SEED` runs one scenario directly.
+the suite. `python tests/data/test_streams_stress.py ITEMS SEED` runs one scenario directly.
 """
 
 from __future__ import annotations

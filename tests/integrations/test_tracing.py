@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from optional import need
+from support.optional import need
 
 need("opentelemetry.sdk")
 

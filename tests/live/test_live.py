@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from live_rows import row
 from rillet import (
     AgentEvent,
     AgentInput,
@@ -25,7 +24,8 @@ from rillet import (
 from rillet.errors import LiveNotSupportedError, LiveQueueClosedError, ScriptExhaustedError
 from rillet.live import Blob, LiveContext, LiveReply, LiveRequestQueue, ScriptedLiveModel
 from rillet.tools import BaseTool, ToolInfo
-from waiting import until, wait_until
+from support.live_rows import row
+from support.waiting import until, wait_until
 
 
 @tool

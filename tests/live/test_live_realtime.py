@@ -11,11 +11,11 @@ from http import HTTPStatus
 from typing import Any
 
 import pytest
-from live_rows import row
-from optional import need
 from rillet import ChatModelAgent, LiveRequestQueue, Runner, ScriptedModel, tool
 from rillet.errors import AuthenticationError, ModelConnectionError, ModelError
 from rillet.live import Blob, OpenAIRealtimeModel
+from support.live_rows import row
+from support.optional import need
 
 
 @tool

@@ -1,7 +1,7 @@
 """AnthropicChatModel against a scripted server on loopback.
 
-The server (tests/openai_server.py, which serves any path) replays Messages API SSE
-transcripts written from the public protocol (tests/transcripts/anthropic_*.sse). The tests
+The server (tests/support/openai_server.py, which serves any path) replays Messages API SSE
+transcripts written from the public protocol (tests/support/transcripts/anthropic_*.sse). The tests
 assert the exact chunks, the concatenated message and the exact request bodies; a
 differential test runs the anthropic SDK's own stream accumulator over the same bytes from
 the same server.
@@ -16,8 +16,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_server import FakeOpenAIServer, Reply, run, transcript
-from optional import need
 from rillet import ContentPart, FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
 from rillet._native import AnthropicStreamParser, parse_anthropic_message
 from rillet.models import openai as openai_module
@@ -33,6 +31,8 @@ from rillet.models.errors import (
     StreamLimitError,
 )
 from rillet.tools import ToolInfo
+from support.openai_server import FakeOpenAIServer, Reply, run, transcript
+from support.optional import need
 
 TRANSCRIPTS = ["anthropic_text", "anthropic_tools", "anthropic_thinking"]
 USER = [Message.user("hi")]

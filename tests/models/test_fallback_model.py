@@ -1,7 +1,7 @@
 """FallbackModel: the next model answers when one fails with a fallback error; a stream falls
 back only before its first chunk; the reply names the model that answered.
 
-Against loopback OpenAI-compatible servers (tests/openai_server.py) for the wire, and test
+Against loopback OpenAI-compatible servers (tests/support/openai_server.py) for the wire, and test
 doubles for the rules."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import rillet.models.openai as openai_module
-from openai_server import FakeOpenAIServer, Reply, run, transcript
 from rillet import (
     ChatModelAgent,
     FallbackModel,
@@ -30,11 +29,12 @@ from rillet.errors import (
     RateLimitError,
     ServerError,
 )
+from support.openai_server import FakeOpenAIServer, Reply, run, transcript
 
 OK = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
 OVERLOADED = {"error": {"message": "Overloaded", "type": "overloaded_error"}}
 RATE_LIMITED = {"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}
-BONJOUR = "Bonjour à tous — 日本語 🙂!"  # the text of tests/transcripts/openai_text.sse
+BONJOUR = "Bonjour à tous — 日本語 🙂!"  # the text of tests/support/transcripts/openai_text.sse
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """OpenAIChatModel against a scripted OpenAI-compatible server on loopback.
 
-The server (tests/openai_server.py) replays SSE transcripts written from the public protocol
-(tests/transcripts/), one per server dialect. The tests assert the exact chunks, the
+The server (tests/support/openai_server.py) replays SSE transcripts written from the public protocol
+(tests/support/transcripts/), one per server dialect. The tests assert the exact chunks, the
 concatenated message and the exact request bodies; a differential test runs the openai SDK's
 own stream accumulator over the same bytes from the same server.
 """
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from openai_server import FakeOpenAIServer, Reply, run, transcript
 from rillet import (
     FunctionCall,
     Message,
@@ -44,7 +43,8 @@ from rillet.models.errors import (
     ServerError,
 )
 from rillet.models.openai import OpenAIChatModel, message_to_openai
-from waiting import until
+from support.openai_server import FakeOpenAIServer, Reply, run, transcript
+from support.waiting import until
 
 DIALECTS = [
     "openai_text",

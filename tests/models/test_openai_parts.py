@@ -8,13 +8,13 @@ import base64
 from typing import Any
 
 import pytest
-from openai_server import FakeOpenAIServer, Reply, run
 from rillet import ContentPart, Message, ToolCall
 from rillet.chatmodel import ChatModelAgent
 from rillet.models.errors import UnsupportedContentError
 from rillet.models.openai import OpenAIChatModel, messages_to_openai
 from rillet.runner import Runner
 from rillet.tools import tool
+from support.openai_server import FakeOpenAIServer, Reply, run
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 PDF = b"%PDF-1.7\n"

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from openai_server import FakeOpenAIServer, Reply
 from rillet import Message
 from rillet._native import ChatStreamParser
 from rillet.models import ModelError, OpenAIChatModel, StreamLimitError
+from support.openai_server import FakeOpenAIServer, Reply
 
 MiB = 1 << 20
 

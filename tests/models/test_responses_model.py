@@ -1,6 +1,6 @@
 """OpenAIResponsesModel against a scripted Responses API server on 127.0.0.1.
 
-Recorded-shape transcripts (tests/transcripts/responses_*.sse) are replayed over HTTP; the
+Recorded-shape transcripts (tests/support/transcripts/responses_*.sse) are replayed over HTTP; the
 tests assert the exact Message chunks, the concatenated message and the exact request
 bodies, including the second turn that sends reasoning items and function calls back. A
 differential test runs the openai SDK's own Responses stream handling over the same bytes.
@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_server import FakeOpenAIServer, Reply, run, transcript
-from optional import need
 from rillet import ContentPart, FunctionCall, Message, ResponseMeta, StreamReader, ToolCall, Usage, concat_messages
 from rillet.models import openai as openai_module
 from rillet.models.errors import (
@@ -33,6 +31,8 @@ from rillet.models.responses import (
     message_to_responses,
     parse_response,
 )
+from support.openai_server import FakeOpenAIServer, Reply, run, transcript
+from support.optional import need
 
 TRANSCRIPTS = ["responses_text", "responses_tools", "responses_failed", "responses_error_event"]
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from event_rows import calls, row
 from rillet import (
     ChatModelAgent,
     InMemoryCheckpointStore,
@@ -32,6 +31,7 @@ from rillet.prebuilt import (
     Todo,
     file_tools,
 )
+from support.event_rows import calls, row
 
 TODOS = {"todos": [{"content": "find the bug", "status": "in_progress"}, {"content": "fix it", "status": "pending"}]}
 
@@ -253,7 +253,7 @@ _CHILD = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    sys.path.insert(0, sys.argv[4])
+    sys.path[:0] = [sys.argv[4], str(Path(sys.argv[4]).parent)]  # this file's folder, and tests/ for support/
     from test_prebuilt_deep import FIRST_DEEP, FIRST_OPS, deploy_team
     from rillet import Runner, SqliteCheckpointStore, approve
 

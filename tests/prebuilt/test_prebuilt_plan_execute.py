@@ -6,8 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from event_rows import calls
-from event_rows import row as event_row
 from rillet import CallbackContext, Message, Runner, ScriptedModel, get_session_values, tool
 from rillet.events import AgentEvent
 from rillet.prebuilt import (
@@ -22,6 +20,8 @@ from rillet.prebuilt import (
     Replanner,
     executor,
 )
+from support.event_rows import calls
+from support.event_rows import row as event_row
 
 
 def row(ev: AgentEvent) -> tuple[str, str, str, str]:

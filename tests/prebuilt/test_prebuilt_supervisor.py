@@ -4,7 +4,6 @@ transfers back without a model call, and the events come in Eino's order."""
 from __future__ import annotations
 
 import pytest
-from event_rows import calls, row
 from rillet import (
     ChatModelAgent,
     ExitTool,
@@ -17,6 +16,7 @@ from rillet import (
     tool,
 )
 from rillet.prebuilt import Supervisor
+from support.event_rows import calls, row
 
 
 def transfer(to: str, id: str) -> Message:

@@ -24,7 +24,7 @@ from rillet.events import (
     peek_message,
 )
 from rillet.runner import Runner
-from waiting import tasks_on_rillets_loop, until, wait_until
+from support.waiting import tasks_on_rillets_loop, until, wait_until
 
 
 def chunks(*texts: str) -> Any:

@@ -36,7 +36,7 @@ from rillet import (
 )
 from rillet._core.loop import background_loop
 from rillet.agent import RunIterator
-from waiting import child_env, until, wait_until
+from support.waiting import child_env, until, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -588,7 +588,7 @@ def test_a_tool_call_wrapper_around_an_agent_tool_sees_the_keyboard_interrupt_it
 EXIT_WHILE_WAITING = """
 import sys, threading, time
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall, tool
-from waiting import wait_until
+from support.waiting import wait_until
 
 in_tool = threading.Event()
 

@@ -2,10 +2,10 @@
 durability="step" is SIGKILLed at a random step; a new process resumes the run and completes
 it; every model call and tool call ran exactly once over both processes (counted in a side
 file) and the answer equals an uninterrupted run's. ``crash_trials`` takes any store URL that
-tests/step_crash_child.py opens (SQLite here; Redis and PostgreSQL where those stores exist).
+tests/support/step_crash_child.py opens (SQLite here; Redis and PostgreSQL where those stores exist).
 
 The reused-call-id tests kill the process from outside: the child says it reached a named point
-(a model or tool call that has begun, tests/step_agents.py) and waits there; the test SIGKILLs it
+(a model or tool call that has begun, tests/support/step_agents.py) and waits there; the test SIGKILLs it
 and resumes the run in a new process, possibly killing that one too at a later point."""
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from optional import need
 from rillet import Runner
-from step_agents import counting_agent, reused_id_agent
+from support.optional import need
+from support.step_agents import counting_agent, reused_id_agent
 
-CHILD = str(Path(__file__).parent / "step_crash_child.py")
+CHILD = str(Path(__file__).resolve().parents[1] / "support" / "step_crash_child.py")
 STEPS = 30
 
 

@@ -1,5 +1,5 @@
 """Runner(durability="step"): a run that stopped part-way (failed, dropped, or its process
-killed: tests/test_step_crash.py) is continued by resume(), which replays the model calls and
+killed: tests/runner/test_step_crash.py) is continued by resume(), which replays the model calls and
 tool rounds it recorded instead of making them again; each record is written once."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkpoint_agents import build
 from rillet import AgentEvent, ChatModelAgent, InMemoryCheckpointStore, Runner, ScriptedModel, SqliteCheckpointStore
 from rillet.approval import approve
 from rillet.checkpoint import CheckpointCorruptError, CheckpointError
 from rillet.checkpoint.journal import decode_records, encode_record, read_step_head, step_head
 from rillet.checkpoint.payload import load
-from step_agents import counting_agent, reused_id_agent
+from support.checkpoint_agents import build
+from support.step_agents import counting_agent, reused_id_agent
 from test_checkpoint_log import PlainStore
 
 

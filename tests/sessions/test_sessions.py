@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from optional import skip_or_fail
 from rillet import (
     ChatModelAgent,
     FunctionCall,
@@ -35,7 +34,8 @@ from rillet import (
 from rillet.checkpoint import InMemoryCheckpointStore, SqliteCheckpointStore
 from rillet.interrupt import get_interrupt_state, get_resume_context, interrupt
 from rillet.sessions import SessionStore
-from waiting import tasks_on_rillets_loop, wait_until
+from support.optional import skip_or_fail
+from support.waiting import tasks_on_rillets_loop, wait_until
 
 
 def seen(model: ScriptedModel, call: int = -1) -> list[tuple[str, str]]:

@@ -102,7 +102,7 @@ class Point:
 
 
 def golden_values() -> dict[str, Any]:
-    """The values behind tests/golden/v1/*.bin. Never change them: add new ones instead."""
+    """The values behind tests/support/golden/v1/*.bin. Never change them: add new ones instead."""
     return {
         "scalars": [
             None,

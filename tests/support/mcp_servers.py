@@ -1,5 +1,5 @@
-"""An MCP server for tests/test_mcp.py, run as ``python tests/mcp_servers.py stdio`` or
-``python tests/mcp_servers.py http PORT``. ``RILLET_MCP_LOG`` names a file where each call
+"""An MCP server for tests/integrations/test_mcp.py, run as ``python tests/support/mcp_servers.py stdio`` or
+``python tests/support/mcp_servers.py http PORT``. ``RILLET_MCP_LOG`` names a file where each call
 of ``book`` appends a line (to count side effects across processes). ``RILLET_MCP_PAGES``
 pages its tool list: ``N`` pages, or ``endless`` (a page of one new tool, and a next cursor,
 forever)."""

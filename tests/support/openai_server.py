@@ -32,7 +32,7 @@ def run(coro: Coroutine[Any, Any, Any], timeout: float = 20.0) -> Any:
 
 
 def transcript(name: str) -> bytes:
-    """The bytes of ``tests/transcripts/<name>.sse``, exactly as stored."""
+    """The bytes of ``tests/support/transcripts/<name>.sse``, exactly as stored."""
     return (TRANSCRIPTS / f"{name}.sse").read_bytes()
 
 

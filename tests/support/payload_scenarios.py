@@ -1,5 +1,5 @@
-"""Runs whose checkpoints tests/golden/payload_v*/ keep, shared by the writer
-(tests/golden/make_payload_golden.py) and tests/test_checkpoint_payload.py.
+"""Runs whose checkpoints tests/support/golden/payload_v*/ keep, shared by the writer
+(tests/support/golden/make_payload_golden.py) and tests/checkpoint/test_checkpoint_payload.py.
 
 * ``events``: a hand-built session holding one event of every kind a checkpoint keeps
   (whole and streamed messages, tool results, errors, every action, customized output, run

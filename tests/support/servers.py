@@ -4,7 +4,7 @@ session on loopback and a free port, in a temporary directory, and stopped at th
 `make test` installs redis-server (Debian's package) when it can; PostgreSQL is found on PATH
 or under /usr/lib/postgresql. PostgreSQL refuses to run as root, so as root it runs as the
 ``postgres`` user. A server that cannot start skips its tests with one line saying why, and
-fails them under CI=true (tests/optional.py), where every server must run.
+fails them under CI=true (tests/support/optional.py), where every server must run.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from optional import skip_or_fail
-from waiting import wait_until
+from support.optional import skip_or_fail
+from support.waiting import wait_until
 
 
 @dataclass

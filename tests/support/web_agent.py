@@ -1,4 +1,4 @@
-"""Agents for the dev UI's tests (``python -m rillet.web tests.web_agent:build``): scripted
+"""Agents for the dev UI's tests (``python -m rillet.web support.web_agent:build``): scripted
 models that answer from the conversation, so every run and resume gets the same replies.
 
 ``build``: a front desk that transfers to ``booker``, whose ``book_hotel`` needs approval.

@@ -16,9 +16,10 @@ from typing import Any
 
 import httpx
 import rillet
-from waiting import wait_until
 
-TESTS = Path(__file__).resolve().parent
+from support.waiting import wait_until
+
+TESTS = Path(__file__).resolve().parents[1]  # holds support/
 
 
 def free_port() -> int:
@@ -29,8 +30,8 @@ def free_port() -> int:
 
 @contextmanager
 def web_server(spec: str, db: Path | None, timeout: float = 30.0) -> Iterator[str]:
-    """The URL of ``python -m rillet.web spec`` (run from tests/, so ``web_agent:build``
-    names tests/web_agent.py), once it answers."""
+    """The URL of ``python -m rillet.web spec`` (run from tests/, so ``support.web_agent:build``
+    names tests/support/web_agent.py), once it answers."""
     port = free_port()
     here = str(Path(rillet.__file__).resolve().parent.parent)  # the rillet this test imports
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}

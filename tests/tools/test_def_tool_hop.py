@@ -15,7 +15,7 @@ import pytest
 from rillet._core import workers
 from rillet._core.workers import WorkerPool
 from rillet.tools import FunctionTool, tool
-from waiting import until
+from support.waiting import until
 
 var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
 

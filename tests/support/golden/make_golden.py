@@ -1,9 +1,9 @@
 """Writes the golden checkpoints of every format version. Run once per new file, never to
 rewrite one:
 
-    .venv/bin/python tests/golden/make_golden.py
+    .venv/bin/python tests/support/golden/make_golden.py
 
-Existing files are kept; tests/test_codec_golden.py decodes every one of them forever.
+Existing files are kept; tests/data/test_codec_golden.py decodes every one of them forever.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))  # tests/, which holds support/
 
-from codec_helpers import golden_values  # noqa: E402
 from rillet import _native, codec  # noqa: E402
+from support.codec_helpers import golden_values  # noqa: E402
 
 
 class _UserV1:

@@ -1,12 +1,12 @@
 """Writes the golden run checkpoints of the current payload version. Run once per new payload
 version, never to rewrite a file:
 
-    .venv/bin/python tests/golden/make_payload_golden.py [DIR]
+    .venv/bin/python tests/support/golden/make_payload_golden.py [DIR]
 
-The files go to tests/golden/payload_v<PAYLOAD_VERSION>/ (or tests/golden/DIR/, which must start
+The files go to tests/support/golden/payload_v<PAYLOAD_VERSION>/ (or tests/support/golden/DIR/, which must start
 with ``payload_v``: ``payload_v3_typed_states`` holds the first checkpoints whose agent states
 are registered dataclasses instead of tagged dicts); existing files are kept, and
-tests/test_checkpoint_payload.py loads and resumes every one of them forever.
+tests/checkpoint/test_checkpoint_payload.py loads and resumes every one of them forever.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))  # tests/, which holds support/
 
-from payload_scenarios import CHECKPOINTS  # noqa: E402
 from rillet.checkpoint.payload import PAYLOAD_VERSION  # noqa: E402
+from support.payload_scenarios import CHECKPOINTS  # noqa: E402
 
 
 def main() -> None:
