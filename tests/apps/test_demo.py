@@ -6,6 +6,7 @@ import io
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -123,3 +124,59 @@ def test_make_demo_sets_up_light_installs_nothing_system_wide_and_make_test_full
         assert "./scripts/setup\n" in out and "--light" not in out and "./scripts/test-services" in out
     bad = subprocess.run([str(root / "scripts/setup"), "--bogus"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "usage: scripts/setup [--light]" in bad.stderr
+
+
+# --- the demo's --delay check, approval prompt and key check ------------------------------
+
+
+@pytest.mark.parametrize("value", ["-1", "nan"])
+def test_demo_refuses_a_negative_delay(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from rillet.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["demo", "--delay", value])
+    assert e.value.code == 2
+    assert f"Invalid value for '--delay': must be a number of seconds >= 0, got {value}" in capsys.readouterr().err
+
+
+def test_the_approval_prompt_shows_its_y_n_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from rich.console import Console
+    from rillet.demo import _decide
+
+    out = io.StringIO()
+    console = Console(file=out, width=80, no_color=True)
+    stdin = io.StringIO("n\n")
+    stdin.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert _decide(console, None, None) == {"decision": "reject", "reason": "the traveller declined"}
+    assert out.getvalue() == "  Approve this call? [y/n] "
+
+
+def test_demo_on_openai_without_a_key_stops_before_sending(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    from rillet.cli import main
+    from rillet.models.openai import OpenAIChatModel
+
+    async def no_request(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a request was sent")
+
+    monkeypatch.setattr(OpenAIChatModel, "_post", no_request)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert main(["demo", "--model", "openai", "--no-color", "--db", str(tmp_path / "d.db")]) == 2
+    out = capsys.readouterr().out
+    assert "--model openai: no OPENAI_API_KEY is set for https://api.openai.com/v1" in out
+    assert "OPENAI_BASE_URL" in out and "Ollama" in out
+    assert len(out.strip().splitlines()) == 1, out  # one line, not wrapped at the console's width
+
+
+def test_a_keyless_local_endpoint_is_fine(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rillet.demo import make_chat_model, make_console, missing_key
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    assert missing_key(make_console(False), make_chat_model("openai")) is False

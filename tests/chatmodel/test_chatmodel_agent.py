@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from rillet import FunctionCall, Message, ToolCall, Usage, pipe, stream_from_list
+from rillet import AgentTool, FunctionCall, LoopAgent, Message, SequentialAgent, ToolCall, Usage, pipe, stream_from_list
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext
 from rillet.context import get_session_value, send_tool_gen_action
 from rillet.events import AgentEvent, RunStep, new_break_loop_action
 from rillet.models import ScriptedModel
 from rillet.runner import Runner
 from rillet.tools import ExitTool, tool
+from support.calls import tool_call
 
 
 def call(i: int, name: str, args: dict[str, Any] | str, id: str | None = None) -> ToolCall:
@@ -428,3 +430,79 @@ def test_stream_from_list_model_output_round_trips() -> None:
     for streaming in (False, True):
         events = collect(Runner(ChatModelAgent("t", model=Two()), streaming=streaming))  # type: ignore[arg-type]
         assert events[0].message_output.get_message().content == "whole"
+
+
+# --- repeated call ids, construction mistakes, models that are not rillet models -------------
+
+
+def test_tool_calls_with_repeated_or_empty_ids_keep_every_result() -> None:
+    @tool
+    async def echo(text: str) -> str:
+        """Echoes."""
+        return text
+
+    model = ScriptedModel(
+        [asks(tool_call("echo", {"text": "A"}, "", 0), tool_call("echo", {"text": "B"}, "", 1)), "ok"]
+    )
+    list(Runner(ChatModelAgent("a", model=model, tools=[echo])).query("x"))
+    assert [m.content for m in model.calls[1].messages if m.role == "tool"] == ["A", "B"]
+
+
+def test_construction_mistakes_get_clear_errors() -> None:
+    model = ScriptedModel(["x"])
+    with pytest.raises(TypeError, match="instruction must be str"):
+        ChatModelAgent("a", description="d", instruction=model)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="OpenAIChatModel"):
+        ChatModelAgent("a", model="gpt-4o")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tools must be a list"):
+        ChatModelAgent("a", model=model, tools=tool(lambda: 1, name="one"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="max_iterations must be an int"):
+        ChatModelAgent("a", model=model, max_iterations="5")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="set of tool names"):
+        ChatModelAgent("a", model=model, return_directly="t")
+    with pytest.raises(TypeError, match="pass an instance"):
+        ChatModelAgent("a", model=model, exit_tool=ExitTool)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sub_agents"):
+        SequentialAgent("s", description=[ChatModelAgent("a", model=model)])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="max_iterations"):
+        LoopAgent("l", sub_agents=[ChatModelAgent("b", model=model)], max_iterations=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="expected an agent"):
+        AgentTool(model)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="expected an agent"):
+        Runner(ChatModelAgent)  # type: ignore[arg-type]
+
+
+def test_a_model_that_is_not_async_or_returns_text_is_named() -> None:
+    class SyncModel:
+        def generate(self, messages: Any, **kw: Any) -> Message:
+            return Message.assistant("hi")
+
+        def stream(self, messages: Any, **kw: Any) -> Any:
+            raise AssertionError
+
+    class TextModel:
+        async def generate(self, messages: Any, **kw: Any) -> str:
+            return "hi"
+
+        async def stream(self, messages: Any, **kw: Any) -> Any:
+            raise AssertionError
+
+    (ev,) = list(Runner(ChatModelAgent("a", model=SyncModel())).query("x"))  # type: ignore[arg-type]
+    assert "must be `async def`" in str(ev.error)
+    (ev,) = list(Runner(ChatModelAgent("a", model=TextModel())).query("x"))  # type: ignore[arg-type]
+    assert "must return a rillet.Message" in str(ev.error)
+
+
+def test_a_model_stream_that_is_not_a_stream_reader_is_named() -> None:
+    class Gen:
+        async def generate(self, messages: Any, **kw: Any) -> Message:
+            raise AssertionError
+
+        async def stream(self, messages: Any, **kw: Any) -> Any:
+            async def chunks() -> AsyncIterator[Message]:
+                yield Message.assistant("x")
+
+            return chunks()
+
+    (ev,) = list(Runner(ChatModelAgent("a", model=Gen()), streaming=True).query("x"))  # type: ignore[arg-type]
+    assert "Gen.stream returned async_generator" in str(ev.error) and "StreamReader" in str(ev.error)

@@ -20,6 +20,9 @@ from rillet import (
     SequentialAgent,
     ToolCall,
     codec,
+    get_interrupt_state,
+    interrupt,
+    tool,
 )
 from rillet.agent_tool import AgentToolState
 from rillet.chatmodel.state import RoundState
@@ -27,6 +30,7 @@ from rillet.checkpoint import InMemoryCheckpointStore
 from rillet.checkpoint.payload import load, seal
 from rillet.checkpoint_state import checkpoint_state, saved_state
 from rillet.workflow import LoopState, ParallelState, SequentialState
+from support.calls import asks, tool_call
 from support.payload_scenarios import agent_tool_runner, paid, parallel_runner, run_checkpoint
 
 GOLDEN = Path(__file__).resolve().parents[1] / "support" / "golden"
@@ -226,3 +230,30 @@ def test_agents_take_everything_after_name_by_keyword() -> None:
     for cls in (SequentialAgent, LoopAgent, ParallelAgent):
         with pytest.raises(TypeError, match="positional"):
             cls("w", "", [a])  # type: ignore[misc]
+
+
+# --- agent callbacks' state -----------------------------------------------------------------
+
+
+def test_agent_callback_state_deltas_are_saved_in_checkpoints() -> None:
+    @tool
+    def ask() -> str:
+        """Interrupts."""
+        was, _, _ = get_interrupt_state()
+        if not was:
+            raise interrupt("ok?")
+        return "yes"
+
+    def remember(ctx: Any) -> None:
+        ctx.state["v"] = 1
+
+    agent = ChatModelAgent(
+        "a", model=ScriptedModel([asks(tool_call("ask", {})), "done"]), tools=[ask], before_agent_callbacks=[remember]
+    )
+    runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore())
+    events = list(runner.query("x", checkpoint_id="k"))
+    assert all(e.error is None for e in events)
+    ctx = events[-1].action.interrupted.interrupt_contexts[0]
+    assert [
+        e.message_output.get_message().content for e in runner.resume("k", targets={ctx.id: 1}) if e.message_output
+    ][-1] == "done"

@@ -40,6 +40,7 @@ from rillet import (
     with_disallow_transfer_to_parent,
 )
 from rillet.tools import ExitTool
+from support.calls import asks, tool_call
 
 
 def call(name: str, args: dict[str, Any], id: str = "c1", i: int = 0) -> ToolCall:
@@ -889,3 +890,34 @@ def test_a_history_handed_out_stays_as_it_was_when_a_later_transfer_result_leave
     second, m = asyncio.run(_history_entries(session, root, True))
     assert [e.message.role for e in second[:m]] == ["user"]  # the pair is left out
     assert [e.message.role for e in first[:n]] == ["user", "assistant"]  # what was handed out is unchanged
+
+
+# --- an agent tool's forwarded actions ---------------------------------------------------------
+
+
+class LoopBreaker(BaseAgent):
+    async def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
+        ev = event_from_message(Message.assistant("break!"))
+        ev.action = new_break_loop_action(self.name)
+        yield ev
+
+
+def test_an_agent_tools_forwarded_break_loop_does_not_end_the_callers_loop() -> None:
+    outer = ChatModelAgent(
+        "caller",
+        model=ScriptedModel(
+            lambda messages, tools: asks(tool_call("brk", {"request": "x"})) if messages[-1].role != "tool" else "next"
+        ),
+        tools=[AgentTool(LoopBreaker("brk", "breaks"), emit_internal_events=True)],
+    )
+    events = list(Runner(LoopAgent("loop", sub_agents=[outer], max_iterations=3)).query("go"))
+    assert (
+        sum(
+            1
+            for e in events
+            if e.message_output and e.message_output.message and e.message_output.message.content == "next"
+        )
+        == 3
+    )
+    forwarded = [e for e in events if e.agent_name == "brk"]
+    assert forwarded and all(e.action is None for e in forwarded)

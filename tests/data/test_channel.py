@@ -937,3 +937,10 @@ def test_subclasses_behave_the_same() -> None:
         return [x async for x in other]
 
     assert asyncio.run(drain()) == [5, 6]
+
+
+def test_package_exposes_version_and_channel() -> None:
+    assert rillet.__version__
+    ch = rillet.Channel()
+    ch.send(1)
+    assert ch.recv() == 1

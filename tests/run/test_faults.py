@@ -36,6 +36,7 @@ from rillet import (
 )
 from rillet._core.loop import background_loop
 from rillet.agent import RunIterator
+from support.calls import tool_call
 from support.waiting import child_env, until, wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -635,3 +636,51 @@ def test_a_round_dropped_after_its_loop_closed_stops_without_raising() -> None:
     round = Round(calls=[], direct=-1, results={}, tasks={task: 0})
     round.cancel()  # raised RuntimeError before
     assert not task.done()
+
+
+# --- a tool's KeyboardInterrupt or stray cancellation; a run whose event loop closes ---------
+
+
+def test_keyboard_interrupt_and_stray_cancellation_in_a_tool_are_error_events() -> None:
+    @tool
+    async def ctrl_c() -> str:
+        """Raises KeyboardInterrupt."""
+        raise KeyboardInterrupt
+
+    @tool
+    async def cancelled() -> str:
+        """Awaits a future cancelled elsewhere."""
+        fut = asyncio.get_running_loop().create_future()
+        fut.cancel()
+        return await fut  # type: ignore[no-any-return]
+
+    for t in (ctrl_c, cancelled):
+        model = ScriptedModel([asks(tool_call(t.info.name, {})), "never"])
+        events = list(Runner(ChatModelAgent("a", model=model, tools=[t])).query("x"))
+        assert isinstance(events[-1].error, (KeyboardInterrupt, asyncio.CancelledError))
+    # the background loop survived: later sync runs still work
+    assert [
+        e.message_output.message.content for e in Runner(ChatModelAgent("b", model=ScriptedModel(["ok"]))).query("x")
+    ] == ["ok"]
+
+
+def test_a_run_whose_event_loop_closes_ends_with_an_error_not_a_silent_end() -> None:
+    going = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Takes a while."""
+        going.set()
+        await asyncio.sleep(60)
+        return "late"
+
+    held: dict[str, Any] = {}
+
+    async def start() -> None:
+        model = ScriptedModel([asks(tool_call("slow", {})), "fin"])
+        held["it"] = Runner(ChatModelAgent("a", model=model, tools=[slow])).query("q")
+        await going.wait()  # the run gets going, then this loop ends and cancels it
+
+    asyncio.run(start())
+    events = list(held["it"])
+    assert events[-1].error is not None and "cancelled" in str(events[-1].error)

@@ -23,10 +23,12 @@ from rillet import (
     Runner,
     ScriptedModel,
     ToolCall,
+    interrupt,
     tool,
 )
 from rillet.checkpoint import CheckpointError, CheckpointNotFoundError, InMemoryCheckpointStore, SqliteCheckpointStore
 from rillet.interrupt import get_interrupt_state, get_resume_context, stateful_interrupt
+from support.calls import asks, tool_call
 
 
 def call(name: str, args: dict[str, Any], id: str, i: int = 0) -> ToolCall:
@@ -550,3 +552,27 @@ def test_requires_approval_approve_reject_and_edit() -> None:
     _, model = run({"decision": "maybe"})  # a bad decision reaches the model as the tool's error
     told = [m.content for m in model.calls[1].messages if m.role == "tool"][0]
     assert "approve(), reject(reason) or edit(arguments)" in told
+
+
+# --- a finished resume --------------------------------------------------------------------------
+
+
+def test_a_finished_resumed_run_deletes_its_checkpoint() -> None:
+    @tool
+    def ask() -> str:
+        """Interrupts once."""
+        was, _, _ = get_interrupt_state()
+        if not was:
+            raise interrupt("ok?")
+        return "yes"
+
+    store = InMemoryCheckpointStore()
+    runner = Runner(
+        ChatModelAgent("a", model=ScriptedModel([asks(tool_call("ask", {})), "done"]), tools=[ask]),
+        checkpoint_store=store,
+    )
+    ctx = list(runner.query("x", checkpoint_id="k"))[-1].action.interrupted.interrupt_contexts[0]
+    list(runner.resume("k", targets={ctx.id: 1}))
+    assert store.get("k") is None
+    with pytest.raises(CheckpointNotFoundError):
+        runner.resume("k", targets={ctx.id: 1})

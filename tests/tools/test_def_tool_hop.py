@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from rillet import ChatModelAgent, Runner, ScriptedModel
 from rillet._core import workers
 from rillet._core.workers import WorkerPool
 from rillet.tools import FunctionTool, tool
+from support.calls import asks, tool_call
 from support.waiting import until
 
 var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
@@ -319,3 +321,24 @@ def test_a_slow_def_tool_among_quick_ones_leaves_them_waited_for() -> None:
     assert asyncio.run(main()) == ["ok", "1", "2", "3"] * 8
     assert not nap._spec().pace.waited
     assert all(q._spec().pace.waited for q in quicks)
+
+
+# --- sync tools that run whole runners from their worker threads ---------------------------
+
+
+def test_sync_tools_running_nested_runners_do_not_starve_the_worker_pool() -> None:
+    @tool
+    def leaf() -> str:
+        """A sync leaf."""
+        return "leaf"
+
+    @tool
+    def nested() -> str:
+        """Runs a whole inner agent synchronously, from a worker thread."""
+        inner = ChatModelAgent("inner", model=ScriptedModel([asks(tool_call("leaf", {})), "inner done"]), tools=[leaf])
+        return [e.message_output.message.content for e in Runner(inner).query("go")][-1]
+
+    n = 12
+    model = ScriptedModel([asks(*[tool_call("nested", {}, f"c{i}", i) for i in range(n)]), "outer done"])
+    list(Runner(ChatModelAgent("outer", model=model, tools=[nested])).query("x"))
+    assert [m.content for m in model.calls[1].messages if m.role == "tool"] == ["inner done"] * n

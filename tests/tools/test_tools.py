@@ -18,12 +18,26 @@ from typing import Annotated, Any, Literal, Optional, TypeVar, Union
 import pydantic
 import pytest
 import rillet
-from rillet import context
+from rillet import (
+    ChatModelAgent,
+    FunctionCall,
+    InMemoryCheckpointStore,
+    Message,
+    Runner,
+    ScriptedModel,
+    ToolCall,
+    context,
+    get_interrupt_state,
+    interrupt,
+    new_exit_action,
+    send_tool_gen_action,
+)
 from rillet._core import scope as run_scope
 from rillet._core.workers import WorkerPool
 from rillet.context import RunContext, Session, ToolCallScope
 from rillet.events import new_break_loop_action
 from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, exit_tool, tool
+from support.calls import asks, tool_call
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 T = TypeVar("T")
@@ -695,3 +709,81 @@ def test_import_rillet_does_not_import_pydantic() -> None:
     code = "import rillet, sys; assert 'pydantic' not in sys.modules, 'pydantic imported'; print(rillet.tool)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+# --- a model's unknown arguments, a tool without a description, streaming tools acting first ---
+
+
+def scripted_agent(name: str, script: list[Any], tools: list[Any] | None = None) -> ChatModelAgent:
+    return ChatModelAgent(name, description=f"the {name} agent", model=ScriptedModel(script), tools=tools or [])
+
+
+def call_msg(name: str, args: str, id: str = "c1") -> Message:
+    return Message.assistant(tool_calls=[ToolCall(index=0, id=id, function=FunctionCall(name, args))])
+
+
+def test_unknown_tool_arguments_go_back_to_the_model_as_an_error() -> None:
+    from rillet import tool
+
+    calls: list[int] = []
+
+    def add(a: int, b: int) -> int:
+        """Adds two integers."""
+        calls.append(a + b)
+        return a + b
+
+    a = scripted_agent("a", [call_msg("add", '{"a": 1, "b": 2, "c": 3}'), "fixed"], [tool(add)])
+    events = list(Runner(a).query("1+2"))
+    result = events[1].message_output.get_message()
+    assert result.role == "tool"
+    assert result.content == "Error: tool 'add': argument 'c': unknown; the tool takes: a, b"
+    assert calls == []
+
+
+def test_a_tool_without_a_description_warns_when_made() -> None:
+    from rillet import tool
+
+    def nameless(x: int) -> int:
+        return x
+
+    with pytest.warns(UserWarning, match=r"tool 'nameless' has no description .* add a docstring .* description=") as w:
+        t = tool(nameless)
+    assert w[0].filename == __file__  # points at the caller's line
+    assert t.info.description == ""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tool(description="Returns x.")(nameless)  # an explicit description: no warning
+
+
+def test_streaming_tools_can_interrupt_and_send_actions_before_their_first_chunk() -> None:
+    @tool
+    def slow_stream() -> Iterator[str]:
+        """Streams; exits the run."""
+        send_tool_gen_action(new_exit_action())
+        yield "a"
+        yield "b"
+
+    @tool
+    def ask_stream() -> Iterator[str]:
+        """Interrupts before streaming."""
+        was, _, _ = get_interrupt_state()
+        if not was:
+            raise interrupt("approve the stream?")
+        yield "streamed after approval"
+
+    model = ScriptedModel([asks(tool_call("slow_stream", {})), "never"])
+    events = list(
+        Runner(ChatModelAgent("a", model=model, tools=[slow_stream], return_directly={"slow_stream"})).query("x")
+    )
+    assert events[-1].action is not None and events[-1].action.exit
+    assert events[-1].message_output.get_message().content == "ab"
+
+    model = ScriptedModel([asks(tool_call("ask_stream", {})), "done"])
+    runner = Runner(ChatModelAgent("b", model=model, tools=[ask_stream]), checkpoint_store=InMemoryCheckpointStore())
+    events = list(runner.query("x", checkpoint_id="s"))
+    intr = events[-1].action.interrupted
+    assert intr is not None and intr.interrupt_contexts[0].info == "approve the stream?"
+    resumed = list(runner.resume("s", targets={intr.interrupt_contexts[0].id: True}))
+    assert [e.message_output.get_message().content for e in resumed] == ["streamed after approval", "done"]
