@@ -24,15 +24,18 @@ bench: setup
 
 # cargo test, stubtest, mypy, ruff check and ruff format --check once; `make wheels` for every
 # CPython 3.11-3.13 found here (PATH or pyenv); then each version's wheel is installed into a
-# fresh virtualenv and the whole pytest suite runs against it (tests/contract/test_wheel.py, and
-# tests/contract/test_packaging.py for the sdist and rillet[all]). Versions not found are named as
-# skipped; PYTHON_VERSIONS="3.12" limits the run.
+# fresh virtualenv and pytest runs against it: the whole suite on the first version (with
+# tests/contract/test_packaging.py for the sdist and rillet[all]), the tests of the compiled
+# extension's behaviour on the others (scripts/test-all says which; tests/contract/test_wheel.py
+# on each). Versions not found are named as skipped; PYTHON_VERSIONS="3.12" limits the run.
+# pytest runs on PYTEST_WORKERS processes (pytest-xdist; 0: one process).
+PYTEST_WORKERS ?= 2
 test: setup test-services
-	$(PY) scripts/test-all $(PYTEST_ARGS)
+	PYTEST_WORKERS=$(PYTEST_WORKERS) $(PY) scripts/test-all $(PYTEST_ARGS)
 
 # Quick local loop, one Python (.venv's): skips the slow stress, fuzz and wheel tests.
 test-fast: setup test-services stubtest typecheck lint
-	$(PY) -m pytest -m "not slow" -q $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow" -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test-rust:
 	cargo test --locked

@@ -102,6 +102,44 @@ def test_a_version_without_its_wheel_fails_saying_so(
     assert site is None and why == "FAILED: no cp312 wheel in dist/ (scripts/build-wheels)"
 
 
+def test_the_first_version_runs_the_whole_suite_and_the_others_the_native_tests(test_all: ModuleType) -> None:
+    tests = SCRIPT.parents[1] / "tests"
+    parallel, serial = test_all.pytest_commands("py", ["-x"], whole=True)
+    assert parallel == ["py", "-m", "pytest", str(tests), "-n", str(test_all.WORKERS), "-m", "not serial", "-x"]
+    assert serial == ["py", "-m", "pytest", str(tests), "-n", "0", "-m", "serial", "-x"]
+    parallel, serial = test_all.pytest_commands("py", [], whole=False)
+    paths = [Path(a) for a in parallel[3 : parallel.index("-n")]]
+    assert paths == [Path(a) for a in serial[3 : serial.index("-n")]]
+    assert paths and all(p.is_relative_to(tests) and p.exists() for p in paths), paths
+    assert tests / "contract" / "test_wheel.py" in paths and tests / "data" in paths
+
+
+def test_a_pass_that_selects_nothing_is_no_failure_and_counts_add_up(
+    test_all: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outputs = iter([(0, "== 7 passed, 1 skipped in 3.00s =="), (5, "== 9 deselected in 1.00s ==")])
+    monkeypatch.setattr(test_all, "run", lambda cmd, env, cwd: next(outputs))
+    assert test_all.pytest_passes([["a"], ["b"]], {}, Path()) == (
+        True,
+        7,
+        0,
+        "7 passed, 1 skipped in 3.00s; 9 deselected in 1.00s",
+    )
+    outputs = iter([(1, "== 1 failed, 2 passed in 3.00s =="), (0, "== 2 passed in 1.00s ==")])
+    monkeypatch.setattr(test_all, "run", lambda cmd, env, cwd: next(outputs))
+    assert test_all.pytest_passes([["a"], ["b"]], {}, Path())[:3] == (False, 4, 1)
+
+
+def test_every_serial_entry_names_a_test_that_exists() -> None:
+    import conftest
+
+    tests = Path(conftest.__file__).parent
+    for entry in conftest.SERIAL:
+        path, _, name = entry.partition("::")
+        assert (tests / path).is_file(), entry
+        assert not name or f"def {name}(" in (tests / path).read_text(), entry
+
+
 SOURCE_TREE = ".parent / " + '"python"'  # how a test would point a child at the source tree
 
 
