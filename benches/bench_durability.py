@@ -20,7 +20,7 @@ import pytest
 from rillet import InMemoryCheckpointStore, Runner, SqliteCheckpointStore
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-from step_agents import counting_agent
+from support.step_agents import counting_agent
 
 TURNS = 50
 STEPS = 2 * TURNS + 1

@@ -38,7 +38,7 @@ from rillet.event_pair import EventIterator, new_event_pair
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 redis = pytest.importorskip("redis", reason="redis-py is not installed (the bench extra has it)")
-from servers import start_redis  # noqa: E402  # tests/servers.py, found through the path above
+from support.servers import start_redis  # noqa: E402  # tests/support/servers.py, found through the path above
 
 EVENTS = 2_000
 AGENT = "assistant"

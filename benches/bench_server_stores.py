@@ -18,7 +18,7 @@ bytes the run left in the store (rillet: ``entries()``; LangGraph: its checkpoin
 blob and write columns), which for rillet is also every byte it wrote.
 
 Servers: REDIS_URL and DATABASE_URL if set, else a Redis and a PostgreSQL started on loopback
-by tests/servers.py for the session.
+by tests/support/servers.py for the session.
 
 Run: .venv/bin/python -m pytest benches/bench_server_stores.py --benchmark-only \
          --benchmark-columns=median,mean,rounds --benchmark-group-by=group
@@ -39,7 +39,7 @@ from bench_checkpoint_store import conversation, langchain_messages, rillet_sess
 from rillet import codec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from servers import start_postgres, start_redis
+from support.servers import start_postgres, start_redis
 
 STEPS = 100  # 200 messages
 ROUNDS = 5

@@ -1,12 +1,20 @@
-"""Session fixtures shared by many test files: the real servers of tests/servers.py."""
+"""Session fixtures shared by many test files (the real servers of tests/support/servers.py), and
+the tests that run alone when the suite runs on several processes (pytest-xdist).
+
+The suite is safe in parallel: servers and ports are picked free per process, files go to
+tmp_path, and no test reads another's state. SERIAL lists the tests that time how cost grows
+(wall-clock ratios) or load every core for long (stress); their slow tests are marked ``serial``
+here and run in a second pass, alone, after the parallel pass (scripts/test-all). Only slow tests
+are serial, so `make test-fast` (-m "not slow") is one parallel pass."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from openai_server import FakeOpenAIServer
-from servers import server_or_skip, start_postgres, start_redis
+from support.openai_server import FakeOpenAIServer
+from support.servers import server_or_skip, start_postgres, start_redis
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +31,30 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAIServer]:
-    """A loopback OpenAI-compatible server (tests/openai_server.py) for one test module."""
+    """A loopback OpenAI-compatible server (tests/support/openai_server.py) for one test module."""
     srv = FakeOpenAIServer()
     yield srv
     srv.close()
+
+
+TESTS = Path(__file__).resolve().parent
+SERIAL = (  # node ids under tests/, or whole files
+    "checkpoint/test_checkpoint_payload.py::test_saving_and_loading_a_long_loop_grows_linearly_with_its_rounds",
+    "contract/test_packaging.py::test_every_extra_installs_together_and_import_stays_fast",
+    "data/test_concat_scaling.py",
+    "data/test_channel_stress.py",
+    "data/test_streams_stress.py",
+    "data/test_streams.py::test_bounded_pipe_threads_to_asyncio_stress",
+    "data/test_streams.py::test_copy3_consumed_at_different_speeds_from_threads_stress",
+    "run/test_faults.py::test_many_threads_mixing_interrupted_and_healthy_runs_on_the_shared_loop_all_finish",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks SERIAL's slow tests ``serial`` (a stress file's quick variants stay in the parallel pass)."""
+    for item in items:
+        path = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
+        name = getattr(item, "originalname", item.name)
+        if item.get_closest_marker("slow") and (path in SERIAL or f"{path}::{name}" in SERIAL):
+            item.add_marker(pytest.mark.serial)

@@ -265,7 +265,7 @@ def records_to_events(records: list[Any]) -> list[AgentEvent]:
     """The events of ``records`` (either layout). A streamed message comes back as a
     one-chunk stream, as in Eino; an error as a :class:`RecordedError`; events of the same
     run path share one tuple of RunSteps. The objects are made in Rust (a third of a load
-    before): tests/test_checkpoint_payload.py checks every dataclass field is set."""
+    before): tests/checkpoint/test_checkpoint_payload.py checks every dataclass field is set."""
     if records and isinstance(records[0], dict):
         records = [_v1_as_v2(r) for r in records]
     return events_from_records(records, _KINDS)

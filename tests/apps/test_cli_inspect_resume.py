@@ -1,0 +1,156 @@
+"""`rillet inspect` and `rillet resume MODULE:ATTRIBUTE` on a run saved by `rillet run` in a real
+SQLite file, through subprocesses: what a checkpoint holds, the list of them, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from support.cli_harness import one_line_error, rillet, write_agents
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> Path:
+    """A folder with agents.py and runs.db holding checkpoint `trip`: the desk transferred to the
+    clerk, whose booking waits for approval."""
+    write_agents(tmp_path)
+    result = rillet("run", "agents:team", "please book", "--db", "runs.db", "--checkpoint-id", "trip", cwd=tmp_path)
+    assert result.returncode == 3, result.stderr
+    return tmp_path
+
+
+def test_inspect_lists_checkpoints_with_size_and_age(saved: Path) -> None:
+    listed = rillet("inspect", "--db", "runs.db", "--no-color", cwd=saved)
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["checkpoint", "size", "age"]
+    assert row.split()[0] == "trip" and row.split()[2] == "KB" and row.endswith("s ago")
+    (entry,) = [
+        json.loads(line) for line in rillet("inspect", "--db", "runs.db", "--json", cwd=saved).stdout.splitlines()
+    ]
+    assert entry["id"] == "trip" and entry["size"] > 500 and 0 <= entry["age_seconds"] < 60
+    assert entry["updated_at"].endswith("+00:00")
+
+
+def test_inspect_shows_a_checkpoint_without_running_it(saved: Path) -> None:
+    shown = rillet("inspect", "trip", "--db", "runs.db", "--no-color", cwd=saved)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("checkpoint trip · 1.") and lines[1] == "agent: desk"
+    assert "user" in lines and "  please book" in lines and "session values: none" in lines
+    assert "events (3)" in lines and "  action: transfer to clerk" in lines and "  └ clerk" in lines
+    assert "→ calls book" in out and "booked" not in out  # shown, not run
+    tree = lines[lines.index("interrupts (2)") + 1 :]
+    assert tree[0] == "  agent:clerk" and tree[2] == "    address agent:desk / agent:clerk"
+    leaf = tree.index("    tool:book:c1 waiting")
+    assert (
+        tree[leaf + 1].startswith("      id ")
+        and tree[leaf + 2] == "      address agent:desk / agent:clerk / tool:book:c1"
+    )
+    assert tree[leaf + 3] == """      info {"tool": "book", "arguments": {"city": "Lisbon", "nights": 2}}"""
+    assert tree[leaf + 4] == """      state {'arguments': '{"city": "Lisbon", "nights": 2}'}"""
+
+    data = json.loads(rillet("inspect", "trip", "--db", "runs.db", "--json", cwd=saved).stdout)
+    assert data["agent"]["name"] == "desk" and data["input"] == [{"role": "user", "content": "please book"}]
+    assert data["session_values"] == {} and data["session"] is None and data["info"] is None
+    assert [e["agent"] for e in data["events"]] == ["desk", "desk", "clerk"]
+    assert data["events"][1]["action"] == {"transfer_to": "clerk"}
+    outer, leaf_json = sorted(data["interrupts"], key=lambda i: len(i["address"]))
+    assert outer["address"] == ["agent:desk", "agent:clerk"] and outer["parent"] is None and not outer["root_cause"]
+    assert leaf_json["parent"] == outer["id"] and leaf_json["root_cause"]
+    assert leaf_json["state"] == {"arguments": '{"city": "Lisbon", "nights": 2}'}
+    assert leaf_json["info"] == {"tool": "book", "arguments": {"city": "Lisbon", "nights": 2}}
+    assert outer["info"] is None
+
+
+def test_inspect_and_resume_show_what_an_interrupt_asks(tmp_path: Path) -> None:
+    write_agents(tmp_path)
+    asked = rillet("run", "agents:build", "my budget?", "--db", "runs.db", "--checkpoint-id", "b", cwd=tmp_path)
+    assert asked.returncode == 3, asked.stderr
+    shown = rillet("inspect", "b", "--db", "runs.db", "--no-color", cwd=tmp_path).stdout.splitlines()
+    leaf = shown.index("    tool:budget:b1 waiting")
+    assert shown[leaf + 3] == '      info {"question": "what is your budget?"}'
+    data = json.loads(rillet("inspect", "b", "--db", "runs.db", "--json", cwd=tmp_path).stdout)
+    (root_cause,) = [i for i in data["interrupts"] if i["root_cause"]]
+    assert root_cause["info"] == {"question": "what is your budget?"}
+    resumed = rillet("resume", "b", "--db", "runs.db", "agents:build", "--no-color", cwd=tmp_path, stdin="900\n")
+    assert resumed.returncode == 0, resumed.stderr
+    assert '  info {"question": "what is your budget?"}' in resumed.stdout.splitlines()
+    assert "budget is 900" in resumed.stdout
+
+
+def test_inspect_errors_are_one_line(saved: Path) -> None:
+    (saved / "junk.db").write_bytes(b"not a database at all" * 100)
+    one_line_error(
+        rillet("inspect", "nope", "--db", "runs.db", cwd=saved), 1, "rillet inspect: no checkpoint 'nope' in"
+    )
+    one_line_error(rillet("inspect", "--db", "absent.db", cwd=saved), 2, "no checkpoint database at absent.db")
+    assert not (saved / "absent.db").exists()  # nothing created
+    one_line_error(rillet("inspect", "--db", "junk.db", cwd=saved), 2, "is not a SQLite database")
+    one_line_error(rillet("inspect", "--db", ".", cwd=saved), 2, "--db '.' is a directory")
+    usage = rillet("inspect", "trip", cwd=saved)
+    assert usage.returncode == 2 and "Missing option '--db'" in usage.stderr
+
+
+def test_resume_with_the_agent_as_an_argument_and_an_approval(saved: Path) -> None:
+    refused = rillet("resume", "trip", "--db", "runs.db", "agents:team", cwd=saved)  # no answer: nothing runs
+    one_line_error(refused, 2, "waits for an approval (book (")
+    assert "pass --approve or --reject (nothing was run)" in refused.stderr
+    resumed = rillet("resume", "trip", "--db", "runs.db", "agents:team", "--no-color", "--approve", "book", cwd=saved)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "approval needed: book (" in resumed.stdout and "tool said: booked 2 nights in Lisbon" in resumed.stdout
+    gone = rillet("inspect", "--db", "runs.db", "--no-color", cwd=saved)
+    assert gone.stdout.startswith("no checkpoints in")  # a finished run's checkpoint is deleted
+
+
+def test_resume_answers_at_the_prompt_and_as_json(saved: Path) -> None:
+    resumed = rillet("resume", "trip", "--db", "runs.db", "agents:team", "--json", "--reject", "book=later", cwd=saved)
+    assert resumed.returncode == 0, resumed.stderr
+    events = [json.loads(line) for line in resumed.stdout.splitlines()]
+    assert [e["message"]["role"] for e in events] == ["tool", "assistant"]
+    assert events[0]["message"]["content"].startswith("The user rejected this call of book (later)")
+    assert all(e["run_path"] == ["desk", "clerk"] for e in events)
+    again = rillet("run", "agents:build", "please book", "--db", "runs.db", "--checkpoint-id", "t2", cwd=saved)
+    assert again.returncode == 3
+    typed = rillet("resume", "t2", "--db", "runs.db", "agents:build", "--no-color", cwd=saved, stdin="y\n")
+    assert typed.returncode == 0, typed.stderr
+    assert "tool said: booked 2 nights in Lisbon" in typed.stdout
+
+
+def test_resume_reads_a_bare_approve_before_the_agent_and_refuses_two_agents(saved: Path) -> None:
+    bare = rillet("resume", "trip", "--db", "runs.db", "--no-color", "--approve", "agents:team", cwd=saved)
+    assert bare.returncode == 0, bare.stderr
+    assert "tool said: booked 2 nights in Lisbon" in bare.stdout
+    twice = rillet("resume", "x", "--db", "runs.db", "agents:team", "--agent", "agents:build", cwd=saved)
+    one_line_error(twice, 2, "the agent is given twice (agents:team and --agent agents:build): give it once")
+    bad = rillet("resume", "x", "--db", "runs.db", "agents:number", cwd=saved)
+    one_line_error(bad, 2, "rillet resume: 'agents:number' is a int, not an agent")
+
+
+def test_resume_on_an_unusable_store_is_one_line_exit_1(saved: Path) -> None:
+    conn = sqlite3.connect(saved / "foreign.db")
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    one_line_error(rillet("resume", "x", "--db", "foreign.db", "agents:team", cwd=saved), 1, "another application")
+    one_line_error(rillet("resume", "x", "--db", ".", "agents:team", cwd=saved), 1, "is a directory")
+    one_line_error(rillet("resume", "nope", "--db", "runs.db", "agents:team", cwd=saved), 1, "no checkpoint 'nope'")
+
+
+def test_a_resumed_tool_result_comes_under_its_agent_header(saved: Path) -> None:
+    again = rillet("run", "agents:build", "please book", "--db", "runs.db", "--checkpoint-id", "t3", cwd=saved)
+    assert again.returncode == 3
+    resumed = rillet("resume", "t3", "--db", "runs.db", "agents:build", "--no-color", "--approve", "book", cwd=saved)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = resumed.stdout.splitlines()
+    at = lines.index("  ← book")
+    assert lines[at - 1] == "clerk (tool results)", resumed.stdout
+    assert lines[at + 1 :] == [
+        "    booked 2 nights in Lisbon",
+        "",
+        "clerk (model call 1)",
+        "  tool said: booked 2 nights in Lisbon",
+    ]

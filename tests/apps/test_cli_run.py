@@ -1,0 +1,253 @@
+"""`rillet run`: any agent from MODULE:ATTRIBUTE, events live, the run-path tree, interrupts
+answered by flags or at the prompt, --json lines, --session chats, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from support.cli_harness import one_line_error, rillet, write_agents
+
+
+@pytest.fixture
+def here(tmp_path: Path) -> Path:
+    return write_agents(tmp_path)
+
+
+@pytest.mark.parametrize("spec", ["agents:agent", "agents:build"])
+def test_runs_an_agent_or_a_factory_and_shows_its_answer(here: Path, spec: str) -> None:
+    result = rillet("run", spec, "hello there", "--no-color", cwd=here)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:4] == ["user", "  hello there", "clerk (model call 1)", "  heard: hello there"]
+    assert "1 events · 1 model calls" in result.stdout
+
+
+def test_a_transfer_draws_the_run_path_tree(here: Path) -> None:
+    result = rillet("run", "agents:team", "hi", "--no-color", cwd=here)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "  action: transfer to clerk" in lines
+    at = lines.index("desk")
+    assert lines[at : at + 3] == ["desk", "  └ clerk", "clerk (model call 2)"]
+    assert lines.index("desk (model call 1)") < at
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["agents", "q"], "'agents': expected MODULE:ATTRIBUTE, for example myapp.agents:build_agent"),
+        (["no_such_module:x", "q"], "cannot import 'no_such_module': ModuleNotFoundError: No module named"),
+        (["agents:missing", "q"], "'agents:missing': agents has no attribute 'missing'"),
+        (["agents:number", "q"], "'agents:number' is a int, not an agent"),
+        (["agents:broken", "q"], "'agents:broken': calling it raised RuntimeError: no model configured"),
+        (["agents:agent"], 'no question: rillet run MODULE:ATTRIBUTE "QUESTION" (or --session ID to chat)'),
+        (["agents:agent", "q", "--approve", "=1"], "--approve '=1': expected ID or ID=VALUE"),
+    ],
+)
+def test_a_bad_agent_or_question_is_one_line_exit_2(here: Path, args: list[str], says: str) -> None:
+    result = rillet("run", *args, cwd=here)
+    one_line_error(result, 2, says)
+    assert result.stderr.startswith("rillet run: ")
+
+
+def test_an_unusable_store_is_one_line_exit_2(here: Path) -> None:
+    (here / "folder.db").mkdir()
+    (here / "junk.db").write_bytes(b"not a database at all" * 100)
+    conn = sqlite3.connect(here / "foreign.db")
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    for db, says in [
+        ("folder.db", "--db 'folder.db' is a directory"),
+        ("junk.db", "is not a SQLite database"),
+        ("foreign.db", "is a SQLite database of another application"),
+        ("nowhere/x.db", "cannot open 'nowhere/x.db'"),
+    ]:
+        one_line_error(rillet("run", "agents:agent", "q", "--db", db, cwd=here), 2, says)
+
+
+def test_an_approval_answered_by_flags(here: Path) -> None:
+    approved = rillet("run", "agents:build", "please book", "--no-color", "--approve", "book", cwd=here)
+    assert approved.returncode == 0, approved.stderr
+    out = approved.stdout
+    assert "action: paused: book(city='Lisbon', nights=2) needs approval" in out
+    assert "approval needed: book (" in out and "tool said: booked 2 nights in Lisbon" in out
+    rejected = rillet("run", "agents:build", "please book", "--no-color", "--reject", "book=too dear", cwd=here)
+    assert rejected.returncode == 0, rejected.stderr
+    assert "The user rejected this call of book (too dear)" in " ".join(rejected.stdout.split())
+    edited = rillet(
+        "run", "agents:build", "please book", "--no-color", "--approve", 'book={"city": "Porto", "nights": 1}', cwd=here
+    )
+    assert "tool said: booked 1 nights in Porto" in edited.stdout
+    unused = rillet("run", "agents:build", "hello", "--approve", "nothing-here", cwd=here)
+    assert unused.returncode == 0 and "rillet run: --approve nothing-here matched no interrupt" in unused.stderr
+
+
+@pytest.mark.parametrize(
+    ("typed", "says"),
+    [
+        ("a\n", "tool said: booked 2 nights in Lisbon"),
+        ("r not today\n", "The user rejected this call of book (not today)"),
+        ('e {"city": "Porto", "nights": 3}\n', "tool said: booked 3 nights in Porto"),
+        ('what\ne\n{"city": "Oslo", "nights": 1}\n', "tool said: booked 1 nights in Oslo"),
+    ],
+)
+def test_an_approval_answered_at_the_prompt(here: Path, typed: str, says: str) -> None:
+    result = rillet("run", "agents:build", "please book", "--no-color", cwd=here, stdin=typed)
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "book: [a]pprove, [r]eject [reason], [e]dit [JSON]?" in out and says in out
+
+
+def test_no_answer_stops_the_run_with_status_3_and_a_resume_command_that_works(here: Path) -> None:
+    unsaved = rillet("run", "agents:build", "please book", cwd=here)
+    one_line_error(unsaved, 3, "rillet run: stopped at book (")
+    assert "nothing was saved (with --db FILE it could be resumed later)" in unsaved.stderr
+    saved = rillet("run", "agents:build", "please book", "--db", "runs.db", "--checkpoint-id", "trip", cwd=here)
+    one_line_error(saved, 3, "it is saved: rillet resume trip --db runs.db agents:build --approve book")
+    command = saved.stderr.split("it is saved: ")[1].split()
+    resumed = rillet(*command[1:], "--no-color", cwd=here)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "tool said: booked 2 nights in Lisbon" in resumed.stdout
+
+
+def test_json_is_one_object_per_event(here: Path) -> None:
+    result = rillet("run", "agents:team", "please book", "--json", "--approve", "book", cwd=here)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    call = {"id": "c1", "name": "book", "arguments": '{"city": "Lisbon", "nights": 2}'}
+    assert [{k: v for k, v in e.items() if k != "streamed"} for e in events[:2]] == [
+        {
+            "agent": "desk",
+            "run_path": ["desk"],
+            "message": {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "t1", "name": "transfer_to_agent", "arguments": '{"agent_name": "clerk"}'}],
+            },
+        },
+        {
+            "agent": "desk",
+            "run_path": ["desk"],
+            "message": {
+                "role": "tool",
+                "content": "successfully transferred to agent [clerk]",
+                "tool_name": "transfer_to_agent",
+                "tool_call_id": "t1",
+            },
+            "action": {"transfer_to": "clerk"},
+        },
+    ]
+    assert events[2] == {
+        "agent": "clerk",
+        "run_path": ["desk", "clerk"],
+        "message": {"role": "assistant", "content": "Booking.", "tool_calls": [call]},
+        "streamed": True,
+    }
+    (interrupt,) = events[3]["action"]["interrupted"]
+    assert interrupt["address"] == ["agent:desk", "agent:clerk", "tool:book:c1"]
+    assert interrupt["info"] == {"tool": "book", "arguments": {"city": "Lisbon", "nights": 2}}
+    assert [(e["agent"], e["message"]["role"], e["message"]["content"]) for e in events[4:]] == [
+        ("clerk", "tool", "booked 2 nights in Lisbon"),
+        ("clerk", "assistant", "tool said: booked 2 nights in Lisbon"),
+    ]
+    stopped = rillet("run", "agents:build", "please book", "--json", cwd=here, stdin="a\n")  # --json never prompts
+    assert stopped.returncode == 3
+    assert "interrupted" in json.loads(stopped.stdout.splitlines()[-1])["action"]
+
+
+def test_a_session_remembers_the_first_turn_across_processes_and_in_the_chat_loop(here: Path) -> None:
+    first = rillet("run", "agents:build", "I am Ada", "--session", "ada", "--db", "chat.db", "--no-color", cwd=here)
+    assert first.returncode == 0, first.stderr
+    assert "heard: I am Ada" in first.stdout
+    second = rillet("run", "agents:build", "what is my name", "--session", "ada", "--db", "chat.db", "--json", cwd=here)
+    assert second.returncode == 0, second.stderr
+    (answer,) = [json.loads(line) for line in second.stdout.splitlines()]
+    assert answer["message"]["content"] == "heard: I am Ada | what is my name"
+    loop = rillet(
+        "run", "agents:build", "--session", "bo", "--no-color", cwd=here, stdin="I am Bo\n\nwho am I\n/exit\nignored\n"
+    )
+    assert loop.returncode == 0, loop.stderr
+    assert "heard: I am Bo | who am I" in loop.stdout and "ignored" not in loop.stdout
+
+
+def test_any_other_interrupt_takes_its_resume_data_from_the_prompt_or_an_id(here: Path) -> None:
+    typed = rillet("run", "agents:build", "my budget", "--no-color", cwd=here, stdin='{"eur": 500}\n')
+    assert typed.returncode == 0, typed.stderr
+    assert "resume data for " in typed.stdout and "tool said: budget is {'eur': 500}" in typed.stdout
+    stopped = rillet("run", "agents:build", "my budget", "--json", "--db", "r.db", "--checkpoint-id", "b", cwd=here)
+    assert stopped.returncode == 3 and "--approve " in stopped.stderr and "=VALUE" in stopped.stderr
+    (asked,) = json.loads(stopped.stdout.splitlines()[-1])["action"]["interrupted"]
+    assert asked["info"] == {"question": "what is your budget?"}
+    resumed = rillet(
+        "resume", "b", "--db", "r.db", "agents:build", "--json", "--approve", f"{asked['id'][:6]}=cheap", cwd=here
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout.splitlines()[-1])["message"]["content"] == "tool said: budget is 'cheap'"
+
+
+ODD_OUTPUTS = """
+import dataclasses
+import datetime
+
+from pydantic import BaseModel
+
+from rillet import AgentEvent, AgentOutput, BaseAgent
+
+
+class City(BaseModel):
+    name: str
+    when: datetime.date
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+class Oddity(BaseAgent):
+    async def _run(self, input, **options):
+        loop = {"a": 1}
+        loop["self"] = loop
+        values = ({(1, 2): "a tuple key"}, loop, City(name="Lisbon", when=datetime.date(2026, 1, 2)), Point(3), b"ab")
+        for value in values:
+            yield AgentEvent(self.name, output=AgentOutput(customized_output=value))
+
+
+oddity = Oddity("oddity", "emits outputs JSON has no type for")
+"""
+
+
+def test_json_lines_carry_outputs_json_has_no_type_for(tmp_path: Path) -> None:
+    (tmp_path / "odd.py").write_text(ODD_OUTPUTS)
+    result = rillet("run", "odd:oddity", "hi", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    outputs = [json.loads(line)["customized_output"] for line in result.stdout.splitlines()]
+    assert outputs[0] == {"(1, 2)": "a tuple key"}
+    assert outputs[1]["a"] == 1 and isinstance(outputs[1]["self"], dict)  # a cycle is cut, not a crash
+    assert outputs[2:] == [{"name": "Lisbon", "when": "2026-01-02"}, {"x": 3}, "b'ab'"]
+
+
+def test_the_text_transcript_shows_an_agents_typed_output_too(tmp_path: Path) -> None:
+    (tmp_path / "odd.py").write_text(ODD_OUTPUTS)
+    result = rillet("run", "odd:oddity", "hi", "--no-color", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    shown = [line for line in result.stdout.splitlines() if line.startswith("output: ")]
+    assert 'output: {"name": "Lisbon", "when": "2026-01-02"}' in shown and len(shown) == 5
+
+
+def test_a_mistyped_approve_is_named_when_the_run_stops_for_want_of_it(here: Path) -> None:
+    result = rillet("run", "agents:build", "please book", "--db", "runs.db", "--approve", "bok", cwd=here)
+    assert result.returncode == 3
+    assert result.stderr.splitlines()[0] == "rillet run: --approve bok matched no interrupt of this run"
+    assert result.stderr.splitlines()[1].startswith("rillet run: stopped at book (")
+
+
+def test_the_resume_hint_names_a_tool_once_for_its_parallel_calls() -> None:
+    from rillet.cli.drive import Pending, resume_hint
+
+    calls = [Pending(f"id{i}", ("agent:a", f"tool:book:c{i}"), None, "book", {}) for i in range(2)]
+    assert resume_hint("cp", "runs.db", "m:a", calls) == "rillet resume cp --db runs.db m:a --approve book"

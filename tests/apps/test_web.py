@@ -1,0 +1,668 @@
+"""The dev UI's server without a browser: the server-sent records of a run, the resume
+endpoint, the checkpoint browser's API, the shipped page, and the loopback-only rule."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import sys
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from rillet import (
+    ChatModelAgent,
+    FunctionCall,
+    Message,
+    ScriptedModel,
+    SqliteCheckpointStore,
+    StreamWriter,
+    ToolCall,
+    pipe,
+    requires_approval,
+    tool,
+)
+from rillet.web import create_app, is_loopback, serve
+from support.optional import need
+from support.waiting import wait_until
+from support.web_agent import GREETING, build
+
+if TYPE_CHECKING:
+    from starlette.testclient import TestClient
+
+TESTS = Path(__file__).resolve().parents[1]  # holds support/
+
+
+def records(client: TestClient, url: str) -> list[dict[str, Any]]:
+    """The run's records, read from its server-sent events to the end of the run."""
+    out, kind = [], None
+    with client.stream("GET", url) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                record = json.loads(line[6:])
+                assert record["type"] == kind
+                out.append(record)
+    return out
+
+
+def shape(recs: list[dict[str, Any]]) -> list[str]:
+    """The records' types, runs of deltas as one ``delta*``, events with what they carry."""
+    out: list[str] = []
+    for r in recs:
+        t = r["type"]
+        if t == "delta":
+            if out[-1] != "delta*":
+                out.append("delta*")
+            continue
+        if t == "event":
+            t += f" {'/'.join(r['path'])} {r.get('role') or r['action']['kind']}" + (" open" if r.get("open") else "")
+        if t == "run_end":
+            t += " " + r["status"]
+        out.append(t)
+    return out
+
+
+def make_client(app: Any) -> TestClient:
+    """A client of ``app``; the test skips where Starlette is missing (fails under CI)."""
+    return need("starlette.testclient").TestClient(app, base_url="http://127.0.0.1:8000")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def client() -> Any:
+    with make_client(create_app(build())) as c:
+        yield c
+
+
+def start(client: TestClient, text: str = "Book Lisbon") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    response = client.post("/api/runs", json={"text": text})
+    assert response.status_code == 200, response.text
+    run = response.json()
+    return run, records(client, run["events"])
+
+
+def test_a_run_streams_as_records_with_deltas_and_ends_at_its_interrupt(client: TestClient) -> None:
+    run, recs = start(client)
+    assert shape(recs) == [
+        "run_start",
+        "event front_desk assistant open",
+        "delta*",
+        "event_end",
+        "event front_desk tool",
+        "event front_desk/booker assistant open",
+        "event_end",
+        "event front_desk/booker interrupt",
+        "run_end interrupted",
+    ]
+    assert "".join(r["text"] for r in recs if r["type"] == "delta") == GREETING
+    assert len([r for r in recs if r["type"] == "delta"]) > 1
+    ends = [r for r in recs if r["type"] == "event_end"]
+    events = [r for r in recs if r["type"] == "event"]
+    end = ends[0]
+    assert end["content"] == GREETING and end["tool_calls"] == [
+        {"id": "call_transfer", "name": "transfer_to_agent", "arguments": '{"agent_name": "booker"}'}
+    ]
+    assert events[1]["action"] == {"kind": "transfer", "to": "booker"} and events[1]["tool_name"] == "transfer_to_agent"
+    [ask] = recs[-2]["action"]["interrupts"]
+    assert ask["address"] == ["agent:front_desk", "agent:booker", "tool:book_hotel:call_book"]
+    assert ask["info"] == {"tool": "book_hotel", "arguments": {"city": "Lisbon", "nights": 2}}
+    assert recs[-1] == {
+        "type": "run_end",
+        "run": run["run"],
+        "status": "interrupted",
+        "checkpoint_id": run["checkpoint_id"],
+    }
+    # a page that connects late gets the whole run again, from its first record
+    assert records(client, run["events"]) == recs
+
+
+def _interrupt_id(recs: list[dict[str, Any]]) -> str:
+    return str(recs[-2]["action"]["interrupts"][0]["id"])
+
+
+@pytest.mark.parametrize(
+    ("decision", "tool_result"),
+    [
+        ({"decision": "approve"}, "booked 2 nights in Lisbon, confirmation H-311"),
+        (
+            {"decision": "edit", "arguments": {"city": "Porto", "nights": 3}},
+            "booked 3 nights in Porto, confirmation H-311",
+        ),
+        ({"decision": "reject", "reason": "too dear"}, "The user rejected this call of book_hotel (too dear)."),
+    ],
+)
+def test_the_resume_endpoint_answers_the_interrupt_and_the_run_goes_on(
+    client: TestClient, decision: dict[str, Any], tool_result: str
+) -> None:
+    run, recs = start(client)
+    response = client.post(
+        "/api/resume", json={"checkpoint_id": run["checkpoint_id"], "targets": {_interrupt_id(recs): decision}}
+    )
+    assert response.status_code == 200, response.text
+    resumed = records(client, response.json()["events"])
+    assert shape(resumed) == [
+        "run_start",
+        "event front_desk/booker tool",
+        "event front_desk/booker assistant open",
+        "delta*",
+        "event_end",
+        "run_end done",
+    ]
+    assert resumed[0]["kind"] == "resume"
+    assert resumed[1]["tool_name"] == "book_hotel" and resumed[1]["content"].startswith(tool_result)
+    assert resumed[-2]["content"].startswith("All set: " + tool_result)
+    assert client.get("/api/checkpoints").json() == []  # a finished resume deletes its checkpoint
+
+
+def test_a_resume_that_cannot_run_is_refused_with_the_reason(client: TestClient) -> None:
+    run, recs = start(client)
+    bad_body = client.post("/api/resume", json={"checkpoint_id": run["checkpoint_id"]})
+    assert bad_body.status_code == 400 and '"targets"' in bad_body.json()["error"]
+    missing = client.post("/api/resume", json={"checkpoint_id": "nope", "targets": {}})
+    assert missing.status_code == 409
+    assert missing.json()["error"] == "CheckpointNotFoundError: checkpoint[nope] not exist"
+    unknown = client.post("/api/resume", json={"checkpoint_id": run["checkpoint_id"], "targets": {"x": "approve"}})
+    assert unknown.status_code == 409
+    assert "resume targets ['x'] are not interrupts of" in unknown.json()["error"]
+    assert _interrupt_id(recs) in unknown.json()["error"]
+    assert [c["id"] for c in client.get("/api/checkpoints").json()] == [run["checkpoint_id"]]  # kept
+
+
+def test_a_message_must_be_non_empty_text(client: TestClient) -> None:
+    for body in ({}, {"text": ""}, {"text": 3}, [1]):
+        response = client.post("/api/runs", json=body)
+        assert response.status_code == 400
+        assert response.json() == {"error": 'POST /api/runs takes JSON {"text": "your message"} with a non-empty text'}
+    assert client.get("/api/runs/nope/events").status_code == 404
+
+
+def test_the_checkpoint_browser_lists_and_decodes_a_sqlite_store(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    with make_client(create_app(build(), store=store)) as client:
+        run, recs = start(client, "Book me Lisbon")
+        [listed] = client.get("/api/checkpoints").json()
+        assert listed["id"] == run["checkpoint_id"] and listed["size"] == len(store.get(run["checkpoint_id"]) or b"")
+        assert 0 <= listed["age"] < 60
+        view = client.get(f"/api/checkpoints/{run['checkpoint_id']}").json()
+        assert view["agent"]["name"] == "front_desk"
+        assert view["input"] == [{"role": "user", "content": "Book me Lisbon"}]
+        assert [(e["path"], e.get("role")) for e in view["events"]] == [
+            (["front_desk"], "assistant"),
+            (["front_desk"], "tool"),
+            (["front_desk", "booker"], "assistant"),
+        ]
+        assert view["events"][0]["content"] == GREETING
+        roots = [i for i in view["interrupts"] if i["root_cause"]]
+        assert [(i["id"], i["state"]) for i in roots] == [
+            (_interrupt_id(recs), {"arguments": '{"city": "Lisbon", "nights": 2}'})
+        ]
+        missing = client.get("/api/checkpoints/nope")
+        assert missing.status_code == 404 and missing.json() == {"error": "no checkpoint 'nope' in the store"}
+        store.set("broken", b"RCK\x01\x00\x00\x00\x00junk")
+        broken = client.get("/api/checkpoints/broken")
+        assert broken.status_code == 422 and broken.json()["error"].startswith(
+            "CheckpointCorruptError: checkpoint[broken] fails its checksum"
+        )
+
+
+def test_a_finished_turn_is_history_for_the_next(client: TestClient) -> None:
+    model = ScriptedModel(lambda messages, tools: f"you said {len(messages)} things")
+    agent = ChatModelAgent("echo", description="echoes", model=model)
+    with make_client(create_app(agent)) as c:
+        start(c, "one")
+        _, recs = start(c, "two")
+        assert recs[-2]["content"] == "you said 3 things"  # one, its answer, two
+        assert [(m.role, m.content) for m in model.calls[1].messages] == [
+            ("user", "one"),
+            ("assistant", "you said 1 things"),
+            ("user", "two"),
+        ]
+        assert c.post("/api/reset", json={}).status_code == 200
+        _, recs = start(c, "three")
+        assert recs[-2]["content"] == "you said 1 things"
+
+
+def test_the_page_and_its_assets_ship_in_the_package_and_fetch_nothing_from_elsewhere(client: TestClient) -> None:
+    static = resources.files("rillet.web") / "static"
+    for name, kind in (("index.html", "text/html"), ("app.js", "text/javascript"), ("app.css", "text/css")):
+        text = (static / name).read_text()
+        assert "http://" not in text and "https://" not in text, name
+        response = client.get("/" if name == "index.html" else f"/static/{name}")
+        assert response.status_code == 200 and response.headers["content-type"].startswith(kind)
+        assert response.text == text
+    assert client.get("/static/../app.py").status_code == 404
+    tree = client.get("/api/agent").json()
+    assert [(tree["name"], tree["kind"]), [s["name"] for s in tree["sub_agents"]]] == [
+        ("front_desk", "ChatModelAgent"),
+        ["booker"],
+    ]
+
+
+def test_only_loopback_hosts_unless_allowed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "192.168.1.4", "::", "example.com"))
+    need("uvicorn")
+    ran: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        "uvicorn.Server.run", lambda self: ran.append({"host": self.config.host, "port": self.config.port})
+    )
+    with pytest.raises(ValueError, match=r"refusing to listen on '0.0.0.0'.*--allow-remote"):
+        serve(build(), db=None, host="0.0.0.0")
+    assert ran == []
+    serve(build(), db=None, host="0.0.0.0", port=8123, allow_remote=True)
+    assert ran == [{"host": "0.0.0.0", "port": 8123}]
+    assert "WARNING: listening on 0.0.0.0:8123, reachable from other machines" in capsys.readouterr().err
+    serve(build(), db=None, port=8124)
+    assert ran[-1]["host"] == "127.0.0.1"
+
+
+def _main(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rillet.cli", "web", *args], cwd=TESTS, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_rillet_web_says_what_is_wrong_in_one_line() -> None:
+    remote = _main("support.web_agent:build", "--host", "0.0.0.0")
+    assert remote.returncode == 2 and remote.stderr.startswith("rillet web: --host 0.0.0.0 is not a loopback address")
+    missing = _main("support.web_agent:nothing")
+    assert missing.returncode == 2
+    assert missing.stderr == "rillet web: 'support.web_agent:nothing': support.web_agent has no attribute 'nothing'\n"
+
+
+def test_rillet_web_refuses_a_file_that_is_not_a_checkpoint_store(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    result = _main("support.web_agent:build", "--db", str(text))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"rillet web: SqliteCheckpointStore: {str(text)!r} is not a SQLite database")
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_page_of_another_site_cannot_run_the_agent(client: TestClient) -> None:
+    """The server runs tools for whoever asks: a page on another origin (a form or a
+    no-preflight fetch with a text/plain body) and a name rebound to 127.0.0.1 are refused."""
+    body = '{"text": "Book Lisbon"}'
+    cross = client.post(
+        "/api/runs", content=body, headers={"Origin": "https://evil.example", "Content-Type": "text/plain"}
+    )
+    assert (cross.status_code, cross.json()["error"]) == (
+        403,
+        "rillet web: refusing a request from the page of another site (Origin https://evil.example)",
+    )
+    plain = client.post("/api/runs", content=body, headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 415 and "Content-Type: application/json" in plain.json()["error"]
+    rebound = client.get("/api/checkpoints", headers={"Host": "evil.example:8000"})
+    assert rebound.status_code == 403
+    assert rebound.json()["error"].startswith("rillet web: refusing Host 'evil.example:8000'")
+    same = client.post("/api/runs", json={"text": "Book Lisbon"}, headers={"Origin": "http://127.0.0.1:8000"})
+    assert same.status_code == 200, same.text
+    records(client, same.json()["events"])
+
+
+STUCK = '''
+import time
+
+from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, tool
+
+
+@tool
+def wait() -> str:
+    """Waits a long time."""
+    time.sleep(120)
+    return "waited"
+
+
+def reply(messages, tools=None):
+    return Message.assistant("", [ToolCall(index=0, id="w1", function=FunctionCall("wait", "{}"))])
+
+
+agent = ChatModelAgent("stuck", description="waits", model=ScriptedModel(reply), tools=[wait])
+'''
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_server_while_a_page_watches_a_run_in_progress(tmp_path: Path) -> None:
+    import signal
+    import socket
+    import urllib.request
+
+    need("uvicorn")
+    (tmp_path / "stuck.py").write_text(STUCK)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rillet.cli", "web", "stuck:agent", "--port", str(port)],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(base + "/api/agent", timeout=5).close()
+            return True
+        except OSError:
+            return False
+
+    try:
+        wait_until(answers, "rillet web to answer")
+        post = urllib.request.Request(base + "/api/runs", data=b'{"text": "go"}', method="POST")
+        post.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(post, timeout=5) as response:
+            events = json.load(response)["events"]
+        watching = urllib.request.urlopen(base + events, timeout=30)  # the page's stream, open
+        read: list[bytes] = []
+        reader = threading.Thread(target=lambda: read.append(watching.read()), daemon=True)
+        reader.start()
+        server.send_signal(signal.SIGINT)  # the page's stream is open: its headers came
+        assert server.wait(timeout=20) == 0
+        reader.join(20)
+        watching.close()
+        last = json.loads([line for line in read[0].decode().splitlines() if line.startswith("data: ")][-1][6:])
+        # the page says the run was cut: Ctrl-C ended its stream (the shutdown's grace would end it silently)
+        assert (last["type"], last["status"]) == ("run_end", "stopped")
+        assert server.stderr is not None and "Traceback" not in server.stderr.read()
+    finally:
+        server.kill()
+        server.wait()
+        assert server.stderr is not None
+        server.stderr.close()
+
+
+LIMIT = 1 << 20  # the documented default of max_body
+
+
+def test_a_body_over_the_limit_is_refused_with_413_saying_the_limit(client: TestClient) -> None:
+    big = json.dumps({"text": "x" * LIMIT})
+    for path in ("/api/runs", "/api/resume"):
+        response = client.post(path, content=big, headers={"Content-Type": "application/json"})
+        assert response.status_code == 413, response.text
+        assert response.json()["error"].startswith(f"rillet web: a request body may be at most {LIMIT} bytes")
+    assert client.get("/api/checkpoints").json() == []  # nothing ran
+    small = create_app(build(), max_body=64)
+    with make_client(small) as c:
+        assert c.post("/api/runs", json={"text": "x" * 64}).status_code == 413
+        run = c.post("/api/runs", json={"text": "Book"})  # 16 bytes
+        assert run.status_code == 200, run.text
+        records(c, run.json()["events"])
+    with pytest.raises(ValueError, match=r"max_body=0.*in bytes"):
+        create_app(build(), max_body=0)
+
+
+def test_a_chunked_body_without_a_length_is_refused_at_the_limit_unread() -> None:
+    """A client that sends chunks with no Content-Length and never stops: the server stops
+    reading once the limit is passed, and answers 413 (here straight through ASGI, counting
+    what it asked for; the next test goes through uvicorn)."""
+    chunk, offered, read = b"x" * 65536, 64 * LIMIT, [0]
+
+    async def receive() -> dict[str, Any]:
+        read[0] += len(chunk)
+        return {"type": "http.request", "body": chunk, "more_body": read[0] < offered}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/runs",
+        "raw_path": b"/api/runs",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+    asyncio.run(create_app(build())(scope, receive, send))
+    assert sent[0]["status"] == 413
+    assert json.loads(sent[1]["body"])["error"].startswith(f"rillet web: a request body may be at most {LIMIT}")
+    assert read[0] <= LIMIT + len(chunk), f"read {read[0]} bytes of a body refused at {LIMIT}"
+
+
+@pytest.mark.anyio
+async def test_uvicorn_answers_413_to_a_chunked_body_over_the_limit_and_closes() -> None:
+    """Through the server `rillet web` runs: a chunked body with no length, one chunk past the
+    limit and not ended, gets its 413 at once, and the server closes the connection instead of
+    reading on (the client stops sending at the limit: a server that closes with bytes
+    unread resets the connection, which can drop the answer before the client reads it)."""
+    need("uvicorn")
+    from support.web_server import serving
+
+    async with serving(create_app(build())) as url:
+        reader, writer = await asyncio.open_connection("127.0.0.1", int(url.rpartition(":")[2]))
+        writer.write(
+            b"POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        for _ in range(LIMIT // 65536 + 1):
+            writer.write(b"10000\r\n" + b"x" * 65536 + b"\r\n")
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        assert head.startswith(b"HTTP/1.1 413 "), head
+        [length] = [int(h.split(b":")[1]) for h in head.lower().split(b"\r\n") if h.startswith(b"content-length:")]
+        body = json.loads(await asyncio.wait_for(reader.readexactly(length), 30))
+        assert body["error"].startswith(f"rillet web: a request body may be at most {LIMIT} bytes")
+        assert await asyncio.wait_for(reader.read(), 30) == b""  # closed, not waiting for the rest
+        writer.close()
+
+
+class Hold:
+    """What a tool or model call does in a run that waits for ever: it says it started, and
+    whether it saw CancelledError (threading events: it runs on rillet's loop, not the test's).
+    A model that streams then stalls says, once ``release``d, whether its reader was closed."""
+
+    def __init__(self) -> None:
+        self.started, self.cancelled, self.release = threading.Event(), threading.Event(), threading.Event()
+
+    async def __call__(self) -> None:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
+    async def stall(self, writer: StreamWriter[Message]) -> None:
+        await writer.asend(Message.assistant("Thinking"))
+        self.started.set()
+        await asyncio.get_running_loop().run_in_executor(None, self.release.wait, 30)
+        if not await writer.asend(Message.assistant(" more")):  # nobody reads it any more
+            self.cancelled.set()
+        writer.close()
+
+
+class HeldModel:
+    """A model whose call on the message "hold" waits (a slow model), or streams a word and
+    stalls (``stream``); others answer at once."""
+
+    def __init__(self, hold: Hold, stream: bool) -> None:
+        self.hold, self.stalls = hold, stream
+        self.answer = ScriptedModel(lambda messages, tools: f"hello after {len(messages)}")
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def generate(self, messages: list[Message], *, tools: Any = None, **options: Any) -> Message:
+        raise AssertionError("the dev UI streams")
+
+    async def stream(self, messages: list[Message], *, tools: Any = None, **options: Any) -> Any:
+        if messages[-1].content == "hold" and self.stalls:
+            reader, writer = pipe()
+            self.tasks.add(asyncio.ensure_future(self.hold.stall(writer)))
+            return reader
+        if messages[-1].content == "hold":
+            await self.hold()
+        return await self.answer.stream(messages, tools=tools, **options)
+
+
+def held_agent(where: str, hold: Hold) -> ChatModelAgent:
+    """An agent whose run on "hold" waits in a tool call, in the model call, or in the model's
+    stream (``where``)."""
+
+    @tool
+    async def wait() -> str:
+        """Waits for ever."""
+        await hold()
+        return "never"
+
+    if where != "tool":
+        return ChatModelAgent("held", description="waits", model=HeldModel(hold, stream=where == "stream"))
+
+    def reply(messages: list[Message], tools: Any) -> Message | str:
+        if messages[-1].content == "hold":
+            return Message.assistant("", [ToolCall(index=0, id="w1", function=FunctionCall("wait", "{}"))])
+        return f"hello after {len(messages)}"
+
+    return ChatModelAgent("held", description="waits", model=ScriptedModel(reply), tools=[wait])
+
+
+async def sse_records(http: Any, url: str) -> list[dict[str, Any]]:
+    """The run's records, read to its end (a run that never ends fails the test in 30 s)."""
+
+    async def read() -> list[dict[str, Any]]:
+        async with http.stream("GET", url) as page:
+            return [json.loads(line[6:]) async for line in page.aiter_lines() if line.startswith("data: ")]
+
+    return await asyncio.wait_for(read(), 30)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("where", ["tool", "model", "stream"])
+async def test_a_run_whose_page_leaves_is_cancelled_quietly_and_the_next_run_works(
+    where: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    need("uvicorn")
+    import gc
+
+    import httpx
+    from support.web_server import serving
+
+    caplog.set_level(logging.WARNING)
+    hold = Hold()
+    async with serving(create_app(held_agent(where, hold))) as url, httpx.AsyncClient(base_url=url) as http:
+        run = (await http.post("/api/runs", json={"text": "hold"})).json()
+        async with http.stream("GET", run["events"]):  # the page, open while the run waits ...
+            assert await asyncio.to_thread(hold.started.wait, 30)
+        # ... and closed (a tab closed, a reload): the run ends, its call in flight is cancelled
+        left = await sse_records(http, run["events"])  # a page that comes back sees how it ended
+        hold.release.set()
+        assert await asyncio.to_thread(hold.cancelled.wait, 30), f"the {where} call went on after its page left"
+        assert left[-1] == {
+            "type": "run_end",
+            "run": run["run"],
+            "status": "cancelled",
+            "checkpoint_id": run["checkpoint_id"],
+        }
+        assert not any("error" in r for r in left), left
+        nxt = (await http.post("/api/runs", json={"text": "hi"})).json()
+        recs = await sse_records(http, nxt["events"])
+        assert (recs[-2]["content"], recs[-1]["status"]) == ("hello after 1", "done")  # not part of the history
+        assert (await http.get("/api/checkpoints")).json() == []
+    for thread in threading.enumerate():
+        if thread.name.startswith("rillet-web-"):
+            thread.join(30)  # the runs' consumers have ended
+            assert not thread.is_alive(), thread.name
+    gc.collect()  # a task destroyed while pending would say so now
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+@pytest.mark.anyio
+async def test_a_run_paused_at_an_interrupt_keeps_its_checkpoint_when_its_page_leaves() -> None:
+    need("uvicorn")
+    import httpx
+    from support.web_server import serving
+
+    async with serving(create_app(build())) as url, httpx.AsyncClient(base_url=url) as http:
+        run = (await http.post("/api/runs", json={"text": "Book Lisbon"})).json()
+        async with http.stream("GET", run["events"]) as page:
+            async for line in page.aiter_lines():
+                if line.startswith("data: ") and '"kind": "interrupt"' in line:
+                    interrupt = json.loads(line[6:])["action"]["interrupts"][0]["id"]
+                    break  # the page goes as soon as it sees the question
+        recs = await sse_records(http, run["events"])
+        assert recs[-1]["status"] == "interrupted"
+        assert [c["id"] for c in (await http.get("/api/checkpoints")).json()] == [run["checkpoint_id"]]
+        answer = {"checkpoint_id": run["checkpoint_id"], "targets": {interrupt: {"decision": "approve"}}}
+        resumed = (await http.post("/api/resume", json=answer)).json()
+        assert (await sse_records(http, resumed["events"]))[-1]["status"] == "done"
+
+
+@pytest.mark.anyio
+async def test_a_resume_whose_page_leaves_is_cancelled_and_its_checkpoint_can_be_answered_again() -> None:
+    need("uvicorn")
+    import httpx
+    from support.web_server import serving
+
+    hold = Hold()
+
+    async def book(city: str) -> str:
+        """Books a room.
+
+        Args:
+            city: where.
+        """
+        if not hold.cancelled.is_set():  # the first approved call waits, until its page goes
+            await hold()
+        return f"booked {city}"
+
+    def reply(messages: list[Message], tools: Any) -> Message | str:
+        if messages[-1].role == "user":
+            return Message.assistant(
+                "", [ToolCall(index=0, id="b1", function=FunctionCall("book", '{"city": "Oslo"}'))]
+            )
+        return f"done: {messages[-1].content}"
+
+    agent = ChatModelAgent("desk", description="books", model=ScriptedModel(reply), tools=[requires_approval(book)])
+    async with serving(create_app(agent)) as url, httpx.AsyncClient(base_url=url) as http:
+        run = (await http.post("/api/runs", json={"text": "Oslo"})).json()
+        recs = await sse_records(http, run["events"])
+        answer = {"checkpoint_id": run["checkpoint_id"], "targets": {_interrupt_id(recs): {"decision": "approve"}}}
+        resumed = (await http.post("/api/resume", json=answer)).json()
+        async with http.stream("GET", resumed["events"]):
+            assert await asyncio.to_thread(hold.started.wait, 30)
+        assert (await sse_records(http, resumed["events"]))[-1]["status"] == "cancelled"
+        assert await asyncio.to_thread(hold.cancelled.wait, 30)
+        assert [c["id"] for c in (await http.get("/api/checkpoints")).json()] == [run["checkpoint_id"]]
+        again = await http.post("/api/resume", json=answer)  # its claim was released: resumable
+        assert again.status_code == 200, again.text
+        last = await sse_records(http, again.json()["events"])
+        assert (last[-2]["content"], last[-1]["status"]) == ("done: booked Oslo", "done")
+
+
+def test_a_run_no_page_has_opened_yet_runs_on() -> None:
+    """A script may start a run and read its events later: only a page that goes cancels it."""
+    started, go = threading.Event(), threading.Event()
+
+    @tool
+    async def wait() -> str:
+        """Waits to be let go."""
+        started.set()
+        await asyncio.to_thread(go.wait, 30)
+        return "went on"
+
+    def reply(messages: list[Message], tools: Any) -> Message | str:
+        if messages[-1].role == "user":
+            return Message.assistant("", [ToolCall(index=0, id="w1", function=FunctionCall("wait", "{}"))])
+        return f"done: {messages[-1].content}"
+
+    agent = ChatModelAgent("waits", description="waits", model=ScriptedModel(reply), tools=[wait])
+    with make_client(create_app(agent)) as c:
+        run = c.post("/api/runs", json={"text": "go"}).json()
+        assert started.wait(30)  # the run is in its tool, and nobody reads its events
+        go.set()
+        recs = records(c, run["events"])
+    assert (recs[-2]["content"], recs[-1]["status"]) == ("done: went on", "done")

@@ -1,0 +1,183 @@
+"""The dev UI in a real browser: Playwright driving Debian's chromium, headless, against
+`python -m rillet.web` on loopback. Each state's screenshot goes to .test-output/web/ (not
+committed) to be looked at. Where no browser can be found the tests skip, and fail under
+CI=true (tests/support/optional.py)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.optional import need, skip_or_fail
+from support.web_agent import GREETING
+from support.web_server import web_server
+
+pytestmark = pytest.mark.slow
+
+SHOTS = Path(__file__).resolve().parents[2] / ".test-output" / "web"
+QUESTION = "Book me two nights in Lisbon"
+TIMEOUT_MS = 20_000
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    skip_or_fail("no chromium to drive (install it with: apt-get install -y chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = need("playwright.sync_api")
+    executable = _chromium()
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=["--no-sandbox"], headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any, tmp_path: Path) -> Iterator[Any]:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with web_server("support.web_agent:build", tmp_path / "runs.db") as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 820})
+        pg = context.new_page()
+        pg.set_default_timeout(TIMEOUT_MS)
+        pg.goto(url)
+        pg.wait_for_selector("#agent-name:has-text('front_desk')")
+        try:
+            yield pg
+        finally:
+            context.close()
+
+
+def shot(page: Any, name: str) -> None:
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def send(page: Any, text: str = QUESTION) -> None:
+    page.fill("#chat-input", text)
+    page.click("#send")
+
+
+def test_a_message_streams_its_tokens_into_the_timeline_and_the_chat(page: Any) -> None:
+    send(page)
+    # caught mid-stream: a card that holds some tokens and has not ended
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#timeline .card')].some(c => c.querySelector('.token') && !c.classList.contains('ended'))"
+    )
+    partial = page.eval_on_selector("#timeline .card:not(.ended) .text", "e => e.textContent")
+    shot(page, "1-streaming")
+    assert 0 < len(partial) < len(GREETING) and GREETING.startswith(partial)
+
+    card = page.locator("#timeline .card.assistant.ended").first
+    card.wait_for()
+    assert card.locator(".text").text_content() == GREETING
+    assert card.locator(".token").count() == 0  # the whole message replaced the tokens at its end
+    assert "transfer_to_agent" in card.locator(".tool-call").text_content()
+    assert page.locator("#chat .bubble.assistant").first.locator(".text").text_content() == GREETING
+
+
+def test_the_run_path_tree_nests_the_agent_transferred_to(page: Any) -> None:
+    send(page)
+    nested = page.locator("#tree .node[data-agent=front_desk] .node[data-agent=booker]")
+    nested.wait_for()
+    page.wait_for_selector("#status:has-text('waiting for approval')")
+    shot(page, "2-tree-after-transfer")
+    assert page.locator("#tree > .node").count() == 1
+    assert "⚙ book_hotel" in nested.locator(".tools").text_content()
+    assert page.locator("#timeline .act", has_text="transfer to booker").count() == 1
+
+
+def test_approving_the_interrupt_resumes_the_run_to_its_end(page: Any) -> None:
+    send(page)
+    box = page.locator("#chat .approval")
+    box.wait_for()
+    assert "Approve the call of book_hotel?" in box.text_content()
+    assert '"city": "Lisbon"' in box.locator("pre").text_content()
+    shot(page, "3-interrupt")
+    assert page.locator("#tree .node.interrupted").count() == 1  # booker is marked paused
+    box.locator("button.approve").click()
+    page.wait_for_selector("#timeline .run-end.done")
+    page.wait_for_selector("#status:has-text('done')")
+    assert page.locator("#tree .node.interrupted").count() == 0  # the resume ran it: no longer paused
+    shot(page, "4-approved-done")
+    answer = page.locator("#chat .bubble.assistant").last.locator(".text").text_content()
+    assert answer == "All set: booked 2 nights in Lisbon, confirmation H-311. Enjoy Lisbon!"
+    assert "answered: approve" in box.text_content()
+    # the finished resume deleted its checkpoint
+    page.wait_for_selector("#checkpoints :text('No checkpoints')")
+
+
+def test_rejecting_with_a_reason_sends_it_to_the_model(page: Any) -> None:
+    send(page)
+    box = page.locator("#chat .approval")
+    box.wait_for()
+    reason = box.locator("input.reason")
+    # its placeholder, "reason (for reject)", is not cut off in the narrow chat column
+    room, needed = reason.evaluate(
+        "e => { const s = getComputedStyle(e), c = document.createElement('canvas').getContext('2d');"
+        " c.font = s.font; return [e.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight),"
+        " c.measureText(e.placeholder).width]; }"
+    )
+    assert room >= needed
+    reason.fill("too expensive")
+    box.locator("button.reject").click()
+    page.wait_for_selector("#timeline .run-end.done")
+    answer = page.locator("#chat .bubble.assistant").last.locator(".text").text_content()
+    assert "rejected this call of book_hotel (too expensive)" in answer
+    # a second turn calls book_hotel again: the tree counts the calls on one chip
+    send(page)
+    page.locator("#chat .approval").nth(1).wait_for()
+    chips = page.locator("#tree .node[data-agent=booker] .tool-chip")
+    assert chips.all_text_contents() == ["⚙ book_hotel \u00d72"]
+
+
+def test_a_checkpoint_opens_decoded_and_can_be_approved_from_there(page: Any) -> None:
+    send(page)
+    page.wait_for_selector("#status:has-text('waiting for approval')")
+    row = page.locator("#checkpoints tr[data-checkpoint]")
+    row.wait_for()
+    row.locator("button.open").click()
+    view = page.locator("#checkpoint-view")
+    view.locator(".cp-interrupt.root").wait_for()
+    shot(page, "5-checkpoint")
+    assert f"user: {QUESTION}" in view.text_content()
+    assert (
+        "agent:front_desk / agent:booker / tool:book_hotel:call_book"
+        in view.locator(".cp-interrupt.root").text_content()
+    )
+    assert "front_desk\u203abooker" in view.locator(".cp-events").text_content()
+    view.locator(".cp-interrupt.root button.approve").click()
+    page.wait_for_selector("#timeline .run-end.done")
+    assert "Enjoy Lisbon!" in page.locator("#chat .bubble.assistant").last.text_content()
+
+
+def test_parallel_lanes_sit_side_by_side_in_the_tree(browser: Any) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with web_server("support.web_agent:build_parallel", None) as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 820})
+        try:
+            pg = context.new_page()
+            pg.set_default_timeout(TIMEOUT_MS)
+            pg.goto(url)
+            pg.wait_for_selector("#agent-name:has-text('trip')")
+            send(pg, "Plan a weekend")
+            pg.wait_for_selector("#timeline .run-end.done")
+            shot(pg, "6-parallel-lanes")
+            weather = pg.locator(".node[data-agent=research] > .lanes > .node[data-agent=weather]").bounding_box()
+            prices = pg.locator(".node[data-agent=research] > .lanes > .node[data-agent=prices]").bounding_box()
+            writer = pg.locator(".node[data-agent=research] > .children:not(.lanes) > .node[data-agent=writer]")
+            assert weather is not None and prices is not None and writer.count() == 1
+            assert abs(weather["y"] - prices["y"]) < 2 and prices["x"] > weather["x"] + weather["width"] / 2
+            checker = writer.locator(".children:not(.lanes) > .node[data-agent=fact_checker]")
+            assert checker.locator(".badge.tool").text_content() == "agent tool"
+            assert "⚙ fact_checker" in writer.locator("> .tools").text_content()
+        finally:
+            context.close()

@@ -1,0 +1,46 @@
+"""The approval helpers (approve, reject, edit, requires_approval) next to each other in rillet, their
+argument checks, and an edit decision running the tool with the person's arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall
+
+
+def agent(name: str, script: list[Any], tools: list[Any] | None = None) -> ChatModelAgent:
+    return ChatModelAgent(name, description=f"the {name} agent", model=ScriptedModel(script), tools=tools or [])
+
+
+def call_msg(name: str, args: str, id: str = "c1") -> Message:
+    return Message.assistant(tool_calls=[ToolCall(index=0, id=id, function=FunctionCall(name, args))])
+
+
+def test_approval_helpers_are_exported_next_to_requires_approval() -> None:
+    import rillet
+    import rillet.approval
+
+    for name in ("approve", "reject", "edit", "requires_approval", "ApprovalDecision"):
+        assert name in rillet.__all__ and getattr(rillet, name) is getattr(rillet.approval, name)
+    assert rillet.approve() == {"decision": "approve"}
+    assert rillet.reject("too dear") == {"decision": "reject", "reason": "too dear"}
+    assert rillet.edit({"amount": 3}) == {"decision": "edit", "arguments": {"amount": 3}}
+    with pytest.raises(TypeError, match="edit.arguments.: arguments must be a dict"):
+        rillet.edit('{"amount": 3}')  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="reason must be a str"):
+        rillet.reject(3)  # type: ignore[arg-type]
+
+
+def test_edit_runs_the_tool_with_the_persons_arguments() -> None:
+    from rillet import InMemoryCheckpointStore, edit, requires_approval, tool
+
+    def pay(amount: int) -> str:
+        """Pays an amount."""
+        return f"paid {amount}"
+
+    a = agent("a", [call_msg("pay", '{"amount": 500}'), "done"], [requires_approval(tool(pay))])
+    runner = Runner(a, checkpoint_store=InMemoryCheckpointStore())
+    ask = list(runner.query("pay", checkpoint_id="e"))[-1].action.interrupted.interrupt_contexts[0]
+    events = list(runner.resume("e", targets={ask.id: edit({"amount": 5})}))
+    assert events[0].message_output.get_message().content == "paid 5"
