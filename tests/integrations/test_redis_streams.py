@@ -8,7 +8,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -330,12 +329,10 @@ def test_a_run_that_never_ends_times_out_with_why(redis_url: str) -> None:
         assert (await anext(events)).message_output is not None
         publishing = asyncio.create_task(anext(events))
         got: list[Any] = []
-        started = time.monotonic()
         with pytest.raises(EventStreamTimeoutError, match=r"within 0.5 s; the run has not ended: is its publisher"):
             async with RedisStreamSource(rid, url=redis_url, timeout=0.5) as src:
                 async for ev in src:
                     got.append(await arow(ev))
-        assert time.monotonic() - started < 5
         assert [r[6]["content"] for r in got] == ["hello"]
         with pytest.raises(EventStreamTimeoutError, match="the stream does not exist: no RedisStreamSink published"):
             await read_rows(redis_url, "no-such-run", timeout=0.2)
