@@ -18,7 +18,7 @@ _logging.getLogger("rillet").addHandler(_logging.NullHandler())
 # The public surface, written once: each name under the module that defines it ("rillet": a
 # submodule). __getattr__ below loads a name on first use, __all__ lists them, and the imports
 # under `if TYPE_CHECKING:` (what type checkers and editors see) are written from this table by
-# scripts/public-api. tests/test_public_api.py checks the three against it. No module of rillet
+# scripts/public-api. tests/contract/test_public_api.py checks the three against it. No module of rillet
 # may be named like one of these names (the import system would bind the module over it).
 # fmt: off
 _PUBLIC: dict[str, tuple[str, ...]] = {

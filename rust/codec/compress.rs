@@ -16,7 +16,7 @@
 //!
 //! The compressor is `lz4_flex` with its fast (unsafe) encoder and its bounds-checked decoder
 //! (`checked-decode`: a corrupt or hostile block is an error, never a read or write out of
-//! bounds; tests/test_codec_compress.py and the fuzz target feed it such blocks). Its
+//! bounds; tests/data/test_codec_compress.py and the fuzz target feed it such blocks). Its
 //! safe-only build cost 4.1 M instructions to compress the 300 kB checkpoint of
 //! benches/bench_checkpoint_store.py and 2.9 M to decompress it, against 3.1 M and 1.5 M.
 

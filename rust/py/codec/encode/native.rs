@@ -8,7 +8,7 @@
 //! keys (`name`, `tool_call_id`...) and `extra`'s keys, which were new strs each time, and
 //! every value str was new. So here an interned key is noted by its real address, and
 //! everything that was new is noted with `note_fresh`, which uses up table capacity the same
-//! way but can never be shared. `tests/test_codec_messages.py` compares both paths byte for
+//! way but can never be shared. `tests/data/test_codec_native_messages.py` compares both paths byte for
 //! byte.
 //!
 //! A value the fast path cannot write on its own (an `extra` value that is a Python object,
