@@ -147,14 +147,12 @@ class Session:
             places[i][j] = place
         return places
 
-    def join(self, lanes: list[Session], base: int | None = None) -> None:
+    def join(self, lanes: list[Session], base: int) -> None:
         """Commits the events the ``lanes`` recorded beyond their first ``base`` (the length of
-        this log when they were made; default: its length now), in recording order, after what
-        this log gained meanwhile (its own agent went on while they ran)."""
+        this log when they were made), in recording order, after what this log gained meanwhile
+        (its own agent went on while they ran)."""
         with self.lock:
             self._settle()
-            if base is None:
-                base = len(self.events)
             new = sorted(
                 (stamp, i, j, ev)
                 for i, lane in enumerate(lanes)

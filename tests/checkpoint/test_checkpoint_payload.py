@@ -312,12 +312,13 @@ def test_restored_lanes_join_in_lane_order_before_new_events() -> None:
     parent = Session()
     parent.record(AgentEvent("before"))
     lanes = [parent.lane() for _ in range(3)]
+    base = len(lanes[0].events)
     for i, lane in enumerate(lanes):
         lane.restore([AgentEvent(f"saved {i}.0"), AgentEvent(f"saved {i}.1")])
     lanes[2].record(AgentEvent("new 2"))
     time.sleep(0.001)
     lanes[0].record(AgentEvent("new 0"))
-    parent.join(lanes)
+    parent.join(lanes, base)
     assert [e.agent_name for e in parent.events] == [
         "before",
         "saved 0.0",
