@@ -34,7 +34,7 @@ use crate::py::errors::{self, Class};
 use crate::py::message::Message;
 use crate::py::util::{
     deadline_after, empty, generic_alias, refuse_inside_event_loop, resolve_future, resolver,
-    wait_slice,
+    runs_here, wait_slice,
 };
 use crate::stream::{Chunk, Deferred, Pipe, Poll, SendError, Tee, TeeWait, Waker};
 
@@ -104,7 +104,8 @@ type PyPoll = Poll<Py<PyAny>, ErrItem>;
 type PipeCore = Pipe<Py<PyAny>, ErrItem, AsyncWake>;
 type W = Arc<Waker<AsyncWake>>;
 
-/// Fires wakers outside every lock: same-thread futures directly, others through their loop.
+/// Fires wakers outside every lock: futures of this thread or of the loop running here
+/// directly (a loop can move between threads, see `channel::wake`), others through their loop.
 /// Every waker is fired even if one fails: wakeups are level-triggered, and a receiver
 /// whose loop is closed is gone anyway.
 fn deliver(py: Python<'_>, wakeups: Vec<W>) {
@@ -115,10 +116,11 @@ fn deliver(py: Python<'_>, wakeups: Vec<W>) {
     for w in wakeups {
         let Some(a) = w.fire() else { continue };
         let fut = a.fut.bind(py);
-        if a.thread == me {
+        let event_loop = a.event_loop.bind(py);
+        if a.thread == me || runs_here(py, event_loop).unwrap_or(false) {
             resolve_future(fut);
         } else {
-            let _ = a.event_loop.bind(py).call_method1(
+            let _ = event_loop.call_method1(
                 pyo3::intern!(py, "call_soon_threadsafe"),
                 (resolver(py), fut),
             );

@@ -79,6 +79,13 @@ pub fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     asyncio_attr(py, &GET_RUNNING_LOOP, "get_running_loop")?.call0()
 }
 
+/// Whether `event_loop` is the loop running on this thread (`asyncio._get_running_loop()`).
+pub fn runs_here(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(asyncio_attr(py, &PEEK_RUNNING_LOOP, "_get_running_loop")?
+        .call0()?
+        .is(event_loop))
+}
+
 /// A clear error instead of a frozen event loop: `what` is about to block this thread, which
 /// is running an event loop; `instead` names the awaitable to use.
 pub fn refuse_inside_event_loop(py: Python<'_>, what: &str, instead: &str) -> PyResult<()> {

@@ -506,3 +506,28 @@ def test_a_model_stream_that_is_not_a_stream_reader_is_named() -> None:
 
     (ev,) = list(Runner(ChatModelAgent("a", model=Gen()), streaming=True).query("x"))  # type: ignore[arg-type]
     assert "Gen.stream returned async_generator" in str(ev.error) and "StreamReader" in str(ev.error)
+
+
+def test_send_event_from_the_runs_loop_turning_on_another_thread_is_direct() -> None:
+    """Temporal runs each turn of a workflow's loop on a thread of a pool, and that loop has
+    no call_soon_threadsafe: a hook sending an event on a later turn is on the run's loop,
+    so the event goes out directly (it raised NotImplementedError before)."""
+    from rillet.chatmodel.state import ReactLoop
+    from rillet.events import AgentEvent
+    from support.loops import NoThreadsafeLoop, each_on_its_own_thread
+
+    loop = NoThreadsafeLoop()
+    state = ReactLoop(messages=[], remaining=1, iteration=0, streaming=False, model_options={})
+    event = AgentEvent(agent_name="a")
+
+    async def host() -> None:
+        state.hosted()
+
+    async def send() -> None:
+        state.send_event(event)
+
+    try:
+        each_on_its_own_thread(lambda: loop.run_until_complete(host()), lambda: loop.run_until_complete(send()))
+    finally:
+        loop.close()
+    assert state.out == [event]

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import rillet
 from rillet import EMPTY, Channel, ChannelClosed, EndOfStream, RilletError
+from support.loops import NoThreadsafeLoop, each_on_its_own_thread
 from support.waiting import at_line, process_waits, until, wait_until
 
 
@@ -619,6 +620,36 @@ def test_a_sender_on_the_receivers_loop_thread_wakes_it_without_a_syscall() -> N
         loop.close()
     assert ch._parks > 0
     assert loop.threadsafe_calls == 0
+
+
+def test_a_receiver_is_woken_by_its_own_loop_after_the_loop_moved_to_another_thread() -> None:
+    """The receiver parks while its loop runs on one thread; the loop's next turn runs on
+    another thread and sends. The sender is on the receiver's loop, so the wakeup is direct:
+    going through call_soon_threadsafe would lose it on such a loop (the receiver never woke,
+    and a Temporal replay scheduled fewer commands than the original run)."""
+    ch: Channel[int] = Channel()
+    loop = NoThreadsafeLoop()
+    box: dict[str, Any] = {}
+
+    async def receive() -> int:
+        return await ch.arecv()
+
+    def first_turn() -> None:
+        box["task"] = loop.create_task(receive())
+        loop.run_until_complete(asyncio.sleep(0))  # the receiver parks in the channel
+
+    async def send_and_take() -> int:
+        ch.send(7)
+        return await asyncio.wait_for(box["task"], 10)
+
+    def second_turn() -> None:
+        box["got"] = loop.run_until_complete(send_and_take())
+
+    try:
+        each_on_its_own_thread(first_turn, second_turn)
+        assert box["got"] == 7
+    finally:
+        loop.close()
 
 
 # -- Ctrl-C ---------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from rillet import (
     pipe,
     stream_from_list,
 )
+from support.loops import NoThreadsafeLoop, each_on_its_own_thread
 from support.waiting import at_line, child_env, wait_until
 
 T = 10.0  # seconds: generous, only reached if something is broken
@@ -325,6 +326,32 @@ def test_blocking_recv_inside_a_running_loop_is_refused() -> None:
             r.recv()
 
     run(main())
+
+
+def test_a_reader_is_woken_by_its_own_loop_after_the_loop_moved_to_another_thread() -> None:
+    """A reader parks while its loop runs on one thread; the loop's next turn (on another
+    thread, as Temporal runs a workflow's turns) writes: the wakeup is direct, where going
+    through call_soon_threadsafe lost it on such a loop."""
+    r, w = pipe()
+    loop = NoThreadsafeLoop()
+    box: dict[str, Any] = {}
+
+    def first_turn() -> None:
+        box["task"] = loop.create_task(r.arecv())
+        loop.run_until_complete(asyncio.sleep(0))  # the reader parks
+
+    async def write_and_take() -> Any:
+        w.send(7)
+        return await asyncio.wait_for(box["task"], 10)
+
+    def second_turn() -> None:
+        box["got"] = loop.run_until_complete(write_and_take())
+
+    try:
+        each_on_its_own_thread(first_turn, second_turn)
+        assert box["got"] == 7
+    finally:
+        loop.close()
 
 
 def test_cancelled_arecv_does_not_lose_items() -> None:

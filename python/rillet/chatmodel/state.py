@@ -125,7 +125,7 @@ class ReactLoop:
         return self
 
     def send_event(self, event: AgentEvent) -> None:
-        if threading.get_ident() != self.thread and self.evloop is not None:
+        if threading.get_ident() != self.thread and self.evloop is not None and not _runs_here(self.evloop):
             self.evloop.call_soon_threadsafe(self._send, event)  # after what the thread sent before
         else:
             self._send(event)
@@ -146,3 +146,9 @@ class ReactLoop:
         """Stops the round's calls that still run (the run ended or was dropped)."""
         if self.round is not None:
             self.round.cancel()
+
+
+def _runs_here(evloop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``evloop`` runs on this thread now: a loop's turns may run on different threads
+    (Temporal's workflow loop does, and it has no ``call_soon_threadsafe``)."""
+    return asyncio._get_running_loop() is evloop

@@ -123,11 +123,12 @@ def rillet_worker(
     ``passthrough`` names modules the factories import on first use (see
     :func:`sandbox_runner`); ``options`` go to ``Worker`` (``max_concurrent_activities=...``).
 
-    Workflow activations run on one thread (``workflow_task_executor``): a rillet channel
-    wakes a receiver parked on another thread through ``call_soon_threadsafe``, which a
-    workflow's event loop does not have; on one thread every wakeup is a plain callback of
-    that loop, so a replay wakes the run's tasks in the same order. (Workflow code is light:
-    the model and tool calls run as activities, on the worker's own event loop.)"""
+    Workflow activations run on one thread (``workflow_task_executor``; workflow code is light:
+    the model and tool calls run as activities, on the worker's own event loop). Any other
+    executor works too, Temporal's ``Replayer`` with its default pool included: rillet's
+    wakeups made on a workflow's loop are plain callbacks of that loop whichever thread its
+    turn runs on (the loop has no ``call_soon_threadsafe``), so a replay wakes the run's tasks
+    in the same order."""
     if not agents:
         raise ValueError("rillet_worker(agents=...): give at least one agent factory, {name: factory}")
     register(task_queue, dict(agents))

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use super::Core;
 use crate::channel::Wakeups;
-use crate::py::util::{invalid_state_error, resolver};
+use crate::py::util::{invalid_state_error, resolver, runs_here};
 
 /// A parked asyncio receiver: the future to resolve and the loop it belongs to.
 pub struct AsyncWaiter {
@@ -20,8 +20,10 @@ pub struct AsyncWaiter {
 
 /// Resolves the futures of woken async receivers, outside the channel lock.
 ///
-/// On the waiter's own thread the future is resolved directly (no syscall); elsewhere the
-/// wakeup goes through `loop.call_soon_threadsafe`. A wakeup that cannot be delivered (the
+/// On the waiter's own thread, or wherever its loop is the running one, the future is resolved
+/// directly (no syscall); elsewhere the wakeup goes through `loop.call_soon_threadsafe`. (A
+/// loop can move between threads: Temporal runs each turn of a workflow's loop on a thread of
+/// a pool, and that loop has no `call_soon_threadsafe`.) A wakeup that cannot be delivered (the
 /// waiter's loop is closed, or anything at all is raised on the way) is passed to the next
 /// parked receiver, so no item is stranded. Errors of a waiter's loop are not the sender's
 /// and are not reported; an exception that is not an `Exception` (KeyboardInterrupt,
@@ -54,7 +56,7 @@ fn wake_parked(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> Py
 /// receiver passes the wakeup on itself when the cancellation reaches it (`Recv::withdraw`).
 fn wake(py: Python<'_>, w: &AsyncWaiter, me: ThreadId) -> PyResult<()> {
     let fut = w.fut.bind(py);
-    if w.thread != me {
+    if w.thread != me && !runs_here(py, w.event_loop.bind(py))? {
         return w
             .event_loop
             .bind(py)
