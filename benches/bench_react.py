@@ -124,10 +124,18 @@ def rillet_workload(k: int, kind: str, mode: str) -> tuple[Callable[[], Awaitabl
 # --- the floor: no framework ---------------------------------------------------------------
 
 
-def floor_workload(k: int, kind: str, mode: str) -> tuple[Callable[[], Awaitable[int]], Callable[[], None]]:
+def floor_workload(
+    k: int, kind: str, mode: str, checked: bool = False
+) -> tuple[Callable[[], Awaitable[int]], Callable[[], None]]:
+    """The ReAct loop written by hand. ``checked`` (the "floorchecked" workload, for
+    callgrind_react.py) adds the two things every framework here does per step and the bare
+    loop skips: each tool's arguments validated against its signature by pydantic, and each
+    message sent as an AgentEvent (``rillet.event_from_message``) instead of the bare message."""
     model = RilletDouble(k)
     tools = {f.__name__: f for f in make_tools(kind)}
     sync = kind == "def"
+    checks = {name: _arguments_validator(fn) for name, fn in tools.items()} if checked else {}
+    wrap: Callable[[Message], Any] = rillet.event_from_message if checked else (lambda m: m)
 
     async def agent(ch: Channel[Message]) -> None:
         loop = asyncio.get_running_loop()
@@ -135,20 +143,21 @@ def floor_workload(k: int, kind: str, mode: str) -> tuple[Callable[[], Awaitable
         try:
             while True:
                 reply = await model.generate(state)
-                ch.send(reply)
+                ch.send(wrap(reply))
                 state.append(reply)
                 if not reply.tool_calls:
                     return
                 for call in reply.tool_calls:
                     fn = tools[call.function.name]
-                    args = json.loads(call.function.arguments)
+                    check = checks.get(call.function.name)
+                    args = check(call.function.arguments) if check else json.loads(call.function.arguments)
                     if sync:
                         result = await loop.run_in_executor(None, functools.partial(fn, **args))
                     else:
                         result = await fn(**args)
                     text = result if isinstance(result, str) else json.dumps(result)
                     msg = Message.tool_message(text, call.id, call.function.name)
-                    ch.send(msg)
+                    ch.send(wrap(msg))
                     state.append(msg)
         finally:
             ch.close()
@@ -163,6 +172,25 @@ def floor_workload(k: int, kind: str, mode: str) -> tuple[Callable[[], Awaitable
         return n
 
     return run, model.reset
+
+
+def _arguments_validator(fn: Callable[..., Any]) -> Callable[[str], dict[str, Any]]:
+    """JSON arguments -> the validated keyword arguments of ``fn`` (a pydantic model of its
+    signature, as the frameworks build one for each tool)."""
+    import inspect
+
+    from pydantic import create_model
+
+    fields: dict[str, Any] = {n: (p.annotation, ...) for n, p in inspect.signature(fn).parameters.items()}
+    model = create_model(f"{fn.__name__}_args", **fields)
+    validate = model.__pydantic_validator__.validate_json
+    names = tuple(fields)
+
+    def check(arguments: str) -> dict[str, Any]:
+        valid = validate(arguments)
+        return {n: getattr(valid, n) for n in names}
+
+    return check
 
 
 # --- the peers: LangChain's create_agent, LangGraph's create_react_agent -------------------
@@ -303,6 +331,7 @@ def peer_workload(impl: str, k: int, kind: str, mode: str) -> tuple[Callable[[],
 WORKLOADS: dict[str, Callable[[int, str, str], tuple[Callable[[], Awaitable[int]], Callable[[], None]]]] = {
     "rillet": rillet_workload,
     "floor": floor_workload,
+    "floorchecked": functools.partial(floor_workload, checked=True),  # callgrind_react.py only
     "langchain": functools.partial(peer_workload, "langchain"),
     "langgraph": functools.partial(peer_workload, "langgraph"),
 }
@@ -325,7 +354,7 @@ def cases() -> Iterator[Any]:
         for kind in TOOL_KINDS:
             for mode in MODES:
                 for impl in WORKLOADS:
-                    if impl == "floor" and mode == "stream":
+                    if impl == "floorchecked" or (impl == "floor" and mode == "stream"):
                         continue
                     yield pytest.param(impl, kind, mode, k, id=f"{impl}-{kind}-{mode}-K{k}")
 

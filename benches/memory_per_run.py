@@ -13,6 +13,10 @@ Rust-side allocations are not in it but are in the RSS).
 * floor: one task per run iterating an async generator that awaits the event in a coroutine
   and yields one event: what "a run the caller iterates while it waits on a model" costs in
   Python at the least.
+* floor-task: the floor with Eino's run semantics (``Agent.Run`` returns at once, the body
+  runs in its own goroutine and its events reach the caller through a channel): the body's
+  async generator iterated by a task of its own into rillet's Channel (an ``asyncio.Queue``
+  holds 3 KB more: four deques), which the caller's task reads. What a run costs at the least in Python once its body has a task of its own.
 """
 
 from __future__ import annotations
@@ -85,9 +89,39 @@ def floor_runs(release: asyncio.Event) -> Callable[[], Awaitable[bool]]:
     return one
 
 
+def floor_task_runs(release: asyncio.Event) -> Callable[[], Awaitable[bool]]:
+    from rillet import Channel  # the cheapest channel here: asyncio.Queue's four deques hold 3 KB
+
+    async def model() -> str:
+        await release.wait()
+        return "done"
+
+    async def run() -> AsyncIterator[str]:
+        yield await model()
+
+    async def body(channel: Channel[str]) -> None:
+        async for event in run():
+            channel.send(event)
+        channel.close()
+
+    async def one() -> bool:
+        channel: Channel[str] = Channel()
+        task = asyncio.ensure_future(body(channel))
+        last = None
+        async for event in channel:
+            last = event
+        await task
+        return last == "done"
+
+    return one
+
+
+DESIGNS = {"rillet": rillet_runs, "floor": floor_runs, "floor-task": floor_task_runs}
+
+
 async def measure(design: str, n: int, with_census: bool) -> None:
     release = asyncio.Event()
-    one = {"rillet": rillet_runs, "floor": floor_runs}[design](release)
+    one = DESIGNS[design](release)
     gc.collect()
     before_objects = census() if with_census else None
     base = rss()
@@ -114,13 +148,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--census", type=int, default=0, help="also count objects by type over this many runs")
-    parser.add_argument("--design", choices=("rillet", "floor"))
+    parser.add_argument("--design", choices=tuple(DESIGNS))
     args = parser.parse_args()
     if args.design:
         n = args.census or args.runs
         asyncio.run(measure(args.design, n, bool(args.census)))
         return
-    for design in ("rillet", "floor"):  # each in a fresh process: RSS is a high-water mark
+    for design in DESIGNS:  # each in a fresh process: RSS is a high-water mark
         for extra in ([], ["--census", str(args.census)] if args.census else None):
             if extra is None:
                 continue
