@@ -134,8 +134,8 @@ def floor_workload(
     model = RilletDouble(k)
     tools = {f.__name__: f for f in make_tools(kind)}
     sync = kind == "def"
-    checks = {name: _arguments_validator(fn) for name, fn in tools.items()} if checked else {}
-    wrap: Callable[[Message], Any] = rillet.event_from_message if checked else (lambda m: m)
+    checks = {name: _arguments_validator(fn) for name, fn in tools.items()}
+    event = rillet.event_from_message
 
     async def agent(ch: Channel[Message]) -> None:
         loop = asyncio.get_running_loop()
@@ -143,21 +143,23 @@ def floor_workload(
         try:
             while True:
                 reply = await model.generate(state)
-                ch.send(wrap(reply))
+                ch.send(event(reply) if checked else reply)
                 state.append(reply)
                 if not reply.tool_calls:
                     return
                 for call in reply.tool_calls:
                     fn = tools[call.function.name]
-                    check = checks.get(call.function.name)
-                    args = check(call.function.arguments) if check else json.loads(call.function.arguments)
+                    if checked:
+                        args = checks[call.function.name](call.function.arguments)
+                    else:
+                        args = json.loads(call.function.arguments)
                     if sync:
                         result = await loop.run_in_executor(None, functools.partial(fn, **args))
                     else:
                         result = await fn(**args)
                     text = result if isinstance(result, str) else json.dumps(result)
                     msg = Message.tool_message(text, call.id, call.function.name)
-                    ch.send(wrap(msg))
+                    ch.send(event(msg) if checked else msg)
                     state.append(msg)
         finally:
             ch.close()
