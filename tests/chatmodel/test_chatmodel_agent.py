@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from rillet import AgentTool, FunctionCall, LoopAgent, Message, SequentialAgent, ToolCall, Usage, pipe, stream_from_list
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext
-from rillet.context import get_session_value, send_tool_gen_action
-from rillet.events import AgentEvent, RunStep, new_break_loop_action
+from rillet.data.events import AgentEvent, RunStep, new_break_loop_action
 from rillet.models import ScriptedModel
+from rillet.run.context import get_session_value, send_tool_gen_action
 from rillet.runner import Runner
 from rillet.tools import ExitTool, tool
 from support.calls import tool_call
