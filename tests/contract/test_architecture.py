@@ -80,6 +80,40 @@ def test_every_module_is_in_a_layer_of_the_contract() -> None:
     assert unlayered == []
 
 
+def _top_level() -> set[str]:
+    """The packages and modules directly under python/rillet (the compiled core aside)."""
+    return {
+        f"rillet.{p.stem}"
+        for p in PACKAGE.iterdir()
+        if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()
+    }
+
+
+def test_the_tree_the_contract_and_the_docs_agree() -> None:
+    """The folders of python/rillet are the contract's rows: each package (or module) under it
+    is one entry of the contract and each entry one of them; each has a docstring naming its
+    layer (``Layer: ...``) and what it may import, the rows below its own, by naming the row
+    just below; and docs/architecture.md's picture is the one scripts/architecture draws from
+    the contract (run it after changing the contract)."""
+    rows = _layers()
+    assert sorted(m for row in rows for m in row) == sorted(_top_level())
+    wrong = []
+    for i, row in enumerate(rows):
+        below = rows[i + 1] if i + 1 < len(rows) else ["rillet._native"]
+        for module in row:
+            path = PACKAGE.joinpath(*module.split(".")[1:])
+            path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+            doc = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split())
+            may = doc[doc.find("Layer: ") :] if "Layer: " in doc else ""
+            if "May import" not in may or any(b not in may for b in below):
+                wrong.append(f"{module}: its docstring's 'Layer: ... May import' should name {', '.join(below)}")
+    assert wrong == []
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "architecture"), "--check"], capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stderr
+
+
 def _modules() -> dict[str, Path]:
     out = {}
     for path in PACKAGE.rglob("*.py"):
