@@ -80,13 +80,32 @@ def test_every_module_is_in_a_layer_of_the_contract() -> None:
     assert unlayered == []
 
 
-def _top_level() -> set[str]:
-    """The packages and modules directly under python/rillet (the compiled core aside)."""
+def _top_level(package: Path) -> set[str]:
+    """The packages and modules directly under ``package`` (the compiled core aside)."""
     return {
         f"rillet.{p.stem}"
-        for p in PACKAGE.iterdir()
+        for p in package.iterdir()
         if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()
     }
+
+
+def disagreements(package: Path, rows: list[list[str]]) -> list[str]:
+    """Where the tree under ``package`` (python/rillet) and the contract's ``rows`` disagree: a
+    package or module that is not in the contract, an entry of the contract that is not in the
+    tree, or a docstring without a ``Layer: ... May import`` paragraph naming the row below."""
+    entries = [m for row in rows for m in row]
+    found = [f"{m}: not in the contract" for m in sorted(_top_level(package) - set(entries))]
+    found += [f"{m}: in the contract, not in the tree" for m in entries if m not in _top_level(package)]
+    for i, row in enumerate(rows):
+        below = rows[i + 1] if i + 1 < len(rows) else ["rillet._native"]
+        for module in (m for m in row if m in _top_level(package)):
+            path = package.joinpath(*module.split(".")[1:])
+            path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+            doc = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split())
+            may = doc[doc.find("Layer: ") :] if "Layer: " in doc else ""
+            if "May import" not in may or any(b not in may for b in below):
+                found.append(f"{module}: its docstring's 'Layer: ... May import' should name {', '.join(below)}")
+    return found
 
 
 def test_the_tree_the_contract_and_the_docs_agree() -> None:
@@ -95,23 +114,31 @@ def test_the_tree_the_contract_and_the_docs_agree() -> None:
     layer (``Layer: ...``) and what it may import, the rows below its own, by naming the row
     just below; and docs/architecture.md's picture is the one scripts/architecture draws from
     the contract (run it after changing the contract)."""
-    rows = _layers()
-    assert sorted(m for row in rows for m in row) == sorted(_top_level())
-    wrong = []
-    for i, row in enumerate(rows):
-        below = rows[i + 1] if i + 1 < len(rows) else ["rillet._native"]
-        for module in row:
-            path = PACKAGE.joinpath(*module.split(".")[1:])
-            path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-            doc = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split())
-            may = doc[doc.find("Layer: ") :] if "Layer: " in doc else ""
-            if "May import" not in may or any(b not in may for b in below):
-                wrong.append(f"{module}: its docstring's 'Layer: ... May import' should name {', '.join(below)}")
-    assert wrong == []
+    assert disagreements(PACKAGE, _layers()) == []
     check = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "architecture"), "--check"], capture_output=True, text=True, timeout=60
     )
     assert check.returncode == 0, check.stderr
+
+
+def test_the_agreement_check_finds_a_missing_entry_and_a_silent_docstring(tmp_path: Path) -> None:
+    package = tmp_path / "rillet"
+    for name, doc in [
+        ("high", "High.\n\nLayer: high. May import rillet.low and rillet.gone."),
+        ("low", "Low, with no layer paragraph."),
+        ("stray", "Layer: stray. May import rillet.low."),
+    ]:
+        (package / name).mkdir(parents=True)
+        (package / name / "__init__.py").write_text(f'"""{doc}"""\n')
+    (package / "errors.py").write_text('"""Layer: errors. May import rillet._native."""\n')
+
+    found = disagreements(package, [["rillet.high"], ["rillet.low", "rillet.gone"], ["rillet.errors"]])
+
+    assert found == [
+        "rillet.stray: not in the contract",
+        "rillet.gone: in the contract, not in the tree",
+        "rillet.low: its docstring's 'Layer: ... May import' should name rillet.errors",
+    ]
 
 
 def _modules() -> dict[str, Path]:
