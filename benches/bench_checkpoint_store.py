@@ -44,8 +44,8 @@ import pytest
 from rillet import AgentInput, FunctionCall, Message, ResponseMeta, RunStep, ToolCall, Usage, event_from_message
 from rillet.checkpoint import SqliteCheckpointStore
 from rillet.checkpoint.payload import dump, load
-from rillet.context import Session
-from rillet.interrupts import InterruptSignal
+from rillet.run.context import Session
+from rillet.run.interrupts import InterruptSignal
 
 STEPS = 500  # one assistant message + one tool result each: 1,000 events
 AGENT = "assistant"

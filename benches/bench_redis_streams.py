@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 from rillet import AgentEvent, FunctionCall, Message, ResponseMeta, RunStep, ToolCall, Usage, event_from_message
-from rillet.event_pair import EventIterator, new_event_pair
+from rillet.data.event_pair import EventIterator, new_event_pair
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 redis = pytest.importorskip("redis", reason="redis-py is not installed (the bench extra has it)")

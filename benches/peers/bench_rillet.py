@@ -56,7 +56,7 @@ from rillet import (
     ToolCall,
     Usage,
 )
-from rillet.approval import approve, requires_approval
+from rillet.tools.approval import approve, requires_approval
 
 USAGE = Usage(PROMPT_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS + COMPLETION_TOKENS)
 

@@ -6,24 +6,29 @@ a tool does not import the Runner). ``from rillet import X`` and ``rillet.X`` wo
 """
 
 # First: outside the main interpreter, one clear ImportError before anything else loads.
-from rillet import _interpreter  # noqa: F401  # isort: skip
+from rillet._core import interpreter as _interpreter  # noqa: F401  # isort: skip
 
 import logging as _logging
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING, Any
 
+from rillet._core import moved as _moved
+
+_moved.install()  # the old paths of moved modules (rillet.events, rillet.agent, ...) keep working
+
 # Records go to the "rillet.*" loggers (docs/logging.md); the application chooses handlers.
 _logging.getLogger("rillet").addHandler(_logging.NullHandler())
 
-# The public surface, written once: each name under the module that defines it ("rillet": a
-# submodule). __getattr__ below loads a name on first use, __all__ lists them, and the imports
+# The public surface, written once: each name under the module that defines it (or the package
+# that holds it, for a submodule: "codec"). __getattr__ below loads a name on first use, __all__ lists them, and the imports
 # under `if TYPE_CHECKING:` (what type checkers and editors see) are written from this table by
 # scripts/public-api. tests/contract/test_public_api.py checks the three against it. No module of rillet
-# may be named like one of these names (the import system would bind the module over it).
+# may be named like one of these names (the import system would bind the module over it), but a
+# public submodule itself (rillet.codec, the old path of rillet.data.codec: rillet/_core/moved.py).
 # fmt: off
 _PUBLIC: dict[str, tuple[str, ...]] = {
     # Messages and streams (Rust-backed)
-    "rillet.schema": (
+    "rillet.data.schema": (
         "NO_VALUE", "ConcatError", "ContentPart", "FunctionCall", "Message", "MessageAccumulator", "ResponseMeta",
         "SourceEOF", "StreamEOF", "StreamReader", "StreamWriter", "ToolCall", "Usage", "aconcat_message_stream",
         "concat_message_stream", "concat_messages", "convert_stream", "merge_named_streams", "merge_streams", "pipe",
@@ -31,16 +36,16 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     # Channels and event iterators; the version
     "rillet._native": ("EMPTY", "Channel", "__version__"),
-    "rillet.event_pair": ("EventGenerator", "EventIterator", "new_event_pair"),
+    "rillet.data.event_pair": ("EventGenerator", "EventIterator", "new_event_pair"),
     # Events and actions (get_message and aget_message: deprecated aliases of peek_message and apeek_message)
-    "rillet.events": (
+    "rillet.data.events": (
         "AgentAction", "AgentEvent", "AgentOutput", "BreakLoopAction", "MessageVariant", "RunPath", "RunStep",
         "TransferToAgentAction", "aget_message", "apeek_message", "event_from_message", "get_message",
         "new_break_loop_action", "new_exit_action", "new_transfer_to_agent_action", "peek_message",
     ),
     # Agents
-    "rillet.agent": ("Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "StateDelta"),
-    "rillet.run_handle": ("RunIterator",),
+    "rillet.run.agent": ("Agent", "AgentCallback", "AgentInput", "BaseAgent", "CallbackContext", "StateDelta"),
+    "rillet.run.run_handle": ("RunIterator",),
     # The ReAct agent, its guardrails and middlewares
     "rillet.chatmodel": (
         "ChatModelAgent", "ExceedMaxIterationsError", "ModelContext", "ToolCallContext", "ToolCallError",
@@ -54,23 +59,23 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "FlowAgent", "HistoryEntry", "TransferError", "set_sub_agents", "with_deterministic_transfer_to",
         "with_disallow_transfer_to_parent", "with_history_rewriter",
     ),
-    "rillet.workflow": ("LoopAgent", "ParallelAgent", "SequentialAgent"),
-    "rillet.agent_tool": ("AgentTool", "AgentToolError"),
+    "rillet.compose.workflow": ("LoopAgent", "ParallelAgent", "SequentialAgent"),
+    "rillet.compose.agent_tool": ("AgentTool", "AgentToolError"),
     # Tools and approval
     "rillet.tools": ("BaseTool", "ExitTool", "FunctionTool", "ToolArgumentsError", "ToolInfo", "as_tool", "tool"),
-    "rillet.approval": ("ApprovalDecision", "approve", "edit", "reject", "requires_approval"),
+    "rillet.tools.approval": ("ApprovalDecision", "approve", "edit", "reject", "requires_approval"),
     # The run context: session and run-local values, events sent from a tool
-    "rillet.context": (
+    "rillet.run.context": (
         "add_session_value", "add_session_values", "delete_run_local_value", "get_run_local_value",
         "get_session_value", "get_session_values", "send_event", "send_tool_gen_action", "set_run_local_value",
     ),
     # Runs
     "rillet.runner": ("Runner",),
-    "rillet.run_config": ("RunConfig",),
-    "rillet.observer": ("ModelInfo", "RunInfo", "RunObserver"),
+    "rillet.data.run_config": ("RunConfig",),
+    "rillet.run.observer": ("ModelInfo", "RunInfo", "RunObserver"),
     "rillet.live": ("LiveRequestQueue",),
     # Interrupts
-    "rillet.interrupts": (
+    "rillet.run.interrupts": (
         "InterruptCtx", "InterruptInfo", "InterruptState", "Interrupted", "ResumeContext", "composite_interrupt",
         "composite_interrupt_event", "get_interrupt_state", "get_resume_context", "interrupt", "interrupt_event",
         "stateful_interrupt", "stateful_interrupt_event",
@@ -80,7 +85,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "CheckpointAgentMismatchError", "CheckpointClaimedError", "CheckpointCorruptError", "CheckpointError",
         "CheckpointNotFoundError", "CheckpointStore", "InMemoryCheckpointStore", "SqliteCheckpointStore",
     ),
-    "rillet": ("codec",),
+    "rillet.data": ("codec",),
     # Sessions
     "rillet.sessions": (
         "InMemorySessionStore", "LastTurns", "SessionStore", "SqliteSessionStore", "SummarizeOldest", "TokenBudget",
@@ -101,23 +106,9 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
 _HOME = {name: module for module, names in _PUBLIC.items() for name in names}
 
 if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
-    from rillet import codec as codec
     from rillet._native import EMPTY as EMPTY
     from rillet._native import Channel as Channel
     from rillet._native import __version__ as __version__
-    from rillet.agent import Agent as Agent
-    from rillet.agent import AgentCallback as AgentCallback
-    from rillet.agent import AgentInput as AgentInput
-    from rillet.agent import BaseAgent as BaseAgent
-    from rillet.agent import CallbackContext as CallbackContext
-    from rillet.agent import StateDelta as StateDelta
-    from rillet.agent_tool import AgentTool as AgentTool
-    from rillet.agent_tool import AgentToolError as AgentToolError
-    from rillet.approval import ApprovalDecision as ApprovalDecision
-    from rillet.approval import approve as approve
-    from rillet.approval import edit as edit
-    from rillet.approval import reject as reject
-    from rillet.approval import requires_approval as requires_approval
     from rillet.chatmodel import ChatModelAgent as ChatModelAgent
     from rillet.chatmodel import ExceedMaxIterationsError as ExceedMaxIterationsError
     from rillet.chatmodel import ModelContext as ModelContext
@@ -139,15 +130,53 @@ if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
     from rillet.checkpoint import CheckpointStore as CheckpointStore
     from rillet.checkpoint import InMemoryCheckpointStore as InMemoryCheckpointStore
     from rillet.checkpoint import SqliteCheckpointStore as SqliteCheckpointStore
-    from rillet.context import add_session_value as add_session_value
-    from rillet.context import add_session_values as add_session_values
-    from rillet.context import delete_run_local_value as delete_run_local_value
-    from rillet.context import get_run_local_value as get_run_local_value
-    from rillet.context import get_session_value as get_session_value
-    from rillet.context import get_session_values as get_session_values
-    from rillet.context import send_event as send_event
-    from rillet.context import send_tool_gen_action as send_tool_gen_action
-    from rillet.context import set_run_local_value as set_run_local_value
+    from rillet.compose.agent_tool import AgentTool as AgentTool
+    from rillet.compose.agent_tool import AgentToolError as AgentToolError
+    from rillet.compose.workflow import LoopAgent as LoopAgent
+    from rillet.compose.workflow import ParallelAgent as ParallelAgent
+    from rillet.compose.workflow import SequentialAgent as SequentialAgent
+    from rillet.data import codec as codec
+    from rillet.data.event_pair import EventGenerator as EventGenerator
+    from rillet.data.event_pair import EventIterator as EventIterator
+    from rillet.data.event_pair import new_event_pair as new_event_pair
+    from rillet.data.events import AgentAction as AgentAction
+    from rillet.data.events import AgentEvent as AgentEvent
+    from rillet.data.events import AgentOutput as AgentOutput
+    from rillet.data.events import BreakLoopAction as BreakLoopAction
+    from rillet.data.events import MessageVariant as MessageVariant
+    from rillet.data.events import RunPath as RunPath
+    from rillet.data.events import RunStep as RunStep
+    from rillet.data.events import TransferToAgentAction as TransferToAgentAction
+    from rillet.data.events import aget_message as aget_message
+    from rillet.data.events import apeek_message as apeek_message
+    from rillet.data.events import event_from_message as event_from_message
+    from rillet.data.events import get_message as get_message
+    from rillet.data.events import new_break_loop_action as new_break_loop_action
+    from rillet.data.events import new_exit_action as new_exit_action
+    from rillet.data.events import new_transfer_to_agent_action as new_transfer_to_agent_action
+    from rillet.data.events import peek_message as peek_message
+    from rillet.data.run_config import RunConfig as RunConfig
+    from rillet.data.schema import NO_VALUE as NO_VALUE
+    from rillet.data.schema import ConcatError as ConcatError
+    from rillet.data.schema import ContentPart as ContentPart
+    from rillet.data.schema import FunctionCall as FunctionCall
+    from rillet.data.schema import Message as Message
+    from rillet.data.schema import MessageAccumulator as MessageAccumulator
+    from rillet.data.schema import ResponseMeta as ResponseMeta
+    from rillet.data.schema import SourceEOF as SourceEOF
+    from rillet.data.schema import StreamEOF as StreamEOF
+    from rillet.data.schema import StreamReader as StreamReader
+    from rillet.data.schema import StreamWriter as StreamWriter
+    from rillet.data.schema import ToolCall as ToolCall
+    from rillet.data.schema import Usage as Usage
+    from rillet.data.schema import aconcat_message_stream as aconcat_message_stream
+    from rillet.data.schema import concat_message_stream as concat_message_stream
+    from rillet.data.schema import concat_messages as concat_messages
+    from rillet.data.schema import convert_stream as convert_stream
+    from rillet.data.schema import merge_named_streams as merge_named_streams
+    from rillet.data.schema import merge_streams as merge_streams
+    from rillet.data.schema import pipe as pipe
+    from rillet.data.schema import stream_from_list as stream_from_list
     from rillet.errors import ChannelClosed as ChannelClosed
     from rillet.errors import DecodeError as DecodeError
     from rillet.errors import EncodeError as EncodeError
@@ -162,25 +191,6 @@ if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
     from rillet.errors import RunLimitExceededError as RunLimitExceededError
     from rillet.errors import SessionBusyError as SessionBusyError
     from rillet.errors import SessionError as SessionError
-    from rillet.event_pair import EventGenerator as EventGenerator
-    from rillet.event_pair import EventIterator as EventIterator
-    from rillet.event_pair import new_event_pair as new_event_pair
-    from rillet.events import AgentAction as AgentAction
-    from rillet.events import AgentEvent as AgentEvent
-    from rillet.events import AgentOutput as AgentOutput
-    from rillet.events import BreakLoopAction as BreakLoopAction
-    from rillet.events import MessageVariant as MessageVariant
-    from rillet.events import RunPath as RunPath
-    from rillet.events import RunStep as RunStep
-    from rillet.events import TransferToAgentAction as TransferToAgentAction
-    from rillet.events import aget_message as aget_message
-    from rillet.events import apeek_message as apeek_message
-    from rillet.events import event_from_message as event_from_message
-    from rillet.events import get_message as get_message
-    from rillet.events import new_break_loop_action as new_break_loop_action
-    from rillet.events import new_exit_action as new_exit_action
-    from rillet.events import new_transfer_to_agent_action as new_transfer_to_agent_action
-    from rillet.events import peek_message as peek_message
     from rillet.flow import FlowAgent as FlowAgent
     from rillet.flow import HistoryEntry as HistoryEntry
     from rillet.flow import TransferError as TransferError
@@ -188,19 +198,6 @@ if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
     from rillet.flow import with_deterministic_transfer_to as with_deterministic_transfer_to
     from rillet.flow import with_disallow_transfer_to_parent as with_disallow_transfer_to_parent
     from rillet.flow import with_history_rewriter as with_history_rewriter
-    from rillet.interrupts import InterruptCtx as InterruptCtx
-    from rillet.interrupts import Interrupted as Interrupted
-    from rillet.interrupts import InterruptInfo as InterruptInfo
-    from rillet.interrupts import InterruptState as InterruptState
-    from rillet.interrupts import ResumeContext as ResumeContext
-    from rillet.interrupts import composite_interrupt as composite_interrupt
-    from rillet.interrupts import composite_interrupt_event as composite_interrupt_event
-    from rillet.interrupts import get_interrupt_state as get_interrupt_state
-    from rillet.interrupts import get_resume_context as get_resume_context
-    from rillet.interrupts import interrupt as interrupt
-    from rillet.interrupts import interrupt_event as interrupt_event
-    from rillet.interrupts import stateful_interrupt as stateful_interrupt
-    from rillet.interrupts import stateful_interrupt_event as stateful_interrupt_event
     from rillet.live import LiveRequestQueue as LiveRequestQueue
     from rillet.models import AnthropicChatModel as AnthropicChatModel
     from rillet.models import ChatModel as ChatModel
@@ -210,33 +207,39 @@ if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
     from rillet.models import OpenAIResponsesModel as OpenAIResponsesModel
     from rillet.models import ScriptedModel as ScriptedModel
     from rillet.models import ScriptExhaustedError as ScriptExhaustedError
-    from rillet.observer import ModelInfo as ModelInfo
-    from rillet.observer import RunInfo as RunInfo
-    from rillet.observer import RunObserver as RunObserver
-    from rillet.run_config import RunConfig as RunConfig
-    from rillet.run_handle import RunIterator as RunIterator
+    from rillet.run.agent import Agent as Agent
+    from rillet.run.agent import AgentCallback as AgentCallback
+    from rillet.run.agent import AgentInput as AgentInput
+    from rillet.run.agent import BaseAgent as BaseAgent
+    from rillet.run.agent import CallbackContext as CallbackContext
+    from rillet.run.agent import StateDelta as StateDelta
+    from rillet.run.context import add_session_value as add_session_value
+    from rillet.run.context import add_session_values as add_session_values
+    from rillet.run.context import delete_run_local_value as delete_run_local_value
+    from rillet.run.context import get_run_local_value as get_run_local_value
+    from rillet.run.context import get_session_value as get_session_value
+    from rillet.run.context import get_session_values as get_session_values
+    from rillet.run.context import send_event as send_event
+    from rillet.run.context import send_tool_gen_action as send_tool_gen_action
+    from rillet.run.context import set_run_local_value as set_run_local_value
+    from rillet.run.interrupts import InterruptCtx as InterruptCtx
+    from rillet.run.interrupts import Interrupted as Interrupted
+    from rillet.run.interrupts import InterruptInfo as InterruptInfo
+    from rillet.run.interrupts import InterruptState as InterruptState
+    from rillet.run.interrupts import ResumeContext as ResumeContext
+    from rillet.run.interrupts import composite_interrupt as composite_interrupt
+    from rillet.run.interrupts import composite_interrupt_event as composite_interrupt_event
+    from rillet.run.interrupts import get_interrupt_state as get_interrupt_state
+    from rillet.run.interrupts import get_resume_context as get_resume_context
+    from rillet.run.interrupts import interrupt as interrupt
+    from rillet.run.interrupts import interrupt_event as interrupt_event
+    from rillet.run.interrupts import stateful_interrupt as stateful_interrupt
+    from rillet.run.interrupts import stateful_interrupt_event as stateful_interrupt_event
+    from rillet.run.observer import ModelInfo as ModelInfo
+    from rillet.run.observer import RunInfo as RunInfo
+    from rillet.run.observer import RunObserver as RunObserver
+    from rillet.run.run_handle import RunIterator as RunIterator
     from rillet.runner import Runner as Runner
-    from rillet.schema import NO_VALUE as NO_VALUE
-    from rillet.schema import ConcatError as ConcatError
-    from rillet.schema import ContentPart as ContentPart
-    from rillet.schema import FunctionCall as FunctionCall
-    from rillet.schema import Message as Message
-    from rillet.schema import MessageAccumulator as MessageAccumulator
-    from rillet.schema import ResponseMeta as ResponseMeta
-    from rillet.schema import SourceEOF as SourceEOF
-    from rillet.schema import StreamEOF as StreamEOF
-    from rillet.schema import StreamReader as StreamReader
-    from rillet.schema import StreamWriter as StreamWriter
-    from rillet.schema import ToolCall as ToolCall
-    from rillet.schema import Usage as Usage
-    from rillet.schema import aconcat_message_stream as aconcat_message_stream
-    from rillet.schema import concat_message_stream as concat_message_stream
-    from rillet.schema import concat_messages as concat_messages
-    from rillet.schema import convert_stream as convert_stream
-    from rillet.schema import merge_named_streams as merge_named_streams
-    from rillet.schema import merge_streams as merge_streams
-    from rillet.schema import pipe as pipe
-    from rillet.schema import stream_from_list as stream_from_list
     from rillet.sessions import InMemorySessionStore as InMemorySessionStore
     from rillet.sessions import LastTurns as LastTurns
     from rillet.sessions import SessionStore as SessionStore
@@ -250,9 +253,11 @@ if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
     from rillet.tools import ToolInfo as ToolInfo
     from rillet.tools import as_tool as as_tool
     from rillet.tools import tool as tool
-    from rillet.workflow import LoopAgent as LoopAgent
-    from rillet.workflow import ParallelAgent as ParallelAgent
-    from rillet.workflow import SequentialAgent as SequentialAgent
+    from rillet.tools.approval import ApprovalDecision as ApprovalDecision
+    from rillet.tools.approval import approve as approve
+    from rillet.tools.approval import edit as edit
+    from rillet.tools.approval import reject as reject
+    from rillet.tools.approval import requires_approval as requires_approval
 else:  # at run time; type checkers take the names from the imports
     __all__ = list(_HOME)
 
@@ -261,7 +266,11 @@ def __getattr__(name: str) -> Any:
     """Loads a public name, or a submodule such as ``rillet.models``, on first access."""
     module = _HOME.get(name)
     if module is not None and module != __name__:
-        value = getattr(_import_module(module), name)
+        home = _import_module(module)
+        try:
+            value = getattr(home, name)
+        except AttributeError:  # a submodule not imported yet (rillet.codec: rillet.data.codec)
+            value = _import_module(f"{module}.{name}")
     elif module is not None or (not name.startswith("_") and _is_submodule(name)):
         value = _import_module(f"{__name__}.{name}")
     else:

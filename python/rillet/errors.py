@@ -8,8 +8,10 @@ them (``rillet``, ``rillet.codec``, ``rillet.models``, ``rillet.checkpoint``...)
 
 The native core raises the classes of this module too: the last line hands the module to
 ``rillet._native``, which takes the classes it raises from it once, so a class missing here is
-an ImportError of ``import rillet`` rather than a failure at its first raise. This module may
-import only the standard library and ``rillet._native``.
+an ImportError of ``import rillet`` rather than a failure at its first raise.
+
+Layer: errors, the lowest (the import-linter contract in pyproject.toml; docs/architecture.md).
+May import only the standard library and rillet._native.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 //! A reader is a tree of [`Kind`]s (pipe, list, convert, merge, copy child) that all poll
 //! without blocking and subscribe a one-shot waker. Blocking `recv` waits on a thread waker
 //! with the interpreter released, in slices so Ctrl-C works; the asyncio path
-//! (`rillet.schema`) parks a future through `_subscribe`.
+//! (`rillet.data.schema`) parks a future through `_subscribe`.
 //!
 //! Locks: no Python code runs and no Python object is dropped while a lock is held. The
 //! core hands back what leaves a stream (a [`Deferred`]), and [`finish`] fires the wakers
@@ -586,10 +586,10 @@ impl Drop for StreamReader {
 
 static ASYNC_HELPERS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
-/// The asyncio halves live in Python (`rillet.schema`): they await futures.
+/// The asyncio halves live in Python (`rillet.data.schema`): they await futures.
 fn async_helper<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     let module =
-        ASYNC_HELPERS.get_or_try_init(py, || py.import("rillet.schema").map(Bound::unbind))?;
+        ASYNC_HELPERS.get_or_try_init(py, || py.import("rillet.data.schema").map(Bound::unbind))?;
     module.bind(py).getattr(name)
 }
 

@@ -77,7 +77,7 @@ def test_without_the_web_extra_it_names_the_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "rillet.web", None)  # what a missing module or dependency raises
     with pytest.raises(SystemExit) as e:
-        main(["web", "rillet.demo:build_agent"])
+        main(["web", "rillet.examples.demo:build_agent"])
     assert e.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("rillet web: the dev UI is not installed") and line.endswith("pip install 'rillet[web]'")
@@ -91,7 +91,7 @@ def test_without_starlette_or_uvicorn_it_is_one_line_too(
     # missing dependency must still be one line, not serve()'s traceback
     monkeypatch.setitem(sys.modules, dependency, None)
     with pytest.raises(SystemExit) as e:
-        main(["web", "rillet.demo:build_agent"])
+        main(["web", "rillet.examples.demo:build_agent"])
     assert e.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("rillet web: the dev UI is not installed") and line.endswith("pip install 'rillet[web]'")

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 from rillet import Runner
-from rillet.approval import approve
 from rillet.checkpoint import InMemoryCheckpointStore
-from rillet.demo import build_agent, main, render
+from rillet.examples.demo import build_agent, main, render
+from rillet.tools.approval import approve
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -144,7 +144,7 @@ def test_the_approval_prompt_shows_its_y_n_hint(monkeypatch: pytest.MonkeyPatch)
     import sys
 
     from rich.console import Console
-    from rillet.demo import _decide
+    from rillet.examples.demo import _decide
 
     out = io.StringIO()
     console = Console(file=out, width=80, no_color=True)
@@ -175,7 +175,7 @@ def test_demo_on_openai_without_a_key_stops_before_sending(
 
 
 def test_a_keyless_local_endpoint_is_fine(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rillet.demo import make_chat_model, make_console, missing_key
+    from rillet.examples.demo import make_chat_model, make_console, missing_key
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")

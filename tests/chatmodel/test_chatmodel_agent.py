@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from rillet import AgentTool, FunctionCall, LoopAgent, Message, SequentialAgent, ToolCall, Usage, pipe, stream_from_list
 from rillet.chatmodel import ChatModelAgent, ExceedMaxIterationsError, ModelContext, ToolCallContext
-from rillet.context import get_session_value, send_tool_gen_action
-from rillet.events import AgentEvent, RunStep, new_break_loop_action
+from rillet.data.events import AgentEvent, RunStep, new_break_loop_action
 from rillet.models import ScriptedModel
+from rillet.run.context import get_session_value, send_tool_gen_action
 from rillet.runner import Runner
 from rillet.tools import ExitTool, tool
 from support.calls import tool_call
@@ -513,7 +513,7 @@ def test_send_event_from_the_runs_loop_turning_on_another_thread_is_direct() -> 
     no call_soon_threadsafe: a hook sending an event on a later turn is on the run's loop,
     so the event goes out directly (it raised NotImplementedError before)."""
     from rillet.chatmodel.state import ReactLoop
-    from rillet.events import AgentEvent
+    from rillet.data.events import AgentEvent
     from support.loops import NoThreadsafeLoop, each_on_its_own_thread
 
     loop = NoThreadsafeLoop()

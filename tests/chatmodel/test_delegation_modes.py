@@ -206,7 +206,7 @@ _CHILD = textwrap.dedent(
     from support.event_rows import calls, row
     from rillet import ChatModelAgent, Runner, ScriptedModel, set_sub_agents, tool
     from rillet.checkpoint import SqliteCheckpointStore
-    from rillet.interrupts import get_interrupt_state, get_resume_context, interrupt
+    from rillet.run.interrupts import get_interrupt_state, get_resume_context, interrupt
 
     @tool
     def approve(what: str) -> str:
@@ -273,7 +273,7 @@ def test_an_interrupt_inside_a_task_resumes_through_the_task_tool_in_another_pro
 
 
 def test_an_interrupt_inside_a_task_resumes_in_process_too() -> None:
-    from rillet.interrupts import get_interrupt_state, interrupt
+    from rillet.run.interrupts import get_interrupt_state, interrupt
     from rillet.tools import tool
 
     @tool

@@ -23,9 +23,9 @@ from rillet import (
     ToolCall,
     tool,
 )
-from rillet.context import get_session_value
 from rillet.models.openai import OpenAIChatModel
 from rillet.models.strict_schema import strict_json_schema
+from rillet.run.context import get_session_value
 from support.openai_server import FakeOpenAIServer, Reply
 
 

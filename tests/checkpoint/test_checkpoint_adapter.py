@@ -16,7 +16,7 @@ from rillet.checkpoint import (
     SqliteCheckpointStore,
     StoreAdapter,
 )
-from rillet.interrupts import get_resume_context, interrupt
+from rillet.run.interrupts import get_resume_context, interrupt
 
 
 @tool

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SequentialAgent, ToolCall
-from rillet.approval import approve
 from rillet.checkpoint import (
     CheckpointAgentMismatchError,
     CheckpointClaimedError,
@@ -29,6 +28,7 @@ from rillet.checkpoint import (
 )
 from rillet.checkpoint.binding import agent_binding
 from rillet.checkpoint.payload import load
+from rillet.tools.approval import approve
 from support.checkpoint_agents import build
 from support.waiting import until, wait_until
 
@@ -240,7 +240,7 @@ _RACER = textwrap.dedent(
     sys.path.insert(0, sys.argv[1])
     from support.checkpoint_agents import build
     from rillet import Runner
-    from rillet.approval import approve
+    from rillet.tools.approval import approve
     from rillet.checkpoint import SqliteCheckpointStore
     store = SqliteCheckpointStore(sys.argv[2])
     print("ready", flush=True)
@@ -475,7 +475,7 @@ def test_resume_cli_resumes_only_with_the_agent_that_saved_it(tmp_path: Path) ->
     bare = cli("inv-7", "--db", str(db), "--approve")
     assert bare.returncode == 1 and len(bare.stderr.splitlines()) == 1
     assert "saved by agent 'banker', not by the demo" in bare.stderr and "--agent MODULE:ATTRIBUTE" in bare.stderr
-    wrong = cli("inv-7", "--db", str(db), "--approve", "--agent", "rillet.demo:build_agent")
+    wrong = cli("inv-7", "--db", str(db), "--approve", "--agent", "rillet.examples.demo:build_agent")
     assert wrong.returncode == 1 and "'banker'" in wrong.stderr and "'travel_assistant'" in wrong.stderr
     nonsense = cli("inv-7", "--db", str(db), "--agent", "no_such_module:x")
     assert nonsense.returncode == 2 and "No module named 'no_such_module'" in nonsense.stderr

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from rillet import AgentEvent, AgentInput, BaseAgent, DecodeError, Message, RunStep, codec, event_from_message
 from rillet._native import stream_from_list
-from rillet.agent import StateDelta
 from rillet.checkpoint.payload import PAYLOAD_VERSION, RecordedError, dump, events_to_records, load, records_to_events
-from rillet.context import Session
-from rillet.events import AgentOutput, MessageVariant
+from rillet.data.events import AgentOutput, MessageVariant
+from rillet.run.agent import StateDelta
+from rillet.run.context import Session
 from support.payload_scenarios import (
     INFO,
     ROOT,

@@ -24,12 +24,12 @@ from rillet import (
     interrupt,
     tool,
 )
-from rillet.agent_tool import AgentToolState
 from rillet.chatmodel.state import RoundState
 from rillet.checkpoint import InMemoryCheckpointStore
 from rillet.checkpoint.payload import load, seal
-from rillet.checkpoint_state import checkpoint_state, saved_state
-from rillet.workflow import LoopState, ParallelState, SequentialState
+from rillet.checkpoint.state import checkpoint_state, saved_state
+from rillet.compose.agent_tool import AgentToolState
+from rillet.compose.workflow import LoopState, ParallelState, SequentialState
 from support.calls import asks, tool_call
 from support.payload_scenarios import agent_tool_runner, paid, parallel_runner, run_checkpoint
 

@@ -290,7 +290,7 @@ def test_a_chains_run_contexts_build_their_nested_address_only_when_it_is_read()
     of them held 4.5 million address segments (36 MB). Built when read, they hold one each."""
     import tracemalloc
 
-    from rillet.context import RunContext, Session
+    from rillet.run.context import RunContext, Session
 
     ctx = RunContext(Session())
     tracemalloc.start()
@@ -817,8 +817,8 @@ def test_an_agent_input_keeps_the_dataclass_api_it_had_deferred_or_not() -> None
 
 
 def test_the_history_kept_in_the_session_follows_the_log_and_starts_over_when_it_was_changed() -> None:
-    from rillet.context import Session
     from rillet.flow import _history_entries
+    from rillet.run.context import Session
 
     def said(text: str) -> AgentEvent:
         ev = event_from_message(Message.assistant(text))
@@ -841,8 +841,8 @@ def test_the_history_kept_in_the_session_follows_the_log_and_starts_over_when_it
 
 def test_each_agents_rewritten_history_reads_on_and_drops_a_skipped_transfer_pair_across_reads() -> None:
     from rillet import FlowAgent, new_transfer_to_agent_action
-    from rillet.context import RunContext, Session
     from rillet.flow import gen_transfer_messages
+    from rillet.run.context import RunContext, Session
 
     def by(agent: str, message: Message, transfer_to: str | None = None) -> AgentEvent:
         ev = event_from_message(message, role="tool" if message.role == "tool" else "assistant")
@@ -871,8 +871,8 @@ def test_each_agents_rewritten_history_reads_on_and_drops_a_skipped_transfer_pai
 
 
 def test_a_history_handed_out_stays_as_it_was_when_a_later_transfer_result_leaves_its_call_out() -> None:
-    from rillet.context import Session
     from rillet.flow import TRANSFER_TOOL_NAME, _history_entries
+    from rillet.run.context import Session
 
     root, session = AgentInput([Message.user("q")]), Session()
     call = event_from_message(transfer("b"))

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python" / "rillet"
 # The applications (the CLI and what only it runs) import on demand, so that `rillet --help`
 # starts without loading the agent layers; the rule for commented local imports is the library's.
-APPLICATIONS = ("cli", "demo", "examples", "benchmarks")
+APPLICATIONS = ("cli", "examples", "benchmarks")
 
 
 def _lint_imports(project: Path, python_path: Path) -> subprocess.CompletedProcess[str]:
@@ -48,7 +48,7 @@ def _lint_imports(project: Path, python_path: Path) -> subprocess.CompletedProce
 def test_the_layers_contract_holds() -> None:
     result = _lint_imports(ROOT, ROOT / "python")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 1 kept, 0 broken." in result.stdout
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
 
 
 def test_the_layers_contract_fails_when_the_foundation_imports_a_higher_layer(tmp_path: Path) -> None:
@@ -61,22 +61,84 @@ def test_the_layers_contract_fails_when_the_foundation_imports_a_higher_layer(tm
     result = _lint_imports(tmp_path, tmp_path / "python")
 
     assert result.returncode != 0, result.stdout
-    assert "Contracts: 0 kept, 1 broken." in result.stdout
+    assert "rillet imports go one way, from the foundation up BROKEN" in result.stdout
     assert "rillet._core is not allowed to import rillet.runner" in result.stdout
     assert "- rillet._core.address -> rillet.runner" in result.stdout
 
 
+def _layers() -> list[list[str]]:
+    """The rows of the layers contract in pyproject.toml, top first: each a list of packages."""
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    return [[m.strip() for m in layer.replace(":", "|").split("|")] for layer in contract["layers"]]
+
+
 def test_every_module_is_in_a_layer_of_the_contract() -> None:
     """A module the contract does not name is checked by nothing: it may import any layer."""
-    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
-    layered = [m.strip() for layer in contract["layers"] for m in layer.replace(":", "|").split("|")]
-    # the package roots only re-export what their modules define
-    unlayered = [
-        m
-        for m in _modules()
-        if m not in ("rillet", "rillet.checkpoint") and not any(m == x or m.startswith(x + ".") for x in layered)
-    ]
+    layered = [m for row in _layers() for m in row]
+    # the package root only re-exports what its modules define
+    unlayered = [m for m in _modules() if m != "rillet" and not any(m == x or m.startswith(x + ".") for x in layered)]
     assert unlayered == []
+
+
+def _top_level(package: Path) -> set[str]:
+    """The packages and modules directly under ``package`` (the compiled core aside)."""
+    return {
+        f"rillet.{p.stem}"
+        for p in package.iterdir()
+        if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()
+    }
+
+
+def disagreements(package: Path, rows: list[list[str]]) -> list[str]:
+    """Where the tree under ``package`` (python/rillet) and the contract's ``rows`` disagree: a
+    package or module that is not in the contract, an entry of the contract that is not in the
+    tree, or a docstring without a ``Layer: ... May import`` paragraph naming the row below."""
+    entries = [m for row in rows for m in row]
+    found = [f"{m}: not in the contract" for m in sorted(_top_level(package) - set(entries))]
+    found += [f"{m}: in the contract, not in the tree" for m in entries if m not in _top_level(package)]
+    for i, row in enumerate(rows):
+        below = rows[i + 1] if i + 1 < len(rows) else ["rillet._native"]
+        for module in (m for m in row if m in _top_level(package)):
+            path = package.joinpath(*module.split(".")[1:])
+            path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+            doc = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split())
+            may = doc[doc.find("Layer: ") :] if "Layer: " in doc else ""
+            if "May import" not in may or any(b not in may for b in below):
+                found.append(f"{module}: its docstring's 'Layer: ... May import' should name {', '.join(below)}")
+    return found
+
+
+def test_the_tree_the_contract_and_the_docs_agree() -> None:
+    """The folders of python/rillet are the contract's rows: each package (or module) under it
+    is one entry of the contract and each entry one of them; each has a docstring naming its
+    layer (``Layer: ...``) and what it may import, the rows below its own, by naming the row
+    just below; and docs/architecture.md's picture is the one scripts/architecture draws from
+    the contract (run it after changing the contract)."""
+    assert disagreements(PACKAGE, _layers()) == []
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "architecture"), "--check"], capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stderr
+
+
+def test_the_agreement_check_finds_a_missing_entry_and_a_silent_docstring(tmp_path: Path) -> None:
+    package = tmp_path / "rillet"
+    for name, doc in [
+        ("high", "High.\n\nLayer: high. May import rillet.low and rillet.gone."),
+        ("low", "Low, with no layer paragraph."),
+        ("stray", "Layer: stray. May import rillet.low."),
+    ]:
+        (package / name).mkdir(parents=True)
+        (package / name / "__init__.py").write_text(f'"""{doc}"""\n')
+    (package / "errors.py").write_text('"""Layer: errors. May import rillet._native."""\n')
+
+    found = disagreements(package, [["rillet.high"], ["rillet.low", "rillet.gone"], ["rillet.errors"]])
+
+    assert found == [
+        "rillet.stray: not in the contract",
+        "rillet.gone: in the contract, not in the tree",
+        "rillet.low: its docstring's 'Layer: ... May import' should name rillet.errors",
+    ]
 
 
 def _modules() -> dict[str, Path]:
@@ -186,8 +248,8 @@ def test_no_import_cycles_among_rillets_modules() -> None:
 
 def test_the_cycle_check_finds_a_cycle() -> None:
     graph = _graph()
-    graph["rillet._core.scope"].add("rillet.context")  # context imports _core.scope: a cycle
-    assert any({"rillet._core.scope", "rillet.context"} <= set(c) for c in _cycles(graph))
+    graph["rillet._core.scope"].add("rillet.run.context")  # context imports _core.scope: a cycle
+    assert any({"rillet._core.scope", "rillet.run.context"} <= set(c) for c in _cycles(graph))
 
 
 def test_function_local_imports_in_the_library_say_why() -> None:
@@ -479,7 +541,7 @@ FOREIGN_PRIVATES: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "checkpoint/remote.py": (("_replace",), "a namedtuple's public method (urllib's SplitResult)"),
     "errors.py": (("_init_errors",), "the compiled core's one-time hook that takes errors.py's classes"),
-    "schema.py": (
+    "data/schema.py": (
         ("_poll", "_subscribe", "_try_send", "_subscribe_space", "_drain_into"),
         "the compiled streams' non-blocking hooks, kept out of users' sight, that this async facade is built on",
     ),

@@ -11,9 +11,9 @@ import pytest
 from rillet import AgentEvent, AgentInput, BaseAgent, ChatModelAgent, Message, ScriptedModel, event_from_message
 from rillet._core.address import AddressSegment, agent_segment, tool_segment
 from rillet._core.interrupt import ResumeScope
-from rillet.agent import Agent
-from rillet.events import error_event
+from rillet.data.events import error_event
 from rillet.flow import OnSubAgents, set_sub_agents
+from rillet.run.agent import Agent
 
 
 def test_segments_keep_the_saved_string_form_and_parse_back() -> None:

@@ -95,7 +95,7 @@ OLD_HOMES = {
         "TransferError",
     ],
     "rillet.codec": ["DecodeError", "EncodeError"],
-    "rillet.schema": ["ConcatError", "StreamEOF"],
+    "rillet.data.schema": ["ConcatError", "StreamEOF"],
     "rillet.checkpoint": [
         "CheckpointAgentMismatchError",
         "CheckpointClaimedError",
@@ -121,10 +121,10 @@ OLD_HOMES = {
     ],
     "rillet.models.scripted": ["ScriptExhaustedError"],
     "rillet.flow": ["TransferError"],
-    "rillet.interrupts": ["Interrupted"],
+    "rillet.run.interrupts": ["Interrupted"],
     "rillet.tools": ["ToolArgumentsError"],
     "rillet.chatmodel": ["ExceedMaxIterationsError", "ToolCallError"],
-    "rillet.agent_tool": ["AgentToolError"],
+    "rillet.compose.agent_tool": ["AgentToolError"],
     "rillet._core.loop": ["Fatal"],
 }
 

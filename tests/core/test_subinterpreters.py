@@ -13,7 +13,7 @@ import sys
 import textwrap
 
 import pytest
-from rillet._interpreter import ONLY_MAIN_INTERPRETER
+from rillet._core.interpreter import ONLY_MAIN_INTERPRETER
 
 CHILD = textwrap.dedent(
     '''

@@ -11,7 +11,7 @@ import pytest
 import rillet
 from hypothesis import given, settings
 from rillet import _native
-from rillet.codec import DecodeError, EncodeError, decode, encode, register_type
+from rillet.data.codec import DecodeError, EncodeError, decode, encode, register_type
 from support.codec_helpers import assert_identical, values
 
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rillet import Message, _native, codec
-from rillet.codec import COMPRESSED_FORMAT_VERSION, DecodeError, decode, encode
+from rillet.data.codec import COMPRESSED_FORMAT_VERSION, DecodeError, decode, encode
 from support.codec_helpers import assert_identical, golden_values, values
 
 HEAD = b"\x93\xabrillet-ckpt"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from rillet import codec
-from rillet.codec import MAX_DEPTH_LIMIT, EncodeError, decode, encode
+from rillet.data.codec import MAX_DEPTH_LIMIT, EncodeError, decode, encode
 
 
 def _run(code: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rillet import codec
-from rillet.codec import DecodeError, decode, encode, register_type
+from rillet.data.codec import DecodeError, decode, encode, register_type
 from support.codec_helpers import assert_identical, values
 
 # Few distinct keys and strings, so shapes and strings repeat often.

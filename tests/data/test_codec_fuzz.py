@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rillet.codec import DecodeError, decode, encode
+from rillet.data.codec import DecodeError, decode, encode
 from support.codec_helpers import Color, Point, golden_values
 
 HEAD = b"\x93\xabrillet-ckpt\x01"
@@ -98,7 +98,7 @@ def test_every_truncation_raises_decode_error() -> None:
 # front, so the Rust side's allocations map memory of their own too.
 _MEASURE = """
 import json, sys, time
-from rillet.codec import DecodeError, decode, encode
+from rillet.data.codec import DecodeError, decode, encode
 
 def vm(field):
     with open("/proc/self/status") as f:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rillet.codec import COMPRESSED_FORMAT_VERSION, FORMAT_VERSION, decode, encode
+from rillet.data.codec import COMPRESSED_FORMAT_VERSION, FORMAT_VERSION, decode, encode
 from support.codec_helpers import User, assert_identical, golden_values
 
 GOLDEN = Path(__file__).resolve().parents[1] / "support" / "golden"

@@ -14,7 +14,7 @@ from typing import Any
 import lz4.block
 import msgpack
 from hypothesis import given, settings
-from rillet.codec import decode, encode
+from rillet.data.codec import decode, encode
 from support.codec_helpers import Point, assert_identical, values
 
 MAGIC, VERSION = "rillet-ckpt", 1

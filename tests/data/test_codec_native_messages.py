@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rillet import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage, _native, codec
-from rillet.codec import DecodeError
+from rillet.data.codec import DecodeError
 
 
 def _usage_list(u: Usage) -> list[int]:

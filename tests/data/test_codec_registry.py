@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from rillet import codec
-from rillet.codec import DecodeError, EncodeError, Unknown, decode, encode, register_type
+from rillet.data.codec import DecodeError, EncodeError, Unknown, decode, encode, register_type
 
 
 def test_register_type_works_as_a_decorator() -> None:
@@ -149,7 +149,7 @@ def test_decode_still_takes_bytearray_and_memoryview() -> None:
 def test_every_module_registering_a_rillet_state_is_loaded_by_the_first_decode() -> None:
     """rillet's states register as their modules load; `import rillet` loads none of them, so
     codec.RILLET_STATE_MODULES must name each (rillet.prebuilt's load with its agents)."""
-    root = pathlib.Path(codec.__file__).parent
+    root = pathlib.Path(codec.__file__).parents[1]  # python/rillet
     registering = set()
     for path in root.rglob("*.py"):
         text = path.read_text()
@@ -159,7 +159,7 @@ def test_every_module_registering_a_rillet_state_is_loaded_by_the_first_decode()
 
 
 def test_a_fresh_process_decodes_rillets_states_before_loading_any_agent() -> None:
-    from rillet.workflow import SequentialState
+    from rillet.compose.workflow import SequentialState
 
     data = encode(SequentialState(index=1))
     code = (

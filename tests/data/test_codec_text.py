@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rillet.codec import DecodeError, decode, encode
+from rillet.data.codec import DecodeError, decode, encode
 
 HEAD = b"\x93\xabrillet-ckpt\x01"
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rillet import ContentPart, Message, codec, concat_messages
 from rillet.chatmodel import ChatModelAgent
-from rillet.context import send_tool_parts
 from rillet.models import ScriptedModel
+from rillet.run.context import send_tool_parts
 from rillet.runner import Runner
 from rillet.tools import tool
 

@@ -25,7 +25,7 @@ from rillet import (
     event_from_message,
     tool,
 )
-from rillet.context import current_run
+from rillet.run.context import current_run
 
 
 def seen(messages: list[Message], tools: Any) -> str:

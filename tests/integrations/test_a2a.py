@@ -62,7 +62,7 @@ from rillet.a2a import (
     agent_card,
     serve_a2a,
 )
-from rillet.approval import approve, requires_approval
+from rillet.tools.approval import approve, requires_approval
 from support.waiting import until
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.anyio]

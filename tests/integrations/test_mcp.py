@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import rillet
 from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, SqliteCheckpointStore, ToolCall
-from rillet.approval import approve
 from rillet.mcp import HttpServer, McpConnectionError, McpError, McpToolError, McpToolset, StdioServer, ToolFilter
+from rillet.tools.approval import approve
 from support.optional import need
 from support.waiting import until, wait_until
 
@@ -379,7 +379,7 @@ RESUME = textwrap.dedent(
     """
     import asyncio, json, sys
     from rillet import ChatModelAgent, Runner, ScriptedModel, SqliteCheckpointStore
-    from rillet.approval import approve
+    from rillet.tools.approval import approve
     from rillet.mcp import McpToolset, StdioServer
 
     async def main():

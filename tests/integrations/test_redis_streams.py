@@ -28,9 +28,9 @@ from rillet import (
     pipe,
     tool,
 )
-from rillet.codec import DecodeError, EncodeError
+from rillet.data.codec import DecodeError, EncodeError
 from rillet.errors import RecordedError
-from rillet.interrupts import get_interrupt_state, interrupt
+from rillet.run.interrupts import get_interrupt_state, interrupt
 from support.optional import need
 from support.servers import free_port, start_redis
 from support.stream_agents import Mixed, arow

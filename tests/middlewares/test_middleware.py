@@ -37,9 +37,9 @@ from rillet import (
     tool,
 )
 from rillet.chatmodel.middleware import ToolEndpoint
-from rillet.interrupts import get_interrupt_state, get_resume_context
 from rillet.middlewares import PatchToolCalls, Summarization, ToolResultReduction
 from rillet.models.base import ChatModel
+from rillet.run.interrupts import get_interrupt_state, get_resume_context
 
 
 def call(name: str, args: dict[str, Any], id: str, i: int = 0) -> ToolCall:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from rillet import CallbackContext, Message, Runner, ScriptedModel, get_session_values, tool
-from rillet.events import AgentEvent
+from rillet.data.events import AgentEvent
 from rillet.prebuilt import (
     EXECUTED_STEP_KEY,
     EXECUTED_STEPS_KEY,

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 from rillet import Message, pipe, stream_from_list
-from rillet.agent import AgentInput, BaseAgent, start_run
-from rillet.context import add_session_value, add_session_values, get_session_value, get_session_values
-from rillet.events import (
+from rillet.data.events import (
     AgentAction,
     AgentEvent,
     RunStep,
@@ -23,6 +21,8 @@ from rillet.events import (
     new_transfer_to_agent_action,
     peek_message,
 )
+from rillet.run.agent import AgentInput, BaseAgent, start_run
+from rillet.run.context import add_session_value, add_session_values, get_session_value, get_session_values
 from rillet.runner import Runner
 from support.waiting import tasks_on_rillets_loop, until, wait_until
 

@@ -35,7 +35,7 @@ from rillet import (
     tool,
 )
 from rillet._core.loop import background_loop
-from rillet.agent import RunIterator
+from rillet.run.agent import RunIterator
 from support.calls import tool_call
 from support.waiting import child_env, until, wait_until
 

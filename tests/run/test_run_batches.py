@@ -21,8 +21,8 @@ from rillet import (
     InMemoryCheckpointStore,
     Runner,
 )
-from rillet.agent import RunBatches
-from rillet.interrupts import interrupt_event
+from rillet.run.agent import RunBatches
+from rillet.run.interrupts import interrupt_event
 
 
 class Script(BaseAgent):

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from rillet import ChatModelAgent, ContentPart, Message, RunConfig, Runner, ScriptedModel
-from rillet.artifacts import ArtifactService, BlobSavingSource, FileArtifactService, InMemoryArtifactService
 from rillet.errors import ArtifactError
 from rillet.live import Blob, LiveRequestQueue, ScriptedLiveModel
+from rillet.runner.artifacts import ArtifactService, BlobSavingSource, FileArtifactService, InMemoryArtifactService
 
 
 def services(tmp_path: Path) -> list[ArtifactService]:

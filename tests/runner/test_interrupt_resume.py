@@ -27,7 +27,7 @@ from rillet import (
     tool,
 )
 from rillet.checkpoint import CheckpointError, CheckpointNotFoundError, InMemoryCheckpointStore, SqliteCheckpointStore
-from rillet.interrupts import get_interrupt_state, get_resume_context, stateful_interrupt
+from rillet.run.interrupts import get_interrupt_state, get_resume_context, stateful_interrupt
 from support.calls import asks, tool_call
 
 
@@ -250,7 +250,7 @@ _CHILD = textwrap.dedent(
     import json, sys
     from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall, tool
     from rillet.checkpoint import SqliteCheckpointStore
-    from rillet.interrupts import get_interrupt_state, get_resume_context, interrupt
+    from rillet.run.interrupts import get_interrupt_state, get_resume_context, interrupt
 
     @tool
     def approve(what: str) -> str:
@@ -518,7 +518,7 @@ def test_a_resumed_run_keeps_the_limits_it_was_saved_with_unless_given_others() 
 
 
 def test_requires_approval_approve_reject_and_edit() -> None:
-    from rillet.approval import approve, edit, reject, requires_approval
+    from rillet.tools.approval import approve, edit, reject, requires_approval
 
     sent: list[int] = []
 

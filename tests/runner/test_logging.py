@@ -81,7 +81,7 @@ def test_checkpoint_saves_and_loads_are_logged(caplog: pytest.LogCaptureFixture)
     import logging
 
     from rillet import InMemoryCheckpointStore, requires_approval, tool
-    from rillet.approval import approve
+    from rillet.tools.approval import approve
 
     def pay(amount: int) -> str:
         """Pays an amount."""

@@ -27,8 +27,8 @@ from rillet import (
     tool,
 )
 from rillet._native import ResponseMeta
-from rillet.approval import approve
 from rillet.checkpoint import InMemoryCheckpointStore
+from rillet.tools.approval import approve
 
 
 class Recorder(RunObserver):
@@ -222,7 +222,7 @@ def test_a_runner_without_observers_sets_none() -> None:
 
 
 def test_the_demo_counts_model_calls_and_tokens_with_an_observer() -> None:
-    from rillet.demo import QUESTION, _ModelCalls, build_agent
+    from rillet.examples.demo import QUESTION, _ModelCalls, build_agent
 
     counts = _ModelCalls()
     runner = Runner(build_agent(0.0), checkpoint_store=InMemoryCheckpointStore(), observers=[counts])

@@ -25,7 +25,7 @@ from rillet import (
     tool,
 )
 from rillet.checkpoint import InMemoryCheckpointStore
-from rillet.interrupts import get_resume_context, interrupt
+from rillet.run.interrupts import get_resume_context, interrupt
 from rillet.tools import BaseTool, ExitTool, ToolInfo
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from rillet import AgentEvent, ChatModelAgent, InMemoryCheckpointStore, Runner, ScriptedModel, SqliteCheckpointStore
-from rillet.approval import approve
 from rillet.checkpoint import CheckpointCorruptError, CheckpointError
 from rillet.checkpoint.journal import decode_records, encode_record, read_step_head, step_head
 from rillet.checkpoint.payload import load
+from rillet.tools.approval import approve
 from support.checkpoint_agents import build
 from support.step_agents import counting_agent, reused_id_agent
 from test_checkpoint_log import PlainStore
@@ -323,7 +323,7 @@ def test_what_a_replayed_tool_stored_in_the_session_comes_back(width: int) -> No
     """A replayed call does not run: the session values it stored come from the record, so the
     rest of the run sees them as the uninterrupted run did."""
     from rillet import FunctionCall, Message, ToolCall, tool
-    from rillet.context import add_session_value, get_session_value
+    from rillet.run.context import add_session_value, get_session_value
 
     logins: list[str] = []
 
@@ -382,8 +382,8 @@ def test_a_session_value_the_record_cannot_keep_is_named() -> None:
     import threading
 
     from rillet import FunctionCall, Message, ToolCall, tool
-    from rillet.context import add_session_value
     from rillet.errors import EncodeError
+    from rillet.run.context import add_session_value
 
     @tool
     def grab() -> str:

@@ -32,7 +32,7 @@ from rillet import (
     tool,
 )
 from rillet.checkpoint import InMemoryCheckpointStore, SqliteCheckpointStore
-from rillet.interrupts import get_interrupt_state, get_resume_context, interrupt
+from rillet.run.interrupts import get_interrupt_state, get_resume_context, interrupt
 from rillet.sessions import SessionStore
 from support.optional import skip_or_fail
 from support.waiting import tasks_on_rillets_loop, wait_until

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, tool
-from rillet.approval import requires_approval
+from rillet.tools.approval import requires_approval
 
 
 def ask(text: str) -> Message:

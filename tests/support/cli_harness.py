@@ -12,8 +12,8 @@ AGENTS = '''
 import json
 
 from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, set_sub_agents, tool
-from rillet.approval import requires_approval
-from rillet.interrupts import get_interrupt_state, get_resume_context, interrupt
+from rillet.tools.approval import requires_approval
+from rillet.run.interrupts import get_interrupt_state, get_resume_context, interrupt
 
 
 @tool

@@ -33,12 +33,12 @@ from rillet import (
     tool,
 )
 from rillet._native import stream_from_list
-from rillet.agent import StateDelta
 from rillet.checkpoint import InMemoryCheckpointStore
 from rillet.checkpoint.payload import RecordedError, dump
-from rillet.context import Session
-from rillet.events import AgentAction, AgentOutput, BreakLoopAction, TransferToAgentAction
-from rillet.interrupts import InterruptSignal, get_interrupt_state, get_resume_context, stateful_interrupt
+from rillet.data.events import AgentAction, AgentOutput, BreakLoopAction, TransferToAgentAction
+from rillet.run.agent import StateDelta
+from rillet.run.context import Session
+from rillet.run.interrupts import InterruptSignal, get_interrupt_state, get_resume_context, stateful_interrupt
 
 ROOT = AgentInput([Message.user("plan the trip")], True)
 VALUES = {"user": "ann", "budget": 1200, "tags": ["a", "b"]}

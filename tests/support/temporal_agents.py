@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from rillet import ChatModelAgent, Message, ToolCall, requires_approval, stream_from_list
-from rillet.agent import Agent
+from rillet.run.agent import Agent
 from rillet.temporal import ActivityOptions, activity_model, activity_tool
 from rillet.tools import ToolInfo
 

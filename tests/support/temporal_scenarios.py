@@ -23,10 +23,10 @@ from typing import Any
 
 import rillet.temporal as rt
 from rillet import Message
-from rillet.approval import approve
-from rillet.events import AgentEvent
+from rillet.data.events import AgentEvent
 from rillet.temporal.worker import sandbox_runner
 from rillet.temporal.workflow import RunnerWorkflow
+from rillet.tools.approval import approve
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment

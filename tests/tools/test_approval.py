@@ -19,10 +19,10 @@ def call_msg(name: str, args: str, id: str = "c1") -> Message:
 
 def test_approval_helpers_are_exported_next_to_requires_approval() -> None:
     import rillet
-    import rillet.approval
+    import rillet.tools.approval
 
     for name in ("approve", "reject", "edit", "requires_approval", "ApprovalDecision"):
-        assert name in rillet.__all__ and getattr(rillet, name) is getattr(rillet.approval, name)
+        assert name in rillet.__all__ and getattr(rillet, name) is getattr(rillet.tools.approval, name)
     assert rillet.approve() == {"decision": "approve"}
     assert rillet.reject("too dear") == {"decision": "reject", "reason": "too dear"}
     assert rillet.edit({"amount": 3}) == {"decision": "edit", "arguments": {"amount": 3}}

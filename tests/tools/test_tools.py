@@ -34,8 +34,8 @@ from rillet import (
 )
 from rillet._core import scope as run_scope
 from rillet._core.workers import WorkerPool
-from rillet.context import RunContext, Session, ToolCallScope
-from rillet.events import new_break_loop_action
+from rillet.data.events import new_break_loop_action
+from rillet.run.context import RunContext, Session, ToolCallScope
 from rillet.tools import BaseTool, ExitTool, FunctionTool, ToolArgumentsError, ToolInfo, as_tool, exit_tool, tool
 from support.calls import asks, tool_call
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12

@@ -5,7 +5,7 @@ and an :data:`~rillet._core.address.Address`); the Runner persists it. A resumed
 :class:`ResumeScope` over the persisted ids, addresses and states: each component entering an
 address learns where it stands (a :class:`ResumePoint`), and each saved state and resume datum
 is handed out once. The user API that raises interrupts and builds their events is
-:mod:`rillet.interrupts`.
+:mod:`rillet.run.interrupts`.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Three variables, set by the framework and read by everything that needs to know where it runs:
 
-* :data:`RUN`: the run context of the calling code (a ``rillet.context.RunContext``);
-* :data:`TOOL_CALL`: the tool call being executed (a ``rillet.context.ToolCallScope``);
+* :data:`RUN`: the run context of the calling code (a ``rillet.run.context.RunContext``);
+* :data:`TOOL_CALL`: the tool call being executed (a ``rillet.run.context.ToolCallScope``);
 * :data:`RESUME`: the :class:`~rillet._core.interrupt.ResumeScope` of a resumed run;
-* :data:`OBSERVING`: the run's observers (a ``rillet.observer.Observing``), None when there
+* :data:`OBSERVING`: the run's observers (a ``rillet.run.observer.Observing``), None when there
   are none, so that a run without observers pays one read of it per hook.
 
 The variables hold higher-layer objects, seen here only through the small protocols below

@@ -3,6 +3,10 @@
 :func:`serve_a2a` / :class:`A2AServer` / :func:`a2a_app` serve a rillet agent to A2A clients;
 :class:`RemoteA2AAgent` is a local agent whose runs happen on a remote A2A agent.
 Importing this package imports the ``a2a-sdk`` package.
+
+Layer: integrations, each independent of the others. May import rillet.runner, rillet.prebuilt,
+rillet.middlewares and the layers under them (the import-linter contract in pyproject.toml;
+docs/architecture.md).
 """
 
 try:

@@ -33,11 +33,11 @@ from a2a.utils.errors import A2AError as ProtocolError
 
 from rillet._native import Message, StreamWriter, pipe
 from rillet.a2a.wire import data_of, jsonable, messages_to_parts, parts_text, tool_call_of, user_message
-from rillet.agent import AgentInput, BaseAgent
-from rillet.context import add_session_value, get_session_value
+from rillet.data.events import AgentEvent, event_from_message, new_transfer_to_agent_action
 from rillet.errors import A2ACardError, A2AError, A2ATimeoutError
-from rillet.events import AgentEvent, event_from_message, new_transfer_to_agent_action
-from rillet.interrupts import get_interrupt_state, get_resume_context, stateful_interrupt_event
+from rillet.run.agent import AgentInput, BaseAgent
+from rillet.run.context import add_session_value, get_session_value
+from rillet.run.interrupts import get_interrupt_state, get_resume_context, stateful_interrupt_event
 
 __all__ = ["BeforeRequestCallback", "RemoteA2AAgent"]
 

@@ -28,10 +28,10 @@ from a2a.utils.errors import UnsupportedOperationError
 
 from rillet._native import Message, MessageAccumulator
 from rillet.a2a.wire import data_of, interrupt_part, parts_text, tool_call_parts, tool_result_part, transfer_part
-from rillet.agent import Agent
 from rillet.checkpoint.stores import CheckpointStore, InMemoryCheckpointStore
+from rillet.data.events import AgentEvent
 from rillet.errors import CheckpointError
-from rillet.events import AgentEvent
+from rillet.run.agent import Agent
 from rillet.runner import Runner
 from rillet.sessions import InMemorySessionStore, SessionStore
 

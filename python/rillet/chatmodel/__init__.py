@@ -16,6 +16,10 @@ model and tool steps, each returning the next), :mod:`.tool_call` (one tool call
 :mod:`.middleware` (``ChatModelAgentMiddleware`` and the hooks an agent runs),
 :mod:`.guardrails` (input and output guardrails) and
 :mod:`.agent` (the agent, which drives the steps).
+
+Layer: ReAct and sessions, rillet.chatmodel beside rillet.sessions (neither imports the other). May
+import rillet.compose and the layers under it (the import-linter contract in pyproject.toml;
+docs/architecture.md).
 """
 
 from rillet.chatmodel.agent import ChatModelAgent

@@ -7,7 +7,6 @@ import operator
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
-from rillet.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.chatmodel.config import (
     AfterAgent,
     AfterModel,
@@ -39,10 +38,11 @@ from rillet.chatmodel.state import ReactLoop, RoundState, Step
 from rillet.chatmodel.steps import call_model, guard_input, start_round
 from rillet.chatmodel.task import FinishTaskTool, check_mode, delegation_tool, mode_of
 from rillet.checkpoint.journal import JOURNAL
-from rillet.checkpoint_state import saved_state
-from rillet.context import RunContext, current_run, host_agent_run
-from rillet.events import AgentEvent
+from rillet.checkpoint.state import saved_state
+from rillet.data.events import AgentEvent
 from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
+from rillet.run.agent import AgentCallback, AgentInput, BaseAgent
+from rillet.run.context import RunContext, current_run, host_agent_run
 from rillet.tools import as_tool, build_schemas
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class ChatModelAgent(BaseAgent):
             :class:`~rillet.OutputRejectedError` event, or, with ``retry=True``, sends the
             reason back to the model once.
         before_agent_callbacks, after_agent_callbacks: ADK-Go's agent callbacks around the
-            whole call (see :class:`~rillet.agent.BaseAgent`).
+            whole call (see :class:`~rillet.run.agent.BaseAgent`).
         mode: how a parent reaches this agent as its sub-agent (ADK-Go's delegation modes):
             ``"chat"`` (default) by ``transfer_to_agent``; ``"single_turn"`` as a tool that runs
             it once on its own branch; ``"task"`` as a task tool: the agent gets the

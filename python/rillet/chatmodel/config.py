@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rillet._native import Message
-from rillet.agent import AgentInput
 from rillet.errors import ExceedMaxIterationsError, ToolCallError
+from rillet.run.agent import AgentInput
 from rillet.tools import BaseTool
 
 if TYPE_CHECKING:

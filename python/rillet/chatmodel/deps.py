@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from rillet._native import Message
 from rillet.chatmodel.config import maybe_await
 from rillet.chatmodel.task import TASK_INSTRUCTION
-from rillet.context import current_run
+from rillet.run.context import current_run
 
 if TYPE_CHECKING:
-    from rillet.agent import AgentInput
     from rillet.chatmodel.config import GenModelInput, ToolWrapper
     from rillet.chatmodel.guardrails import InputGuardrail, OutputGuardrail
     from rillet.chatmodel.middleware import Hooks
     from rillet.chatmodel.output import OutputSpec
     from rillet.live import LiveModel
     from rillet.models.base import ChatModel
+    from rillet.run.agent import AgentInput
     from rillet.tools import BaseTool, ToolInfo
 
 __all__ = ["ReactDeps"]

@@ -16,10 +16,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from rillet import codec
 from rillet._core.loop import child_task, result_of
 from rillet._core.workers import run_sync
 from rillet._native import Message
+from rillet.data import codec
 from rillet.errors import GuardrailError
 
 __all__ = [

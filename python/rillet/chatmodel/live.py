@@ -14,12 +14,12 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from rillet._native import Message
-from rillet.agent import AgentInput
 from rillet.chatmodel.tool_call import call_tool
+from rillet.data.events import AgentAction, AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep
 from rillet.errors import Interrupted, LiveError, LiveNotSupportedError
-from rillet.events import AgentAction, AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep
 from rillet.flow import TRANSFER_TOOL_NAME
 from rillet.live import LiveConnection, LiveContext, LiveResponse, LiveStatus
+from rillet.run.agent import AgentInput
 
 if TYPE_CHECKING:
     from rillet.chatmodel.deps import ReactDeps

@@ -29,8 +29,8 @@ from rillet.chatmodel.config import (
 from rillet.errors import MiddlewareError
 
 if TYPE_CHECKING:
-    from rillet.agent import AgentInput
     from rillet.models.base import ChatModel
+    from rillet.run.agent import AgentInput
     from rillet.tools import BaseTool, ToolInfo
 
 __all__ = ["ChatModelAgentContext", "ChatModelAgentMiddleware", "ChatModelAgentState", "Hooks", "ToolEndpoint"]

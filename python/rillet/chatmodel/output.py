@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rillet._native import Message
+from rillet.data.events import AgentEvent, AgentOutput, MessageVariant, event_from_message
 from rillet.errors import OutputValidationError
-from rillet.events import AgentEvent, AgentOutput, MessageVariant, event_from_message
 from rillet.tools import ToolInfo
 
 if TYPE_CHECKING:

@@ -19,10 +19,10 @@ from rillet._core.loop import Inbox
 from rillet._core.scope import OBSERVING, Observers
 from rillet._native import Message, StreamReader, ToolCall
 from rillet.chatmodel.config import ModelContext
-from rillet.checkpoint_state import checkpoint_state
+from rillet.checkpoint.state import checkpoint_state
+from rillet.data.events import AgentEvent
+from rillet.data.run_config import BUDGET, RunBudget
 from rillet.errors import Interrupted
-from rillet.events import AgentEvent
-from rillet.run_config import BUDGET, RunBudget
 
 if TYPE_CHECKING:
     from rillet.chatmodel.deps import ReactDeps
@@ -116,7 +116,7 @@ class ReactLoop:
     thread: int = 0
     steps: AgentSteps | None = None  # the step record (Runner(durability="step")), else None
 
-    # --- the agent run's host (rillet.context.AgentRunHost): send_event, run-local values ---
+    # --- the agent run's host (rillet.run.context.AgentRunHost): send_event, run-local values ---
 
     def hosted(self) -> ReactLoop:
         """Notes where the run runs, for :meth:`send_event` from a tool's worker thread."""

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
-from rillet import observer
 from rillet._core.loop import Inbox, child_task, joined, result_of
 from rillet._native import Message, StreamReader, ToolCall, stream_from_list
 from rillet.chatmodel.config import (
@@ -29,11 +28,12 @@ from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
 from rillet.chatmodel.task import FINISH_TASK_TOOL_NAME, ends_task, finished_at
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
 from rillet.checkpoint.payload import events_to_records, records_to_events
-from rillet.context import add_session_value
+from rillet.data.events import AgentAction, AgentEvent, event_from_message
+from rillet.data.schema import aconcat_message_stream
 from rillet.errors import InputRejectedError, Interrupted, OutputRejectedError
-from rillet.events import AgentAction, AgentEvent, event_from_message
-from rillet.interrupts import composite_interrupt_event
-from rillet.schema import aconcat_message_stream
+from rillet.run import observer
+from rillet.run.context import add_session_value
+from rillet.run.interrupts import composite_interrupt_event
 
 if TYPE_CHECKING:
     from rillet.chatmodel.deps import ReactDeps

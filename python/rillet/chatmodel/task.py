@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from rillet.agent_tool import AgentTool
-from rillet.context import Session, current_tool_call, send_tool_gen_action
+from rillet.compose.agent_tool import AgentTool
+from rillet.data.events import AgentAction
 from rillet.errors import ToolArgumentsError
-from rillet.events import AgentAction
+from rillet.run.context import Session, current_tool_call, send_tool_gen_action
 from rillet.tools import BaseTool, ToolInfo, argument_problems, load_arguments
 
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from rillet._native import Message, ToolCall
-    from rillet.agent import Agent
-    from rillet.events import AgentEvent
+    from rillet.data.events import AgentEvent
+    from rillet.run.agent import Agent
 
 __all__ = [
     "FINISH_TASK_TOOL_NAME",

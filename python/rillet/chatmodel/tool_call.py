@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rillet import observer
 from rillet._core.address import tool_segment
 from rillet._core.loop import child_task
 from rillet._core.scope import TOOL_CALL as _TOOL_CALL
@@ -17,10 +16,11 @@ from rillet._native import Message, ToolCall, pipe
 from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
 from rillet.chatmodel.middleware import hook_failed
 from rillet.checkpoint.journal import STEP_CALL
-from rillet.context import ToolCallScope, current_run, current_tool_call
+from rillet.data.events import AgentEvent, event_from_message
+from rillet.data.schema import aconcat_message_stream
 from rillet.errors import Interrupted
-from rillet.events import AgentEvent, event_from_message
-from rillet.schema import aconcat_message_stream
+from rillet.run import observer
+from rillet.run.context import ToolCallScope, current_run, current_tool_call
 
 if TYPE_CHECKING:
     from rillet.chatmodel.deps import ReactDeps

@@ -8,6 +8,11 @@ how rillet calls any of them. ``Runner(durability="step")`` also appends to a lo
 :class:`SqliteCheckpointStore` in a SQLite file that several threads and processes can share,
 :class:`RedisCheckpointStore` and :class:`PostgresCheckpointStore` on a server that processes on
 several machines can share (the ``redis`` and ``postgres`` extras, imported when first used).
+
+Layer: checkpoints, with :mod:`.state` (the saved states of agents). May import rillet.flow and the
+layers under it (the import-linter contract in pyproject.toml; docs/architecture.md); not the
+composition layer or anything above. Inside, a second contract keeps an order: binding, adapter and
+the server stores over stores and journal, over payload and state, over sqlite_file and remote.
 """
 
 from rillet.checkpoint.adapter import StoreAdapter

@@ -13,9 +13,9 @@ import hashlib
 import json
 from typing import Any
 
-from rillet.agent import flow_wrapper_of
 from rillet.errors import CheckpointAgentMismatchError
 from rillet.flow import FlowAgent, flow_of
+from rillet.run.agent import flow_wrapper_of
 
 __all__ = ["CheckpointAgentMismatchError"]
 

@@ -32,10 +32,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from rillet import codec
 from rillet._core.address import Address, tool_segment
 from rillet._native import Message
 from rillet.checkpoint.payload import CheckpointCorruptError, seal, unseal
+from rillet.data import codec
 from rillet.errors import CheckpointError, EncodeError
 
 __all__ = [

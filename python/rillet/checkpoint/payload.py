@@ -43,20 +43,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from rillet import codec
 from rillet._core.interrupt import InterruptSignal
 from rillet._native import events_from_records, stream_from_list
-from rillet.agent import AgentInput, StateDelta
-from rillet.context import Session
-from rillet.errors import (
-    CheckpointClaimedError,
-    CheckpointCorruptError,
-    CheckpointError,
-    CheckpointNotFoundError,
-    EncodeError,
-    RecordedError,
-)
-from rillet.events import (
+from rillet.data import codec
+from rillet.data.events import (
     AgentAction,
     AgentEvent,
     AgentOutput,
@@ -67,6 +57,16 @@ from rillet.events import (
     TransferToAgentAction,
     parent_path,
 )
+from rillet.errors import (
+    CheckpointClaimedError,
+    CheckpointCorruptError,
+    CheckpointError,
+    CheckpointNotFoundError,
+    EncodeError,
+    RecordedError,
+)
+from rillet.run.agent import AgentInput, StateDelta
+from rillet.run.context import Session
 
 __all__ = [
     "PAYLOAD_VERSION",

@@ -2,6 +2,10 @@
 
 Commands import what they run when they run, so that ``rillet --help`` starts without loading
 the agent layers.
+
+Layer: applications, beside rillet.web, rillet.examples and rillet.benchmarks (which may import
+each other). May import rillet.a2a, rillet.mcp, rillet.redis, rillet.temporal, rillet.tracing and
+every layer under them (the import-linter contract in pyproject.toml; docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def demo(
             return 2
         run_example = importlib.import_module(EXAMPLES[example]).main
         return int(run_example(delay=delay, streaming=not no_stream, color=color))
-    from rillet.demo import main as run_demo
+    from rillet.examples.demo import main as run_demo
 
     return run_demo(
         delay=delay,

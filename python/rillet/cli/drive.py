@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rillet.checkpoint.payload import Loaded
-    from rillet.events import AgentEvent
+    from rillet.data.events import AgentEvent
     from rillet.runner import Runner
 
 NO_ANSWER = object()
@@ -27,7 +27,7 @@ NO_ANSWER = object()
 
 class Pending(NamedTuple):
     """An interrupt waiting for an answer; ``tool`` and ``arguments`` are set for a
-    :func:`~rillet.approval.requires_approval` call."""
+    :func:`~rillet.tools.approval.requires_approval` call."""
 
     id: str
     address: tuple[str, ...]
@@ -105,7 +105,7 @@ class Decisions:
 
     def decide(self, p: Pending) -> Any:
         """The resume data the flags give ``p``, else NO_ANSWER."""
-        from rillet.approval import approve, edit, reject
+        from rillet.tools.approval import approve, edit, reject
 
         for i, (kind, key, value) in enumerate(self.rules):
             if not self._matches(key, p):
@@ -134,7 +134,7 @@ def ask(console: Console, p: Pending, readline: Callable[[], str] = sys.stdin.re
     """The answer typed (a terminal) or piped (stdin) for ``p``; NO_ANSWER at the input's end.
     An approval takes ``a``/``y`` (approve), ``r``/``n`` [reason] (reject) or ``e`` [JSON]
     (edit the arguments); any other interrupt takes its resume data (JSON, else text)."""
-    from rillet.approval import approve, edit, reject
+    from rillet.tools.approval import approve, edit, reject
 
     while True:
         if p.tool is None:
@@ -180,7 +180,7 @@ class Driver:
     """Shows a run (text or JSON lines) and answers its interrupts until it ends."""
 
     def __init__(self, command: str, runner: Runner, console: Console, *, as_json: bool, decisions: Decisions) -> None:
-        from rillet.demo import Renderer
+        from rillet.examples.demo import Renderer
 
         self.command = command
         self.runner = runner

@@ -28,7 +28,7 @@ def inspect(checkpoint_id: str | None, db: str, as_json: bool, no_color: bool) -
     """Decodes CHECKPOINT and shows it: the agent that saved it, its input, session values and
     events, and its interrupts as a tree with their addresses, state and info. Without
     CHECKPOINT, lists the checkpoints in --db, newest first, with their size and age."""
-    from rillet.demo import make_console
+    from rillet.examples.demo import make_console
 
     store = checkpoint_store("inspect", db, create=False)
     console = make_console(False if no_color else None)
@@ -72,9 +72,9 @@ def _list(store: SqliteCheckpointStore, console: Console, as_json: bool) -> int:
 def _show(store: SqliteCheckpointStore, checkpoint_id: str, console: Console, as_json: bool) -> int:
     import sqlite3
 
-    from rillet import codec
     from rillet.checkpoint import CheckpointError
     from rillet.checkpoint.payload import load
+    from rillet.data import codec
 
     path = str(store.path)
     try:
@@ -132,7 +132,7 @@ def _as_json(checkpoint_id: str, size: int, at: float, loaded: Loaded) -> dict[s
 
 
 def _print(console: Console, checkpoint_id: str, size: int, at: float, loaded: Loaded) -> None:
-    from rillet.demo import Renderer, print_user
+    from rillet.examples.demo import Renderer, print_user
 
     agent = loaded.agent
     console.print(f"[bold]checkpoint {escape(checkpoint_id)}[/] · {_size(size)} · saved {_age(time.time() - at)} ago")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rillet._native import Message
-    from rillet.events import AgentAction, AgentEvent
+    from rillet.data.events import AgentAction, AgentEvent
 
 
 def dumps(obj: Any) -> str:

@@ -43,7 +43,7 @@ def resume(
     only the demo's checkpoints. An approval needs --approve/--reject or an answer at the prompt;
     with neither, nothing runs (exit status 2). A problem with the database or the checkpoint
     is one line on stderr, exit status 1."""
-    from rillet.demo import default_db, make_console
+    from rillet.examples.demo import default_db, make_console
 
     spec, approve, reject = _agent_given_as_flag_value(spec, approve, reject)
     if spec is not None and agent_flag is not None:
@@ -60,8 +60,8 @@ def resume(
     except Exception as e:
         import sqlite3
 
-        from rillet import codec
         from rillet.checkpoint import CheckpointError
+        from rillet.data import codec
         from rillet.errors import SessionError
 
         if isinstance(e, (CheckpointError, codec.DecodeError, sqlite3.Error, SessionError)):
@@ -96,7 +96,7 @@ def _resume(
     as_json: bool,
 ) -> int:
     from rillet.checkpoint.payload import load
-    from rillet.demo import demo_agent_for, make_chat_model, missing_key
+    from rillet.examples.demo import demo_agent_for, make_chat_model, missing_key
     from rillet.runner import Runner
     from rillet.sessions import SqliteSessionStore
 

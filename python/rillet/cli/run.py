@@ -50,7 +50,7 @@ def run(
     one) on QUESTION. Interrupts are answered by --approve/--reject, else at the prompt; with
     neither (no --json, stdin at its end) the run stops there, exit status 3."""
     from rillet.checkpoint import InMemoryCheckpointStore
-    from rillet.demo import make_console
+    from rillet.examples.demo import make_console
     from rillet.runner import Runner
 
     decisions = Decisions("run", approve, reject)
@@ -69,7 +69,7 @@ def run(
         if status == 3:  # stopped at an interrupt: the conversation cannot go on past it
             break
     if not as_json:
-        from rillet.demo import print_summary
+        from rillet.examples.demo import print_summary
 
         print_summary(console, driver.renderer, time.perf_counter() - start, 0.0)
     return status
@@ -114,8 +114,8 @@ def _turns(query: str | None, session_id: str | None, console: Console, as_json:
 def _turn(
     driver: Driver, text: str, typed: bool, session_id: str | None, checkpoint_id: str | None, db: str | None, spec: str
 ) -> int:
-    from rillet.demo import print_user
     from rillet.errors import RilletError
+    from rillet.examples.demo import print_user
 
     cid = checkpoint_id or f"run-{uuid.uuid4().hex[:8]}"
     if not driver.as_json and not typed:

@@ -9,6 +9,11 @@
 Run one with ``rillet demo team`` (``research``, ``review``) or ``python -m rillet.examples.team``;
 ``--fast`` skips the pauses between streamed tokens and ``--no-color`` prints plain text.
 docs/multi-agent.md walks through the first three, docs/prebuilt.md the last two.
+
+Layer: applications, beside rillet.cli, rillet.web and rillet.benchmarks (which may import each
+other), with :mod:`.demo` (the offline agent of ``rillet demo`` and the renderer the CLI and the
+examples share). May import rillet.a2a, rillet.mcp, rillet.redis, rillet.temporal, rillet.tracing
+and every layer under them (the import-linter contract in pyproject.toml; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ from rillet._native import FunctionCall, Message, ToolCall
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rillet.agent import Agent
-    from rillet.demo import Renderer
+    from rillet.examples.demo import Renderer
     from rillet.models import ScriptedModel
+    from rillet.run.agent import Agent
 
 __all__ = ["EXAMPLES", "call", "run_example", "scripted"]
 
@@ -64,7 +69,7 @@ def run_example(
     """Runs ``agent`` on ``question`` with a Runner and prints the transcript: the title, the
     question, every event with its run path, ``epilogue(console, renderer)`` and a summary.
     Returns the process exit code (1 if any event was an error)."""
-    from rillet.demo import make_console, print_summary, print_user, render
+    from rillet.examples.demo import make_console, print_summary, print_user, render
     from rillet.runner import Runner
 
     console = make_console(color)

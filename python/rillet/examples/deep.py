@@ -23,7 +23,7 @@ from rillet.examples import call, run_example, scripted
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rillet.demo import Renderer
+    from rillet.examples.demo import Renderer
     from rillet.prebuilt import DeepAgent, InMemoryBackend
 
 __all__ = ["CHANGELOG", "QUESTION", "build_agent", "main"]
@@ -95,8 +95,8 @@ def build_agent(delay: float = 0.0) -> tuple[DeepAgent, InMemoryBackend]:
 
 def main(*, delay: float = 0.02, streaming: bool = True, color: bool | None = None) -> int:
     """Runs the deep agent on the request and prints the transcript, the todo list and the file."""
-    from rillet.context import get_session_value
     from rillet.prebuilt import TODOS_KEY
+    from rillet.run.context import get_session_value
 
     agent, files = build_agent(delay)
     seen: dict[str, Any] = {}

@@ -24,7 +24,7 @@ from rillet.examples import call, run_example, scripted
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rillet.demo import Renderer
+    from rillet.examples.demo import Renderer
     from rillet.prebuilt import PlanExecuteReplan
 
 __all__ = ["QUESTION", "RATES", "build_agent", "convert", "main"]
@@ -82,8 +82,8 @@ def build_agent(delay: float = 0.0) -> PlanExecuteReplan:
 
 def main(*, delay: float = 0.02, streaming: bool = True, color: bool | None = None) -> int:
     """Runs the agent on the question and prints the transcript and the steps it ran."""
-    from rillet.context import get_session_values
     from rillet.prebuilt import EXECUTED_STEPS_KEY
+    from rillet.run.context import get_session_values
 
     agent = build_agent(delay)
     seen: dict[str, Any] = {}

@@ -60,8 +60,8 @@ def search_notes(query: str) -> str:
 def build_researcher(delay: float = 0.0) -> tuple[ChatModelAgent, ChatModelAgent, ChatModelAgent]:
     """The researcher (what a Runner runs) and the two agents it calls as tools: the
     searcher and the summarizer."""
-    from rillet.agent_tool import AgentTool
     from rillet.chatmodel import ChatModelAgent
+    from rillet.compose.agent_tool import AgentTool
     from rillet.tools import tool
 
     searcher = ChatModelAgent(

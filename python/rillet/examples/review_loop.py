@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rillet.chatmodel import ChatModelAgent
-    from rillet.demo import Renderer
-    from rillet.workflow import LoopAgent
+    from rillet.compose.workflow import LoopAgent
+    from rillet.examples.demo import Renderer
 
 __all__ = ["MAX_ROUNDS", "QUESTION", "approve", "build_loop", "main"]
 
@@ -42,8 +42,8 @@ async def approve(note: str) -> str:
     Args:
         note: why the draft is good enough.
     """
-    from rillet.context import send_tool_gen_action
-    from rillet.events import new_break_loop_action
+    from rillet.data.events import new_break_loop_action
+    from rillet.run.context import send_tool_gen_action
 
     send_tool_gen_action(new_break_loop_action("reviewer"))
     return f"approved: {note}"
@@ -52,8 +52,8 @@ async def approve(note: str) -> str:
 def build_loop(delay: float = 0.0) -> tuple[LoopAgent, ChatModelAgent, ChatModelAgent]:
     """The loop (what a Runner runs), its writer and its reviewer."""
     from rillet.chatmodel import ChatModelAgent
+    from rillet.compose.workflow import LoopAgent
     from rillet.tools import tool
-    from rillet.workflow import LoopAgent
 
     writer = ChatModelAgent(
         name="writer",

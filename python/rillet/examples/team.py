@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rillet.chatmodel import ChatModelAgent
-    from rillet.demo import Renderer
+    from rillet.examples.demo import Renderer
     from rillet.flow import FlowAgent
 
 __all__ = ["QUESTION", "build_team", "main"]
@@ -119,7 +119,7 @@ def build_team(delay: float = 0.0) -> tuple[FlowAgent, ChatModelAgent]:
 
 def main(*, delay: float = 0.02, streaming: bool = True, color: bool | None = None) -> int:
     """Runs the team on the customer's question and prints the transcript."""
-    from rillet.demo import Wrapped
+    from rillet.examples.demo import Wrapped
 
     root, tech_support = build_team(delay)
 

@@ -2,7 +2,12 @@
 :meth:`rillet.Runner.run_live` sends while reading the events; the :class:`LiveModel` and
 :class:`LiveAgent` protocols; :class:`ScriptedLiveModel`, the offline test double, and
 :class:`OpenAIRealtimeModel` (websockets, imported on first connect). See
-docs/live.md."""
+docs/live.md.
+
+Layer: models and live, rillet.live beside rillet.models (neither imports the other). May import
+rillet.data and the layers under it (the import-linter contract in pyproject.toml;
+docs/architecture.md); agents', events' and tools' types appear only in annotations.
+"""
 
 from rillet.live.model import (
     LiveAgent,

@@ -16,8 +16,8 @@ from rillet._native import Message
 from rillet.live.queue import Blob, LiveRequest
 
 if TYPE_CHECKING:
-    from rillet.agent import AgentInput
-    from rillet.events import AgentEvent
+    from rillet.data.events import AgentEvent
+    from rillet.run.agent import AgentInput
     from rillet.tools import BaseTool, ToolInfo
 
 __all__ = [

@@ -2,6 +2,10 @@
 
 Importing this package does not import the ``mcp`` package: it is loaded when a toolset
 connects.
+
+Layer: integrations, each independent of the others. May import rillet.runner, rillet.prebuilt,
+rillet.middlewares and the layers under them (the import-linter contract in pyproject.toml;
+docs/architecture.md).
 """
 
 from rillet.errors import McpConnectionError, McpError, McpToolError

@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable, Collection
 from typing import Any, Literal
 
-from rillet.approval import ApprovalTool
-from rillet.interrupts import get_interrupt_state
+from rillet.run.interrupts import get_interrupt_state
 from rillet.tools import BaseTool
+from rillet.tools.approval import ApprovalTool
 
 ApprovalPolicy = Literal["always", "never"] | Collection[str] | Callable[[str, dict[str, Any]], bool]
 """``"always"``, ``"never"``, the names of the tools that need approval (as the server names

@@ -100,7 +100,7 @@ class McpToolset:
             ``description``, ``input_schema``...) returning whether to offer it.
         require_approval: ``"never"`` (default), ``"always"``, a set of tool names, or a
             function ``(tool_name, arguments) -> bool``; such calls interrupt the run for a
-            person (:mod:`rillet.approval`).
+            person (:mod:`rillet.tools.approval`).
         prefix: put before every tool's name (two servers with the same tool names).
         timeout: seconds to connect, and for one tool call or listing to answer.
         max_result_bytes: the most bytes one message of the server may have (a tool's

@@ -6,6 +6,10 @@
   the results of older tool rounds are cleared.
 * :class:`PatchToolCalls`: a tool call without a result gets a placeholder result before the
   model is called (providers refuse a conversation with an unanswered call).
+
+Layer: driving, beside rillet.runner and rillet.prebuilt (none imports another). May import
+rillet.chatmodel, rillet.sessions and the layers under them (the import-linter contract in
+pyproject.toml; docs/architecture.md).
 """
 
 from rillet.middlewares.patch_tool_calls import PatchToolCalls

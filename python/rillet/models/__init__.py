@@ -2,7 +2,12 @@
 the offline test double, :class:`OpenAIChatModel` for any OpenAI-compatible endpoint and
 :class:`OpenAIResponsesModel` for OpenAI's Responses API, :class:`AnthropicChatModel` for
 Anthropic's Messages API and :class:`FallbackModel` to try several in turn (their HTTP client is
-imported on first use)."""
+imported on first use).
+
+Layer: models and live, rillet.models beside rillet.live (neither imports the other). May import
+rillet.data and the layers under it (the import-linter contract in pyproject.toml;
+docs/architecture.md); tools' types appear only in annotations.
+"""
 
 from rillet.models import errors
 from rillet.models.anthropic import AnthropicChatModel

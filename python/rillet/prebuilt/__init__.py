@@ -5,6 +5,10 @@
 * :class:`PlanExecuteReplan`: a planner, then an executor and a replanner in a loop.
 * :class:`DeepAgent`: a ChatModelAgent with a todo list, sub-agents behind a ``task`` tool
   and optional file tools.
+
+Layer: driving, beside rillet.runner and rillet.middlewares (none imports another). May import
+rillet.chatmodel, rillet.sessions and the layers under them (the import-linter contract in
+pyproject.toml; docs/architecture.md).
 """
 
 from rillet.prebuilt.deep import GENERAL_AGENT_NAME, TODOS_KEY, DeepAgent, TaskTool, Todo, WriteTodosTool

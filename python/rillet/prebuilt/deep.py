@@ -22,13 +22,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rillet import codec
 from rillet._native import Message
-from rillet.agent import Agent, AgentInput
-from rillet.agent_tool import AgentTool
 from rillet.chatmodel import ChatModelAgent
-from rillet.context import add_session_value
+from rillet.compose.agent_tool import AgentTool
+from rillet.data import codec
 from rillet.prebuilt.filesystem import Backend, file_tools
+from rillet.run.agent import Agent, AgentInput
+from rillet.run.context import add_session_value
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo, as_tool
 
 if TYPE_CHECKING:

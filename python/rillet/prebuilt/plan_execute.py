@@ -24,17 +24,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rillet import codec, observer
 from rillet._core.scope import OBSERVING
 from rillet._native import Message
-from rillet.agent import AgentInput, BaseAgent
 from rillet.chatmodel import ChatModelAgent
 from rillet.chatmodel.config import maybe_await
-from rillet.context import add_session_value, get_session_value
-from rillet.events import AgentEvent, event_from_message, new_break_loop_action
-from rillet.run_config import count_llm_call
+from rillet.compose.workflow import LoopAgent, SequentialAgent
+from rillet.data import codec
+from rillet.data.events import AgentEvent, event_from_message, new_break_loop_action
+from rillet.data.run_config import count_llm_call
+from rillet.run import observer
+from rillet.run.agent import AgentInput, BaseAgent
+from rillet.run.context import add_session_value, get_session_value
 from rillet.tools import ToolInfo
-from rillet.workflow import LoopAgent, SequentialAgent
 
 if TYPE_CHECKING:
     from rillet.models.base import ChatModel

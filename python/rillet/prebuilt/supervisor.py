@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rillet.agent import Agent, flow_wrapper_of, remember_flow_wrapper
 from rillet.flow import FlowAgent, set_sub_agents, with_deterministic_transfer_to
+from rillet.run.agent import Agent, flow_wrapper_of, remember_flow_wrapper
 
 __all__ = ["Supervisor"]
 

@@ -8,9 +8,9 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING
 
 from rillet._native import EMPTY, Message, StreamReader, StreamWriter, pipe
+from rillet.data.event_pair import EventIterator
+from rillet.data.events import AgentEvent
 from rillet.errors import ChannelClosed, EncodeError, EventStreamError, StreamEOF
-from rillet.event_pair import EventIterator
-from rillet.events import AgentEvent
 from rillet.redis.client import DEFAULT_PREFIX, DEFAULT_URL, checked_client, connect, failures
 from rillet.redis.wire import FIELD, chunk_entry, close_entry, end_entry, event_entry
 

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from rillet._native import NO_VALUE, StreamWriter, convert_stream, pipe
+from rillet.data.events import AgentEvent
 from rillet.errors import EventStreamError, EventStreamGapError, EventStreamTimeoutError
-from rillet.events import AgentEvent
 from rillet.redis.client import DEFAULT_PREFIX, DEFAULT_URL, checked_client, connect, failures
 from rillet.redis.wire import Paths, decode_entry, rebuild_event, recorded_error
 

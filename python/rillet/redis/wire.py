@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rillet import codec
 from rillet._core.interrupt import InterruptCtx, InterruptInfo
 from rillet._native import Message
 from rillet.checkpoint.payload import apply_extras_record, extras_record
+from rillet.data import codec
+from rillet.data.events import AgentAction, AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep
 from rillet.errors import EncodeError, RecordedError
-from rillet.events import AgentAction, AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep
 
 __all__ = [
     "FIELD",

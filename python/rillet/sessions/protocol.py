@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from rillet import codec
 from rillet._native import Message
+from rillet.data import codec
 from rillet.errors import SessionBusyError
 
 __all__ = [

@@ -13,16 +13,16 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from rillet import codec
 from rillet._core import scope
 from rillet._core.workers import run_sync
 from rillet._native import Message, StreamReader
-from rillet.agent import AgentInput
-from rillet.context import RunContext, Session
+from rillet.data import codec
+from rillet.data.schema import aconcat_message_stream
 from rillet.errors import SessionError
 from rillet.flow import flow_of
-from rillet.run_handle import start_run
-from rillet.schema import aconcat_message_stream
+from rillet.run.agent import AgentInput
+from rillet.run.context import RunContext, Session
+from rillet.run.run_handle import start_run
 from rillet.sessions.policies import LastTurns, SessionPolicy, SummarizeOldest, TokenBudget
 from rillet.sessions.protocol import SessionHead, SessionStore, decode_messages, encode_messages
 

@@ -5,6 +5,10 @@ Wrap what does I/O: ``activity_model(model)`` and ``activity_tool(tool)`` make e
 activity (retried, with a timeout); the rest of the agent runs in the workflow. Serve agents
 with :func:`rillet_worker`, start runs with :func:`start_run`, read their events with
 :func:`events`, resume interrupts with :func:`resume`.
+
+Layer: integrations, each independent of the others. May import rillet.runner, rillet.prebuilt,
+rillet.middlewares and the layers under them (the import-linter contract in pyproject.toml;
+docs/architecture.md).
 """
 
 from __future__ import annotations

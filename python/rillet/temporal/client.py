@@ -13,10 +13,10 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistoryEventFilterType
 
-from rillet import codec
 from rillet._native import Message
 from rillet.checkpoint.payload import records_to_events
-from rillet.events import AgentEvent
+from rillet.data import codec
+from rillet.data.events import AgentEvent
 from rillet.temporal.workflow import WORKFLOW_NAME
 
 __all__ = ["answer", "events", "pending_interrupts", "resume", "start_run"]

@@ -19,10 +19,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from rillet import codec
 from rillet._native import Message, StreamReader, stream_from_list
+from rillet.data import codec
 from rillet.errors import ToolArgumentsError
-from rillet.interrupts import get_resume_context, interrupt
+from rillet.run.interrupts import get_resume_context, interrupt
 from rillet.tools import BaseTool, ToolInfo, as_tool
 
 __all__ = ["ActivityModel", "ActivityOptions", "ActivityTool", "CONTINUE_AS_NEW", "activity_model", "activity_tool"]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from temporalio.exceptions import ApplicationError
 
-from rillet.agent import Agent
+from rillet.run.agent import Agent
 
 __all__ = ["AgentFactory", "agent_for", "register"]
 

@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from rillet import codec
+from rillet.data import codec
 from rillet.errors import ToolArgumentsError
 from rillet.temporal.proxies import COLLECTING, MODEL_ACTIVITY, TOOL_ACTIVITY, infos_of
 from rillet.temporal.registry import AgentFactory, register

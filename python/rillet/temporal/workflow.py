@@ -23,10 +23,10 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from rillet import codec
     from rillet.checkpoint.payload import events_to_records
-    from rillet.events import AgentEvent
-    from rillet.interrupts import ID_SOURCE
+    from rillet.data import codec
+    from rillet.data.events import AgentEvent
+    from rillet.run.interrupts import ID_SOURCE
     from rillet.runner import Runner
     from rillet.temporal.proxies import CONTINUE_AS_NEW, current_agent, history_limit
     from rillet.temporal.registry import agent_for

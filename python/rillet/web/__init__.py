@@ -5,6 +5,10 @@ they arrive (tokens streamed), the run-path tree, tool calls with their argument
 results, interrupts with approve / reject / edit controls that resume the run, and a browser
 of the checkpoint store. ``rillet web MODULE:ATTRIBUTE`` and ``python -m rillet.web
 MODULE:ATTRIBUTE`` call it; docs/web.md shows it.
+
+Layer: applications, beside rillet.cli, rillet.examples and rillet.benchmarks (which may import
+each other). May import rillet.a2a, rillet.mcp, rillet.redis, rillet.temporal, rillet.tracing and
+every layer under them (the import-linter contract in pyproject.toml; docs/architecture.md).
 """
 
 from __future__ import annotations

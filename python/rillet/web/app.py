@@ -29,8 +29,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rillet.agent_tool import AgentTool
 from rillet.checkpoint.stores import CheckpointStore
+from rillet.compose.agent_tool import AgentTool
 from rillet.errors import RilletError
 from rillet.flow import flow_of
 from rillet.web import is_loopback

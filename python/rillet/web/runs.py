@@ -14,8 +14,8 @@ from typing import Any
 
 from rillet._native import Message, StreamReader
 from rillet.checkpoint.stores import CheckpointStore
-from rillet.events import AgentEvent
-from rillet.run_handle import RunIterator
+from rillet.data.events import AgentEvent
+from rillet.run.run_handle import RunIterator
 from rillet.runner import Runner
 from rillet.web.wire import event_records
 

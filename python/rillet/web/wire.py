@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rillet._native import Message, MessageAccumulator
-from rillet.events import AgentAction, AgentEvent
+from rillet.data.events import AgentAction, AgentEvent
 
 __all__ = ["action_record", "event_records", "jsonable", "message_record"]
 

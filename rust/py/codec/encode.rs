@@ -1060,7 +1060,7 @@ fn unsupported(o: &Bound<'_, PyAny>) -> Box<Failure> {
 fn advice_for(o: &Bound<'_, PyAny>) -> Option<String> {
     let advice = o
         .py()
-        .import("rillet.codec")
+        .import("rillet.data.codec")
         .and_then(|m| m.getattr("_advice_for"))
         .and_then(|f| f.call1((o,)))
         .ok()?;

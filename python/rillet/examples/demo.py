@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from rillet._native import FunctionCall, Message, ResponseMeta, ToolCall, Usage
-from rillet.observer import ModelInfo, RunInfo, RunObserver
+from rillet.run.observer import ModelInfo, RunInfo, RunObserver
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rich.console import Console
 
-    from rillet.events import AgentEvent
+    from rillet.data.events import AgentEvent
 
 __all__ = ["build_agent", "main", "make_console", "print_summary", "print_user", "render"]
 
@@ -135,10 +135,10 @@ def reply_for(messages: list[Message], tools: Any = None) -> Message:
 def build_agent(delay: float = 0.02, model: Any = None) -> Any:
     """The demo's agent: a ChatModelAgent over a ScriptedModel (or ``model``) and four tools,
     one of which needs approval."""
-    from rillet.approval import requires_approval
     from rillet.chatmodel import ChatModelAgent
     from rillet.models import ScriptedModel
     from rillet.tools import tool
+    from rillet.tools.approval import requires_approval
 
     return ChatModelAgent(
         name="travel_assistant",
@@ -392,7 +392,7 @@ def default_db() -> Path:
 def _decide(console: Console, ask: Any, decision: str | None) -> Any:
     """The person's answer to an approval interrupt: from the flag, the terminal, or, with
     neither, approval (said so): the demo's own run needs no one at the keyboard."""
-    from rillet.approval import approve, reject
+    from rillet.tools.approval import approve, reject
 
     if decision == "approve":
         return approve()

@@ -16,6 +16,11 @@ Steps: with ``Runner(durability="step")`` a run with a checkpoint id is also rec
 model call and tool round (an append to the checkpoint's log, :mod:`rillet.checkpoint.journal`),
 and ``resume(checkpoint_id)`` continues a run that stopped part-way, replaying what it recorded
 (docs/durability.md).
+
+Layer: driving, beside rillet.prebuilt and rillet.middlewares (none imports another), with
+:mod:`.artifacts` (the artifact services the Runner saves input blobs with). May import
+rillet.chatmodel, rillet.sessions and the layers under them (the import-linter contract in
+pyproject.toml; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -29,8 +34,6 @@ from typing import Any, Literal
 from rillet._core import scope
 from rillet._core.interrupt import InterruptInfo, ResumeScope
 from rillet._native import Message
-from rillet.agent import Agent, AgentInput
-from rillet.artifacts import ArtifactService, BlobSavingSource, save_message_blobs
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import agent_binding, check_binding
 from rillet.checkpoint.journal import JOURNAL, Journal, StepLog, read_log, read_step_head, step_head
@@ -44,14 +47,16 @@ from rillet.checkpoint.payload import (
     seal,
 )
 from rillet.checkpoint.stores import CheckpointStore
-from rillet.context import RunContext, Session
+from rillet.data.events import AgentEvent, error_event, interrupt_signal
+from rillet.data.run_config import BUDGET, RunBudget, RunConfig
 from rillet.errors import LiveNotSupportedError, RilletError, SessionError
-from rillet.events import AgentEvent, error_event, interrupt_signal
 from rillet.flow import flow_of
 from rillet.live import LiveAgent, LiveContext, LiveRequestQueue, LiveSource
-from rillet.observer import RunObserver, observing
-from rillet.run_config import BUDGET, RunBudget, RunConfig
-from rillet.run_handle import RunIterator, start_run
+from rillet.run.agent import Agent, AgentInput
+from rillet.run.context import RunContext, Session
+from rillet.run.observer import RunObserver, observing
+from rillet.run.run_handle import RunIterator, start_run
+from rillet.runner.artifacts import ArtifactService, BlobSavingSource, save_message_blobs
 from rillet.sessions import SessionPolicy, SessionStore
 from rillet.sessions.run import SessionRun, TurnSession, open_run, resume_run
 
@@ -139,7 +144,7 @@ class Runner:
     conversations, and ``session_policy`` what of one a run loads (see :mod:`rillet.sessions`);
     ``observers`` are told what every agent of each run does (see :class:`rillet.RunObserver`);
     ``artifact_service`` keeps input blobs when a run's :class:`RunConfig` asks (see
-    :mod:`rillet.artifacts`). :meth:`run_live` runs a live agent (docs/live.md).
+    :mod:`rillet.runner.artifacts`). :meth:`run_live` runs a live agent (docs/live.md).
 
     ``durability`` says when a run with a ``checkpoint_id`` is saved: ``"interrupt"`` (the
     default, Eino's) only when it interrupts; ``"step"`` also after every model call and every

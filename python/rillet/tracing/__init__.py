@@ -11,6 +11,10 @@ observer's own map of open spans keyed by the run and the address of the agent o
 OpenTelemetry's current context is never attached, so no context token lives across an
 event-stream suspension, and a consumer that stops early (``break``, ``close``, a cancelled
 task) ends every span of the run when the agents' ``on_run_end`` come, with nothing logged.
+
+Layer: integrations, each independent of the others. May import rillet.runner, rillet.prebuilt,
+rillet.middlewares and the layers under them (the import-linter contract in pyproject.toml;
+docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from rillet._core.address import Address, tool_segment
 from rillet.errors import Interrupted
-from rillet.observer import ModelInfo, RunInfo, RunObserver
+from rillet.run.observer import ModelInfo, RunInfo, RunObserver
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider

@@ -30,7 +30,7 @@ Rules a function tool follows:
 * A parameter without an annotation accepts any JSON value (``Any``). ``self``/``cls``
   parameters, ``*args`` and ``**kwargs`` are refused when the tool is made.
 * ``def`` functions run on rillet's worker threads, with a copy of the caller's contextvars,
-  so :func:`rillet.context.get_session_value`, :func:`rillet.context.send_tool_gen_action`
+  so :func:`rillet.run.context.get_session_value`, :func:`rillet.run.context.send_tool_gen_action`
   and the like work in them; several calls run at once. ``async def`` functions run on the
   event loop.
 * A function returning an iterator or async iterator (a generator, or annotated ``Iterator``,
@@ -42,10 +42,14 @@ Rules a function tool follows:
   enums, sets and the like as pydantic encodes them). ``None`` becomes ``"null"``.
 * A :class:`rillet.ContentPart` result (an image or a file), or a list of str and
   ContentPart items, is returned as the text items (joined by newlines) with the image and
-  file parts attached to the call's tool message (:func:`rillet.context.send_tool_parts`);
+  file parts attached to the call's tool message (:func:`rillet.run.context.send_tool_parts`);
   called outside an agent's tool call, ``invoke()`` returns the parts' dicts as JSON.
 * An exception raised by the function propagates unchanged. An interrupt (``rillet.interrupt(...)``)
   returned instead of raised, or yielded by a streaming tool, is raised as if the tool had raised it.
+
+Layer: tools, with :mod:`.approval` (human approval of tool calls). May import rillet.run and the
+layers under it (the import-linter contract in pyproject.toml; docs/architecture.md); not the flow
+or anything above.
 """
 
 from __future__ import annotations
@@ -70,9 +74,9 @@ from typing import Any, overload
 
 from rillet._core.workers import Pace, default_pool
 from rillet._native import ContentPart
-from rillet.context import current_tool_call, send_tool_gen_action, send_tool_parts
+from rillet.data.events import new_exit_action
 from rillet.errors import Interrupted, ToolArgumentsError
-from rillet.events import new_exit_action
+from rillet.run.context import current_tool_call, send_tool_gen_action, send_tool_parts
 
 __all__ = [
     "BaseTool",
@@ -466,7 +470,7 @@ class _Spec:
 def _build_spec(fn: Callable[..., Any], name: str, description: str | None) -> _Spec:
     import pydantic  # imported on first use: `import rillet` does not load pydantic
 
-    from rillet._docstrings import parse_docstring  # its regular expressions compile on first use
+    from rillet.data._docstrings import parse_docstring  # its regular expressions compile on first use
 
     target = _hint_target(fn)
     doc, fallback = _docs(fn)
@@ -804,7 +808,7 @@ class ExitTool(BaseTool):
     """The tool that ends the run: the model calls ``exit`` with its ``final_result``.
 
     Invoking it attaches an exit action to the tool's event
-    (:func:`rillet.context.send_tool_gen_action`) and returns ``final_result``."""
+    (:func:`rillet.run.context.send_tool_gen_action`) and returns ``final_result``."""
 
     def __init__(self) -> None:
         self.info = ToolInfo(

@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 
 from rillet._core.interrupt import InterruptCtx, InterruptInfo, InterruptSignal
 from rillet._core.scope import current_point, here
+from rillet.data.events import AgentEvent, interrupt_action
 from rillet.errors import Interrupted
-from rillet.events import AgentEvent, interrupt_action
 
 __all__ = [
     "InterruptCtx",

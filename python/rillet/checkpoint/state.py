@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from rillet import codec
+from rillet.data import codec
 
 __all__ = ["checkpoint_state", "saved_state"]
 

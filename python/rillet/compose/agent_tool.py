@@ -15,14 +15,14 @@ from typing import Any
 
 from rillet._core.address import tool_segment
 from rillet._native import Message
-from rillet.agent import Agent, AgentInput
 from rillet.checkpoint.payload import events_to_records, records_to_events
-from rillet.checkpoint_state import checkpoint_state, saved_state
-from rillet.context import RunContext, Session, current_run, current_tool_call
+from rillet.checkpoint.state import checkpoint_state, saved_state
+from rillet.data.events import AgentAction, AgentEvent, RunPath, copy_event, interrupt_signal
 from rillet.errors import AgentToolError
-from rillet.events import AgentAction, AgentEvent, RunPath, copy_event, interrupt_signal
 from rillet.flow import flow_of, gen_transfer_messages, rewrite_message
-from rillet.interrupts import composite_interrupt
+from rillet.run.agent import Agent, AgentInput
+from rillet.run.context import RunContext, Session, current_run, current_tool_call
+from rillet.run.interrupts import composite_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = ["AgentTool", "AgentToolError"]

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from rillet._core.address import Address, agent_segment
-from rillet.context import current_run
-from rillet.events import AgentEvent, RunPath, RunStep, extend_path, interrupt_signal
+from rillet.data.events import AgentEvent, RunPath, RunStep, extend_path, interrupt_signal
+from rillet.run.context import current_run
 
 if TYPE_CHECKING:
     from rillet._core.interrupt import InterruptCtx
     from rillet._native import Message, Usage
-    from rillet.context import RunContext
+    from rillet.run.context import RunContext
 
 __all__ = ["ModelInfo", "RunInfo", "RunObserver"]
 

@@ -20,7 +20,7 @@ from typing import Any, Literal, overload
 
 from rillet._core.interrupt import InterruptInfo, InterruptSignal
 from rillet._native import Message, MessageAccumulator, StreamReader, concat_message_stream
-from rillet.schema import aconcat_message_stream
+from rillet.data.schema import aconcat_message_stream
 
 __all__ = [
     "AgentAction",
@@ -299,7 +299,7 @@ def interrupt_signal(action: AgentAction) -> InterruptSignal | None:
 
 def interrupt_action(info: InterruptInfo, signal: InterruptSignal) -> AgentAction:
     """An action that interrupts with ``info``, carrying ``signal`` (internal: made by
-    the constructors in rillet.interrupts)."""
+    the constructors in rillet.run.interrupts)."""
     return AgentAction(interrupted=info, _signal=signal)
 
 

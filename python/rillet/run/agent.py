@@ -1,7 +1,7 @@
 """Agents: the ``Agent`` protocol, ``AgentInput`` and ``BaseAgent``.
 
 An agent is an event-stream generator: ``agent.run(input)`` returns at once with an
-:class:`RunIterator` of :class:`~rillet.events.AgentEvent` and does its work in a task. It never
+:class:`RunIterator` of :class:`~rillet.data.events.AgentEvent` and does its work in a task. It never
 raises: an exception in the agent's body becomes one error event that ends the stream.
 
 Write an agent by subclassing :class:`BaseAgent` with an async generator ``_run``::
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rillet._native import Message
-from rillet.context import add_session_value, current_run
+from rillet.data.event_pair import EventIterator
+from rillet.data.events import AgentAction, AgentEvent, error_event, event_from_message
 from rillet.errors import Interrupted
-from rillet.event_pair import EventIterator
-from rillet.events import AgentAction, AgentEvent, error_event, event_from_message
-from rillet.run_handle import RunBatches, RunIterator  # the consumer's end of a run: users import it here too
-from rillet.run_handle import start_run as start_run  # a re-export as well
+from rillet.run.context import add_session_value, current_run
+from rillet.run.run_handle import RunBatches, RunIterator  # the consumer's end of a run: users import it here too
+from rillet.run.run_handle import start_run as start_run  # a re-export as well
 
 __all__ = [
     "Agent",
@@ -130,7 +130,7 @@ def raw_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator
     """``agent``'s own ``_run`` events as they come (no callbacks, no authors, exceptions
     raised) when it is a :class:`BaseAgent` without agent callbacks, else None. For a driver
     that fills authors with :func:`author_of` and turns an exception into
-    :func:`~rillet.events.error_event` itself (the flow wrapper): one generator fewer per event."""
+    :func:`~rillet.data.events.error_event` itself (the flow wrapper): one generator fewer per event."""
     if isinstance(agent, BaseAgent) and not (agent.before_agent_callbacks or agent.after_agent_callbacks):
         return agent._run(input, **options)
     return None

@@ -26,15 +26,15 @@ from typing import Any, TypeVar
 from rillet._core.address import agent_segment
 from rillet._core.loop import Inbox, child_task
 from rillet._core.scope import current_resume
-from rillet.agent import Agent, AgentCallback, AgentInput, BaseAgent
 from rillet.checkpoint.payload import events_to_records, records_to_events
-from rillet.checkpoint_state import checkpoint_state, saved_state
-from rillet.context import RunContext, Session, current_run
+from rillet.checkpoint.state import checkpoint_state, saved_state
+from rillet.data.events import AgentEvent, RunPath, RunStep, extend_path, interrupt_signal
 from rillet.errors import LiveNotSupportedError
-from rillet.events import AgentEvent, RunPath, RunStep, extend_path, interrupt_signal
 from rillet.flow import FlowAgent, OnSubAgents, adopt, flow_of, with_disallow_transfer_to_parent
-from rillet.interrupts import composite_interrupt_event
 from rillet.live import LiveAgent, LiveContext
+from rillet.run.agent import Agent, AgentCallback, AgentInput, BaseAgent
+from rillet.run.context import RunContext, Session, current_run
+from rillet.run.interrupts import composite_interrupt_event
 from rillet.tools import BaseTool, ToolInfo
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]

@@ -8,6 +8,9 @@ own event's action: a transfer runs the named sub-agent (or the parent) next.
 An agent that is not the root of its run (a transfer target, a workflow child) ignores the input
 it is given and rebuilds it from the run's root input and every recorded event; other agents'
 messages are rewritten as user messages that start with ``For context:`` (Eino's format).
+
+Layer: flow. May import rillet.tools and the layers under it (the import-linter contract in
+pyproject.toml; docs/architecture.md); not checkpoints, the composition layer or anything above.
 """
 
 from __future__ import annotations
@@ -20,12 +23,23 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from rillet import observer
 from rillet._core.address import AGENT, AddressSegment
 from rillet._core.interrupt import ResumeScope
 from rillet._core.scope import OBSERVING, current_resume, entered
 from rillet._native import FunctionCall, Message, ToolCall
-from rillet.agent import (
+from rillet.data.events import (
+    AgentAction,
+    AgentEvent,
+    MessageVariant,
+    copy_event,
+    error_event,
+    event_from_message,
+    new_transfer_to_agent_action,
+)
+from rillet.data.run_config import BUDGET, RunBudget, RunConfig
+from rillet.errors import Interrupted, TransferError
+from rillet.run import observer
+from rillet.run.agent import (
     Agent,
     AgentInput,
     BaseAgent,
@@ -35,18 +49,7 @@ from rillet.agent import (
     remember_flow_wrapper,
     run_events,
 )
-from rillet.context import RunContext, Session, current_run, send_tool_gen_action
-from rillet.errors import Interrupted, TransferError
-from rillet.events import (
-    AgentAction,
-    AgentEvent,
-    MessageVariant,
-    copy_event,
-    error_event,
-    event_from_message,
-    new_transfer_to_agent_action,
-)
-from rillet.run_config import BUDGET, RunBudget, RunConfig
+from rillet.run.context import RunContext, Session, current_run, send_tool_gen_action
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
 
 __all__ = [

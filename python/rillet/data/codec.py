@@ -169,7 +169,7 @@ def decode(
 # rillet` loads no agent module, and a checkpoint may be read before any agent exists (`rillet
 # resume`, `rillet inspect`), so the first decode loads them; tests/data/test_codec_registry.py keeps
 # the list whole. rillet.prebuilt's states load with the prebuilt agents, as a user's own do.
-RILLET_STATE_MODULES = ("rillet.agent_tool", "rillet.chatmodel.state", "rillet.workflow")
+RILLET_STATE_MODULES = ("rillet.compose.agent_tool", "rillet.chatmodel.state", "rillet.compose.workflow")
 _rillet_states_loaded = False
 
 

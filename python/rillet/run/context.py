@@ -17,18 +17,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rillet import codec
 from rillet._core.address import Address, agent_segment
 from rillet._core.interrupt import NOT_RESUMING, ResumePoint
 from rillet._core.scope import RUN, TOOL_CALL, current_resume
-from rillet.events import AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep, extend_path
+from rillet.data import codec
+from rillet.data.events import AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep, extend_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from rillet._native import ContentPart, Message
-    from rillet.agent import AgentInput
-    from rillet.events import AgentAction
+    from rillet.data.events import AgentAction
+    from rillet.run.agent import AgentInput
 
 __all__ = [
     "AgentRunHost",

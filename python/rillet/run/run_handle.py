@@ -5,7 +5,7 @@ The path of an event: :func:`start_run` spawns a task (:func:`rillet._core.loop.
 caller's event loop when there is one, else on rillet's background loop thread) that pumps the
 agent's async generator of events into a :class:`~rillet._native.Channel`, one ``send`` per
 event and no Python frame between. :class:`RunIterator` is the receive side, an
-:class:`~rillet.event_pair.EventIterator` the caller reads with ``for`` (blocking, from any
+:class:`~rillet.data.event_pair.EventIterator` the caller reads with ``for`` (blocking, from any
 thread), ``async for``, or :meth:`RunIterator.batches` (lists of the events already there, one
 wake-up per list). The pump ends the stream when the generator ends; anything the generator
 raises, a ``KeyboardInterrupt`` included, becomes one last error event instead.
@@ -32,9 +32,9 @@ from typing import Any
 
 from rillet._core.loop import Fatal, RunTask, spawn
 from rillet._native import Channel, ChannelRecv
+from rillet.data.event_pair import EventIterator
+from rillet.data.events import AgentEvent, error_event
 from rillet.errors import ChannelClosed, RilletError
-from rillet.event_pair import EventIterator
-from rillet.events import AgentEvent, error_event
 
 __all__ = ["RunBatches", "RunIterator", "start_run"]
 

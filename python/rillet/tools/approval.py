@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-from rillet.interrupts import get_interrupt_state, get_resume_context, stateful_interrupt
+from rillet.run.interrupts import get_interrupt_state, get_resume_context, stateful_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, as_tool
 
 __all__ = ["ApprovalDecision", "ApprovalTool", "approve", "edit", "reject", "requires_approval"]
@@ -68,7 +68,7 @@ def _decision(data: Any) -> ApprovalDecision:
     if isinstance(data, dict) and data.get("decision") == "edit" and isinstance(data.get("arguments"), dict):
         return data  # type: ignore[return-value]
     raise ValueError(
-        f"approval resume data must be approve(), reject(reason) or edit(arguments) from rillet.approval, got {data!r}"
+        f"approval resume data must be approve(), reject(reason) or edit(arguments) from rillet.tools.approval, got {data!r}"
     )
 
 
