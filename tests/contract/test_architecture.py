@@ -535,10 +535,6 @@ def step(agent, self):
 FOREIGN_PRIVATES: dict[str, tuple[tuple[str, ...], str]] = {
     "_core/loop.py": (("_log_destroy_pending",), "asyncio.Task's log flag, cleared as asyncio.gather does"),
     "_core/workers.py": (("_ready",), "asyncio's ready queue (getattr, other loops fall back): no loop round trip"),
-    "chatmodel/state.py": (
-        ("_get_running_loop",),
-        "asyncio's running loop without raising: the run's loop may turn on another thread (Temporal)",
-    ),
     "checkpoint/remote.py": (("_replace",), "a namedtuple's public method (urllib's SplitResult)"),
     "errors.py": (("_init_errors",), "the compiled core's one-time hook that takes errors.py's classes"),
     "data/schema.py": (

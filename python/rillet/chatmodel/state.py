@@ -151,4 +151,7 @@ class ReactLoop:
 def _runs_here(evloop: asyncio.AbstractEventLoop) -> bool:
     """Whether ``evloop`` runs on this thread now: a loop's turns may run on different threads
     (Temporal's workflow loop does, and it has no ``call_soon_threadsafe``)."""
-    return asyncio._get_running_loop() is evloop
+    try:
+        return asyncio.get_running_loop() is evloop
+    except RuntimeError:  # no loop runs on this thread (a tool's worker thread)
+        return False
