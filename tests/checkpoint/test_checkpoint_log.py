@@ -13,22 +13,7 @@ from typing import Any
 import pytest
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.stores import InMemoryCheckpointStore, LogCheckpointStore, SqliteCheckpointStore
-
-
-class PlainStore:
-    """A store with only get, set and delete: the adapter's fallback keeps the log."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-
-    def get(self, checkpoint_id: str) -> bytes | None:
-        return self.data.get(checkpoint_id)
-
-    def set(self, checkpoint_id: str, data: bytes) -> None:
-        self.data[checkpoint_id] = data
-
-    def delete(self, checkpoint_id: str) -> None:
-        self.data.pop(checkpoint_id, None)
+from support.plain_store import PlainStore
 
 
 @pytest.fixture(params=["memory", "sqlite", "plain"])

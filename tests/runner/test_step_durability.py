@@ -14,8 +14,8 @@ from rillet.checkpoint.journal import decode_records, encode_record, read_step_h
 from rillet.checkpoint.payload import load
 from rillet.tools.approval import approve
 from support.checkpoint_agents import build
+from support.plain_store import PlainStore
 from support.step_agents import counting_agent, reused_id_agent
-from test_checkpoint_log import PlainStore
 
 
 def lines(side: Path) -> list[str]:

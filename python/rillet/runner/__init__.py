@@ -36,7 +36,7 @@ from rillet._core.interrupt import InterruptInfo, ResumeScope
 from rillet._native import Message
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import agent_binding, check_binding
-from rillet.checkpoint.journal import JOURNAL, Journal, StepLog, read_log, read_step_head, step_head
+from rillet.checkpoint.journal import JOURNAL, Journal, StepHead, StepLog, read_log, read_step_head, step_head
 from rillet.checkpoint.payload import (
     CheckpointCorruptError,
     CheckpointError,
@@ -362,12 +362,10 @@ class Runner:
         data = store.claim_sync(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
             head = read_step_head(data, checkpoint_id) if data is not None else None
-            if head is not None:
-                log = read_log(head, store.read_log_sync(checkpoint_id), checkpoint_id)
-                return self._resume_steps(checkpoint_id, log, owner, targets, session_values, agent_options, config)
-            loaded = self._check(checkpoint_id, data, targets)
-            assert data is not None
-            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data, config)
+            records = store.read_log_sync(checkpoint_id) if head is not None else []
+            return self._resume_claimed(
+                checkpoint_id, data, head, records, owner, targets, session_values, agent_options, config
+            )
         except BaseException:
             if data is not None:
                 store.release_sync(checkpoint_id, owner)
@@ -392,16 +390,35 @@ class Runner:
         data = await store.claim(checkpoint_id, owner)
         try:  # until the run owns the claim, a failure releases it
             head = read_step_head(data, checkpoint_id) if data is not None else None
-            if head is not None:
-                log = read_log(head, await store.read_log(checkpoint_id), checkpoint_id)
-                return self._resume_steps(checkpoint_id, log, owner, targets, session_values, agent_options, config)
-            loaded = self._check(checkpoint_id, data, targets)
-            assert data is not None
-            return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data, config)
+            records = await store.read_log(checkpoint_id) if head is not None else []
+            return self._resume_claimed(
+                checkpoint_id, data, head, records, owner, targets, session_values, agent_options, config
+            )
         except BaseException:
             if data is not None:
                 await store.release(checkpoint_id, owner)
             raise
+
+    def _resume_claimed(
+        self,
+        checkpoint_id: str,
+        data: bytes | None,
+        head: StepHead | None,
+        records: list[bytes],
+        owner: str,
+        targets: Mapping[str, Any] | None,
+        session_values: Mapping[str, Any] | None,
+        agent_options: dict[str, Any],
+        config: RunConfig | None,
+    ) -> RunIterator:
+        """What :meth:`resume` and :meth:`aresume` do once the checkpoint is claimed: a step
+        log's run (``head`` read from it, ``records`` its log) or a whole checkpoint's."""
+        if head is not None:
+            log = read_log(head, records, checkpoint_id)
+            return self._resume_steps(checkpoint_id, log, owner, targets, session_values, agent_options, config)
+        loaded = self._check(checkpoint_id, data, targets)
+        assert data is not None
+        return self._resume(checkpoint_id, loaded, owner, targets, session_values, agent_options, data, config)
 
     def _store(self) -> StoreAdapter:
         """The checkpoint store, seen through :class:`StoreAdapter` (built again if
