@@ -1,6 +1,6 @@
 """A run inside a session: what the Runner loads before and appends after.
 
-Kept apart from the Runner so that ``runner.py`` only calls :func:`open_run` /
+Kept apart from the Runner so that ``rillet.runner`` only calls :func:`open_run` /
 :func:`resume_run` and :meth:`SessionRun.finish`.
 """
 
