@@ -616,18 +616,7 @@ mod tests {
         let all = crate::concat::concat_messages(&out, Default::default()).unwrap();
         assert_eq!(all.role, "assistant");
         assert_eq!(all.reasoning_content, "think\n\nmore");
-        let calls: Vec<_> = all
-            .tool_calls
-            .iter()
-            .map(|c| {
-                (
-                    c.index,
-                    c.id.as_str(),
-                    c.function.name.as_str(),
-                    c.function.arguments.as_str(),
-                )
-            })
-            .collect();
+        let calls: Vec<_> = all.tool_calls.iter().map(ToolCall::fields).collect();
         assert_eq!(
             calls,
             vec![
