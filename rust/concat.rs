@@ -473,18 +473,7 @@ mod tests {
             with_calls(vec![tc(None, "y", "raw2", "[]")]),
         ];
         let out = concat(&chunks).unwrap();
-        let got: Vec<_> = out
-            .tool_calls
-            .iter()
-            .map(|t| {
-                (
-                    t.index,
-                    t.id.as_str(),
-                    t.function.name.as_str(),
-                    t.function.arguments.as_str(),
-                )
-            })
-            .collect();
+        let got: Vec<_> = out.tool_calls.iter().map(ToolCall::fields).collect();
         assert_eq!(
             got,
             vec![

@@ -148,6 +148,19 @@ impl ToolCall {
 }
 
 #[cfg(test)]
+impl ToolCall {
+    /// `(index, id, name, arguments)`: what tests compare of a call.
+    pub(crate) fn fields(&self) -> (Option<i64>, &str, &str, &str) {
+        (
+            self.index,
+            self.id.as_str(),
+            self.function.name.as_str(),
+            self.function.arguments.as_str(),
+        )
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -198,7 +198,7 @@ impl Writer {
             self.buf.push(0x90 | n as u8);
             Ok(())
         } else {
-            self.container_head(n, [0xdc, 0xdd])
+            self.wide_head(n, [0xdc, 0xdd])
         }
     }
 
@@ -208,7 +208,7 @@ impl Writer {
             self.buf.push(0x80 | n as u8);
             Ok(())
         } else {
-            self.container_head(n, [0xde, 0xdf])
+            self.wide_head(n, [0xde, 0xdf])
         }
     }
 
@@ -262,19 +262,14 @@ impl Writer {
     fn sized_head(&mut self, n: usize, markers: [u8; 3]) -> Result<(), TooLong> {
         if n <= u8::MAX as usize {
             self.buf.extend_from_slice(&[markers[0], n as u8]);
-        } else if n <= u16::MAX as usize {
-            self.buf.push(markers[1]);
-            self.buf.extend_from_slice(&(n as u16).to_be_bytes());
-        } else if n <= u32::MAX as usize {
-            self.buf.push(markers[2]);
-            self.buf.extend_from_slice(&(n as u32).to_be_bytes());
+            Ok(())
         } else {
-            return Err(TooLong(n));
+            self.wide_head(n, [markers[1], markers[2]])
         }
-        Ok(())
     }
 
-    fn container_head(&mut self, n: usize, markers: [u8; 2]) -> Result<(), TooLong> {
+    /// A head with a 16 or 32-bit length: an array's or map's, or a long str/bin/ext's.
+    fn wide_head(&mut self, n: usize, markers: [u8; 2]) -> Result<(), TooLong> {
         if n <= u16::MAX as usize {
             self.buf.push(markers[0]);
             self.buf.extend_from_slice(&(n as u16).to_be_bytes());

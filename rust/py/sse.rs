@@ -151,9 +151,28 @@ fn body_text<'a>(py: Python<'_>, body: &'a [u8]) -> PyResult<&'a str> {
 
 /// One parser class: a frozen `$name` holding a [`Guarded`] parser of `$state`, with `feed`,
 /// `finish` and the `done` and `lines` getters. What differs between the protocols is given:
-/// the class's docstring, its constructor (inside the braces), and the docstrings of `feed`,
-/// `finish` and `done`.
+/// the class's docstring, its constructor (inside the braces; `$name($state);` for a protocol
+/// without options, whose constructor takes the limits only and starts from the default
+/// state), and the docstrings of `feed`, `finish` and `done`.
 macro_rules! stream_parser_class {
+    (
+        $(#[$($class:tt)*])*
+        $name:ident($state:ty);
+        $($methods:tt)*
+    ) => {
+        stream_parser_class! {
+            $(#[$($class)*])*
+            $name($state) {
+                #[new]
+                #[pyo3(signature = (*, max_sse_line_bytes=4194304, max_sse_event_bytes=16777216))]
+                fn new(max_sse_line_bytes: usize, max_sse_event_bytes: usize) -> PyResult<Self> {
+                    let limits = limits(max_sse_line_bytes, max_sse_event_bytes)?;
+                    Ok($name(Guarded::new(<$state>::default(), limits)))
+                }
+            }
+            $($methods)*
+        }
+    };
     (
         $(#[$($class:tt)*])*
         $name:ident($state:ty) { $($new:tt)* }
@@ -254,14 +273,7 @@ stream_parser_class! {
     /// so the next request can send it back; a function call's item id is in its
     /// `extra["item_id"]`. A line longer than `max_sse_line_bytes`, or an event with more data
     /// than `max_sse_event_bytes`, raises `StreamLimitError` before it is buffered.
-    ResponsesStreamParser(responses::State) {
-        #[new]
-        #[pyo3(signature = (*, max_sse_line_bytes=4194304, max_sse_event_bytes=16777216))]
-        fn new(max_sse_line_bytes: usize, max_sse_event_bytes: usize) -> PyResult<Self> {
-            let limits = limits(max_sse_line_bytes, max_sse_event_bytes)?;
-            Ok(ResponsesStreamParser(Guarded::new(Default::default(), limits)))
-        }
-    }
+    ResponsesStreamParser(responses::State);
 
     /// Reads `data` and returns the chunks it completes (often none, sometimes several).
     ///
@@ -290,14 +302,7 @@ stream_parser_class! {
     /// signatures and redacted thinking go in `extra["anthropic_thinking"]`, keyed by block index.
     /// A line longer than `max_sse_line_bytes`, or an event with more data than
     /// `max_sse_event_bytes`, raises `StreamLimitError` before it is buffered.
-    AnthropicStreamParser(anthropic::State) {
-        #[new]
-        #[pyo3(signature = (*, max_sse_line_bytes=4194304, max_sse_event_bytes=16777216))]
-        fn new(max_sse_line_bytes: usize, max_sse_event_bytes: usize) -> PyResult<Self> {
-            let limits = limits(max_sse_line_bytes, max_sse_event_bytes)?;
-            Ok(AnthropicStreamParser(Guarded::new(Default::default(), limits)))
-        }
-    }
+    AnthropicStreamParser(anthropic::State);
 
     /// Reads `data` and returns the chunks it completes (often none, sometimes several).
     ///

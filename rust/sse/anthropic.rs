@@ -523,6 +523,7 @@ pub fn parse_message(body: &str) -> Result<Message, StreamError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sse::testing::{call, parse_pieces};
 
     const STREAM: &str = concat!(
         "event: message_start\n",
@@ -554,28 +555,7 @@ mod tests {
     );
 
     fn parse(pieces: &[&[u8]]) -> Result<Vec<Message>, (Vec<Message>, StreamError)> {
-        let mut p = AnthropicStreamParser::default();
-        let mut out = Vec::new();
-        for piece in pieces {
-            if let Err(e) = p.feed(piece, &mut out) {
-                return Err((out, e));
-            }
-        }
-        p.finish(&mut out).map_err(|e| (out.clone(), e))?;
-        Ok(out)
-    }
-
-    fn call(index: i64, id: &str, name: &str, arguments: &str) -> ToolCall {
-        ToolCall {
-            index: Some(index),
-            id: id.into(),
-            kind: if id.is_empty() { "" } else { "function" }.into(),
-            function: FunctionCall {
-                name: name.into(),
-                arguments: arguments.into(),
-            },
-            extra: None,
-        }
+        parse_pieces(AnthropicStreamParser::default(), pieces)
     }
 
     #[test]

@@ -503,15 +503,10 @@ pub fn parse_completion(body: &str, options: ParserOptions) -> Result<Message, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sse::testing::{call, parse_pieces};
 
     fn parse(pieces: &[&[u8]], options: ParserOptions) -> Result<Vec<Message>, StreamError> {
-        let mut p = ChatStreamParser::new(State::new(options));
-        let mut out = Vec::new();
-        for piece in pieces {
-            p.feed(piece, &mut out)?;
-        }
-        p.finish(&mut out)?;
-        Ok(out)
+        parse_pieces(ChatStreamParser::new(State::new(options)), pieces).map_err(|(_, e)| e)
     }
 
     fn sse(chunks: &[&str]) -> String {
@@ -522,19 +517,6 @@ mod tests {
             s.push_str("\n\n");
         }
         s
-    }
-
-    fn call(index: i64, id: &str, name: &str, args: &str) -> ToolCall {
-        ToolCall {
-            index: Some(index),
-            id: id.into(),
-            kind: if id.is_empty() { "" } else { "function" }.into(),
-            function: FunctionCall {
-                name: name.into(),
-                arguments: args.into(),
-            },
-            extra: None,
-        }
     }
 
     fn text(role: &str, content: &str) -> Message {

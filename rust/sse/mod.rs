@@ -311,3 +311,44 @@ pub(crate) fn error_parts(error: &serde_json::Value) -> (String, Option<String>)
         other => (other.to_string(), None),
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// What the protocols' tests share
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Protocol, StreamError, StreamParser};
+    use crate::message::{FunctionCall, Message, ToolCall};
+
+    /// Feeds `pieces` to `parser` one after another, then finishes: every chunk, or the error
+    /// with the chunks read before it.
+    pub(crate) fn parse_pieces<P: Protocol>(
+        mut parser: StreamParser<P>,
+        pieces: &[&[u8]],
+    ) -> Result<Vec<Message>, (Vec<Message>, StreamError)> {
+        let mut out = Vec::new();
+        for piece in pieces {
+            if let Err(e) = parser.feed(piece, &mut out) {
+                return Err((out, e));
+            }
+        }
+        match parser.finish(&mut out) {
+            Ok(()) => Ok(out),
+            Err(e) => Err((out, e)),
+        }
+    }
+
+    /// A streamed call's first chunk as the parsers make it: typed `function` when it has an id.
+    pub(crate) fn call(index: i64, id: &str, name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            index: Some(index),
+            id: id.into(),
+            kind: if id.is_empty() { "" } else { "function" }.into(),
+            function: FunctionCall {
+                name: name.into(),
+                arguments: arguments.into(),
+            },
+            extra: None,
+        }
+    }
+}

@@ -541,6 +541,7 @@ pub fn parse_response(body: &str) -> Result<Message, StreamError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sse::testing::parse_pieces;
 
     fn sse(events: &[&str]) -> String {
         events
@@ -556,13 +557,7 @@ mod tests {
     }
 
     fn parse(pieces: &[&[u8]]) -> Result<Vec<Message>, StreamError> {
-        let mut p = ResponsesStreamParser::default();
-        let mut out = Vec::new();
-        for piece in pieces {
-            p.feed(piece, &mut out)?;
-        }
-        p.finish(&mut out)?;
-        Ok(out)
+        parse_pieces(ResponsesStreamParser::default(), pieces).map_err(|(_, e)| e)
     }
 
     const COMPLETED: &str = r#"{"type":"response.completed","sequence_number":9,"response":{"id":"resp_1","status":"completed","output":[],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":2},"output_tokens":5,"output_tokens_details":{"reasoning_tokens":3},"total_tokens":15}}}"#;
@@ -621,18 +616,7 @@ mod tests {
         let all = crate::concat::concat_messages(&out, Default::default()).unwrap();
         assert_eq!(all.role, "assistant");
         assert_eq!(all.reasoning_content, "think\n\nmore");
-        let calls: Vec<_> = all
-            .tool_calls
-            .iter()
-            .map(|c| {
-                (
-                    c.index,
-                    c.id.as_str(),
-                    c.function.name.as_str(),
-                    c.function.arguments.as_str(),
-                )
-            })
-            .collect();
+        let calls: Vec<_> = all.tool_calls.iter().map(ToolCall::fields).collect();
         assert_eq!(
             calls,
             vec![
