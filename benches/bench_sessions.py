@@ -2,7 +2,7 @@
 reads N turn rows whatever the session's length; without a policy it reads every turn.
 
 A load is what ``runner.run(..., session_id=...)`` does before the agent starts
-(:func:`rillet.sessions.run.open_run`: mark the session busy, read its head and the turns
+(:func:`rillet.sessions.session_run.open_run`: mark the session busy, read its head and the turns
 the policy keeps, decode them) plus the release at the end. Sessions are built with
 ``SqliteSessionStore.append`` (one row per turn: a question and a three-sentence answer,
 ~400 bytes), in a file per size.
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from rillet import LastTurns, Message, SqliteSessionStore
 from rillet.sessions.protocol import encode_messages
-from rillet.sessions.run import open_run
+from rillet.sessions.session_run import open_run
 
 SIZES = (10, 100, 500)
 POLICIES: dict[str, Any] = {"last 5 turns": LastTurns(5), "no policy (all)": None}

@@ -101,3 +101,12 @@ def test_import_of_an_old_path_in_a_fresh_interpreter() -> None:
     code = "import rillet.events, rillet.data.events as e; print(rillet.events is e)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "True"
+
+
+def test_python_dash_m_runs_an_old_path() -> None:
+    """runpy asks the loader for the module's code: `python -m rillet.demo` ran before the move
+    and must still (it failed with "'_Alias' object has no attribute 'get_code'")."""
+    code = "import runpy, sys; sys.argv = ['x']; runpy.run_module('rillet.demo', run_name='__main__'); print('ran')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ran"

@@ -13,17 +13,24 @@ is imported until an old path is asked for. New code imports the new paths.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
 from collections.abc import Sequence
-from types import ModuleType
+from types import CodeType, ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader as _Loader
+    from importlib.abc import MetaPathFinder as _Finder
+else:  # importlib.abc imports 30 more modules (pathlib, tempfile, ...): `import rillet` pays none
+    _Loader = _Finder = object
 
 __all__ = ["MOVED", "install"]
 
 # old module path -> new module path
 MOVED: dict[str, str] = {
-    "rillet._docstrings": "rillet.data._docstrings",
+    "rillet._docstrings": "rillet.tools._docstrings",
     "rillet._interpreter": "rillet._core.interpreter",
     "rillet.agent": "rillet.run.agent",
     "rillet.agent_tool": "rillet.compose.agent_tool",
@@ -40,12 +47,15 @@ MOVED: dict[str, str] = {
     "rillet.run_config": "rillet.data.run_config",
     "rillet.run_handle": "rillet.run.run_handle",
     "rillet.schema": "rillet.data.schema",
+    "rillet.sessions.run": "rillet.sessions.session_run",  # beside the rillet.run package, it read as part of it
     "rillet.workflow": "rillet.compose.workflow",
 }
 
 
-class _Alias(importlib.abc.Loader):
-    """Loads an old path as the module at its new one (the same object, not a copy)."""
+class _Alias(_Loader):
+    """Loads an old path as the module at its new one (the same object, not a copy). While
+    the first import of an old path runs, the module briefly carries the old path's spec (the
+    import system sets it between create_module and exec_module)."""
 
     def __init__(self, target: str) -> None:
         self.target = target
@@ -60,8 +70,15 @@ class _Alias(importlib.abc.Loader):
         # The import system has set the alias's spec on the module: give it back its own.
         module.__spec__ = self.spec
 
+    def get_code(self, fullname: str) -> CodeType | None:
+        """The new module's code, for ``python -m <old path>`` (runpy asks the loader)."""
+        spec = importlib.util.find_spec(self.target)
+        loader = spec.loader if spec is not None else None
+        get_code = getattr(loader, "get_code", None)
+        return get_code(self.target) if get_code is not None else None
 
-class _MovedFinder(importlib.abc.MetaPathFinder):
+
+class _MovedFinder(_Finder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:

@@ -296,7 +296,7 @@ async def dump(
     format 3: a run's text compresses to about a third, for about a millisecond per 300 KB).
     With ``binding`` (:func:`rillet.checkpoint.binding.agent_binding`), the payload records
     which agent tree saved it; with ``session_ref``, which session the run belongs to
-    (:meth:`rillet.sessions.run.SessionRun.ref`); with ``limits``, the run's
+    (:meth:`rillet.sessions.session_run.SessionRun.ref`); with ``limits``, the run's
     :class:`~rillet.RunConfig` limits (:meth:`~rillet.RunConfig.limits`), which its resume keeps."""
     events = session.snapshot()
     with session.lock:

@@ -35,8 +35,9 @@ def approval_flags(f: FC) -> FC:
 @click.command(
     help="Runs an example offline on scripted models. travel (the default): a ReAct agent with four "
     "tools, one needing approval; team: a supervisor transferring to specialists; research: an agent "
-    "calling two agents as tools; review: a writer and a reviewer in a loop. docs/multi-agent.md "
-    "explains the last three.",
+    "calling two agents as tools; review: a writer and a reviewer in a loop; deep: a DeepAgent with a "
+    "todo list, a sub-agent and files; plan: plan, execute and replan. docs/multi-agent.md explains "
+    "team, research and review, docs/prebuilt.md deep and plan.",
     short_help="run an example on scripted models (offline, no API key)",
 )
 @click.argument("example", default="travel", type=click.Choice(["travel", *EXAMPLES]))

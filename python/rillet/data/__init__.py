@@ -6,7 +6,7 @@
 * :mod:`.event_pair`: the ``EventIterator`` / ``EventGenerator`` pair joined by a Channel.
 * :mod:`.events`: ``AgentEvent`` and its parts, and the rule that turns an exception into the
   last event of a stream (the one module here over the others: it carries their values).
-* :mod:`.run_config`: ``RunConfig``. :mod:`._docstrings`: parameter descriptions for function tools.
+* :mod:`.run_config`: ``RunConfig``.
 
 Layer: data. May import rillet._core and the layers under it (the import-linter contract in
 pyproject.toml; docs/architecture.md), and nothing of agents, runs or tools.

@@ -6,7 +6,8 @@
 * :mod:`rillet.examples.deep`: a DeepAgent with a todo list, a sub-agent behind its task tool, and files.
 * :mod:`rillet.examples.plan`: Plan-Execute-Replan: a planner, then an executor and a replanner in a loop.
 
-Run one with ``rillet demo team`` (``research``, ``review``) or ``python -m rillet.examples.team``;
+Run one with ``rillet demo team`` (``research``, ``review``, ``deep``, ``plan``) or
+``python -m rillet.examples.team`` (``research``, ``review_loop``, ``deep``, ``plan``);
 ``--fast`` skips the pauses between streamed tokens and ``--no-color`` prints plain text.
 docs/multi-agent.md walks through the first three, docs/prebuilt.md the last two.
 

@@ -10,7 +10,7 @@ from rillet._native import Message
 from rillet.chatmodel import ModelContext
 from rillet.chatmodel.middleware import ChatModelAgentMiddleware, ChatModelAgentState
 from rillet.sessions.policies import SummarizeOldest, approx_tokens
-from rillet.sessions.run import call_summarizer
+from rillet.sessions.session_run import call_summarizer
 
 __all__ = ["Summarization"]
 

@@ -39,7 +39,7 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
-# Where the parser keeps thinking signatures and redacted thinking (see rust/anthropic.rs).
+# Where the parser keeps thinking signatures and redacted thinking (see rust/sse/anthropic.rs).
 THINKING_KEY = "anthropic_thinking"
 # A message's extra["cache_control"] marks its last content block as a prompt-cache breakpoint.
 CACHE_KEY = "cache_control"

@@ -58,7 +58,7 @@ from rillet.run.observer import RunObserver, observing
 from rillet.run.run_handle import RunIterator, start_run
 from rillet.runner.artifacts import ArtifactService, BlobSavingSource, save_message_blobs
 from rillet.sessions import SessionPolicy, SessionStore
-from rillet.sessions.run import SessionRun, TurnSession, open_run, resume_run
+from rillet.sessions.session_run import SessionRun, TurnSession, open_run, resume_run
 
 __all__ = ["Runner"]
 

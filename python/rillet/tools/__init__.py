@@ -470,7 +470,7 @@ class _Spec:
 def _build_spec(fn: Callable[..., Any], name: str, description: str | None) -> _Spec:
     import pydantic  # imported on first use: `import rillet` does not load pydantic
 
-    from rillet.data._docstrings import parse_docstring  # its regular expressions compile on first use
+    from rillet.tools._docstrings import parse_docstring  # its regular expressions compile on first use
 
     target = _hint_target(fn)
     doc, fallback = _docs(fn)
