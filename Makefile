@@ -28,9 +28,11 @@ bench: setup
 # tests/contract/test_packaging.py for the sdist and rillet[all]), the tests of the compiled
 # extension's behaviour on the others (scripts/test-all says which; tests/contract/test_wheel.py
 # on each). Versions not found are named as skipped; PYTHON_VERSIONS="3.12" limits the run.
+# Each virtualenv gets its wheel and the test extra from uv (scripts/setup installs it in .venv).
 # pytest runs on PYTEST_WORKERS processes (pytest-xdist; 0: one process). Three on this 2-core
 # VM: the suite waits on child processes and servers much of the time (the not-slow suite took
-# 4.5 min in one process, 2.4 min on two, 2.0 min on three, 2.3 min on four).
+# 4.5 min in one process, 2.4 min on two, 2.0 min on three, 2.3 min on four). The tests marked
+# serial then run alone, and those marked stress two at a time (tests/conftest.py says why).
 PYTEST_WORKERS ?= 3
 test: setup test-services
 	PYTEST_WORKERS=$(PYTEST_WORKERS) $(PY) scripts/test-all $(PYTEST_ARGS)

@@ -2,10 +2,16 @@
 the tests that run alone when the suite runs on several processes (pytest-xdist).
 
 The suite is safe in parallel: servers and ports are picked free per process, files go to
-tmp_path, and no test reads another's state. SERIAL lists the tests that time how cost grows
-(wall-clock ratios) or load every core for long (stress); their slow tests are marked ``serial``
-here and run in a second pass, alone, after the parallel pass (scripts/test-all). Only slow tests
-are serial, so `make test-fast` (-m "not slow") is one parallel pass."""
+tmp_path, and no test reads another's state. Two kinds of slow test are kept out of the parallel
+pass (scripts/test-all runs them after it, with nothing else running):
+- SERIAL: the tests that time how cost grows (wall-clock ratios) or measure import time; their
+  slow tests are marked ``serial`` and run alone, in one process.
+- STRESS: the tests that load the cores for long with many threads (nothing may be lost,
+  doubled, crash or hang); their slow tests are marked ``stress`` and run on two processes, one a
+  core, beside each other only: each stress child is mostly one busy thread at a time (its
+  threads take turns on the GIL), so one at a time left a core idle, and beside the parallel
+  pass they would slow tests that wait with deadlines.
+Only slow tests are marked, so `make test-fast` (-m "not slow") is one parallel pass."""
 
 from __future__ import annotations
 
@@ -42,6 +48,8 @@ SERIAL = (  # node ids under tests/, or whole files
     "checkpoint/test_checkpoint_payload.py::test_saving_and_loading_a_long_loop_grows_linearly_with_its_rounds",
     "contract/test_packaging.py::test_every_extra_installs_together_and_import_stays_fast",
     "data/test_concat_scaling.py",
+)
+STRESS = (
     "data/test_channel_stress.py",
     "data/test_streams_stress.py",
     "data/test_streams.py::test_bounded_pipe_threads_to_asyncio_stress",
@@ -52,9 +60,14 @@ SERIAL = (  # node ids under tests/, or whole files
 
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Marks SERIAL's slow tests ``serial`` (a stress file's quick variants stay in the parallel pass)."""
+    """Marks SERIAL's slow tests ``serial`` and STRESS's ``stress`` (a stress file's quick
+    variants stay in the parallel pass)."""
     for item in items:
+        if not item.get_closest_marker("slow"):
+            continue
         path = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
-        name = getattr(item, "originalname", item.name)
-        if item.get_closest_marker("slow") and (path in SERIAL or f"{path}::{name}" in SERIAL):
+        ids = {path, f"{path}::{getattr(item, 'originalname', item.name)}"}
+        if ids & set(SERIAL):
             item.add_marker(pytest.mark.serial)
+        elif ids & set(STRESS):
+            item.add_marker(pytest.mark.stress)

@@ -104,12 +104,16 @@ def test_a_version_without_its_wheel_fails_saying_so(
 
 def test_the_first_version_runs_the_whole_suite_and_the_others_the_native_tests(test_all: ModuleType) -> None:
     tests = SCRIPT.parents[1] / "tests"
-    parallel, serial = test_all.pytest_commands("py", ["-x"], whole=True)
-    assert parallel == ["py", "-m", "pytest", str(tests), "-n", str(test_all.WORKERS), "-m", "not serial", "-x"]
-    assert serial == ["py", "-m", "pytest", str(tests), "-n", "0", "-m", "serial", "-x"]
-    parallel, serial = test_all.pytest_commands("py", [], whole=False)
+    parallel, serial, stress = test_all.pytest_commands("py", ["-x"], whole=True)
+    pytest = ["py", "-m", "pytest", str(tests)]
+    assert parallel == [*pytest, "-n", str(test_all.WORKERS), "-m", "not serial and not stress", "-x"]
+    assert serial == [*pytest, "-n", "0", "-m", "serial", "-x"]
+    assert stress == [*pytest, "-n", str(test_all.STRESS_WORKERS), "-m", "stress", "-x"]
+    parallel, serial, stress = test_all.pytest_commands("py", [], whole=False)
     paths = [Path(a) for a in parallel[3 : parallel.index("-n")]]
-    assert paths == [Path(a) for a in serial[3 : serial.index("-n")]]
+    assert (
+        paths == [Path(a) for a in serial[3 : serial.index("-n")]] == [Path(a) for a in stress[3 : stress.index("-n")]]
+    )
     assert paths and all(p.is_relative_to(tests) and p.exists() for p in paths), paths
     assert tests / "contract" / "test_wheel.py" in paths and tests / "data" in paths
 
@@ -130,11 +134,12 @@ def test_a_pass_that_selects_nothing_is_no_failure_and_counts_add_up(
     assert test_all.pytest_passes([["a"], ["b"]], {}, Path())[:3] == (False, 4, 1)
 
 
-def test_every_serial_entry_names_a_test_that_exists() -> None:
+def test_every_serial_and_stress_entry_names_a_test_that_exists() -> None:
     import conftest
 
     tests = Path(conftest.__file__).parent
-    for entry in conftest.SERIAL:
+    assert not set(conftest.SERIAL) & set(conftest.STRESS)
+    for entry in conftest.SERIAL + conftest.STRESS:
         path, _, name = entry.partition("::")
         assert (tests / path).is_file(), entry
         assert not name or f"def {name}(" in (tests / path).read_text(), entry
