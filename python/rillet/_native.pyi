@@ -321,6 +321,47 @@ class MessageAccumulator:
     def finish(self) -> Message: ...
     def __len__(self) -> int: ...
 
+# --- worker threads (rillet._core.workers) -------------------------------------------------
+
+@final
+class Handoff:
+    """One waited-for call of `WorkQueue.call`: where its outcome meets its caller."""
+
+    @property
+    def arrived(self) -> bool: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def took(self) -> float: ...
+    @property
+    def fut(self) -> Any | None: ...
+    @fut.setter
+    def fut(self, fut: Any | None) -> None: ...
+    def outcome(self) -> tuple[Any, BaseException | None]: ...
+
+@final
+class WorkQueue:
+    """A worker pool's job queue and its worker threads' loop."""
+
+    def __new__(
+        cls,
+        max_workers: int,
+        start: Callable[[int], object],
+        late: Callable[[Handoff], object],
+        deliver: Callable[[Any, Any, BaseException | None], object],
+        report: Callable[[BaseException], object],
+    ) -> WorkQueue: ...
+    @property
+    def threads(self) -> int: ...
+    def put_future(
+        self, event_loop: Any, fut: Any, ctx: Any, func: Callable[..., Any], args: tuple[Any, ...]
+    ) -> None: ...
+    def put_detached(self, ctx: Any, func: Callable[..., Any], args: tuple[Any, ...]) -> None: ...
+    def call(
+        self, event_loop: Any, ctx: Any, func: Callable[..., Any], args: tuple[Any, ...], wait: float
+    ) -> Handoff: ...
+    def serve(self) -> None: ...
+
 # --- model responses (OpenAI chat completions) ---------------------------------------------
 
 @final

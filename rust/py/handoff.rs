@@ -1,0 +1,676 @@
+//! The worker pool's job queue and the `def`-tool hand-off (`rillet._core.workers`), native.
+//!
+//! A [`WorkQueue`] holds the jobs of one `WorkerPool` and runs its worker threads' loop
+//! ([`WorkQueue::serve`]): a worker parks on the queue's condition variable with the GIL
+//! released until a job comes, runs it, and hands the outcome back. A [`Handoff`] is one call
+//! whose caller (the event loop's thread) waits for the result itself
+//! ([`WorkQueue::call`]): the caller posts the job and waits, GIL released, in one native call;
+//! the worker stores the outcome, wakes the caller and parks for its next job in one native
+//! call too, so that both wake-ups find the GIL free (each side releases it before it wakes
+//! the other). A caller that stopped waiting (its wait ran out, a signal) is told so under
+//! the hand-off's lock, and the worker then delivers the outcome through the loop
+//! (`loop.call_soon_threadsafe(late, handoff)`), as every other job's result comes.
+//!
+//! Locks: no Python code runs and no Python object is dropped while a lock is held. Python
+//! objects are only moved in or out under a lock (a move touches no reference count), and
+//! the values taken out are dropped after the guard, with the GIL held.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::py::util::SIGNAL_CHECK_INTERVAL;
+
+/// What a worker runs: a waited-for call, a call whose result goes to an asyncio future
+/// through its loop, or a call nobody awaits.
+enum Job {
+    Call(Py<Handoff>),
+    Future {
+        event_loop: Py<PyAny>,
+        fut: Py<PyAny>,
+        ctx: Py<PyAny>,
+        func: Py<PyAny>,
+        args: Py<PyTuple>,
+    },
+    Detached {
+        ctx: Py<PyAny>,
+        func: Py<PyAny>,
+        args: Py<PyTuple>,
+    },
+}
+
+/// The queue's shared state: pending jobs and the worker accounting of `WorkerPool.submit`.
+struct Pending<J> {
+    jobs: VecDeque<J>,
+    /// Workers that finished a job and will take the next one.
+    idle: usize,
+    /// Worker threads started.
+    threads: usize,
+}
+
+/// The pure queue logic, generic over the job type so that `cargo test` can drive it without
+/// an interpreter.
+struct Queue<J> {
+    state: Mutex<Pending<J>>,
+    ready: Condvar,
+    max_workers: usize,
+}
+
+impl<J> Queue<J> {
+    fn new(max_workers: usize) -> Self {
+        Queue {
+            state: Mutex::new(Pending {
+                jobs: VecDeque::new(),
+                idle: 0,
+                threads: 0,
+            }),
+            ready: Condvar::new(),
+            max_workers,
+        }
+    }
+
+    /// Queues `job` and wakes a parked worker; returns the number of the worker thread to
+    /// start when no worker is idle and the bound allows one more.
+    fn put(&self, job: J) -> Option<usize> {
+        let mut st = self.state.lock();
+        st.jobs.push_back(job);
+        let start = if st.idle > 0 {
+            st.idle -= 1;
+            None
+        } else if st.threads < self.max_workers {
+            st.threads += 1;
+            Some(st.threads)
+        } else {
+            None
+        };
+        drop(st);
+        self.ready.notify_one();
+        start
+    }
+
+    /// Parks until a job is queued and takes it.
+    fn take(&self) -> J {
+        let mut st = self.state.lock();
+        loop {
+            if let Some(job) = st.jobs.pop_front() {
+                return job;
+            }
+            self.ready.wait(&mut st);
+        }
+    }
+
+    /// The worker is done with its job and will take the next one.
+    fn idle(&self) {
+        self.state.lock().idle += 1;
+    }
+
+    fn threads(&self) -> usize {
+        self.state.lock().threads
+    }
+}
+
+/// One waited-for call's meeting point (the caller's side of it).
+struct Meeting<T> {
+    /// The caller still waits for the outcome (cleared once, under the lock, when it stops).
+    waiting: bool,
+    /// The worker finished the call (the outcome is in `outcome` until taken).
+    finished: bool,
+    /// The worker finished while the caller still waited: the outcome is the caller's.
+    met: bool,
+    /// The caller gave up before the call started (a signal during its wait): not run.
+    skip: bool,
+    outcome: Option<T>,
+    /// Seconds the function ran on its worker.
+    took: f64,
+}
+
+/// How a worker's hand-back went.
+enum Handed {
+    /// The caller was waiting: it has the outcome and is woken.
+    Waited,
+    /// The caller stopped waiting: the outcome is stored, to be delivered through the loop.
+    Late,
+}
+
+struct Slot<T> {
+    meeting: Mutex<Meeting<T>>,
+    done: Condvar,
+}
+
+impl<T> Slot<T> {
+    fn new(waiting: bool) -> Self {
+        Slot {
+            meeting: Mutex::new(Meeting {
+                waiting,
+                finished: false,
+                met: false,
+                skip: false,
+                outcome: None,
+                took: 0.0,
+            }),
+            done: Condvar::new(),
+        }
+    }
+
+    /// The worker's side: stores the outcome and wakes the caller if it still waits.
+    fn hand(&self, outcome: T, took: f64) -> Handed {
+        let mut m = self.meeting.lock();
+        m.finished = true;
+        m.took = took;
+        m.outcome = Some(outcome);
+        if m.waiting {
+            m.met = true;
+            drop(m);
+            self.done.notify_one();
+            Handed::Waited
+        } else {
+            Handed::Late
+        }
+    }
+
+    /// The caller's side: waits until `until` for the outcome; true when it is in. When
+    /// `give_up`, a wait that runs out stops waiting (under the lock: from then on the worker
+    /// delivers late).
+    fn wait(&self, until: Instant, give_up: bool) -> bool {
+        let mut m = self.meeting.lock();
+        while !m.finished {
+            if self.done.wait_until(&mut m, until).timed_out() {
+                if !m.finished && give_up {
+                    m.waiting = false;
+                }
+                return m.finished;
+            }
+        }
+        true
+    }
+
+    /// The caller stops waiting for good (a signal): a call not started is not run. Returns
+    /// the outcome if it came in meanwhile (for the caller to drop, GIL held).
+    fn abandon(&self) -> Option<T> {
+        let mut m = self.meeting.lock();
+        m.waiting = false;
+        m.skip = true;
+        m.outcome.take()
+    }
+}
+
+type Outcome = (Py<PyAny>, bool);
+
+/// A call's (ctx, func, args).
+type CallJob = (Py<PyAny>, Py<PyAny>, Py<PyTuple>);
+
+/// One `WorkerPool.run_waiting` call: the job, and where its outcome meets its caller.
+#[pyclass(frozen, module = "rillet._native")]
+pub struct Handoff {
+    slot: Slot<Outcome>,
+    event_loop: Py<PyAny>,
+    /// (ctx, func, args), taken by the worker that runs the call.
+    job: Mutex<Option<CallJob>>,
+    /// The future the caller awaits once it stopped waiting (set by the caller, on its loop).
+    fut: Mutex<Option<Py<PyAny>>>,
+}
+
+#[pymethods]
+impl Handoff {
+    /// Whether the outcome came back to the caller while it waited.
+    #[getter]
+    fn arrived(&self) -> bool {
+        self.slot.meeting.lock().met
+    }
+
+    /// Whether the worker finished the call.
+    #[getter]
+    fn finished(&self) -> bool {
+        self.slot.meeting.lock().finished
+    }
+
+    /// Seconds the function ran on its worker (0.0 until it finished).
+    #[getter]
+    fn took(&self) -> f64 {
+        self.slot.meeting.lock().took
+    }
+
+    /// The future awaited for a late outcome, once the caller set one.
+    #[getter]
+    fn fut(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.fut.lock().as_ref().map(|f| f.clone_ref(py))
+    }
+
+    #[setter]
+    fn set_fut(&self, fut: Option<Py<PyAny>>) {
+        let old = std::mem::replace(&mut *self.fut.lock(), fut);
+        drop(old); // after the guard: the GIL is held here
+    }
+
+    /// Takes the outcome: `(result, None)` or `(None, exception)`; `(None, None)` once taken.
+    fn outcome(&self, py: Python<'_>) -> (Py<PyAny>, Option<Py<PyAny>>) {
+        let taken = self.slot.meeting.lock().outcome.take();
+        match taken {
+            Some((value, false)) => (value, None),
+            Some((exc, true)) => (py.None(), Some(exc)),
+            None => (py.None(), None),
+        }
+    }
+}
+
+/// A pool's job queue and its workers' loop (see the module's documentation).
+#[pyclass(frozen, module = "rillet._native")]
+pub struct WorkQueue {
+    queue: Queue<Job>,
+    /// `start(n)`: starts worker thread number `n`, whose target is `serve`.
+    start: Py<PyAny>,
+    /// `late(handoff)`: run on the caller's loop, delivers a late outcome to `handoff.fut`.
+    late: Py<PyAny>,
+    /// `deliver(fut, result, exc)`: run on a future's loop, resolves it unless it is done.
+    deliver: Py<PyAny>,
+    /// `report(exc)`: reports the exception of a job nobody awaits.
+    report: Py<PyAny>,
+}
+
+impl WorkQueue {
+    /// Queues `job`, starting a worker thread when no worker is idle and the bound allows one.
+    fn put(&self, py: Python<'_>, job: Job) -> PyResult<()> {
+        if let Some(n) = self.queue.put(job) {
+            self.start.call1(py, (n,))?;
+        }
+        Ok(())
+    }
+
+    /// Runs one job, holding the GIL; returns the next job when the hand-back of a waited-for
+    /// call already took it (the worker parked for it with the GIL released).
+    fn run(&self, py: Python<'_>, job: Job) -> PyResult<Option<Job>> {
+        match job {
+            Job::Detached { ctx, func, args } => {
+                let out = call_in(py, &ctx, &func, &args);
+                drop((ctx, func, args));
+                if let Err(err) = out {
+                    self.report.call1(py, (err.into_value(py),))?;
+                }
+                self.queue.idle();
+                Ok(None)
+            }
+            Job::Future {
+                event_loop,
+                fut,
+                ctx,
+                func,
+                args,
+            } => {
+                if fut
+                    .bind(py)
+                    .call_method0(intern!(py, "cancelled"))?
+                    .is_truthy()?
+                {
+                    self.queue.idle();
+                    return Ok(None);
+                }
+                let (value, is_exc) = outcome(py, &func, call_in(py, &ctx, &func, &args));
+                drop((ctx, func, args));
+                self.queue.idle();
+                let (result, exc) = if is_exc {
+                    (py.None(), value)
+                } else {
+                    (value, py.None())
+                };
+                soon(py, &event_loop, (&self.deliver, fut, result, exc))?;
+                Ok(None)
+            }
+            Job::Call(h) => self.run_call(py, h),
+        }
+    }
+
+    fn run_call(&self, py: Python<'_>, h: Py<Handoff>) -> PyResult<Option<Job>> {
+        let call = h.get();
+        let skip = call.slot.meeting.lock().skip;
+        let fut = call.fut.lock().as_ref().map(|f| f.clone_ref(py));
+        let cancelled = match fut {
+            Some(fut) => fut
+                .bind(py)
+                .call_method0(intern!(py, "cancelled"))?
+                .is_truthy()?,
+            None => false,
+        };
+        let job = call.job.lock().take();
+        let Some((ctx, func, args)) = job.filter(|_| !skip && !cancelled) else {
+            // given up before it started (a signal), or its awaiting task was cancelled
+            self.queue.idle();
+            return Ok(None);
+        };
+        let start = Instant::now();
+        let out = call_in(py, &ctx, &func, &args);
+        let took = start.elapsed().as_secs_f64();
+        let out = outcome(py, &func, out);
+        drop((ctx, func, args));
+        // idle first: the caller may submit its next call as soon as it has this outcome
+        self.queue.idle();
+        // GIL released before the caller is woken, so that it finds it free; then parked
+        // for the next job in the same call
+        let handed = py.detach(|| match call.slot.hand(out, took) {
+            Handed::Waited => Some(self.queue.take()),
+            Handed::Late => None,
+        });
+        match handed {
+            Some(next) => Ok(Some(next)),
+            None => {
+                soon(py, &call.event_loop, (&self.late, h.clone_ref(py)))?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// `ctx.run(func, *args)`.
+fn call_in(
+    py: Python<'_>,
+    ctx: &Py<PyAny>,
+    func: &Py<PyAny>,
+    args: &Py<PyTuple>,
+) -> PyResult<Py<PyAny>> {
+    let args = args.bind(py);
+    let mut all = Vec::with_capacity(args.len() + 1);
+    all.push(func.bind(py).clone());
+    all.extend(args.iter());
+    let all = PyTuple::new(py, all)?;
+    Ok(ctx.bind(py).call_method1(intern!(py, "run"), all)?.unbind())
+}
+
+/// The value to hand to the awaiting task: the result, or the exception (is_exc). An
+/// asyncio future refuses StopIteration (PEP 479): it becomes a RuntimeError caused by it.
+fn outcome(py: Python<'_>, func: &Py<PyAny>, out: PyResult<Py<PyAny>>) -> Outcome {
+    match out {
+        Ok(value) => (value, false),
+        Err(err) if err.is_instance_of::<PyStopIteration>(py) => {
+            let func = func.bind(py);
+            let name = func
+                .getattr(intern!(py, "__qualname__"))
+                .unwrap_or_else(|_| func.clone());
+            let name = name
+                .str()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|_| "<function>".to_owned());
+            let exc = PyRuntimeError::new_err(format!("{name} raised StopIteration"));
+            exc.set_cause(py, Some(err));
+            (exc.into_value(py).into_any(), true)
+        }
+        Err(err) => (err.into_value(py).into_any(), true),
+    }
+}
+
+/// `event_loop.call_soon_threadsafe(*args)`; a closed loop (RuntimeError) has nobody waiting.
+fn soon<'py>(
+    py: Python<'py>,
+    event_loop: &Py<PyAny>,
+    args: impl pyo3::call::PyCallArgs<'py>,
+) -> PyResult<()> {
+    match event_loop
+        .bind(py)
+        .call_method1(intern!(py, "call_soon_threadsafe"), args)
+    {
+        Ok(_) => Ok(()),
+        Err(err) if err.is_instance_of::<PyRuntimeError>(py) => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+#[pymethods]
+impl WorkQueue {
+    #[new]
+    fn new(
+        max_workers: usize,
+        start: Py<PyAny>,
+        late: Py<PyAny>,
+        deliver: Py<PyAny>,
+        report: Py<PyAny>,
+    ) -> PyResult<Self> {
+        if max_workers < 1 {
+            return Err(PyValueError::new_err(format!(
+                "max_workers must be at least 1, got {max_workers}"
+            )));
+        }
+        Ok(WorkQueue {
+            queue: Queue::new(max_workers),
+            start,
+            late,
+            deliver,
+            report,
+        })
+    }
+
+    /// How many worker threads this queue has started.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.queue.threads()
+    }
+
+    /// Queues `ctx.run(func, *args)`, its outcome to go to `fut` through `event_loop`.
+    fn put_future(
+        &self,
+        py: Python<'_>,
+        event_loop: Py<PyAny>,
+        fut: Py<PyAny>,
+        ctx: Py<PyAny>,
+        func: Py<PyAny>,
+        args: Py<PyTuple>,
+    ) -> PyResult<()> {
+        let job = Job::Future {
+            event_loop,
+            fut,
+            ctx,
+            func,
+            args,
+        };
+        self.put(py, job)
+    }
+
+    /// Queues `ctx.run(func, *args)`, awaited by nobody.
+    fn put_detached(
+        &self,
+        py: Python<'_>,
+        ctx: Py<PyAny>,
+        func: Py<PyAny>,
+        args: Py<PyTuple>,
+    ) -> PyResult<()> {
+        self.put(py, Job::Detached { ctx, func, args })
+    }
+
+    /// Posts `ctx.run(func, *args)` and waits up to `wait` seconds for its outcome with the
+    /// GIL released, in one call. Returns the call's [`Handoff`]: `arrived` says whether the
+    /// outcome came in time; if not, the caller has stopped waiting and the worker will run
+    /// `late(handoff)` on `event_loop` once it finishes. Ctrl-C during the wait raises
+    /// KeyboardInterrupt (checked every 50 ms) and leaves the call unclaimed.
+    fn call(
+        &self,
+        py: Python<'_>,
+        event_loop: Py<PyAny>,
+        ctx: Py<PyAny>,
+        func: Py<PyAny>,
+        args: Py<PyTuple>,
+        wait: f64,
+    ) -> PyResult<Py<Handoff>> {
+        let waiting = wait > 0.0;
+        let handoff = Handoff {
+            slot: Slot::new(waiting),
+            event_loop,
+            job: Mutex::new(Some((ctx, func, args))),
+            fut: Mutex::new(None),
+        };
+        let h = Py::new(py, handoff)?;
+        let job = Job::Call(h.clone_ref(py));
+        if !waiting {
+            self.put(py, job)?;
+            return Ok(h);
+        }
+        let until = Duration::try_from_secs_f64(wait)
+            .ok()
+            .and_then(|d| Instant::now().checked_add(d));
+        let slice_end = |now: Instant| -> (Instant, bool) {
+            let next = now + SIGNAL_CHECK_INTERVAL;
+            match until {
+                Some(u) if u <= next => (u, true),
+                _ => (next, false),
+            }
+        };
+        // The job is posted with the GIL released, so that the woken worker finds it free,
+        // unless a worker thread must be started first (Python).
+        let call = h.get();
+        let posted = py.detach(|| match self.queue.put(job) {
+            None => {
+                let (end, last) = slice_end(Instant::now());
+                Ok(call.slot.wait(end, last))
+            }
+            Some(n) => Err(n),
+        });
+        let mut arrived = match posted {
+            Ok(arrived) => arrived,
+            Err(n) => {
+                self.start.call1(py, (n,))?;
+                false
+            }
+        };
+        loop {
+            if arrived || !call.slot.meeting.lock().waiting {
+                return Ok(h);
+            }
+            if let Err(err) = py.check_signals() {
+                let dropped = call.slot.abandon();
+                drop(dropped); // GIL held, no lock
+                return Err(err);
+            }
+            arrived = py.detach(|| {
+                let (end, last) = slice_end(Instant::now());
+                call.slot.wait(end, last)
+            });
+        }
+    }
+
+    /// A worker thread's loop (its `threading.Thread` target): parks until a job comes, GIL
+    /// released, runs it, hands back the outcome; never returns.
+    fn serve(&self, py: Python<'_>) -> PyResult<()> {
+        let mut next: Option<Job> = None;
+        loop {
+            let job = match next.take() {
+                Some(job) => job,
+                None => py.detach(|| self.queue.take()),
+            };
+            next = self.run(py, job)?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::thread;
+
+    #[test]
+    fn put_starts_a_worker_only_when_none_is_idle_and_the_bound_allows() {
+        let q: Queue<u32> = Queue::new(2);
+        assert_eq!(q.put(1), Some(1));
+        assert_eq!(q.put(2), Some(2));
+        assert_eq!(q.put(3), None); // at the bound: waits in the queue
+        q.idle();
+        assert_eq!(q.put(4), None); // the idle worker takes it
+        assert_eq!(q.threads(), 2);
+        assert_eq!((q.take(), q.take(), q.take(), q.take()), (1, 2, 3, 4));
+    }
+
+    #[test]
+    fn a_waiting_caller_gets_the_outcome_and_a_late_one_leaves_it_stored() {
+        let slot: Arc<Slot<u32>> = Arc::new(Slot::new(true));
+        let worker = {
+            let slot = slot.clone();
+            thread::spawn(move || slot.hand(7, 0.5))
+        };
+        assert!(slot.wait(Instant::now() + Duration::from_secs(10), true));
+        assert!(matches!(worker.join().unwrap(), Handed::Waited));
+        assert_eq!(slot.meeting.lock().outcome, Some(7));
+
+        let slot: Slot<u32> = Slot::new(true);
+        assert!(!slot.wait(Instant::now() + Duration::from_millis(1), true));
+        assert!(!slot.meeting.lock().waiting); // gave up: the worker delivers late
+        assert!(matches!(slot.hand(8, 0.0), Handed::Late));
+        assert_eq!(slot.meeting.lock().outcome, Some(8));
+    }
+
+    #[test]
+    fn a_slice_that_is_not_the_last_keeps_the_caller_waiting() {
+        let slot: Slot<u32> = Slot::new(true);
+        assert!(!slot.wait(Instant::now() + Duration::from_millis(1), false));
+        assert!(slot.meeting.lock().waiting);
+        assert!(matches!(slot.hand(1, 0.0), Handed::Waited));
+        assert!(slot.wait(Instant::now(), true)); // finished: no wait at all
+    }
+
+    #[test]
+    fn an_abandoned_call_is_skipped_and_returns_an_outcome_already_in() {
+        let slot: Slot<u32> = Slot::new(true);
+        assert_eq!(slot.abandon(), None);
+        let m = slot.meeting.lock();
+        assert!(m.skip && !m.waiting);
+        drop(m);
+        let slot: Slot<u32> = Slot::new(true);
+        assert!(matches!(slot.hand(3, 0.0), Handed::Waited));
+        assert_eq!(slot.abandon(), Some(3));
+    }
+
+    #[test]
+    fn many_callers_and_workers_lose_and_duplicate_nothing() {
+        // callers post (id, slot) pairs and wait briefly; workers hand each back once
+        type Job = (u32, Arc<Slot<u32>>);
+        let q: Arc<Queue<Option<Job>>> = Arc::new(Queue::new(4));
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let q = q.clone();
+                thread::spawn(move || {
+                    let mut late = Vec::new();
+                    while let Some((id, slot)) = q.take() {
+                        if let Handed::Late = slot.hand(id, 0.0) {
+                            late.push(id);
+                        }
+                        q.idle();
+                    }
+                    late
+                })
+            })
+            .collect();
+        let callers: Vec<_> = (0..8u32)
+            .map(|c| {
+                let q = q.clone();
+                thread::spawn(move || {
+                    let mut seen = Vec::new();
+                    for i in 0..500 {
+                        let id = c * 1000 + i;
+                        let slot = Arc::new(Slot::new(true));
+                        q.put(Some((id, slot.clone())));
+                        let wait = Duration::from_micros(u64::from(i % 3) * 50);
+                        if slot.wait(Instant::now() + wait, true) {
+                            seen.push(slot.meeting.lock().outcome.take().unwrap());
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        let mut all: Vec<u32> = callers
+            .into_iter()
+            .flat_map(|c| c.join().unwrap())
+            .collect();
+        for _ in 0..4 {
+            q.put(None);
+        }
+        for w in workers {
+            all.extend(w.join().unwrap());
+        }
+        all.sort_unstable();
+        let want: Vec<u32> = (0..8u32)
+            .flat_map(|c| (0..500).map(move |i| c * 1000 + i))
+            .collect();
+        assert_eq!(all, want);
+    }
+}
