@@ -346,7 +346,7 @@ class WorkQueue:
     def __new__(
         cls,
         max_workers: int,
-        start: Callable[[int], object],
+        start: Callable[[WorkQueue, int], object],
         late: Callable[[Handoff], object],
         deliver: Callable[[Any, Any, BaseException | None], object],
         report: Callable[[BaseException], object],

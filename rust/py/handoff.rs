@@ -23,6 +23,7 @@ use pyo3::exceptions::{PyRuntimeError, PyStopIteration, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::py::util::SIGNAL_CHECK_INTERVAL;
 
@@ -247,6 +248,36 @@ impl Handoff {
         drop(old); // after the guard: the GIL is held here
     }
 
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // try_lock: a collection must never wait (the locks are only held for moments; an
+        // object not visited this time only looks referenced from outside)
+        visit.call(&self.event_loop)?;
+        if let Some(fut) = self.fut.try_lock() {
+            visit.call(fut.as_ref())?;
+        }
+        if let Some(job) = self.job.try_lock() {
+            if let Some((ctx, func, args)) = job.as_ref() {
+                visit.call(ctx)?;
+                visit.call(func)?;
+                visit.call(args)?;
+            }
+        }
+        if let Some(m) = self.slot.meeting.try_lock() {
+            if let Some((value, _)) = m.outcome.as_ref() {
+                visit.call(value)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        // a cycle through a hand-off goes through its future, its job or its outcome
+        let fut = self.fut.lock().take();
+        let job = self.job.lock().take();
+        let outcome = self.slot.meeting.lock().outcome.take();
+        drop((fut, job, outcome)); // after the locks: finalizers may run
+    }
+
     /// Takes the outcome: `(result, None)` or `(None, exception)`; `(None, None)` once taken.
     fn outcome(&self, py: Python<'_>) -> (Py<PyAny>, Option<Py<PyAny>>) {
         let taken = self.slot.meeting.lock().outcome.take();
@@ -262,7 +293,8 @@ impl Handoff {
 #[pyclass(frozen, module = "rillet._native")]
 pub struct WorkQueue {
     queue: Queue<Job>,
-    /// `start(n)`: starts worker thread number `n`, whose target is `serve`.
+    /// `start(queue, n)`: starts worker thread number `n`, whose target is `queue.serve`
+    /// (handed the queue, so that it need not hold it: no cycle through the queue).
     start: Py<PyAny>,
     /// `late(handoff)`: run on the caller's loop, delivers a late outcome to `handoff.fut`.
     late: Py<PyAny>,
@@ -274,9 +306,9 @@ pub struct WorkQueue {
 
 impl WorkQueue {
     /// Queues `job`, starting a worker thread when no worker is idle and the bound allows one.
-    fn put(&self, py: Python<'_>, job: Job) -> PyResult<()> {
-        if let Some(n) = self.queue.put(job) {
-            self.start.call1(py, (n,))?;
+    fn put(slf: &Bound<'_, Self>, job: Job) -> PyResult<()> {
+        if let Some(n) = slf.get().queue.put(job) {
+            slf.get().start.call1(slf.py(), (slf, n))?;
         }
         Ok(())
     }
@@ -449,8 +481,7 @@ impl WorkQueue {
 
     /// Queues `ctx.run(func, *args)`, its outcome to go to `fut` through `event_loop`.
     fn put_future(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         event_loop: Py<PyAny>,
         fut: Py<PyAny>,
         ctx: Py<PyAny>,
@@ -464,18 +495,17 @@ impl WorkQueue {
             func,
             args,
         };
-        self.put(py, job)
+        Self::put(slf, job)
     }
 
     /// Queues `ctx.run(func, *args)`, awaited by nobody.
     fn put_detached(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         ctx: Py<PyAny>,
         func: Py<PyAny>,
         args: Py<PyTuple>,
     ) -> PyResult<()> {
-        self.put(py, Job::Detached { ctx, func, args })
+        Self::put(slf, Job::Detached { ctx, func, args })
     }
 
     /// Posts `ctx.run(func, *args)` and waits up to `wait` seconds for its outcome with the
@@ -484,14 +514,15 @@ impl WorkQueue {
     /// `late(handoff)` on `event_loop` once it finishes. Ctrl-C during the wait raises
     /// KeyboardInterrupt (checked every 50 ms) and leaves the call unclaimed.
     fn call(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         event_loop: Py<PyAny>,
         ctx: Py<PyAny>,
         func: Py<PyAny>,
         args: Py<PyTuple>,
         wait: f64,
     ) -> PyResult<Py<Handoff>> {
+        let py = slf.py();
+        let this = slf.get();
         let waiting = wait > 0.0;
         let handoff = Handoff {
             slot: Slot::new(waiting),
@@ -502,7 +533,7 @@ impl WorkQueue {
         let h = Py::new(py, handoff)?;
         let job = Job::Call(h.clone_ref(py));
         if !waiting {
-            self.put(py, job)?;
+            Self::put(slf, job)?;
             return Ok(h);
         }
         let until = Duration::try_from_secs_f64(wait)
@@ -518,7 +549,7 @@ impl WorkQueue {
         // The job is posted with the GIL released, so that the woken worker finds it free,
         // unless a worker thread must be started first (Python).
         let call = h.get();
-        let posted = py.detach(|| match self.queue.put(job) {
+        let posted = py.detach(|| match this.queue.put(job) {
             None => {
                 let (end, last) = slice_end(Instant::now());
                 Ok(call.slot.wait(end, last))
@@ -528,7 +559,7 @@ impl WorkQueue {
         let mut arrived = match posted {
             Ok(arrived) => arrived,
             Err(n) => {
-                self.start.call1(py, (n,))?;
+                this.start.call1(py, (slf, n))?;
                 false
             }
         };
