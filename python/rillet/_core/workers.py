@@ -6,24 +6,29 @@ friends work there), and resumes the awaiting task with its result or exception.
 
 Why not ``asyncio.to_thread`` or ``loop.run_in_executor``: both go through a
 ``concurrent.futures.Future`` chained to an asyncio future, a work item, an idle semaphore and
-two callbacks per call. Here a job is one tuple on a ``queue.SimpleQueue`` (C, the GIL is
-released while a worker waits) and the result comes back with a single
-``loop.call_soon_threadsafe``. ``benches/bench_tool_handoff.py`` measures the three designs.
+two callbacks per call. Here the jobs sit in a native queue (:class:`rillet._native.WorkQueue`,
+whose ``serve`` is every worker thread's loop: it parks with the GIL released until a job
+comes) and a result comes back with a single ``loop.call_soon_threadsafe``.
+``benches/bench_tool_handoff.py`` measures the designs.
 
 :meth:`WorkerPool.run_waiting` (what ``def`` tools use) saves the way back for a short call:
-the event loop's thread waits for the result itself, on a lock (GIL released), so that a call
-that finishes in time costs one thread wake-up each way and no trip through the loop (no
-self-pipe write, ``epoll`` wake-up, future callback or extra task step); the worker also finds
-the GIL free at once instead of contending with the loop for it. The wait is bounded
-(``QUICK_WAIT``, 1 ms): past it the loop goes back to its other work and the result comes the
-usual way. The worker times the function itself, and a call that ran longer than
-``SLOW_CALL`` (100 µs) counts in the function's :class:`Pace`, so that a slow function stops
-being waited for (the loop must not be held while it runs: other runs share it); while one
-call is past its wait, the function's other calls are not waited for either. The count is of
-recent calls: ``QUICK_CALLS`` quick calls in a row take one slow call off it (calls not waited
-for are timed too), so that a quick function that a busy machine preempted a few times (its
-wall-clock time is what is measured) is waited for again instead of losing the fast way back
-for the rest of the process's life.
+the event loop's thread waits for the result itself, GIL released, so that a call that
+finishes in time costs one thread wake-up each way and no trip through the loop (no self-pipe
+write, ``epoll`` wake-up, future callback or extra task step). Each side's part of the
+exchange is one native call: the loop's thread posts the job and waits for its outcome
+(``WorkQueue.call``); the worker stores the outcome, wakes the loop's thread and parks for its
+next job, having released the GIL before the wake-up, so that the woken thread finds it free
+(``WorkQueue.serve``). The wait is bounded (``QUICK_WAIT``, 1 ms; Ctrl-C is checked every
+50 ms of a longer one): past it the loop's thread stops waiting, under the hand-off's lock, and
+goes back to its other work; the worker then sees that nobody waits and the outcome comes the
+usual way, through ``call_soon_threadsafe`` to a future. The worker times the function itself,
+and a call that ran longer than ``SLOW_CALL`` (100 µs) counts in the function's :class:`Pace`,
+so that a slow function stops being waited for (the loop must not be held while it runs: other
+runs share it); while one call is past its wait, the function's other calls are not waited
+for either. The count is of recent calls: ``QUICK_CALLS`` quick calls in a row take one slow
+call off it (calls not waited for are timed too), so that a quick function that a busy machine
+preempted a few times (its wall-clock time is what is measured) is waited for again instead of
+losing the fast way back for the rest of the process's life.
 
 The pool grows on demand: a job finds an idle worker or starts a new thread, up to 256
 threads (far above ``ThreadPoolExecutor``'s ``cpu_count + 4``: a sync tool that runs a nested
@@ -35,12 +40,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import os
-import queue
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from rillet._native import Handoff, WorkQueue
 
 __all__ = ["Pace", "WorkerPool", "default_pool", "run_sync"]
 
@@ -64,18 +70,8 @@ QUICK_CALLS = 64
 its count of slow calls: a function that is slow now and then is waited for at most once per
 ``QUICK_CALLS`` of its calls, one that blocks every time never again after ``SLOW_CALLS``."""
 
-# (loop, future or hand-off, context, function, arguments); loop and future are None for a
-# detached job
-_Job = tuple[
-    "asyncio.AbstractEventLoop | None",
-    "asyncio.Future[Any] | _Handoff | None",
-    contextvars.Context,
-    Callable[..., Any],
-    tuple[Any, ...],
-]
-
-# Orders a worker's "finished" against its caller's "stopped waiting" (held for a few
-# bytecodes; one for every pool: it is rarely contended).
+# Orders the updates of a Pace shared by loops of several threads (held for a few bytecodes;
+# one for every pool: it is rarely contended).
 _handshake = threading.Lock()
 
 
@@ -118,59 +114,22 @@ class Pace:
                         self.quick = 0
 
 
-class _Handoff:
-    """The meeting point of a :meth:`WorkerPool.run_waiting` call: ``ready`` is released when
-    the result is in while the caller still waits; once the caller stops waiting (``fut`` set),
-    the result goes to ``fut`` through the loop instead."""
-
-    __slots__ = ("exc", "finished", "fut", "ready", "result", "took")
-
-    def __init__(self) -> None:
-        self.ready = threading.Lock()
-        self.ready.acquire()
-        self.finished = False
-        self.fut: asyncio.Future[Any] | None = None
-        self.result: Any = None
-        self.exc: BaseException | None = None
-        self.took = 0.0  # seconds the function ran, set by the worker before finish()
-
-    def finish(self, loop: asyncio.AbstractEventLoop, result: Any, exc: BaseException | None) -> None:
-        """The worker's side: hands the outcome to the waiting caller, or to its future."""
-        with _handshake:
-            self.finished = True
-            fut = self.fut
-            if fut is None:
-                self.result, self.exc = result, exc
-        if fut is None:
-            self.ready.release()
-        else:
-            try:
-                loop.call_soon_threadsafe(_deliver, fut, result, exc)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                pass
-
-    def stop_waiting(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any] | None:
-        """The caller's side, once its wait timed out: the future to await, or None when the
-        result came in meanwhile (then it is in ``result`` / ``exc``)."""
-        with _handshake:
-            if self.finished:
-                return None
-            self.fut = loop.create_future()
-            return self.fut
+def _stopped_waiting(handoff: Handoff, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
+    """The future a call's caller awaits once its wait for the call ran out: the worker's late
+    outcome goes there."""
+    fut: asyncio.Future[Any] = loop.create_future()
+    handoff.fut = fut
+    return fut
 
 
-def _outcome(
-    ctx: contextvars.Context, fn: Callable[..., Any], args: tuple[Any, ...]
-) -> tuple[Any, BaseException | None]:
-    """``ctx.run(fn, *args)``'s result, or the exception to hand to the awaiting task."""
-    try:
-        return ctx.run(fn, *args), None
-    except StopIteration as e:  # an asyncio future refuses StopIteration (PEP 479)
-        exc = RuntimeError(f"{getattr(fn, '__qualname__', fn)!s} raised StopIteration")
-        exc.__cause__ = e
-        return None, exc
-    except BaseException as e:  # noqa: BLE001  (handed to the awaiting task)
-        return None, e
+def _late(handoff: Handoff) -> None:
+    # Runs on the caller's loop: the outcome of a call its caller stopped waiting for. No
+    # future: the caller gave up (a signal), the outcome is dropped.
+    fut = handoff.fut
+    result, exc = handoff.outcome()
+    if fut is not None:
+        handoff.fut = None
+        _deliver(fut, result, exc)
 
 
 def _deliver(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
@@ -181,6 +140,17 @@ def _deliver(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -
         fut.set_result(result)
     else:
         fut.set_exception(exc)
+
+
+def _start(name: str, queue: WorkQueue, n: int) -> None:
+    # Starts a pool's worker thread number n (not a method: the queue holds this function).
+    threading.Thread(target=queue.serve, name=f"{name}-{n}", daemon=True).start()
+
+
+def _report(exc: BaseException) -> None:
+    # A detached job's exception: nobody awaits it.
+    args = (type(exc), exc, exc.__traceback__, threading.current_thread())
+    threading.excepthook(threading.ExceptHookArgs(args))
 
 
 class WorkerPool:
@@ -195,15 +165,12 @@ class WorkerPool:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
         self._name = name
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._threads = 0
-        self._idle = 0  # workers that finished a job and will take the next one
+        self._queue = WorkQueue(max_workers, functools.partial(_start, name), _late, _deliver, _report)
 
     @property
     def threads(self) -> int:
         """How many worker threads this pool has started."""
-        return self._threads
+        return self._queue.threads
 
     async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Runs ``fn(*args)`` on a worker, in a copy of the caller's context; returns its
@@ -215,7 +182,7 @@ class WorkerPool:
         meanwhile (a Context runs in one thread at a time)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
-        self.submit((loop, fut, ctx, fn, args))
+        self._queue.put_future(loop, fut, ctx, fn, args)
         return await fut
 
     async def run_waiting(
@@ -236,110 +203,42 @@ class WorkerPool:
             # another loop: results come through it, after what fn scheduled on it
             return await self.run_in(contextvars.copy_context(), fn, *args)
         queued = len(callbacks)
-        handoff = _Handoff()
         if pace is not None and not pace.waited:
             # not waited for: the result comes through the loop, timed on the worker as ever
-            future = handoff.fut = loop.create_future()
-            self.submit((loop, handoff, contextvars.copy_context(), fn, args))
+            handoff = self._queue.call(loop, contextvars.copy_context(), fn, args, 0.0)
+            future: asyncio.Future[T] = loop.create_future()
+            handoff.fut = future
             try:
-                return await future  # type: ignore[no-any-return]
+                return await future
             finally:
                 pace._ran(handoff.took if handoff.finished else None)
-        self.submit((loop, handoff, contextvars.copy_context(), fn, args))
-        try:
-            arrived = handoff.ready.acquire(timeout=wait)
-        except BaseException:
-            fut = handoff.stop_waiting(loop)
-            if fut is not None:
-                fut.cancel()  # nobody will await it: the late result is dropped
-            raise
-        if not arrived:
-            fut = handoff.stop_waiting(loop)
-            if fut is not None:
+        # one native call: the job is posted and its outcome waited for, GIL released
+        handoff = self._queue.call(loop, contextvars.copy_context(), fn, args, wait)
+        if not handoff.arrived:
+            fut = _stopped_waiting(handoff, loop)
+            if pace is not None:
+                pace._ran(None, 1)  # running late: the function's other calls are not waited for
+            try:
+                return await fut  # type: ignore[no-any-return]
+            finally:
                 if pace is not None:
-                    pace._ran(None, 1)  # running late: the function's other calls are not waited for
-                try:
-                    return await fut  # type: ignore[no-any-return]
-                finally:
-                    if pace is not None:
-                        pace._ran(handoff.took if handoff.finished else None, -1)
-        if pace is not None and (handoff.took > SLOW_CALL or pace.slow):
-            pace._ran(handoff.took)
+                    pace._ran(handoff.took if handoff.finished else None, -1)
+        took = handoff.took
+        if pace is not None and (took > SLOW_CALL or pace.slow):
+            pace._ran(took)
         if len(callbacks) > queued:
             # fn scheduled callbacks on this loop (send_event from a tool's thread does): they
             # run first, as they did when the result came through the loop after them
             await asyncio.sleep(0)
-        exc = handoff.exc
+        result, exc = handoff.outcome()
         if exc is not None:
-            handoff.exc = None
             raise exc
-        return handoff.result  # type: ignore[no-any-return]
+        return result  # type: ignore[no-any-return]
 
     def submit_detached(self, ctx: contextvars.Context, fn: Callable[..., Any], /, *args: Any) -> None:
         """Runs ``ctx.run(fn, *args)`` on a worker without waiting for it; an exception it
         raises goes to :func:`threading.excepthook`."""
-        self.submit((None, None, ctx, fn, args))
-
-    def submit(self, job: _Job) -> None:
-        """Queues ``job``, starting a worker when none is idle and the bound allows one."""
-        with self._lock:
-            if self._idle > 0:
-                self._idle -= 1
-                start = False
-            elif self._threads < self.max_workers:
-                self._threads += 1
-                start = True
-            else:
-                start = False
-        self._put(job)
-        if start:
-            threading.Thread(target=self._work, name=f"{self._name}-{self._threads}", daemon=True).start()
-
-    def _put(self, job: _Job) -> None:
-        self._jobs.put(job)
-
-    def _get(self) -> _Job:
-        return self._jobs.get()
-
-    def _work(self) -> None:
-        get, lock = self._get, self._lock
-        while True:
-            loop, fut, ctx, fn, args = get()
-            if fut is None:
-                try:
-                    ctx.run(fn, *args)
-                except BaseException as e:  # noqa: BLE001  (nobody awaits it: report, carry on)
-                    args_ = (type(e), e, e.__traceback__, threading.current_thread())
-                    threading.excepthook(threading.ExceptHookArgs(args_))
-            elif isinstance(fut, _Handoff):
-                assert loop is not None
-                if fut.fut is not None and fut.fut.cancelled():  # a call not waited for, cancelled queued
-                    del loop, fut, ctx, fn, args
-                    with lock:
-                        self._idle += 1
-                    continue
-                start = time.perf_counter()
-                result, exc = _outcome(ctx, fn, args)
-                fut.took = time.perf_counter() - start
-                # idle first: the caller may submit its next call as soon as it has this result
-                with lock:
-                    self._idle += 1
-                fut.finish(loop, result, exc)
-                del loop, fut, ctx, fn, args, result, exc
-                continue  # straight back to get(): the GIL goes to the woken caller
-            elif loop is not None and not fut.cancelled():
-                result, exc = _outcome(ctx, fn, args)
-                with lock:
-                    self._idle += 1
-                try:
-                    loop.call_soon_threadsafe(_deliver, fut, result, exc)
-                except RuntimeError:  # the loop is closed: nobody is waiting any more
-                    pass
-                del loop, fut, ctx, fn, args, result, exc
-                continue
-            del loop, fut, ctx, fn, args
-            with lock:
-                self._idle += 1
+        self._queue.put_detached(ctx, fn, args)
 
 
 _pool: WorkerPool | None = None
