@@ -16,10 +16,11 @@
 //! the values taken out are dropped after the guard, with the GIL held.
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use pyo3::exceptions::{PyRuntimeError, PyStopIteration, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -126,6 +127,8 @@ struct Meeting<T> {
     /// The caller gave up before the call started (a signal during its wait): not run.
     skip: bool,
     outcome: Option<T>,
+    /// When the worker started the function.
+    started: Option<Instant>,
     /// Seconds the function ran on its worker.
     took: f64,
 }
@@ -152,6 +155,7 @@ impl<T> Slot<T> {
                 met: false,
                 skip: false,
                 outcome: None,
+                started: None,
                 took: 0.0,
             }),
             done: Condvar::new(),
@@ -159,11 +163,34 @@ impl<T> Slot<T> {
     }
 
     /// The worker's side: stores the outcome and wakes the caller if it still waits.
+    #[cfg(test)]
     fn hand(&self, outcome: T, took: f64) -> Handed {
+        {
+            let mut m = self.meeting.lock();
+            m.took = took;
+            m.outcome = Some(outcome);
+        }
+        self.finish()
+    }
+
+    /// The worker's side, the function having returned: stores its outcome and how long it
+    /// ran (the outcome the caller abandoned meanwhile is handed back, to be dropped).
+    fn keep(&self, outcome: T) -> Option<T> {
+        let mut m = self.meeting.lock();
+        if let Some(started) = m.started {
+            m.took = started.elapsed().as_secs_f64();
+        }
+        if m.skip {
+            return Some(outcome);
+        }
+        m.outcome = Some(outcome);
+        None
+    }
+
+    /// The worker's side, the outcome kept: wakes the caller if it still waits.
+    fn finish(&self) -> Handed {
         let mut m = self.meeting.lock();
         m.finished = true;
-        m.took = took;
-        m.outcome = Some(outcome);
         if m.waiting {
             m.met = true;
             drop(m);
@@ -214,6 +241,8 @@ pub struct Handoff {
     job: Mutex<Option<CallJob>>,
     /// The future the caller awaits once it stopped waiting (set by the caller, on its loop).
     fut: Mutex<Option<Py<PyAny>>>,
+    /// The number of the worker thread the caller must start for it (0: none).
+    spawn: std::sync::atomic::AtomicUsize,
 }
 
 #[pymethods]
@@ -222,6 +251,18 @@ impl Handoff {
     #[getter]
     fn arrived(&self) -> bool {
         self.slot.meeting.lock().met
+    }
+
+    /// The number of the worker thread the caller must start for this call (0: none).
+    #[getter]
+    fn spawn(&self) -> usize {
+        self.spawn.load(Ordering::Relaxed)
+    }
+
+    /// The caller's event loop.
+    #[getter]
+    fn event_loop(&self, py: Python<'_>) -> Py<PyAny> {
+        self.event_loop.clone_ref(py)
     }
 
     /// Whether the worker finished the call.
@@ -278,6 +319,39 @@ impl Handoff {
         drop((fut, job, outcome)); // after the locks: finalizers may run
     }
 
+    /// The worker's start: `(ctx, func, args)` to run, timed from now; None when the call is
+    /// not to run (its caller gave up before it started, or the task awaiting it was
+    /// cancelled).
+    fn start(&self, py: Python<'_>) -> PyResult<Option<CallJob>> {
+        let skip = self.slot.meeting.lock().skip;
+        let fut = self.fut.lock().as_ref().map(|f| f.clone_ref(py));
+        let cancelled = match fut {
+            Some(fut) => fut
+                .bind(py)
+                .call_method0(intern!(py, "cancelled"))?
+                .is_truthy()?,
+            None => false,
+        };
+        let job = self.job.lock().take();
+        if skip || cancelled {
+            drop(job); // after the lock, GIL held
+            return Ok(None);
+        }
+        self.slot.meeting.lock().started = Some(Instant::now());
+        Ok(job)
+    }
+
+    /// The worker's outcome of the call: its result, or the exception it raised (`exc`).
+    #[pyo3(signature = (result, exc))]
+    fn keep(&self, result: Py<PyAny>, exc: Option<Py<PyAny>>) {
+        let outcome = match exc {
+            Some(exc) => (exc, true),
+            None => (result, false),
+        };
+        let dropped = self.slot.keep(outcome);
+        drop(dropped); // after the lock, GIL held
+    }
+
     /// Takes the outcome: `(result, None)` or `(None, exception)`; `(None, None)` once taken.
     fn outcome(&self, py: Python<'_>) -> (Py<PyAny>, Option<Py<PyAny>>) {
         let taken = self.slot.meeting.lock().outcome.take();
@@ -293,172 +367,70 @@ impl Handoff {
 #[pyclass(frozen, module = "rillet._native")]
 pub struct WorkQueue {
     queue: Queue<Job>,
-    /// `start(queue, n)`: starts worker thread number `n`, whose target is `queue.serve`
-    /// (handed the queue, so that it need not hold it: no cycle through the queue).
-    start: Py<PyAny>,
-    /// `late(handoff)`: run on the caller's loop, delivers a late outcome to `handoff.fut`.
-    late: Py<PyAny>,
-    /// `deliver(fut, result, exc)`: run on a future's loop, resolves it unless it is done.
-    deliver: Py<PyAny>,
-    /// `report(exc)`: reports the exception of a job nobody awaits.
-    report: Py<PyAny>,
 }
 
 impl WorkQueue {
-    /// Queues `job`, starting a worker thread when no worker is idle and the bound allows one.
-    fn put(slf: &Bound<'_, Self>, job: Job) -> PyResult<()> {
-        if let Some(n) = slf.get().queue.put(job) {
-            slf.get().start.call1(slf.py(), (slf, n))?;
-        }
-        Ok(())
-    }
-
-    /// Runs one job, holding the GIL; returns the next job when the hand-back of a waited-for
-    /// call already took it (the worker parked for it with the GIL released).
-    fn run(&self, py: Python<'_>, job: Job) -> PyResult<Option<Job>> {
-        match job {
-            Job::Detached { ctx, func, args } => {
-                let out = call_in(py, &ctx, &func, &args);
-                drop((ctx, func, args));
-                if let Err(err) = out {
-                    self.report.call1(py, (err.into_value(py),))?;
-                }
-                self.queue.idle();
-                Ok(None)
+    /// The caller's wait for a posted call: until `until` (None: for ever), GIL released, in
+    /// slices that check for Ctrl-C. True when the outcome came in while it waited.
+    fn wait_for(py: Python<'_>, call: &Handoff, until: Option<Instant>) -> PyResult<bool> {
+        loop {
+            let arrived = py.detach(|| {
+                let (end, last) = slice_end(Instant::now(), until);
+                call.slot.wait(end, last)
+            });
+            if arrived || !call.slot.meeting.lock().waiting {
+                return Ok(arrived);
             }
-            Job::Future {
-                event_loop,
-                fut,
-                ctx,
-                func,
-                args,
-            } => {
-                if fut
-                    .bind(py)
-                    .call_method0(intern!(py, "cancelled"))?
-                    .is_truthy()?
-                {
-                    self.queue.idle();
-                    return Ok(None);
-                }
-                let (value, is_exc) = outcome(py, &func, call_in(py, &ctx, &func, &args));
-                drop((ctx, func, args));
-                self.queue.idle();
-                let (result, exc) = if is_exc {
-                    (py.None(), value)
-                } else {
-                    (value, py.None())
-                };
-                soon(py, &event_loop, (&self.deliver, fut, result, exc))?;
-                Ok(None)
-            }
-            Job::Call(h) => self.run_call(py, h),
-        }
-    }
-
-    fn run_call(&self, py: Python<'_>, h: Py<Handoff>) -> PyResult<Option<Job>> {
-        let call = h.get();
-        let skip = call.slot.meeting.lock().skip;
-        let fut = call.fut.lock().as_ref().map(|f| f.clone_ref(py));
-        let cancelled = match fut {
-            Some(fut) => fut
-                .bind(py)
-                .call_method0(intern!(py, "cancelled"))?
-                .is_truthy()?,
-            None => false,
-        };
-        let job = call.job.lock().take();
-        let Some((ctx, func, args)) = job.filter(|_| !skip && !cancelled) else {
-            // given up before it started (a signal), or its awaiting task was cancelled
-            self.queue.idle();
-            return Ok(None);
-        };
-        let start = Instant::now();
-        let out = call_in(py, &ctx, &func, &args);
-        let took = start.elapsed().as_secs_f64();
-        let out = outcome(py, &func, out);
-        drop((ctx, func, args));
-        // idle first: the caller may submit its next call as soon as it has this outcome
-        self.queue.idle();
-        // GIL released before the caller is woken, so that it finds it free; then parked
-        // for the next job in the same call
-        let handed = py.detach(|| match call.slot.hand(out, took) {
-            Handed::Waited => Some(self.queue.take()),
-            Handed::Late => None,
-        });
-        match handed {
-            Some(next) => Ok(Some(next)),
-            None => {
-                soon(py, &call.event_loop, (&self.late, h.clone_ref(py)))?;
-                Ok(None)
+            if let Err(err) = py.check_signals() {
+                let dropped = call.slot.abandon();
+                drop(dropped); // GIL held, no lock
+                return Err(err);
             }
         }
     }
 }
 
-/// `ctx.run(func, *args)`.
-fn call_in(
-    py: Python<'_>,
-    ctx: &Py<PyAny>,
-    func: &Py<PyAny>,
-    args: &Py<PyTuple>,
-) -> PyResult<Py<PyAny>> {
-    let args = args.bind(py);
-    let mut all = Vec::with_capacity(args.len() + 1);
-    all.push(func.bind(py).clone());
-    all.extend(args.iter());
-    let all = PyTuple::new(py, all)?;
-    Ok(ctx.bind(py).call_method1(intern!(py, "run"), all)?.unbind())
-}
-
-/// The value to hand to the awaiting task: the result, or the exception (is_exc). An
-/// asyncio future refuses StopIteration (PEP 479): it becomes a RuntimeError caused by it.
-fn outcome(py: Python<'_>, func: &Py<PyAny>, out: PyResult<Py<PyAny>>) -> Outcome {
-    match out {
-        Ok(value) => (value, false),
-        Err(err) if err.is_instance_of::<PyStopIteration>(py) => {
-            let func = func.bind(py);
-            let name = func
-                .getattr(intern!(py, "__qualname__"))
-                .unwrap_or_else(|_| func.clone());
-            let name = name
-                .str()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|_| "<function>".to_owned());
-            let exc = PyRuntimeError::new_err(format!("{name} raised StopIteration"));
-            exc.set_cause(py, Some(err));
-            (exc.into_value(py).into_any(), true)
-        }
-        Err(err) => (err.into_value(py).into_any(), true),
+/// The end of the next slice of a wait until `until`, and whether it is the last.
+fn slice_end(now: Instant, until: Option<Instant>) -> (Instant, bool) {
+    let next = now + SIGNAL_CHECK_INTERVAL;
+    match until {
+        Some(u) if u <= next => (u, true),
+        _ => (next, false),
     }
 }
 
-/// `event_loop.call_soon_threadsafe(*args)`; a closed loop (RuntimeError) has nobody waiting.
-fn soon<'py>(
-    py: Python<'py>,
-    event_loop: &Py<PyAny>,
-    args: impl pyo3::call::PyCallArgs<'py>,
-) -> PyResult<()> {
-    match event_loop
-        .bind(py)
-        .call_method1(intern!(py, "call_soon_threadsafe"), args)
-    {
-        Ok(_) => Ok(()),
-        Err(err) if err.is_instance_of::<PyRuntimeError>(py) => Ok(()),
-        Err(err) => Err(err),
-    }
+fn deadline(wait: f64) -> Option<Instant> {
+    Duration::try_from_secs_f64(wait)
+        .ok()
+        .and_then(|d| Instant::now().checked_add(d))
+}
+
+/// A job as the worker's Python loop sees it: a [`Handoff`], or a tuple
+/// `(loop, future, ctx, func, args)` (loop and future None for a detached job).
+fn job_to_py(py: Python<'_>, job: Job) -> PyResult<Py<PyAny>> {
+    Ok(match job {
+        Job::Call(h) => h.into_any(),
+        Job::Future {
+            event_loop,
+            fut,
+            ctx,
+            func,
+            args,
+        } => (event_loop, fut, ctx, func, args)
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
+        Job::Detached { ctx, func, args } => (py.None(), py.None(), ctx, func, args)
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
+    })
 }
 
 #[pymethods]
 impl WorkQueue {
     #[new]
-    fn new(
-        max_workers: usize,
-        start: Py<PyAny>,
-        late: Py<PyAny>,
-        deliver: Py<PyAny>,
-        report: Py<PyAny>,
-    ) -> PyResult<Self> {
+    fn new(max_workers: usize) -> PyResult<Self> {
         if max_workers < 1 {
             return Err(PyValueError::new_err(format!(
                 "max_workers must be at least 1, got {max_workers}"
@@ -466,10 +438,6 @@ impl WorkQueue {
         }
         Ok(WorkQueue {
             queue: Queue::new(max_workers),
-            start,
-            late,
-            deliver,
-            report,
         })
     }
 
@@ -480,14 +448,15 @@ impl WorkQueue {
     }
 
     /// Queues `ctx.run(func, *args)`, its outcome to go to `fut` through `event_loop`.
+    /// Returns the number of the worker thread the caller must start (none idle), or None.
     fn put_future(
-        slf: &Bound<'_, Self>,
+        &self,
         event_loop: Py<PyAny>,
         fut: Py<PyAny>,
         ctx: Py<PyAny>,
         func: Py<PyAny>,
         args: Py<PyTuple>,
-    ) -> PyResult<()> {
+    ) -> Option<usize> {
         let job = Job::Future {
             event_loop,
             fut,
@@ -495,101 +464,104 @@ impl WorkQueue {
             func,
             args,
         };
-        Self::put(slf, job)
+        self.queue.put(job)
     }
 
-    /// Queues `ctx.run(func, *args)`, awaited by nobody.
-    fn put_detached(
-        slf: &Bound<'_, Self>,
-        ctx: Py<PyAny>,
-        func: Py<PyAny>,
-        args: Py<PyTuple>,
-    ) -> PyResult<()> {
-        Self::put(slf, Job::Detached { ctx, func, args })
+    /// Queues `ctx.run(func, *args)`, awaited by nobody; returns what `put_future` does.
+    fn put_detached(&self, ctx: Py<PyAny>, func: Py<PyAny>, args: Py<PyTuple>) -> Option<usize> {
+        self.queue.put(Job::Detached { ctx, func, args })
     }
 
     /// Posts `ctx.run(func, *args)` and waits up to `wait` seconds for its outcome with the
     /// GIL released, in one call. Returns the call's [`Handoff`]: `arrived` says whether the
-    /// outcome came in time; if not, the caller has stopped waiting and the worker will run
-    /// `late(handoff)` on `event_loop` once it finishes. Ctrl-C during the wait raises
-    /// KeyboardInterrupt (checked every 50 ms) and leaves the call unclaimed.
+    /// outcome came in time; if not, the caller has stopped waiting and the worker's loop will
+    /// deliver it through `event_loop` once it finishes. When a worker thread must be started
+    /// first (`spawn`, its number), nothing was waited for: the caller starts it, then `wait`s.
+    /// Ctrl-C during the wait raises KeyboardInterrupt (checked every 50 ms of a longer wait)
+    /// and leaves the call unclaimed.
     fn call(
-        slf: &Bound<'_, Self>,
+        &self,
+        py: Python<'_>,
         event_loop: Py<PyAny>,
         ctx: Py<PyAny>,
         func: Py<PyAny>,
         args: Py<PyTuple>,
         wait: f64,
     ) -> PyResult<Py<Handoff>> {
-        let py = slf.py();
-        let this = slf.get();
         let waiting = wait > 0.0;
         let handoff = Handoff {
             slot: Slot::new(waiting),
             event_loop,
             job: Mutex::new(Some((ctx, func, args))),
             fut: Mutex::new(None),
+            spawn: std::sync::atomic::AtomicUsize::new(0),
         };
         let h = Py::new(py, handoff)?;
         let job = Job::Call(h.clone_ref(py));
+        let call = h.get();
         if !waiting {
-            Self::put(slf, job)?;
+            if let Some(n) = self.queue.put(job) {
+                call.spawn.store(n, Ordering::Relaxed);
+            }
             return Ok(h);
         }
-        let until = Duration::try_from_secs_f64(wait)
-            .ok()
-            .and_then(|d| Instant::now().checked_add(d));
-        let slice_end = |now: Instant| -> (Instant, bool) {
-            let next = now + SIGNAL_CHECK_INTERVAL;
-            match until {
-                Some(u) if u <= next => (u, true),
-                _ => (next, false),
-            }
-        };
-        // The job is posted with the GIL released, so that the woken worker finds it free,
-        // unless a worker thread must be started first (Python).
-        let call = h.get();
-        let posted = py.detach(|| match this.queue.put(job) {
+        let until = deadline(wait);
+        // The job is posted with the GIL released, so that the woken worker finds it free.
+        let posted = py.detach(|| match self.queue.put(job) {
             None => {
-                let (end, last) = slice_end(Instant::now());
+                let (end, last) = slice_end(Instant::now(), until);
                 Ok(call.slot.wait(end, last))
             }
             Some(n) => Err(n),
         });
-        let mut arrived = match posted {
-            Ok(arrived) => arrived,
-            Err(n) => {
-                this.start.call1(py, (slf, n))?;
-                false
+        match posted {
+            Ok(true) => {}
+            Ok(false) => {
+                if call.slot.meeting.lock().waiting {
+                    Self::wait_for(py, call, until)?;
+                }
             }
-        };
-        loop {
-            if arrived || !call.slot.meeting.lock().waiting {
-                return Ok(h);
-            }
-            if let Err(err) = py.check_signals() {
-                let dropped = call.slot.abandon();
-                drop(dropped); // GIL held, no lock
-                return Err(err);
-            }
-            arrived = py.detach(|| {
-                let (end, last) = slice_end(Instant::now());
-                call.slot.wait(end, last)
-            });
+            Err(n) => call.spawn.store(n, Ordering::Relaxed),
         }
+        Ok(h)
     }
 
-    /// A worker thread's loop (its `threading.Thread` target): parks until a job comes, GIL
-    /// released, runs it, hands back the outcome; never returns.
-    fn serve(&self, py: Python<'_>) -> PyResult<()> {
-        let mut next: Option<Job> = None;
-        loop {
-            let job = match next.take() {
-                Some(job) => job,
-                None => py.detach(|| self.queue.take()),
-            };
-            next = self.run(py, job)?;
+    /// The caller's wait for a call posted by `call` whose worker thread it had to start:
+    /// as `call`'s wait, `wait` seconds from now.
+    fn wait(&self, py: Python<'_>, h: Py<Handoff>, wait: f64) -> PyResult<()> {
+        let call = h.get();
+        if wait > 0.0 {
+            Self::wait_for(py, call, deadline(wait))?;
+        } else {
+            call.slot.wait(Instant::now(), true);
         }
+        Ok(())
+    }
+
+    /// A worker's wait for its next job (GIL released): a [`Handoff`] or a job tuple.
+    fn take(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let job = py.detach(|| self.queue.take());
+        job_to_py(py, job)
+    }
+
+    /// The worker is done with its job (other than a hand-off) and will take the next one.
+    fn idle(&self) {
+        self.queue.idle();
+    }
+
+    /// The worker's side of a hand-off whose outcome `h.keep` stored: counts the worker
+    /// idle, wakes the caller if it still waits (GIL released first, so that it finds it
+    /// free) and parks for the next job in the same release, returning it as `take` does.
+    /// None: the caller stopped waiting, the worker delivers the outcome through its loop.
+    fn hand(&self, py: Python<'_>, h: Py<Handoff>) -> PyResult<Option<Py<PyAny>>> {
+        // idle first: the caller may submit its next call as soon as it has this outcome
+        self.queue.idle();
+        let call = h.get();
+        let next = py.detach(|| match call.slot.finish() {
+            Handed::Waited => Some(self.queue.take()),
+            Handed::Late => None,
+        });
+        next.map(|job| job_to_py(py, job)).transpose()
     }
 }
 

@@ -9,9 +9,13 @@ import _thread
 import asyncio
 import gc
 import random
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 import weakref
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +24,7 @@ from rillet._core import workers
 from rillet._core.workers import WorkerPool
 from rillet.tools import tool
 from support.calls import asks, tool_call
-from support.waiting import until
+from support.waiting import child_env, until, wait_until
 
 
 class Fatal(BaseException):
@@ -31,19 +35,26 @@ def test_late_results_and_exceptions_come_through_the_loop() -> None:
     pool = WorkerPool(name="test-handoff")
     boom = ValueError("late boom")
 
+    go = threading.Event()
+
     def slow(x: Any) -> Any:
-        time.sleep(0.02)  # far past the wait
+        go.wait(10)  # until the loop runs again: past the loop's wait
+        go.clear()
         if isinstance(x, BaseException):
             raise x
         return x
 
+    async def late(x: Any, wait: float) -> Any:
+        asyncio.get_running_loop().call_soon(go.set)  # runs once the loop stopped waiting
+        return await pool.run_waiting(slow, x, wait=wait)
+
     async def main() -> list[Any]:
-        out: list[Any] = [await pool.run_waiting(slow, 1, wait=0.001)]
+        out: list[Any] = [await late(1, 0.001)]
         try:
-            await pool.run_waiting(slow, boom, wait=0.001)
+            await late(boom, 0.001)
         except ValueError as e:
             out.append(e)
-        out.append(await pool.run_waiting(slow, 3, wait=0.0))  # no wait at all
+        out.append(await late(3, 0.0))  # no wait at all
         return out
 
     assert asyncio.run(main()) == [1, boom, 3]
@@ -91,8 +102,7 @@ def test_cancelling_the_task_awaiting_a_late_call_drops_its_result() -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
         release.set()
-        await until(finished.is_set, "the call to finish")
-        await asyncio.sleep(0.01)  # the late outcome's trip through the loop: nobody takes it
+        await until(finished.is_set, "the call to finish")  # its late outcome: nobody takes it
         return await pool.run_waiting(abs, -2, wait=10.0)
 
     assert asyncio.run(main()) == 2
@@ -107,7 +117,8 @@ def test_a_call_not_waited_for_and_cancelled_while_queued_never_runs() -> None:
     async def main() -> None:
         busy = asyncio.ensure_future(pool.run(gate.wait, 10))  # the only worker is busy
         queued = asyncio.ensure_future(pool.run_waiting(ran.append, "ran", pace=pace))
-        await asyncio.sleep(0.01)
+        for _ in range(3):  # the call is queued behind the busy worker's job
+            await asyncio.sleep(0)
         queued.cancel()
         with pytest.raises(asyncio.CancelledError):
             await queued
@@ -132,8 +143,7 @@ def test_a_signal_during_the_wait_raises_there_and_leaves_the_call_unclaimed() -
         return "unclaimed"
 
     def interrupt() -> None:
-        started.wait(10)
-        time.sleep(0.02)
+        started.wait(10)  # the main thread is in its wait (it posted the call from there)
         _thread.interrupt_main()
 
     loop = asyncio.new_event_loop()  # no asyncio.Runner: the default SIGINT handler raises
@@ -147,7 +157,6 @@ def test_a_signal_during_the_wait_raises_there_and_leaves_the_call_unclaimed() -
         assert finished.wait(10)
 
         async def after() -> int:
-            await asyncio.sleep(0.01)  # the late outcome's trip through the loop
             return await pool.run_waiting(abs, -3, wait=10.0)
 
         assert loop.run_until_complete(after()) == 3
@@ -157,16 +166,17 @@ def test_a_signal_during_the_wait_raises_there_and_leaves_the_call_unclaimed() -
 
 def test_a_late_result_for_a_closed_loop_is_dropped_and_the_worker_goes_on() -> None:
     pool = WorkerPool(max_workers=1, name="test-handoff")
-    release, finished = threading.Event(), threading.Event()
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
 
     def blocked() -> str:
+        started.set()
         release.wait(10)
         finished.set()
         return "nobody"
 
     async def leave() -> None:
         task = asyncio.ensure_future(pool.run_waiting(blocked, wait=0.001))
-        await asyncio.sleep(0.01)
+        await until(started.is_set, "the call to start")  # and the loop to run again: it is late
         task.cancel()
 
     loop = asyncio.new_event_loop()
@@ -182,10 +192,15 @@ def test_a_hand_off_left_in_a_cycle_by_a_closed_loop_is_collected() -> None:
     # a task left awaiting a late outcome when its loop closed: task -> frame -> hand-off ->
     # future -> task; the hand-off reports what it holds to the garbage collector
     pool = WorkerPool(max_workers=1, name="test-handoff")
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
+
+    def blocked() -> bool:
+        started.set()
+        return release.wait(10)
+
     loop = asyncio.new_event_loop()
-    task = loop.create_task(pool.run_waiting(release.wait, 10, wait=0.001))
-    loop.run_until_complete(asyncio.sleep(0.01))  # the task now awaits the late outcome
+    task = loop.create_task(pool.run_waiting(blocked, wait=0.001))
+    loop.run_until_complete(until(started.is_set, "the call to start"))  # the task awaits it late
     loop.close()
     release.set()
     assert asyncio.run(pool.run_waiting(abs, -1, wait=10.0)) == 1  # the one worker is done with it
@@ -205,9 +220,7 @@ def test_a_detached_job_reports_its_exception_to_threading_excepthook(monkeypatc
         raise boom
 
     pool.submit_detached(workers.contextvars.copy_context(), fail)
-    deadline = time.monotonic() + 10
-    while not seen and time.monotonic() < deadline:
-        time.sleep(0.001)
+    wait_until(lambda: seen, "the exception to be reported")
     assert seen == [boom]
 
 
@@ -256,6 +269,41 @@ def test_def_tools_running_runners_with_def_tools_two_levels_deep() -> None:
     model = ScriptedModel([asks(*[tool_call("top", {}, f"t{i}", i) for i in range(3)]), "outer done"])
     list(Runner(ChatModelAgent("outer", model=model, tools=[top])).query("x"))
     assert [m.content for m in model.calls[1].messages if m.role == "tool"] == ["middle done"] * 3
+
+
+EXIT_WHILE_RUNNING = """
+import asyncio, threading
+from rillet._core.workers import WorkerPool
+
+pool = WorkerPool(name="exit")
+started = threading.Event()
+
+def spin() -> None:  # pure Python: the worker takes the GIL back again and again
+    started.set()
+    while True:
+        pass
+
+def starts_threads() -> None:  # a caller that keeps starting worker threads meanwhile
+    async def calls() -> None:
+        while True:
+            await asyncio.gather(*[pool.run(spin) for _ in range(2)])
+    asyncio.run(calls())
+
+threading.Thread(target=starts_threads, daemon=True).start()
+started.wait(30)
+print("exiting", flush=True)
+"""
+
+
+def test_the_process_exits_cleanly_while_workers_run_python_code(tmp_path: Path) -> None:
+    # CPython ends a daemon thread that wants the GIL back while the interpreter exits by
+    # unwinding its stack (pthread_exit, 3.11-3.13): no native frame may lie under the
+    # function a worker runs, nor under the start of a worker thread (it aborted the process)
+    script = tmp_path / "exit_while_running.py"
+    script.write_text(textwrap.dedent(EXIT_WHILE_RUNNING))
+    for _ in range(5):
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=child_env())
+        assert (out.returncode, out.stdout) == (0, "exiting\n"), out.stderr
 
 
 @pytest.mark.slow

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import os
 import threading
 from collections.abc import Callable
@@ -142,15 +141,73 @@ def _deliver(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -
         fut.set_exception(exc)
 
 
-def _start(name: str, queue: WorkQueue, n: int) -> None:
-    # Starts a pool's worker thread number n (not a method: the queue holds this function).
-    threading.Thread(target=queue.serve, name=f"{name}-{n}", daemon=True).start()
+def _outcome(
+    ctx: contextvars.Context, fn: Callable[..., Any], args: tuple[Any, ...]
+) -> tuple[Any, BaseException | None]:
+    """``ctx.run(fn, *args)``'s result, or the exception to hand to the awaiting task."""
+    try:
+        return ctx.run(fn, *args), None
+    except StopIteration as e:  # an asyncio future refuses StopIteration (PEP 479)
+        exc = RuntimeError(f"{getattr(fn, '__qualname__', fn)!s} raised StopIteration")
+        exc.__cause__ = e
+        return None, exc
+    except BaseException as e:  # noqa: BLE001  (handed to the awaiting task)
+        return None, e
 
 
-def _report(exc: BaseException) -> None:
-    # A detached job's exception: nobody awaits it.
-    args = (type(exc), exc, exc.__traceback__, threading.current_thread())
-    threading.excepthook(threading.ExceptHookArgs(args))
+def _work(queue: WorkQueue) -> None:
+    # A worker thread's loop. The functions run from here, a Python frame, so that no native
+    # frame lies under them: CPython ends a daemon thread that wants the GIL back while the
+    # interpreter exits by unwinding its stack, which native frames must not be in.
+    take, hand, idle = queue.take, queue.hand, queue.idle
+    job = take()
+    while True:
+        if type(job) is Handoff:
+            call = job.start()  # None: its caller gave up, or the task awaiting it was cancelled
+            if call is None:
+                del job
+                idle()
+                job = take()
+                continue
+            ctx, fn, args = call
+            del call
+            job.keep(*_outcome(ctx, fn, args))
+            del ctx, fn, args
+            # idle, the waiting caller woken (GIL released first) and parked for the next
+            # job: one native call; None: the caller stopped waiting, the outcome goes late
+            nxt = hand(job)
+            if nxt is None:
+                try:
+                    job.event_loop.call_soon_threadsafe(_late, job)
+                except RuntimeError:  # the loop is closed: nobody is waiting any more
+                    pass
+                del job
+                nxt = take()
+            job = nxt
+            del nxt
+            continue
+        loop, fut, ctx, fn, args = job
+        del job
+        if fut is None:
+            try:
+                ctx.run(fn, *args)
+            except BaseException as e:  # noqa: BLE001  (nobody awaits it: report, carry on)
+                args_ = (type(e), e, e.__traceback__, threading.current_thread())
+                threading.excepthook(threading.ExceptHookArgs(args_))
+                del e, args_
+        elif not fut.cancelled():
+            result, exc = _outcome(ctx, fn, args)
+            idle()
+            try:
+                loop.call_soon_threadsafe(_deliver, fut, result, exc)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+            del loop, fut, ctx, fn, args, result, exc
+            job = take()
+            continue
+        del loop, fut, ctx, fn, args
+        idle()
+        job = take()
 
 
 class WorkerPool:
@@ -165,12 +222,18 @@ class WorkerPool:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
         self._name = name
-        self._queue = WorkQueue(max_workers, functools.partial(_start, name), _late, _deliver, _report)
+        self._queue = WorkQueue(max_workers)
 
     @property
     def threads(self) -> int:
         """How many worker threads this pool has started."""
         return self._queue.threads
+
+    def _start(self, n: int | None) -> None:
+        # Starts worker thread number n, when the queue asked for one (Python code is never
+        # called from the native queue: see _work).
+        if n:
+            threading.Thread(target=_work, args=(self._queue,), name=f"{self._name}-{n}", daemon=True).start()
 
     async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Runs ``fn(*args)`` on a worker, in a copy of the caller's context; returns its
@@ -182,7 +245,7 @@ class WorkerPool:
         meanwhile (a Context runs in one thread at a time)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
-        self._queue.put_future(loop, fut, ctx, fn, args)
+        self._start(self._queue.put_future(loop, fut, ctx, fn, args))
         return await fut
 
     async def run_waiting(
@@ -206,6 +269,7 @@ class WorkerPool:
         if pace is not None and not pace.waited:
             # not waited for: the result comes through the loop, timed on the worker as ever
             handoff = self._queue.call(loop, contextvars.copy_context(), fn, args, 0.0)
+            self._start(handoff.spawn)
             future: asyncio.Future[T] = loop.create_future()
             handoff.fut = future
             try:
@@ -214,6 +278,9 @@ class WorkerPool:
                 pace._ran(handoff.took if handoff.finished else None)
         # one native call: the job is posted and its outcome waited for, GIL released
         handoff = self._queue.call(loop, contextvars.copy_context(), fn, args, wait)
+        if handoff.spawn:  # posted, not waited for yet: its worker thread is to be started
+            self._start(handoff.spawn)
+            self._queue.wait(handoff, wait)
         if not handoff.arrived:
             fut = _stopped_waiting(handoff, loop)
             if pace is not None:
@@ -238,7 +305,7 @@ class WorkerPool:
     def submit_detached(self, ctx: contextvars.Context, fn: Callable[..., Any], /, *args: Any) -> None:
         """Runs ``ctx.run(fn, *args)`` on a worker without waiting for it; an exception it
         raises goes to :func:`threading.excepthook`."""
-        self._queue.put_detached(ctx, fn, args)
+        self._start(self._queue.put_detached(ctx, fn, args))
 
 
 _pool: WorkerPool | None = None
