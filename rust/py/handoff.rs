@@ -1,15 +1,19 @@
 //! The worker pool's job queue and the `def`-tool hand-off (`rillet._core.workers`), native.
 //!
-//! A [`WorkQueue`] holds the jobs of one `WorkerPool` and runs its worker threads' loop
-//! ([`WorkQueue::serve`]): a worker parks on the queue's condition variable with the GIL
-//! released until a job comes, runs it, and hands the outcome back. A [`Handoff`] is one call
-//! whose caller (the event loop's thread) waits for the result itself
-//! ([`WorkQueue::call`]): the caller posts the job and waits, GIL released, in one native call;
+//! A [`WorkQueue`] holds the jobs of one `WorkerPool`: a worker parks on the queue's
+//! condition variable with the GIL released until a job comes ([`WorkQueue::take`]). A
+//! [`Handoff`] is one call whose caller (the event loop's thread) waits for the result itself:
+//! the caller posts the job and waits, GIL released, in one native call ([`WorkQueue::call`]);
 //! the worker stores the outcome, wakes the caller and parks for its next job in one native
-//! call too, so that both wake-ups find the GIL free (each side releases it before it wakes
-//! the other). A caller that stopped waiting (its wait ran out, a signal) is told so under
-//! the hand-off's lock, and the worker then delivers the outcome through the loop
-//! (`loop.call_soon_threadsafe(late, handoff)`), as every other job's result comes.
+//! call too ([`WorkQueue::hand`]), so that both wake-ups find the GIL free (each side releases
+//! it before it wakes the other). A caller that stopped waiting (its wait ran out, a signal) is
+//! told so under the hand-off's lock, and the worker's loop then delivers the outcome through
+//! the caller's loop (`call_soon_threadsafe`), as every other job's result comes.
+//!
+//! No Python code is called from here but the future's `cancelled()`: the worker's loop, the
+//! function it runs and the start of a worker thread are Python (`rillet._core.workers`),
+//! because CPython ends a daemon thread that wants the GIL back while the interpreter exits by
+//! unwinding its stack (pthread_exit), which aborts the process when native frames lie under.
 //!
 //! Locks: no Python code runs and no Python object is dropped while a lock is held. Python
 //! objects are only moved in or out under a lock (a move touches no reference count), and

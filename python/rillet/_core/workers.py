@@ -6,9 +6,9 @@ friends work there), and resumes the awaiting task with its result or exception.
 
 Why not ``asyncio.to_thread`` or ``loop.run_in_executor``: both go through a
 ``concurrent.futures.Future`` chained to an asyncio future, a work item, an idle semaphore and
-two callbacks per call. Here the jobs sit in a native queue (:class:`rillet._native.WorkQueue`,
-whose ``serve`` is every worker thread's loop: it parks with the GIL released until a job
-comes) and a result comes back with a single ``loop.call_soon_threadsafe``.
+two callbacks per call. Here the jobs sit in a native queue (:class:`rillet._native.WorkQueue`:
+a worker parks in its ``take`` with the GIL released until a job comes) and a result comes back
+with a single ``loop.call_soon_threadsafe``.
 ``benches/bench_tool_handoff.py`` measures the designs.
 
 :meth:`WorkerPool.run_waiting` (what ``def`` tools use) saves the way back for a short call:
@@ -18,7 +18,10 @@ write, ``epoll`` wake-up, future callback or extra task step). Each side's part 
 exchange is one native call: the loop's thread posts the job and waits for its outcome
 (``WorkQueue.call``); the worker stores the outcome, wakes the loop's thread and parks for its
 next job, having released the GIL before the wake-up, so that the woken thread finds it free
-(``WorkQueue.serve``). The wait is bounded (``QUICK_WAIT``, 1 ms; Ctrl-C is checked every
+(``WorkQueue.hand``). The worker's loop (``_work``) and the start of a worker thread stay in
+Python, so that no native frame lies under user code: CPython ends a daemon thread that wants
+the GIL back while the interpreter exits by unwinding its stack, which must not cross native
+frames (it aborts the process). The wait is bounded (``QUICK_WAIT``, 1 ms; Ctrl-C is checked every
 50 ms of a longer one): past it the loop's thread stops waiting, under the hand-off's lock, and
 goes back to its other work; the worker then sees that nobody waits and the outcome comes the
 usual way, through ``call_soon_threadsafe`` to a future. The worker times the function itself,
