@@ -7,11 +7,11 @@ parallel tool calls); divide the median by ``N`` for the cost of one hand-off. D
 
 * ``to_thread``: ``asyncio.to_thread`` (the loop's default executor, context copied).
 * ``executor``: ``loop.run_in_executor`` on a shared ``ThreadPoolExecutor``, context copied.
-* ``rillet``: ``rillet._core.workers.run_sync`` (jobs on a SimpleQueue, results back by one
-  ``call_soon_threadsafe``).
+* ``rillet``: ``rillet._core.workers.run_sync`` (jobs on the pool's native queue, results
+  back by one ``call_soon_threadsafe``).
 * ``rillet-waiting``: ``WorkerPool.run_waiting``, what sync tools use: the same job, its
-  result waited for by the loop's thread on a lock (no trip through the loop).
-* ``rillet-channel``: the same workers fed through a ``rillet.Channel`` instead.
+  result waited for by the loop's thread (one native call each way, no trip through the loop).
+* ``rillet-channel``: Python worker threads fed through a ``rillet.Channel`` instead.
 * ``inline``: calling the function on the loop, the floor (no thread at all).
 
 ``test_tool_invoke`` times a whole ``FunctionTool.invoke`` (validation, call, JSON result)
@@ -24,13 +24,14 @@ import asyncio
 import contextvars
 import gc
 import os
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from rillet import Channel
-from rillet._core.workers import WorkerPool, _Job, default_pool, run_sync
+from rillet._core.workers import _deliver, default_pool, run_sync
 
 N = 400
 
@@ -39,18 +40,31 @@ def noop() -> int:
     return 1
 
 
-class ChannelPool(WorkerPool):
-    """The worker pool with its job queue swapped for a rillet Channel."""
+class ChannelPool:
+    """Worker threads fed through a rillet Channel, each result back by one
+    ``call_soon_threadsafe`` (the pool's design before its queue went native, the Channel as
+    its queue)."""
 
-    def __init__(self) -> None:
-        super().__init__(name="bench-channel")
-        self._channel: Channel[_Job] = Channel()
+    def __init__(self, workers: int = 4) -> None:
+        self._channel: Channel[tuple[Any, ...]] = Channel()
+        for i in range(workers):
+            threading.Thread(target=self._work, name=f"bench-channel-{i}", daemon=True).start()
 
-    def _put(self, job: _Job) -> None:
-        self._channel.send(job)
+    async def run(self, fn: Callable[..., Any], /, *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._channel.send((loop, fut, contextvars.copy_context(), fn, args))
+        return await fut
 
-    def _get(self) -> _Job:
-        return self._channel.recv()
+    def _work(self) -> None:
+        while True:
+            loop, fut, ctx, fn, args = self._channel.recv()
+            try:
+                result, exc = ctx.run(fn, *args), None
+            except BaseException as e:  # noqa: BLE001  (handed to the awaiting task)
+                result, exc = None, e
+            loop.call_soon_threadsafe(_deliver, fut, result, exc)
+            del loop, fut, ctx, fn, args, result, exc
 
 
 _executor = ThreadPoolExecutor(max_workers=min(32, (os.cpu_count() or 1) + 4))

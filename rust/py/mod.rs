@@ -7,6 +7,7 @@ mod checkpoint;
 mod codec;
 mod concat;
 mod errors;
+mod handoff;
 mod message;
 mod sse;
 mod stream;
@@ -52,6 +53,9 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<concat::MessageAccumulator>()?;
     // set, not added: a private hook for rillet.errors stays out of the module's __all__
     m.setattr("_init_errors", wrap_pyfunction!(errors::init_errors, m)?)?;
+    // set, not added: the worker pool's internals (rillet._core.workers) stay out of __all__
+    m.setattr("Handoff", py.get_type::<handoff::Handoff>())?;
+    m.setattr("WorkQueue", py.get_type::<handoff::WorkQueue>())?;
     m.add_class::<message::ContentPart>()?;
     m.add_class::<message::FunctionCall>()?;
     m.add_class::<message::Message>()?;

@@ -217,13 +217,13 @@ def counting_expired_waits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Records each time the loop's wait for a def call's result ran out (the loop was held
     for the whole wait)."""
     expired: list[int] = []
-    original = workers._Handoff.stop_waiting
+    original = workers._stopped_waiting
 
-    def counted(self: workers._Handoff, loop: asyncio.AbstractEventLoop) -> Any:
+    def counted(handoff: Any, loop: asyncio.AbstractEventLoop) -> Any:
         expired.append(1)
-        return original(self, loop)
+        return original(handoff, loop)
 
-    monkeypatch.setattr(workers._Handoff, "stop_waiting", counted)
+    monkeypatch.setattr(workers, "_stopped_waiting", counted)
     return expired
 
 

@@ -6,24 +6,32 @@ friends work there), and resumes the awaiting task with its result or exception.
 
 Why not ``asyncio.to_thread`` or ``loop.run_in_executor``: both go through a
 ``concurrent.futures.Future`` chained to an asyncio future, a work item, an idle semaphore and
-two callbacks per call. Here a job is one tuple on a ``queue.SimpleQueue`` (C, the GIL is
-released while a worker waits) and the result comes back with a single
-``loop.call_soon_threadsafe``. ``benches/bench_tool_handoff.py`` measures the three designs.
+two callbacks per call. Here the jobs sit in a native queue (:class:`rillet._native.WorkQueue`:
+a worker parks in its ``take`` with the GIL released until a job comes) and a result comes back
+with a single ``loop.call_soon_threadsafe``.
+``benches/bench_tool_handoff.py`` measures the designs.
 
 :meth:`WorkerPool.run_waiting` (what ``def`` tools use) saves the way back for a short call:
-the event loop's thread waits for the result itself, on a lock (GIL released), so that a call
-that finishes in time costs one thread wake-up each way and no trip through the loop (no
-self-pipe write, ``epoll`` wake-up, future callback or extra task step); the worker also finds
-the GIL free at once instead of contending with the loop for it. The wait is bounded
-(``QUICK_WAIT``, 1 ms): past it the loop goes back to its other work and the result comes the
-usual way. The worker times the function itself, and a call that ran longer than
-``SLOW_CALL`` (100 µs) counts in the function's :class:`Pace`, so that a slow function stops
-being waited for (the loop must not be held while it runs: other runs share it); while one
-call is past its wait, the function's other calls are not waited for either. The count is of
-recent calls: ``QUICK_CALLS`` quick calls in a row take one slow call off it (calls not waited
-for are timed too), so that a quick function that a busy machine preempted a few times (its
-wall-clock time is what is measured) is waited for again instead of losing the fast way back
-for the rest of the process's life.
+the event loop's thread waits for the result itself, GIL released, so that a call that
+finishes in time costs one thread wake-up each way and no trip through the loop (no self-pipe
+write, ``epoll`` wake-up, future callback or extra task step). Each side's part of the
+exchange is one native call: the loop's thread posts the job and waits for its outcome
+(``WorkQueue.call``); the worker stores the outcome, wakes the loop's thread and parks for its
+next job, having released the GIL before the wake-up, so that the woken thread finds it free
+(``WorkQueue.hand``). The worker's loop (``_work``) and the start of a worker thread stay in
+Python, so that no native frame lies under user code: CPython ends a daemon thread that wants
+the GIL back while the interpreter exits by unwinding its stack, which must not cross native
+frames (it aborts the process). The wait is bounded (``QUICK_WAIT``, 1 ms; Ctrl-C is checked every
+50 ms of a longer one): past it the loop's thread stops waiting, under the hand-off's lock, and
+goes back to its other work; the worker then sees that nobody waits and the outcome comes the
+usual way, through ``call_soon_threadsafe`` to a future. The worker times the function itself,
+and a call that ran longer than ``SLOW_CALL`` (100 µs) counts in the function's :class:`Pace`,
+so that a slow function stops being waited for (the loop must not be held while it runs: other
+runs share it); while one call is past its wait, the function's other calls are not waited
+for either. The count is of recent calls: ``QUICK_CALLS`` quick calls in a row take one slow
+call off it (calls not waited for are timed too), so that a quick function that a busy machine
+preempted a few times (its wall-clock time is what is measured) is waited for again instead of
+losing the fast way back for the rest of the process's life.
 
 The pool grows on demand: a job finds an idle worker or starts a new thread, up to 256
 threads (far above ``ThreadPoolExecutor``'s ``cpu_count + 4``: a sync tool that runs a nested
@@ -36,11 +44,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
-import queue
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from rillet._native import Handoff, WorkQueue
 
 __all__ = ["Pace", "WorkerPool", "default_pool", "run_sync"]
 
@@ -64,18 +72,8 @@ QUICK_CALLS = 64
 its count of slow calls: a function that is slow now and then is waited for at most once per
 ``QUICK_CALLS`` of its calls, one that blocks every time never again after ``SLOW_CALLS``."""
 
-# (loop, future or hand-off, context, function, arguments); loop and future are None for a
-# detached job
-_Job = tuple[
-    "asyncio.AbstractEventLoop | None",
-    "asyncio.Future[Any] | _Handoff | None",
-    contextvars.Context,
-    Callable[..., Any],
-    tuple[Any, ...],
-]
-
-# Orders a worker's "finished" against its caller's "stopped waiting" (held for a few
-# bytecodes; one for every pool: it is rarely contended).
+# Orders the updates of a Pace shared by loops of several threads (held for a few bytecodes;
+# one for every pool: it is rarely contended).
 _handshake = threading.Lock()
 
 
@@ -118,45 +116,32 @@ class Pace:
                         self.quick = 0
 
 
-class _Handoff:
-    """The meeting point of a :meth:`WorkerPool.run_waiting` call: ``ready`` is released when
-    the result is in while the caller still waits; once the caller stops waiting (``fut`` set),
-    the result goes to ``fut`` through the loop instead."""
+def _stopped_waiting(handoff: Handoff, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
+    """The future a call's caller awaits once its wait for the call ran out: the worker's late
+    outcome goes there."""
+    fut: asyncio.Future[Any] = loop.create_future()
+    handoff.fut = fut
+    return fut
 
-    __slots__ = ("exc", "finished", "fut", "ready", "result", "took")
 
-    def __init__(self) -> None:
-        self.ready = threading.Lock()
-        self.ready.acquire()
-        self.finished = False
-        self.fut: asyncio.Future[Any] | None = None
-        self.result: Any = None
-        self.exc: BaseException | None = None
-        self.took = 0.0  # seconds the function ran, set by the worker before finish()
+def _late(handoff: Handoff) -> None:
+    # Runs on the caller's loop: the outcome of a call its caller stopped waiting for. No
+    # future: the caller gave up (a signal), the outcome is dropped.
+    fut = handoff.fut
+    result, exc = handoff.outcome()
+    if fut is not None:
+        handoff.fut = None
+        _deliver(fut, result, exc)
 
-    def finish(self, loop: asyncio.AbstractEventLoop, result: Any, exc: BaseException | None) -> None:
-        """The worker's side: hands the outcome to the waiting caller, or to its future."""
-        with _handshake:
-            self.finished = True
-            fut = self.fut
-            if fut is None:
-                self.result, self.exc = result, exc
-        if fut is None:
-            self.ready.release()
-        else:
-            try:
-                loop.call_soon_threadsafe(_deliver, fut, result, exc)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                pass
 
-    def stop_waiting(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any] | None:
-        """The caller's side, once its wait timed out: the future to await, or None when the
-        result came in meanwhile (then it is in ``result`` / ``exc``)."""
-        with _handshake:
-            if self.finished:
-                return None
-            self.fut = loop.create_future()
-            return self.fut
+def _deliver(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    # Runs on the future's loop. The awaiting task may have been cancelled meanwhile.
+    if fut.done():
+        return
+    if exc is None:
+        fut.set_result(result)
+    else:
+        fut.set_exception(exc)
 
 
 def _outcome(
@@ -173,14 +158,59 @@ def _outcome(
         return None, e
 
 
-def _deliver(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
-    # Runs on the future's loop. The awaiting task may have been cancelled meanwhile.
-    if fut.done():
-        return
-    if exc is None:
-        fut.set_result(result)
-    else:
-        fut.set_exception(exc)
+def _work(queue: WorkQueue) -> None:
+    # A worker thread's loop. The functions run from here, a Python frame, so that no native
+    # frame lies under them: CPython ends a daemon thread that wants the GIL back while the
+    # interpreter exits by unwinding its stack, which native frames must not be in.
+    take, hand, idle = queue.take, queue.hand, queue.idle
+    job = take()
+    while True:
+        if type(job) is Handoff:
+            call = job.start()  # None: its caller gave up, or the task awaiting it was cancelled
+            if call is None:
+                del job
+                idle()
+                job = take()
+                continue
+            ctx, fn, args = call
+            del call
+            job.keep(*_outcome(ctx, fn, args))
+            del ctx, fn, args
+            # idle, the waiting caller woken (GIL released first) and parked for the next
+            # job: one native call; None: the caller stopped waiting, the outcome goes late
+            nxt = hand(job)
+            if nxt is None:
+                try:
+                    job.event_loop.call_soon_threadsafe(_late, job)
+                except RuntimeError:  # the loop is closed: nobody is waiting any more
+                    pass
+                del job
+                nxt = take()
+            job = nxt
+            del nxt
+            continue
+        loop, fut, ctx, fn, args = job
+        del job
+        if fut is None:
+            try:
+                ctx.run(fn, *args)
+            except BaseException as e:  # noqa: BLE001  (nobody awaits it: report, carry on)
+                args_ = (type(e), e, e.__traceback__, threading.current_thread())
+                threading.excepthook(threading.ExceptHookArgs(args_))
+                del e, args_
+        elif not fut.cancelled():
+            result, exc = _outcome(ctx, fn, args)
+            idle()
+            try:
+                loop.call_soon_threadsafe(_deliver, fut, result, exc)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+            del loop, fut, ctx, fn, args, result, exc
+            job = take()
+            continue
+        del loop, fut, ctx, fn, args
+        idle()
+        job = take()
 
 
 class WorkerPool:
@@ -195,15 +225,18 @@ class WorkerPool:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
         self._name = name
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._threads = 0
-        self._idle = 0  # workers that finished a job and will take the next one
+        self._queue = WorkQueue(max_workers)
 
     @property
     def threads(self) -> int:
         """How many worker threads this pool has started."""
-        return self._threads
+        return self._queue.threads
+
+    def _start(self, n: int | None) -> None:
+        # Starts worker thread number n, when the queue asked for one (Python code is never
+        # called from the native queue: see _work).
+        if n:
+            threading.Thread(target=_work, args=(self._queue,), name=f"{self._name}-{n}", daemon=True).start()
 
     async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Runs ``fn(*args)`` on a worker, in a copy of the caller's context; returns its
@@ -215,7 +248,7 @@ class WorkerPool:
         meanwhile (a Context runs in one thread at a time)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
-        self.submit((loop, fut, ctx, fn, args))
+        self._start(self._queue.put_future(loop, fut, ctx, fn, args))
         return await fut
 
     async def run_waiting(
@@ -236,110 +269,46 @@ class WorkerPool:
             # another loop: results come through it, after what fn scheduled on it
             return await self.run_in(contextvars.copy_context(), fn, *args)
         queued = len(callbacks)
-        handoff = _Handoff()
         if pace is not None and not pace.waited:
             # not waited for: the result comes through the loop, timed on the worker as ever
-            future = handoff.fut = loop.create_future()
-            self.submit((loop, handoff, contextvars.copy_context(), fn, args))
+            handoff = self._queue.call(loop, contextvars.copy_context(), fn, args, 0.0)
+            self._start(handoff.spawn)
+            future: asyncio.Future[T] = loop.create_future()
+            handoff.fut = future
             try:
-                return await future  # type: ignore[no-any-return]
+                return await future
             finally:
                 pace._ran(handoff.took if handoff.finished else None)
-        self.submit((loop, handoff, contextvars.copy_context(), fn, args))
-        try:
-            arrived = handoff.ready.acquire(timeout=wait)
-        except BaseException:
-            fut = handoff.stop_waiting(loop)
-            if fut is not None:
-                fut.cancel()  # nobody will await it: the late result is dropped
-            raise
-        if not arrived:
-            fut = handoff.stop_waiting(loop)
-            if fut is not None:
+        # one native call: the job is posted and its outcome waited for, GIL released
+        handoff = self._queue.call(loop, contextvars.copy_context(), fn, args, wait)
+        if handoff.spawn:  # posted, not waited for yet: its worker thread is to be started
+            self._start(handoff.spawn)
+            self._queue.wait(handoff, wait)
+        if not handoff.arrived:
+            fut = _stopped_waiting(handoff, loop)
+            if pace is not None:
+                pace._ran(None, 1)  # running late: the function's other calls are not waited for
+            try:
+                return await fut  # type: ignore[no-any-return]
+            finally:
                 if pace is not None:
-                    pace._ran(None, 1)  # running late: the function's other calls are not waited for
-                try:
-                    return await fut  # type: ignore[no-any-return]
-                finally:
-                    if pace is not None:
-                        pace._ran(handoff.took if handoff.finished else None, -1)
-        if pace is not None and (handoff.took > SLOW_CALL or pace.slow):
-            pace._ran(handoff.took)
+                    pace._ran(handoff.took if handoff.finished else None, -1)
+        took = handoff.took
+        if pace is not None and (took > SLOW_CALL or pace.slow):
+            pace._ran(took)
         if len(callbacks) > queued:
             # fn scheduled callbacks on this loop (send_event from a tool's thread does): they
             # run first, as they did when the result came through the loop after them
             await asyncio.sleep(0)
-        exc = handoff.exc
+        result, exc = handoff.outcome()
         if exc is not None:
-            handoff.exc = None
             raise exc
-        return handoff.result  # type: ignore[no-any-return]
+        return result  # type: ignore[no-any-return]
 
     def submit_detached(self, ctx: contextvars.Context, fn: Callable[..., Any], /, *args: Any) -> None:
         """Runs ``ctx.run(fn, *args)`` on a worker without waiting for it; an exception it
         raises goes to :func:`threading.excepthook`."""
-        self.submit((None, None, ctx, fn, args))
-
-    def submit(self, job: _Job) -> None:
-        """Queues ``job``, starting a worker when none is idle and the bound allows one."""
-        with self._lock:
-            if self._idle > 0:
-                self._idle -= 1
-                start = False
-            elif self._threads < self.max_workers:
-                self._threads += 1
-                start = True
-            else:
-                start = False
-        self._put(job)
-        if start:
-            threading.Thread(target=self._work, name=f"{self._name}-{self._threads}", daemon=True).start()
-
-    def _put(self, job: _Job) -> None:
-        self._jobs.put(job)
-
-    def _get(self) -> _Job:
-        return self._jobs.get()
-
-    def _work(self) -> None:
-        get, lock = self._get, self._lock
-        while True:
-            loop, fut, ctx, fn, args = get()
-            if fut is None:
-                try:
-                    ctx.run(fn, *args)
-                except BaseException as e:  # noqa: BLE001  (nobody awaits it: report, carry on)
-                    args_ = (type(e), e, e.__traceback__, threading.current_thread())
-                    threading.excepthook(threading.ExceptHookArgs(args_))
-            elif isinstance(fut, _Handoff):
-                assert loop is not None
-                if fut.fut is not None and fut.fut.cancelled():  # a call not waited for, cancelled queued
-                    del loop, fut, ctx, fn, args
-                    with lock:
-                        self._idle += 1
-                    continue
-                start = time.perf_counter()
-                result, exc = _outcome(ctx, fn, args)
-                fut.took = time.perf_counter() - start
-                # idle first: the caller may submit its next call as soon as it has this result
-                with lock:
-                    self._idle += 1
-                fut.finish(loop, result, exc)
-                del loop, fut, ctx, fn, args, result, exc
-                continue  # straight back to get(): the GIL goes to the woken caller
-            elif loop is not None and not fut.cancelled():
-                result, exc = _outcome(ctx, fn, args)
-                with lock:
-                    self._idle += 1
-                try:
-                    loop.call_soon_threadsafe(_deliver, fut, result, exc)
-                except RuntimeError:  # the loop is closed: nobody is waiting any more
-                    pass
-                del loop, fut, ctx, fn, args, result, exc
-                continue
-            del loop, fut, ctx, fn, args
-            with lock:
-                self._idle += 1
+        self._start(self._queue.put_detached(ctx, fn, args))
 
 
 _pool: WorkerPool | None = None
