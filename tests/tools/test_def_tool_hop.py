@@ -265,7 +265,10 @@ def test_tools_made_again_from_one_function_share_its_slow_count(monkeypatch: py
         return [await tool(nap).invoke("{}") for _ in range(8)]
 
     assert asyncio.run(main()) == ["ok"] * 8
-    assert len(expired) == 4
+    # A count per tool object would hold the loop for all 8 calls. Four is the most: on a loaded
+    # machine a waited call can end before the loop's wait begins (it still counts as slow, but
+    # no wait runs out), so fewer is possible.
+    assert 1 <= len(expired) <= workers.SLOW_CALLS == 4
 
 
 def test_a_function_that_turned_quick_is_waited_for_again(monkeypatch: pytest.MonkeyPatch) -> None:
