@@ -294,23 +294,19 @@ impl Handoff {
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        // try_lock: a collection must never wait (the locks are only held for moments; an
-        // object not visited this time only looks referenced from outside)
+        // Blocking locks: the collector traverses twice and both passes must see the same
+        // references (a try_lock that failed in one pass only would make an object reachable
+        // through this hand-off look unreachable). No holder of these locks waits for the
+        // GIL or runs Python code, so the wait is a moment.
         visit.call(&self.event_loop)?;
-        if let Some(fut) = self.fut.try_lock() {
-            visit.call(fut.as_ref())?;
+        visit.call(self.fut.lock().as_ref())?;
+        if let Some((ctx, func, args)) = self.job.lock().as_ref() {
+            visit.call(ctx)?;
+            visit.call(func)?;
+            visit.call(args)?;
         }
-        if let Some(job) = self.job.try_lock() {
-            if let Some((ctx, func, args)) = job.as_ref() {
-                visit.call(ctx)?;
-                visit.call(func)?;
-                visit.call(args)?;
-            }
-        }
-        if let Some(m) = self.slot.meeting.try_lock() {
-            if let Some((value, _)) = m.outcome.as_ref() {
-                visit.call(value)?;
-            }
+        if let Some((value, _)) = self.slot.meeting.lock().outcome.as_ref() {
+            visit.call(value)?;
         }
         Ok(())
     }

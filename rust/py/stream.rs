@@ -34,7 +34,7 @@ use crate::py::errors::{self, Class};
 use crate::py::message::Message;
 use crate::py::util::{
     deadline_after, empty, generic_alias, refuse_inside_event_loop, resolve_future, resolver,
-    runs_here, wait_slice,
+    wait_slice, wakes_directly,
 };
 use crate::stream::{Chunk, Deferred, Pipe, Poll, SendError, Tee, TeeWait, Waker};
 
@@ -117,7 +117,7 @@ fn deliver(py: Python<'_>, wakeups: Vec<W>) {
         let Some(a) = w.fire() else { continue };
         let fut = a.fut.bind(py);
         let event_loop = a.event_loop.bind(py);
-        if a.thread == me || runs_here(py, event_loop).unwrap_or(false) {
+        if wakes_directly(py, event_loop, a.thread == me).unwrap_or(false) {
             resolve_future(fut);
         } else {
             let _ = event_loop.call_method1(

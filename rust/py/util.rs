@@ -79,11 +79,27 @@ pub fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     asyncio_attr(py, &GET_RUNNING_LOOP, "get_running_loop")?.call0()
 }
 
-/// Whether `event_loop` is the loop running on this thread (`asyncio._get_running_loop()`).
-pub fn runs_here(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(asyncio_attr(py, &PEEK_RUNNING_LOOP, "_get_running_loop")?
-        .call0()?
-        .is(event_loop))
+/// Whether a wakeup of a future of `event_loop` may resolve it here and now rather than
+/// through `call_soon_threadsafe`: when the loop is the one running on this thread, or runs
+/// nowhere (no thread to wake). `parked_here`, the waiter parked on this thread, is the cheap
+/// test of the common case: its loop then runs here unless it moved (a loop's turns may run
+/// on different threads, as Temporal's do). Checked by the loop, never by the thread alone.
+pub fn wakes_directly(
+    py: Python<'_>,
+    event_loop: &Bound<'_, PyAny>,
+    parked_here: bool,
+) -> PyResult<bool> {
+    let running = asyncio_attr(py, &PEEK_RUNNING_LOOP, "_get_running_loop")?.call0()?;
+    if running.is(event_loop) {
+        return Ok(true);
+    }
+    if parked_here && running.is_none() {
+        // this thread runs no loop: the waiter's loop is stopped, or went on elsewhere
+        return Ok(!event_loop
+            .call_method0(pyo3::intern!(py, "is_running"))?
+            .is_truthy()?);
+    }
+    Ok(false)
 }
 
 /// A clear error instead of a frozen event loop: `what` is about to block this thread, which

@@ -655,6 +655,33 @@ def test_a_receiver_is_woken_by_its_own_loop_after_the_loop_moved_to_another_thr
 # -- Ctrl-C ---------------------------------------------------------------------------------
 
 
+def test_a_sender_on_the_thread_a_loop_left_wakes_the_loop_where_it_runs_now() -> None:
+    """The receiver parks while its loop runs on this thread; the loop then runs on another
+    thread, and this thread sends. The loop must be woken where it runs (call_soon_threadsafe):
+    resolving the future here, by the thread the receiver parked on, left it parked."""
+    ch: Channel[int] = Channel()
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(ch.arecv())
+    loop.run_until_complete(asyncio.sleep(0))  # parks, on this thread
+    running = threading.Event()
+    got: list[int] = []
+
+    async def take() -> None:
+        running.set()
+        got.append(await asyncio.wait_for(task, 10))
+
+    other = threading.Thread(target=loop.run_until_complete, args=(take(),))
+    other.start()
+    try:
+        assert running.wait(10)
+        ch.send(7)  # from this thread, which runs no loop now
+        other.join(15)
+        assert got == [7]
+    finally:
+        other.join(15)
+        loop.close()
+
+
 # A parent that ignores SIGINT (a background shell does) passes that on: a child restores
 # Python's usual handler first, as an interactive Python has it.
 RESTORE_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"

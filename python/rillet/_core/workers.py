@@ -286,21 +286,26 @@ class WorkerPool:
             self._queue.wait(handoff, wait)
         if not handoff.arrived:
             fut = _stopped_waiting(handoff, loop)
-            if pace is not None:
-                pace._ran(None, 1)  # running late: the function's other calls are not waited for
+            late = False
             try:
+                if pace is not None:
+                    pace._ran(None, 1)  # running late: the function's other calls are not waited for
+                    late = True
                 return await fut  # type: ignore[no-any-return]
             finally:
-                if pace is not None:
+                if late:
+                    assert pace is not None
                     pace._ran(handoff.took if handoff.finished else None, -1)
         took = handoff.took
         if pace is not None and (took > SLOW_CALL or pace.slow):
             pace._ran(took)
+        # taken now: the hand-off stays with its (idle) worker until the next job, and a
+        # cancellation at the yield below must not leave the result there
+        result, exc = handoff.outcome()
         if len(callbacks) > queued:
             # fn scheduled callbacks on this loop (send_event from a tool's thread does): they
             # run first, as they did when the result came through the loop after them
             await asyncio.sleep(0)
-        result, exc = handoff.outcome()
         if exc is not None:
             raise exc
         return result  # type: ignore[no-any-return]

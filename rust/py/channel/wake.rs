@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use super::Core;
 use crate::channel::Wakeups;
-use crate::py::util::{invalid_state_error, resolver, runs_here};
+use crate::py::util::{invalid_state_error, resolver, wakes_directly};
 
 /// A parked asyncio receiver: the future to resolve and the loop it belongs to.
 pub struct AsyncWaiter {
@@ -56,7 +56,7 @@ fn wake_parked(py: Python<'_>, core: &Core, wakeups: Wakeups<AsyncWaiter>) -> Py
 /// receiver passes the wakeup on itself when the cancellation reaches it (`Recv::withdraw`).
 fn wake(py: Python<'_>, w: &AsyncWaiter, me: ThreadId) -> PyResult<()> {
     let fut = w.fut.bind(py);
-    if w.thread != me && !runs_here(py, w.event_loop.bind(py))? {
+    if !wakes_directly(py, w.event_loop.bind(py), w.thread == me)? {
         return w
             .event_loop
             .bind(py)
