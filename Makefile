@@ -3,6 +3,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+STUBTEST = $(PY) -m mypy.stubtest rillet._native --allowlist .stubtest-allowlist
+TYPECHECK = $(PY) -m mypy
+LINT = $(PY) -m ruff check && $(PY) -m ruff format --check
 
 .PHONY: setup setup-light test-services demo bench test test-fast test-rust stubtest typecheck lint wheels bench-full clean
 
@@ -37,24 +40,30 @@ PYTEST_WORKERS ?= 3
 test: setup test-services
 	PYTEST_WORKERS=$(PYTEST_WORKERS) $(PY) scripts/test-all $(PYTEST_ARGS)
 
-# Quick local loop, one Python (.venv's): skips the slow stress, fuzz and wheel tests.
-test-fast: setup test-services stubtest typecheck lint
-	$(PY) -m pytest -m "not slow" -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+# Quick local loop, one Python (.venv's): skips the slow stress, fuzz, cost-growth and wheel
+# tests. stubtest, mypy and ruff run beside pytest (they are one process each; pytest's
+# workers wait on child processes much of the time), and the target fails if either side does.
+# (No $(MAKE) in the recipe: `make -n test-fast` would run that line.)
+test-fast: setup test-services
+	@( $(STUBTEST) && $(TYPECHECK) && $(LINT) ) & checks=$$!; \
+	$(PY) -m pytest -m "not slow" -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS); tests=$$?; \
+	wait $$checks; checked=$$?; \
+	if [ $$checked -ne 0 ]; then echo "make test-fast: stubtest, mypy or ruff failed (above)"; fi; \
+	exit $$(( tests || checked ))
 
 test-rust:
 	cargo test --locked
 
 stubtest:
-	$(PY) -m mypy.stubtest rillet._native --allowlist .stubtest-allowlist
+	$(STUBTEST)
 
 # The typed Python surface, strictly (configuration in pyproject.toml).
 typecheck:
-	$(PY) -m mypy
+	$(TYPECHECK)
 
 # Lint and formatting (rules in pyproject.toml, [tool.ruff]); `ruff format` fixes the layout.
 lint:
-	$(PY) -m ruff check
-	$(PY) -m ruff format --check
+	$(LINT)
 
 # Release wheels for CPython 3.11, 3.12 and 3.13, tagged manylinux2014 x86_64 (built with zig,
 # checked by auditwheel), and the sdist, into dist/; docs/install.md.

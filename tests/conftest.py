@@ -48,6 +48,8 @@ SERIAL = (  # node ids under tests/, or whole files
     "checkpoint/test_checkpoint_payload.py::test_saving_and_loading_a_long_loop_grows_linearly_with_its_rounds",
     "contract/test_packaging.py::test_every_extra_installs_together_and_import_stays_fast",
     "data/test_concat_scaling.py",
+    "compose/test_transfer.py::test_10000_transfers_run_at_flat_cost_per_hop",
+    "compose/test_workflows.py::test_loop_children_that_never_read_their_input_cost_the_same_at_8000_iterations_as_at_1000",
 )
 STRESS = (
     "data/test_channel_stress.py",

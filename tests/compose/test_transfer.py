@@ -201,6 +201,7 @@ def test_every_transfer_runs_at_the_same_stack_depth() -> None:
     assert depths[9] == depths[999] == depths[1000], (depths[0], depths[9], depths[999])  # was 34 vs 814+
 
 
+@pytest.mark.slow  # a cost-growth check: alone, in make test's serial pass
 def test_10000_transfers_run_at_flat_cost_per_hop() -> None:
     """The work of a hop, counted as the Python calls made on the run's thread (a profile hook
     on for hops 1-1000 and again for hops 9001-10000), is the same at the end of a 10,000-hop

@@ -235,6 +235,7 @@ class _Say(BaseAgent):
         yield event_from_message(Message.assistant(self.name))
 
 
+@pytest.mark.slow  # a cost-growth check: alone, in make test's serial pass
 def test_loop_children_that_never_read_their_input_cost_the_same_at_8000_iterations_as_at_1000() -> None:
     import gc
     import time

@@ -15,6 +15,7 @@ from rillet.data.codec import DecodeError, EncodeError, decode, encode, register
 from support.codec_helpers import assert_identical, values
 
 
+@pytest.mark.slow  # 300 examples: in make test, not the quick loop
 @settings(max_examples=300, deadline=None)
 @given(values)
 def test_round_trip_is_exact(value: Any) -> None:

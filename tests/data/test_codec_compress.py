@@ -44,6 +44,7 @@ def transcript(n: int) -> list[Any]:
     ]
 
 
+@pytest.mark.slow  # 300 examples: in make test, not the quick loop
 @settings(max_examples=300, deadline=None)
 @given(values)
 def test_compressed_round_trip_is_exact(value: Any) -> None:

@@ -26,6 +26,7 @@ repetitive = st.recursive(
 )
 
 
+@pytest.mark.slow  # 300 examples: in make test, not the quick loop
 @settings(max_examples=300, deadline=None)
 @given(st.lists(repetitive, min_size=1, max_size=8))
 def test_repetitive_values_round_trip_exactly(value: Any) -> None:
