@@ -315,7 +315,7 @@ def test_many_concurrent_calls_on_several_loops_each_get_their_own_result_once()
 
     def work(tag: tuple[int, int, int], pause: float, fail: bool) -> tuple[int, int, int]:
         if pause:
-            time.sleep(pause)
+            time.sleep(pause)  # the function's own work (a call this long), not a wait for a thread
         if fail:
             raise KeyError(tag)
         return tag
