@@ -9,6 +9,7 @@ import _thread
 import asyncio
 import gc
 import random
+import signal
 import subprocess
 import sys
 import textwrap
@@ -147,6 +148,9 @@ def test_a_signal_during_the_wait_raises_there_and_leaves_the_call_unclaimed() -
         _thread.interrupt_main()
 
     loop = asyncio.new_event_loop()  # no asyncio.Runner: the default SIGINT handler raises
+    # interrupt_main does nothing while SIGINT is ignored or left to the OS (a background
+    # shell, or an earlier test in this process): the usual handler meanwhile
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         threading.Thread(target=interrupt, daemon=True).start()
         t0 = time.monotonic()
@@ -161,6 +165,7 @@ def test_a_signal_during_the_wait_raises_there_and_leaves_the_call_unclaimed() -
 
         assert loop.run_until_complete(after()) == 3
     finally:
+        signal.signal(signal.SIGINT, previous)
         loop.close()
 
 
