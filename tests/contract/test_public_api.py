@@ -59,7 +59,7 @@ PUBLIC = {
     "with_disallow_transfer_to_parent", "with_history_rewriter",
     # tools
     "ApprovalDecision", "BaseTool", "ExitTool", "FunctionTool", "ToolArgumentsError", "ToolInfo", "approve",
-    "as_tool", "edit", "reject", "requires_approval", "send_tool_gen_action", "tool",
+    "as_tool", "edit", "reject", "requires_approval", "send_tool_gen_action", "tool", "Toolset",
     # runs
     "ModelInfo", "RunInfo", "RunObserver", "Runner", "RunConfig", "RunLimitExceededError", "LiveRequestQueue", "add_session_value", "add_session_values", "get_session_value", "get_session_values",
     # interrupts
