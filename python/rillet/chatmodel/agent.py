@@ -35,7 +35,7 @@ from rillet.chatmodel.middleware import (
 )
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
-from rillet.chatmodel.steps import call_model, guard_input, start_round
+from rillet.chatmodel.steps import call_model, finish, guard_input, start_round, store_output
 from rillet.chatmodel.task import FinishTaskTool, check_mode, delegation_tool, mode_of
 from rillet.checkpoint.journal import JOURNAL
 from rillet.checkpoint.state import saved_state
@@ -340,6 +340,8 @@ class ChatModelAgent(BaseAgent):
                 out.clear()
             while step is not None:
                 step = await step(deps, loop)
+                if step is finish:  # the answer: its event, not gone out yet, carries output_key's delta
+                    store_output(deps, loop)
                 if out:
                     for ev in out:
                         yield ev
