@@ -236,7 +236,7 @@ def test_the_interrupt_tree_of_an_action_is_not_a_public_field() -> None:
     fields = AgentAction.__dataclass_fields__
     assert "signal" not in fields
     assert [f for f in fields if not f.startswith("_")] == [
-        "exit", "interrupted", "transfer_to_agent", "break_loop", "customized_action",
+        "exit", "interrupted", "transfer_to_agent", "break_loop", "customized_action", "state_delta",
     ]  # fmt: skip
 
 
