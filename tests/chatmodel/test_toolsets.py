@@ -148,3 +148,40 @@ def test_before_agent_middlewares_see_the_toolsets_tools() -> None:
     outputs(agent, "go")
     assert seen == [["shout", "whisper"]]
     assert [t.name for t in model.calls[0].tools] == ["shout"]
+
+
+def test_a_run_interrupted_on_a_toolsets_tool_resumes_with_the_tools_the_toolset_offers_then() -> None:
+    from rillet import InMemoryCheckpointStore, approve, requires_approval
+
+    booked: list[str] = []
+
+    @tool
+    def book(hotel: str) -> str:
+        """Books a hotel."""
+        booked.append(hotel)
+        return f"booked {hotel}"
+
+    class Fresh:
+        """New tool objects on every ask, as an MCP toolset after a reconnect."""
+
+        async def tools(self) -> list[BaseTool]:
+            return [requires_approval(book)]
+
+    model = ScriptedModel([call("book", {"hotel": "Ritz"}), "Booked."])
+    runner = Runner(
+        ChatModelAgent("a", description="d", model=model, tools=[Fresh()]), checkpoint_store=InMemoryCheckpointStore()
+    )
+    events = list(runner.query("book", checkpoint_id="trip"))
+    assert events[-1].action is not None and events[-1].action.interrupted is not None and booked == []
+    target = events[-1].action.interrupted.interrupt_contexts[0].id
+    resumed = [ev.message_output.get_message().content for ev in runner.resume("trip", targets={target: approve()})]
+    assert resumed == ["booked Ritz", "Booked."] and booked == ["Ritz"]
+
+
+def test_an_agent_without_a_toolset_never_asks_for_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def never(self: ChatModelAgent, deps: Any) -> Any:
+        raise AssertionError("a run without toolsets resolved toolsets")
+
+    monkeypatch.setattr(ChatModelAgent, "_with_toolsets", never)
+    agent = ChatModelAgent("a", description="d", model=ScriptedModel(["hi"]), tools=[shout])
+    assert agent.toolsets == [] and outputs(agent, "go") == [("assistant", "hi")]

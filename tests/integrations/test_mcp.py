@@ -791,3 +791,54 @@ async def test_a_toolset_tool_named_like_another_tool_is_refused_naming_both(sha
         await twin.aclose()
     finally:
         await toolset.aclose()
+
+
+async def test_a_toolset_first_used_by_a_sync_run_serves_async_runs_through_that_loop(shared_http: HttpProcess) -> None:
+    """The sync run opens it on rillet's background loop, which keeps running: a run on the
+    test's loop calls through it, and aclose() from here closes it there."""
+    toolset = McpToolset(shared_http.url, timeout=20)
+    agent = ChatModelAgent(
+        "a", description="d", model=ScriptedModel([call("add", {"a": 1, "b": 2}), "3."]), tools=[toolset]
+    )
+    events = await asyncio.to_thread(lambda: [shown(ev) for ev in Runner(agent).query("go")])
+    assert events[1] == ("tool", "add", "3")
+    agent.model = ScriptedModel([call("add", {"a": 3, "b": 4}), "7."])
+    assert (await run(agent, "go"))[1] == ("tool", "add", "7")
+    await toolset.aclose()
+    agent.model = ScriptedModel([call("add", {"a": 5, "b": 6}), "11."])
+    assert (await run(agent, "go"))[1] == ("tool", "add", "11")  # connects again
+    await toolset.aclose()
+
+
+AT_EXIT = textwrap.dedent(
+    """
+    import json, sys
+    from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall
+    from rillet.mcp import McpToolset, StdioServer
+
+    ask = Message.assistant(tool_calls=[ToolCall(index=0, id="c1", function=FunctionCall("pid", "{}"))])
+    toolset = McpToolset(StdioServer(sys.executable, [sys.argv[1], "stdio"]), timeout=20)
+    agent = ChatModelAgent("a", description="d", model=ScriptedModel([ask, "ok"]), tools=[toolset])
+    for ev in Runner(agent).query("pid"):  # a sync run: the connection lives on rillet's background loop
+        msg = ev.message_output.get_message()
+        if msg.role == "tool":
+            print(msg.content, flush=True)
+    # no aclose(): the interpreter exits with the connection open
+    """
+)
+
+
+def test_a_connection_left_open_on_rillets_loop_is_closed_at_interpreter_exit(tmp_path: Path) -> None:
+    script = tmp_path / "at_exit.py"
+    script.write_text(AT_EXIT)
+    out = subprocess.run(
+        [sys.executable, str(script), SERVER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": f"{RILLET_HOME}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
+    assert out.returncode == 0, out.stderr
+    server_pid = int(out.stdout.split()[0])
+    wait_until(lambda: not _alive(server_pid), "the MCP server to end with the interpreter", 20)
+    assert "Traceback" not in out.stderr, out.stderr

@@ -314,7 +314,12 @@ class ChatModelAgent(BaseAgent):
     def run_live(self, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
         """The agent's live run over ``live_model`` (see :class:`rillet.live.LiveAgent`);
         raises :class:`~rillet.errors.LiveNotSupportedError` at once without a live model."""
-        return run_live(self.name, self.live_model, self._begin_run, input, live, **options)
+        return run_live(self.name, self.live_model, self._begin_live, input, live, **options)
+
+    async def _begin_live(self) -> ReactDeps:
+        """A live run starts: :meth:`_begin_run`, with the toolsets' tools when it has any."""
+        deps = self._begin_run()
+        return await self._with_toolsets(deps) if self.toolsets else deps
 
     # --- the run ----------------------------------------------------------------------
 
