@@ -276,3 +276,42 @@ def test_a_streaming_tool_is_read_whole_for_its_callbacks_and_still_streams(stre
     assert events[1].message_output.is_streaming
     assert texts(events)[1] == "tool:123!"
     assert model.calls[1].messages[-1].content == "123!"
+
+
+class FailsOnce:
+    """Asks for ``add`` first; the second call fails the first time it is made."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.failed = False
+
+    async def generate(self, messages: list[Message], **kw: Any) -> Message:
+        self.calls += 1
+        if messages[-1].role == "user":
+            return asks(call(0, "add", {"a": 1, "b": 2}))
+        if not self.failed:
+            self.failed = True
+            raise ConnectionError("dropped")
+        return Message.assistant("done")
+
+    async def stream(self, messages: list[Message], **kw: Any) -> Any:
+        raise NotImplementedError
+
+
+def test_a_step_runs_replay_uses_the_reply_the_callbacks_decided_without_running_them_again() -> None:
+    from rillet import InMemoryCheckpointStore
+
+    seen: list[int] = []
+
+    def stamp(ctx: ModelContext, reply: Message) -> Message:
+        seen.append(ctx.iteration)
+        return Message.assistant(f"v{len(seen)}", list(reply.tool_calls))
+
+    model = FailsOnce()
+    agent = ChatModelAgent("a", model=model, tools=[add], after_model=stamp)
+    runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore(), durability="step")
+    first = list(runner.query("go", checkpoint_id="run"))
+    assert texts(first) == ["assistant:v1[add]", "tool:3", "error:dropped"]
+    resumed = list(runner.resume("run"))
+    assert texts(resumed) == ["assistant:v1[add]", "tool:3", "assistant:v2"]  # the first reply replayed as recorded
+    assert seen == [1, 2] and model.calls == 3  # iteration 1's callback and model call were not made again

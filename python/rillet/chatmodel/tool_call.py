@@ -85,13 +85,15 @@ async def call_tool(
     token = _TOOL_CALL.set(scope)
     step_token = STEP_CALL.set((step, here())) if step is not None else None
     tool = deps.tool_index.get(name)
+    streams = tool is not None and tool.is_streaming  # (read once: a function tool's is a property)
     callbacks = deps.callbacks
     try:
         if obs is not None:
             observer.tool_start(obs, deps.name, name, call_id, arguments)
         if callbacks is not None and callbacks.tool:
             content = await _call_with_callbacks(deps, callbacks, tool, name, call_id, arguments)
-        elif tool is not None and tool.is_streaming:
+        elif streams:
+            assert tool is not None
             return await _stream_tool(deps, tool, scope, arguments, obs)
         elif tool is None or deps.tool_wrappers:
             content = await _invoke(deps, tool, name, call_id, arguments)
@@ -105,8 +107,8 @@ async def call_tool(
         if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
             raise content
     except BaseException as e:  # an interrupt, a cancellation, tool_error="raise"
-        streamed = tool is not None and tool.is_streaming and not (callbacks is not None and callbacks.tool)
-        if obs is not None and not streamed:  # (a streaming tool's producer reports)
+        if obs is not None and not (streams and not (callbacks is not None and callbacks.tool)):
+            # (a streaming tool's producer reports, unless the callbacks' path read it whole)
             observer.tool_end(obs, deps.name, name, call_id, None, e)
         raise
     finally:
@@ -121,7 +123,7 @@ async def call_tool(
     msg = Message.tool_message(content, call_id, name)
     if scope.parts:  # image or file parts the tool returned (send_tool_parts)
         msg.user_input_multi_content = scope.parts
-    if tool is not None and tool.is_streaming:  # read whole for its callbacks: still a stream, as the tool's
+    if streams:  # read whole for its callbacks: still a stream, as the tool's
         ev = event_from_message(None, stream_from_list([msg.copy()]), role="tool", tool_name=name)
     else:
         ev = event_from_message(msg.copy(), None, "tool", name)
