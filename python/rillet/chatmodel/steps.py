@@ -69,7 +69,10 @@ async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
         if recorded is not None:  # a step run's replay: the reply it recorded, as a stream
             stream: Any = stream_from_list([recorded.copy()])
         else:
-            stream = await _model_stream(model, loop, infos)
+            stream = model.stream(state, tools=infos or None, **loop.model_options)
+            stream = await (stream if type(stream) is CoroutineType else awaitable(stream, model, "stream"))
+            if not isinstance(stream, StreamReader):
+                raise _not_a_stream(model, stream)
         user_copy, loop.reply = stream.copy(2)
         loop.out.append(event_from_message(None, user_copy))
         return take_reply
@@ -91,15 +94,19 @@ async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
 
 
 async def _model_stream(model: Any, loop: ReactLoop, infos: list[ToolInfo]) -> StreamReader[Message]:
-    """The model's streamed reply to the conversation, checked to be a stream."""
-    stream = model.stream(loop.messages, tools=infos or None, **loop.model_options)
-    stream = await (stream if type(stream) is CoroutineType else awaitable(stream, model, "stream"))
+    """The model's streamed reply to the conversation, checked to be a stream (the callbacks'
+    path; :func:`call_model` does the same inline, a coroutine fewer on the hot path)."""
+    stream = await awaitable(model.stream(loop.messages, tools=infos or None, **loop.model_options), model, "stream")
     if not isinstance(stream, StreamReader):
-        raise TypeError(
-            f"{type(model).__name__}.stream returned {type(stream).__name__}; a ChatModel's stream "
-            "must return a rillet StreamReader of Message chunks (e.g. rillet.stream_from_list([...]))"
-        )
+        raise _not_a_stream(model, stream)
     return stream
+
+
+def _not_a_stream(model: Any, stream: Any) -> TypeError:
+    return TypeError(
+        f"{type(model).__name__}.stream returned {type(stream).__name__}; a ChatModel's stream "
+        "must return a rillet StreamReader of Message chunks (e.g. rillet.stream_from_list([...]))"
+    )
 
 
 def _not_a_message(model: Any, reply: Any) -> TypeError:
