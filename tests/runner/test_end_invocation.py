@@ -148,3 +148,21 @@ def test_the_first_call_counts(streaming: bool) -> None:
 
     agent = ChatModelAgent("a", model=ScriptedModel([calls("twice", {})]), tools=[twice])
     assert ended(list(Runner(agent, streaming=streaming).query("x"))).reason == "first"
+
+
+def test_an_agent_callback_ends_the_invocation_through_its_context() -> None:
+    from rillet import CallbackContext
+
+    def closed(ctx: CallbackContext) -> None:
+        ctx.end_invocation("closed on Sundays")
+
+    first_model = ScriptedModel(["never"])
+    first = ChatModelAgent("first", model=first_model, before_agent_callbacks=[closed])
+    second_model = ScriptedModel(["never"])
+    second = ChatModelAgent("second", model=second_model)
+    events = list(Runner(SequentialAgent("seq", sub_agents=[first, second])).query("x"))
+    info = ended(events)
+    assert info.agent_name == "first" and info.reason == "closed on Sundays"
+    assert info.callback is not None and "closed" in info.callback
+    assert first_model.call_count == 0 and second_model.call_count == 0
+    assert len(events) == 1  # nothing ran: the end event alone

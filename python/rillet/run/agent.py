@@ -26,7 +26,7 @@ from rillet.data.event_pair import EventIterator
 from rillet.data.events import AgentAction, AgentEvent, error_event, event_from_message
 from rillet.data.run_config import BUDGET
 from rillet.errors import Interrupted
-from rillet.run.context import CALLBACK, add_session_value, current_run
+from rillet.run.context import CALLBACK, add_session_value, current_run, end_invocation
 from rillet.run.plugin import Named, call_hook
 from rillet.run.run_handle import RunBatches, RunIterator  # the consumer's end of a run: users import it here too
 from rillet.run.run_handle import start_run as start_run  # a re-export as well
@@ -203,6 +203,11 @@ class CallbackContext:
     input: AgentInput
     state: _CallbackState
     delta: StateDelta
+
+    def end_invocation(self, reason: str | None = None) -> None:
+        """Ends the whole run (:func:`rillet.end_invocation`): from a before-callback, the
+        agent's body does not run."""
+        end_invocation(reason)
 
 
 AgentCallback = Callable[[CallbackContext], "Message | str | None | Awaitable[Message | str | None]"]
