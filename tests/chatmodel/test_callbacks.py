@@ -315,3 +315,37 @@ def test_a_step_runs_replay_uses_the_reply_the_callbacks_decided_without_running
     resumed = list(runner.resume("run"))
     assert texts(resumed) == ["assistant:v1[add]", "tool:3", "assistant:v2"]  # the first reply replayed as recorded
     assert seen == [1, 2] and model.calls == 3  # iteration 1's callback and model call were not made again
+
+
+def test_observers_are_told_of_the_model_calls_made_not_of_the_short_circuited_ones() -> None:
+    from rillet import RunObserver
+
+    class Count(RunObserver):
+        def __init__(self) -> None:
+            self.starts = self.ends = 0
+
+        def on_model_start(self, run: Any, model: Any, messages: Any) -> None:
+            self.starts += 1
+
+        def on_model_end(self, run: Any, model: Any, reply: Any, usage: Any, finish_reason: str) -> None:
+            self.ends += 1
+
+    def first_cached(ctx: ModelContext) -> Message | None:
+        return asks(call(0, "add", {"a": 1, "b": 1})) if ctx.iteration == 1 else None
+
+    count = Count()
+    agent = ChatModelAgent("a", model=ScriptedModel(["two"]), tools=[add], before_model=first_cached)
+    list(Runner(agent, observers=[count]).query("go"))
+    assert (count.starts, count.ends) == (1, 1)
+
+
+def test_after_tool_sees_a_result_before_tool_gave_as_in_adk_go() -> None:
+    def given(ctx: ToolCallContext, args: dict[str, Any]) -> str:
+        return "from before_tool"
+
+    def shout(ctx: ToolCallContext, args: dict[str, Any], result: str) -> str:
+        return result.upper()
+
+    model = ScriptedModel([asks(call(0, "add", {"a": 1, "b": 1})), "done"])
+    events = run(ChatModelAgent("a", model=model, tools=[add], before_tool=given, after_tool=shout))
+    assert texts(events)[1] == "tool:FROM BEFORE_TOOL"

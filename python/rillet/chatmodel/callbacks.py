@@ -82,7 +82,7 @@ class Callbacks:
             if type(result) is Message:
                 if result.role != "assistant":
                     raise self._bad(who, f"a {result.role or 'role-less'} Message; a response is an assistant Message")
-                return result
+                return result.copy()  # the agent's own: a callback may hand out the same message again
             if isinstance(result, list) and all(type(m) is Message for m in result):
                 ctx.messages[:] = result
                 continue
@@ -104,7 +104,7 @@ class Callbacks:
                 continue
             if type(result) is not Message:
                 raise self._bad(who, f"{type(result).__name__}; return a rillet.Message or None")
-            return result
+            return result.copy()
         return None
 
     # --- tool calls ---

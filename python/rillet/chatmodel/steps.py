@@ -136,15 +136,15 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
             if steps is not None:
                 await steps.record_reply(loop.iteration, reply)
             _emit_reply(loop, reply, None)
-            return _took_reply(deps, loop, reply)
+            return _took_reply(deps, loop, reply, called=False)
     model = deps.model
     if deps.hooks.around_model:
         infos, model = await _before_model(deps, loop, infos)
+    if loop.budget is not None:  # (a replayed call counts, as in call_model)
+        loop.budget.llm_call(deps.name)
+    if loop.observing is not None:
+        observer.model_start(loop.observing, deps.name, model, loop.messages)
     if reply is None:
-        if loop.budget is not None:
-            loop.budget.llm_call(deps.name)
-        if loop.observing is not None:
-            observer.model_start(loop.observing, deps.name, model, loop.messages)
         if loop.streaming and not callbacks.whole:  # the event goes out as the model streams
             user_copy, loop.reply = (await _model_stream(model, loop, infos)).copy(2)
             loop.out.append(event_from_message(None, user_copy))
@@ -276,10 +276,11 @@ async def _rewrite(hooks: list[Any], loop: ReactLoop, state: ChatModelAgentState
     return mctx.tools
 
 
-def _took_reply(deps: ReactDeps, loop: ReactLoop, reply: Message) -> Step:
+def _took_reply(deps: ReactDeps, loop: ReactLoop, reply: Message, called: bool = True) -> Step:
     """The reply joins the conversation: tool calls start a round, anything else is the
-    final answer."""
-    if loop.observing is not None:
+    final answer. ``called`` False: a ``before_model`` callback's response, no model call
+    (the observers were not told of one)."""
+    if loop.observing is not None and called:
         observer.model_end(loop.observing, deps.name, deps.model, reply)
     loop.messages.append(reply)
     calls = reply.tool_calls

@@ -137,16 +137,15 @@ async def _call_with_callbacks(
 ) -> str:
     """A call with tool callbacks: ``before_tool`` may give its result (the tool does not
     run), ``on_tool_error`` may recover from the tool's error, ``after_tool`` may replace the
-    result (the tool's or the recovered one). A streaming tool is read to its end, so that the
-    callbacks see its whole result."""
+    result (the tool's, ``before_tool``'s or the recovered one, as in ADK-Go). A streaming tool
+    is read to its end, so that the callbacks see its whole result."""
     ctx = ToolCallContext(deps.name, name, call_id, arguments)
     args = tool_arguments(arguments)
-    if callbacks.before_tool:
-        given = await callbacks.run_tool_chain(callbacks.before_tool, ctx, args)
-        if given is not None:
-            return given
+    given = await callbacks.run_tool_chain(callbacks.before_tool, ctx, args) if callbacks.before_tool else None
     try:
-        if tool is not None and tool.is_streaming:
+        if given is not None:
+            content = given
+        elif tool is not None and tool.is_streaming:
             pieces: list[str] = []
             async for piece in tool.stream(arguments):
                 if isinstance(piece, Interrupted):  # yielded instead of raised
