@@ -216,3 +216,16 @@ def test_logging_plugin_logs_the_run(caplog: pytest.LogCaptureFixture) -> None:
     assert "agent calc calls tool add with {'a': 1, 'b': 2}" in lines
     assert "event of calc: tool '3'" in lines
     assert lines[-1] == "run of calc ended"
+
+
+def test_a_plugin_whose_init_skips_super_is_named_by_its_class() -> None:
+    class Quiet(Plugin):
+        def __init__(self) -> None:  # no super().__init__(): no name set
+            pass
+
+        def before_model(self, ctx: ModelContext) -> None:
+            raise RuntimeError("oops")
+
+    runner = Runner(ChatModelAgent("a", model=ScriptedModel(["x"])), plugins=[Quiet()])
+    assert len(runner.plugins) == 1
+    assert "plugin 'Quiet' (Quiet.before_model) failed" in str(list(runner.query("x"))[-1].error)

@@ -115,7 +115,7 @@ class Plugin:
         return None
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r}>"
+        return f"<{type(self).__name__} {_name(self)!r}>"
 
 
 class PluginSet:
@@ -142,7 +142,7 @@ class PluginSet:
         for hook in _HOOKS:
             base = getattr(Plugin, hook)
             chain: tuple[Named, ...] = tuple(
-                (f"plugin {p.name!r} ({type(p).__name__}.{hook})", getattr(p, hook))
+                (f"plugin {_name(p)!r} ({type(p).__name__}.{hook})", getattr(p, hook))
                 for p in self.plugins
                 if getattr(type(p), hook) is not base
             )
@@ -152,6 +152,12 @@ class PluginSet:
         """The plugins' ``hook`` methods, as :func:`call_hook` takes them."""
         chain: tuple[Named, ...] = getattr(self, hook)
         return chain
+
+
+def _name(plugin: Plugin) -> str:
+    """The plugin's name (its class's, when a subclass's ``__init__`` did not call ``super``)."""
+    name = getattr(plugin, "name", None)
+    return name if isinstance(name, str) else type(plugin).__name__
 
 
 def plugin_set(plugins: Any) -> PluginSet | None:

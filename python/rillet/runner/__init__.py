@@ -182,7 +182,6 @@ class Runner:
         self.session_policy = session_policy
         self.observers = _checked_observers(observers)
         self._plugins = plugin_set(plugins)
-        self.plugins: list[Plugin] = list(self._plugins.plugins) if self._plugins is not None else []
         self.durability = durability
         self._adapter = StoreAdapter(checkpoint_store) if checkpoint_store is not None else None
         self._flow = flow_of(agent)
@@ -254,6 +253,11 @@ class Runner:
             events, root_input, session, checkpoint_id, budget, srun=srun, new_input=msgs, journal=journal, first=first
         )
         return _session_run(forward, ctx, srun)
+
+    @property
+    def plugins(self) -> tuple[Plugin, ...]:
+        """The plugins, in order (fixed when the Runner is made: their hooks are collected then)."""
+        return self._plugins.plugins if self._plugins is not None else ()
 
     def _events(self, root_input: AgentInput, keep_log: bool, options: dict[str, Any]) -> AsyncIterator[AgentEvent]:
         """The run's events: the flow's, through the plugins' run and event hooks if any."""
