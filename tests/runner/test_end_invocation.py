@@ -166,3 +166,33 @@ def test_an_agent_callback_ends_the_invocation_through_its_context() -> None:
     assert info.callback is not None and "closed" in info.callback
     assert first_model.call_count == 0 and second_model.call_count == 0
     assert len(events) == 1  # nothing ran: the end event alone
+
+
+def test_the_round_under_way_finishes_then_nothing_else_runs() -> None:
+    @tool
+    async def halt() -> str:
+        """Halts."""
+        end_invocation("done early")
+        return "halted"
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    model = ScriptedModel(
+        [
+            Message.assistant(
+                "",
+                [
+                    ToolCall(index=0, id="c0", function=FunctionCall("halt", "{}")),
+                    ToolCall(index=1, id="c1", function=FunctionCall("add", '{"a": 1, "b": 2}')),
+                ],
+            ),
+            "never",
+        ]
+    )
+    agent = ChatModelAgent("a", model=model, tools=[halt, add], output_key="answer")
+    events = list(Runner(agent).query("x", session_values={}))
+    assert sorted(ev.message_output.message.content for ev in events[1:-1] if ev.message_output) == ["3", "halted"]
+    assert ended(events).reason == "done early" and model.call_count == 1
