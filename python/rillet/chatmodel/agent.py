@@ -67,6 +67,12 @@ def _emitting(tools: list[BaseTool]) -> bool:
     return any(getattr(t, "emit_internal_events", False) for t in tools)
 
 
+def _between_steps(loop: ReactLoop) -> bool:
+    """Whether the loop stands between two steps of the run as a user sees them: no tool round
+    under way, no streamed tool result or model reply still to be read."""
+    return loop.round is None and loop.joining is None and loop.reply is None
+
+
 _NO_HOOKS = Hooks.of("", [])  # shared by the agents without hooks (read, never changed)
 _NO_HOOK_SOURCES: tuple[tuple[object, ...], ...] = ((),) * 4
 
@@ -359,8 +365,8 @@ class ChatModelAgent(BaseAgent):
                     for ev in out:
                         yield ev
                     out.clear()
-                if budget is not None and budget.ended is not None:  # end_invocation: nothing else runs
-                    break
+                if budget is not None and budget.ended is not None and _between_steps(loop):
+                    break  # end_invocation: the model call or tool round under way finished; nothing else runs
         finally:
             loop.close()
             if run is not None:
