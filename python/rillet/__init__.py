@@ -68,12 +68,14 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     # The run context: session and run-local values, events sent from a tool
     "rillet.run.context": (
         "add_session_value", "add_session_values", "delete_run_local_value", "get_run_local_value",
-        "get_session_value", "get_session_values", "send_event", "send_tool_gen_action", "set_run_local_value",
+        "InvocationEnded", "end_invocation", "get_session_value", "get_session_values", "send_event",
+        "send_tool_gen_action", "set_run_local_value",
     ),
     # Runs
     "rillet.runner": ("Runner",),
     "rillet.data.run_config": ("RunConfig",),
     "rillet.run.observer": ("ModelInfo", "RunInfo", "RunObserver"),
+    "rillet.run.plugin": ("LoggingPlugin", "Plugin"),
     "rillet.live": ("LiveRequestQueue",),
     # Interrupts
     "rillet.run.interrupts": (
@@ -214,9 +216,11 @@ if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
     from rillet.run.agent import BaseAgent as BaseAgent
     from rillet.run.agent import CallbackContext as CallbackContext
     from rillet.run.agent import StateDelta as StateDelta
+    from rillet.run.context import InvocationEnded as InvocationEnded
     from rillet.run.context import add_session_value as add_session_value
     from rillet.run.context import add_session_values as add_session_values
     from rillet.run.context import delete_run_local_value as delete_run_local_value
+    from rillet.run.context import end_invocation as end_invocation
     from rillet.run.context import get_run_local_value as get_run_local_value
     from rillet.run.context import get_session_value as get_session_value
     from rillet.run.context import get_session_values as get_session_values
@@ -239,6 +243,8 @@ if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
     from rillet.run.observer import ModelInfo as ModelInfo
     from rillet.run.observer import RunInfo as RunInfo
     from rillet.run.observer import RunObserver as RunObserver
+    from rillet.run.plugin import LoggingPlugin as LoggingPlugin
+    from rillet.run.plugin import Plugin as Plugin
     from rillet.run.run_handle import RunIterator as RunIterator
     from rillet.runner import Runner as Runner
     from rillet.sessions import InMemorySessionStore as InMemorySessionStore

@@ -387,7 +387,7 @@ def test_callbacks_rewrite_messages_replace_replies_and_wrap_tools() -> None:
     assert log == ["before:1", "after:1", "outer", "inner", "before:2", "after:2"]
     assert events[1].message_output.message.content == "<[x]>"
     assert [m.role for m in model.calls[1].messages] == ["user", "assistant", "tool"]
-    assert events[-1].message_output.message.content == "original"  # the event shows what the model said
+    assert events[-1].message_output.message.content == "replaced"  # the event shows the reply acted on (ADK)
 
 
 def test_a_callback_exception_becomes_the_runs_error_event() -> None:

@@ -62,6 +62,8 @@ PUBLIC = {
     "as_tool", "edit", "reject", "requires_approval", "send_tool_gen_action", "tool", "Toolset",
     # runs
     "ModelInfo", "RunInfo", "RunObserver", "Runner", "RunConfig", "RunLimitExceededError", "LiveRequestQueue", "add_session_value", "add_session_values", "get_session_value", "get_session_values",
+    # plugins and ending an invocation
+    "InvocationEnded", "LoggingPlugin", "Plugin", "end_invocation",
     # interrupts
     "InterruptCtx", "InterruptInfo", "InterruptState", "Interrupted", "ResumeContext", "composite_interrupt",
     "composite_interrupt_event", "get_interrupt_state", "get_resume_context", "interrupt", "interrupt_event",

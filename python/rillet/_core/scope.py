@@ -6,7 +6,8 @@ Three variables, set by the framework and read by everything that needs to know 
 * :data:`TOOL_CALL`: the tool call being executed (a ``rillet.run.context.ToolCallScope``);
 * :data:`RESUME`: the :class:`~rillet._core.interrupt.ResumeScope` of a resumed run;
 * :data:`OBSERVING`: the run's observers (a ``rillet.run.observer.Observing``), None when there
-  are none, so that a run without observers pays one read of it per hook.
+  are none, so that a run without observers pays one read of it per hook;
+* :data:`PLUGINS`: the run's plugins (a ``rillet.run.plugin.PluginSet``), None when there are none.
 
 The variables hold higher-layer objects, seen here only through the small protocols below
 (an address and a resume point), so this module knows nothing about agents or sessions. Code
@@ -19,13 +20,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from contextvars import ContextVar
-from typing import Protocol
+from typing import Any, Protocol
 
 from rillet._core.address import Address, tool_segment
 from rillet._core.interrupt import NOT_RESUMING, ResumePoint, ResumeScope
 
 __all__ = [
     "OBSERVING",
+    "PLUGINS",
     "RESUME",
     "RUN",
     "TOOL_CALL",
@@ -73,6 +75,7 @@ RUN: ContextVar[RunScope | None] = ContextVar("rillet_run", default=None)
 TOOL_CALL: ContextVar[ToolScope | None] = ContextVar("rillet_tool_call", default=None)
 RESUME: ContextVar[ResumeScope | None] = ContextVar("rillet_resume", default=None)
 OBSERVING: ContextVar[Observers | None] = ContextVar("rillet_observing", default=None)
+PLUGINS: ContextVar[Any] = ContextVar("rillet_plugins", default=None)  # a PluginSet (rillet.run.plugin)
 
 
 def current_resume() -> ResumeScope | None:
@@ -81,15 +84,21 @@ def current_resume() -> ResumeScope | None:
 
 
 def install(
-    ctx: contextvars.Context, run: RunScope, resume: ResumeScope | None = None, observing: Observers | None = None
+    ctx: contextvars.Context,
+    run: RunScope,
+    resume: ResumeScope | None = None,
+    observing: Observers | None = None,
+    plugins: object = None,
 ) -> None:
-    """Makes ``run`` (and, for a resumed run, ``resume``; with observers, ``observing``)
-    current in ``ctx``, the context a new run's task will start in."""
+    """Makes ``run`` (and, for a resumed run, ``resume``; with observers, ``observing``; with
+    plugins, ``plugins``) current in ``ctx``, the context a new run's task will start in."""
     ctx.run(RUN.set, run)
     if resume is not None:
         ctx.run(RESUME.set, resume)
     if observing is not None:
         ctx.run(OBSERVING.set, observing)
+    if plugins is not None:
+        ctx.run(PLUGINS.set, plugins)
 
 
 class entered:

@@ -3,16 +3,23 @@ ReAct loop's steps (:mod:`rillet.chatmodel.steps`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
+from rillet._core.scope import PLUGINS
+from rillet.chatmodel.callbacks import Callbacks
 from rillet.chatmodel.config import (
     AfterAgent,
     AfterModel,
+    AfterTool,
     BeforeAgent,
     BeforeModel,
+    BeforeTool,
     GenModelInput,
+    OnModelError,
+    OnToolError,
     ToolWrapper,
     as_list,
     check_arguments,
@@ -62,8 +69,14 @@ def _emitting(tools: list[BaseTool]) -> bool:
     return any(getattr(t, "emit_internal_events", False) for t in tools)
 
 
+def _between_steps(loop: ReactLoop) -> bool:
+    """Whether the loop stands between two steps of the run as a user sees them: no tool round
+    under way, no streamed tool result or model reply still to be read."""
+    return loop.round is None and loop.joining is None and loop.reply is None
+
+
 _NO_HOOKS = Hooks.of("", [])  # shared by the agents without hooks (read, never changed)
-_NO_HOOK_SOURCES: tuple[tuple[object, ...], ...] = ((),) * 6
+_NO_HOOK_SOURCES: tuple[tuple[object, ...], ...] = ((),) * 4
 
 
 class ChatModelAgent(BaseAgent):
@@ -98,9 +111,13 @@ class ChatModelAgent(BaseAgent):
         execute_tools_sequentially: run a round's tool calls one after another.
         tool_error: ``"return"`` (default) sends a failed tool's error text back to the model
             as its result; ``"raise"`` ends the run with an error event (Eino's behaviour).
-        before_model, after_model, wrap_tool_call, before_agent, after_agent: callbacks
-            (sync or async; one or a list), see the module documentation. Each is a
-            middleware, run before those of ``middlewares``.
+        before_model, after_model, on_model_error, before_tool, after_tool, on_tool_error:
+            ADK-style callbacks (sync or async; one or a list) around each model and tool call:
+            the first that returns something other than None short-circuits the call,
+            replaces its result or recovers from its error (see docs/callbacks.md). The
+            Runner's plugins' hooks of the same names run first.
+        wrap_tool_call, before_agent, after_agent: callbacks (sync or async; one or a list),
+            each a middleware, run before those of ``middlewares``.
         middlewares: :class:`~rillet.ChatModelAgentMiddleware` instances, in order (the first
             one's hooks run first, its wrappers are the outermost); see docs/middleware.md.
         model_options: keyword options passed to every model call.
@@ -149,6 +166,10 @@ class ChatModelAgent(BaseAgent):
         tool_error: Literal["return", "raise"] = "return",
         before_model: BeforeModel | Iterable[BeforeModel] | None = None,
         after_model: AfterModel | Iterable[AfterModel] | None = None,
+        on_model_error: OnModelError | Iterable[OnModelError] | None = None,
+        before_tool: BeforeTool | Iterable[BeforeTool] | None = None,
+        after_tool: AfterTool | Iterable[AfterTool] | None = None,
+        on_tool_error: OnToolError | Iterable[OnToolError] | None = None,
         wrap_tool_call: ToolWrapper | Iterable[ToolWrapper] | None = None,
         before_agent: BeforeAgent | Iterable[BeforeAgent] | None = None,
         after_agent: AfterAgent | Iterable[AfterAgent] | None = None,
@@ -196,6 +217,12 @@ class ChatModelAgent(BaseAgent):
         self.tool_error = tool_error
         self.before_model: list[BeforeModel] = as_list(before_model)
         self.after_model: list[AfterModel] = as_list(after_model)
+        self.on_model_error: list[OnModelError] = as_list(on_model_error)
+        self.before_tool: list[BeforeTool] = as_list(before_tool)
+        self.after_tool: list[AfterTool] = as_list(after_tool)
+        self.on_tool_error: list[OnToolError] = as_list(on_tool_error)
+        self._call_callbacks: Callbacks | None = None
+        self._call_callback_sources: tuple[tuple[object, ...], ...] = ()
         self.wrap_tool_call: list[ToolWrapper] = as_list(wrap_tool_call)
         self.before_agent: list[BeforeAgent] = as_list(before_agent)
         self.after_agent: list[AfterAgent] = as_list(after_agent)
@@ -328,6 +355,11 @@ class ChatModelAgent(BaseAgent):
         before the next step runs. The loop is the run's host for :func:`rillet.send_event`
         and the run-local values while it runs."""
         deps = self._begin_run()
+        plugins = PLUGINS.get()
+        if plugins is not None:  # the Runner's plugins' hooks, before the agent's callbacks
+            callbacks = Callbacks.with_plugins(deps.callbacks, deps.name, plugins)
+            if callbacks is not deps.callbacks:
+                deps = dataclasses.replace(deps, callbacks=callbacks)
         model_options = {**deps.model_options, **options.get("model_options", {})}
         loop = ReactLoop([], 0, 0, input.enable_streaming, model_options)
         run = current_run()
@@ -343,6 +375,7 @@ class ChatModelAgent(BaseAgent):
                 for ev in out:
                     yield ev
                 out.clear()
+            budget = loop.budget
             while step is not None:
                 step = await step(deps, loop)
                 if step is finish:  # the answer: its event, not gone out yet, carries output_key's delta
@@ -351,6 +384,8 @@ class ChatModelAgent(BaseAgent):
                     for ev in out:
                         yield ev
                     out.clear()
+                if budget is not None and budget.ended is not None and _between_steps(loop):
+                    break  # end_invocation: the model call or tool round under way finished; nothing else runs
         finally:
             loop.close()
             if run is not None:
@@ -386,6 +421,7 @@ class ChatModelAgent(BaseAgent):
             self.gen_model_input,
             self.model_options,
             self.live_model,
+            self._call_callbacks,
         )
         deps = self._deps
         if deps is None or not all(map(operator.is_, sources, self._deps_sources)):  # by identity, not ==
@@ -465,13 +501,19 @@ class ChatModelAgent(BaseAgent):
     def _collect_hooks(self) -> None:
         """(Re)collects the hooks when the callback lists or ``middlewares`` changed since the
         last run: they are public lists, and appending to one after construction must count."""
-        if not (
-            self.before_agent
-            or self.before_model
+        if (
+            self.before_model
             or self.after_model
-            or self.wrap_tool_call
-            or self.after_agent
-            or self.middlewares
+            or self.on_model_error
+            or self.before_tool
+            or self.after_tool
+            or self.on_tool_error
+        ):
+            self._collect_callbacks()
+        elif self._call_callbacks is not None:  # (the common agent, with none, pays these six reads)
+            self._call_callbacks, self._call_callback_sources = None, ()
+        if not (
+            self.before_agent or self.wrap_tool_call or self.after_agent or self.middlewares
         ):  # no hook at all, the common agent: nothing to collect (every construction comes here)
             if self._hook_sources is not _NO_HOOK_SOURCES:
                 self._hooks, self._tool_wrappers, self._hook_sources = (
@@ -482,24 +524,32 @@ class ChatModelAgent(BaseAgent):
             return
         sources = (
             tuple(self.before_agent),
-            tuple(self.before_model),
-            tuple(self.after_model),
             tuple(self.wrap_tool_call),
             tuple(self.after_agent),
             tuple(self.middlewares),
         )
         if sources == self._hook_sources:
             return
-        callbacks = callback_middlewares(
-            list(self.before_agent),
-            list(self.before_model),
-            list(self.after_model),
-            list(self.wrap_tool_call),
-            list(self.after_agent),
-        )
+        callbacks = callback_middlewares(list(self.before_agent), list(self.wrap_tool_call), list(self.after_agent))
         self._hooks = Hooks.of(self.name, [*callbacks, *self.middlewares])
         self._tool_wrappers = self._hooks.wrap_tool_call  # read on every tool call: one attribute
         self._hook_sources = sources
+
+    def _collect_callbacks(self) -> None:
+        """(Re)collects the model and tool callbacks when their lists changed (public lists,
+        like the hooks': appending to one after construction counts)."""
+        lists = (
+            self.before_model,
+            self.after_model,
+            self.on_model_error,
+            self.before_tool,
+            self.after_tool,
+            self.on_tool_error,
+        )
+        sources: tuple[tuple[Any, ...], ...] = tuple(tuple(fns) for fns in lists)
+        if sources != self._call_callback_sources:
+            self._call_callbacks = Callbacks.of(self.name, sources)
+            self._call_callback_sources = sources
 
     async def _before_agent(self, deps: ReactDeps, input: AgentInput | None) -> tuple[ReactDeps, AgentInput | None]:
         """Runs the ``before_agent`` hooks; what this run uses is ``deps``, or a copy with the

@@ -19,11 +19,15 @@ if TYPE_CHECKING:
 __all__ = [
     "AfterAgent",
     "AfterModel",
+    "AfterTool",
     "BeforeAgent",
     "BeforeModel",
+    "BeforeTool",
     "ExceedMaxIterationsError",
     "GenModelInput",
     "ModelContext",
+    "OnModelError",
+    "OnToolError",
     "ToolCallContext",
     "ToolCallError",
     "ToolWrapper",
@@ -51,8 +55,21 @@ class ToolCallContext:
     arguments: str
 
 
-BeforeModel = Callable[[ModelContext], "list[Message] | None | Awaitable[list[Message] | None]"]
+BeforeModel = Callable[[ModelContext], "Message | list[Message] | None | Awaitable[Message | list[Message] | None]"]
+"""Before a model call: an assistant Message is the response (the model is not called); a
+list of messages replaces the conversation and the next callback runs; None goes on."""
 AfterModel = Callable[[ModelContext, Message], "Message | None | Awaitable[Message | None]"]
+"""After a model call: a Message replaces the reply (the event shows it); None keeps it."""
+OnModelError = Callable[[ModelContext, Exception], "Message | None | Awaitable[Message | None]"]
+"""A model call raised: a Message is the reply instead (the run goes on); None lets it stand."""
+BeforeTool = Callable[[ToolCallContext, dict[str, Any]], Any]
+"""Before a tool call, with its parsed arguments: a result (str, or JSON-able data) is the
+call's result and the tool is not run; None runs it. May be ``async``."""
+AfterTool = Callable[[ToolCallContext, dict[str, Any], str], Any]
+"""After a tool call with its result text: a result replaces it; None keeps it. May be ``async``."""
+OnToolError = Callable[[ToolCallContext, dict[str, Any], Exception], Any]
+"""A tool call raised: a result recovers the call; None lets the agent's ``tool_error``
+policy handle the error. May be ``async``."""
 ToolWrapper = Callable[[ToolCallContext, Callable[[str], Awaitable[str]]], Awaitable[str]]
 BeforeAgent = Callable[[AgentInput], "AgentInput | None | Awaitable[AgentInput | None]"]
 AfterAgent = Callable[[list[Message]], "None | Awaitable[None]"]

@@ -24,6 +24,7 @@ from rillet.chatmodel.task import TASK_INSTRUCTION
 from rillet.run.context import current_run
 
 if TYPE_CHECKING:
+    from rillet.chatmodel.callbacks import Callbacks
     from rillet.chatmodel.config import GenModelInput, ToolWrapper
     from rillet.chatmodel.guardrails import InputGuardrail, OutputGuardrail
     from rillet.chatmodel.middleware import Hooks
@@ -61,6 +62,7 @@ class ReactDeps:
     gen_model_input: GenModelInput | None
     model_options: dict[str, Any]
     live_model: LiveModel | None
+    callbacks: Callbacks | None = None  # the model and tool callbacks (the plugins' first), None without
 
     def with_tools(
         self,

@@ -4,9 +4,10 @@ each model call and each tool call.
 A middleware overrides the hooks it needs; the agent collects, for each hook, the middlewares
 whose class overrides it, once, when it is made, so a hook no middleware overrides costs the
 run nothing. Hooks run in registration order (the first middleware's first); wrappers nest in
-it (the first middleware is the outermost). The agent's callback keywords (``before_model``,
-``after_model``, ``wrap_tool_call``, ``before_agent``, ``after_agent``) are middlewares too:
-one per callback, registered before the ``middlewares`` argument's.
+it (the first middleware is the outermost). The agent's callback keywords ``wrap_tool_call``,
+``before_agent`` and ``after_agent`` are middlewares too: one per callback, registered before
+the ``middlewares`` argument's. (The model and tool callbacks, ``before_model`` and the rest,
+are ADK-style callbacks instead: :mod:`rillet.chatmodel.callbacks`.)
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rillet._native import Message
 from rillet.chatmodel.config import (
     AfterAgent,
-    AfterModel,
     BeforeAgent,
-    BeforeModel,
     ModelContext,
     ToolCallContext,
     ToolWrapper,
@@ -89,8 +88,8 @@ class ChatModelAgentMiddleware:
 
     async def after_model(self, state: ChatModelAgentState, ctx: ModelContext) -> ChatModelAgentState | None:
         """Rewrite the state after the model answered: its last message is the reply (the
-        event already shows what the model said); the rewritten last message is the reply the
-        agent acts on."""
+        event already shows it: the model's, or what an ``after_model`` callback replaced it
+        with); the rewritten last message is the reply the agent acts on."""
         return None
 
     def wrap_model(self, model: ChatModel, ctx: ModelContext) -> ChatModel:
@@ -146,28 +145,6 @@ class Hooks:
 # --- the callback keywords, as middlewares ---------------------------------------------------
 
 
-class _BeforeModel(ChatModelAgentMiddleware):
-    def __init__(self, fn: BeforeModel) -> None:
-        self.fn = fn
-
-    async def before_model(self, state: ChatModelAgentState, ctx: ModelContext) -> ChatModelAgentState | None:
-        new = await maybe_await(self.fn(ctx))
-        if new is not None:
-            state.messages = list(new)
-        return None
-
-
-class _AfterModel(ChatModelAgentMiddleware):
-    def __init__(self, fn: AfterModel) -> None:
-        self.fn = fn
-
-    async def after_model(self, state: ChatModelAgentState, ctx: ModelContext) -> ChatModelAgentState | None:
-        replaced = await maybe_await(self.fn(ctx, state.messages[-1]))
-        if replaced is not None:
-            state.messages[-1] = replaced
-        return None
-
-
 class _WrapToolCall(ChatModelAgentMiddleware):
     def __init__(self, fn: ToolWrapper) -> None:
         self.fn = fn
@@ -200,22 +177,18 @@ class _AfterAgent(ChatModelAgentMiddleware):
 
 def callback_middlewares(
     before_agent: list[BeforeAgent],
-    before_model: list[BeforeModel],
-    after_model: list[AfterModel],
     wrap_tool_call: list[ToolWrapper],
     after_agent: list[AfterAgent],
 ) -> list[ChatModelAgentMiddleware]:
-    """The callback keywords' callbacks as middlewares, one each, in their order."""
+    """The middleware-style callback keywords' callbacks as middlewares, one each, in order."""
     mws: list[ChatModelAgentMiddleware] = []
     mws += [_BeforeAgent(fn) for fn in before_agent]
-    mws += [_BeforeModel(fn) for fn in before_model]
-    mws += [_AfterModel(fn) for fn in after_model]
     mws += [_WrapToolCall(fn) for fn in wrap_tool_call]
     mws += [_AfterAgent(fn) for fn in after_agent]
     return mws
 
 
-_CALLBACKS = (_BeforeAgent, _BeforeModel, _AfterModel, _WrapToolCall, _AfterAgent)
+_CALLBACKS = (_BeforeAgent, _WrapToolCall, _AfterAgent)
 
 
 def hook_failed(agent_name: str, hook: Any, e: Exception) -> MiddlewareError:

@@ -15,7 +15,8 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from rillet._core.loop import Inbox, child_task, joined, result_of
-from rillet._native import Message, StreamReader, ToolCall, stream_from_list
+from rillet._native import Message, StreamReader, ToolCall, concat_messages, stream_from_list
+from rillet.chatmodel.callbacks import Callbacks
 from rillet.chatmodel.config import (
     ExceedMaxIterationsError,
     ModelContext,
@@ -51,6 +52,9 @@ async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
         raise ExceedMaxIterationsError(
             f"ChatModelAgent {deps.name!r} exceeds max iterations ({deps.max_iterations} model calls)"
         )
+    callbacks = deps.callbacks
+    if callbacks is not None and callbacks.model:
+        return await _call_with_callbacks(deps, loop, callbacks)
     if loop.budget is not None:  # the run's max_llm_calls: a call past it is refused, not made
         loop.budget.llm_call(deps.name)
     loop.remaining -= 1
@@ -68,11 +72,8 @@ async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
         else:
             stream = model.stream(state, tools=infos or None, **loop.model_options)
             stream = await (stream if type(stream) is CoroutineType else awaitable(stream, model, "stream"))
-        if not isinstance(stream, StreamReader):
-            raise TypeError(
-                f"{type(model).__name__}.stream returned {type(stream).__name__}; a ChatModel's stream "
-                "must return a rillet StreamReader of Message chunks (e.g. rillet.stream_from_list([...]))"
-            )
+            if not isinstance(stream, StreamReader):
+                raise _not_a_stream(model, stream)
         user_copy, loop.reply = stream.copy(2)
         loop.out.append(event_from_message(None, user_copy))
         return take_reply
@@ -83,10 +84,7 @@ async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
         reply = model.generate(state, tools=infos or None, **loop.model_options)
         reply = await (reply if type(reply) is CoroutineType else awaitable(reply, model, "generate"))
         if type(reply) is not Message:
-            raise TypeError(
-                f"{type(model).__name__}.generate returned {type(reply).__name__}; "
-                "a ChatModel's generate must return a rillet.Message"
-            )
+            raise _not_a_message(model, reply)
         if loop.steps is not None:  # recorded before anything acts on it
             await loop.steps.record_reply(loop.iteration, reply)
     loop.out.append(event_from_message(reply.copy()))
@@ -94,6 +92,104 @@ async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
         loop.reply = reply
         return take_reply
     return _took_reply(deps, loop, reply)
+
+
+async def _model_stream(model: Any, loop: ReactLoop, infos: list[ToolInfo]) -> StreamReader[Message]:
+    """The model's streamed reply to the conversation, checked to be a stream (the callbacks'
+    path; :func:`call_model` does the same inline, a coroutine fewer on the hot path)."""
+    stream = await awaitable(model.stream(loop.messages, tools=infos or None, **loop.model_options), model, "stream")
+    if not isinstance(stream, StreamReader):
+        raise _not_a_stream(model, stream)
+    return stream
+
+
+def _not_a_stream(model: Any, stream: Any) -> TypeError:
+    return TypeError(
+        f"{type(model).__name__}.stream returned {type(stream).__name__}; a ChatModel's stream "
+        "must return a rillet StreamReader of Message chunks (e.g. rillet.stream_from_list([...]))"
+    )
+
+
+def _not_a_message(model: Any, reply: Any) -> TypeError:
+    return TypeError(
+        f"{type(model).__name__}.generate returned {type(reply).__name__}; a ChatModel's generate must return a rillet.Message"
+    )
+
+
+async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Callbacks) -> Step:
+    """:func:`call_model` for an agent with model callbacks (or a run with plugins that have
+    some). ``before_model`` may give the response (the model is not called); the model's
+    error may be recovered by ``on_model_error``; ``after_model`` may replace the reply. The
+    event shows the reply the agent acts on, so with ``after_model`` or ``on_model_error`` a
+    streamed reply is read to its end first and goes out as a stream of its chunks (of the
+    one replacing message, if replaced). A step run records that reply; its replay uses it
+    and runs no model callback again."""
+    loop.remaining -= 1
+    loop.iteration += 1
+    infos = loop.tools if loop.tools is not None else deps.tool_infos
+    mctx = ModelContext(deps.name, loop.iteration, loop.messages, infos)
+    steps = loop.steps
+    recorded = steps.reply(loop.iteration) if steps is not None else None
+    reply: Message | None = recorded.copy() if recorded is not None else None
+    if reply is None and callbacks.before_model:
+        reply = await callbacks.run_before_model(mctx)
+        if reply is not None:  # the response replaces the call: no model, no after-model hooks
+            if steps is not None:
+                await steps.record_reply(loop.iteration, reply)
+            _emit_reply(loop, reply, None)
+            return _took_reply(deps, loop, reply, called=False)
+    model = deps.model
+    if deps.hooks.around_model:
+        infos, model = await _before_model(deps, loop, infos)
+    if loop.budget is not None:  # (a replayed call counts, as in call_model)
+        loop.budget.llm_call(deps.name)
+    if loop.observing is not None:
+        observer.model_start(loop.observing, deps.name, model, loop.messages)
+    if reply is None:
+        if loop.streaming and not callbacks.whole:  # the event goes out as the model streams
+            user_copy, loop.reply = (await _model_stream(model, loop, infos)).copy(2)
+            loop.out.append(event_from_message(None, user_copy))
+            return take_reply
+        chunks: list[Message] | None = None
+        try:
+            if loop.streaming:
+                async with await _model_stream(model, loop, infos) as stream:
+                    chunks = [c async for c in stream]
+                reply = concat_messages(chunks)
+            else:
+                generated = await awaitable(
+                    model.generate(loop.messages, tools=infos or None, **loop.model_options), model, "generate"
+                )
+                if type(generated) is not Message:
+                    raise _not_a_message(model, generated)
+                reply = generated
+        except Exception as e:
+            recovered = await callbacks.run_on_model_error(mctx, e) if callbacks.on_model_error else None
+            if recovered is None:
+                raise
+            reply, chunks = recovered, None
+        if callbacks.after_model:
+            replaced = await callbacks.run_after_model(mctx, reply)
+            if replaced is not None:
+                reply, chunks = replaced, None
+        if steps is not None:  # recorded before anything acts on it
+            await steps.record_reply(loop.iteration, reply)
+        _emit_reply(loop, reply, chunks)
+    else:  # a step run's replay
+        _emit_reply(loop, reply, None)
+    if deps.hooks.after_model:
+        loop.reply = reply
+        return take_reply
+    return _took_reply(deps, loop, reply)
+
+
+def _emit_reply(loop: ReactLoop, reply: Message, chunks: list[Message] | None) -> None:
+    """The reply's event, in the run's shape: a stream (of the model's own ``chunks`` when
+    the reply is theirs) when the run streams."""
+    if loop.streaming:
+        loop.out.append(event_from_message(None, stream_from_list(chunks if chunks is not None else [reply.copy()])))
+    else:
+        loop.out.append(event_from_message(reply.copy()))
 
 
 async def take_reply(deps: ReactDeps, loop: ReactLoop) -> Step:
@@ -181,10 +277,11 @@ async def _rewrite(hooks: list[Any], loop: ReactLoop, state: ChatModelAgentState
     return mctx.tools
 
 
-def _took_reply(deps: ReactDeps, loop: ReactLoop, reply: Message) -> Step:
+def _took_reply(deps: ReactDeps, loop: ReactLoop, reply: Message, called: bool = True) -> Step:
     """The reply joins the conversation: tool calls start a round, anything else is the
-    final answer."""
-    if loop.observing is not None:
+    final answer. ``called`` False: a ``before_model`` callback's response, no model call
+    (the observers were not told of one)."""
+    if loop.observing is not None and called:
         observer.model_end(loop.observing, deps.name, deps.model, reply)
     loop.messages.append(reply)
     calls = reply.tool_calls

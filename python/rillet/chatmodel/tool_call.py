@@ -12,7 +12,8 @@ from rillet._core.address import tool_segment
 from rillet._core.loop import child_task
 from rillet._core.scope import TOOL_CALL as _TOOL_CALL
 from rillet._core.scope import Observers, current_resume, here
-from rillet._native import Message, ToolCall, pipe
+from rillet._native import Message, ToolCall, pipe, stream_from_list
+from rillet.chatmodel.callbacks import Callbacks, tool_arguments
 from rillet.chatmodel.config import ToolCallContext, ToolCallError, ToolWrapper
 from rillet.chatmodel.middleware import hook_failed
 from rillet.checkpoint.journal import STEP_CALL
@@ -84,12 +85,17 @@ async def call_tool(
     token = _TOOL_CALL.set(scope)
     step_token = STEP_CALL.set((step, here())) if step is not None else None
     tool = deps.tool_index.get(name)
+    streams = tool is not None and tool.is_streaming  # (read once: a function tool's is a property)
+    callbacks = deps.callbacks
     try:
         if obs is not None:
             observer.tool_start(obs, deps.name, name, call_id, arguments)
-        if tool is not None and tool.is_streaming:
+        if callbacks is not None and callbacks.tool:
+            content = await _call_with_callbacks(deps, callbacks, tool, name, call_id, arguments)
+        elif streams:
+            assert tool is not None
             return await _stream_tool(deps, tool, scope, arguments, obs)
-        if tool is None or deps.tool_wrappers:
+        elif tool is None or deps.tool_wrappers:
             content = await _invoke(deps, tool, name, call_id, arguments)
         else:  # the common call, without a coroutine of its own
             try:
@@ -101,7 +107,8 @@ async def call_tool(
         if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
             raise content
     except BaseException as e:  # an interrupt, a cancellation, tool_error="raise"
-        if obs is not None and not (tool is not None and tool.is_streaming):  # (its producer reports)
+        if obs is not None and not (streams and not (callbacks is not None and callbacks.tool)):
+            # (a streaming tool's producer reports, unless the callbacks' path read it whole)
             observer.tool_end(obs, deps.name, name, call_id, None, e)
         raise
     finally:
@@ -116,14 +123,67 @@ async def call_tool(
     msg = Message.tool_message(content, call_id, name)
     if scope.parts:  # image or file parts the tool returned (send_tool_parts)
         msg.user_input_multi_content = scope.parts
-    ev = event_from_message(msg.copy(), None, "tool", name)
+    if streams:  # read whole for its callbacks: still a stream, as the tool's
+        ev = event_from_message(None, stream_from_list([msg.copy()]), role="tool", tool_name=name)
+    else:
+        ev = event_from_message(msg.copy(), None, "tool", name)
     if scope.action is not None:
         ev.action = scope.action
     return ev, msg
 
 
+async def _call_with_callbacks(
+    deps: ReactDeps, callbacks: Callbacks, tool: BaseTool | None, name: str, call_id: str, arguments: str
+) -> str:
+    """A call with tool callbacks: ``before_tool`` may give its result (the tool does not
+    run), ``on_tool_error`` may recover from the tool's error, ``after_tool`` may replace the
+    result (the tool's, ``before_tool``'s or the recovered one, as in ADK-Go). A streaming tool
+    is read to its end, so that the callbacks see its whole result."""
+    ctx = ToolCallContext(deps.name, name, call_id, arguments)
+    args = tool_arguments(arguments)
+    given = await callbacks.run_tool_chain(callbacks.before_tool, ctx, args) if callbacks.before_tool else None
+    try:
+        if given is not None:
+            content = given
+        elif tool is not None and tool.is_streaming:
+            pieces: list[str] = []
+            async for piece in tool.stream(arguments):
+                if isinstance(piece, Interrupted):  # yielded instead of raised
+                    raise piece
+                pieces.append(piece)
+            content = "".join(pieces)
+        else:
+            content = await _through_wrappers(deps, tool, name, call_id, arguments)
+    except Interrupted:
+        raise
+    except Exception as e:
+        recovered = (
+            await callbacks.run_tool_chain(callbacks.on_tool_error, ctx, args, e) if callbacks.on_tool_error else None
+        )
+        if recovered is None:
+            return _tool_failed(deps, name, call_id, e)
+        content = recovered
+    if isinstance(content, Interrupted):  # returned by a wrapper
+        raise content
+    if callbacks.after_tool:
+        replaced = await callbacks.run_tool_chain(callbacks.after_tool, ctx, args, content)
+        if replaced is not None:
+            content = replaced
+    return content
+
+
 async def _invoke(deps: ReactDeps, tool: BaseTool | None, name: str, call_id: str, arguments: str) -> str:
     """An invoked call through the tool-call wrappers (or of an unknown tool)."""
+    try:
+        return await _through_wrappers(deps, tool, name, call_id, arguments)
+    except Interrupted:
+        raise
+    except Exception as e:
+        return _tool_failed(deps, name, call_id, e)
+
+
+async def _through_wrappers(deps: ReactDeps, tool: BaseTool | None, name: str, call_id: str, arguments: str) -> str:
+    """The call through the tool-call wrappers; what the tool raises is raised."""
 
     async def call(args: str) -> str:
         if tool is None:
@@ -136,12 +196,7 @@ async def _invoke(deps: ReactDeps, tool: BaseTool | None, name: str, call_id: st
     endpoint: Callable[[str], Awaitable[str]] = call
     for wrapper in reversed(deps.tool_wrappers):  # the first wrapper is the outermost
         endpoint = _bind(wrapper, ToolCallContext(deps.name, name, call_id, arguments), endpoint)
-    try:
-        return await endpoint(arguments)
-    except Interrupted:
-        raise
-    except Exception as e:
-        return _tool_failed(deps, name, call_id, e)
+    return await endpoint(arguments)
 
 
 def _tool_failed(deps: ReactDeps, name: str, call_id: str, e: Exception) -> str:

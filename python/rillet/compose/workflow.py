@@ -29,6 +29,7 @@ from rillet._core.scope import current_resume
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint.state import checkpoint_state, saved_state
 from rillet.data.events import AgentEvent, RunPath, RunStep, extend_path, interrupt_signal
+from rillet.data.run_config import BUDGET
 from rillet.errors import LiveNotSupportedError
 from rillet.flow import FlowAgent, OnSubAgents, adopt, flow_of, with_disallow_transfer_to_parent
 from rillet.live import LiveAgent, LiveContext
@@ -178,7 +179,8 @@ async def _sequence_child(
     child: FlowAgent, run: RunContext, path: RunPath, outcome: _Outcome, **options: Any
 ) -> AsyncIterator[AgentEvent]:
     """A child's events with Sequential's rules: events with an action are held back by one,
-    so the child's last action can be judged after it ends; an error stops the workflow."""
+    so the child's last action can be judged after it ends; an error, or the invocation's
+    end, stops the workflow."""
     held: AgentEvent | None = None
     async for ev in _run_child(child, run, path, **options):
         if ev.error is not None:
@@ -192,6 +194,9 @@ async def _sequence_child(
             yield held
             held = None
         yield ev
+    budget = BUDGET.get()
+    if budget is not None and budget.ended is not None:  # end_invocation: no further child runs
+        outcome.stop = True
     if held is not None:
         action = held.action
         if action is not None and interrupt_signal(action) is not None:

@@ -5,7 +5,8 @@ A Runner run (each ``run()`` and each ``resume()``: an invocation, as ADK counts
 :class:`RunBudget`, current in :data:`BUDGET` for every agent of the run: transfer targets,
 workflow children and the inner runs of agent tools. Each model call and each transfer is
 counted in it; the one past a limit fails with :class:`~rillet.errors.RunLimitExceededError`,
-which names the loop the agents were in.
+which names the loop the agents were in. The budget also carries whether the invocation was
+ended early (:func:`rillet.end_invocation`): every agent of the run reads it there.
 """
 
 from __future__ import annotations
@@ -86,15 +87,18 @@ _SHOWN_HOPS = 9  # the agents of the last eight transfers: a loop of up to four 
 class RunBudget:
     """What one invocation has used of its limits (see :class:`RunConfig`). Model calls and
     transfers happen on the run's event loop (a sync tool's thread runs no agent of the run),
-    so the counts take no lock."""
+    so the counts take no lock. ``ended`` is set (once, to who ended it) by
+    :func:`rillet.end_invocation`: the agents stop at their next step (a sync tool's thread
+    may set it; the agents read it on the loop)."""
 
-    __slots__ = ("_by_agent", "_hops", "llm_calls", "max_llm_calls", "max_transfers", "transfers")
+    __slots__ = ("_by_agent", "_hops", "ended", "llm_calls", "max_llm_calls", "max_transfers", "transfers")
 
     def __init__(self, max_llm_calls: int | None, max_transfers: int | None) -> None:
         self.max_llm_calls = _limit(max_llm_calls)
         self.max_transfers = _limit(max_transfers)
         self.llm_calls = 0
         self.transfers = 0
+        self.ended: Any = None  # an InvocationEnded (rillet.run.context) once the invocation is ended
         self._by_agent: dict[str, int] = {}
         self._hops: list[str] = []  # the last _SHOWN_HOPS agents transferred between (a deque costs 760 B a run)
 

@@ -284,6 +284,9 @@ class FlowAgent(BaseAgent):
                     yield chain.observed(after)
                     return
                 parent, flow, input = leg.run, after, None
+            if steady and chain.budget.ended is not None:  # the Runner's run was ended: its last event says so
+                ended = chain.budget.ended
+                yield AgentEvent(ended.agent_name, (), None, AgentAction(customized_action=ended))
         except (Exception, Interrupted) as e:
             # the chain's own work failed (a history rewriter, an observer's bookkeeping)
             yield chain.observed(error_event(e, (flow or self).name))
@@ -298,8 +301,8 @@ class FlowAgent(BaseAgent):
         """Where this agent's last own ``action`` leads once it has run: the agent to transfer
         to, an error event (no such agent, or a transfer past the run's ``max_transfers``), or
         None when the chain ends here (no transfer, an exit, an interrupt)."""
-        if action is None or action.exit or action.interrupted is not None:
-            return None
+        if action is None or action.exit or action.interrupted is not None or budget.ended is not None:
+            return None  # (ended: end_invocation, nothing else runs)
         transfer = action.transfer_to_agent
         if transfer is None:
             return None

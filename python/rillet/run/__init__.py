@@ -7,8 +7,11 @@
 * :mod:`.run_handle`: the consumer's end of a run (``RunIterator``, the pump task).
 * :mod:`.interrupts`: the user API of interrupts (``interrupt``, ``stateful_interrupt``, ...).
 * :mod:`.observer`: ``RunObserver`` and the hooks the flow wrapper and the ReAct steps call.
+* :mod:`.plugin`: ``Plugin`` (the Runner's plugins: hooks that may change every call of a run),
+  ``LoggingPlugin``, and how their hooks are called.
 
-``context`` and ``run_handle`` sit under the other three (a second contract in pyproject.toml).
+``plugin`` sits under ``agent`` (which calls the agent hooks), ``context`` and ``run_handle``
+under all of them (a second contract in pyproject.toml).
 
 Layer: run. May import rillet.models, rillet.live and the layers under them (the import-linter
 contract in pyproject.toml; docs/architecture.md); not tools, the flow or anything above.

@@ -20,11 +20,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from rillet._core.scope import PLUGINS
 from rillet._native import Message
 from rillet.data.event_pair import EventIterator
 from rillet.data.events import AgentAction, AgentEvent, error_event, event_from_message
+from rillet.data.run_config import BUDGET
 from rillet.errors import Interrupted
-from rillet.run.context import add_session_value, current_run
+from rillet.run.context import CALLBACK, add_session_value, current_run, end_invocation
+from rillet.run.plugin import Named, call_hook
 from rillet.run.run_handle import RunBatches, RunIterator  # the consumer's end of a run: users import it here too
 from rillet.run.run_handle import start_run as start_run  # a re-export as well
 
@@ -132,7 +135,9 @@ def raw_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator
     that fills authors with :func:`author_of` and turns an exception into
     :func:`~rillet.data.events.error_event` itself (the flow wrapper): one generator fewer per event."""
     if isinstance(agent, BaseAgent) and not (agent.before_agent_callbacks or agent.after_agent_callbacks):
-        return agent._run(input, **options)
+        plugins = PLUGINS.get()
+        if plugins is None or not (plugins.before_agent or plugins.after_agent):
+            return agent._run(input, **options)
     return None
 
 
@@ -145,6 +150,12 @@ async def _iterate_run(agent: Agent, input: AgentInput, **options: Any) -> Async
         close = getattr(it, "close", None)
         if close is not None:
             close()
+
+
+def _ended() -> bool:
+    """Whether the invocation was ended (:func:`rillet.end_invocation`)."""
+    budget = BUDGET.get()
+    return budget is not None and budget.ended is not None
 
 
 class StateDelta(dict[str, Any]):
@@ -210,6 +221,11 @@ class CallbackContext:
     state: _CallbackState
     delta: StateDelta
 
+    def end_invocation(self, reason: str | None = None) -> None:
+        """Ends the whole run (:func:`rillet.end_invocation`): from a before-callback, the
+        agent's body does not run."""
+        end_invocation(reason)
+
 
 AgentCallback = Callable[[CallbackContext], "Message | str | None | Awaitable[Message | str | None]"]
 
@@ -233,7 +249,9 @@ class BaseAgent:
     returns content (a Message or text) ends the call with that content as an event (the body
     and the after-callbacks are skipped); session values a callback writes are reported in an
     event too (then the body runs). After-callbacks add one new event; they cannot take back
-    what the agent said. A callback's exception becomes the call's error event.
+    what the agent said. A callback's exception becomes the call's error event. The Runner's
+    plugins' ``before_agent`` / ``after_agent`` run first, the same way. Once the invocation
+    is ended (:func:`rillet.end_invocation`), the body and the after-callbacks do not run.
     """
 
     records_own_events: ClassVar[bool] = False
@@ -307,38 +325,54 @@ class BaseAgent:
         authors filled in, an exception turned into a final error event. Iterate it to the
         end or ``aclose()`` it."""
         name = self._name
+        plugins = PLUGINS.get()
         try:
-            if self.before_agent_callbacks:
-                content, ev = await self._callbacks(self.before_agent_callbacks, input)
+            if self.before_agent_callbacks or (plugins is not None and plugins.before_agent):
+                first = plugins.before_agent if plugins is not None else ()
+                content, ev = await self._callbacks(self.before_agent_callbacks, input, first)
                 if ev is not None:
                     yield ev
-                if content:
+                if content or _ended():
                     return
             async with contextlib.aclosing(self._run(input, **options)) as evs:  # type: ignore[type-var]
                 async for ev in evs:
                     if not ev.agent_name:
                         ev.agent_name = author_of(ev, name)
                     yield ev
-            if self.after_agent_callbacks:
-                _, ev = await self._callbacks(self.after_agent_callbacks, input)
+            if (self.after_agent_callbacks or (plugins is not None and plugins.after_agent)) and not _ended():
+                first = plugins.after_agent if plugins is not None else ()
+                _, ev = await self._callbacks(self.after_agent_callbacks, input, first)
                 if ev is not None:
                     yield ev
         except (Exception, Interrupted) as e:  # errors are events: run never raises
             yield error_event(e)
 
-    async def _callbacks(self, callbacks: list[AgentCallback], input: AgentInput) -> tuple[bool, AgentEvent | None]:
-        """Runs ``callbacks`` until one returns content; the event (content and/or state
-        delta) is None when there is neither."""
+    async def _callbacks(
+        self, callbacks: list[AgentCallback], input: AgentInput, plugins: Sequence[Named] = ()
+    ) -> tuple[bool, AgentEvent | None]:
+        """Runs the plugins' hooks, then ``callbacks``, until one returns content; the event
+        (content and/or state delta) is None when there is neither."""
         delta = StateDelta()
         ctx = CallbackContext(self._name, input, _CallbackState(delta), delta)
         content: Message | None = None
-        for cb in callbacks:
-            result = cb(ctx)
-            if inspect.isawaitable(result):
-                result = await result
+        result: Any = None
+        for who, hook in plugins:
+            result = await call_hook(f"agent {self._name!r}", who, hook, ctx)
             if result is not None:
-                content = Message.assistant(result) if isinstance(result, str) else result
                 break
+        if result is None:
+            for cb in callbacks:
+                token = CALLBACK.set(f"agent callback {getattr(cb, '__qualname__', repr(cb))}")
+                try:
+                    result = cb(ctx)
+                    if inspect.isawaitable(result):
+                        result = await result
+                finally:
+                    CALLBACK.reset(token)
+                if result is not None:
+                    break
+        if result is not None:
+            content = Message.assistant(result) if isinstance(result, str) else result
         if content is None and not delta:
             return False, None
         ev = event_from_message(content) if content is not None else AgentEvent()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,6 +23,7 @@ from rillet._core.interrupt import NOT_RESUMING, ResumePoint
 from rillet._core.scope import RUN, TOOL_CALL, current_resume
 from rillet.data import codec
 from rillet.data.events import AgentEvent, AgentOutput, MessageVariant, RunPath, RunStep, extend_path
+from rillet.data.run_config import BUDGET
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -31,10 +33,13 @@ if TYPE_CHECKING:
     from rillet.run.agent import AgentInput
 
 __all__ = [
+    "CALLBACK",
     "AgentRunHost",
+    "InvocationEnded",
     "add_session_value",
     "add_session_values",
     "delete_run_local_value",
+    "end_invocation",
     "get_run_local_value",
     "get_session_value",
     "get_session_values",
@@ -404,3 +409,52 @@ def get_run_local_value(key: str, default: Any = None) -> Any:
 def delete_run_local_value(key: str) -> None:
     """Removes the run-local value under ``key`` (nothing if absent)."""
     _host("delete_run_local_value").run_locals().pop(key, None)
+
+
+# --- ending the invocation -------------------------------------------------------------------
+
+CALLBACK: ContextVar[str | None] = ContextVar("rillet_callback", default=None)
+"""The callback or plugin hook running now (who :func:`end_invocation` names), set around
+each call of one; None elsewhere."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationEnded:
+    """The ``action.customized_action`` of the last event of a run that
+    :func:`end_invocation` ended: the agent it was called in, the tool call and the callback
+    or plugin hook it was called from (None when it was not), and the reason given."""
+
+    agent_name: str
+    tool_name: str | None = None
+    callback: str | None = None
+    reason: str | None = None
+
+
+codec.register_type(InvocationEnded, "rillet.invocation_ended")  # events are kept in sessions and checkpoints
+
+
+def end_invocation(reason: str | None = None) -> None:
+    """Ends the whole Runner run cleanly: the step under way finishes (the tool round, the
+    model call and its callbacks), then nothing else runs (no model call, tool round,
+    transfer or workflow child, in this agent or any agent around it, across agent tools),
+    and the run's stream ends with an event whose ``action.customized_action`` is an
+    :class:`InvocationEnded`. Not an error and not an interrupt: no checkpoint is saved.
+    Callable from tools (sync ones on their worker thread too), callbacks, middleware hooks
+    and plugins. The first call counts; later ones change nothing."""
+    budget = BUDGET.get()
+    if budget is None:
+        raise RuntimeError(
+            "end_invocation() was called outside a Runner run: call it from a tool, a callback or a plugin "
+            "of an agent run by rillet.Runner"
+        )
+    if budget.ended is not None:
+        return
+    run = current_run()
+    path = run.run_path if run is not None else None
+    scope = current_tool_call()
+    budget.ended = InvocationEnded(
+        path[-1].agent_name if path else "",
+        scope.tool_name if scope is not None else None,
+        CALLBACK.get(),
+        reason,
+    )

@@ -55,6 +55,7 @@ from rillet.live import LiveAgent, LiveContext, LiveRequestQueue, LiveSource
 from rillet.run.agent import Agent, AgentInput
 from rillet.run.context import RunContext, Session
 from rillet.run.observer import RunObserver, observing
+from rillet.run.plugin import Plugin, plugged_events, plugin_set
 from rillet.run.run_handle import RunIterator, start_run
 from rillet.runner.artifacts import ArtifactService, BlobSavingSource, save_message_blobs
 from rillet.sessions import SessionPolicy, SessionStore
@@ -143,6 +144,9 @@ class Runner:
     :mod:`rillet.checkpoint`); ``session_store`` where ``run(..., session_id=...)`` keeps
     conversations, and ``session_policy`` what of one a run loads (see :mod:`rillet.sessions`);
     ``observers`` are told what every agent of each run does (see :class:`rillet.RunObserver`);
+    ``plugins`` (:class:`rillet.Plugin` instances, in order) see and may change every agent's,
+    model's and tool's call of each run and each event it hands out, before the agents' own
+    callbacks (docs/plugins.md; not applied to live runs);
     ``artifact_service`` keeps input blobs when a run's :class:`RunConfig` asks (see
     :mod:`rillet.runner.artifacts`). :meth:`run_live` runs a live agent (docs/live.md).
 
@@ -161,6 +165,7 @@ class Runner:
         session_store: SessionStore | None = None,
         session_policy: SessionPolicy | None = None,
         observers: Sequence[RunObserver] = (),
+        plugins: Sequence[Plugin] = (),
         artifact_service: ArtifactService | None = None,
         durability: Literal["interrupt", "step"] = "interrupt",
     ) -> None:
@@ -176,6 +181,7 @@ class Runner:
         self.session_store = _checked_session_store(session_store)
         self.session_policy = session_policy
         self.observers = _checked_observers(observers)
+        self._plugins = plugin_set(plugins)
         self.durability = durability
         self._adapter = StoreAdapter(checkpoint_store) if checkpoint_store is not None else None
         self._flow = flow_of(agent)
@@ -224,7 +230,7 @@ class Runner:
         session = TurnSession({**srun.values, **seed}) if srun is not None else Session(seed)
         root_input = AgentInput(srun.history + msgs if srun is not None else msgs, config.streaming(self.streaming))
         ctx = contextvars.copy_context()
-        scope.install(ctx, RunContext(session), observing=observing(self.observers))
+        scope.install(ctx, RunContext(session), observing=observing(self.observers), plugins=self._plugins)
         budget = _install_budget(ctx, config.budget())
         journal: Journal | None = None
         first: list[Any] | None = None
@@ -238,7 +244,7 @@ class Runner:
                 "limits": budget.limits(),
             }
             first = ["start", start]
-        events = self._flow.runner_events(root_input, checkpoint_id is not None or srun is not None, **options)
+        events = self._events(root_input, checkpoint_id is not None or srun is not None, options)
         if config.save_input_blobs_as_artifacts and self.artifact_service is not None:
             events = _saving_blobs(self.artifact_service, session_id, msgs, events)
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
@@ -247,6 +253,18 @@ class Runner:
             events, root_input, session, checkpoint_id, budget, srun=srun, new_input=msgs, journal=journal, first=first
         )
         return _session_run(forward, ctx, srun)
+
+    @property
+    def plugins(self) -> tuple[Plugin, ...]:
+        """The plugins, in order (fixed when the Runner is made: their hooks are collected then)."""
+        return self._plugins.plugins if self._plugins is not None else ()
+
+    def _events(self, root_input: AgentInput, keep_log: bool, options: dict[str, Any]) -> AsyncIterator[AgentEvent]:
+        """The run's events: the flow's, through the plugins' run and event hooks if any."""
+        events = self._flow.runner_events(root_input, keep_log, **options)
+        if self._plugins is not None:
+            events = plugged_events(self._plugins, self._flow.name, root_input, events)
+        return events
 
     def _config(self, run_config: RunConfig | None) -> RunConfig:
         if run_config is None:
@@ -483,10 +501,10 @@ class Runner:
         root_input = AgentInput(list(root["messages"]), bool(root["enable_streaming"]))
         session = Session({**start["session_values"], **(session_values or {})})
         ctx = contextvars.copy_context()
-        scope.install(ctx, RunContext(session), observing=observing(self.observers))
+        scope.install(ctx, RunContext(session), observing=observing(self.observers), plugins=self._plugins)
         budget = _install_budget(ctx, config.budget() if config is not None else RunBudget.of(start.get("limits")))
         journal = self._journal(checkpoint_id, ctx, session, log)
-        events = self._flow.runner_events(root_input, True, **options)
+        events = self._events(root_input, True, options)
         forward = self._forward(
             events, root_input, session, checkpoint_id, budget, resumed=True, owner=owner, journal=journal
         )
@@ -518,7 +536,7 @@ class Runner:
             session = TurnSession.of(session)
         ctx = contextvars.copy_context()
         resume = ResumeScope(loaded.addresses, loaded.states, targets)
-        scope.install(ctx, RunContext(session), resume, observing(self.observers))
+        scope.install(ctx, RunContext(session), resume, observing(self.observers), self._plugins)
         budget = _install_budget(ctx, config.budget() if config is not None else RunBudget.of(loaded.limits))
         journal: Journal | None = None
         first: list[Any] | None = None
@@ -526,7 +544,7 @@ class Runner:
             journal = self._journal(checkpoint_id, ctx, session, log)
             if log is None:  # the log starts with what this resume starts from
                 first = ["resume", blob, dict(targets) if targets is not None else None]
-        events = self._flow.runner_events(loaded.root_input, True, **options)
+        events = self._events(loaded.root_input, True, options)
         forward = self._forward(
             events,
             loaded.root_input,

@@ -274,6 +274,12 @@ def _encode(tool_name: str, value: Any) -> str:
         ) from e
 
 
+def encode_result(tool_name: str, value: Any) -> str:
+    """A tool result as the model gets it (what a function tool's return value becomes): a
+    str as is, anything else as JSON; for callbacks that give a call its result."""
+    return _encode(tool_name, value)
+
+
 def _with_parts(tool_name: str, value: ContentPart | list[Any] | tuple[Any, ...]) -> str:
     """A result with content parts: its text, the image and file parts sent with the call's
     tool message (outside a tool call, where nothing carries them, all of it as JSON)."""

@@ -1,0 +1,351 @@
+"""ChatModelAgent's ADK-style model and tool callbacks: short-circuit, replace (what the stream
+shows, whole and streamed), recover, order (the first non-None wins), sync and async, errors,
+and every tool path (the common round, concurrent rounds, inline rounds, streaming tools)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from rillet import FunctionCall, Message, ToolCall, concat_message_stream
+from rillet.chatmodel import ChatModelAgent, ModelContext, ToolCallContext
+from rillet.data.events import AgentEvent
+from rillet.errors import MiddlewareError, ToolCallError
+from rillet.models import ScriptedModel
+from rillet.runner import Runner
+from rillet.tools import tool
+
+
+def call(i: int, name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(index=i, id=f"call_{i}", function=FunctionCall(name, json.dumps(args)))
+
+
+def asks(*calls: ToolCall) -> Message:
+    return Message.assistant("", list(calls))
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+@tool
+def fail(text: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"no {text}")
+
+
+def run(agent: ChatModelAgent, streaming: bool = False) -> list[AgentEvent]:
+    return list(Runner(agent, streaming=streaming).query("go"))
+
+
+def texts(events: list[AgentEvent]) -> list[str]:
+    """Each event as role:content, a streamed one read to its end."""
+    out = []
+    for ev in events:
+        if ev.error is not None:
+            out.append(f"error:{ev.error}")
+            continue
+        mv = ev.message_output
+        assert mv is not None
+        msg = concat_message_stream(mv.message_stream) if mv.is_streaming else mv.message
+        assert msg is not None
+        calls = ",".join(c.function.name for c in msg.tool_calls)
+        out.append(f"{msg.role}:{msg.content}" + (f"[{calls}]" if calls else ""))
+    return out
+
+
+# --- model callbacks --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_before_model_response_replaces_the_call_and_its_tool_calls_run(streaming: bool) -> None:
+    model = ScriptedModel(["the model's answer"])
+
+    def cached(ctx: ModelContext) -> Message | None:
+        if ctx.iteration == 1:
+            return Message.assistant("", [call(0, "add", {"a": 2, "b": 3})])
+        return None
+
+    events = run(ChatModelAgent("a", model=model, tools=[add], before_model=cached), streaming)
+    assert texts(events) == ["assistant:[add]", "tool:5", "assistant:the model's answer"]
+    assert model.call_count == 1  # the first call was never made
+    assert all(ev.message_output.is_streaming == streaming for ev in events if ev.message_output.role == "assistant")
+
+
+def test_before_model_messages_rewrite_and_the_next_callback_runs() -> None:
+    model = ScriptedModel(["ok"])
+    seen: list[int] = []
+
+    def trim(ctx: ModelContext) -> list[Message]:
+        return [m for m in ctx.messages if m.role != "system"]
+
+    def count(ctx: ModelContext) -> None:
+        seen.append(len(ctx.messages))
+
+    run(ChatModelAgent("a", instruction="sys", model=model, before_model=[trim, count]))
+    assert seen == [1]
+    assert [m.role for m in model.calls[0].messages] == ["user"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_after_model_replacement_is_what_the_stream_shows_and_the_agent_acts_on(streaming: bool) -> None:
+    model = ScriptedModel(["original", "after the tool"])
+
+    async def replace(ctx: ModelContext, reply: Message) -> Message | None:
+        if ctx.iteration == 1:
+            assert reply.content == "original"  # a streamed reply is whole here
+            return Message.assistant("", [call(0, "add", {"a": 1, "b": 1})])
+        return None
+
+    agent = ChatModelAgent("a", model=model, tools=[add], after_model=replace, output_key="answer")
+    events = run(agent, streaming)
+    assert texts(events) == ["assistant:[add]", "tool:2", "assistant:after the tool"]
+    assert events[0].message_output.is_streaming == streaming  # the same event shape either way
+
+
+def test_a_streamed_reply_not_replaced_goes_out_as_the_models_own_chunks() -> None:
+    model = ScriptedModel(["several words of an answer"])
+    agent = ChatModelAgent("a", model=model, after_model=lambda ctx, reply: None)
+    events = run(agent, streaming=True)
+    mv = events[0].message_output
+    assert mv is not None and mv.is_streaming
+    chunks = list(mv.message_stream)
+    assert len(chunks) > 1 and "".join(c.content for c in chunks) == "several words of an answer"
+
+
+class Broken:
+    """A model whose calls fail."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def generate(self, messages: list[Message], **kw: Any) -> Message:
+        self.calls += 1
+        raise ConnectionError("model down")
+
+    async def stream(self, messages: list[Message], **kw: Any) -> Any:
+        self.calls += 1
+        raise ConnectionError("model down")
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_on_model_error_recovers_with_a_reply(streaming: bool) -> None:
+    errors: list[str] = []
+
+    def recover(ctx: ModelContext, error: Exception) -> Message:
+        errors.append(str(error))
+        return Message.assistant("fallback answer")
+
+    events = run(ChatModelAgent("a", model=Broken(), on_model_error=recover), streaming)
+    assert texts(events) == ["assistant:fallback answer"]
+    assert errors == ["model down"]
+
+
+def test_on_model_error_returning_none_lets_the_error_stand() -> None:
+    events = run(ChatModelAgent("a", model=Broken(), on_model_error=lambda ctx, e: None))
+    assert len(events) == 1 and isinstance(events[0].error, ConnectionError)
+
+
+def test_callbacks_run_in_order_and_the_first_non_none_wins_sync_and_async() -> None:
+    order: list[str] = []
+
+    def first(ctx: ModelContext, reply: Message) -> None:
+        order.append("first")
+
+    async def second(ctx: ModelContext, reply: Message) -> Message:
+        order.append("second")
+        return Message.assistant("from second")
+
+    def third(ctx: ModelContext, reply: Message) -> Message:
+        order.append("third")
+        return Message.assistant("from third")
+
+    events = run(ChatModelAgent("a", model=ScriptedModel(["x"]), after_model=[first, second, third]))
+    assert texts(events) == ["assistant:from second"]
+    assert order == ["first", "second"]
+
+
+def test_a_callback_that_raises_ends_the_run_with_an_error_naming_it() -> None:
+    def boom(ctx: ModelContext) -> None:
+        raise KeyError("no tenant")
+
+    events = run(ChatModelAgent("a", model=ScriptedModel(["x"]), before_model=boom))
+    err = events[-1].error
+    assert isinstance(err, MiddlewareError)
+    assert "before_model callback" in str(err) and "boom" in str(err) and "no tenant" in str(err)
+
+
+def test_a_callback_returning_the_wrong_type_is_a_clear_error() -> None:
+    events = run(ChatModelAgent("a", model=ScriptedModel(["x"]), after_model=lambda ctx, reply: "text"))  # type: ignore[arg-type,return-value]
+    assert isinstance(events[-1].error, MiddlewareError) and "return a rillet.Message" in str(events[-1].error)
+
+
+def test_callbacks_and_middlewares_together() -> None:
+    from rillet import ChatModelAgentMiddleware, ChatModelAgentState
+
+    class Tag(ChatModelAgentMiddleware):
+        async def after_model(self, state: ChatModelAgentState, ctx: ModelContext) -> None:
+            state.messages[-1] = Message.assistant(state.messages[-1].content + " (tagged)")
+
+    model = ScriptedModel(["raw"])
+    agent = ChatModelAgent(
+        "a", model=model, after_model=lambda ctx, reply: Message.assistant("replaced"), middlewares=[Tag()]
+    )
+    events = run(agent)
+    assert texts(events) == ["assistant:replaced"]  # the event: the callback's reply, before the middleware's rewrite
+
+
+# --- tool callbacks ---------------------------------------------------------------------------
+
+
+def test_before_tool_result_skips_the_tool() -> None:
+    ran: list[str] = []
+
+    @tool
+    def lookup(key: str) -> str:
+        """Looks a key up."""
+        ran.append(key)
+        return "fresh"
+
+    def cached(ctx: ToolCallContext, args: dict[str, Any]) -> str | None:
+        return "cached" if args["key"] == "k1" else None
+
+    model = ScriptedModel([asks(call(0, "lookup", {"key": "k1"})), asks(call(0, "lookup", {"key": "k2"})), "done"])
+    events = run(ChatModelAgent("a", model=model, tools=[lookup], before_tool=cached))
+    assert texts(events)[1] == "tool:cached" and texts(events)[3] == "tool:fresh"
+    assert ran == ["k2"]
+
+
+def test_after_tool_replaces_the_result_and_json_values_are_encoded() -> None:
+    async def wrap(ctx: ToolCallContext, args: dict[str, Any], result: str) -> dict[str, Any]:
+        return {"sum": int(result), "args": args}
+
+    model = ScriptedModel([asks(call(0, "add", {"a": 2, "b": 2})), "done"])
+    events = run(ChatModelAgent("a", model=model, tools=[add], after_tool=wrap))
+    assert json.loads(events[1].message_output.message.content) == {"sum": 4, "args": {"a": 2, "b": 2}}
+    assert json.loads(model.calls[1].messages[-1].content)["sum"] == 4  # what the model got
+
+
+def test_on_tool_error_recovers_and_none_leaves_the_tool_error_policy() -> None:
+    def recover(ctx: ToolCallContext, args: dict[str, Any], error: Exception) -> str | None:
+        return f"recovered from {error}" if args["text"] == "a" else None
+
+    model = ScriptedModel([asks(call(0, "fail", {"text": "a"})), asks(call(0, "fail", {"text": "b"})), "done"])
+    events = run(ChatModelAgent("a", model=model, tools=[fail], on_tool_error=recover))
+    assert texts(events)[1] == "tool:recovered from no a"
+    assert texts(events)[3] == "tool:Error: no b"  # tool_error="return": the error text goes to the model
+
+    model = ScriptedModel([asks(call(0, "fail", {"text": "b"}))])
+    events = run(ChatModelAgent("a", model=model, tools=[fail], on_tool_error=recover, tool_error="raise"))
+    assert isinstance(events[-1].error, ToolCallError)
+
+
+@pytest.mark.parametrize("sequential", [False, True])
+def test_tool_callbacks_apply_to_every_call_of_a_round(sequential: bool) -> None:
+    seen: list[str] = []
+
+    def before(ctx: ToolCallContext, args: dict[str, Any]) -> str | None:
+        seen.append(ctx.call_id)
+        return "skipped" if ctx.call_id == "call_1" else None
+
+    model = ScriptedModel([asks(call(0, "add", {"a": 1, "b": 1}), call(1, "add", {"a": 2, "b": 2})), "done"])
+    agent = ChatModelAgent("a", model=model, tools=[add], before_tool=before, execute_tools_sequentially=sequential)
+    events = run(agent)
+    assert sorted(texts(events)[1:3]) == ["tool:2", "tool:skipped"]
+    assert sorted(seen) == ["call_0", "call_1"]
+
+
+@tool
+async def count_up(n: int) -> AsyncIterator[str]:
+    """Streams the numbers up to n."""
+    for i in range(1, n + 1):
+        yield str(i)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_streaming_tool_is_read_whole_for_its_callbacks_and_still_streams(streaming: bool) -> None:
+    def after(ctx: ToolCallContext, args: dict[str, Any], result: str) -> str:
+        return f"{result}!"
+
+    model = ScriptedModel([asks(call(0, "count_up", {"n": 3})), "done"])
+    events = run(ChatModelAgent("a", model=model, tools=[count_up], after_tool=after), streaming)
+    assert events[1].message_output.is_streaming
+    assert texts(events)[1] == "tool:123!"
+    assert model.calls[1].messages[-1].content == "123!"
+
+
+class FailsOnce:
+    """Asks for ``add`` first; the second call fails the first time it is made."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.failed = False
+
+    async def generate(self, messages: list[Message], **kw: Any) -> Message:
+        self.calls += 1
+        if messages[-1].role == "user":
+            return asks(call(0, "add", {"a": 1, "b": 2}))
+        if not self.failed:
+            self.failed = True
+            raise ConnectionError("dropped")
+        return Message.assistant("done")
+
+    async def stream(self, messages: list[Message], **kw: Any) -> Any:
+        raise NotImplementedError
+
+
+def test_a_step_runs_replay_uses_the_reply_the_callbacks_decided_without_running_them_again() -> None:
+    from rillet import InMemoryCheckpointStore
+
+    seen: list[int] = []
+
+    def stamp(ctx: ModelContext, reply: Message) -> Message:
+        seen.append(ctx.iteration)
+        return Message.assistant(f"v{len(seen)}", list(reply.tool_calls))
+
+    model = FailsOnce()
+    agent = ChatModelAgent("a", model=model, tools=[add], after_model=stamp)
+    runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore(), durability="step")
+    first = list(runner.query("go", checkpoint_id="run"))
+    assert texts(first) == ["assistant:v1[add]", "tool:3", "error:dropped"]
+    resumed = list(runner.resume("run"))
+    assert texts(resumed) == ["assistant:v1[add]", "tool:3", "assistant:v2"]  # the first reply replayed as recorded
+    assert seen == [1, 2] and model.calls == 3  # iteration 1's callback and model call were not made again
+
+
+def test_observers_are_told_of_the_model_calls_made_not_of_the_short_circuited_ones() -> None:
+    from rillet import RunObserver
+
+    class Count(RunObserver):
+        def __init__(self) -> None:
+            self.starts = self.ends = 0
+
+        def on_model_start(self, run: Any, model: Any, messages: Any) -> None:
+            self.starts += 1
+
+        def on_model_end(self, run: Any, model: Any, reply: Any, usage: Any, finish_reason: str) -> None:
+            self.ends += 1
+
+    def first_cached(ctx: ModelContext) -> Message | None:
+        return asks(call(0, "add", {"a": 1, "b": 1})) if ctx.iteration == 1 else None
+
+    count = Count()
+    agent = ChatModelAgent("a", model=ScriptedModel(["two"]), tools=[add], before_model=first_cached)
+    list(Runner(agent, observers=[count]).query("go"))
+    assert (count.starts, count.ends) == (1, 1)
+
+
+def test_after_tool_sees_a_result_before_tool_gave_as_in_adk_go() -> None:
+    def given(ctx: ToolCallContext, args: dict[str, Any]) -> str:
+        return "from before_tool"
+
+    def shout(ctx: ToolCallContext, args: dict[str, Any], result: str) -> str:
+        return result.upper()
+
+    model = ScriptedModel([asks(call(0, "add", {"a": 1, "b": 1})), "done"])
+    events = run(ChatModelAgent("a", model=model, tools=[add], before_tool=given, after_tool=shout))
+    assert texts(events)[1] == "tool:FROM BEFORE_TOOL"

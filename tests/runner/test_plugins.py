@@ -1,0 +1,231 @@
+"""Runner plugins: hooks across the whole tree (a transfer target and an agent tool's agent),
+run before the agents' own callbacks, short-circuiting the same way; on_event; resumed runs;
+the shipped LoggingPlugin; clear errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+from rillet import (
+    AgentTool,
+    FunctionCall,
+    InMemoryCheckpointStore,
+    LoggingPlugin,
+    Message,
+    Plugin,
+    SequentialAgent,
+    ToolCall,
+    get_interrupt_state,
+    interrupt,
+    set_sub_agents,
+    tool,
+)
+from rillet.chatmodel import ChatModelAgent, ModelContext, ToolCallContext
+from rillet.data.events import AgentEvent, event_from_message
+from rillet.errors import MiddlewareError
+from rillet.models import ScriptedModel
+from rillet.run.agent import CallbackContext
+from rillet.runner import Runner
+
+
+def calls(name: str, args: dict[str, Any]) -> Message:
+    return Message.assistant("", [ToolCall(index=0, id=f"c_{name}", function=FunctionCall(name, json.dumps(args)))])
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+class Recorder(Plugin):
+    """Records which agent each hook saw."""
+
+    def __init__(self) -> None:
+        super().__init__("recorder")
+        self.log: list[str] = []
+
+    def on_run_start(self, agent_name: str, input: Any) -> None:
+        self.log.append(f"run_start:{agent_name}")
+
+    def on_run_end(self, agent_name: str) -> None:
+        self.log.append(f"run_end:{agent_name}")
+
+    def before_agent(self, ctx: CallbackContext) -> None:
+        self.log.append(f"agent:{ctx.agent_name}")
+
+    async def before_model(self, ctx: ModelContext) -> None:
+        self.log.append(f"model:{ctx.agent_name}")
+
+    def before_tool(self, ctx: ToolCallContext, args: dict[str, Any]) -> None:
+        self.log.append(f"tool:{ctx.agent_name}.{ctx.tool_name}")
+
+
+def three_levels() -> ChatModelAgent:
+    """root transfers to mid; mid calls leaf as an agent tool; leaf calls add."""
+    leaf = ChatModelAgent(
+        "leaf", description="adds", model=ScriptedModel([calls("add", {"a": 2, "b": 3}), "five"]), tools=[add]
+    )
+    mid = ChatModelAgent(
+        "mid",
+        description="delegates",
+        model=ScriptedModel([calls("leaf", {"request": "2+3"}), "mid says five"]),
+        tools=[AgentTool(leaf)],
+    )
+    root = ChatModelAgent("root", model=ScriptedModel([calls("transfer_to_agent", {"agent_name": "mid"})]))
+    set_sub_agents(root, [mid])
+    return root
+
+
+def test_plugins_see_every_agent_model_and_tool_across_transfer_and_agent_tools() -> None:
+    rec = Recorder()
+    events = list(Runner(three_levels(), plugins=[rec]).query("add 2 and 3"))
+    assert events[-1].message_output.message.content == "mid says five"
+    assert rec.log == [
+        "run_start:root",
+        "agent:root",
+        "model:root",
+        "tool:root.transfer_to_agent",
+        "agent:mid",
+        "model:mid",
+        "tool:mid.leaf",
+        "agent:leaf",  # inside the agent tool: the inner run inherits the plugins
+        "model:leaf",
+        "tool:leaf.add",
+        "model:leaf",
+        "model:mid",
+        "run_end:root",
+    ]
+
+
+def test_a_plugin_runs_before_the_agents_callbacks_and_its_result_skips_them() -> None:
+    order: list[str] = []
+
+    class Cache(Plugin):
+        def before_tool(self, ctx: ToolCallContext, args: dict[str, Any]) -> str | None:
+            order.append("plugin")
+            return "cached" if ctx.agent_name == "leaf" else None
+
+        def after_model(self, ctx: ModelContext, reply: Message) -> None:
+            order.append("plugin:after_model")
+
+    def own(ctx: ToolCallContext, args: dict[str, Any]) -> None:
+        order.append(f"own:{ctx.agent_name}")
+
+    root = three_levels()
+    mid = root.find_sub_agent("mid")
+    assert isinstance(mid, ChatModelAgent)
+    mid.before_tool.append(own)
+    leaf = mid.tools[0].agent  # type: ignore[attr-defined]
+    leaf.before_tool.append(own)
+    events = list(Runner(root, plugins=[Cache("cache")]).query("x"))
+    leaf_tool = [ev for ev in events if ev.message_output is not None and ev.message_output.tool_name == "leaf"]
+    assert leaf_tool and events[-1].message_output.message.content == "mid says five"
+    # mid's own callback runs after the plugin declined; leaf's own callback is skipped by the plugin's result
+    assert "own:mid" in order and "own:leaf" not in order
+    assert order.index("plugin") < order.index("own:mid")
+
+
+def test_a_plugins_before_agent_content_short_circuits_any_agent_kind() -> None:
+    class Gate(Plugin):
+        def before_agent(self, ctx: CallbackContext) -> str | None:
+            return "closed today" if ctx.agent_name == "second" else None
+
+    first = ChatModelAgent("first", model=ScriptedModel(["one"]))
+    second_model = ScriptedModel(["two"])
+    second = ChatModelAgent("second", model=second_model)
+    events = list(Runner(SequentialAgent("seq", sub_agents=[first, second]), plugins=[Gate()]).query("x"))
+    assert [ev.message_output.message.content for ev in events] == ["one", "closed today"]
+    assert second_model.call_count == 0
+
+
+def test_on_event_replaces_an_event_and_the_later_plugins_are_skipped() -> None:
+    seen: list[str] = []
+
+    class Upper(Plugin):
+        def on_event(self, event: AgentEvent) -> AgentEvent | None:
+            msg = event.message_output.message if event.message_output is not None else None
+            if msg is None or msg.role != "assistant":
+                return None
+            replaced = event_from_message(Message.assistant(msg.content.upper()))
+            replaced.agent_name, replaced.run_path = event.agent_name, event.run_path
+            return replaced
+
+    class Watch(Plugin):
+        def on_event(self, event: AgentEvent) -> None:
+            seen.append(event.agent_name)
+
+    model = ScriptedModel([calls("add", {"a": 1, "b": 1}), "hello"])
+    events = list(Runner(ChatModelAgent("a", model=model, tools=[add]), plugins=[Upper(), Watch()]).query("x"))
+    assert events[-1].message_output.message.content == "HELLO"
+    assert seen == ["a"]  # only the tool event reached the second plugin
+
+
+def test_a_resumed_run_uses_the_runners_plugins() -> None:
+    @tool
+    def approve(what: str) -> str:
+        """Asks for approval."""
+        was, _, _ = get_interrupt_state()
+        if not was:
+            raise interrupt("ok?")
+        return "approved"
+
+    rec = Recorder()
+    store = InMemoryCheckpointStore()
+    agent = ChatModelAgent("a", model=ScriptedModel([calls("approve", {"what": "x"}), "done"]), tools=[approve])
+    runner = Runner(agent, checkpoint_store=store, plugins=[rec])
+    events = list(runner.query("x", checkpoint_id="c1"))
+    interrupted = events[-1].action.interrupted if events[-1].action is not None else None
+    assert interrupted is not None
+    rec.log.clear()
+    resumed = list(runner.resume("c1", targets={interrupted.interrupt_contexts[0].id: True}))
+    assert resumed[-1].message_output.message.content == "done"
+    assert rec.log[0] == "run_start:a" and "model:a" in rec.log and rec.log[-1] == "run_end:a"
+
+
+def test_a_plugin_hook_that_raises_names_the_plugin_and_the_hook() -> None:
+    class Broken(Plugin):
+        def before_model(self, ctx: ModelContext) -> None:
+            raise ValueError("bad config")
+
+    events = list(Runner(ChatModelAgent("a", model=ScriptedModel(["x"])), plugins=[Broken("broken")]).query("x"))
+    err = events[-1].error
+    assert isinstance(err, MiddlewareError)
+    assert "plugin 'broken' (Broken.before_model)" in str(err) and "bad config" in str(err)
+
+
+def test_runner_refuses_what_is_not_a_plugin_instance() -> None:
+    agent = ChatModelAgent("a", model=ScriptedModel(["x"]))
+    with pytest.raises(TypeError, match=r"got the class LoggingPlugin \(pass an instance: LoggingPlugin\(\)\)"):
+        Runner(agent, plugins=[LoggingPlugin])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="object is not a plugin; subclass rillet.Plugin"):
+        Runner(agent, plugins=[object()])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"expected a list of plugins, got LoggingPlugin \(pass \[plugin\]\)"):
+        Runner(agent, plugins=LoggingPlugin())  # type: ignore[arg-type]
+
+
+def test_logging_plugin_logs_the_run(caplog: pytest.LogCaptureFixture) -> None:
+    model = ScriptedModel([calls("add", {"a": 1, "b": 2}), "three"])
+    with caplog.at_level(logging.INFO, logger="rillet.plugins"):
+        list(Runner(ChatModelAgent("calc", model=model, tools=[add]), plugins=[LoggingPlugin()]).query("1+2"))
+    lines = [r.getMessage() for r in caplog.records if r.name == "rillet.plugins"]
+    assert lines[0] == "run of calc starts (1 input messages)"
+    assert "agent calc calls tool add with {'a': 1, 'b': 2}" in lines
+    assert "event of calc: tool '3'" in lines
+    assert lines[-1] == "run of calc ended"
+
+
+def test_a_plugin_whose_init_skips_super_is_named_by_its_class() -> None:
+    class Quiet(Plugin):
+        def __init__(self) -> None:  # no super().__init__(): no name set
+            pass
+
+        def before_model(self, ctx: ModelContext) -> None:
+            raise RuntimeError("oops")
+
+    runner = Runner(ChatModelAgent("a", model=ScriptedModel(["x"])), plugins=[Quiet()])
+    assert len(runner.plugins) == 1
+    assert "plugin 'Quiet' (Quiet.before_model) failed" in str(list(runner.query("x"))[-1].error)
