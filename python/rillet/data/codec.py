@@ -33,7 +33,16 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
 from rillet import _native
-from rillet._native import AgenticMessage, ContentBlock, ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from rillet._native import (
+    AgenticMessage,
+    ContentBlock,
+    ContentPart,
+    FunctionCall,
+    Message,
+    ResponseMeta,
+    ToolCall,
+    Usage,
+)
 from rillet.errors import DecodeError, EncodeError
 
 __all__ = [
