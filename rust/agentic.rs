@@ -9,8 +9,9 @@
 //!
 //! Concatenation (Eino's `ConcatAgenticMessages`, with the fixes of eino PR 1262):
 //! * role and name: the first non-empty value wins; a different non-empty value is an error.
-//! * blocks with a stream `index` are merged per index and sorted by it; blocks without one
-//!   are kept in order. One stream mixing both is an error, as in Eino.
+//! * blocks with a stream `index` are merged per index and sorted by it, and the merged
+//!   block carries no index any more; blocks without one are kept in order. One stream
+//!   mixing both is an error, as in Eino.
 //! * per index: the kinds must agree (else an error naming the index and both kinds); text,
 //!   reasoning text, tool-call arguments, tool-result content and media data append; the
 //!   reasoning signature is the last non-empty one; ids, names, labels, URLs and MIME types:
@@ -353,8 +354,13 @@ impl AgenticAccumulator {
         self.clone().finish()
     }
 
+    /// The concatenated message. Its merged blocks no longer carry a stream index (as in
+    /// Eino): the message is whole, not a chunk, and can be concatenated with others again.
     pub fn finish(mut self) -> AgenticMessage {
         self.indexed.sort_by_key(|b| b.index);
+        for b in &mut self.indexed {
+            b.index = None;
+        }
         self.msg.blocks.append(&mut self.indexed);
         self.msg
     }

@@ -16,7 +16,7 @@ use crate::agentic::{self as core, BlockKind, ConversionError, Field};
 use crate::py::errors::{self, Class};
 use crate::py::message::{
     expected, extra_from_py, extra_to_py, list_items, map_to_py, meta_from_py, meta_to_dict,
-    not_implemented, repr_extra, repr_str, str_value, Message, ResponseMeta,
+    not_implemented, repr_extra, repr_str, str_value, Message, ResponseMeta, ToolCall,
 };
 
 fn kinds() -> String {
@@ -621,17 +621,27 @@ impl AgenticMessage {
         })
     }
 
-    /// The tool_call blocks, in order.
+    /// The tool_call blocks as ToolCall values (`id` the block's `call_id`, `index` its
+    /// stream index), in order: the form tools, middlewares and the ReAct loop read.
     #[getter]
     fn tool_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let calls: Vec<_> = self.with(|m| {
             m.blocks
                 .iter()
                 .filter(|b| b.kind == BlockKind::ToolCall)
-                .cloned()
+                .map(|b| crate::message::ToolCall {
+                    index: b.index,
+                    id: b.call_id.clone(),
+                    kind: crate::message::ToolCall::FUNCTION.into(),
+                    function: crate::message::FunctionCall {
+                        name: b.name.clone(),
+                        arguments: b.arguments.clone(),
+                    },
+                    extra: b.extra.clone(),
+                })
                 .collect()
         });
-        PyTuple::new(py, calls.into_iter().map(ContentBlock))
+        PyTuple::new(py, calls.into_iter().map(ToolCall))
     }
 
     #[getter]

@@ -34,7 +34,8 @@ def test_constructors_build_the_blocks_a_user_expects() -> None:
     )
     assert [b.kind for b in reply.blocks] == ["reasoning", "text", "tool_call"]
     assert reply.content == "the answer"
-    assert reply.tool_calls == (ContentBlock.tool_call("c1", "f", "{}"),)
+    # the tool_call blocks read as ToolCall values, the form tools and the ReAct loop take
+    assert reply.tool_calls == (ToolCall(id="c1", function={"name": "f", "arguments": "{}"}),)
     result = AgenticMessage.tool_result("42", "c1", "f", is_error=True)
     assert result.role == "user"
     (block,) = result.blocks
@@ -126,7 +127,7 @@ def test_different_kinds_at_one_index_are_a_concat_error_naming_index_and_kinds(
         acc.push(_chunk(ContentBlock.tool_call("c", "f", index=4)))
     assert e.value.field == "blocks[index=4].kind"
     acc.push(_chunk(ContentBlock.from_text("b", index=4)))  # the rejected chunk was not applied
-    assert acc.finish().blocks == (ContentBlock.from_text("ab", index=4),)
+    assert acc.finish().blocks == (ContentBlock.from_text("ab"),)  # whole now: no stream index
 
 
 def test_one_stream_holds_one_message_type() -> None:
@@ -141,7 +142,7 @@ def test_one_stream_holds_one_message_type() -> None:
 def test_stream_readers_concatenate_agentic_chunks_in_rust() -> None:
     chunks = [_chunk(ContentBlock.from_text(t, index=0), role="assistant") for t in ("a", "b", "c")]
     out = rillet.concat_message_stream(rillet.stream_from_list(chunks))
-    assert out.blocks == (ContentBlock.from_text("abc", index=0),)
+    assert out.blocks == (ContentBlock.from_text("abc"),)
 
 
 def test_async_stream_concatenation_gives_an_agentic_message() -> None:
@@ -210,7 +211,7 @@ def _split_block(data: st.DataObject, b: ContentBlock, index: int) -> list[Conte
 @settings(max_examples=150, deadline=None)
 @given(_blocks(), st.data())
 def test_any_split_of_a_message_concatenates_back_to_it(blocks: list[ContentBlock], data: st.DataObject) -> None:
-    message = AgenticMessage("assistant", [b.with_index(i) for i, b in enumerate(blocks)])
+    message = AgenticMessage("assistant", blocks)
     per_block = [_split_block(data, b, i) for i, b in enumerate(blocks)]
     # Interleave the blocks' chunks in any order that keeps each block's own order.
     chunks: list[AgenticMessage] = [AgenticMessage(role="assistant")]

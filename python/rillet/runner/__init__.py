@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from rillet._core import scope
 from rillet._core.interrupt import InterruptInfo, ResumeScope
-from rillet._native import Message
+from rillet._native import AgenticMessage, Message
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import agent_binding, check_binding
 from rillet.checkpoint.journal import JOURNAL, Journal, StepHead, StepLog, read_log, read_step_head, step_head
@@ -81,7 +81,7 @@ def _input_messages(messages: Any) -> list[Message]:
     OpenAI-style dicts are read with ``Message.from_dict``."""
     if isinstance(messages, str):
         raise TypeError("Runner.run(messages) takes a list of Messages; for a text, use runner.query(text)")
-    if isinstance(messages, (Message, dict)):
+    if isinstance(messages, (Message, AgenticMessage, dict)):
         messages = [messages]
     elif not isinstance(messages, Iterable):
         raise TypeError(f"Runner.run(messages): expected a list of rillet.Message, got {type(messages).__name__}")
@@ -95,9 +95,9 @@ def _input_messages(messages: Any) -> list[Message]:
                     f"a message dict needs a role among {', '.join(_ROLES)}"
                 )
             m = Message.from_dict(m)
-        elif not isinstance(m, Message):
+        elif not isinstance(m, (Message, AgenticMessage)):
             raise TypeError(
-                f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message "
+                f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message (or AgenticMessage) "
                 "(or an OpenAI-style dict such as {'role': 'user', 'content': '...'})"
             )
         out.append(m)
