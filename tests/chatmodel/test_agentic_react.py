@@ -113,7 +113,10 @@ def test_several_calls_in_one_round_become_tool_result_blocks_in_call_order() ->
     agent = ChatModelAgent("w", description="w", model=model, tools=[get_weather])
     list(Runner(agent).run([AgenticMessage.user("two cities")]))
     results = model.seen[1][2:]
-    assert [(m.blocks[0].call_id, m.blocks[0].text) for m in results] == [("a", "sunny in Oslo"), ("b", "sunny in Rome")]
+    assert [(m.blocks[0].call_id, m.blocks[0].text) for m in results] == [
+        ("a", "sunny in Oslo"),
+        ("b", "sunny in Rome"),
+    ]
     assert all(type(m) is AgenticMessage for m in results)
 
 
@@ -132,7 +135,9 @@ def test_an_interrupted_agentic_run_is_checkpointed_and_resumed(streaming: bool)
     # resumed by a fresh runner over the stored bytes, as another process would
     model2 = Recorder([AgenticMessage.assistant("Lima: sunny.")])
     agent2 = ChatModelAgent("w", description="w", model=model2, tools=[requires_approval(get_weather)])
-    resumed = list(Runner(agent2, checkpoint_store=store, streaming=streaming).resume("ck", targets={ctx.id: approve()}))
+    resumed = list(
+        Runner(agent2, checkpoint_store=store, streaming=streaming).resume("ck", targets={ctx.id: approve()})
+    )
     result, answer = _messages(resumed)
     assert CALLS == ["Lima"]
     assert result.blocks == (ContentBlock.tool_result("sunny in Lima", "c9", "get_weather"),)
