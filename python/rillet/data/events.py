@@ -233,7 +233,7 @@ class MessageVariant(Generic[MessageT]):
         if self.message_stream is None:
             raise ValueError("MessageVariant holds neither a message nor a stream")
         stream, self.message_stream = self.message_stream, None
-        msg = await aconcat_message_stream(stream)
+        msg: MessageT = await aconcat_message_stream(stream)  # type: ignore[assignment]  # the stream's own type
         if not msg.role and not msg.content and not msg.tool_calls:
             raise ValueError("no messages in MessageVariant.message_stream")
         self.message = msg
@@ -393,13 +393,13 @@ def peek_message(event: AgentEvent[MessageT]) -> MessageT | None:
     the event and the other is concatenated. None when the event has no message output.
     (:meth:`MessageVariant.get_message` instead drains the stream.)"""
     message, read = _split_for_reading(event)
-    return concat_message_stream(read) if read is not None else message
+    return concat_message_stream(read) if read is not None else message  # type: ignore[return-value]
 
 
 async def apeek_message(event: AgentEvent[MessageT]) -> MessageT | None:
     """``await`` twin of :func:`peek_message`, for use inside an event loop."""
     message, read = _split_for_reading(event)
-    return await aconcat_message_stream(read) if read is not None else message
+    return await aconcat_message_stream(read) if read is not None else message  # type: ignore[return-value]
 
 
 def _renamed(old: str, new: str) -> None:

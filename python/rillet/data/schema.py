@@ -52,11 +52,11 @@ if TYPE_CHECKING:
     # at run time the TypeVar is typing's (Python 3.11 has no defaults), and costs nothing.
     from typing_extensions import TypeVar
 
-    MessageT = TypeVar("MessageT", Message, AgenticMessage, default=Message)
+    MessageT = TypeVar("MessageT", bound=Message | AgenticMessage, default=Message)
 else:
     from typing import TypeVar
 
-    MessageT = TypeVar("MessageT", Message, AgenticMessage)
+    MessageT = TypeVar("MessageT", bound=Message | AgenticMessage)
 
 AnyMessage = Message | AgenticMessage
 """Either message type: the closed union the agent, event and runner types are generic over."""

@@ -42,10 +42,10 @@ from rillet.models.base import ModelCall
 if TYPE_CHECKING:
     from rillet.tools import ToolInfo
 
-__all__ = ["ReplyFunction", "ScriptExhaustedError", "ScriptedModel", "split_message"]
+__all__ = ["ReplyFunction", "ScriptExhaustedError", "ScriptedModel", "split_agentic_message", "split_message"]
 
-Reply: TypeAlias = "Message | str"
-ReplyFunction: TypeAlias = "Callable[[list[Message], tuple[ToolInfo, ...]], Message | str | Awaitable[Message | str]]"
+Reply: TypeAlias = "Message | AgenticMessage | str"
+ReplyFunction: TypeAlias = "Callable[[list[Message], tuple[ToolInfo, ...]], Reply | Awaitable[Reply]]"
 
 
 class ScriptedModel:
@@ -54,7 +54,9 @@ class ScriptedModel:
     ``replies`` is either a list of replies, returned in order, one per call (``generate``
     and ``stream`` share the script), or one callable ``(messages, tools) -> Message | str``,
     plain or ``async``, called for every call with the messages and the tuple of
-    ``ToolInfo`` offered. A reply is a ``Message`` or a ``str`` (assistant text).
+    ``ToolInfo`` offered. A reply is a ``Message``, an ``AgenticMessage`` (for an agent that
+    runs on block-list messages; streamed, block ``i`` goes out at index ``i``) or a ``str``
+    (assistant text).
 
     Every reply comes back as a fresh copy with role ``"assistant"`` when it had none. Tool
     calls are numbered by their position (``index=0, 1, ...``), as a streaming provider

@@ -49,6 +49,7 @@ from rillet.checkpoint.payload import (
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.data.events import AgentEvent, error_event, interrupt_signal
 from rillet.data.run_config import BUDGET, RunBudget, RunConfig
+from rillet.data.schema import MessageT
 from rillet.errors import LiveNotSupportedError, RilletError, SessionError
 from rillet.flow import flow_of
 from rillet.live import LiveAgent, LiveContext, LiveRequestQueue, LiveSource
@@ -183,7 +184,7 @@ class Runner:
 
     def run(
         self,
-        messages: Iterable[Message | dict[str, Any]] | Message,
+        messages: Iterable[MessageT | dict[str, Any]] | MessageT,
         *,
         checkpoint_id: str | None = None,
         session_id: str | None = None,
@@ -191,7 +192,7 @@ class Runner:
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
         run_config: RunConfig | None = None,
-    ) -> RunIterator:
+    ) -> RunIterator[MessageT]:
         """Starts a run on ``messages`` (Messages, OpenAI-style message dicts, or one
         Message; :meth:`query` takes a text) and returns its events at once. ``session_values``
         seed the session every agent of the run shares; with ``checkpoint_id`` an interrupt
@@ -242,11 +243,11 @@ class Runner:
         if config.save_input_blobs_as_artifacts and self.artifact_service is not None:
             events = _saving_blobs(self.artifact_service, session_id, msgs, events)
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
-            return start_run(events, ctx)
+            return start_run(events, ctx)  # type: ignore[return-value]  # events of the input's message type
         forward = self._forward(
             events, root_input, session, checkpoint_id, budget, srun=srun, new_input=msgs, journal=journal, first=first
         )
-        return _session_run(forward, ctx, srun)
+        return _session_run(forward, ctx, srun)  # type: ignore[return-value]
 
     def _config(self, run_config: RunConfig | None) -> RunConfig:
         if run_config is None:
