@@ -404,7 +404,9 @@ class ContentBlock:
     def __eq__(self, other: object, /) -> bool: ...
     __hash__: None  # type: ignore[assignment]
 
-_Blocks = list[ContentBlock | dict[str, Any] | str] | tuple[ContentBlock | dict[str, Any] | str, ...]
+_Blocks = (
+    list[ContentBlock] | list[ContentBlock | dict[str, Any] | str] | tuple[ContentBlock | dict[str, Any] | str, ...]
+)
 
 @final
 class AgenticMessage:
