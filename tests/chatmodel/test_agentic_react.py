@@ -5,6 +5,7 @@ checkpoint saves and resumes the block-list conversation."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,9 +19,11 @@ from rillet import (
     Runner,
     ScriptedModel,
     approve,
+    concat_messages,
     requires_approval,
     tool,
 )
+from rillet.models.scripted import split_agentic_message
 
 CALLS: list[str] = []
 
@@ -153,3 +156,43 @@ def test_message_runs_are_unchanged() -> None:
     (ev,) = list(Runner(agent).run([Message.user("hi")]))
     assert ev.message_output is not None
     assert type(ev.message_output.get_message()) is Message
+
+
+@tool
+async def spell(word: str) -> AsyncIterator[str]:
+    """Spells a word, a letter at a time.
+
+    Args:
+        word: the word.
+    """
+    for letter in word:
+        yield letter
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_streaming_tool_result_becomes_one_tool_result_block(streaming: bool) -> None:
+    ask = AgenticMessage.assistant([ContentBlock.tool_call("s1", "spell", '{"word": "abc"}')])
+    model = Recorder([ask, AgenticMessage.assistant("done")])
+    agent = ChatModelAgent("s", description="s", model=model, tools=[spell])
+    events: list[AgentEvent[AgenticMessage]] = list(
+        Runner(agent, streaming=streaming).run([AgenticMessage.user("spell abc")])
+    )
+    _, result, _ = _messages(events)
+    assert result.blocks == (ContentBlock.tool_result("abc", "s1", "spell"),)
+    assert model.seen[1][-1] == result
+
+
+def test_scripted_agentic_replies_split_and_join_back() -> None:
+    reply = AgenticMessage.assistant(
+        [
+            ContentBlock.reasoning("think hard", signature="sig"),
+            ContentBlock.from_text("some text here"),
+            ContentBlock.tool_call("c", "f", '{"x": 12345}'),
+            ContentBlock.image("https://x/y.png"),
+        ],
+        name="bot",
+    )
+    reply.response_meta = {"finish_reason": "tool_calls", "usage": None}
+    chunks = split_agentic_message(reply, 3)
+    assert len(chunks) > 4 and all(b.index is not None for c in chunks for b in c.blocks)
+    assert concat_messages(chunks) == reply
