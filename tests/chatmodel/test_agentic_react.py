@@ -196,3 +196,13 @@ def test_scripted_agentic_replies_split_and_join_back() -> None:
     chunks = split_agentic_message(reply, 3)
     assert len(chunks) > 4 and all(b.index is not None for c in chunks for b in c.blocks)
     assert concat_messages(chunks) == reply
+
+
+def test_the_event_types_are_generic_to_type_checkers_only() -> None:
+    from types import GenericAlias
+
+    from rillet import AgentInput, AgentOutput, MessageVariant
+
+    for cls in (AgentEvent, AgentOutput, MessageVariant, AgentInput):
+        assert cls.__mro__ == (cls, object)  # no Generic base: nothing added per instance
+        assert isinstance(cls[AgenticMessage], GenericAlias)

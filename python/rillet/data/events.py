@@ -16,10 +16,12 @@ import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, overload
+from types import GenericAlias
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from rillet._core.interrupt import InterruptInfo, InterruptSignal
 from rillet._native import MessageAccumulator, StreamReader, concat_message_stream
+from rillet.data._generic import MessageGeneric
 from rillet.data.schema import MessageT, aconcat_message_stream
 
 __all__ = [
@@ -198,7 +200,7 @@ def parent_path(path: RunPath) -> RunPath | None:
 
 
 @dataclass(slots=True)
-class MessageVariant(Generic[MessageT]):
+class MessageVariant(MessageGeneric[MessageT]):
     """A message output: whole (``message``) or streamed (``message_stream`` of chunks).
 
     ``role`` is ``"assistant"`` for model output and ``"tool"`` for tool results;
@@ -206,6 +208,9 @@ class MessageVariant(Generic[MessageT]):
     Generic over the message type: ``MessageVariant[AgenticMessage]`` holds block-list
     messages; plain ``MessageVariant`` means ``MessageVariant[Message]``.
     """
+
+    if not TYPE_CHECKING:  # generic to a type checker only: see MessageGeneric
+        __class_getitem__ = classmethod(GenericAlias)
 
     is_streaming: bool = False
     message: MessageT | None = None
@@ -252,8 +257,11 @@ def _concat_nonempty(stream: StreamReader[MessageT]) -> MessageT:
 
 
 @dataclass(slots=True)
-class AgentOutput(Generic[MessageT]):
+class AgentOutput(MessageGeneric[MessageT]):
     """What an event outputs: a message (``message_output``) and/or any ``customized_output``."""
+
+    if not TYPE_CHECKING:
+        __class_getitem__ = classmethod(GenericAlias)
 
     message_output: MessageVariant[MessageT] | None = None
     customized_output: Any = None
@@ -322,11 +330,14 @@ def new_break_loop_action(agent_name: str) -> AgentAction:
 
 
 @dataclass(slots=True)
-class AgentEvent(Generic[MessageT]):
+class AgentEvent(MessageGeneric[MessageT]):
     """One event of a run. ``error`` set means the run (or that agent) failed: errors are
     events, ``run`` never raises. Generic over the message type (to a type checker only:
     nothing is checked at run time): ``AgentEvent[AgenticMessage]`` for a run on
     block-list messages; plain ``AgentEvent`` means ``AgentEvent[Message]``."""
+
+    if not TYPE_CHECKING:
+        __class_getitem__ = classmethod(GenericAlias)
 
     agent_name: str = ""
     run_path: Sequence[RunStep] = ()

@@ -18,9 +18,11 @@ import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, runtime_checkable
+from types import GenericAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from rillet._native import Message
+from rillet.data._generic import MessageGeneric
 from rillet.data.event_pair import EventIterator
 from rillet.data.events import AgentAction, AgentEvent, error_event, event_from_message
 from rillet.data.schema import MessageT
@@ -41,12 +43,14 @@ __all__ = [
 ]
 
 
-class AgentInput(Generic[MessageT]):
+class AgentInput(MessageGeneric[MessageT]):
     """What an agent is asked: the conversation so far, and whether to stream if it can.
     Generic over the message type (``AgentInput[AgenticMessage]``); plain ``AgentInput``
     means ``AgentInput[Message]``."""
 
     __slots__ = ("_build", "_messages", "enable_streaming")
+    if not TYPE_CHECKING:  # generic to a type checker only (rillet.data.schema.MessageGeneric)
+        __class_getitem__ = classmethod(GenericAlias)
     __match_args__ = ("messages", "enable_streaming")
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
