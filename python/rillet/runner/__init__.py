@@ -98,7 +98,7 @@ def _input_messages(messages: Any) -> list[Message]:
             m = Message.from_dict(m)
         elif not isinstance(m, (Message, AgenticMessage)):
             raise TypeError(
-                f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message (or AgenticMessage) "
+                f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message or AgenticMessage "
                 "(or an OpenAI-style dict such as {'role': 'user', 'content': '...'})"
             )
         out.append(m)
