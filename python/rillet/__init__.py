@@ -64,6 +64,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "rillet.compose.agent_tool": ("AgentTool", "AgentToolError"),
     # Tools and approval
     "rillet.tools": ("BaseTool", "ExitTool", "FunctionTool", "ToolArgumentsError", "ToolInfo", "as_tool", "tool"),
+    "rillet.tools.toolset": ("Toolset",),
     "rillet.tools.approval": ("ApprovalDecision", "approve", "edit", "reject", "requires_approval"),
     # The run context: session and run-local values, events sent from a tool
     "rillet.run.context": (
@@ -264,6 +265,7 @@ if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
     from rillet.tools.approval import edit as edit
     from rillet.tools.approval import reject as reject
     from rillet.tools.approval import requires_approval as requires_approval
+    from rillet.tools.toolset import Toolset as Toolset
 else:  # at run time; type checkers take the names from the imports
     __all__ = list(_HOME)
 

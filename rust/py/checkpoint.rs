@@ -24,7 +24,7 @@ pub struct EventKinds<'py> {
     extend_path: Bound<'py, PyAny>,
     /// `stream_from_list`, for a streamed message restored as a one-chunk stream.
     one_chunk_stream: Bound<'py, PyAny>,
-    /// `apply_extras(event, extras)` for customized output, action and error.
+    /// `apply_extras(event, extras)` for customized output, action, error and branch.
     apply_extras: Bound<'py, PyAny>,
 }
 
@@ -38,7 +38,14 @@ pub fn events_from_records<'py>(
     let py = records.py();
     let ev_slots = Slots::of(
         &kinds.event,
-        ["agent_name", "run_path", "output", "action", "error"],
+        [
+            "agent_name",
+            "run_path",
+            "output",
+            "action",
+            "error",
+            "branch",
+        ],
     )?;
     let mv_slots = Slots::of(
         &kinds.variant,
@@ -83,7 +90,14 @@ pub fn events_from_records<'py>(
             let mv = mv_slots.make(&[streaming, message, stream, item(3)?, item(4)?])?;
             out_slots.make(&[mv, none.clone()])?
         };
-        let ev = ev_slots.make(&[item(0)?, path, output, none.clone(), none.clone()])?;
+        let ev = ev_slots.make(&[
+            item(0)?,
+            path,
+            output,
+            none.clone(),
+            none.clone(),
+            none.clone(),
+        ])?;
         let extras = item(6)?;
         if !extras.is_none() {
             kinds.apply_extras.call1((&ev, extras))?;

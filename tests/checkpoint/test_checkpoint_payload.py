@@ -10,7 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rillet import AgentEvent, AgentInput, BaseAgent, DecodeError, Message, RunStep, codec, event_from_message
+from rillet import (
+    AgentAction,
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    DecodeError,
+    Message,
+    RunStep,
+    codec,
+    event_from_message,
+)
 from rillet._native import stream_from_list
 from rillet.checkpoint.payload import PAYLOAD_VERSION, RecordedError, dump, events_to_records, load, records_to_events
 from rillet.data.events import AgentOutput, MessageVariant
@@ -60,13 +70,15 @@ def describe(ev: AgentEvent) -> tuple[Any, ...]:
             (brk.from_agent, brk.done, brk.current_iterations) if brk else None,
             type(a.customized_action).__name__,
             a.customized_action,
+            type(a.state_delta).__name__,
+            a.state_delta,
         )
     err = (
         None
         if ev.error is None
         else (getattr(ev.error, "type_name", type(ev.error).__name__), str(getattr(ev.error, "message", ev.error)))
     )
-    return (ev.agent_name, [s.agent_name for s in ev.run_path], out, act, err)
+    return (ev.agent_name, [s.agent_name for s in ev.run_path], out, act, err, ev.branch)
 
 
 def check_kinds_of_events(events: list[AgentEvent]) -> None:
@@ -101,12 +113,23 @@ def test_dump_then_load_restores_every_kind_of_event() -> None:
 
 def test_a_state_delta_comes_back_as_a_state_delta() -> None:
     data = asyncio.run(dump(ROOT, events_session(), signal(), INFO))
-    (delta,) = [
-        ev.action.customized_action
-        for ev in load(data, "x").session.events
-        if ev.action and isinstance(ev.action.customized_action, StateDelta)
-    ]
-    assert delta == {"budget": 900}
+    (delta,) = [ev.action.state_delta for ev in load(data, "x").session.events if ev.action and ev.action.state_delta]
+    assert isinstance(delta, StateDelta) and delta == {"budget": 900}
+
+
+def test_a_branch_and_a_state_delta_beside_other_actions_come_back() -> None:
+    """A Parallel lane's event keeps its branch; a state delta beside a customized action
+    keeps both (before, a checkpoint kept one of the two)."""
+    session = Session()
+    plain = event_from_message(Message.assistant("from a lane"))
+    plain.agent_name, plain.run_path, plain.branch = "x", (RunStep("par"), RunStep("x")), "par.x"
+    both = AgentEvent("y", (RunStep("y"),), None, AgentAction(customized_action={"k": 1}, state_delta={"v": 2}))
+    both.branch = "outer.a.inner.y"
+    session.record(plain)
+    session.record(both)
+    back = load(asyncio.run(dump(ROOT, session, signal(), INFO)), "x").session.events
+    assert [ev.branch for ev in back] == ["par.x", "outer.a.inner.y"]
+    assert back[1].action == AgentAction(customized_action={"k": 1}, state_delta={"v": 2})
 
 
 def resume_golden(runner: Any, data: bytes) -> list[AgentEvent]:

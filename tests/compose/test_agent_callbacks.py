@@ -39,9 +39,11 @@ def test_before_agent_state_changes_are_an_event_then_the_body_runs() -> None:
 
     a = agent("w", ["26 degrees"], before_agent_callbacks=[remember], output_key="answer")
     events = list(Runner(a).query("weather"))
-    assert isinstance(events[0].action.customized_action, StateDelta)
-    assert events[0].action.customized_action == {"last_city": "Hangzhou"}
+    assert isinstance(events[0].action.state_delta, StateDelta)
+    assert events[0].action.state_delta == {"last_city": "Hangzhou"}
+    assert events[0].action.customized_action is None  # where it was before 0.x: see CHANGELOG.md
     assert summary(events)[1] == ("w", "w", "assistant:26 degrees")
+    assert events[1].action is not None and events[1].action.state_delta == {"answer": "26 degrees"}
 
 
 def test_after_agent_callback_adds_a_new_event_and_errors_become_events() -> None:

@@ -60,7 +60,7 @@ PUBLIC = {
     "with_disallow_transfer_to_parent", "with_history_rewriter",
     # tools
     "ApprovalDecision", "BaseTool", "ExitTool", "FunctionTool", "ToolArgumentsError", "ToolInfo", "approve",
-    "as_tool", "edit", "reject", "requires_approval", "send_tool_gen_action", "tool",
+    "as_tool", "edit", "reject", "requires_approval", "send_tool_gen_action", "tool", "Toolset",
     # runs
     "ModelInfo", "RunInfo", "RunObserver", "Runner", "RunConfig", "RunLimitExceededError", "LiveRequestQueue", "add_session_value", "add_session_values", "get_session_value", "get_session_values",
     # interrupts
@@ -237,7 +237,7 @@ def test_the_interrupt_tree_of_an_action_is_not_a_public_field() -> None:
     fields = AgentAction.__dataclass_fields__
     assert "signal" not in fields
     assert [f for f in fields if not f.startswith("_")] == [
-        "exit", "interrupted", "transfer_to_agent", "break_loop", "customized_action",
+        "exit", "interrupted", "transfer_to_agent", "break_loop", "customized_action", "state_delta",
     ]  # fmt: skip
 
 

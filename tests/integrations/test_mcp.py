@@ -677,3 +677,168 @@ async def test_closing_the_toolset_during_a_call_says_so(tmp_path: Path) -> None
         await toolset.aclose()
         with pytest.raises(McpConnectionError, match="the toolset was closed during the call of tool 'wait'$"):
             await asyncio.wait_for(pending, 10)
+
+
+# --- a toolset passed directly: ChatModelAgent(tools=[McpToolset(...)]) ----------------------
+
+
+async def test_a_toolset_passed_directly_connects_on_first_use_and_keeps_its_filter(
+    server: StdioServer | HttpServer,
+) -> None:
+    toolset = McpToolset(server, tool_filter=ToolFilter(allow={"add", "pid"}), timeout=20)
+    try:
+        model = ScriptedModel([call("add", {"a": 2, "b": 3}), "5.", call("pid", {}), "pid."])
+        agent = ChatModelAgent("a", description="d", model=model, tools=[toolset])
+        assert await run(agent, "add") == [
+            ("assistant", "add", '{"a": 2, "b": 3}'),
+            ("tool", "add", "5"),
+            ("assistant", "", "5."),
+        ]
+        second = await run(agent, "pid")
+        assert [t.name for t in model.calls[0].tools] == ["add", "pid"]  # the filter holds
+        assert second[1][:2] == ("tool", "pid")
+        first_pid = second[1][2]
+        third = await run(
+            ChatModelAgent("b", description="d", model=ScriptedModel([call("pid", {}), "x"]), tools=[toolset]), "pid"
+        )
+        assert third[1][2] == first_pid or isinstance(server, HttpServer)  # one connection across runs
+    finally:
+        await toolset.aclose()
+
+
+def test_a_toolset_passed_directly_reconnects_on_a_new_event_loop_and_its_server_ends_with_the_loop(
+    tmp_path: Path,
+) -> None:
+    """No `async with`: each asyncio.run connects anew (its own loop), and the end of that loop
+    ends the stdio server the toolset started."""
+    toolset = McpToolset(StdioServer(sys.executable, [SERVER, "stdio"]), timeout=20)
+
+    async def pid() -> int:
+        model = ScriptedModel([call("pid", {}), "ok"])
+        agent = ChatModelAgent("a", description="d", model=model, tools=[toolset])
+        events = await run(agent, "pid")
+        return int(events[1][2])
+
+    first = asyncio.run(pid())
+    wait_until(lambda: not _alive(first), "the first server to end with its loop", 20)
+    second = asyncio.run(pid())
+    assert second != first
+    wait_until(lambda: not _alive(second), "the second server to end with its loop", 20)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for its parent counts as ended
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+async def test_a_toolset_passed_directly_is_closed_by_aclose_and_connects_again_when_used(
+    shared_http: HttpProcess,
+) -> None:
+    toolset = McpToolset(shared_http.url, timeout=20)
+    agent = ChatModelAgent(
+        "a", description="d", model=ScriptedModel([call("add", {"a": 1, "b": 1}), "2."]), tools=[toolset]
+    )
+    assert (await run(agent, "go"))[1] == ("tool", "add", "2")
+    await toolset.aclose()
+    agent.model = ScriptedModel([call("add", {"a": 2, "b": 2}), "4."])
+    assert (await run(agent, "go"))[1] == ("tool", "add", "4")
+    await toolset.aclose()
+
+
+async def test_a_toolset_passed_directly_keeps_its_approval_across_an_interrupt_and_resume(
+    tmp_path: Path, booking_log: Path
+) -> None:
+    server = StdioServer(sys.executable, [SERVER, "stdio"], env={"RILLET_MCP_LOG": str(booking_log)})
+    toolset = McpToolset(server, require_approval={"book"}, timeout=20)
+    try:
+        model = ScriptedModel([call("book", {"hotel": "Ritz"}), "Booked."])
+        agent = ChatModelAgent("booker", description="books", model=model, tools=[toolset])
+        runner = Runner(agent, checkpoint_store=SqliteCheckpointStore(str(tmp_path / "r.db")))
+        events = [ev async for ev in runner.query("book", checkpoint_id="trip")]
+        assert shown(events[-1])[0] == "interrupt"
+        assert bookings(booking_log) == ""
+        target = events[-1].action.interrupted.interrupt_contexts[0].id
+        resumed = [shown(ev) async for ev in runner.resume("trip", targets={target: approve()})]
+        assert resumed == [("tool", "book", "booked Ritz"), ("assistant", "", "Booked.")]
+        assert bookings(booking_log) == "Ritz\n"
+    finally:
+        await toolset.aclose()
+
+
+async def test_a_toolset_tool_named_like_another_tool_is_refused_naming_both(shared_http: HttpProcess) -> None:
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    toolset = McpToolset(shared_http.url, timeout=20)
+    try:
+        agent = ChatModelAgent("a", description="d", model=ScriptedModel(["x"]), tools=[add, toolset])
+        events = await run(agent, "go")
+        assert events[-1][0] == "error"
+        assert "offers a tool named 'add', and so does one of its own tools" in events[-1][1]
+        assert "McpToolset http://127.0.0.1" in events[-1][1]
+        twin = McpToolset(shared_http.url, timeout=20)
+        agent = ChatModelAgent("a", description="d", model=ScriptedModel(["x"]), tools=[toolset, twin])
+        events = await run(agent, "go")
+        assert "and so does the toolset <McpToolset" in events[-1][1]
+        await twin.aclose()
+    finally:
+        await toolset.aclose()
+
+
+async def test_a_toolset_first_used_by_a_sync_run_serves_async_runs_through_that_loop(shared_http: HttpProcess) -> None:
+    """The sync run opens it on rillet's background loop, which keeps running: a run on the
+    test's loop calls through it, and aclose() from here closes it there."""
+    toolset = McpToolset(shared_http.url, timeout=20)
+    agent = ChatModelAgent(
+        "a", description="d", model=ScriptedModel([call("add", {"a": 1, "b": 2}), "3."]), tools=[toolset]
+    )
+    events = await asyncio.to_thread(lambda: [shown(ev) for ev in Runner(agent).query("go")])
+    assert events[1] == ("tool", "add", "3")
+    agent.model = ScriptedModel([call("add", {"a": 3, "b": 4}), "7."])
+    assert (await run(agent, "go"))[1] == ("tool", "add", "7")
+    await toolset.aclose()
+    agent.model = ScriptedModel([call("add", {"a": 5, "b": 6}), "11."])
+    assert (await run(agent, "go"))[1] == ("tool", "add", "11")  # connects again
+    await toolset.aclose()
+
+
+AT_EXIT = textwrap.dedent(
+    """
+    import json, sys
+    from rillet import ChatModelAgent, FunctionCall, Message, Runner, ScriptedModel, ToolCall
+    from rillet.mcp import McpToolset, StdioServer
+
+    ask = Message.assistant(tool_calls=[ToolCall(index=0, id="c1", function=FunctionCall("pid", "{}"))])
+    toolset = McpToolset(StdioServer(sys.executable, [sys.argv[1], "stdio"]), timeout=20)
+    agent = ChatModelAgent("a", description="d", model=ScriptedModel([ask, "ok"]), tools=[toolset])
+    for ev in Runner(agent).query("pid"):  # a sync run: the connection lives on rillet's background loop
+        msg = ev.message_output.get_message()
+        if msg.role == "tool":
+            print(msg.content, flush=True)
+    # no aclose(): the interpreter exits with the connection open
+    """
+)
+
+
+def test_a_connection_left_open_on_rillets_loop_is_closed_at_interpreter_exit(tmp_path: Path) -> None:
+    script = tmp_path / "at_exit.py"
+    script.write_text(AT_EXIT)
+    out = subprocess.run(
+        [sys.executable, str(script), SERVER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": f"{RILLET_HOME}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+    )
+    assert out.returncode == 0, out.stderr
+    server_pid = int(out.stdout.split()[0])
+    wait_until(lambda: not _alive(server_pid), "the MCP server to end with the interpreter", 20)
+    assert "Traceback" not in out.stderr, out.stderr

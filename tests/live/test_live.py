@@ -422,3 +422,28 @@ def test_a_tool_wrapper_added_after_construction_wraps_the_live_runs_calls() -> 
     rows = asyncio.run(asyncio.wait_for(main(), 10))
     assert seen == ["clock"]
     assert ("voice", "voice", "tool", "clock", "[12:00]") in rows, rows
+
+
+def test_a_live_agent_offers_its_toolsets_tools_to_the_live_model() -> None:
+    class Clocks:
+        async def tools(self) -> list[BaseTool]:
+            return [clock]
+
+    model = ScriptedLiveModel([call("clock"), "It is noon."])
+    q = LiveRequestQueue()
+    q.send_content("Time?")
+
+    async def main() -> list[tuple[Any, ...]]:
+        rows = []
+        async for ev in Runner(voice(model, tools=[Clocks()])).run_live(queue=q):
+            rows.append(row(ev))
+            if rows[-1] == ("voice", "voice", "message", "It is noon."):
+                q.close()
+        return rows
+
+    rows = asyncio.run(asyncio.wait_for(main(), 10))
+    assert [r for r in rows if r[2] in ("calls", "tool")] == [
+        ("voice", "voice", "calls", ["clock"]),
+        ("voice", "voice", "tool", "clock", "12:00"),
+    ]
+    assert [t.name for t in model.connections[0].tools] == ["clock"]

@@ -326,3 +326,23 @@ def test_read_file_returns_a_window_of_a_large_file() -> None:
     last = asyncio.run(read.invoke('{"path": "big.log", "offset": 4998, "limit": 10}'))
     assert last == "line 4998\nline 4999\n"
     assert asyncio.run(read.invoke('{"path": "small"}')) == "a\nb"
+
+
+def test_a_toolset_in_tools_serves_the_deep_agent_and_its_general_sub_agent() -> None:
+    from rillet import BaseTool, Runner, ScriptedModel, tool
+    from rillet.prebuilt import DeepAgent
+
+    @tool
+    def lookup(q: str) -> str:
+        """Looks it up."""
+        return q
+
+    class Shelf:
+        async def tools(self) -> list[BaseTool]:
+            return [lookup]
+
+    model = ScriptedModel(["done"])
+    agent = DeepAgent(model, tools=[Shelf()])
+    list(Runner(agent).query("go"))
+    assert "lookup" in [t.name for t in model.calls[0].tools]
+    assert agent.general_agent is not None and len(agent.general_agent.toolsets) == 1

@@ -69,7 +69,7 @@ def kinds_of_events() -> list[AgentEvent]:
         AgentEvent(error=RecordedError("TimeoutError", "slow model")),
         AgentEvent(action=AgentAction(exit=True, transfer_to_agent=TransferToAgentAction("hotels"))),
         AgentEvent(action=AgentAction(break_loop=BreakLoopAction("critic", True, 3))),
-        AgentEvent(action=AgentAction(customized_action=StateDelta({"budget": 900}))),
+        AgentEvent(action=AgentAction(state_delta=StateDelta({"budget": 900}))),
         AgentEvent(output=AgentOutput(None, {"score": 0.5}), action=AgentAction(customized_action={"kind": "note"})),
         event_from_message(Message.assistant("with extra")),
         event_from_message(Message.assistant("inner")),

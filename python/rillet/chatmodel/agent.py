@@ -35,7 +35,7 @@ from rillet.chatmodel.middleware import (
 )
 from rillet.chatmodel.output import OUTPUT_TOOL_NAME, output_spec
 from rillet.chatmodel.state import ReactLoop, RoundState, Step
-from rillet.chatmodel.steps import call_model, guard_input, start_round
+from rillet.chatmodel.steps import call_model, finish, guard_input, start_round, store_output
 from rillet.chatmodel.task import FinishTaskTool, check_mode, delegation_tool, mode_of
 from rillet.checkpoint.journal import JOURNAL
 from rillet.checkpoint.state import saved_state
@@ -44,6 +44,7 @@ from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
 from rillet.run.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.run.context import RunContext, current_run, host_agent_run
 from rillet.tools import as_tool, build_schemas
+from rillet.tools.toolset import is_toolset, toolset_tools
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from rillet.live import LiveContext, LiveModel
     from rillet.models.base import ChatModel
     from rillet.tools import BaseTool, ToolInfo
+    from rillet.tools.toolset import Toolset
 
 __all__ = ["ChatModelAgent"]
 
@@ -74,7 +76,10 @@ class ChatModelAgent(BaseAgent):
         instruction: the system prompt. When the run has session values it is formatted with
             them (``"Hello {user}"``); otherwise it is used verbatim.
         model: a :class:`~rillet.models.ChatModel` (``generate`` and ``stream``).
-        tools: tools (``@tool`` functions, :class:`~rillet.tools.BaseTool`) or plain functions.
+        tools: tools (``@tool`` functions, :class:`~rillet.tools.BaseTool`), plain functions,
+            and toolsets (:class:`~rillet.tools.toolset.Toolset`, such as
+            :class:`~rillet.mcp.McpToolset`): each run asks every toolset for its tools before
+            the model is first called (they follow the other tools; see docs/tools.md).
         return_directly: names of tools whose result ends the run (after the round).
         max_iterations: most model calls per run (default 20); the next one fails with
             :class:`ExceedMaxIterationsError`.
@@ -171,7 +176,11 @@ class ChatModelAgent(BaseAgent):
         self._output = output_spec(name, output_type if mode != "task" else None, output_retries, model)
         self.instruction = instruction
         self.model = model
-        self.tools: list[BaseTool] = [as_tool(t) for t in tools]
+        given = list(tools)
+        self.toolsets: list[Toolset] = [t for t in given if is_toolset(t)]
+        """The toolsets of ``tools``, asked for their tools at the start of every run."""
+        self.tools: list[BaseTool] = [as_tool(t) for t in given if not is_toolset(t)]
+        self._toolset_deps: tuple[ReactDeps, list[BaseTool], ReactDeps, list[BaseTool]] | None = None
         self._finish_task = FinishTaskTool(name, output_type) if mode == "task" else None
         if self._finish_task is not None:
             self.tools.append(self._finish_task)
@@ -273,7 +282,8 @@ class ChatModelAgent(BaseAgent):
 
     def _index(self, tools: list[BaseTool], return_directly: set[str]) -> dict[str, BaseTool]:
         """The tools by name, checked: unique names, none taken by the final-answer tool, and
-        every return-directly name one of them."""
+        every return-directly name one of them (or, while the toolsets' tools are unknown, of
+        theirs: checked again when a run has them)."""
         by_name: dict[str, BaseTool] = {}
         for t in tools:
             tname = t.info.name
@@ -288,7 +298,7 @@ class ChatModelAgent(BaseAgent):
                 "tool of output_type (the model does not take a response_format); rename the tool"
             )
         unknown = return_directly - set(by_name)
-        if unknown:
+        if unknown and not (self.toolsets and tools is self.tools):
             raise ValueError(
                 f"ChatModelAgent {self.name!r}: return_directly names tools it does not have: {sorted(unknown)}"
             )
@@ -304,7 +314,12 @@ class ChatModelAgent(BaseAgent):
     def run_live(self, input: AgentInput, live: LiveContext, **options: Any) -> AsyncIterator[AgentEvent]:
         """The agent's live run over ``live_model`` (see :class:`rillet.live.LiveAgent`);
         raises :class:`~rillet.errors.LiveNotSupportedError` at once without a live model."""
-        return run_live(self.name, self.live_model, self._begin_run, input, live, **options)
+        return run_live(self.name, self.live_model, self._begin_live, input, live, **options)
+
+    async def _begin_live(self) -> ReactDeps:
+        """A live run starts: :meth:`_begin_run`, with the toolsets' tools when it has any."""
+        deps = self._begin_run()
+        return await self._with_toolsets(deps) if self.toolsets else deps
 
     # --- the run ----------------------------------------------------------------------
 
@@ -319,6 +334,8 @@ class ChatModelAgent(BaseAgent):
         previous = host_agent_run(run, loop.hosted()) if run is not None else None
         out = loop.out
         try:
+            if self.toolsets:  # their tools, for this run (no await at all without a toolset)
+                deps = await self._with_toolsets(deps)
             deps, first = await self._start(deps, input, loop, run)
             build_schemas(deps.tool_infos)  # function tools describe themselves on first use
             step: Step | None = first
@@ -328,6 +345,8 @@ class ChatModelAgent(BaseAgent):
                 out.clear()
             while step is not None:
                 step = await step(deps, loop)
+                if step is finish:  # the answer: its event, not gone out yet, carries output_key's delta
+                    store_output(deps, loop)
                 if out:
                     for ev in out:
                         yield ev
@@ -373,6 +392,42 @@ class ChatModelAgent(BaseAgent):
             deps = self._deps = ReactDeps(*sources)
             self._deps_sources = sources
         return deps
+
+    async def _with_toolsets(self, deps: ReactDeps) -> ReactDeps:
+        """``deps`` with the tools the toolsets offer now, after the agent's own. The record
+        of the last run is reused while every toolset offers the same tool objects."""
+        where = f"ChatModelAgent {self.name!r}"
+        offered = [(ts, await toolset_tools(ts, where)) for ts in self.toolsets]
+        found = [t for _, ts_tools in offered for t in ts_tools]
+        cached = self._toolset_deps
+        if (
+            cached is not None
+            and cached[0] is deps
+            and len(cached[1]) == len(found)
+            and all(map(operator.is_, found, cached[1]))
+        ):
+            return cached[2]
+        source: dict[str, str] = {t.info.name: "one of its own tools" for t in self.tools}
+        for ts, ts_tools in offered:
+            for t in ts_tools:
+                name = t.info.name
+                if name in source:
+                    raise ValueError(
+                        f"{where}: the toolset {ts!r} offers a tool named {name!r}, and so does {source[name]}; "
+                        "tool names must be unique (give the toolset a prefix, leave the tool out with its filter, "
+                        "or rename the other tool)"
+                    )
+                source[name] = f"the toolset {ts!r}"
+        tools = [*self.tools, *found]
+        index = self._index(tools, deps.return_directly)
+        new = deps.with_tools(deps.instruction, index, self._infos(tools), deps.return_directly, _emitting(tools))
+        self._toolset_deps = (deps, found, new, tools)
+        return new
+
+    def _run_tools(self, deps: ReactDeps) -> list[BaseTool]:
+        """The tools of the run ``deps`` is for: the agent's own, and its toolsets' if any."""
+        cached = self._toolset_deps
+        return cached[3] if cached is not None and cached[2] is deps else self.tools
 
     async def _start(
         self, deps: ReactDeps, input: AgentInput, loop: ReactLoop, run: RunContext | None
@@ -449,7 +504,8 @@ class ChatModelAgent(BaseAgent):
     async def _before_agent(self, deps: ReactDeps, input: AgentInput | None) -> tuple[ReactDeps, AgentInput | None]:
         """Runs the ``before_agent`` hooks; what this run uses is ``deps``, or a copy with the
         instruction, tools and return-directly names the hooks set."""
-        ctx = ChatModelAgentContext(self.instruction, list(self.tools), set(self.return_directly), input)
+        own = self._run_tools(deps)
+        ctx = ChatModelAgentContext(self.instruction, list(own), set(self.return_directly), input)
         for hook in deps.hooks.before_agent:
             try:
                 new = await hook(ctx)
@@ -463,7 +519,7 @@ class ChatModelAgent(BaseAgent):
                 )
             ctx = new or ctx
         tools = [as_tool(t) for t in ctx.tools]
-        if ctx.instruction == self.instruction and tools == self.tools and ctx.return_directly == self.return_directly:
+        if ctx.instruction == self.instruction and tools == own and ctx.return_directly == self.return_directly:
             return deps, ctx.input
         if not isinstance(ctx.instruction, str):
             raise TypeError(

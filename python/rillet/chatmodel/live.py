@@ -10,7 +10,7 @@ which the next agent of a sequence starts from.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from rillet._native import Message
@@ -32,12 +32,12 @@ _NO_TRANSFER = f"{TRANSFER_TOOL_NAME} is not available in a live session; go on 
 def run_live(
     name: str,
     live_model: object,
-    begin: Callable[[], ReactDeps],
+    begin: Callable[[], Awaitable[ReactDeps]],
     input: AgentInput,
     live: LiveContext,
     **options: Any,
 ) -> AsyncIterator[AgentEvent]:
-    """The live events of the agent ``name``, whose run starts with ``begin()`` (what the run
+    """The live events of the agent ``name``, whose run starts with ``await begin()`` (what the run
     takes from the agent); raises at once when it has no ``live_model``."""
     if live_model is None:
         raise LiveNotSupportedError(
@@ -48,9 +48,9 @@ def run_live(
 
 
 async def _live(
-    begin: Callable[[], ReactDeps], input: AgentInput, live: LiveContext, **options: Any
+    begin: Callable[[], Awaitable[ReactDeps]], input: AgentInput, live: LiveContext, **options: Any
 ) -> AsyncIterator[AgentEvent]:
-    deps = begin()  # when the events are first asked for, as an agent's run starts
+    deps = await begin()  # when the events are first asked for, as an agent's run starts
     assert deps.live_model is not None  # checked by run_live
     path = RunPath((*live.run_path, RunStep(deps.name)))
     extra = {t.info.name: t for t in live.extra_tools}

@@ -115,6 +115,7 @@ class ReactLoop:
     evloop: asyncio.AbstractEventLoop | None = None  # where the run runs (send_event from a thread)
     thread: int = 0
     steps: AgentSteps | None = None  # the step record (Runner(durability="step")), else None
+    output_stored: bool = False  # the answer is in the session under output_key (store_output)
     agentic: bool = False  # the conversation is AgenticMessages: tool results join as tool_result blocks
 
     # --- the agent run's host (rillet.run.context.AgentRunHost): send_event, run-local values ---

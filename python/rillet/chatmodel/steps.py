@@ -32,6 +32,7 @@ from rillet.data.events import AgentAction, AgentEvent, event_from_message
 from rillet.data.schema import aconcat_message_stream
 from rillet.errors import InputRejectedError, Interrupted, OutputRejectedError
 from rillet.run import observer
+from rillet.run.agent import StateDelta, carry_state_delta
 from rillet.run.context import add_session_value
 from rillet.run.interrupts import composite_interrupt_event
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from rillet.checkpoint.journal import AgentSteps
     from rillet.tools import ToolInfo
 
-__all__ = ["call_model", "final_position", "finish", "guard_input", "one_call", "start_round"]
+__all__ = ["call_model", "final_position", "finish", "guard_input", "one_call", "start_round", "store_output"]
 
 
 async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
@@ -291,10 +292,21 @@ async def guard_output(deps: ReactDeps, loop: ReactLoop) -> Step | None:
     return call_model
 
 
+def store_output(deps: ReactDeps, loop: ReactLoop) -> None:
+    """Stores the answer under ``output_key`` (once a run) and reports it as a state delta:
+    on the answer's event while it has not gone out (the agent calls this before the events
+    of a step that leads to :func:`finish` go out), else on an event of its own."""
+    if deps.output_key is None or loop.output_stored:
+        return
+    loop.output_stored = True
+    value = loop.final_text if loop.value is None else loop.value
+    add_session_value(deps.output_key, value)
+    carry_state_delta(loop.out, StateDelta({deps.output_key: value}))
+
+
 async def finish(deps: ReactDeps, loop: ReactLoop) -> None:
     """The run ended with an answer: store it under ``output_key``, run ``after_agent``."""
-    if deps.output_key is not None:
-        add_session_value(deps.output_key, loop.final_text if loop.value is None else loop.value)
+    store_output(deps, loop)
     hooks = deps.hooks.after_agent
     if hooks:
         state = ChatModelAgentState(loop.messages, loop.tools if loop.tools is not None else deps.tool_infos)

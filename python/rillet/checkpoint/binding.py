@@ -15,7 +15,7 @@ from typing import Any
 
 from rillet.errors import CheckpointAgentMismatchError
 from rillet.flow import FlowAgent, flow_of
-from rillet.run.agent import flow_wrapper_of
+from rillet.run.agent import declared_sub_agents, flow_wrapper_of
 
 __all__ = ["CheckpointAgentMismatchError"]
 
@@ -25,7 +25,7 @@ def _unwrap(agent: Any) -> tuple[Any, list[Any]]:
     set_sub_agents runs with its wrapper's children, so they are its children too."""
     flow = agent if isinstance(agent, FlowAgent) else flow_of(agent) if flow_wrapper_of(agent) is not None else None
     if flow is not None:
-        return flow.agent, list(flow.sub_agents)
+        return flow.agent, declared_sub_agents(flow)
     return agent, []
 
 
@@ -36,7 +36,7 @@ def agent_tree(agent: Any, _seen: frozenset[int] = frozenset()) -> list[Any]:
     if id(inner) in _seen:  # a cycle: name it, do not follow it
         return [str(inner.name), type(inner).__qualname__, [], []]
     seen = _seen | {id(inner)}
-    children += list(getattr(inner, "sub_agents", None) or [])
+    children += declared_sub_agents(inner)
     wrapped = getattr(inner, "agent", None)  # an agent wrapping one agent (deterministic transfer)
     if wrapped is not None and callable(getattr(wrapped, "run", None)) and hasattr(wrapped, "name"):
         children.insert(0, wrapped)

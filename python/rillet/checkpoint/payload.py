@@ -19,7 +19,8 @@ An event is kept as a *record*, a list of seven items (payload versions 2 and 3)
   stream concatenated into one message), or ``None, None, None, False`` when it has none;
 * ``extras``: ``None``, or a dict of what events rarely carry: ``customized_output``,
   ``action`` (``exit``, ``transfer_to``, ``break_loop: [from_agent, done, iterations]``,
-  ``state_delta`` or ``customized``) and ``error`` (``{type, message}``).
+  ``state_delta``, ``customized``) and ``error`` (``{type, message}``), and ``branch`` (the
+  Parallel lane the event came from, see :attr:`AgentEvent.branch`).
 
 Version 1 kept each event as a dict with those same names as keys (``agent_name``,
 ``run_path``, ``message``, ``role``, ``tool_name``, ``is_streaming``, ``customized_output``,
@@ -109,15 +110,15 @@ def _action_record(a: AgentAction) -> dict[str, Any]:
     if a.break_loop is not None:
         b = a.break_loop
         act["break_loop"] = [b.from_agent, b.done, b.current_iterations]
-    if isinstance(a.customized_action, StateDelta):
-        act["state_delta"] = dict(a.customized_action)
-    elif a.customized_action is not None:
+    if a.state_delta is not None:
+        act["state_delta"] = dict(a.state_delta)
+    if a.customized_action is not None:
         act["customized"] = a.customized_action
     return act
 
 
 def extras_record(ev: AgentEvent, custom: Any) -> dict[str, Any]:
-    """The parts of an event that few events set: customized output, action, error."""
+    """The parts of an event that few events set: customized output, action, error, branch."""
     action, err = ev.action, ev.error
     extras: dict[str, Any] = {}
     if custom is not None:
@@ -129,6 +130,8 @@ def extras_record(ev: AgentEvent, custom: Any) -> dict[str, Any]:
             "type": getattr(err, "type_name", type(err).__name__),
             "message": getattr(err, "message", str(err)),
         }
+    if ev.branch is not None:
+        extras["branch"] = ev.branch
     return extras
 
 
@@ -195,7 +198,9 @@ class _RecordWriter:
                     role,
                     tool_name,
                     streaming,
-                    None if custom is None and ev.action is None and ev.error is None else extras_record(ev, custom),
+                    None
+                    if custom is None and ev.action is None and ev.error is None and ev.branch is None
+                    else extras_record(ev, custom),
                 ]
             )
         return len(events)
@@ -233,11 +238,15 @@ def apply_extras_record(ev: AgentEvent, extras: dict[str, Any]) -> None:
             exit=bool(act.get("exit")),
             transfer_to_agent=TransferToAgentAction(act["transfer_to"]) if "transfer_to" in act else None,
             break_loop=BreakLoopAction(brk[0], bool(brk[1]), int(brk[2])) if brk is not None else None,
-            customized_action=StateDelta(act["state_delta"]) if "state_delta" in act else act.get("customized"),
+            customized_action=act.get("customized"),
+            state_delta=StateDelta(act["state_delta"]) if "state_delta" in act else None,
         )
     err = extras.get("error")
     if err is not None:
         ev.error = RecordedError(err["type"], err["message"])
+    branch = extras.get("branch")
+    if branch is not None:
+        ev.branch = branch
 
 
 def _v1_as_v2(rec: dict[str, Any]) -> list[Any]:

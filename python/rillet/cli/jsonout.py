@@ -67,11 +67,13 @@ def action_json(a: AgentAction) -> dict[str, Any]:
         ]
     if a.customized_action is not None:
         out["customized"] = a.customized_action
+    if a.state_delta is not None:
+        out["state_delta"] = dict(a.state_delta)
     return out
 
 
 def event_json(ev: AgentEvent) -> dict[str, Any]:
-    """``{agent, run_path, message?, streamed?, customized_output?, action?, error?}``; a
+    """``{agent, run_path, message?, streamed?, customized_output?, action?, error?, branch?}``; a
     streamed message is read to its end and given whole."""
     out: dict[str, Any] = {"agent": ev.agent_name, "run_path": [s.agent_name for s in ev.run_path]}
     mv = ev.message_output
@@ -87,4 +89,6 @@ def event_json(ev: AgentEvent) -> dict[str, Any]:
     if ev.error is not None:
         err = ev.error
         out["error"] = {"type": getattr(err, "type_name", type(err).__name__), "message": str(err)}
+    if ev.branch is not None:
+        out["branch"] = ev.branch
     return out

@@ -148,8 +148,9 @@ class AgentTool(BaseTool):
                 a = ev.action
                 if a is not None and (a.exit or a.transfer_to_agent or a.break_loop):
                     # shown, never acted on: the inner agent's control actions stay in the tool
+                    kept = a.customized_action is not None or a.state_delta is not None
                     ev.action = (
-                        AgentAction(customized_action=a.customized_action) if a.customized_action is not None else None
+                        AgentAction(customized_action=a.customized_action, state_delta=a.state_delta) if kept else None
                     )
                 emit(ev)
                 ev = local

@@ -99,6 +99,7 @@ class WorkflowAgent(BaseAgent):
     after ``name`` by keyword: ``SequentialAgent("seq", sub_agents=[a, b])``)."""
 
     records_own_events = True  # each child records its events in the session itself
+    _children_fixed = True  # given as sub_agents=[...] when made
 
     def __init__(
         self,
@@ -123,7 +124,7 @@ class WorkflowAgent(BaseAgent):
             )
         if not sub_agents:
             raise ValueError(f"{kind} {name!r}: sub_agents is empty; give it at least one agent")
-        self.sub_agents: list[FlowAgent] = []
+        self._children: list[FlowAgent] = []
         names: set[str] = set()
         for a in sub_agents:
             if not (callable(getattr(a, "run", None)) and isinstance(getattr(a, "name", None), str)):
@@ -135,7 +136,7 @@ class WorkflowAgent(BaseAgent):
             if flow.parent is not None:
                 raise ValueError(f"{kind} {name!r}: {flow.name!r} already has a parent, {flow.parent.name!r}")
             names.add(flow.name)
-            self.sub_agents.append(with_disallow_transfer_to_parent(flow))
+            self._children.append(with_disallow_transfer_to_parent(flow))
             if isinstance(flow.agent, OnSubAgents):
                 flow.agent.on_disallow_transfer_to_parent()
 
@@ -230,7 +231,7 @@ class SequentialAgent(WorkflowAgent):
         """The children's live runs in order, over the same requests and history (ADK's
         live SequentialAgent); raises :class:`~rillet.errors.LiveNotSupportedError` at once
         when a child cannot run live. The session closing ends the sequence."""
-        kids = [c.agent for c in self.sub_agents]
+        kids = [c.agent for c in self._children]
         base = RunPath((*live.run_path, RunStep(self.name)))
         runs: list[tuple[LiveContext, AsyncIterator[AgentEvent]]] = []
         extra = (*live.extra_tools, TaskCompletedTool())
@@ -263,9 +264,9 @@ class SequentialAgent(WorkflowAgent):
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
         saved = _saved(run, SequentialState)
         start = saved.index if saved is not None else 0
-        path = run.run_path + [RunStep(c.name) for c in self.sub_agents[:start]]
-        for i in range(start, len(self.sub_agents)):
-            child = self.sub_agents[i]
+        path = run.run_path + [RunStep(c.name) for c in self._children[:start]]
+        for i in range(start, len(self._children)):
+            child = self._children[i]
             outcome = _Outcome()
             async for ev in _sequence_child(child, run, path, outcome, **options):
                 yield ev
@@ -327,11 +328,11 @@ class LoopAgent(WorkflowAgent):
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
         saved = _saved(run, LoopState)
         i, start = (saved.iteration, saved.index) if saved is not None else (0, 0)
-        names = [RunStep(c.name) for c in self.sub_agents]
+        names = [RunStep(c.name) for c in self._children]
         path = run.run_path + names * i + names[:start]  # shared: O(1) a step from here on
         while self.max_iterations == 0 or i < self.max_iterations:
-            for j in range(start, len(self.sub_agents)):
-                child = self.sub_agents[j]
+            for j in range(start, len(self._children)):
+                child = self._children[j]
                 outcome = _Outcome()
                 broke = False
                 async for ev in _sequence_child(child, run, path, outcome, **options):
@@ -357,13 +358,13 @@ class ParallelAgent(WorkflowAgent):
 
     async def _steps(self, run: RunContext, **options: Any) -> AsyncIterator[AgentEvent]:
         saved = _saved(run, ParallelState)
-        lanes = [run.session.lane() for _ in self.sub_agents]
+        lanes = [run.session.lane(f"{self.name}.{c.name}") for c in self._children]
         base = len(lanes[0].events)
-        todo = list(range(len(self.sub_agents)))
+        todo = list(range(len(self._children)))
         if saved is not None:
             resume = current_resume()
             wanted = resume.next_points(run.address) if resume is not None else []
-            todo = [i for i, c in enumerate(self.sub_agents) if agent_segment(c.name) in wanted]
+            todo = [i for i, c in enumerate(self._children) if agent_segment(c.name) in wanted]
             places = saved.order
             first = time.monotonic_ns() - sum(len(records) for records in saved.lanes)
             for i, records in enumerate(saved.lanes):
@@ -374,7 +375,7 @@ class ParallelAgent(WorkflowAgent):
         async def pump(i: int) -> None:
             lane_run = RunContext(lanes[i], run.run_path, run.address, run.root_input)
             try:
-                async for ev in _run_child(self.sub_agents[i], lane_run, lane_run.run_path, **options):
+                async for ev in _run_child(self._children[i], lane_run, lane_run.run_path, **options):
                     queue.put_nowait((i, ev))
             except BaseException as e:
                 queue.put_nowait((i, e))

@@ -288,13 +288,16 @@ class BreakLoopAction:
 class AgentAction:
     """A control-flow signal carried by an event. The framework interprets ``exit``,
     ``interrupted``, ``transfer_to_agent`` and ``break_loop``; ``customized_action`` is passed
-    through untouched."""
+    through untouched. ``state_delta`` (ADK's ``EventActions.state_delta``) tells the consumer
+    which session values the event's agent wrote (``output_key``, agent callbacks): they are
+    in the session already when the event goes out."""
 
     exit: bool = False
     interrupted: InterruptInfo | None = None
     transfer_to_agent: TransferToAgentAction | None = None
     break_loop: BreakLoopAction | None = None
     customized_action: Any = None
+    state_delta: dict[str, Any] | None = None
     _signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
     """The interrupt tree the Runner saves in the checkpoint (set with ``interrupted``).
     Private, like the unexported field Eino keeps beside ``Interrupted``: its shape is the
@@ -346,6 +349,11 @@ class AgentEvent(MessageGeneric[MessageT]):
     output: AgentOutput[MessageT] | None = None
     action: AgentAction | None = None
     error: BaseException | None = None
+    branch: str | None = None
+    """The Parallel lane the event was made in (ADK's ``Event.branch``): ``"par.child"`` for
+    an agent running as the child ``child`` of the ParallelAgent ``par``; a lane inside a
+    lane adds to its name (``"outer.a.inner.x"``). None outside any ParallelAgent. Filled by
+    the framework, like ``run_path``."""
 
     @property
     def message_output(self) -> MessageVariant[MessageT] | None:
@@ -367,6 +375,8 @@ class AgentEvent(MessageGeneric[MessageT]):
             parts.append(f"action={self.action!r}")
         if self.error is not None:
             parts.append(f"error={self.error!r}")
+        if self.branch is not None:
+            parts.append(f"branch={self.branch!r}")
         return f"AgentEvent({', '.join(parts)})"
 
 
@@ -447,4 +457,4 @@ def copy_event(event: AgentEvent[MessageT]) -> AgentEvent[MessageT]:
             MessageVariant(mv.is_streaming, mv.message, give, mv.role, mv.tool_name),
             out.customized_output,
         )
-    return AgentEvent(event.agent_name, event.run_path, out, event.action, event.error)
+    return AgentEvent(event.agent_name, event.run_path, out, event.action, event.error, event.branch)

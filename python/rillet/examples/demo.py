@@ -316,6 +316,8 @@ def _action_text(a: Any) -> str:
         b = a.break_loop
         where = f", ends the loop in round {b.current_iterations + 1}" if b.done else ""
         return f"break loop (from {b.from_agent}{where})"
+    if a.customized_action is None and a.state_delta is not None:
+        return _short("session: " + ", ".join(f"{k} = {v!r}" for k, v in a.state_delta.items()), 60)
     return _short(repr(a.customized_action), 60)
 
 

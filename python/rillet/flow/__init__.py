@@ -131,6 +131,8 @@ class FlowAgent(BaseAgent):
     transfer calls and their results out of the history the agent is rebuilt from.
     """
 
+    _children_fixed = True  # set by set_sub_agents
+
     def __init__(
         self,
         agent: Agent,
@@ -143,8 +145,8 @@ class FlowAgent(BaseAgent):
             raise TypeError("FlowAgent(agent): the agent is already a FlowAgent")
         super().__init__(agent.name, agent.description)
         self.agent = agent
-        self.sub_agents: list[FlowAgent] = []
-        self.parent: FlowAgent | None = None
+        self._children: list[FlowAgent] = []
+        self.parent: FlowAgent | None = None  # (sub_agents: BaseAgent's, read-only here)
         self.disallow_transfer_to_parent = disallow_transfer_to_parent
         self.history_rewriter = history_rewriter
         self.skip_transfer_messages = skip_transfer_messages
@@ -152,7 +154,7 @@ class FlowAgent(BaseAgent):
     def transfer_target(self, name: str) -> FlowAgent | None:
         """The agent a transfer to ``name`` reaches: a direct sub-agent in chat mode (the
         others are called as tools), else the parent if it has that name."""
-        for sub in self.sub_agents:
+        for sub in self._children:
             if sub.name == name and getattr(sub.agent, "mode", "chat") == "chat":
                 return sub
         if self.parent is not None and self.parent.name == name:
@@ -212,6 +214,7 @@ class FlowAgent(BaseAgent):
                     # the leg's rules (see _Leg), applied here, inline: this runs for every event
                     name, path, fills_all, seen = leg.name, leg.path, leg.fills_all, leg.seen
                     record, messages_only = leg.record, leg.messages_only
+                    branch = run.session.branch  # a ParallelAgent's lane: its events say which
                     pending = leg.run.session.pending_messages() if messages_only else _NOT_PENDING
                     action: AgentAction | None = None
                     scope = entered(run) if steady else None
@@ -234,6 +237,8 @@ class FlowAgent(BaseAgent):
                             own = ev.run_path
                             if not own:
                                 ev.run_path = own = path
+                            if branch is not None and ev.branch is None:
+                                ev.branch = branch
                             if own is path or own == path:
                                 action = ev.action
                                 if (
@@ -262,7 +267,7 @@ class FlowAgent(BaseAgent):
                                         else:
                                             record(ev)
                                     else:  # copy_event, inlined for the event without a stream to split
-                                        record(AgentEvent(ev.agent_name, own, out, action, ev.error))
+                                        record(AgentEvent(ev.agent_name, own, out, action, ev.error, ev.branch))
                             if seen is not None:
                                 seen[1] = observer.run_event(leg.obs, seen[0], ev) or seen[1]
                             yield ev
@@ -315,11 +320,11 @@ class FlowAgent(BaseAgent):
 
     def _reachable(self) -> str:
         """What a failed transfer could have reached, and how to wire it."""
-        names = [s.name for s in self.sub_agents if getattr(s.agent, "mode", "chat") == "chat"]
+        names = [s.name for s in self._children if getattr(s.agent, "mode", "chat") == "chat"]
         names += [self.parent.name] if self.parent is not None else []
         if names:
             return f"; it can transfer to: {', '.join(names)}"
-        if self.sub_agents:
+        if self._children:
             return (
                 f"; the sub-agents of {self.name!r} are called as tools (single_turn or task mode), not transferred to"
             )
@@ -332,13 +337,13 @@ class FlowAgent(BaseAgent):
         """In a resumed run whose interrupt lies deeper down, in the agent this one transferred
         to: that agent, which runs next in this one's place (or an error event when it cannot
         be found). None otherwise: this agent runs."""
-        if run.point.was_interrupted or not (self.sub_agents or self.parent):
+        if run.point.was_interrupted or not (self._children or self.parent):
             return None
         if not resume.pending_below(run.address):
             return None
         segments = [AddressSegment.parse(p) for p in resume.next_points(run.address)]
         names = [seg.id for seg in segments if seg.kind == AGENT]
-        if not self.sub_agents:  # a leaf: what lies below is its own, unless it handed back to its parent
+        if not self._children:  # a leaf: what lies below is its own, unless it handed back to its parent
             return self.parent if self.parent is not None and names == [self.parent.name] else None
         if len(names) != 1:
             what = (
@@ -566,7 +571,7 @@ def _log_policy(flow: FlowAgent, keep_log: bool) -> str:
     inner = flow.agent
     if isinstance(inner, BaseAgent) and inner.records_own_events:
         return ""
-    if keep_log or flow.sub_agents or flow.parent is not None:
+    if keep_log or flow._children or flow.parent is not None:
         return "all"
     return "messages" if getattr(inner, "runs_agents_in_its_run", True) else ""
 
@@ -629,7 +634,7 @@ def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
     (unless made with :func:`with_disallow_transfer_to_parent`). Returns the parent's flow
     wrapper; a Runner (or AgentTool) given ``agent`` itself runs that same wrapper."""
     parent = _flow(agent)
-    if parent.sub_agents:
+    if parent._children:
         raise ValueError(f"set_sub_agents: the sub-agents of {parent.name!r} are already set")
     children = [_flow(a) for a in sub_agents]
     names = [parent.name] + [c.name for c in children]
@@ -657,7 +662,7 @@ def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
             c.agent.on_set_as_sub_agent(parent.agent)
             if c.disallow_transfer_to_parent:
                 c.agent.on_disallow_transfer_to_parent()
-    parent.sub_agents = children
+    parent._children = children
     return parent
 
 

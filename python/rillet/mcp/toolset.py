@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
+import contextlib
+import operator
 import re
+import weakref
 from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass
 from types import TracebackType
@@ -84,12 +88,31 @@ def _leaf(e: BaseException) -> BaseException:
     return e
 
 
+def _close_at_exit(ref: weakref.ref[McpToolset]) -> None:
+    toolset = ref()
+    if toolset is not None:
+        toolset._close_at_exit()
+
+
 def _whole(n: object) -> bool:
     return isinstance(n, int) and not isinstance(n, bool)
 
 
 class McpToolset:
-    """The tools of one MCP server, as an async context manager::
+    """The tools of one MCP server: a toolset (:class:`rillet.tools.toolset.Toolset`) to put
+    in an agent's tools, which lists them at the start of every run::
+
+        agent = ChatModelAgent(..., tools=[McpToolset(StdioServer("python", ["server.py"]))])
+
+    Used so, it connects on first use, on the event loop of the run that first needs it, and
+    keeps the connection for the runs after, until :meth:`aclose` (a later use connects
+    again) or the end of that loop (``asyncio.run`` ending cancels the connection's task,
+    which closes it; at interpreter exit a connection on rillet's own loop is closed too).
+    A run on another loop while that one runs calls through it; once it has ended, the next
+    use connects anew on the current loop.
+
+    Or as an async context manager, which connects at once and closes at the end of the
+    block, after which the toolset refuses to be used::
 
         async with McpToolset(StdioServer("python", ["server.py"])) as toolset:
             agent = ChatModelAgent(..., tools=[*await toolset.tools()])
@@ -155,7 +178,11 @@ class McpToolset:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listed: list[Any] | None = None
         self._stale = True
-        self._entered = False
+        self._entered = False  # inside `async with`
+        self._scope_ended = False  # an `async with` block ended: refuse until entered again
+        self._closes = 0  # aclose() calls so far: a call that sees it change was closed, not lost
+        self._exit_hook = False
+        self._built: tuple[tuple[object, ...], list[BaseTool]] | None = None  # tools() of the last listing
 
     def __repr__(self) -> str:
         return f"<McpToolset {self.server.label()}>"
@@ -165,9 +192,12 @@ class McpToolset:
     async def __aenter__(self) -> McpToolset:
         if self._entered:
             raise RuntimeError(f"{self!r} is already open; use one `async with` per toolset")
+        if self._conn is not None:  # opened lazily before: that connection ends first
+            await self.aclose()
         self._loop = asyncio.get_running_loop()
         self._lock = asyncio.Lock()
         self._entered = True
+        self._scope_ended = False
         try:
             await self._connection()
         except BaseException:
@@ -179,18 +209,48 @@ class McpToolset:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Closes the connection (a stdio server's process ends)."""
+        """Closes the connection (a stdio server's process ends). A toolset used without
+        ``async with`` connects again when it is next used."""
         conn, self._conn = self._conn, None
+        if self._entered:
+            self._scope_ended = True
         self._entered = False
-        if conn is not None:
-            await conn.close()
+        self._closes += 1
+        if conn is None:
+            return
+        loop = self._loop
+        if loop is not None and loop is not asyncio.get_running_loop():
+            if loop.is_running():  # the connection's task lives there
+                await self._on_own_loop(conn.close())
+            return  # its loop has ended, and cancelled the connection's task with it
+        await conn.close()
+
+    def _close_at_exit(self) -> None:
+        """At interpreter exit: closes a connection whose loop still runs in another thread
+        (rillet's background loop, a daemon, is about to stop without a word)."""
+        loop = self._loop
+        if self._conn is None or loop is None or not loop.is_running():
+            return
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self.aclose(), loop).result(10)
 
     def _tools_changed(self) -> None:
         self._stale = True
 
     def _require_open(self) -> None:
-        if not self._entered or self._lock is None:
+        """Refuses a toolset whose `async with` block ended; a toolset used without one takes
+        the running loop when it has none, or when the one it had has ended."""
+        if self._entered:
+            return
+        if self._scope_ended:
             raise RuntimeError(f"{self!r} is not open: use it inside `async with McpToolset(...) as toolset:`")
+        running = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or (loop is not running and (loop.is_closed() or not loop.is_running())):
+            self._loop, self._lock, self._conn, self._stale = running, asyncio.Lock(), None, True
+            if not self._exit_hook:
+                self._exit_hook = True
+                atexit.register(_close_at_exit, weakref.ref(self))
 
     async def _connection(self) -> Connection:
         """The live connection, opened anew when there is none or it is gone."""
@@ -221,6 +281,10 @@ class McpToolset:
         """The server's tools (filtered, with approval where required) as rillet tools; listed
         from the server when the cache is empty or stale, else from the cache."""
         listed = await self._list(force=False)
+        key = (listed, self.tool_filter, self.prefix, self.require_approval)
+        built = self._built
+        if built is not None and all(map(operator.is_, key, built[0])):  # the same list: the same tools
+            return list(built[1])
         out: list[BaseTool] = []
         remote: dict[str, str] = {}  # local name -> the server's name
         for mcp_tool in listed:
@@ -235,7 +299,8 @@ class McpToolset:
                 )
             remote[name] = mcp_tool.name
             out.append(gate(self.require_approval, McpTool(self, mcp_tool, name), mcp_tool.name))
-        return out
+        self._built = (key, out)
+        return list(out)
 
     async def refresh(self) -> list[BaseTool]:
         """Lists the tools from the server now, whatever the cache holds."""
@@ -304,6 +369,7 @@ class McpToolset:
         self._require_open()  # before another loop is asked: the one it was opened on may be gone
         if self._on_other_loop():
             return await self._on_own_loop(self.call(name, arguments))
+        closes = self._closes
         for attempt in range(2):
             conn = await self._connection()
             try:
@@ -324,13 +390,13 @@ class McpToolset:
                 # An HTTP session the server no longer knows (it restarted) refused the call
                 # unseen: sending it again on a new session is safe. Anything else may have run.
                 if attempt or not _session_gone(e):
-                    raise self._lost(name, e) from e
+                    raise self._lost(name, e, closes != self._closes) from e
         if result.is_error:
             raise McpToolError(f"MCP server {self.server.label()}: tool {name!r} failed: {error_text(result)}")
         return result_text(result)
 
-    def _lost(self, name: str, e: BaseException) -> McpConnectionError:
-        if not self._entered:  # aclose() during the call ended the connection, not the server
+    def _lost(self, name: str, e: BaseException, closed: bool) -> McpConnectionError:
+        if closed:  # aclose() during the call ended the connection, not the server
             return McpConnectionError(
                 f"MCP server {self.server.label()}: the toolset was closed during the call of tool {name!r}"
             )

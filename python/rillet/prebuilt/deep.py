@@ -30,6 +30,7 @@ from rillet.prebuilt.filesystem import Backend, file_tools
 from rillet.run.agent import Agent, AgentInput
 from rillet.run.context import add_session_value
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo, as_tool
+from rillet.tools.toolset import is_toolset
 
 if TYPE_CHECKING:
     from rillet.models.base import ChatModel
@@ -221,7 +222,7 @@ class DeepAgent(ChatModelAgent):
         if backend is not None and not isinstance(backend, Backend):
             raise TypeError(f"DeepAgent: backend must have ls, read and write, got {type(backend).__name__}")
         options.setdefault("gen_model_input", _with_system)
-        own = [as_tool(t) for t in tools]
+        own = [t if is_toolset(t) else as_tool(t) for t in tools]  # a toolset is resolved by each agent's run
         builtin: list[BaseTool] = [WriteTodosTool()] if write_todos else []
         if backend is not None:
             builtin += file_tools(backend)

@@ -11,7 +11,7 @@ trimmed under it). The kinds:
 - ``end``: the run is over ``[n, "end", events, status]`` (status ``done``, ``abandoned`` when
   its consumer stopped early, ``failed`` when iterating its events raised)
 
-``extras`` is the checkpoint record's (customized output, action, error), plus ``interrupted``
+``extras`` is the checkpoint record's (customized output, action, error, branch), plus ``interrupted``
 (``[data, contexts]``) for an interrupt, which a checkpoint keeps elsewhere.
 """
 
@@ -56,7 +56,7 @@ def _ctx_of(rec: list[Any] | None) -> InterruptCtx | None:
 
 def _extras(ev: AgentEvent) -> dict[str, Any] | None:
     custom = ev.output.customized_output if ev.output is not None else None
-    if custom is None and ev.action is None and ev.error is None:
+    if custom is None and ev.action is None and ev.error is None and ev.branch is None:
         return None
     extras = extras_record(ev, custom)
     interrupted = ev.action.interrupted if ev.action is not None else None

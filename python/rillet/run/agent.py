@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -157,8 +157,25 @@ async def _iterate_run(agent: Agent, input: AgentInput, **options: Any) -> Async
 
 
 class StateDelta(dict[str, Any]):
-    """The session values a before/after-agent callback wrote, carried as an event's
-    ``action.customized_action`` (ADK's ``state_delta``)."""
+    """The session values an agent wrote (a before/after-agent callback, ``output_key``),
+    carried as an event's ``action.state_delta`` (ADK's ``EventActions.state_delta``)."""
+
+
+def carry_state_delta(out: list[AgentEvent], delta: StateDelta) -> None:
+    """Puts ``delta`` on the last event of ``out`` (events not gone out yet), beside its
+    action if it has one, or, when there is none (or it is an error or an interrupt), on an
+    event of its own at the end."""
+    last = out[-1] if out else None
+    if last is None or last.error is not None or (last.action is not None and last.action.interrupted is not None):
+        out.append(AgentEvent(action=AgentAction(state_delta=delta)))
+        return
+    action = last.action
+    if action is None:
+        last.action = AgentAction(state_delta=delta)
+    else:  # a new action: the event's may be shared (a tool's send_tool_gen_action)
+        merged = StateDelta(action.state_delta or {})
+        merged.update(delta)
+        last.action = dataclasses.replace(action, state_delta=merged)
 
 
 class _CallbackState:
@@ -232,6 +249,14 @@ class BaseAgent:
     """True for an agent that records its children's events in the session itself (the
     workflow agents): the flow wrapper around it then records none of its events."""
 
+    _children: Sequence[Any] = ()
+    """The agents directly below, as this agent holds them (a workflow's and a flow wrapper's
+    are flow wrappers): what :attr:`sub_agents` reads, unwrapped."""
+
+    _children_fixed: ClassVar[bool] = False
+    """True where the children are given at construction or by set_sub_agents (workflows,
+    flow wrappers): ``sub_agents`` cannot be set."""
+
     runs_agents_in_its_run: ClassVar[bool] = True
     """Whether agents may run inside this agent's own run and rebuild their input from its
     messages in the session log (a custom agent driving ``FlowAgent(other).events(None)``
@@ -261,6 +286,25 @@ class BaseAgent:
     def description(self) -> str:
         """What the agent does: shown to agents that may transfer to it or call it as a tool."""
         return self._description
+
+    @property
+    def sub_agents(self) -> list[Agent]:
+        """The agents directly below this one (ADK's ``sub_agents``), as you built them (not
+        their flow wrappers), each once, in the order given: a workflow's children, the agents
+        :func:`rillet.set_sub_agents` gave it, a custom agent's own. A new list each time:
+        changing it changes nothing. An AgentTool is a tool, not a sub-agent."""
+        return sub_agents_of(self)
+
+    @sub_agents.setter
+    def sub_agents(self, agents: Sequence[Agent]) -> None:
+        """A custom agent names the agents it runs (for :meth:`find_agent`, the agent tree
+        and checkpoints' agent fingerprint); workflows and transfer trees are set otherwise."""
+        if self._children_fixed:
+            raise AttributeError(
+                f"{type(self).__name__} {self._name!r}: sub_agents is read-only; a workflow takes its children "
+                "as sub_agents=[...] when made, and rillet.set_sub_agents(parent, [...]) sets transfer targets"
+            )
+        self._children = list(agents)
 
     def _run(self, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:
         raise NotImplementedError(f"{type(self).__name__} must define an async generator _run(input, **options)")
@@ -309,7 +353,7 @@ class BaseAgent:
         ev = event_from_message(content) if content is not None else AgentEvent()
         ev.agent_name = self._name
         if delta:
-            ev.action = AgentAction(customized_action=delta)
+            ev.action = AgentAction(state_delta=delta)
         return content is not None, ev
 
     def run(self, input: AgentInput, **options: Any) -> RunIterator:
@@ -371,6 +415,15 @@ def _unwrapped(agent: Any) -> Any:
     return agent
 
 
+def declared_sub_agents(layer: Any) -> list[Any]:
+    """The children ``layer`` itself holds (flow wrappers, for a workflow or a flow wrapper):
+    a BaseAgent's own list, or the ``sub_agents`` list of an agent of another kind."""
+    if isinstance(layer, BaseAgent):
+        return list(layer._children)
+    subs = getattr(layer, "sub_agents", None)
+    return list(subs) if isinstance(subs, (list, tuple)) else []
+
+
 def sub_agents_of(agent: Any) -> list[Agent]:
     """The direct sub-agents of ``agent``, unwrapped, each once, in the order given."""
     out: list[Agent] = []
@@ -383,10 +436,7 @@ def sub_agents_of(agent: Any) -> list[Agent]:
         if flow is not None and all(flow is not x for x in layers):
             layers.append(flow)
     for layer in layers:
-        subs = getattr(layer, "sub_agents", None)
-        if not isinstance(subs, (list, tuple)):
-            continue
-        for sub in subs:
+        for sub in declared_sub_agents(layer):
             sub = _unwrapped(sub)
             if all(sub is not x for x in out):
                 out.append(sub)

@@ -63,6 +63,9 @@ class Session:
     pending: list[Any] | None = field(default=None, repr=False)
     """Plain assistant messages logged but not yet made events (see :meth:`pending_messages`):
     ``agent_name, run_path, message`` for each, flat."""
+    branch: str | None = None
+    """The ParallelAgent lane this session is (see :meth:`lane`), or None: the ``branch`` of
+    the events made in it."""
 
     def pending_messages(self) -> list[Any]:
         """The list the flow appends ``agent_name, run_path, message`` to, for each plain
@@ -86,7 +89,8 @@ class Session:
         items = pending[:n]
         del pending[:n]
         for i in range(0, n, 3):
-            self.events.append(AgentEvent(items[i], items[i + 1], AgentOutput(MessageVariant(False, items[i + 2]))))
+            message = AgentOutput(MessageVariant(False, items[i + 2]))
+            self.events.append(AgentEvent(items[i], items[i + 1], message, None, None, self.branch))
         self.stamps.extend([time.monotonic_ns()] * (n // 3))
 
     def record(self, event: AgentEvent) -> None:
@@ -131,11 +135,15 @@ class Session:
             self._settle()
             return self.events[start:]
 
-    def lane(self) -> Session:
-        """A session for one concurrent child: shared values, its own copy of the log."""
+    def lane(self, name: str | None = None) -> Session:
+        """A session for one concurrent child: shared values, its own copy of the log; its
+        branch is ``name`` after this session's branch (``"outer.a" + "." + name``)."""
         with self.lock:
             self._settle()
-            return Session(self.values, list(self.events), self.lock, list(self.stamps))
+            lane = Session(self.values, list(self.events), self.lock, list(self.stamps))
+        if name is not None:
+            lane.branch = name if self.branch is None else f"{self.branch}.{name}"
+        return lane
 
     @staticmethod
     def order(lanes: list[Session], base: int) -> list[list[int]]:

@@ -801,6 +801,11 @@ def as_tool(obj: Any) -> BaseTool:
         )
     if callable(obj):
         return FunctionTool(obj)
+    if callable(getattr(obj, "tools", None)):  # a toolset (rillet.tools.toolset): an agent resolves it per run
+        raise TypeError(
+            f"as_tool() got the toolset {type(obj).__name__} {_short(obj)}: put it in ChatModelAgent(tools=[...]), "
+            "which asks it for its tools at the start of every run, or list them with `await toolset.tools()`"
+        )
     raise TypeError(f"as_tool() got {type(obj).__name__} {_short(obj)}: it accepts a BaseTool instance or a function")
 
 

@@ -33,6 +33,7 @@ from rillet.checkpoint.stores import CheckpointStore
 from rillet.compose.agent_tool import AgentTool
 from rillet.errors import RilletError
 from rillet.flow import flow_of
+from rillet.run.agent import declared_sub_agents
 from rillet.web import is_loopback
 from rillet.web.checkpoints import decoded, listing
 from rillet.web.runs import Hub, Run
@@ -58,7 +59,7 @@ def agent_tree(agent: Any) -> dict[str, Any]:
         if isinstance(t, AgentTool):
             entry["agent"] = agent_tree(t.agent)
         tools.append(entry)
-    subs = getattr(inner, "sub_agents", None) or flow.sub_agents  # a workflow's children, or transfer targets
+    subs = declared_sub_agents(inner) or declared_sub_agents(flow)  # a workflow's children, or transfer targets
     return {
         "name": getattr(agent, "name", ""),
         "kind": type(inner).__name__,

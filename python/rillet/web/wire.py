@@ -64,6 +64,8 @@ def action_record(action: AgentAction) -> dict[str, Any]:
         return {"kind": "break_loop", "from": action.break_loop.from_agent}
     if action.exit:
         return {"kind": "exit"}
+    if action.customized_action is None and action.state_delta is not None:
+        return {"kind": "state_delta", "delta": jsonable(action.state_delta)}
     return {"kind": "custom", "value": jsonable(action.customized_action)}
 
 
@@ -74,6 +76,10 @@ def event_records(ev: AgentEvent, seq: int) -> Iterator[dict[str, Any]]:
     head["path"] = [s.agent_name for s in ev.run_path] or [ev.agent_name]
     if ev.action is not None:
         head["action"] = action_record(ev.action)
+        if ev.action.state_delta is not None:
+            head["state_delta"] = jsonable(ev.action.state_delta)
+    if ev.branch is not None:
+        head["branch"] = ev.branch
     if ev.error is not None:
         head["error"] = {"type": type(ev.error).__name__, "message": str(ev.error)}
     if ev.output is not None and ev.output.customized_output is not None:

@@ -148,6 +148,7 @@ function actionView(a, run) {
   if (a.kind === "transfer") return el("div", "act", "⇢ transfer to " + a.to);
   if (a.kind === "exit") return el("div", "act", "exit");
   if (a.kind === "break_loop") return el("div", "act", "break loop (from " + a.from + ")");
+  if (a.kind === "state_delta") return el("pre", "json", "session: " + show(a.delta));
   if (a.kind === "interrupt") {
     const box = el("div", "act");
     box.append(el("div", null, "interrupted: waiting for a person"));
