@@ -301,7 +301,7 @@ fn append_parts(acc: &mut Vec<Part>, new: &[Part]) {
     }
 }
 
-fn merge_meta(acc: &mut ResponseMeta, new: &ResponseMeta, policy: UsagePolicy) {
+pub(crate) fn merge_meta(acc: &mut ResponseMeta, new: &ResponseMeta, policy: UsagePolicy) {
     if !new.finish_reason.is_empty() {
         new.finish_reason.clone_into(&mut acc.finish_reason);
     }

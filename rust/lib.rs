@@ -5,6 +5,7 @@
 //! as `rillet._native`. The modules are private: what the crate offers as a Rust library is
 //! re-exported below.
 
+mod agentic;
 mod channel;
 mod codec;
 mod concat;
@@ -18,6 +19,10 @@ use pyo3::prelude::*;
 
 // The crate as a Rust library: the pure-Rust cores, without Python. `cargo test` drives them,
 // and the fuzz targets (fuzz/) compile the codec core's sources and use the codec's names.
+pub use agentic::{
+    concat as concat_agentic, AgenticAccumulator, AgenticMessage, BlockKind, ContentBlock,
+    ConversionError,
+};
 pub use channel::Channel;
 pub use codec::decode::{decode, Builder};
 pub use codec::value::{encode, encode_version, Value, ValueBuilder};

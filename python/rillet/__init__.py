@@ -29,7 +29,8 @@ _logging.getLogger("rillet").addHandler(_logging.NullHandler())
 _PUBLIC: dict[str, tuple[str, ...]] = {
     # Messages and streams (Rust-backed)
     "rillet.data.schema": (
-        "NO_VALUE", "ConcatError", "ContentPart", "FunctionCall", "Message", "MessageAccumulator", "ResponseMeta",
+        "NO_VALUE", "AgenticMessage", "AnyMessage", "ConcatError", "ContentBlock", "ContentPart", "FunctionCall",
+        "Message", "MessageAccumulator", "MessageConversionError", "MessageT", "ResponseMeta",
         "SourceEOF", "StreamEOF", "StreamReader", "StreamWriter", "ToolCall", "Usage", "aconcat_message_stream",
         "concat_message_stream", "concat_messages", "convert_stream", "merge_named_streams", "merge_streams", "pipe",
         "stream_from_list",
@@ -160,11 +161,16 @@ if TYPE_CHECKING:  # written from _PUBLIC by scripts/public-api
     from rillet.data.events import peek_message as peek_message
     from rillet.data.run_config import RunConfig as RunConfig
     from rillet.data.schema import NO_VALUE as NO_VALUE
+    from rillet.data.schema import AgenticMessage as AgenticMessage
+    from rillet.data.schema import AnyMessage as AnyMessage
     from rillet.data.schema import ConcatError as ConcatError
+    from rillet.data.schema import ContentBlock as ContentBlock
     from rillet.data.schema import ContentPart as ContentPart
     from rillet.data.schema import FunctionCall as FunctionCall
     from rillet.data.schema import Message as Message
     from rillet.data.schema import MessageAccumulator as MessageAccumulator
+    from rillet.data.schema import MessageConversionError as MessageConversionError
+    from rillet.data.schema import MessageT as MessageT
     from rillet.data.schema import ResponseMeta as ResponseMeta
     from rillet.data.schema import SourceEOF as SourceEOF
     from rillet.data.schema import StreamEOF as StreamEOF

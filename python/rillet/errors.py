@@ -57,6 +57,7 @@ __all__ = [
     "LiveNotSupportedError",
     "LiveQueueClosedError",
     "MalformedChunkError",
+    "MessageConversionError",
     "McpConnectionError",
     "MiddlewareError",
     "McpError",
@@ -126,6 +127,16 @@ class ConcatError(RilletError, ValueError):
     """Message chunks that cannot be concatenated; `field` names the offending field."""
 
     field: str
+
+
+class MessageConversionError(RilletError, ValueError):
+    """A message that cannot be converted between Message and AgenticMessage without loss.
+
+    ``block`` is the position of the block at fault (None when the message as a whole is):
+    keep the AgenticMessage, or drop or change that block before converting.
+    """
+
+    block: int | None
 
 
 class DecodeError(RilletError, ValueError):

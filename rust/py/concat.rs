@@ -6,10 +6,91 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::PyList;
 
+use crate::agentic::{AgenticAccumulator, AgenticMessage as CoreAgentic};
 use crate::concat::{self as core, Accumulator, UsagePolicy};
 use crate::message::{Map, Value};
+use crate::py::agentic::{agentic_chunk, not_agentic, AgenticMessage};
 use crate::py::errors::{self, Class};
 use crate::py::message::{with_chunk, Message};
+
+/// The accumulator of one stream: of Message chunks, or of AgenticMessage chunks once the
+/// first chunk is one (a stream holds one message type).
+#[derive(Clone, Debug)]
+pub(crate) enum AnyAccumulator {
+    Message(Accumulator),
+    Agentic(AgenticAccumulator),
+}
+
+impl AnyAccumulator {
+    pub(crate) fn new(policy: UsagePolicy) -> Self {
+        AnyAccumulator::Message(Accumulator::new(policy))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            AnyAccumulator::Message(a) => a.len(),
+            AnyAccumulator::Agentic(a) => a.len(),
+        }
+    }
+
+    /// The concatenated message: a Message, or an AgenticMessage for agentic chunks.
+    pub(crate) fn finish(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(match self {
+            AnyAccumulator::Message(a) => Py::new(py, Message::wrap(a.finish()))?.into_any(),
+            AnyAccumulator::Agentic(a) => Py::new(py, AgenticMessage::wrap(a.finish()))?.into_any(),
+        })
+    }
+
+    /// The agentic accumulator to push `chunk` into, switching an empty Message accumulator
+    /// over; None when the chunk is not an AgenticMessage and the stream is not agentic.
+    fn agentic_for(
+        &mut self,
+        chunk: &Bound<'_, PyAny>,
+        policy: UsagePolicy,
+    ) -> PyResult<Option<(&mut AgenticAccumulator, CoreAgentic)>> {
+        let item = agentic_chunk(chunk);
+        if let AnyAccumulator::Message(a) = self {
+            match &item {
+                None => return Ok(None),
+                Some(_) if a.is_empty() => {
+                    *self = AnyAccumulator::Agentic(AgenticAccumulator::new(policy))
+                }
+                Some(_) => {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(
+                        "a stream of Message chunks got an AgenticMessage chunk: one stream holds one message type",
+                    ))
+                }
+            }
+        }
+        match (self, item) {
+            (AnyAccumulator::Agentic(a), Some(m)) => Ok(Some((a, m))),
+            _ => Err(not_agentic(chunk)),
+        }
+    }
+}
+
+/// Pushes one chunk of either message type (see [`AnyAccumulator`]).
+pub(crate) fn push_any(
+    acc: &mut AnyAccumulator,
+    chunk: &Bound<'_, PyAny>,
+    policy: UsagePolicy,
+) -> PyResult<()> {
+    let py = chunk.py();
+    if chunk.is_none() {
+        return Err(concat_error(
+            py,
+            core::ConcatError::missing_chunk(acc.len()),
+        ));
+    }
+    match acc.agentic_for(chunk, policy)? {
+        // `m` is a copy: merging may release Python values in extras here, with no lock held.
+        Some((a, m)) => a.push(&m).map_err(|e| concat_error(py, e)),
+        None => match acc {
+            AnyAccumulator::Message(a) => push_chunk(a, chunk),
+            AnyAccumulator::Agentic(_) => Err(not_agentic(chunk)),
+        },
+    }
+}
 
 /// Raises `ConcatError` with the message of `err` and its `field` attribute set.
 pub(crate) fn concat_error(py: Python<'_>, err: core::ConcatError) -> PyErr {
@@ -54,16 +135,20 @@ pub(crate) fn push_chunk(acc: &mut Accumulator, chunk: &Bound<'_, PyAny>) -> PyR
         .map_err(|e| concat_error(py, e))
 }
 
-fn push_all(acc: &mut Accumulator, chunks: &Bound<'_, PyAny>) -> PyResult<()> {
+fn push_all(
+    acc: &mut AnyAccumulator,
+    chunks: &Bound<'_, PyAny>,
+    policy: UsagePolicy,
+) -> PyResult<()> {
     if let Ok(list) = chunks.cast::<PyList>() {
         // The common case: iterate the list directly, without an iterator object.
         for chunk in list.iter() {
-            push_chunk(acc, &chunk)?;
+            push_any(acc, &chunk, policy)?;
         }
         return Ok(());
     }
     for chunk in chunks.try_iter()? {
-        push_chunk(acc, &chunk?)?;
+        push_any(acc, &chunk?, policy)?;
     }
     Ok(())
 }
@@ -87,16 +172,23 @@ fn holds_python(m: &crate::message::Message) -> bool {
             .any(|t| t.extra.as_ref().is_some_and(map))
 }
 
-/// Concatenates streamed message chunks into one new Message with Eino's rules.
+/// Concatenates streamed message chunks into one new message with Eino's rules: Message
+/// chunks into a Message, AgenticMessage chunks (merged by block index) into an
+/// AgenticMessage.
 ///
 /// `usage` combines the usage counters of several chunks: "max" (per field, Eino's rule and
 /// the default), "sum" or "last". Raises ConcatError on conflicting chunks.
 #[pyfunction]
 #[pyo3(signature = (chunks, *, usage="max"))]
-pub fn concat_messages(chunks: &Bound<'_, PyAny>, usage: &str) -> PyResult<Message> {
-    let mut acc = Accumulator::new(parse_policy(usage)?);
-    push_all(&mut acc, chunks)?;
-    Ok(Message::wrap(acc.finish()))
+pub fn concat_messages(
+    py: Python<'_>,
+    chunks: &Bound<'_, PyAny>,
+    usage: &str,
+) -> PyResult<Py<PyAny>> {
+    let policy = parse_policy(usage)?;
+    let mut acc = AnyAccumulator::new(policy);
+    push_all(&mut acc, chunks, policy)?;
+    acc.finish(py)
 }
 
 /// Concatenates chunks one at a time, e.g. while they stream in.
@@ -104,7 +196,7 @@ pub fn concat_messages(chunks: &Bound<'_, PyAny>, usage: &str) -> PyResult<Messa
 /// A chunk that `push` rejects (ConcatError) is not applied, so the accumulator stays usable.
 #[pyclass(frozen, module = "rillet", name = "MessageAccumulator")]
 pub struct MessageAccumulator {
-    acc: Mutex<Accumulator>,
+    acc: Mutex<AnyAccumulator>,
     policy: UsagePolicy,
 }
 
@@ -115,7 +207,7 @@ impl MessageAccumulator {
     fn new(usage: &str) -> PyResult<Self> {
         let policy = parse_policy(usage)?;
         Ok(MessageAccumulator {
-            acc: Mutex::new(Accumulator::new(policy)),
+            acc: Mutex::new(AnyAccumulator::new(policy)),
             policy,
         })
     }
@@ -128,18 +220,52 @@ impl MessageAccumulator {
             let index = self.acc.lock_py_attached(py).len();
             return Err(concat_error(py, core::ConcatError::missing_chunk(index)));
         }
+        if let Some(m) = agentic_chunk(chunk) {
+            // Merging may release Python values of extras: done detached, with no lock on
+            // the accumulator held by this thread while Python runs.
+            let policy = self.policy;
+            return py
+                .detach(|| {
+                    let mut acc = self.acc.lock();
+                    if let AnyAccumulator::Message(a) = &*acc {
+                        if !a.is_empty() {
+                            return Err(None);
+                        }
+                        *acc = AnyAccumulator::Agentic(AgenticAccumulator::new(policy));
+                    }
+                    match &mut *acc {
+                        AnyAccumulator::Agentic(a) => a.push(&m).map_err(Some),
+                        AnyAccumulator::Message(_) => Err(None),
+                    }
+                })
+                .map_err(|e| match e {
+                    Some(e) => concat_error(py, e),
+                    None => pyo3::exceptions::PyTypeError::new_err(
+                        "a stream of Message chunks got an AgenticMessage chunk: one stream holds one message type",
+                    ),
+                });
+        }
         // Read the chunk before taking the lock: a dict chunk is read from Python (which may
         // run arbitrary code, e.g. `__bool__` of an extra value), a Message is copied under
         // its own lock.
         let chunk = with_chunk(chunk, Clone::clone)?;
+        let push = |acc: &mut AnyAccumulator| match acc {
+            AnyAccumulator::Message(a) => Some(a.push(&chunk)),
+            AnyAccumulator::Agentic(_) => None,
+        };
         let pushed = if holds_python(&chunk) {
             // Merging may replace a Python value held in `extra`: apply it detached, so that
             // the old value's reference is released after the lock, not under it.
-            py.detach(|| self.acc.lock().push(&chunk))
+            py.detach(|| push(&mut self.acc.lock()))
         } else {
-            self.acc.lock_py_attached(py).push(&chunk)
+            push(&mut self.acc.lock_py_attached(py))
         };
-        pushed.map_err(|e| concat_error(py, e))
+        match pushed {
+            Some(r) => r.map_err(|e| concat_error(py, e)),
+            None => Err(pyo3::exceptions::PyTypeError::new_err(
+                "a stream of AgenticMessage chunks got a Message chunk: one stream holds one message type",
+            )),
+        }
     }
 
     /// Pushes every chunk of `chunks` in order; stops at the first rejected one (the chunks
@@ -159,15 +285,27 @@ impl MessageAccumulator {
     }
 
     /// The message the chunks so far concatenate to; the accumulator goes on.
-    fn snapshot(&self, py: Python<'_>) -> Message {
-        Message::wrap(self.acc.lock_py_attached(py).snapshot())
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let acc = self.acc.lock_py_attached(py).clone();
+        acc.finish(py)
     }
 
-    /// The concatenated message; the accumulator starts over empty.
-    fn finish(&self, py: Python<'_>) -> Message {
-        let fresh = Accumulator::new(self.policy);
+    /// The concatenated message (an AgenticMessage for agentic chunks); the accumulator
+    /// starts over empty.
+    fn finish(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let fresh = AnyAccumulator::new(self.policy);
         let acc = std::mem::replace(&mut *self.acc.lock_py_attached(py), fresh);
-        Message::wrap(acc.finish())
+        acc.finish(py)
+    }
+
+    /// `MessageAccumulator[AgenticMessage]` in annotations.
+    #[classmethod]
+    #[pyo3(signature = (item, /))]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::py::util::generic_alias(cls, item)
     }
 
     /// The number of chunks pushed since the last `finish`.

@@ -24,9 +24,10 @@ pub enum Class {
     ModelStreamError,
     IncompleteStreamError,
     StreamLimitError,
+    MessageConversionError,
 }
 
-const COUNT: usize = 9;
+const COUNT: usize = 10;
 
 impl Class {
     const ALL: [Class; COUNT] = [
@@ -39,6 +40,7 @@ impl Class {
         Class::ModelStreamError,
         Class::IncompleteStreamError,
         Class::StreamLimitError,
+        Class::MessageConversionError,
     ];
 
     /// The class's name in `rillet.errors`.
@@ -53,6 +55,7 @@ impl Class {
             Class::ModelStreamError => "ModelStreamError",
             Class::IncompleteStreamError => "IncompleteStreamError",
             Class::StreamLimitError => "StreamLimitError",
+            Class::MessageConversionError => "MessageConversionError",
         }
     }
 }

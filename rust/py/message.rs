@@ -131,7 +131,10 @@ pub(crate) fn map_to_py<'py>(py: Python<'py>, m: &Map) -> PyResult<Bound<'py, Py
 }
 
 /// An `extra` argument: a dict or any other mapping (e.g. another message's `extra`), or None.
-fn extra_from_py(extra: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<Map>> {
+pub(crate) fn extra_from_py(
+    extra: Option<&Bound<'_, PyAny>>,
+    field: &str,
+) -> PyResult<Option<Map>> {
     let Some(extra) = extra.filter(|e| !e.is_none()) else {
         return Ok(None);
     };
@@ -146,7 +149,7 @@ fn extra_from_py(extra: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Opti
 
 /// The `extra` getters: a read-only mapping, so `msg.extra["k"] = v` raises instead of
 /// changing a copy.
-fn extra_to_py(py: Python<'_>, extra: &Option<Map>) -> PyResult<Option<Py<PyAny>>> {
+pub(crate) fn extra_to_py(py: Python<'_>, extra: &Option<Map>) -> PyResult<Option<Py<PyAny>>> {
     extra
         .as_ref()
         .map(|m| map_to_proxy(py, m).map(Bound::unbind))
@@ -154,7 +157,7 @@ fn extra_to_py(py: Python<'_>, extra: &Option<Map>) -> PyResult<Option<Py<PyAny>
 }
 
 /// The TypeError of a constructor or setter: `Message.content: expected str or ..., got int`.
-fn expected(field: &str, what: &str, got: &Bound<'_, PyAny>) -> PyErr {
+pub(crate) fn expected(field: &str, what: &str, got: &Bound<'_, PyAny>) -> PyErr {
     let ty = got
         .get_type()
         .name()
@@ -164,7 +167,7 @@ fn expected(field: &str, what: &str, got: &Bound<'_, PyAny>) -> PyErr {
 }
 
 /// The items of a list or tuple argument; anything else is a TypeError naming `field`.
-fn list_items<'py>(
+pub(crate) fn list_items<'py>(
     obj: &Bound<'py, PyAny>,
     field: &str,
     what: &str,
@@ -182,7 +185,7 @@ fn list_items<'py>(
 // repr helpers
 
 /// A Python-style repr of a str (single quotes, common escapes), without calling Python.
-fn repr_str(s: &str) -> String {
+pub(crate) fn repr_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('\'');
     for c in s.chars() {
@@ -200,14 +203,14 @@ fn repr_str(s: &str) -> String {
     out
 }
 
-fn repr_extra(py: Python<'_>, extra: &Option<Map>) -> PyResult<String> {
+pub(crate) fn repr_extra(py: Python<'_>, extra: &Option<Map>) -> PyResult<String> {
     match extra {
         Some(m) => Ok(map_to_py(py, m)?.repr()?.to_string()),
         None => Ok("None".into()),
     }
 }
 
-fn not_implemented(py: Python<'_>) -> Py<PyAny> {
+pub(crate) fn not_implemented(py: Python<'_>) -> Py<PyAny> {
     py.NotImplemented()
 }
 
@@ -674,7 +677,7 @@ impl ResponseMeta {
         meta_from_dict(d).map(ResponseMeta)
     }
 
-    fn __repr__(&self) -> String {
+    pub(crate) fn __repr__(&self) -> String {
         let usage = self.usage().map_or("None".to_owned(), |u| u.__repr__());
         format!(
             "ResponseMeta(finish_reason={}, usage={usage})",
@@ -702,7 +705,7 @@ fn usage_from_py(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<core::Usage> {
 }
 
 /// A ResponseMeta argument: the class or its dict form; None is None.
-fn meta_from_py(
+pub(crate) fn meta_from_py(
     obj: Option<&Bound<'_, PyAny>>,
     field: &str,
 ) -> PyResult<Option<core::ResponseMeta>> {
@@ -718,7 +721,10 @@ fn meta_from_py(
     Err(expected(field, "ResponseMeta | dict (or None)", obj))
 }
 
-fn meta_to_dict<'py>(py: Python<'py>, m: &core::ResponseMeta) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn meta_to_dict<'py>(
+    py: Python<'py>,
+    m: &core::ResponseMeta,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item(intern!(py, "finish_reason"), &m.finish_reason)?;
     match &m.usage {
@@ -1674,7 +1680,7 @@ pub(crate) fn message_from_dict(d: &Bound<'_, PyDict>) -> PyResult<core::Message
 }
 
 /// A str field of a dict form; None reads as "".
-fn str_value(v: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
+pub(crate) fn str_value(v: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
     if v.is_none() {
         return Ok(String::new());
     }

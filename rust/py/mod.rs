@@ -2,6 +2,7 @@
 //! helpers the bindings share (timeouts, asyncio look-ups, future resolution) live in `util`,
 //! so no binding module imports another for a helper.
 
+mod agentic;
 mod channel;
 mod checkpoint;
 mod codec;
@@ -56,6 +57,8 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // set, not added: the worker pool's internals (rillet._core.workers) stay out of __all__
     m.setattr("Handoff", py.get_type::<handoff::Handoff>())?;
     m.setattr("WorkQueue", py.get_type::<handoff::WorkQueue>())?;
+    m.add_class::<agentic::AgenticMessage>()?;
+    m.add_class::<agentic::ContentBlock>()?;
     m.add_class::<message::ContentPart>()?;
     m.add_class::<message::FunctionCall>()?;
     m.add_class::<message::Message>()?;

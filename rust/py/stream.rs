@@ -28,10 +28,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyTraceback, PyType};
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::concat::{Accumulator, UsagePolicy};
-use crate::py::concat::{push_chunk, MessageAccumulator};
+use crate::concat::UsagePolicy;
+use crate::py::concat::{push_any, AnyAccumulator, MessageAccumulator};
 use crate::py::errors::{self, Class};
-use crate::py::message::Message;
 use crate::py::util::{
     deadline_after, empty, generic_alias, refuse_inside_event_loop, resolve_future, resolver,
     wait_slice, wakes_directly,
@@ -1117,7 +1116,7 @@ pub fn concat_message_stream(
     py: Python<'_>,
     reader: &Bound<'_, StreamReader>,
     usage: &str,
-) -> PyResult<Message> {
+) -> PyResult<Py<PyAny>> {
     let policy = UsagePolicy::parse(usage).ok_or_else(|| {
         PyValueError::new_err(format!(
             "usage must be 'max', 'sum' or 'last', not {usage:?}"
@@ -1125,25 +1124,26 @@ pub fn concat_message_stream(
     })?;
     let reader = reader.get();
     let kind = reader.kind()?;
-    let result = drain(py, reader, &kind, Accumulator::new(policy));
+    let result = drain(py, reader, &kind, AnyAccumulator::new(policy), policy);
     if reader.owns(&kind) {
         kind.close(py);
     }
-    result.map(Message::wrap)
+    result
 }
 
 fn drain(
     py: Python<'_>,
     reader: &StreamReader,
     kind: &Arc<Kind>,
-    mut acc: Accumulator,
-) -> PyResult<crate::message::Message> {
+    mut acc: AnyAccumulator,
+    policy: UsagePolicy,
+) -> PyResult<Py<PyAny>> {
     loop {
         reader.check_owns(kind)?;
         match kind.poll(py) {
-            Poll::Ready(Chunk::Item(x)) => push_chunk(&mut acc, x.bind(py))?,
+            Poll::Ready(Chunk::Item(x)) => push_any(&mut acc, x.bind(py), policy)?,
             Poll::Ready(Chunk::Error(e)) => return Err(e.raise(py)),
-            Poll::Ended => return Ok(acc.finish()),
+            Poll::Ended => return acc.finish(py),
             Poll::Pending => {
                 refuse_inside_event_loop(
                     py,

@@ -34,6 +34,7 @@ from rillet import (
 PUBLIC = {
     # messages and streams
     "NO_VALUE", "ConcatError", "ContentPart", "FunctionCall", "Message", "MessageAccumulator",
+    "AgenticMessage", "AnyMessage", "ContentBlock", "MessageConversionError", "MessageT",
     "ResponseMeta", "SourceEOF", "StreamEOF", "StreamReader", "StreamWriter", "ToolCall", "Usage",
     "aconcat_message_stream", "concat_message_stream", "concat_messages", "convert_stream",
     "merge_named_streams", "merge_streams", "pipe", "stream_from_list",

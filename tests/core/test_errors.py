@@ -22,6 +22,7 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "ChannelClosed": (E.EndOfStream,),
     "StreamEOF": (E.EndOfStream,),
     "ConcatError": (E.RilletError, ValueError),
+    "MessageConversionError": (E.RilletError, ValueError),
     "DecodeError": (E.RilletError, ValueError),
     "EncodeError": (E.RilletError, TypeError),
     "CheckpointError": (E.RilletError,),

@@ -316,3 +316,118 @@ def test_limits() -> None:
     with pytest.raises(DecodeError, match="max_size=10"):
         decode(data, max_size=10)
     assert decode(data, max_depth=2, max_items=6, max_size=len(data)) == [[1, 2], [3]]
+
+
+# --- AgenticMessage and ContentBlock: encoded natively (their dict state made in Rust) ---------
+
+from hypothesis import strategies as st  # noqa: E402
+from rillet import AgenticMessage, ContentBlock  # noqa: E402
+
+_KINDS = [
+    "text",
+    "reasoning",
+    "refusal",
+    "image",
+    "audio",
+    "video",
+    "file",
+    "tool_call",
+    "tool_result",
+    "server_tool_call",
+    "server_tool_result",
+    "mcp_tool_call",
+    "mcp_tool_result",
+]
+
+
+def _kind_fields(kind: str) -> list[str]:
+    """The fields a kind uses, read from the type itself (the error lists them)."""
+    try:
+        ContentBlock(kind, file_id="x")  # type: ignore[arg-type]
+    except ValueError as e:
+        return str(e).split("its fields are: ")[1].split(", ")
+    return ["url", "data", "mime_type", "filename", "file_id"]
+
+
+@st.composite
+def _agentic_blocks(draw: st.DrawFn) -> ContentBlock:
+    kind = draw(st.sampled_from(_KINDS))
+    fields: dict[str, Any] = {}
+    for f in _kind_fields(kind):
+        fields[f] = draw(st.booleans()) if f == "is_error" else draw(st.text(max_size=6))
+    index = draw(st.none() | st.integers(-(2**63), 2**63 - 1))
+    extra = draw(st.none() | st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3), max_size=2))
+    return ContentBlock(kind, index=index, extra=extra, **fields)  # type: ignore[arg-type]
+
+
+_agentic_messages = st.builds(
+    AgenticMessage,
+    st.sampled_from(["system", "user", "assistant", ""]),
+    st.lists(_agentic_blocks(), max_size=4),
+    name=st.text(max_size=4),
+    response_meta=st.none() | st.builds(rillet.ResponseMeta, st.text(max_size=4), st.none() | st.builds(rillet.Usage)),
+    extra=st.none() | st.dictionaries(st.text(max_size=3), st.lists(st.integers(), max_size=2), max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_agentic_messages, max_size=3), st.sampled_from([1, 2]))
+def test_agentic_messages_round_trip_in_both_formats(messages: list[AgenticMessage], version: int) -> None:
+    back = decode(encode(messages, format_version=version))
+    assert back == messages
+    assert all(type(m) is AgenticMessage for m in back)
+
+
+def test_content_blocks_round_trip_on_their_own() -> None:
+    block = ContentBlock.reasoning("why", signature="sig", index=3)
+    assert decode(encode({"b": block})) == {"b": block}
+
+
+def _agentic_checkpoint(name: str, state: Any) -> bytes:
+    class Raw:
+        def __init__(self, state: Any) -> None:
+            self.state = state
+
+    return _native.codec_encode(Raw(state), {Raw: (name, 1, lambda r: r.state, False)}, 512, 2)
+
+
+@pytest.mark.parametrize(
+    ("name", "state", "match"),
+    [
+        ("rillet.AgenticMessage", {"blocks": []}, "missing field 'role'"),
+        ("rillet.AgenticMessage", {"role": "user"}, "missing field 'blocks'"),
+        ("rillet.AgenticMessage", {"role": "user", "blocks": [], "x": 1}, "unknown field 'x'"),
+        ("rillet.AgenticMessage", {"role": "user", "blocks": "text"}, "field 'blocks' must be a list, got str"),
+        ("rillet.AgenticMessage", {"role": "user", "blocks": [{"text": "a"}]}, r"missing field 'blocks\[0\].type'"),
+        (
+            "rillet.AgenticMessage",
+            {"role": "user", "blocks": [{"type": "txt"}]},
+            r"field 'blocks\[0\].type' must be a content block kind, got \"txt\"",
+        ),
+        (
+            "rillet.AgenticMessage",
+            {"role": "user", "blocks": [{"type": "text", "call_id": "c"}]},
+            r"'blocks\[0\]' is a 'text' block, which has no field 'call_id'",
+        ),
+        ("rillet.ContentBlock", {"type": "tool_result", "is_error": 1}, "field 'is_error' must be a bool, got int"),
+        ("rillet.ContentBlock", {"type": "text", "index": "0"}, "field 'index' must be a 64-bit int, got str"),
+        ("rillet.ContentBlock", {"type": "text", "text": None}, "field 'text' must be a str, got NoneType"),
+        ("rillet.ContentBlock", ["text"], "field 'state' must be a dict, got list"),
+    ],
+)
+def test_malformed_agentic_states_are_decode_errors_naming_the_field(name: str, state: Any, match: str) -> None:
+    with pytest.raises(DecodeError, match=f"cannot build {name} from its state: .*{match}"):
+        decode(_agentic_checkpoint(name, state))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_agentic_messages, st.data())
+def test_corrupted_agentic_checkpoints_raise_decode_errors_never_crash(m: AgenticMessage, data: st.DataObject) -> None:
+    raw = bytearray(encode(m))
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(raw) - 1))
+        raw[i] = data.draw(st.integers(0, 255))
+    try:
+        decode(bytes(raw))
+    except DecodeError:
+        pass

@@ -539,7 +539,7 @@ def test_bad_options_are_refused(kwargs: dict[str, Any], message: str) -> None:
         ("hello", r"got one str \(wrap it in a list: ScriptedModel\(\[reply\]\)\)"),
         (Message.assistant("x"), "got one Message"),
         (42, "got int"),
-        (["ok", 3], "'scripted': reply 1 has type int; a reply must be a Message or a str"),
+        (["ok", 3], "'scripted': reply 1 has type int; a reply must be a Message, an AgenticMessage or a str"),
     ],
 )
 def test_bad_scripts_are_refused(replies: Any, message: str) -> None:

@@ -44,7 +44,9 @@ def test_run_refuses_a_dict_without_a_known_role_and_other_items() -> None:
     runner = Runner(agent("a", ["hi"]))
     with pytest.raises(ValueError, match=r"item 0 is a dict with role None; a message dict needs a role"):
         runner.run([{"content": "hello"}])
-    with pytest.raises(TypeError, match=r"item 1 is int, expected rillet.Message \(or an OpenAI-style dict"):
+    with pytest.raises(
+        TypeError, match=r"item 1 is int, expected rillet.Message or AgenticMessage \(or an OpenAI-style dict"
+    ):
         runner.run([Message.user("x"), 3])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="expected a list of rillet.Message, got int"):
         runner.run(3)  # type: ignore[arg-type]

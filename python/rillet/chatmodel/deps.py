@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from rillet._native import Message
+from rillet._native import AgenticMessage, Message
 from rillet.chatmodel.config import maybe_await
 from rillet.chatmodel.task import TASK_INSTRUCTION
 from rillet.run.context import current_run
@@ -95,7 +95,10 @@ class ReactDeps:
             instruction = f"{instruction}\n\n{TASK_INSTRUCTION}" if instruction else TASK_INSTRUCTION
         if not instruction:
             return list(input.messages)
-        return [Message.system(instruction), *input.messages]
+        messages: list[Any] = input.messages
+        if messages and type(messages[0]) is AgenticMessage:  # a block-list conversation stays one
+            return [AgenticMessage.system(instruction), *messages]
+        return [Message.system(instruction), *messages]
 
     def _format_instruction(self, instruction: str) -> str:
         run = current_run()

@@ -116,6 +116,7 @@ class ReactLoop:
     thread: int = 0
     steps: AgentSteps | None = None  # the step record (Runner(durability="step")), else None
     output_stored: bool = False  # the answer is in the session under output_key (store_output)
+    agentic: bool = False  # the conversation is AgenticMessages: tool results join as tool_result blocks
 
     # --- the agent run's host (rillet.run.context.AgentRunHost): send_event, run-local values ---
 

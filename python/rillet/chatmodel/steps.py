@@ -15,7 +15,15 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from rillet._core.loop import Inbox, child_task, joined, result_of
-from rillet._native import Message, StreamReader, ToolCall, concat_messages, stream_from_list
+from rillet._native import (
+    AgenticMessage,
+    Message,
+    StreamReader,
+    ToolCall,
+    concat_messages,
+    convert_stream,
+    stream_from_list,
+)
 from rillet.chatmodel.callbacks import Callbacks
 from rillet.chatmodel.config import (
     ExceedMaxIterationsError,
@@ -83,10 +91,10 @@ async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
     else:
         reply = model.generate(state, tools=infos or None, **loop.model_options)
         reply = await (reply if type(reply) is CoroutineType else awaitable(reply, model, "generate"))
-        if type(reply) is not Message:
+        if type(reply) is not Message and type(reply) is not AgenticMessage:
             raise _not_a_message(model, reply)
         if loop.steps is not None:  # recorded before anything acts on it
-            await loop.steps.record_reply(loop.iteration, reply)
+            await loop.steps.record_reply(loop.iteration, reply)  # type: ignore[arg-type]  # either message type
     loop.out.append(event_from_message(reply.copy()))
     if hooks.after_model:  # they run once the event is out
         loop.reply = reply
@@ -112,7 +120,8 @@ def _not_a_stream(model: Any, stream: Any) -> TypeError:
 
 def _not_a_message(model: Any, reply: Any) -> TypeError:
     return TypeError(
-        f"{type(model).__name__}.generate returned {type(reply).__name__}; a ChatModel's generate must return a rillet.Message"
+        f"{type(model).__name__}.generate returned {type(reply).__name__}; a ChatModel's generate must return a rillet.Message "
+        "(or a rillet.AgenticMessage)"
     )
 
 
@@ -160,7 +169,7 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
                 generated = await awaitable(
                     model.generate(loop.messages, tools=infos or None, **loop.model_options), model, "generate"
                 )
-                if type(generated) is not Message:
+                if type(generated) is not Message and type(generated) is not AgenticMessage:
                     raise _not_a_message(model, generated)
                 reply = generated
         except Exception as e:
@@ -201,7 +210,7 @@ async def take_reply(deps: ReactDeps, loop: ReactLoop) -> Step:
         steps = loop.steps
         if steps is not None and steps.reply(loop.iteration) is None:
             await steps.record_reply(loop.iteration, reply)
-    assert isinstance(reply, Message)
+    assert isinstance(reply, (Message, AgenticMessage))
     if deps.hooks.after_model:
         reply = await _after_model(deps, loop, reply)
     return _took_reply(deps, loop, reply)
@@ -235,7 +244,7 @@ async def _after_model(deps: ReactDeps, loop: ReactLoop, reply: Message) -> Mess
     mctx = loop.mctx
     assert mctx is not None
     await _rewrite(deps.hooks.after_model, loop, ChatModelAgentState(loop.messages, mctx.tools), mctx)
-    if not loop.messages or not isinstance(loop.messages[-1], Message):
+    if not loop.messages or not isinstance(loop.messages[-1], (Message, AgenticMessage)):
         raise ValueError(
             f"ChatModelAgent {deps.name!r}: an after_model hook left the state without a last message; "
             "the last message is the model's reply the agent acts on"
@@ -260,7 +269,11 @@ async def _rewrite(hooks: list[Any], loop: ReactLoop, state: ChatModelAgentState
                     TypeError(f"it returned {type(new).__name__}; return None or a ChatModelAgentState"),
                 )
             state = new
-        bad = next((m for m in state.messages if type(m) is not Message), None) if state.messages else None
+        bad = (
+            next((m for m in state.messages if type(m) is not Message and type(m) is not AgenticMessage), None)
+            if state.messages
+            else None
+        )
         if bad is not None or not isinstance(state.messages, list):
             what = type(bad if bad is not None else state.messages).__name__
             raise hook_failed(
@@ -292,6 +305,9 @@ def _took_reply(deps: ReactDeps, loop: ReactLoop, reply: Message, called: bool =
     if not calls or not deps.tool_infos:
         loop.final_text = reply.content
         return _answered(deps, loop, reply)
+    if type(reply) is not Message:  # an AgenticMessage: tool results join as tool_result blocks (general round)
+        loop.agentic = True
+        return start_round
     return one_call if len(calls) == 1 and not deps.emits else start_round
 
 
@@ -416,6 +432,8 @@ async def start_round(deps: ReactDeps, loop: ReactLoop) -> Step | None:
     runs them sequentially, else all at once. A resumed round reruns only the calls that had
     not completed."""
     saved, loop.resumed = loop.resumed, None
+    if saved is not None and type(loop.messages[-1]) is not Message:  # a resumed AgenticMessage run
+        loop.agentic = True
     calls = loop.messages[-1].tool_calls
     direct = final_position(calls, deps.return_directly)
     if saved is None:
@@ -540,7 +558,9 @@ def _settle(rnd: Round, pos: int, outcome: Outcome, loop: ReactLoop) -> None:
     if isinstance(ev, Interrupted):
         rnd.signals.append(ev)
         return
-    if isinstance(msg, Message):
+    if loop.agentic:
+        msg = _agentic_result(ev, msg)
+    if isinstance(msg, (Message, AgenticMessage)):
         rnd.results[pos] = msg
     elif msg is not None:
         rnd.futures[pos] = msg
@@ -560,7 +580,8 @@ async def end_round(deps: ReactDeps, loop: ReactLoop) -> Step | None:
     loop.round = None
     for pos, fut in rnd.futures.items():  # streaming tools' concatenated results
         try:
-            rnd.results[pos] = await joined(fut)
+            result: Any = await joined(fut)
+            rnd.results[pos] = AgenticMessage.from_message(result) if loop.agentic else result  # type: ignore[assignment]
         except Interrupted as e:  # the stream interrupted part-way
             rnd.signals.append(e)
     results, calls, final = rnd.results, rnd.calls, rnd.final
@@ -580,8 +601,10 @@ async def end_round(deps: ReactDeps, loop: ReactLoop) -> Step | None:
         if rnd.saved_final:  # with an action, kept by the interrupted run
             final = records_to_events(rnd.saved_final)[0]
         elif direct in results:
-            final = event_from_message(results[direct].copy(), role="tool", tool_name=results[direct].tool_name)
-    loop.final_text = results[direct].content if direct in results else ""
+            result = results[direct]
+            name = result.tool_name if type(result) is Message else calls[direct].function.name
+            final = event_from_message(result.copy(), role="tool", tool_name=name)
+    loop.final_text = _result_text(results[direct]) if direct in results else ""
     if final is not None:
         loop.out.append(final)
     return finish
@@ -664,6 +687,36 @@ def _interrupt(
     )
     loop.out.append(composite_interrupt_event(None, saved, *signals))
     return None
+
+
+# --- AgenticMessage runs: tool results as tool_result blocks ------------------------------
+
+
+def _agentic_result(ev: AgentEvent, msg: Any) -> Any:
+    """A tool call's event and result in a block-list run: the tool message (whole, or each
+    chunk of its stream) becomes a user AgenticMessage of one tool_result block. Returns the
+    result (a future of a streaming tool's result is converted when joined)."""
+    mv: Any = ev.message_output
+    if mv is not None:
+        if type(mv.message) is Message:
+            mv.message = AgenticMessage.from_message(mv.message)
+        if mv.message_stream is not None:
+            mv.message_stream = convert_stream(mv.message_stream, _agentic_chunk)
+    return AgenticMessage.from_message(msg) if type(msg) is Message else msg
+
+
+def _agentic_chunk(chunk: Message) -> AgenticMessage:
+    """One chunk of a streaming tool's result: its tool_result block at stream index 0."""
+    am = AgenticMessage.from_message(chunk)
+    am.blocks = [b.with_index(0) for b in am.blocks]
+    return am
+
+
+def _result_text(result: Message | AgenticMessage) -> str:
+    """A tool result's text: a tool message's content, or a tool_result block's."""
+    if type(result) is AgenticMessage:
+        return "".join(b.text for b in result.blocks if b.kind == "tool_result")
+    return result.content
 
 
 def final_position(calls: Sequence[ToolCall], return_directly: set[str]) -> int:

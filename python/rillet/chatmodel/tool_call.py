@@ -270,7 +270,7 @@ async def _stream_tool(
 
     async def concat() -> Message:
         try:
-            msg = await aconcat_message_stream(own)
+            msg: Message = await aconcat_message_stream(own)
         except GeneratorExit:  # destroyed with its closed loop: nothing can be awaited now
             raise
         except BaseException:

@@ -33,7 +33,16 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
 from rillet import _native
-from rillet._native import ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from rillet._native import (
+    AgenticMessage,
+    ContentBlock,
+    ContentPart,
+    FunctionCall,
+    Message,
+    ResponseMeta,
+    ToolCall,
+    Usage,
+)
 from rillet.errors import DecodeError, EncodeError
 
 __all__ = [
@@ -376,14 +385,15 @@ def _fields_codec(cls: type, specs: list[tuple[str, str, bool]]) -> tuple[ToStat
 def _register_rillet_types() -> None:
     """rillet's own message types, under stable names, so every checkpoint can hold them.
 
-    A Message, ToolCall or ContentPart travels as its exact chat-completions dict; the small
+    A Message, ToolCall or ContentPart travels as its exact chat-completions dict, an
+    AgenticMessage or ContentBlock as its ``to_dict()`` form; the small
     value types as a list of their fields (docs/checkpoint-format.md). The encoder writes
     these states straight from the Rust fields and the decoder builds the objects straight
     from them, so their entries carry no hooks (None). Changing a state's shape needs a new
     version and a migrate function.
     """
 
-    for cls in (Message, ToolCall, ContentPart, FunctionCall, Usage, ResponseMeta):
+    for cls in (Message, ToolCall, ContentPart, FunctionCall, Usage, ResponseMeta, AgenticMessage, ContentBlock):
         name = f"rillet.{cls.__name__}"
         _check_registration(cls, name, 1, None)
         _BY_TYPE[cls] = (name, 1, None, False)

@@ -16,11 +16,13 @@ import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from types import GenericAlias
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from rillet._core.interrupt import InterruptInfo, InterruptSignal
-from rillet._native import Message, MessageAccumulator, StreamReader, concat_message_stream
-from rillet.data.schema import aconcat_message_stream
+from rillet._native import MessageAccumulator, StreamReader, concat_message_stream
+from rillet.data._generic import MessageGeneric
+from rillet.data.schema import MessageT, aconcat_message_stream
 
 __all__ = [
     "AgentAction",
@@ -198,20 +200,25 @@ def parent_path(path: RunPath) -> RunPath | None:
 
 
 @dataclass(slots=True)
-class MessageVariant:
+class MessageVariant(MessageGeneric[MessageT]):
     """A message output: whole (``message``) or streamed (``message_stream`` of chunks).
 
     ``role`` is ``"assistant"`` for model output and ``"tool"`` for tool results;
     ``tool_name`` names the tool (the only way to know it before reading a stream).
+    Generic over the message type: ``MessageVariant[AgenticMessage]`` holds block-list
+    messages; plain ``MessageVariant`` means ``MessageVariant[Message]``.
     """
 
+    if not TYPE_CHECKING:  # generic to a type checker only: see MessageGeneric
+        __class_getitem__ = classmethod(GenericAlias)
+
     is_streaming: bool = False
-    message: Message | None = None
-    message_stream: StreamReader[Message] | None = None
+    message: MessageT | None = None
+    message_stream: StreamReader[MessageT] | None = None
     role: Role = "assistant"
     tool_name: str = ""
 
-    def get_message(self) -> Message:
+    def get_message(self) -> MessageT:
         """The whole message. Destructive for a stream: it is drained (in Rust), concatenated
         and kept, so later calls return the same message and the stream is gone.
 
@@ -224,35 +231,39 @@ class MessageVariant:
         self.message = _concat_nonempty(stream)
         return self.message
 
-    async def aget_message(self) -> Message:
+    async def aget_message(self) -> MessageT:
         """``await`` twin of :meth:`get_message`, for use inside an event loop."""
         if self.message is not None:
             return self.message
         if self.message_stream is None:
             raise ValueError("MessageVariant holds neither a message nor a stream")
         stream, self.message_stream = self.message_stream, None
-        msg = await aconcat_message_stream(stream)
+        msg: MessageT = await aconcat_message_stream(stream)  # type: ignore[assignment]  # the stream's own type
         if not msg.role and not msg.content and not msg.tool_calls:
             raise ValueError("no messages in MessageVariant.message_stream")
         self.message = msg
         return msg
 
 
-def _concat_nonempty(stream: StreamReader[Message]) -> Message:
-    acc = MessageAccumulator()
+def _concat_nonempty(stream: StreamReader[MessageT]) -> MessageT:
+    acc: MessageAccumulator[Any] = MessageAccumulator()
     with stream:
         for chunk in stream:
             acc.push(chunk)
     if len(acc) == 0:
         raise ValueError("no messages in MessageVariant.message_stream")
-    return acc.finish()
+    finished: MessageT = acc.finish()
+    return finished
 
 
 @dataclass(slots=True)
-class AgentOutput:
+class AgentOutput(MessageGeneric[MessageT]):
     """What an event outputs: a message (``message_output``) and/or any ``customized_output``."""
 
-    message_output: MessageVariant | None = None
+    if not TYPE_CHECKING:
+        __class_getitem__ = classmethod(GenericAlias)
+
+    message_output: MessageVariant[MessageT] | None = None
     customized_output: Any = None
 
 
@@ -322,15 +333,20 @@ def new_break_loop_action(agent_name: str) -> AgentAction:
 
 
 @dataclass(slots=True)
-class AgentEvent:
+class AgentEvent(MessageGeneric[MessageT]):
     """One event of a run. ``error`` set means the run (or that agent) failed: errors are
-    events, ``run`` never raises."""
+    events, ``run`` never raises. Generic over the message type (to a type checker only:
+    nothing is checked at run time): ``AgentEvent[AgenticMessage]`` for a run on
+    block-list messages; plain ``AgentEvent`` means ``AgentEvent[Message]``."""
+
+    if not TYPE_CHECKING:
+        __class_getitem__ = classmethod(GenericAlias)
 
     agent_name: str = ""
     run_path: Sequence[RunStep] = ()
     """A :class:`RunPath` when the framework set it (a tuple in events restored from a
     checkpoint); both compare equal to the tuple of their steps."""
-    output: AgentOutput | None = None
+    output: AgentOutput[MessageT] | None = None
     action: AgentAction | None = None
     error: BaseException | None = None
     branch: str | None = None
@@ -340,7 +356,7 @@ class AgentEvent:
     the framework, like ``run_path``."""
 
     @property
-    def message_output(self) -> MessageVariant | None:
+    def message_output(self) -> MessageVariant[MessageT] | None:
         """Shortcut for ``event.output.message_output`` (None when there is none)."""
         out = self.output
         return None if out is None else out.message_output
@@ -371,18 +387,18 @@ def error_event(error: BaseException, agent_name: str = "", run_path: Sequence[R
 
 
 def event_from_message(
-    message: Message | None,
-    stream: StreamReader[Message] | None = None,
+    message: MessageT | None,
+    stream: StreamReader[MessageT] | None = None,
     role: Role = "assistant",
     tool_name: str = "",
-) -> AgentEvent:
+) -> AgentEvent[MessageT]:
     """An event whose output is ``message``, or ``stream`` when one is given (then it is a
     streaming event). No agent name, run path or action: the framework adds those."""
     # positional arguments: this runs twice per ReAct step
     return AgentEvent("", (), AgentOutput(MessageVariant(stream is not None, message, stream, role, tool_name), None))
 
 
-def _split_for_reading(event: AgentEvent) -> tuple[Message | None, StreamReader[Message] | None]:
+def _split_for_reading(event: AgentEvent[MessageT]) -> tuple[MessageT | None, StreamReader[MessageT] | None]:
     """(the whole message, None), or (None, a copy of the stream to read; the event keeps the
     other copy)."""
     mv = event.message_output
@@ -393,18 +409,18 @@ def _split_for_reading(event: AgentEvent) -> tuple[Message | None, StreamReader[
     return None, read
 
 
-def peek_message(event: AgentEvent) -> Message | None:
+def peek_message(event: AgentEvent[MessageT]) -> MessageT | None:
     """The event's message, without consuming it: a stream is copied, one copy goes back into
     the event and the other is concatenated. None when the event has no message output.
     (:meth:`MessageVariant.get_message` instead drains the stream.)"""
     message, read = _split_for_reading(event)
-    return concat_message_stream(read) if read is not None else message
+    return concat_message_stream(read) if read is not None else message  # type: ignore[return-value]
 
 
-async def apeek_message(event: AgentEvent) -> Message | None:
+async def apeek_message(event: AgentEvent[MessageT]) -> MessageT | None:
     """``await`` twin of :func:`peek_message`, for use inside an event loop."""
     message, read = _split_for_reading(event)
-    return await aconcat_message_stream(read) if read is not None else message
+    return await aconcat_message_stream(read) if read is not None else message  # type: ignore[return-value]
 
 
 def _renamed(old: str, new: str) -> None:
@@ -416,20 +432,20 @@ def _renamed(old: str, new: str) -> None:
     )
 
 
-def get_message(event: AgentEvent) -> Message | None:
+def get_message(event: AgentEvent[MessageT]) -> MessageT | None:
     """Deprecated alias of :func:`peek_message`: the name read as if it drained the event, like
     :meth:`MessageVariant.get_message`, which it does not."""
     _renamed("get_message", "peek_message")
     return peek_message(event)
 
 
-async def aget_message(event: AgentEvent) -> Message | None:
+async def aget_message(event: AgentEvent[MessageT]) -> MessageT | None:
     """Deprecated alias of :func:`apeek_message`."""
     _renamed("aget_message", "apeek_message")
     return await apeek_message(event)
 
 
-def copy_event(event: AgentEvent) -> AgentEvent:
+def copy_event(event: AgentEvent[MessageT]) -> AgentEvent[MessageT]:
     """A new event sharing everything but the stream, which is split with ``copy(2)``: the
     original keeps one half and the copy gets the other. Used wherever an event fans out."""
     out = event.output

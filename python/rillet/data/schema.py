@@ -1,7 +1,8 @@
 """Messages and streams (Eino's ``schema`` package), backed by ``rillet._native``.
 
-* :class:`Message` and its parts; :func:`concat_messages` and :class:`MessageAccumulator`
-  join streamed chunks with Eino's rules (see ``docs`` and the docstrings).
+* :class:`Message` and its parts; :class:`AgenticMessage` (Eino's block-list message) and
+  its :class:`ContentBlock`; :func:`concat_messages` and :class:`MessageAccumulator` join
+  streamed chunks of either with Eino's rules (see ``docs`` and the docstrings).
 * :func:`pipe` makes a ``(StreamReader, StreamWriter)``; :func:`stream_from_list`,
   :func:`merge_streams`, :func:`merge_named_streams`, :func:`convert_stream` and
   ``reader.copy(n)`` build readers from readers; :func:`concat_message_stream` drains one.
@@ -19,11 +20,13 @@ mapping), so an in-place edit raises: assign the attribute to change it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from rillet._native import (
     EMPTY,
     NO_VALUE,
+    AgenticMessage,
+    ContentBlock,
     ContentPart,
     FunctionCall,
     Message,
@@ -42,15 +45,34 @@ from rillet._native import (
     pipe,
     stream_from_list,
 )
-from rillet.errors import ConcatError, StreamEOF
+from rillet.errors import ConcatError, MessageConversionError, StreamEOF
+
+if TYPE_CHECKING:
+    # The default makes a plain `AgentEvent` mean `AgentEvent[Message]` to a type checker;
+    # at run time the TypeVar is typing's (Python 3.11 has no defaults), and costs nothing.
+    from typing_extensions import TypeVar
+
+    MessageT = TypeVar("MessageT", bound=Message | AgenticMessage, default=Message)
+else:
+    from typing import TypeVar
+
+    MessageT = TypeVar("MessageT", bound=Message | AgenticMessage)
+
+AnyMessage = Message | AgenticMessage
+"""Either message type: the closed union the agent, event and runner types are generic over."""
 
 __all__ = [
     "NO_VALUE",
+    "AgenticMessage",
+    "AnyMessage",
     "ConcatError",
+    "ContentBlock",
     "ContentPart",
     "FunctionCall",
     "Message",
     "MessageAccumulator",
+    "MessageConversionError",
+    "MessageT",
     "ResponseMeta",
     "SourceEOF",
     "StreamEOF",
@@ -114,15 +136,23 @@ async def _aexit(obj: StreamReader[Any]) -> None:
     obj.close()
 
 
-async def aconcat_message_stream(reader: StreamReader[Any], *, usage: Literal["max", "sum", "last"] = "max") -> Message:
+@overload
+async def aconcat_message_stream(
+    reader: StreamReader[AgenticMessage], *, usage: Literal["max", "sum", "last"] = "max"
+) -> AgenticMessage: ...
+@overload
+async def aconcat_message_stream(
+    reader: StreamReader[Any], *, usage: Literal["max", "sum", "last"] = "max"
+) -> Message: ...
+async def aconcat_message_stream(reader: StreamReader[Any], *, usage: Literal["max", "sum", "last"] = "max") -> Any:
     """``await`` twin of :func:`concat_message_stream`: drains ``reader`` without blocking
     the loop, handing every batch of ready chunks to Rust in one call.
 
     ``usage`` combines the usage counters of the chunks as in :func:`concat_messages`
     ("max", the default, "sum" or "last"). The first error item is raised; the reader is
-    closed in every case.
+    closed in every case. A stream of AgenticMessage chunks gives an AgenticMessage.
     """
-    acc = MessageAccumulator(usage=usage)
+    acc: MessageAccumulator[Any] = MessageAccumulator(usage=usage)
     try:
         while not reader._drain_into(acc):
             await _wait(reader._subscribe)

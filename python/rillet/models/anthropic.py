@@ -20,7 +20,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rillet._native import AnthropicStreamParser, Message, parse_anthropic_message
+from rillet._native import (
+    AgenticMessage,
+    AnthropicStreamParser,
+    ContentBlock,
+    Message,
+    StreamReader,
+    convert_stream,
+    parse_anthropic_message,
+)
 from rillet.models.errors import ModelError, OverloadedError
 from rillet.models.openai import OpenAIChatModel, retry_after_seconds
 
@@ -139,13 +147,125 @@ def _tool_result(message: Message) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": content}
 
 
-def messages_to_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+# --- AgenticMessage: blocks to the API's blocks and back, without going through Message ----------
+
+
+def _agentic_to_anthropic(message: AgenticMessage) -> list[dict[str, Any]]:
+    """An AgenticMessage's blocks as the API's content blocks, in their order: reasoning with
+    its signature (or redacted, from ``extra["redacted"]``), text, images, tool calls and
+    tool results. A kind the Messages API has no input block for raises ValueError."""
+    out: list[dict[str, Any]] = []
+    for i, b in enumerate(message.blocks):
+        kind = b.kind
+        if kind == "reasoning":
+            redacted = (b.extra or {}).get("redacted")
+            if redacted is not None:
+                out.append({"type": "redacted_thinking", "data": redacted})
+            else:
+                out.append({"type": "thinking", "thinking": b.text, "signature": b.signature})
+        elif kind == "text":
+            out.append({"type": "text", "text": b.text})
+        elif kind == "tool_call":
+            out.append({"type": "tool_use", "id": b.call_id, "name": b.name, "input": _tool_input(b.arguments)})
+        elif kind == "tool_result":
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.call_id, "content": b.text}
+            if b.is_error:
+                result["is_error"] = True
+            out.append(result)
+        elif kind == "image":
+            url = b.url or (f"data:{b.mime_type};base64,{b.data}" if b.data else "")
+            out.append(content_part_to_anthropic({"type": "image_url", "image_url": {"url": url}}))
+        else:
+            raise ValueError(
+                f"AnthropicChatModel: block {i} of an AgenticMessage is a {kind!r} block, which the Messages "
+                "API takes no input block for; drop it from the conversation"
+            )
+    return out
+
+
+def _is_agentic(messages: Sequence[Any]) -> bool:
+    """A conversation of AgenticMessages (its last message decides): replies come as blocks."""
+    return bool(messages) and type(messages[-1]) is AgenticMessage
+
+
+class _BlockChunks:
+    """Turns the parser's Message chunks of one reply into AgenticMessage chunks, one stream
+    index per content block: the API streams its blocks one after another, so a new block
+    starts where the kind of content changes (or a new tool call, or a redacted block
+    starts); a thinking block's signature, sent when the block stops, joins that block."""
+
+    __slots__ = ("_index", "_key")
+
+    def __init__(self) -> None:
+        self._index = -1
+        self._key: Any = None
+
+    def _at(self, key: Any, fresh: bool = False) -> int:
+        if fresh or key != self._key:
+            self._index += 1
+            self._key = key
+        return self._index
+
+    def __call__(self, chunk: Message) -> AgenticMessage:
+        blocks: list[ContentBlock] = []
+        if chunk.reasoning_content:
+            blocks.append(ContentBlock.reasoning(chunk.reasoning_content, index=self._at("reasoning")))
+        if chunk.content:
+            blocks.append(ContentBlock.from_text(chunk.content, index=self._at("text")))
+        for call in chunk.tool_calls:
+            at = self._at(("call", call.index))
+            blocks.append(ContentBlock.tool_call(call.id, call.function.name, call.function.arguments, index=at))
+        extra = dict(chunk.extra or {})
+        thinking = extra.pop(THINKING_KEY, None)
+        for _, entry in sorted((thinking or {}).items(), key=lambda kv: int(kv[0])):
+            if "redacted" in entry:
+                at = self._at(("redacted", id(entry)), fresh=True)
+                blocks.append(ContentBlock("reasoning", index=at, extra={"redacted": entry["redacted"]}))
+            else:  # the signature of the thinking block that just stopped
+                blocks.append(ContentBlock.reasoning(signature=entry.get("signature", ""), index=self._at("reasoning")))
+        return AgenticMessage(chunk.role, blocks, response_meta=chunk.response_meta, extra=extra or None)
+
+
+def _whole_to_agentic(message: Message) -> AgenticMessage:
+    """A whole reply as blocks: its thinking blocks (signed or redacted), text, tool calls."""
+    blocks = [
+        ContentBlock("reasoning", extra={"redacted": t["data"]})
+        if t["type"] == "redacted_thinking"
+        else ContentBlock.reasoning(t["thinking"], signature=t["signature"])
+        for t in _thinking_blocks(message)
+    ]
+    if message.reasoning_content and not blocks:
+        blocks.append(ContentBlock.reasoning(message.reasoning_content))
+    if message.content:
+        blocks.append(ContentBlock.from_text(message.content))
+    blocks += [ContentBlock.tool_call(c.id, c.function.name, c.function.arguments) for c in message.tool_calls]
+    extra = {k: v for k, v in (message.extra or {}).items() if k != THINKING_KEY}
+    return AgenticMessage(message.role, blocks, response_meta=message.response_meta, extra=extra or None)
+
+
+def messages_to_anthropic(
+    messages: Sequence[Message | AgenticMessage],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(system blocks, messages)`` of the request. System messages become the system
     prompt; tool results become ``tool_result`` blocks of a user turn; consecutive turns of
-    one role are merged (the results of parallel tool calls go back in one user turn)."""
+    one role are merged (the results of parallel tool calls go back in one user turn).
+    AgenticMessages map block by block (:func:`_agentic_to_anthropic`)."""
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for m in messages:
+        if type(m) is AgenticMessage:
+            blocks = _agentic_to_anthropic(m)
+            if m.role == "system":
+                system += blocks
+                continue
+            role = "assistant" if m.role == "assistant" else "user"
+            if blocks:
+                if turns and turns[-1]["role"] == role:
+                    turns[-1]["content"] += blocks
+                else:
+                    turns.append({"role": role, "content": blocks})
+            continue
+        assert isinstance(m, Message)
         if m.role == "system":
             blocks = _content_blocks(m)
             _mark_cache(m, blocks)
@@ -310,6 +430,28 @@ class AnthropicChatModel(OpenAIChatModel):
         )
         overloaded.retry_after = retry_after_seconds(headers)
         return overloaded
+
+    # --- AgenticMessage conversations: replies as blocks ---------------------------------
+
+    async def generate(
+        self, messages: list[Message], *, tools: Sequence[ToolInfo] | None = None, **options: Any
+    ) -> Message:
+        """The reply; given AgenticMessages (the last message decides), an AgenticMessage whose
+        reasoning blocks keep their signatures (docs/models.md)."""
+        reply = await super().generate(messages, tools=tools, **options)
+        if _is_agentic(messages):
+            return _whole_to_agentic(reply)  # type: ignore[return-value]  # the conversation's type
+        return reply
+
+    async def stream(
+        self, messages: list[Message], *, tools: Sequence[ToolInfo] | None = None, **options: Any
+    ) -> StreamReader[Message]:
+        """The reply's chunks; given AgenticMessages, AgenticMessage chunks, one stream index
+        per content block, which ``concat_messages`` joins into the blocks of the reply."""
+        reader = await super().stream(messages, tools=tools, **options)
+        if _is_agentic(messages):
+            return convert_stream(reader, _BlockChunks())  # type: ignore[arg-type]  # chunks of the conversation's type
+        return reader
 
     def _parse_whole(self, body: bytes) -> Message:
         return parse_anthropic_message(body)

@@ -26,6 +26,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from rillet._native import (
+    AgenticMessage,
+    ContentBlock,
     FunctionCall,
     Message,
     StreamReader,
@@ -40,10 +42,10 @@ from rillet.models.base import ModelCall
 if TYPE_CHECKING:
     from rillet.tools import ToolInfo
 
-__all__ = ["ReplyFunction", "ScriptExhaustedError", "ScriptedModel", "split_message"]
+__all__ = ["ReplyFunction", "ScriptExhaustedError", "ScriptedModel", "split_agentic_message", "split_message"]
 
-Reply: TypeAlias = "Message | str"
-ReplyFunction: TypeAlias = "Callable[[list[Message], tuple[ToolInfo, ...]], Message | str | Awaitable[Message | str]]"
+Reply: TypeAlias = "Message | AgenticMessage | str"
+ReplyFunction: TypeAlias = "Callable[[list[Message], tuple[ToolInfo, ...]], Reply | Awaitable[Reply]]"
 
 
 class ScriptedModel:
@@ -52,7 +54,9 @@ class ScriptedModel:
     ``replies`` is either a list of replies, returned in order, one per call (``generate``
     and ``stream`` share the script), or one callable ``(messages, tools) -> Message | str``,
     plain or ``async``, called for every call with the messages and the tuple of
-    ``ToolInfo`` offered. A reply is a ``Message`` or a ``str`` (assistant text).
+    ``ToolInfo`` offered. A reply is a ``Message``, an ``AgenticMessage`` (for an agent that
+    runs on block-list messages; streamed, block ``i`` goes out at index ``i``) or a ``str``
+    (assistant text).
 
     Every reply comes back as a fresh copy with role ``"assistant"`` when it had none. Tool
     calls are numbered by their position (``index=0, 1, ...``), as a streaming provider
@@ -201,10 +205,10 @@ class ScriptedModel:
         if self._fn is None:
             split = self._chunks[n - 1]
             if split is None:
-                split = self._chunks[n - 1] = split_message(self._replies[n - 1], self._chunk_size)
+                split = self._chunks[n - 1] = _split(self._replies[n - 1], self._chunk_size)
             chunks = [chunk.copy() for chunk in split]
         else:
-            chunks = split_message(await self._call_fn(messages, tools, n), self._chunk_size)
+            chunks = _split(await self._call_fn(messages, tools, n), self._chunk_size)
         if self.delay > 0:
             return self._paced(chunks)
         return stream_from_list(chunks)
@@ -250,11 +254,19 @@ class ScriptedModel:
 
 
 def _prepare(reply: object, where: str) -> Message:
-    """A fresh copy of ``reply`` as an assistant message with positional tool-call indexes."""
+    """A fresh copy of ``reply`` as an assistant message with positional tool-call indexes
+    (an AgenticMessage is copied as it is: its blocks are numbered when it is streamed)."""
     if isinstance(reply, str):
         return Message.assistant(reply)
+    if type(reply) is AgenticMessage:
+        agentic = reply.copy()
+        if not agentic.role:
+            agentic.role = "assistant"
+        return agentic  # type: ignore[return-value]  # the script holds either message type
     if not isinstance(reply, Message):
-        raise TypeError(f"{where} has type {type(reply).__name__}; a reply must be a Message or a str")
+        raise TypeError(
+            f"{where} has type {type(reply).__name__}; a reply must be a Message, an AgenticMessage or a str"
+        )
     msg = reply.copy()
     if not msg.role:
         msg.role = "assistant"
@@ -272,8 +284,42 @@ def _prepare(reply: object, where: str) -> Message:
     return msg
 
 
+def _split(reply: Any, chunk_size: int) -> list[Any]:
+    if type(reply) is AgenticMessage:
+        return split_agentic_message(reply, chunk_size)
+    return split_message(reply, chunk_size)
+
+
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def split_agentic_message(reply: AgenticMessage, chunk_size: int) -> list[AgenticMessage]:
+    """The chunks of an AgenticMessage reply: block ``i`` streams at index ``i``, its text,
+    reasoning text, tool-call arguments or tool-result content in pieces of ``chunk_size``
+    characters (the identity fields and the signature on the first piece); the first chunk
+    carries the role, name and extra, the last the response_meta.
+    ``rillet.concat_messages(split_agentic_message(m, n))`` is ``m``."""
+    chunks = []
+    for i, block in enumerate(reply.blocks):
+        d = block.to_dict()
+        grow = "arguments" if block.kind.endswith("tool_call") else "text" if block.kind in _GROWING else ""
+        pieces = _pieces(d.pop(grow, ""), chunk_size) if grow else []
+        d["index"] = i
+        first = ContentBlock.from_dict({**d, grow: pieces[0]} if pieces else d)
+        chunks.append(AgenticMessage(blocks=[first]))
+        chunks += [
+            AgenticMessage(blocks=[ContentBlock.from_dict({"type": block.kind, "index": i, grow: p})])
+            for p in pieces[1:]
+        ]
+    if not chunks:
+        chunks.append(AgenticMessage())
+    chunks[0].role, chunks[0].name, chunks[0].extra = reply.role, reply.name, reply.extra
+    chunks[-1].response_meta = reply.response_meta
+    return chunks
+
+
+_GROWING = frozenset({"text", "reasoning", "refusal", "tool_result", "server_tool_result", "mcp_tool_result"})
 
 
 def split_message(reply: Message, chunk_size: int) -> list[Message]:

@@ -18,13 +18,16 @@ import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from types import GenericAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from rillet._core.scope import PLUGINS
 from rillet._native import Message
+from rillet.data._generic import MessageGeneric
 from rillet.data.event_pair import EventIterator
 from rillet.data.events import AgentAction, AgentEvent, error_event, event_from_message
 from rillet.data.run_config import BUDGET
+from rillet.data.schema import MessageT
 from rillet.errors import Interrupted
 from rillet.run.context import CALLBACK, add_session_value, current_run, end_invocation
 from rillet.run.plugin import Named, call_hook
@@ -43,20 +46,24 @@ __all__ = [
 ]
 
 
-class AgentInput:
-    """What an agent is asked: the conversation so far, and whether to stream if it can."""
+class AgentInput(MessageGeneric[MessageT]):
+    """What an agent is asked: the conversation so far, and whether to stream if it can.
+    Generic over the message type (``AgentInput[AgenticMessage]``); plain ``AgentInput``
+    means ``AgentInput[Message]``."""
 
     __slots__ = ("_build", "_messages", "enable_streaming")
+    if not TYPE_CHECKING:  # generic to a type checker only (rillet.data.schema.MessageGeneric)
+        __class_getitem__ = classmethod(GenericAlias)
     __match_args__ = ("messages", "enable_streaming")
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
-    def __init__(self, messages: list[Message] | None = None, enable_streaming: bool = False) -> None:
-        self._messages: list[Message] | None = [] if messages is None else messages
-        self._build: Callable[[], list[Message]] | None = None
+    def __init__(self, messages: list[MessageT] | None = None, enable_streaming: bool = False) -> None:
+        self._messages: list[MessageT] | None = [] if messages is None else messages
+        self._build: Callable[[], list[MessageT]] | None = None
         self.enable_streaming = enable_streaming
 
     @property
-    def messages(self) -> list[Message]:
+    def messages(self) -> list[MessageT]:
         """The conversation, oldest first."""
         messages = self._messages
         if messages is None:
@@ -66,7 +73,7 @@ class AgentInput:
         return messages
 
     @messages.setter
-    def messages(self, messages: list[Message]) -> None:
+    def messages(self, messages: list[MessageT]) -> None:
         self._messages, self._build = messages, None
 
     def __eq__(self, other: object) -> bool:
@@ -77,7 +84,7 @@ class AgentInput:
     def __repr__(self) -> str:
         return f"AgentInput(messages={self.messages!r}, enable_streaming={self.enable_streaming!r})"
 
-    def __reduce__(self) -> tuple[type[AgentInput], tuple[list[Message], bool]]:
+    def __reduce__(self) -> tuple[type[AgentInput[Any]], tuple[list[MessageT], bool]]:
         return (AgentInput, (self.messages, self.enable_streaming))  # (copy and pickle: built first)
 
 
@@ -108,9 +115,11 @@ _keep_dataclass_fields(AgentInput)
 
 
 @runtime_checkable
-class Agent(Protocol):
+class Agent(Protocol[MessageT]):
     """Anything with a ``name``, a ``description`` and ``run(input, **options)`` returning
-    an iterator of events at once."""
+    an iterator of events at once. Generic over the message type, to a type checker:
+    ``Agent[AgenticMessage]`` runs on block-list messages; plain ``Agent`` means
+    ``Agent[Message]``."""
 
     @property
     def name(self) -> str: ...
@@ -118,7 +127,7 @@ class Agent(Protocol):
     @property
     def description(self) -> str: ...
 
-    def run(self, input: AgentInput, **options: Any) -> EventIterator[AgentEvent]: ...
+    def run(self, input: AgentInput[MessageT], **options: Any) -> EventIterator[AgentEvent[MessageT]]: ...
 
 
 def run_events(agent: Agent, input: AgentInput, **options: Any) -> AsyncIterator[AgentEvent]:

@@ -34,13 +34,16 @@ from rillet._core.loop import Fatal, RunTask, spawn
 from rillet._native import Channel, ChannelRecv
 from rillet.data.event_pair import EventIterator
 from rillet.data.events import AgentEvent, error_event
+from rillet.data.schema import MessageT
 from rillet.errors import ChannelClosed, RilletError
 
 __all__ = ["RunBatches", "RunIterator", "start_run"]
 
 
-class RunIterator(EventIterator[AgentEvent]):
+class RunIterator(EventIterator[AgentEvent[MessageT]]):
     """The events of one run, for ``for`` (blocking, from any thread) or ``async for``.
+    Generic over the message type, to a type checker: ``RunIterator[AgenticMessage]``
+    yields ``AgentEvent[AgenticMessage]``; plain ``RunIterator`` means ``RunIterator[Message]``.
 
     Dropping it, or calling :meth:`close`, abandons the run: its task is cancelled and its
     streams are closed. Use ``with`` / ``async with`` to make that explicit.
@@ -48,16 +51,16 @@ class RunIterator(EventIterator[AgentEvent]):
 
     __slots__ = ("_on_close", "_task")
 
-    def __init__(self, ch: Channel[AgentEvent]) -> None:
+    def __init__(self, ch: Channel[AgentEvent[MessageT]]) -> None:
         super().__init__(ch)
         self._task: RunTask | None = None
         # run by close() at once: the cancelled task stops later, on its loop
         self._on_close: Callable[[], None] | None = None
 
-    def __iter__(self) -> Iterator[AgentEvent]:
+    def __iter__(self) -> Iterator[AgentEvent[MessageT]]:
         return self
 
-    def __next__(self) -> AgentEvent:
+    def __next__(self) -> AgentEvent[MessageT]:
         try:
             task = self._task
             if task is not None and task.foreign:
@@ -71,7 +74,7 @@ class RunIterator(EventIterator[AgentEvent]):
                 ) from e
             raise
 
-    def _next_watching(self, loop: asyncio.AbstractEventLoop) -> AgentEvent:
+    def _next_watching(self, loop: asyncio.AbstractEventLoop) -> AgentEvent[MessageT]:
         """The next event of a run that is a task of another event loop (one an ``async``
         caller started, iterated with ``for``): if that loop is closed with the run in flight,
         nothing will send again, so the run ends here with an error event."""
@@ -91,7 +94,7 @@ class RunIterator(EventIterator[AgentEvent]):
         task = self._task
         return task.loop if task is not None and task.foreign else None
 
-    def _end_if_loop_closed(self, loop: asyncio.AbstractEventLoop) -> AgentEvent | None:
+    def _end_if_loop_closed(self, loop: asyncio.AbstractEventLoop) -> AgentEvent[MessageT] | None:
         """When ``loop`` was closed with the run in flight, nothing will send again: closes the
         run and returns the error event that ends it. Else None."""
         if loop.is_closed() and self._task is not None:
@@ -101,12 +104,15 @@ class RunIterator(EventIterator[AgentEvent]):
 
     def _batch_receivers(
         self,
-    ) -> tuple[Callable[[int, float | None], list[AgentEvent]], Callable[[int], ChannelRecv[list[AgentEvent]]]]:
+    ) -> tuple[
+        Callable[[int, float | None], list[AgentEvent[MessageT]]],
+        Callable[[int], ChannelRecv[list[AgentEvent[MessageT]]]],
+    ]:
         """The channel's own ``recv_many`` and ``arecv_many``, for :class:`RunBatches` to bind
         once: no Python frame of this iterator's between the consumer and each batch."""
         return self._ch.recv_many, self._ch.arecv_many
 
-    def __aiter__(self) -> AsyncIterator[AgentEvent]:
+    def __aiter__(self) -> AsyncIterator[AgentEvent[MessageT]]:
         return self
 
     def __anext__(self) -> Any:
@@ -136,13 +142,13 @@ class RunIterator(EventIterator[AgentEvent]):
             while self._ch.try_recv_many(64):  # drop queued events: their streams close
                 pass
 
-    def __enter__(self) -> RunIterator:
+    def __enter__(self) -> RunIterator[MessageT]:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    async def __aenter__(self) -> RunIterator:
+    async def __aenter__(self) -> RunIterator[MessageT]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -160,7 +166,7 @@ class RunBatches:
 
     __slots__ = ("_arecv_many", "_loop", "_max", "_recv_many", "_run")
 
-    def __init__(self, run: RunIterator, max_events: int) -> None:
+    def __init__(self, run: RunIterator[Any], max_events: int) -> None:
         self._run = run
         self._max = max_events
         self._recv_many, self._arecv_many = run._batch_receivers()

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from rillet._core import scope
 from rillet._core.interrupt import InterruptInfo, ResumeScope
-from rillet._native import Message
+from rillet._native import AgenticMessage, Message
 from rillet.checkpoint.adapter import StoreAdapter
 from rillet.checkpoint.binding import agent_binding, check_binding
 from rillet.checkpoint.journal import JOURNAL, Journal, StepHead, StepLog, read_log, read_step_head, step_head
@@ -49,6 +49,7 @@ from rillet.checkpoint.payload import (
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.data.events import AgentEvent, error_event, interrupt_signal
 from rillet.data.run_config import BUDGET, RunBudget, RunConfig
+from rillet.data.schema import MessageT
 from rillet.errors import LiveNotSupportedError, RilletError, SessionError
 from rillet.flow import flow_of
 from rillet.live import LiveAgent, LiveContext, LiveRequestQueue, LiveSource
@@ -82,7 +83,7 @@ def _input_messages(messages: Any) -> list[Message]:
     OpenAI-style dicts are read with ``Message.from_dict``."""
     if isinstance(messages, str):
         raise TypeError("Runner.run(messages) takes a list of Messages; for a text, use runner.query(text)")
-    if isinstance(messages, (Message, dict)):
+    if isinstance(messages, (Message, AgenticMessage, dict)):
         messages = [messages]
     elif not isinstance(messages, Iterable):
         raise TypeError(f"Runner.run(messages): expected a list of rillet.Message, got {type(messages).__name__}")
@@ -96,9 +97,9 @@ def _input_messages(messages: Any) -> list[Message]:
                     f"a message dict needs a role among {', '.join(_ROLES)}"
                 )
             m = Message.from_dict(m)
-        elif not isinstance(m, Message):
+        elif not isinstance(m, (Message, AgenticMessage)):
             raise TypeError(
-                f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message "
+                f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message or AgenticMessage "
                 "(or an OpenAI-style dict such as {'role': 'user', 'content': '...'})"
             )
         out.append(m)
@@ -189,7 +190,7 @@ class Runner:
 
     def run(
         self,
-        messages: Iterable[Message | dict[str, Any]] | Message,
+        messages: Iterable[MessageT | dict[str, Any]] | MessageT,
         *,
         checkpoint_id: str | None = None,
         session_id: str | None = None,
@@ -197,7 +198,7 @@ class Runner:
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
         run_config: RunConfig | None = None,
-    ) -> RunIterator:
+    ) -> RunIterator[MessageT]:
         """Starts a run on ``messages`` (Messages, OpenAI-style message dicts, or one
         Message; :meth:`query` takes a text) and returns its events at once. ``session_values``
         seed the session every agent of the run shares; with ``checkpoint_id`` an interrupt
@@ -248,11 +249,11 @@ class Runner:
         if config.save_input_blobs_as_artifacts and self.artifact_service is not None:
             events = _saving_blobs(self.artifact_service, session_id, msgs, events)
         if checkpoint_id is None and srun is None:  # nothing to save: hand the flow's events straight out
-            return start_run(events, ctx)
+            return start_run(events, ctx)  # type: ignore[return-value]  # events of the input's message type
         forward = self._forward(
             events, root_input, session, checkpoint_id, budget, srun=srun, new_input=msgs, journal=journal, first=first
         )
-        return _session_run(forward, ctx, srun)
+        return _session_run(forward, ctx, srun)  # type: ignore[return-value]
 
     @property
     def plugins(self) -> tuple[Plugin, ...]:

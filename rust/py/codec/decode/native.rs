@@ -12,7 +12,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString};
 
 use super::{BuildError, Result, Val};
+use crate::agentic::{self as agentic, BlockKind, Field as BlockField};
 use crate::message::{self as core, Part};
+use crate::py::agentic::{AgenticMessage, ContentBlock};
 use crate::py::message::{
     value_from_py, ContentPart, FunctionCall, Message, ResponseMeta, ToolCall, Usage,
 };
@@ -68,6 +70,14 @@ pub(super) fn build<'py>(
                 usage,
             };
             Bound::new(py, ResponseMeta(meta))?.into_any()
+        }
+        "rillet.AgenticMessage" => Bound::new(
+            py,
+            AgenticMessage::wrap(agentic_message(py, state).map_err(bad)?),
+        )?
+        .into_any(),
+        "rillet.ContentBlock" => {
+            Bound::new(py, ContentBlock(block(py, state, Path::Root).map_err(bad)?))?.into_any()
         }
         _ => {
             return Err(BuildError::new(format!(
@@ -553,4 +563,84 @@ fn usage_list(v: Val<'_>) -> Checked<core::Usage> {
         cached_tokens: count(&ca, "cached_tokens")?,
         reasoning_tokens: count(&r, "reasoning_tokens")?,
     })
+}
+
+/// An AgenticMessage state: `{"role", "blocks", "name"?, "response_meta"?, "extra"?}`.
+fn agentic_message(py: Python<'_>, state: Val<'_>) -> Checked<agentic::AgenticMessage> {
+    let mut m = agentic::AgenticMessage::default();
+    let (mut role, mut blocks) = (false, false);
+    let root = Path::Root;
+    each(state, root, |key, v| {
+        let at = root.key(key);
+        match key {
+            "role" => (m.role, role) = (string(v, at)?, true),
+            "name" => m.name = string(v, at)?,
+            "blocks" => {
+                m.blocks = list(v, at)?
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, b)| block(py, b, Path::Index(&at, i)))
+                    .collect::<Checked<_>>()?;
+                blocks = true;
+            }
+            "response_meta" => m.response_meta = Some(meta(v, at)?),
+            "extra" => m.extra = Some(extra(py, v, at)?),
+            _ => return Err(unknown(root, key)),
+        }
+        Ok(())
+    })?;
+    if !role {
+        return Err(missing(root, "role"));
+    }
+    if !blocks {
+        return Err(missing(root, "blocks"));
+    }
+    Ok(m)
+}
+
+/// A ContentBlock state: `{"type", <the fields of its kind>, "index"?, "extra"?}`; a field
+/// its kind does not use is an error, as in the constructor.
+fn block(py: Python<'_>, v: Val<'_>, path: Path<'_>) -> Checked<agentic::ContentBlock> {
+    let mut b = agentic::ContentBlock::new(BlockKind::Text);
+    let mut kind = None;
+    each(v, path, |key, v| {
+        let at = path.key(key);
+        match key {
+            "type" => {
+                let name = string(v, at)?;
+                kind = Some(BlockKind::parse(&name).ok_or_else(|| {
+                    Field::new(format!(
+                        "field '{at}' must be a content block kind, got {name:?}"
+                    ))
+                })?);
+            }
+            "index" => b.index = Some(int64(&v, at)?),
+            "extra" => b.extra = Some(extra(py, v, at)?),
+            "is_error" => match v {
+                Val::Bool(flag) => b.is_error = flag,
+                Val::Py(ref o) if o.is_exact_instance_of::<pyo3::types::PyBool>() => {
+                    b.is_error = o.is_truthy().unwrap_or(false)
+                }
+                _ => return Err(wrong(at, "a bool", &v)),
+            },
+            _ => {
+                let slot = BlockField::parse(key).and_then(|f| b.str_field_mut(f));
+                match slot {
+                    Some(slot) => *slot = string(v, at)?,
+                    None => return Err(unknown(path, key)),
+                }
+            }
+        }
+        Ok(())
+    })?;
+    b.kind = kind.ok_or_else(|| missing(path, "type"))?;
+    if let Some(f) = b.stray_field() {
+        return Err(Field::new(format!(
+            "'{}' is a '{}' block, which has no field '{}'",
+            Named(path),
+            b.kind.name(),
+            f.name()
+        )));
+    }
+    Ok(b)
 }

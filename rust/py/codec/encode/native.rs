@@ -24,6 +24,7 @@ use super::{fail, Encoder, Frame, Result, MAX_SHAPE_KEYS, MIN_SHARED_STR};
 use crate::codec::ext;
 use crate::codec::repeats::Use;
 use crate::message::{self as core, Map, Part, Value};
+use crate::py::agentic::{agentic_to_dict, block_to_dict, AgenticMessage, ContentBlock};
 use crate::py::message::{
     message_to_dict, part_to_dict, tool_call_to_dict, ContentPart, FunctionCall, Message,
     ResponseMeta, ToolCall, Usage,
@@ -189,6 +190,9 @@ enum Native<'a, 'py> {
     ContentPart(&'a Part),
     Usage(&'a core::Usage),
     ResponseMeta(&'a core::ResponseMeta),
+    /// Written from its dict state, made in Rust (`to_dict`): no Python hook runs.
+    AgenticMessage(&'a Bound<'py, AgenticMessage>),
+    ContentBlock(&'a crate::agentic::ContentBlock),
 }
 
 impl<'a, 'py> Native<'a, 'py> {
@@ -205,6 +209,10 @@ impl<'a, 'py> Native<'a, 'py> {
             Native::Usage(&u.get().0)
         } else if let Ok(r) = o.cast_exact::<ResponseMeta>() {
             Native::ResponseMeta(&r.get().0)
+        } else if let Ok(m) = o.cast_exact::<AgenticMessage>() {
+            Native::AgenticMessage(m)
+        } else if let Ok(b) = o.cast_exact::<ContentBlock>() {
+            Native::ContentBlock(&b.get().0)
         } else {
             return None;
         })
@@ -762,6 +770,8 @@ fn hook_state<'py>(o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
                 [PyString::new(py, &r.finish_reason).into_any(), usage];
             PyList::new(py, items)?.into_any()
         }
+        Some(Native::AgenticMessage(m)) => agentic_to_dict(py, &m.get().snapshot())?.into_any(),
+        Some(Native::ContentBlock(b)) => block_to_dict(py, b)?.into_any(),
         None => PyDict::new(py).into_any(),
     })
 }
