@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rillet._native import Message
+from rillet._native import AgenticMessage, Message
 from rillet.errors import MiddlewareError
 from rillet.run.plugin import Named, PluginSet, call_hook
 from rillet.tools import encode_result
@@ -72,38 +72,43 @@ class Callbacks:
 
     # --- model calls ---
 
-    async def run_before_model(self, ctx: ModelContext) -> Message | None:
+    async def run_before_model(self, ctx: ModelContext) -> Message | AgenticMessage | None:
         """The response that replaces the call, if a callback gives one. A list of messages
         replaces the conversation (in place: the loop's list, kept for later calls)."""
         for who, fn in self.before_model:
             result = await call_hook(self.where, who, fn, ctx)
             if result is None:
                 continue
-            if type(result) is Message:
+            if type(result) is Message or type(result) is AgenticMessage:
                 if result.role != "assistant":
                     raise self._bad(who, f"a {result.role or 'role-less'} Message; a response is an assistant Message")
                 return result.copy()  # the agent's own: a callback may hand out the same message again
             if isinstance(result, list) and all(type(m) is Message for m in result):
                 ctx.messages[:] = result
                 continue
-            raise self._bad(who, f"{type(result).__name__}; return an assistant Message, a list of Message, or None")
+            raise self._bad(
+                who,
+                f"{type(result).__name__}; return an assistant Message (or AgenticMessage), a list of Message, or None",
+            )
         return None
 
-    async def run_after_model(self, ctx: ModelContext, reply: Message) -> Message | None:
+    async def run_after_model(
+        self, ctx: ModelContext, reply: Message | AgenticMessage
+    ) -> Message | AgenticMessage | None:
         """The reply that replaces ``reply``, if a callback gives one."""
         return await self._message(self.after_model, ctx, reply)
 
-    async def run_on_model_error(self, ctx: ModelContext, error: Exception) -> Message | None:
+    async def run_on_model_error(self, ctx: ModelContext, error: Exception) -> Message | AgenticMessage | None:
         """The reply that recovers from ``error``, if a callback gives one."""
         return await self._message(self.on_model_error, ctx, error)
 
-    async def _message(self, chain: tuple[Named, ...], *args: Any) -> Message | None:
+    async def _message(self, chain: tuple[Named, ...], *args: Any) -> Message | AgenticMessage | None:
         for who, fn in chain:
             result = await call_hook(self.where, who, fn, *args)
             if result is None:
                 continue
-            if type(result) is not Message:
-                raise self._bad(who, f"{type(result).__name__}; return a rillet.Message or None")
+            if type(result) is not Message and type(result) is not AgenticMessage:
+                raise self._bad(who, f"{type(result).__name__}; return a rillet.Message (or AgenticMessage) or None")
             return result.copy()
         return None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rillet._core.loop import Inbox, child_task, joined, result_of
 from rillet._native import (
@@ -94,7 +94,7 @@ async def call_model(deps: ReactDeps, loop: ReactLoop) -> Step:
         if type(reply) is not Message and type(reply) is not AgenticMessage:
             raise _not_a_message(model, reply)
         if loop.steps is not None:  # recorded before anything acts on it
-            await loop.steps.record_reply(loop.iteration, reply)  # type: ignore[arg-type]  # either message type
+            await loop.steps.record_reply(loop.iteration, reply)
     loop.out.append(event_from_message(reply.copy()))
     if hooks.after_model:  # they run once the event is out
         loop.reply = reply
@@ -141,8 +141,9 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
     recorded = steps.reply(loop.iteration) if steps is not None else None
     reply: Message | None = recorded.copy() if recorded is not None else None
     if reply is None and callbacks.before_model:
-        reply = await callbacks.run_before_model(mctx)
-        if reply is not None:  # the response replaces the call: no model, no after-model hooks
+        response = await callbacks.run_before_model(mctx)
+        if response is not None:  # the response replaces the call: no model, no after-model hooks
+            reply = _as_message(response)
             if steps is not None:
                 await steps.record_reply(loop.iteration, reply)
             _emit_reply(loop, reply, None)
@@ -171,16 +172,16 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
                 )
                 if type(generated) is not Message and type(generated) is not AgenticMessage:
                     raise _not_a_message(model, generated)
-                reply = generated
+                reply = _as_message(generated)
         except Exception as e:
             recovered = await callbacks.run_on_model_error(mctx, e) if callbacks.on_model_error else None
             if recovered is None:
                 raise
-            reply, chunks = recovered, None
+            reply, chunks = _as_message(recovered), None
         if callbacks.after_model:
             replaced = await callbacks.run_after_model(mctx, reply)
             if replaced is not None:
-                reply, chunks = replaced, None
+                reply, chunks = _as_message(replaced), None
         if steps is not None:  # recorded before anything acts on it
             await steps.record_reply(loop.iteration, reply)
         _emit_reply(loop, reply, chunks)
@@ -190,6 +191,12 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
         loop.reply = reply
         return take_reply
     return _took_reply(deps, loop, reply)
+
+
+def _as_message(reply: Message | AgenticMessage) -> Message:
+    """``reply`` as the loop's type: the loop is typed by Message and carries an
+    AgenticMessage the same way (its steps branch on the type where the two differ)."""
+    return cast(Message, reply)
 
 
 def _emit_reply(loop: ReactLoop, reply: Message, chunks: list[Message] | None) -> None:

@@ -33,7 +33,7 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from rillet._core.address import Address, tool_segment
-from rillet._native import Message
+from rillet._native import AgenticMessage, Message
 from rillet.checkpoint.payload import CheckpointCorruptError, seal, unseal
 from rillet.data import codec
 from rillet.errors import CheckpointError, EncodeError
@@ -254,7 +254,7 @@ class AgentSteps:
         """The recorded reply of model call ``iteration``, if the run made it before."""
         return self.journal.replies.get((self.key, iteration))
 
-    async def record_reply(self, iteration: int, reply: Message) -> None:
+    async def record_reply(self, iteration: int, reply: Message | AgenticMessage) -> None:
         await self.journal.add(["model", self.key, iteration, reply])
 
     def tool_results(self, iteration: int) -> dict[int, ToolResult]:
