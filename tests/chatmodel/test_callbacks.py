@@ -349,3 +349,34 @@ def test_after_tool_sees_a_result_before_tool_gave_as_in_adk_go() -> None:
     model = ScriptedModel([asks(call(0, "add", {"a": 1, "b": 1})), "done"])
     events = run(ChatModelAgent("a", model=model, tools=[add], before_tool=given, after_tool=shout))
     assert texts(events)[1] == "tool:FROM BEFORE_TOOL"
+
+
+def test_a_replayed_before_model_response_counts_no_model_call_and_runs_no_model_hook() -> None:
+    """Replayed, a before_model response is what it was: no model call (the run's
+    max_llm_calls, the observers) and no middleware model hook, as in the run that recorded it."""
+    from rillet import ChatModelAgentMiddleware, ChatModelAgentState, InMemoryCheckpointStore, RunConfig, RunObserver
+
+    class Tag(ChatModelAgentMiddleware):
+        async def after_model(self, state: ChatModelAgentState, ctx: ModelContext) -> None:
+            last = state.messages[-1]
+            state.messages[-1] = Message.assistant(last.content + "+tag", list(last.tool_calls))
+
+    class Count(RunObserver):
+        starts = 0
+
+        def on_model_start(self, run: Any, model: Any, messages: Any) -> None:
+            Count.starts += 1
+
+    def first_given(ctx: ModelContext) -> Message | None:
+        return asks(call(0, "add", {"a": 1, "b": 2})) if ctx.iteration == 1 else None
+
+    model = FailsOnce()
+    agent = ChatModelAgent("a", model=model, tools=[add], before_model=first_given, middlewares=[Tag()])
+    runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore(), durability="step", observers=[Count()])
+    config = RunConfig(max_llm_calls=1)  # the one model call the run makes
+    first = list(runner.query("go", checkpoint_id="run", run_config=config))
+    assert texts(first) == ["assistant:[add]", "tool:3", "error:dropped"]
+    assert Count.starts == 1
+    resumed = list(runner.resume("run", run_config=config))
+    assert texts(resumed) == ["assistant:[add]", "tool:3", "assistant:done"]
+    assert Count.starts == 2 and model.calls == 2

@@ -196,3 +196,14 @@ def test_the_round_under_way_finishes_then_nothing_else_runs() -> None:
     events = list(Runner(agent).query("x", session_values={}))
     assert sorted(ev.message_output.message.content for ev in events[1:-1] if ev.message_output) == ["3", "halted"]
     assert ended(events).reason == "done early" and model.call_count == 1
+
+
+def test_a_plugins_on_run_start_ending_the_invocation_leaves_no_model_call() -> None:
+    class Closed(Plugin):
+        def on_run_start(self, agent_name: str, input: Any) -> None:
+            end_invocation("closed")
+
+    model = ScriptedModel(["never"])
+    events = list(Runner(ChatModelAgent("a", model=model), plugins=[Closed()]).query("x"))
+    assert ended(events).reason == "closed"
+    assert model.call_count == 0 and len(events) == 1  # nothing ran: the end event alone

@@ -229,3 +229,15 @@ def test_a_plugin_whose_init_skips_super_is_named_by_its_class() -> None:
     runner = Runner(ChatModelAgent("a", model=ScriptedModel(["x"])), plugins=[Quiet()])
     assert len(runner.plugins) == 1
     assert "plugin 'Quiet' (Quiet.before_model) failed" in str(list(runner.query("x"))[-1].error)
+
+
+def test_on_event_returning_what_is_not_an_event_is_a_clear_error() -> None:
+    class Wrong(Plugin):
+        def on_event(self, event: AgentEvent) -> Any:
+            return "not an event"
+
+    agent = ChatModelAgent("a", model=ScriptedModel(["hi"]))
+    events = list(Runner(agent, plugins=[Wrong()]).query("x"))
+    assert all(isinstance(ev, AgentEvent) for ev in events)
+    assert events[-1].error is not None
+    assert "plugin 'Wrong' (Wrong.on_event) returned str" in str(events[-1].error)

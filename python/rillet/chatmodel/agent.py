@@ -377,6 +377,8 @@ class ChatModelAgent(BaseAgent):
                 out.clear()
             budget = loop.budget
             while step is not None:
+                if budget is not None and budget.ended is not None and _between_steps(loop):
+                    break  # end_invocation (before this run, or in the step that finished): nothing else runs
                 step = await step(deps, loop)
                 if step is finish:  # the answer: its event, not gone out yet, carries output_key's delta
                     store_output(deps, loop)
@@ -384,8 +386,6 @@ class ChatModelAgent(BaseAgent):
                     for ev in out:
                         yield ev
                     out.clear()
-                if budget is not None and budget.ended is not None and _between_steps(loop):
-                    break  # end_invocation: the model call or tool round under way finished; nothing else runs
         finally:
             loop.close()
             if run is not None:

@@ -140,12 +140,15 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
     steps = loop.steps
     recorded = steps.reply(loop.iteration) if steps is not None else None
     reply: Message | None = recorded.copy() if recorded is not None else None
+    if reply is not None and steps is not None and steps.given(loop.iteration):
+        _emit_reply(loop, reply, None)  # a before_model response replayed: as when it was given
+        return _took_reply(deps, loop, reply, called=False)
     if reply is None and callbacks.before_model:
         response = await callbacks.run_before_model(mctx)
         if response is not None:  # the response replaces the call: no model, no after-model hooks
             reply = _as_message(response)
             if steps is not None:
-                await steps.record_reply(loop.iteration, reply)
+                await steps.record_reply(loop.iteration, reply, given=True)
             _emit_reply(loop, reply, None)
             return _took_reply(deps, loop, reply, called=False)
     model = deps.model

@@ -7,7 +7,8 @@ and the record count) and a log of sealed codec records (see :func:`~rillet.chec
 
 * ``["start", {messages, enable_streaming, session_values, agent}]``: a new run's input (first);
 * ``["resume", checkpoint, targets]``: or a resume of an interrupt checkpoint (first);
-* ``["model", agent, iteration, message]``: a model call's reply;
+* ``["model", agent, iteration, message]``: a model call's reply (``[..., message, True]``: a
+  ``before_model`` callback's response, no model call made);
 * ``["tools", agent, iteration, [[position, message, event records or None], ...], values]``:
   results of a tool round's calls (an event that carried an action, such as a transfer, kept as
   its records), and the session values that changed since the last record (a map, or None):
@@ -181,6 +182,7 @@ class Journal:
         self._lock = asyncio.Lock()  # appends in order: the fallback store numbers records by the head
         self._starts: dict[tuple[str, Address], int] = {}
         self.replies: dict[tuple[str, int], Message] = {}
+        self.given: set[tuple[str, int]] = set()  # the replies a before_model callback gave (no model call)
         self.tools: dict[tuple[str, int], dict[int, ToolResult]] = {}
         self._values = values  # the run's session values (shared, changed in place), None: not tracked
         self._seen = _encoded(values) if values is not None else {}  # as last recorded, encoded
@@ -188,6 +190,8 @@ class Journal:
         for record in replay:
             if record[0] == "model":
                 self.replies[(record[1], record[2])] = record[3]
+                if len(record) > 4 and record[4]:
+                    self.given.add((record[1], record[2]))
             elif record[0] == "tools":
                 done = self.tools.setdefault((record[1], record[2]), {})
                 for pos, msg, recs in record[3]:
@@ -254,8 +258,15 @@ class AgentSteps:
         """The recorded reply of model call ``iteration``, if the run made it before."""
         return self.journal.replies.get((self.key, iteration))
 
-    async def record_reply(self, iteration: int, reply: Message | AgenticMessage) -> None:
-        await self.journal.add(["model", self.key, iteration, reply])
+    def given(self, iteration: int) -> bool:
+        """Whether the recorded reply of ``iteration`` was a ``before_model`` callback's
+        response (the run made no model call for it)."""
+        return (self.key, iteration) in self.journal.given
+
+    async def record_reply(self, iteration: int, reply: Message | AgenticMessage, given: bool = False) -> None:
+        await self.journal.add(
+            ["model", self.key, iteration, reply, True] if given else ["model", self.key, iteration, reply]
+        )
 
     def tool_results(self, iteration: int) -> dict[int, ToolResult]:
         """The recorded results (by position) of the tool round after model call ``iteration``."""

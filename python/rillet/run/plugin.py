@@ -21,14 +21,13 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rillet.data.events import error_event
+from rillet.data.events import AgentEvent, error_event
 from rillet.errors import MiddlewareError
 from rillet.run.context import CALLBACK
 
 if TYPE_CHECKING:
     from rillet._native import Message
     from rillet.chatmodel.config import ModelContext, ToolCallContext
-    from rillet.data.events import AgentEvent
     from rillet.run.agent import AgentInput, CallbackContext
 
 __all__ = ["LoggingPlugin", "Named", "Plugin", "PluginSet", "call_hook", "plugged_events", "plugin_set"]
@@ -271,6 +270,10 @@ async def plugged_events(
             for who, hook in on_event:
                 new = await call_hook(where, who, hook, ev)
                 if new is not None:
+                    if not isinstance(new, AgentEvent):
+                        raise MiddlewareError(
+                            f"{where}: {who} returned {type(new).__name__}; return an AgentEvent or None"
+                        )
                     ev = new
                     break
             yield ev
