@@ -184,6 +184,25 @@ def test_a_callback_returning_the_wrong_type_is_a_clear_error() -> None:
     assert isinstance(events[-1].error, MiddlewareError) and "return a rillet.Message" in str(events[-1].error)
 
 
+def test_a_callback_that_cannot_take_its_arguments_is_refused_when_the_agent_is_made() -> None:
+    """Google ADK's signatures (keywords, or the tool first) fail when given, not in the middle
+    of a run after a model call was paid for."""
+
+    def adk_before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> None:
+        return None
+
+    with pytest.raises(
+        TypeError, match=r"before_tool callback .*adk_before_tool cannot be called as before_tool\(ctx, args\)"
+    ):
+        ChatModelAgent("a", model=ScriptedModel(["x"]), tools=[add], before_tool=adk_before_tool)
+    with pytest.raises(TypeError, match=r"ChatModelAgent 'a': the after_model callback .*<lambda> cannot be called"):
+        ChatModelAgent("a", model=ScriptedModel(["x"]), after_model=lambda *, callback_context, llm_response: None)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="is not callable"):
+        ChatModelAgent("a", model=ScriptedModel(["x"]), on_tool_error=["not a function"])  # type: ignore[list-item]
+    ok = ChatModelAgent("a", model=ScriptedModel(["x"]), after_tool=lambda *args: None, before_model=print)
+    assert texts(run(ok)) == ["assistant:x"]
+
+
 def test_callbacks_and_middlewares_together() -> None:
     from rillet import ChatModelAgentMiddleware, ChatModelAgentState
 

@@ -207,6 +207,30 @@ def test_runner_refuses_what_is_not_a_plugin_instance() -> None:
         Runner(agent, plugins=LoggingPlugin())  # type: ignore[arg-type]
 
 
+def test_runner_refuses_a_plugin_with_google_adks_hook_names_rather_than_never_calling_them() -> None:
+    class AdkStyle(Plugin):
+        async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
+            raise AssertionError("never called")
+
+    agent = ChatModelAgent("a", model=ScriptedModel(["x"]))
+    with pytest.raises(
+        TypeError, match=r"AdkStyle.before_tool_callback is Google ADK's name .* override before_tool\(ctx, args\)"
+    ):
+        Runner(agent, plugins=[AdkStyle()])
+
+
+def test_runner_refuses_a_hook_that_cannot_take_its_arguments_when_it_is_given() -> None:
+    class Keywords(Plugin):
+        def before_model(self, *, callback_context: Any, llm_request: Any) -> None:  # type: ignore[override]
+            return None
+
+    agent = ChatModelAgent("a", model=ScriptedModel(["x"]))
+    with pytest.raises(
+        TypeError, match=r"plugin 'Keywords' \(Keywords.before_model\) cannot be called as before_model\(ctx\)"
+    ):
+        Runner(agent, plugins=[Keywords()])
+
+
 def test_logging_plugin_logs_the_run(caplog: pytest.LogCaptureFixture) -> None:
     model = ScriptedModel([calls("add", {"a": 1, "b": 2}), "three"])
     with caplog.at_level(logging.INFO, logger="rillet.plugins"):

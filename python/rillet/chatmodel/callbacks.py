@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rillet._native import AgenticMessage, Message
 from rillet.errors import MiddlewareError
-from rillet.run.plugin import Named, PluginSet, call_hook
+from rillet.run.plugin import Named, PluginSet, call_hook, check_signature
 from rillet.tools import encode_result
 
 if TYPE_CHECKING:
@@ -28,8 +28,11 @@ __all__ = ["Callbacks", "tool_arguments"]
 _KINDS = ("before_model", "after_model", "on_model_error", "before_tool", "after_tool", "on_tool_error")
 
 
-def _named(kind: str, fns: Sequence[Callable[..., Any]]) -> tuple[Named, ...]:
-    return tuple((f"the {kind} callback {getattr(fn, '__qualname__', repr(fn))}", fn) for fn in fns)
+def _named(where: str, kind: str, fns: Sequence[Callable[..., Any]]) -> tuple[Named, ...]:
+    named = tuple((f"the {kind} callback {getattr(fn, '__qualname__', repr(fn))}", fn) for fn in fns)
+    for who, fn in named:  # when the agent is made, not at the first call in the middle of a run
+        check_signature(where, who, fn, kind)
+    return named
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +56,8 @@ class Callbacks:
         None when it has none."""
         if not any(lists):
             return None
-        return cls.build(
-            f"ChatModelAgent {agent_name!r}", [_named(k, fns) for k, fns in zip(_KINDS, lists, strict=True)]
-        )
+        where = f"ChatModelAgent {agent_name!r}"
+        return cls.build(where, [_named(where, k, fns) for k, fns in zip(_KINDS, lists, strict=True)])
 
     @classmethod
     def build(cls, where: str, chains: Sequence[tuple[Named, ...]]) -> Callbacks:

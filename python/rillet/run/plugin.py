@@ -30,7 +30,16 @@ if TYPE_CHECKING:
     from rillet.chatmodel.config import ModelContext, ToolCallContext
     from rillet.run.agent import AgentInput, CallbackContext
 
-__all__ = ["LoggingPlugin", "Named", "Plugin", "PluginSet", "call_hook", "plugged_events", "plugin_set"]
+__all__ = [
+    "LoggingPlugin",
+    "Named",
+    "Plugin",
+    "PluginSet",
+    "call_hook",
+    "check_signature",
+    "plugged_events",
+    "plugin_set",
+]
 
 Named = tuple[str, Callable[..., Any]]
 """A callback and how an error names it (``"plugin 'log' (LoggingPlugin.before_model)"``)."""
@@ -48,6 +57,58 @@ _HOOKS = (
     "on_tool_error",
     "on_event",
 )
+
+# What each hook is called with (for the errors of a callback or hook that cannot take it).
+HOOK_ARGUMENTS = {
+    "on_run_start": "(agent_name, input)",
+    "on_run_end": "(agent_name)",
+    "before_agent": "(ctx)",
+    "after_agent": "(ctx)",
+    "before_model": "(ctx)",
+    "after_model": "(ctx, reply)",
+    "on_model_error": "(ctx, error)",
+    "before_tool": "(ctx, args)",
+    "after_tool": "(ctx, args, result)",
+    "on_tool_error": "(ctx, args, error)",
+    "on_event": "(event)",
+}
+
+# Google ADK's BasePlugin method names, and rillet's hook of each (None: no such hook).
+_ADK_NAMES = {
+    "before_run_callback": "on_run_start",
+    "after_run_callback": "on_run_end",
+    "on_user_message_callback": "on_run_start",
+    "before_agent_callback": "before_agent",
+    "after_agent_callback": "after_agent",
+    "before_model_callback": "before_model",
+    "after_model_callback": "after_model",
+    "on_model_error_callback": "on_model_error",
+    "before_tool_callback": "before_tool",
+    "after_tool_callback": "after_tool",
+    "on_tool_error_callback": "on_tool_error",
+    "on_event_callback": "on_event",
+}
+
+
+def check_signature(where: str, who: str, fn: Any, hook: str) -> None:
+    """Refuses, when it is given, a callback or hook that cannot be called with the arguments
+    ``hook`` gets (a Google ADK signature, say), rather than failing at its first call."""
+    if not callable(fn):
+        raise TypeError(f"{where}: {who} is not callable, got {type(fn).__name__}")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: not checkable
+        return
+    names = HOOK_ARGUMENTS[hook]
+    n = names.count(",") + 1
+    try:
+        sig.bind(*range(n))
+    except TypeError as e:
+        page = "docs/plugins.md" if where.startswith("Runner") else "docs/callbacks.md"
+        raise TypeError(
+            f"{where}: {who} cannot be called as {hook}{names} ({e}); rillet calls {hook} with "
+            f"{n} positional argument{'s' if n > 1 else ''}, not Google ADK's ({page})"
+        ) from None
 
 
 class Plugin:
@@ -145,6 +206,8 @@ class PluginSet:
                 for p in self.plugins
                 if getattr(type(p), hook) is not base
             )
+            for who, fn in chain:
+                check_signature("Runner(plugins=...)", who, fn, hook)
             setattr(self, hook, chain)
 
     def hooks(self, hook: str) -> tuple[Named, ...]:
@@ -173,6 +236,12 @@ def plugin_set(plugins: Any) -> PluginSet | None:
                 f"Runner(plugins=...): {type(p).__name__} is not a plugin; subclass rillet.Plugin and override "
                 "the hooks you need"
             )
+        for adk, hook in _ADK_NAMES.items():  # never called: say so rather than ignore it
+            if hasattr(type(p), adk):
+                raise TypeError(
+                    f"Runner(plugins=...): {type(p).__name__}.{adk} is Google ADK's name for a plugin hook, which "
+                    f"rillet never calls; override {hook}{HOOK_ARGUMENTS[hook]} instead (docs/plugins.md)"
+                )
     return PluginSet(out) if out else None
 
 
