@@ -525,3 +525,21 @@ def test_a_full_disk_is_the_error_a_sqlite_session_append_raises(tmp_path: Path)
     assert not conn.in_transaction
     conn.execute("PRAGMA max_page_count = 1073741823")
     assert store.append("s", b"turn 2", {}) == 2  # the failed turn left nothing behind
+
+
+def test_a_block_list_session_turn_is_read_back_by_the_next_turn() -> None:
+    """A turn of AgenticMessages is stored and the next turn loads it: the store was written
+    a row it then refused as "not written by rillet" (decode took Message only)."""
+    from rillet import AgenticMessage
+
+    model = ScriptedModel([AgenticMessage.assistant("first"), AgenticMessage.assistant("second")])
+    runner = Runner(ChatModelAgent("a", model=model), session_store=InMemorySessionStore())
+    list(runner.run([AgenticMessage.user("one")], session_id="s"))
+    events = list(runner.run([AgenticMessage.user("two")], session_id="s"))
+    assert [e.error for e in events] == [None]
+    seen = model.calls[-1].messages
+    assert [(type(m).__name__, m.role, m.content) for m in seen] == [
+        ("AgenticMessage", "user", "one"),
+        ("AgenticMessage", "assistant", "first"),
+        ("AgenticMessage", "user", "two"),
+    ]

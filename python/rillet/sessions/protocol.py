@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from rillet._native import Message
+from rillet._native import AgenticMessage, Message
 from rillet.data import codec
 from rillet.errors import SessionBusyError
 
@@ -125,8 +125,10 @@ def encode_messages(messages: list[Message]) -> bytes:
 
 
 def decode_messages(data: bytes) -> list[Message]:
+    """A row's messages: Messages, or the AgenticMessages of a block-list run (the codec
+    encodes both; a turn holds one type, the one its run was given)."""
     out = codec.decode(data)
-    if not isinstance(out, list) or not all(isinstance(m, Message) for m in out):
+    if not isinstance(out, list) or not all(isinstance(m, (Message, AgenticMessage)) for m in out):
         raise codec.DecodeError("a session row does not hold a list of rillet.Message; it was not written by rillet")
     return out
 
