@@ -21,12 +21,12 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from rillet._core.address import AGENT, AddressSegment
 from rillet._core.interrupt import ResumeScope
 from rillet._core.scope import OBSERVING, current_resume, entered
-from rillet._native import FunctionCall, Message, ToolCall
+from rillet._native import AgenticMessage, FunctionCall, Message, ToolCall
 from rillet.data.events import (
     AgentAction,
     AgentEvent,
@@ -48,6 +48,7 @@ from rillet.run.agent import (
     raw_events,
     remember_flow_wrapper,
     run_events,
+    users,
 )
 from rillet.run.context import RunContext, Session, current_run, send_tool_gen_action
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
@@ -97,8 +98,11 @@ class OnSubAgents(Protocol):
         """This agent, as a sub-agent, may not transfer back to its parent."""
 
 
-def rewrite_message(msg: Message, agent_name: str) -> Message:
-    """Another agent's message as the user message a transferred-to agent sees (Eino's format)."""
+def rewrite_message(msg: Message | AgenticMessage, agent_name: str) -> Message:
+    """Another agent's message as the user message a transferred-to agent sees (Eino's format);
+    an AgenticMessage's as a user AgenticMessage of one text block (a run keeps one type)."""
+    if type(msg) is AgenticMessage:
+        return _rewrite_blocks(msg, agent_name)
     parts = ["For context:"]
     if msg.role == "assistant":
         if msg.content:
@@ -110,6 +114,19 @@ def rewrite_message(msg: Message, agent_name: str) -> Message:
     elif msg.role == "tool" and msg.content:
         parts.append(f" [{agent_name}] `{msg.tool_name}` tool returned result: {msg.content}.")
     return Message.user("".join(parts))
+
+
+def _rewrite_blocks(msg: AgenticMessage, agent_name: str) -> Message:
+    """:func:`rewrite_message` of a block list: its text, tool calls and tool results, in order."""
+    parts = ["For context:"]
+    for b in msg.blocks:
+        if b.kind == "text" and b.text and msg.role == "assistant":
+            parts.append(f" [{agent_name}] said: {b.text}.")
+        elif b.kind == "tool_call":
+            parts.append(f" [{agent_name}] called tool: `{b.name}` with arguments: {b.arguments}.")
+        elif b.kind == "tool_result" and b.text:
+            parts.append(f" [{agent_name}] `{b.name}` tool returned result: {b.text}.")
+    return cast(Message, AgenticMessage.user("".join(parts)))  # the history's type: a run keeps one
 
 
 def gen_transfer_messages(dest_agent_name: str) -> tuple[Message, Message]:
@@ -233,7 +250,9 @@ class FlowAgent(BaseAgent):
                             mv = out.message_output if out is not None else None
                             if not ev.agent_name and (fills_all or not ev.run_path):
                                 msg = mv.message if mv is not None else None  # author_of, inlined
-                                ev.agent_name = "user" if msg is not None and msg.role == "user" else name
+                                ev.agent_name = (
+                                    "user" if msg is not None and msg.role == "user" and users(msg) else name
+                                )
                             own = ev.run_path
                             if not own:
                                 ev.run_path = own = path

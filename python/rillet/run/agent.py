@@ -22,7 +22,7 @@ from types import GenericAlias
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from rillet._core.scope import PLUGINS
-from rillet._native import Message
+from rillet._native import AgenticMessage, Message
 from rillet.data._generic import MessageGeneric
 from rillet.data.event_pair import EventIterator
 from rillet.data.events import AgentAction, AgentEvent, error_event, event_from_message
@@ -240,12 +240,20 @@ AgentCallback = Callable[[CallbackContext], "Message | str | None | Awaitable[Me
 
 
 def author_of(ev: AgentEvent, agent_name: str) -> str:
-    """ADK's rule for an event without an author: user-role content is the user's. (The one
-    place it is written; it runs for nearly every event, so it reads fields, not properties.)"""
+    """ADK's rule for an event without an author: user-role content is the user's, except a
+    tool's result (an AgenticMessage run's results are user messages of ``tool_result``
+    blocks; ADK's function responses are the agent's too). (It runs for nearly every event,
+    so it reads fields, not properties; the flow inlines its first test.)"""
     out = ev.output
     mv = out.message_output if out is not None else None
     msg = mv.message if mv is not None else None
-    return "user" if msg is not None and msg.role == "user" else agent_name
+    return "user" if msg is not None and msg.role == "user" and users(msg) else agent_name
+
+
+def users(msg: Message | AgenticMessage) -> bool:
+    """Whether a user-role message is the user's own: a Message is; an AgenticMessage holding a
+    ``tool_result`` block is a tool's result, the agent's."""
+    return type(msg) is Message or not any(b.kind == "tool_result" for b in msg.blocks)
 
 
 class BaseAgent:
