@@ -185,3 +185,22 @@ def test_an_agent_without_a_toolset_never_asks_for_one(monkeypatch: pytest.Monke
     monkeypatch.setattr(ChatModelAgent, "_with_toolsets", never)
     agent = ChatModelAgent("a", description="d", model=ScriptedModel(["hi"]), tools=[shout])
     assert agent.toolsets == [] and outputs(agent, "go") == [("assistant", "hi")]
+
+
+def test_google_adk_toolset_shapes_are_refused_when_the_agent_is_made_naming_rillets() -> None:
+    """An ADK Python toolset (``get_tools``) was refused as "it accepts a BaseTool instance or a
+    function", without a word of toolsets; an ADK-Go one (``tools(ctx)``) was taken and failed
+    every run with "missing 1 required positional argument"."""
+
+    class AdkPython:
+        async def get_tools(self, readonly_context: Any = None) -> list[BaseTool]:
+            return [shout]
+
+    class AdkGo:
+        async def tools(self, ctx: Any) -> list[BaseTool]:
+            return [shout]
+
+    with pytest.raises(TypeError, match=r"AdkPython .*Google ADK's get_tools.*async def tools\(self\)"):
+        ChatModelAgent("a", description="d", model=ScriptedModel(["x"]), tools=[AdkPython()])
+    with pytest.raises(TypeError, match=r"toolset AdkGo: its tools\(\) cannot be called without arguments"):
+        ChatModelAgent("a", description="d", model=ScriptedModel(["x"]), tools=[AdkGo()])

@@ -51,7 +51,7 @@ from rillet.flow import TRANSFER_TOOL_NAME, transfer_instruction, transfer_tool
 from rillet.run.agent import AgentCallback, AgentInput, BaseAgent
 from rillet.run.context import RunContext, current_run, host_agent_run
 from rillet.tools import as_tool, build_schemas
-from rillet.tools.toolset import is_toolset, toolset_tools
+from rillet.tools.toolset import check_toolset, is_toolset, toolset_tools
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -200,6 +200,8 @@ class ChatModelAgent(BaseAgent):
         given = list(tools)
         self.toolsets: list[Toolset] = [t for t in given if is_toolset(t)]
         """The toolsets of ``tools``, asked for their tools at the start of every run."""
+        for ts in self.toolsets:
+            check_toolset(ts, f"ChatModelAgent {name!r}")
         self.tools: list[BaseTool] = [as_tool(t) for t in given if not is_toolset(t)]
         self._toolset_deps: tuple[ReactDeps, list[BaseTool], ReactDeps, list[BaseTool]] | None = None
         self._finish_task = FinishTaskTool(name, output_type) if mode == "task" else None

@@ -812,6 +812,12 @@ def as_tool(obj: Any) -> BaseTool:
             f"as_tool() got the toolset {type(obj).__name__} {_short(obj)}: put it in ChatModelAgent(tools=[...]), "
             "which asks it for its tools at the start of every run, or list them with `await toolset.tools()`"
         )
+    if callable(getattr(obj, "get_tools", None)):  # Google ADK Python's BaseToolset
+        raise TypeError(
+            f"as_tool() got {type(obj).__name__} {_short(obj)}, which has Google ADK's get_tools(); a rillet "
+            "toolset defines async def tools(self) -> list[BaseTool] (rillet.Toolset), which rillet calls at the "
+            "start of every run"
+        )
     raise TypeError(f"as_tool() got {type(obj).__name__} {_short(obj)}: it accepts a BaseTool instance or a function")
 
 

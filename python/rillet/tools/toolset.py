@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from rillet.tools import BaseTool
 
-__all__ = ["Toolset", "is_toolset", "toolset_tools"]
+__all__ = ["Toolset", "check_toolset", "is_toolset", "toolset_tools"]
 
 
 @runtime_checkable
@@ -33,6 +33,21 @@ def is_toolset(obj: object) -> bool:
     """Whether ``obj`` is a toolset: not a tool or a class, with a callable ``tools``. (An
     agent's ``tools`` is a list, not a method, so an agent is not one.)"""
     return not isinstance(obj, (BaseTool, type)) and callable(getattr(obj, "tools", None))
+
+
+def check_toolset(toolset: Any, where: str) -> None:
+    """Refuses, when it is given, a toolset whose ``tools`` cannot be called without arguments
+    (Google ADK-Go's ``Tools(ctx)``, say) rather than failing every run."""
+    try:
+        inspect.signature(toolset.tools).bind()
+    except ValueError:  # no signature to read (a builtin): not checkable
+        return
+    except TypeError as e:
+        raise TypeError(
+            f"{where}: toolset {type(toolset).__name__}: its tools() cannot be called without arguments ({e}); "
+            "rillet calls tools() with none (the run's context is in contextvars: read the session with "
+            "rillet.get_session_value)"
+        ) from None
 
 
 async def toolset_tools(toolset: Any, where: str) -> list[BaseTool]:
