@@ -399,3 +399,83 @@ def test_a_replayed_before_model_response_counts_no_model_call_and_runs_no_model
     resumed = list(runner.resume("run", run_config=config))
     assert texts(resumed) == ["assistant:[add]", "tool:3", "assistant:done"]
     assert Count.starts == 2 and model.calls == 2
+
+
+# --- AgenticMessage runs ----------------------------------------------------------------------
+
+
+def test_before_model_rewrites_a_block_list_conversation() -> None:
+    """The list form of before_model in an AgenticMessage run: it was refused ("a list of
+    Message") though the conversation it rewrites is a list of AgenticMessage."""
+    from rillet import AgenticMessage
+
+    def brief(ctx: ModelContext) -> list[AgenticMessage]:
+        return [*ctx.messages, AgenticMessage.user("be brief")]  # type: ignore[list-item]
+
+    model = ScriptedModel([AgenticMessage.assistant("ok")])
+    agent = ChatModelAgent("a", model=model, before_model=brief)
+    events = list(Runner(agent).run([AgenticMessage.user("go")]))
+    assert [e.error for e in events] == [None]
+    assert [m.content for m in model.calls[0].messages] == ["go", "be brief"]
+    mixed = ChatModelAgent(
+        "b", model=ScriptedModel(["x"]), before_model=lambda ctx: [Message.user("a"), AgenticMessage.user("b")]
+    )
+    [ev] = list(Runner(mixed).query("go"))
+    assert "a list of Message (or of AgenticMessage)" in str(ev.error)
+
+
+def test_callbacks_typed_for_agentic_message_type_check(tmp_path: Any) -> None:
+    """A user's callbacks typed for AgenticMessage (as a block-list run calls them) pass
+    ``mypy --strict``: ChatModelAgent's keywords took Message-typed callbacks only."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("mypy", reason="mypy is not installed")
+    code = """
+from rillet import AgenticMessage, ChatModelAgent, Message, ModelContext, ScriptedModel
+
+
+def cached(ctx: ModelContext) -> AgenticMessage | None:
+    return None
+
+
+def rewrite(ctx: ModelContext) -> list[AgenticMessage] | None:
+    return None
+
+
+async def sign(ctx: ModelContext, reply: AgenticMessage) -> AgenticMessage | None:
+    return None
+
+
+def sign_any(ctx: ModelContext, reply: Message | AgenticMessage) -> Message | AgenticMessage | None:
+    return None
+
+
+def old(ctx: ModelContext, reply: Message) -> Message | None:
+    return None
+
+
+def recover(ctx: ModelContext, error: Exception) -> AgenticMessage | None:
+    return None
+
+
+ChatModelAgent(
+    "a",
+    model=ScriptedModel(["x"]),
+    before_model=[cached, rewrite],
+    after_model=[sign, sign_any, old],
+    on_model_error=recover,
+)
+"""
+    (tmp_path / "user.py").write_text(code, encoding="utf-8")
+    python = str(Path(__file__).resolve().parents[2] / "python")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-color-output", "--cache-dir", str(tmp_path / "c"), "user.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "MYPYPATH": python},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

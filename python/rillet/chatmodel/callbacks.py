@@ -85,12 +85,15 @@ class Callbacks:
                 if result.role != "assistant":
                     raise self._bad(who, f"a {result.role or 'role-less'} Message; a response is an assistant Message")
                 return result.copy()  # the agent's own: a callback may hand out the same message again
-            if isinstance(result, list) and all(type(m) is Message for m in result):
+            if isinstance(result, list) and (
+                all(type(m) is Message for m in result) or all(type(m) is AgenticMessage for m in result)
+            ):  # (one type: a block-list run's conversation is AgenticMessages)
                 ctx.messages[:] = result
                 continue
             raise self._bad(
                 who,
-                f"{type(result).__name__}; return an assistant Message (or AgenticMessage), a list of Message, or None",
+                f"{type(result).__name__}; return an assistant Message (or AgenticMessage), a list of Message "
+                "(or of AgenticMessage), or None",
             )
         return None
 

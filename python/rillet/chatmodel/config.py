@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rillet._native import Message
+from rillet._native import AgenticMessage, Message
 from rillet.errors import ExceedMaxIterationsError, ToolCallError
 from rillet.run.agent import AgentInput
 from rillet.tools import BaseTool
@@ -55,13 +55,29 @@ class ToolCallContext:
     arguments: str
 
 
-BeforeModel = Callable[[ModelContext], "Message | list[Message] | None | Awaitable[Message | list[Message] | None]"]
-"""Before a model call: an assistant Message is the response (the model is not called); a
-list of messages replaces the conversation and the next callback runs; None goes on."""
-AfterModel = Callable[[ModelContext, Message], "Message | None | Awaitable[Message | None]"]
-"""After a model call: a Message replaces the reply (the event shows it); None keeps it."""
-OnModelError = Callable[[ModelContext, Exception], "Message | None | Awaitable[Message | None]"]
-"""A model call raised: a Message is the reply instead (the run goes on); None lets it stand."""
+BeforeModel = Callable[
+    [ModelContext],
+    "Message | AgenticMessage | list[Message] | list[AgenticMessage] | None"
+    " | Awaitable[Message | AgenticMessage | list[Message] | list[AgenticMessage] | None]",
+]
+"""Before a model call: an assistant message is the response (the model is not called); a
+list of messages (of the conversation's type) replaces the conversation and the next callback
+runs; None goes on."""
+AfterModel = (
+    Callable[[ModelContext, Message], "Message | None | Awaitable[Message | None]"]
+    | Callable[[ModelContext, AgenticMessage], "AgenticMessage | None | Awaitable[AgenticMessage | None]"]
+    | Callable[
+        [ModelContext, Message | AgenticMessage],
+        "Message | AgenticMessage | None | Awaitable[Message | AgenticMessage | None]",
+    ]
+)
+"""After a model call: a message replaces the reply (the event shows it); None keeps it. A
+callback takes the run's message type (a Message, or a block-list run's AgenticMessage), or
+both."""
+OnModelError = Callable[
+    [ModelContext, Exception], "Message | AgenticMessage | None | Awaitable[Message | AgenticMessage | None]"
+]
+"""A model call raised: a message is the reply instead (the run goes on); None lets it stand."""
 BeforeTool = Callable[[ToolCallContext, dict[str, Any]], Any]
 """Before a tool call, with its parsed arguments: a result (str, or JSON-able data) is the
 call's result and the tool is not run; None runs it. May be ``async``."""
