@@ -479,3 +479,29 @@ ChatModelAgent(
         env={**__import__("os").environ, "MYPYPATH": python},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_callbacks_message_joins_a_block_list_run_as_a_block_list(streaming: bool) -> None:
+    """A before_model/after_model/on_model_error Message in an AgenticMessage run (an ADK user's
+    callback written for Message) went out and joined the conversation as a Message: one run,
+    two message types, a model then sent both."""
+    from rillet import AgenticMessage
+
+    def cached(ctx: ModelContext) -> Message | None:
+        return asks(call(0, "add", {"a": 1, "b": 2})) if ctx.iteration == 1 else None
+
+    def signed(ctx: ModelContext, reply: Message | AgenticMessage) -> Message:
+        return Message.assistant(reply.content + " -- signed")
+
+    model = ScriptedModel([AgenticMessage.assistant("3")])
+    agent = ChatModelAgent("a", model=model, tools=[add], before_model=cached, after_model=signed)
+    events = list(Runner(agent, streaming=streaming).run([AgenticMessage.user("go")]))
+    kinds = []
+    for ev in events:
+        assert ev.message_output is not None, ev.error
+        kinds.append(type(ev.message_output.get_message()).__name__)
+    assert kinds == ["AgenticMessage"] * 3
+    assert {type(m).__name__ for m in model.calls[0].messages} == {"AgenticMessage"}
+    assert events[-1].message_output is not None
+    assert events[-1].message_output.get_message().content == "3 -- signed"

@@ -146,7 +146,7 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
     if reply is None and callbacks.before_model:
         response = await callbacks.run_before_model(mctx)
         if response is not None:  # the response replaces the call: no model, no after-model hooks
-            reply = _as_message(response)
+            reply = _as_message(response, loop)
             if steps is not None:
                 await steps.record_reply(loop.iteration, reply, given=True)
             _emit_reply(loop, reply, None)
@@ -180,11 +180,11 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
             recovered = await callbacks.run_on_model_error(mctx, e) if callbacks.on_model_error else None
             if recovered is None:
                 raise
-            reply, chunks = _as_message(recovered), None
+            reply, chunks = _as_message(recovered, loop), None
         if callbacks.after_model:
             replaced = await callbacks.run_after_model(mctx, reply)
             if replaced is not None:
-                reply, chunks = _as_message(replaced), None
+                reply, chunks = _as_message(replaced, loop), None
         if steps is not None:  # recorded before anything acts on it
             await steps.record_reply(loop.iteration, reply)
         _emit_reply(loop, reply, chunks)
@@ -196,9 +196,13 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
     return _took_reply(deps, loop, reply)
 
 
-def _as_message(reply: Message | AgenticMessage) -> Message:
+def _as_message(reply: Message | AgenticMessage, loop: ReactLoop | None = None) -> Message:
     """``reply`` as the loop's type: the loop is typed by Message and carries an
-    AgenticMessage the same way (its steps branch on the type where the two differ)."""
+    AgenticMessage the same way (its steps branch on the type where the two differ). With
+    ``loop`` (a callback's message), converted to the conversation's type: a block-list run
+    keeps one type (a Message that cannot convert without loss raises MessageConversionError)."""
+    if loop is not None and loop.messages and type(reply) is not type(loop.messages[0]):
+        reply = AgenticMessage.from_message(reply) if type(reply) is Message else reply.to_message()
     return cast(Message, reply)
 
 
