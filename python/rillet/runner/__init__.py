@@ -361,9 +361,11 @@ class Runner:
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
         run_config: RunConfig | None = None,
-    ) -> RunIterator:
-        """Continues the run saved under ``checkpoint_id``. ``targets`` maps interrupt ids
-        to the data each interrupted point gets back; without it every interrupt point is
+    ) -> RunIterator[Any]:
+        """Continues the run saved under ``checkpoint_id`` (its events carry the message type
+        the run was saved with, Message or AgenticMessage: a type checker is not told which).
+        ``targets`` maps interrupt ids to the data each interrupted point gets back; without
+        it every interrupt point is
         re-entered and decides for itself (an untargeted tool interrupts again). Raises at
         once if the checkpoint cannot be loaded, fails its checksum, was saved by another
         agent tree (:class:`CheckpointAgentMismatchError`) or is being resumed elsewhere
@@ -399,7 +401,7 @@ class Runner:
         model_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
         run_config: RunConfig | None = None,
-    ) -> RunIterator:
+    ) -> RunIterator[Any]:
         """``await`` twin of :meth:`resume`, for async code: the store's methods are awaited
         if async, and run on rillet's worker threads if not."""
         store = self._store()
