@@ -19,14 +19,14 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from rillet.data.events import AgentEvent, error_event
 from rillet.errors import MiddlewareError
 from rillet.run.context import CALLBACK
 
 if TYPE_CHECKING:
-    from rillet._native import Message
+    from rillet._native import AgenticMessage, Message
     from rillet.chatmodel.config import ModelContext, ToolCallContext
     from rillet.run.agent import AgentInput, CallbackContext
 
@@ -40,6 +40,9 @@ __all__ = [
     "plugged_events",
     "plugin_set",
 ]
+
+_Reply: TypeAlias = "Message | AgenticMessage | None"  # a model hook's answer (AgenticMessage: a block-list run)
+_Before: TypeAlias = "Message | AgenticMessage | list[Message] | list[AgenticMessage] | None"
 
 Named = tuple[str, Callable[..., Any]]
 """A callback and how an error names it (``"plugin 'log' (LoggingPlugin.before_model)"``)."""
@@ -143,19 +146,19 @@ class Plugin:
         """Content returned is one more event of the agent, after its own."""
         return None
 
-    def before_model(
-        self, ctx: ModelContext
-    ) -> Message | list[Message] | None | Awaitable[Message | list[Message] | None]:
-        """An assistant Message is the response (the model is not called); a list of
-        messages replaces the conversation (the next callback runs)."""
+    def before_model(self, ctx: ModelContext) -> _Before | Awaitable[_Before]:
+        """An assistant Message (an AgenticMessage in a block-list run) is the response (the
+        model is not called); a list of messages replaces the conversation (the next callback
+        runs)."""
         return None
 
-    def after_model(self, ctx: ModelContext, reply: Message) -> Message | None | Awaitable[Message | None]:
-        """A Message replaces the reply (the event shows it)."""
+    def after_model(self, ctx: ModelContext, reply: Message) -> _Reply | Awaitable[_Reply]:
+        """A message replaces the reply (the event shows it). (``reply`` is an AgenticMessage
+        in a block-list run: type it ``Message | AgenticMessage`` to say so.)"""
         return None
 
-    def on_model_error(self, ctx: ModelContext, error: Exception) -> Message | None | Awaitable[Message | None]:
-        """A Message is the reply instead of the error."""
+    def on_model_error(self, ctx: ModelContext, error: Exception) -> _Reply | Awaitable[_Reply]:
+        """A message is the reply instead of the error."""
         return None
 
     def before_tool(self, ctx: ToolCallContext, args: dict[str, Any]) -> Any:
