@@ -371,3 +371,26 @@ def test_a_session_keeps_every_final_result_call_answered(stream: bool) -> None:
     called = [c.id for m in seen if m.role == "assistant" for c in m.tool_calls]
     answered = [m.tool_call_id for m in seen if m.role == "tool"]
     assert called == ["p1", "f1", "f2"] and answered == called
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_block_list_runs_retries_and_answers_stay_block_lists(native: bool) -> None:
+    """An AgenticMessage run whose typed answer fails once: the feedback (a user message, or
+    the final_result tool's answers) joined the conversation as Messages, so the retry sent
+    the model a conversation of two message types."""
+    from rillet import AgenticMessage, ContentBlock
+
+    def reply(text: str, call_id: str) -> AgenticMessage:
+        if native:
+            return AgenticMessage.assistant(text)
+        return AgenticMessage.assistant([ContentBlock.tool_call(call_id, "final_result", text)])
+
+    model = ScriptedModel([reply(BAD, "c1"), reply(GOOD, "c2")], supports_response_format=native)
+    agent = ChatModelAgent("a", model=model, output_type=City)
+    events = list(Runner(agent).run([AgenticMessage.user("a city")]))
+    assert [e.error for e in events if e.error is not None] == []
+    assert events[-1].output is not None and events[-1].output.customized_output == LISBON
+    assert {type(m).__name__ for m in model.calls[1].messages} == {"AgenticMessage"}
+    for e in events:
+        if e.message_output is not None:
+            assert type(e.message_output.get_message()) is AgenticMessage

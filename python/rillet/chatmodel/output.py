@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rillet._native import Message
+from rillet.chatmodel.state import run_typed
 from rillet.data.events import AgentEvent, AgentOutput, MessageVariant, event_from_message
 from rillet.errors import OutputValidationError
 from rillet.tools import ToolInfo
@@ -101,7 +102,7 @@ def check_reply(name: str, spec: OutputSpec, loop: ReactLoop, reply: Message, ha
             feedback = (
                 f"Your answer is not a valid {type_name}: {problems}. Answer again with only the corrected JSON object."
             )
-        _retry(name, spec, loop, problems, [Message.user(feedback)])
+        _retry(name, spec, loop, problems, [run_typed(loop, Message.user(feedback))])
         return False
     final = [c for c in calls if c.function.name == OUTPUT_TOOL_NAME]
     if not final:
@@ -110,17 +111,17 @@ def check_reply(name: str, spec: OutputSpec, loop: ReactLoop, reply: Message, ha
     value, problems = _validate(spec, call.function.arguments or "{}")
     skipped = f"Not run: {OUTPUT_TOOL_NAME} was called in the same reply. Call other tools before {OUTPUT_TOOL_NAME}."
     # every call gets its answer, so that the conversation stays valid for the next request
-    others = [Message.tool_message(skipped, c.id, c.function.name) for c in calls if c is not call]
+    others = [run_typed(loop, Message.tool_message(skipped, c.id, c.function.name)) for c in calls if c is not call]
     if value is not None:
         loop.value = value
-        msg = Message.tool_message(value.model_dump_json(), call.id, OUTPUT_TOOL_NAME)
+        msg = run_typed(loop, Message.tool_message(value.model_dump_json(), call.id, OUTPUT_TOOL_NAME))
         loop.messages.extend([*others, msg])
         _emit_answers(loop, others)
         mv = MessageVariant(False, msg.copy(), None, "tool", OUTPUT_TOOL_NAME)
         loop.out.append(AgentEvent("", (), AgentOutput(mv, value)))
         return True
     feedback = f"Invalid {type_name}: {problems}. Call {OUTPUT_TOOL_NAME} again with corrected arguments."
-    answers = [*others, Message.tool_message(feedback, call.id, OUTPUT_TOOL_NAME)]
+    answers = [*others, run_typed(loop, Message.tool_message(feedback, call.id, OUTPUT_TOOL_NAME))]
     _retry(name, spec, loop, problems, answers)
     _emit_answers(loop, answers)
     return False
@@ -130,7 +131,14 @@ def _emit_answers(loop: ReactLoop, answers: list[Message]) -> None:
     """Each tool answer the model is sent is an event too, as an ordinary tool's result is:
     a session storing the run's events then keeps every call answered (a provider refuses
     a conversation with an assistant tool call and no tool message for it)."""
-    loop.out.extend(event_from_message(m.copy(), role="tool", tool_name=m.tool_name) for m in answers)
+    loop.out.extend(event_from_message(m.copy(), role="tool", tool_name=_tool_name(m)) for m in answers)
+
+
+def _tool_name(answer: Message) -> str:
+    """A tool answer's tool (a block-list run's is its tool_result block's)."""
+    if type(answer) is Message:
+        return answer.tool_name
+    return next((b.name for b in answer.blocks if b.kind == "tool_result"), "")
 
 
 def _retry(name: str, spec: OutputSpec, loop: ReactLoop, problems: str, feedback: list[Message]) -> None:

@@ -13,11 +13,11 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rillet._core.loop import Inbox
 from rillet._core.scope import OBSERVING, Observers
-from rillet._native import Message, StreamReader, ToolCall
+from rillet._native import AgenticMessage, Message, StreamReader, ToolCall
 from rillet.chatmodel.config import ModelContext
 from rillet.checkpoint.state import checkpoint_state
 from rillet.data.events import AgentEvent
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from rillet.checkpoint.journal import AgentSteps
     from rillet.tools import ToolInfo
 
-__all__ = ["ReactLoop", "Round", "RoundState", "Step"]
+__all__ = ["ReactLoop", "Round", "RoundState", "Step", "run_typed"]
 
 Step = Callable[["ReactDeps", "ReactLoop"], Awaitable["Step | None"]]
 
@@ -157,3 +157,13 @@ def _runs_here(evloop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is evloop
     except RuntimeError:  # no loop runs on this thread (a tool's worker thread)
         return False
+
+
+def run_typed(loop: ReactLoop, msg: Message | AgenticMessage) -> Message:
+    """``msg`` (one the agent or a callback made) in the conversation's message type: a
+    block-list run keeps one type (a tool message becomes a user message of one tool_result
+    block; a Message that cannot hold an AgenticMessage raises MessageConversionError). Typed
+    as Message, as the loop is: it carries an AgenticMessage the same way."""
+    if loop.messages and type(msg) is not type(loop.messages[0]):
+        msg = AgenticMessage.from_message(msg) if type(msg) is Message else msg.to_message()
+    return cast(Message, msg)

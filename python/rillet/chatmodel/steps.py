@@ -33,7 +33,7 @@ from rillet.chatmodel.config import (
 from rillet.chatmodel.guardrails import GuardrailContext, GuardrailRejection, GuardrailRetry, run_guardrails
 from rillet.chatmodel.middleware import ChatModelAgentState, hook_failed
 from rillet.chatmodel.output import check_reply
-from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step
+from rillet.chatmodel.state import ReactLoop, Round, RoundState, Step, run_typed
 from rillet.chatmodel.task import FINISH_TASK_TOOL_NAME, ends_task, finished_at
 from rillet.chatmodel.tool_call import Outcome, attempt, call_tool
 from rillet.checkpoint.payload import events_to_records, records_to_events
@@ -201,9 +201,7 @@ def _as_message(reply: Message | AgenticMessage, loop: ReactLoop | None = None) 
     AgenticMessage the same way (its steps branch on the type where the two differ). With
     ``loop`` (a callback's message), converted to the conversation's type: a block-list run
     keeps one type (a Message that cannot convert without loss raises MessageConversionError)."""
-    if loop is not None and loop.messages and type(reply) is not type(loop.messages[0]):
-        reply = AgenticMessage.from_message(reply) if type(reply) is Message else reply.to_message()
-    return cast(Message, reply)
+    return run_typed(loop, reply) if loop is not None else cast(Message, reply)
 
 
 def _emit_reply(loop: ReactLoop, reply: Message, chunks: list[Message] | None) -> None:
@@ -404,7 +402,10 @@ async def guard_output(deps: ReactDeps, loop: ReactLoop) -> Step | None:
         raise OutputRejectedError(deps.name, name, rejection.reason, rejection.info)
     loop.guard_retries += 1
     loop.messages.append(
-        Message.user(f"Your answer was not accepted ({name}): {rejection.reason}. Answer again, correcting this.")
+        run_typed(
+            loop,
+            Message.user(f"Your answer was not accepted ({name}): {rejection.reason}. Answer again, correcting this."),
+        )
     )
     loop.remaining += 1
     loop.final_text, loop.value = "", None
