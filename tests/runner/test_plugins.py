@@ -265,3 +265,36 @@ def test_on_event_returning_what_is_not_an_event_is_a_clear_error() -> None:
     assert all(isinstance(ev, AgentEvent) for ev in events)
     assert events[-1].error is not None
     assert "plugin 'Wrong' (Wrong.on_event) returned str" in str(events[-1].error)
+
+
+def test_the_logging_plugin_leaves_a_streaming_tool_streaming() -> None:
+    """LoggingPlugin (which "only watches") had after_tool and on_tool_error hooks, and any such
+    hook makes a streaming tool be read to its end: adding it turned every streaming tool of
+    the tree into one chunk at the end. A plugin with only before_tool leaves it streaming too."""
+
+    @tool
+    async def count_up(n: int) -> Any:
+        """Counts up to n."""
+        for i in range(1, n + 1):
+            yield str(i)
+
+    class Watch(Plugin):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[str] = []
+
+        def before_tool(self, ctx: ToolCallContext, args: dict[str, Any]) -> None:
+            self.seen.append(ctx.tool_name)
+
+    for plugin in (LoggingPlugin(), Watch()):
+        model = ScriptedModel([calls("count_up", {"n": 3}), "done"])
+        agent = ChatModelAgent("a", model=model, tools=[count_up])
+        chunks: list[str] = []
+        for ev in Runner(agent, streaming=True, plugins=[plugin]).query("count"):
+            mv = ev.message_output
+            if mv is not None and mv.role == "tool":
+                assert mv.message_stream is not None
+                chunks = [c.content for c in mv.message_stream]
+        assert chunks == ["1", "2", "3"], plugin
+        assert model.calls[1].messages[-1].content == "123"
+    assert Watch().seen == [] and plugin.seen == ["count_up"]  # type: ignore[attr-defined]

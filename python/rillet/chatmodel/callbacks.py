@@ -49,6 +49,7 @@ class Callbacks:
     model: bool  # any model callback: the model call takes the callbacks' path
     whole: bool  # after_model or on_model_error: a streamed reply is read to its end before its event
     tool: bool  # any tool callback: each tool call takes the callbacks' path
+    tool_whole: bool  # after_tool or on_tool_error: a streaming tool is read to its end for them
 
     @classmethod
     def of(cls, agent_name: str, lists: Sequence[Sequence[Callable[..., Any]]]) -> Callbacks | None:
@@ -62,7 +63,9 @@ class Callbacks:
     @classmethod
     def build(cls, where: str, chains: Sequence[tuple[Named, ...]]) -> Callbacks:
         bm, am, me, bt, at, te = chains
-        return cls(where, bm, am, me, bt, at, te, bool(bm or am or me), bool(am or me), bool(bt or at or te))
+        return cls(
+            where, bm, am, me, bt, at, te, bool(bm or am or me), bool(am or me), bool(bt or at or te), bool(at or te)
+        )
 
     @staticmethod
     def with_plugins(own: Callbacks | None, agent_name: str, plugins: PluginSet) -> Callbacks | None:

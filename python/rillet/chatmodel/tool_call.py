@@ -19,7 +19,7 @@ from rillet.chatmodel.middleware import hook_failed
 from rillet.checkpoint.journal import STEP_CALL
 from rillet.data.events import AgentEvent, event_from_message
 from rillet.data.schema import aconcat_message_stream
-from rillet.errors import Interrupted
+from rillet.errors import Interrupted, MiddlewareError
 from rillet.run import observer
 from rillet.run.context import ToolCallScope, current_run, current_tool_call
 
@@ -87,11 +87,20 @@ async def call_tool(
     tool = deps.tool_index.get(name)
     streams = tool is not None and tool.is_streaming  # (read once: a function tool's is a property)
     callbacks = deps.callbacks
+    whole = callbacks is not None and callbacks.tool and (callbacks.tool_whole or not streams)
     try:
         if obs is not None:
             observer.tool_start(obs, deps.name, name, call_id, arguments)
-        if callbacks is not None and callbacks.tool:
+        if whole:
+            assert callbacks is not None
             content = await _call_with_callbacks(deps, callbacks, tool, name, call_id, arguments)
+        elif streams and callbacks is not None and callbacks.tool:  # only before_tool: it streams unless given
+            assert tool is not None
+            ctx = ToolCallContext(deps.name, name, call_id, arguments)
+            given = await callbacks.run_tool_chain(callbacks.before_tool, ctx, tool_arguments(arguments))
+            if given is None:
+                return await _stream_tool(deps, tool, scope, arguments, obs)
+            content = given
         elif streams:
             assert tool is not None
             return await _stream_tool(deps, tool, scope, arguments, obs)
@@ -107,7 +116,7 @@ async def call_tool(
         if isinstance(content, Interrupted):  # returned instead of raised (a BaseTool, a wrapper)
             raise content
     except BaseException as e:  # an interrupt, a cancellation, tool_error="raise"
-        if obs is not None and not (streams and not (callbacks is not None and callbacks.tool)):
+        if obs is not None and not (streams and not whole and not isinstance(e, MiddlewareError)):
             # (a streaming tool's producer reports, unless the callbacks' path read it whole)
             observer.tool_end(obs, deps.name, name, call_id, None, e)
         raise

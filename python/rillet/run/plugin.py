@@ -271,9 +271,10 @@ _log = logging.getLogger("rillet.plugins")
 class LoggingPlugin(Plugin):
     """Logs what the run does on the ``rillet.plugins`` logger (or ``logger``), at INFO: the
     run's start and end, each agent, model call, tool call, error and event handed out. It
-    only watches: every hook returns None. (It has no ``after_model``: that hook makes a
-    streamed reply be read to its end before its event goes out; the reply is logged as the
-    event.)"""
+    only watches: every hook returns None. (It has no ``after_model``, ``after_tool`` or
+    ``on_tool_error``: they make a streamed reply, or a streaming tool's result, be read to its
+    end before its event goes out; the reply and the result are logged as their events, and a
+    tool's failure is logged by the agent, on ``rillet.chatmodel`` at WARNING.)"""
 
     def __init__(self, name: str = "logging", logger: logging.Logger | None = None) -> None:
         super().__init__(name)
@@ -301,12 +302,6 @@ class LoggingPlugin(Plugin):
 
     def before_tool(self, ctx: ToolCallContext, args: dict[str, Any]) -> None:
         self.log.info("agent %s calls tool %s with %s", ctx.agent_name, ctx.tool_name, args)
-
-    def after_tool(self, ctx: ToolCallContext, args: dict[str, Any], result: str) -> None:
-        self.log.info("tool %s returned %r", ctx.tool_name, result[:200])
-
-    def on_tool_error(self, ctx: ToolCallContext, args: dict[str, Any], error: Exception) -> None:
-        self.log.info("tool %s failed: %s: %s", ctx.tool_name, type(error).__name__, error)
 
     def on_event(self, event: AgentEvent) -> None:
         if event.error is not None:
