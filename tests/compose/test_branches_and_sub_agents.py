@@ -94,6 +94,17 @@ def test_every_agent_kind_has_sub_agents_as_built_read_only() -> None:
         flow.sub_agents = [c]  # type: ignore[misc]
 
 
+def test_setting_a_chat_model_agents_sub_agents_is_refused_not_ignored() -> None:
+    """ADK's ``agent.sub_agents = [...]`` on a ChatModelAgent was taken: the agents read back,
+    and the model was never offered a transfer to them (set_sub_agents wires transfers)."""
+    boss, helper = chat("boss"), chat("helper")
+    with pytest.raises(AttributeError, match=r"ChatModelAgent 'boss': sub_agents is read-only.*set_sub_agents"):
+        boss.sub_agents = [helper]  # type: ignore[misc]
+    assert boss.sub_agents == []
+    set_sub_agents(boss, [helper])
+    assert boss.sub_agents == [helper]
+
+
 def test_an_agent_tool_is_a_tool_not_a_sub_agent() -> None:
     helper = chat("helper")
     agent = ChatModelAgent("main", description="m", model=ScriptedModel(["x"]), tools=[AgentTool(helper)])

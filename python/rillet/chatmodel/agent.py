@@ -143,6 +143,7 @@ class ChatModelAgent(BaseAgent):
     """
 
     runs_agents_in_its_run = False  # its agent tools run in sessions of their own
+    _children_fixed = True  # its transfer targets are set by set_sub_agents (which offers the transfer)
     # the last run's ReactDeps and what it was built from (class defaults: none before a run)
     _deps: ReactDeps | None = None
     _deps_sources: tuple[object, ...] = ()

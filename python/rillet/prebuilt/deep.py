@@ -255,7 +255,7 @@ class DeepAgent(ChatModelAgent):
             self.task_tool = TaskTool(agents, task_description)
             builtin.append(self.task_tool)
             sections.append(TASK_INSTRUCTION)
-        self.sub_agents = agents
+        self._children = list(agents)  # (the task tool runs them; set once: sub_agents is read-only)
         super().__init__(
             name,
             description=description,

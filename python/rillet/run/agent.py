@@ -328,7 +328,8 @@ class BaseAgent:
         if self._children_fixed:
             raise AttributeError(
                 f"{type(self).__name__} {self._name!r}: sub_agents is read-only; a workflow takes its children "
-                "as sub_agents=[...] when made, and rillet.set_sub_agents(parent, [...]) sets transfer targets"
+                "as sub_agents=[...] when made, and rillet.set_sub_agents(parent, [...]) sets transfer targets "
+                "(and offers the model the transfer to them)"
             )
         self._children = list(agents)
 
