@@ -397,6 +397,26 @@ def _server_tools_stream() -> Reply:
     return _sse(*events)
 
 
+def _parse(data: bytes, cuts: list[int]) -> AgenticMessage:
+    parser = OpenAIResponsesModel("m", base_url="http://127.0.0.1:9/v1", api_key="k")._agentic_parser()
+    chunks: list[AgenticMessage] = []
+    for start, end in zip([0, *cuts], [*cuts, len(data)], strict=True):
+        chunks += parser.feed(data[start:end])
+    whole = concat_messages([*chunks, *parser.finish()])
+    assert isinstance(whole, AgenticMessage)
+    return whole
+
+
+def test_every_split_and_line_ending_gives_the_same_blocks() -> None:
+    data = _server_tools_stream().body
+    assert _parse(data, []).blocks == SERVER_BLOCKS
+    for at in range(1, len(data), 7):
+        assert _parse(data, [at, at + 1]).blocks == SERVER_BLOCKS, f"cut at byte {at}"
+    for line_end in (b"\r\n", b"\r"):
+        crlf = data.replace(b"\n", line_end)
+        assert _parse(crlf, [crlf.index(b"\r") + 1]).blocks == SERVER_BLOCKS
+
+
 def _as_sent(item: dict[str, Any]) -> dict[str, Any]:
     """An output item as the next request carries it: a message item without its id and
     status (as the Message path sends text), everything else as it came."""
@@ -479,6 +499,12 @@ def test_user_media_blocks_become_input_parts() -> None:
                 [ContentBlock("server_tool_result", call_id="ws_9", name="web_search", text="{}")]
             ),
             r"block 0 .* 'server_tool_result' block, whose server_tool_call block \(call_id 'ws_9'\) is not in the message",
+        ),
+        (
+            AgenticMessage.assistant(
+                [ContentBlock("server_tool_call", call_id="ws_9", name="web_search", arguments="rillet rust")]
+            ),
+            r"block 0 .* 'server_tool_call' block, whose arguments are not a JSON object \('rillet rust'\)",
         ),
     ],
 )

@@ -168,15 +168,24 @@ def _media_part(i: int, b: ContentBlock) -> dict[str, Any]:
     return part
 
 
-def _server_item(call: ContentBlock, result: ContentBlock | None) -> dict[str, Any]:
-    """The output item a server_tool_call block (and its result block) came from."""
+def _server_item(i: int, call: ContentBlock, result: ContentBlock | None) -> dict[str, Any]:
+    """The output item a server_tool_call block (and its result block) came from: its type
+    and id, the fields its arguments and result hold (JSON objects), its status."""
     extra = call.extra or {}
     item: dict[str, Any] = {"type": extra.get("item_type") or f"{call.name}_call", "id": call.call_id}
-    for source in (call.arguments, result.text if result is not None else ""):
-        if source:
-            fields = json.loads(source)
-            if isinstance(fields, Mapping):
-                item.update(fields)
+    for what, source in (("arguments", call.arguments), ("result", result.text if result is not None else "")):
+        try:
+            fields = json.loads(source) if source else {}
+        except ValueError:
+            fields = None
+        if not isinstance(fields, Mapping):
+            raise _unsendable(
+                i,
+                "server_tool_call",
+                f"whose {what} are not a JSON object ({source[:60]!r}); the Responses API takes a server-side "
+                "tool's call back as the item it came as, whose fields the block's arguments and result hold",
+            )
+        item.update(fields)
     if extra.get("status"):
         item["status"] = extra["status"]
     return item
@@ -230,15 +239,10 @@ def agentic_to_responses(message: AgenticMessage) -> list[dict[str, Any]]:
         if kind != "reasoning":
             reasoning = None
         if kind in ("text", "refusal", "image", "file"):
-            if kind == "text":
-                parts.append(
-                    {"type": "output_text", "text": b.text, "annotations": []}
-                    if assistant
-                    else {
-                        "type": "input_text",
-                        "text": b.text,
-                    }
-                )
+            if kind == "text" and assistant:
+                parts.append({"type": "output_text", "text": b.text, "annotations": []})
+            elif kind == "text":
+                parts.append({"type": "input_text", "text": b.text})
             elif kind == "refusal":
                 if not assistant:
                     raise _unsendable(i, kind, f"in a {message.role!r} message; refusals come from the assistant")
@@ -280,7 +284,7 @@ def agentic_to_responses(message: AgenticMessage) -> list[dict[str, Any]]:
         elif kind == "tool_result":
             items.append({"type": "function_call_output", "call_id": b.call_id, "output": b.text})
         elif kind == "server_tool_call":
-            items.append(_server_item(b, results.get(("server_tool_result", b.call_id))))
+            items.append(_server_item(i, b, results.get(("server_tool_result", b.call_id))))
         elif kind == "mcp_tool_call":
             items.append(_mcp_item(b, results.get(("mcp_tool_result", b.call_id))))
         elif kind in ("server_tool_result", "mcp_tool_result"):
@@ -584,7 +588,8 @@ def _whole_to_agentic(body: bytes) -> AgenticMessage:
     a Message and gives the finish reason and usage; the blocks come from the output items,
     as a stream of them would give them."""
     meta = parse_response(body).response_meta
-    output = json.loads(body).get("output") or []
+    data = json.loads(body)
+    output = (data.get("output") if isinstance(data, Mapping) else None) or []
     state = _ItemBlocks()
     blocks: list[ContentBlock] = []
     for at, item in enumerate(output):
