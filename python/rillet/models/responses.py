@@ -694,7 +694,7 @@ class OpenAIResponsesModel(OpenAIChatModel):
 
     def request_body(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[Message | AgenticMessage],
         tools: Sequence[ToolInfo] | None,
         options: Mapping[str, Any],
         *,
