@@ -13,6 +13,10 @@ the same httpx client per event loop, retries, backoff and typed errors. The str
 the same ``Message`` chunks as a chat completion. Reasoning items the model returns travel in
 the assistant message's ``extra["openai_reasoning"]`` and are sent back with it on the next
 turn, so a reasoning model keeps its reasoning across tool calls without server-side state.
+
+Given a conversation of ``AgenticMessage``s (its last message decides), the blocks are sent
+as input items and the reply comes back as blocks, one per part of each output item
+(:func:`agentic_to_responses`, ``_ItemBlocks``; the table is in docs/agentic-message.md).
 """
 
 from __future__ import annotations
@@ -656,7 +660,8 @@ class OpenAIResponsesModel(OpenAIChatModel):
     spellings are translated: ``max_tokens`` to ``max_output_tokens``, ``response_format``
     to ``text.format``, a ``tool_choice`` naming a function to the flat form. With
     ``store=False`` the request asks for ``reasoning.encrypted_content``, so reasoning
-    items can be sent back without the server keeping them.
+    items can be sent back without the server keeping them. A conversation of
+    AgenticMessages is answered with AgenticMessages (whole, or chunks with block indexes).
     """
 
     _path = "/responses"
