@@ -166,6 +166,8 @@ async def _call_with_callbacks(
     except Interrupted:
         raise
     except Exception as e:
+        if isinstance(e, MiddlewareError) and e.ends_run:  # an agent tool's agent's hook failed
+            raise
         recovered = (
             await callbacks.run_tool_chain(callbacks.on_tool_error, ctx, args, e) if callbacks.on_tool_error else None
         )
@@ -209,7 +211,11 @@ async def _through_wrappers(deps: ReactDeps, tool: BaseTool | None, name: str, c
 
 
 def _tool_failed(deps: ReactDeps, name: str, call_id: str, e: Exception) -> str:
-    """A failed call: its error text for the model, or (``tool_error="raise"``) the end."""
+    """A failed call: its error text for the model, or (``tool_error="raise"``) the end. A
+    callback or plugin hook that failed in an agent tool's agent ends the run (as it would in
+    this agent), it is not handed to the model."""
+    if isinstance(e, MiddlewareError) and e.ends_run:
+        raise e
     if deps.tool_error == "raise":
         raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
     _log_tool_error(deps.name, name, call_id, e)

@@ -18,7 +18,7 @@ from rillet._native import Message
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint.state import checkpoint_state, saved_state
 from rillet.data.events import AgentAction, AgentEvent, RunPath, copy_event, interrupt_signal
-from rillet.errors import AgentToolError
+from rillet.errors import AgentToolError, MiddlewareError
 from rillet.flow import flow_of, gen_transfer_messages, rewrite_message
 from rillet.run.agent import Agent, AgentInput
 from rillet.run.context import RunContext, Session, current_run, current_tool_call
@@ -141,6 +141,10 @@ class AgentTool(BaseTool):
                 state = AgentToolState(tuple(messages), await events_to_records(session.snapshot()))
                 raise composite_interrupt("agent tool interrupt", state, signal)
             if ev.error is not None:
+                if isinstance(ev.error, MiddlewareError):  # a failed callback or plugin hook ends the whole run
+                    failed = MiddlewareError(f"agent tool {self.info.name!r}: {ev.error}")
+                    failed.ends_run = True
+                    raise failed from ev.error
                 raise AgentToolError(f"agent tool {self.info.name!r}: {ev.error}") from ev.error
             if emit is not None and (ev.action is None or ev.action.interrupted is None):
                 local = copy_event(ev)
