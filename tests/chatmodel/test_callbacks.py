@@ -505,3 +505,32 @@ def test_a_callbacks_message_joins_a_block_list_run_as_a_block_list(streaming: b
     assert {type(m).__name__ for m in model.calls[0].messages} == {"AgenticMessage"}
     assert events[-1].message_output is not None
     assert events[-1].message_output.get_message().content == "3 -- signed"
+
+
+@pytest.mark.parametrize("streams", [False, True])
+def test_before_tool_editing_the_arguments_in_place_changes_what_the_tool_gets(streams: bool) -> None:
+    """Google ADK (Python and Go) lets before_tool edit the arguments dict in place, and the
+    tool runs with the edited ones; here the edit was silently dropped (the tool got the
+    model's JSON). after_tool and on_tool_error see the edited arguments too."""
+
+    def clamp(ctx: ToolCallContext, args: dict[str, Any]) -> None:
+        args["n"] = min(args["n"], 2)
+
+    seen: list[Any] = []
+
+    def after(ctx: ToolCallContext, args: dict[str, Any], result: str) -> None:
+        seen.append((ctx.arguments, args))
+
+    given: dict[str, Any] = {"n": 5} if streams else {"n": 5, "a": 1, "b": 5}
+    model = ScriptedModel([asks(call(0, "count_up" if streams else "add", given)), "done"])
+
+    @tool
+    def add(a: int, b: int, n: int) -> int:
+        """Adds."""
+        return n
+
+    tools = [count_up] if streams else [add]
+    events = run(ChatModelAgent("a", model=model, tools=tools, before_tool=clamp, after_tool=after), streaming=True)
+    assert texts(events)[1] == ("tool:12" if streams else "tool:2")
+    edited = {**given, "n": 2}
+    assert seen == [(json.dumps(edited), edited)]
