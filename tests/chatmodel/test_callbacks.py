@@ -534,3 +534,18 @@ def test_before_tool_editing_the_arguments_in_place_changes_what_the_tool_gets(s
     assert texts(events)[1] == ("tool:12" if streams else "tool:2")
     edited = {**given, "n": 2}
     assert seen == [(json.dumps(edited), edited)]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_after_model_editing_the_reply_in_place_is_what_the_stream_shows(streaming: bool) -> None:
+    """Google ADK's after_model may edit the response in place and return None. Streamed, the
+    event went out as the model's own chunks (the secret) while the agent acted on, and stored
+    under output_key, the edited reply."""
+
+    def redact(ctx: ModelContext, reply: Message) -> None:
+        reply.content = reply.content.replace("secret", "[redacted]")
+
+    agent = ChatModelAgent("a", model=ScriptedModel(["the secret is 42"]), after_model=redact, output_key="out")
+    events = run(agent, streaming)
+    assert texts(events) == ["assistant:the [redacted] is 42"]
+    assert events[-1].action is not None and events[-1].action.state_delta == {"out": "the [redacted] is 42"}

@@ -182,9 +182,12 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
                 raise
             reply, chunks = _as_message(recovered, loop), None
         if callbacks.after_model:
+            kept = reply.copy() if chunks is not None else None
             replaced = await callbacks.run_after_model(mctx, reply)
             if replaced is not None:
                 reply, chunks = _as_message(replaced, loop), None
+            elif kept is not None and reply != kept:  # edited in place (ADK's way): the stream shows the edit
+                chunks = None
         if steps is not None:  # recorded before anything acts on it
             await steps.record_reply(loop.iteration, reply)
         _emit_reply(loop, reply, chunks)
