@@ -549,3 +549,24 @@ def test_after_model_editing_the_reply_in_place_is_what_the_stream_shows(streami
     events = run(agent, streaming)
     assert texts(events) == ["assistant:the [redacted] is 42"]
     assert events[-1].action is not None and events[-1].action.state_delta == {"out": "the [redacted] is 42"}
+
+
+def test_before_model_editing_the_tools_changes_that_call_not_the_agent() -> None:
+    """A before_model callback that edited ``ctx.tools`` in place (no refund tool for a guest)
+    edited the agent's own tool list: every later run, a non-guest's too, lost the tool."""
+    from rillet import get_session_value
+
+    @tool
+    def refund(order: str) -> str:
+        """Refunds an order."""
+        return "ok"
+
+    def no_refunds_for_guests(ctx: ModelContext) -> None:
+        if get_session_value("guest"):
+            ctx.tools[:] = [t for t in ctx.tools if t.name != "refund"]
+
+    model = ScriptedModel(["a", "b"])
+    agent = ChatModelAgent("a", model=model, tools=[add, refund], before_model=no_refunds_for_guests)
+    list(Runner(agent).query("q", session_values={"guest": True}))
+    list(Runner(agent).query("q", session_values={"guest": False}))
+    assert [[t.name for t in c.tools] for c in model.calls] == [["add"], ["add", "refund"]]

@@ -135,8 +135,10 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
     and runs no model callback again."""
     loop.remaining -= 1
     loop.iteration += 1
-    infos = loop.tools if loop.tools is not None else deps.tool_infos
-    mctx = ModelContext(deps.name, loop.iteration, loop.messages, infos)
+    # this call's tools, a copy: a callback editing ctx.tools changes this call, not the agent's list
+    mctx = ModelContext(
+        deps.name, loop.iteration, loop.messages, list(deps.tool_infos if loop.tools is None else loop.tools)
+    )
     steps = loop.steps
     recorded = steps.reply(loop.iteration) if steps is not None else None
     reply: Message | None = recorded.copy() if recorded is not None else None
@@ -151,7 +153,7 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
                 await steps.record_reply(loop.iteration, reply, given=True)
             _emit_reply(loop, reply, None)
             return _took_reply(deps, loop, reply, called=False)
-    model = deps.model
+    model, infos = deps.model, mctx.tools
     if deps.hooks.around_model:
         infos, model = await _before_model(deps, loop, infos)
     if loop.budget is not None:  # (a replayed call counts, as in call_model)
