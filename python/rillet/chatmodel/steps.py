@@ -239,10 +239,14 @@ async def _before_model(deps: ReactDeps, loop: ReactLoop, infos: list[ToolInfo])
     by the ``wrap_model`` hooks (the first one outermost): the tools and model of this call."""
     if loop.tools is not None:
         infos = loop.tools
-    loop.mctx = mctx = ModelContext(deps.name, loop.iteration, loop.messages, infos)
     hooks = deps.hooks
+    if hooks.before_model and infos is deps.tool_infos:  # a hook may edit them in place: this run's copy
+        infos = list(infos)
+    loop.mctx = mctx = ModelContext(deps.name, loop.iteration, loop.messages, infos)
     if hooks.before_model:
         infos = await _rewrite(hooks.before_model, loop, ChatModelAgentState(loop.messages, infos), mctx)
+        if loop.tools is None and _changed(infos, deps.tool_infos):  # edited in place: kept, as assigned
+            loop.tools = infos
     model = deps.model
     for wrap in reversed(hooks.wrap_model):
         try:
@@ -252,6 +256,10 @@ async def _before_model(deps: ReactDeps, loop: ReactLoop, infos: list[ToolInfo])
         if not (callable(getattr(model, "generate", None)) and callable(getattr(model, "stream", None))):
             raise hook_failed(deps.name, wrap, TypeError(f"it returned {type(model).__name__}; return a ChatModel"))
     return infos, model
+
+
+def _changed(tools: list[ToolInfo], before: list[ToolInfo]) -> bool:
+    return len(tools) != len(before) or any(a is not b for a, b in zip(tools, before, strict=True))
 
 
 async def _after_model(deps: ReactDeps, loop: ReactLoop, reply: Message) -> Message:
