@@ -253,6 +253,10 @@ class MiddlewareError(RilletError):
     """A ChatModelAgent middleware hook (or callback) raised, or returned something it may
     not: the message names the middleware and the hook, the original error is the cause."""
 
+    ends_run: bool = False
+    """Set on the error an AgentTool raises for its agent's failed callback or plugin hook: the
+    calling agent does not hand it to its model as the tool's result, its run ends with it."""
+
 
 class ExceedMaxIterationsError(RilletError):
     """The ReAct loop asked the model more often than ``max_iterations`` allows."""

@@ -505,3 +505,68 @@ def test_a_callbacks_message_joins_a_block_list_run_as_a_block_list(streaming: b
     assert {type(m).__name__ for m in model.calls[0].messages} == {"AgenticMessage"}
     assert events[-1].message_output is not None
     assert events[-1].message_output.get_message().content == "3 -- signed"
+
+
+@pytest.mark.parametrize("streams", [False, True])
+def test_before_tool_editing_the_arguments_in_place_changes_what_the_tool_gets(streams: bool) -> None:
+    """Google ADK (Python and Go) lets before_tool edit the arguments dict in place, and the
+    tool runs with the edited ones; here the edit was silently dropped (the tool got the
+    model's JSON). after_tool and on_tool_error see the edited arguments too."""
+
+    def clamp(ctx: ToolCallContext, args: dict[str, Any]) -> None:
+        args["n"] = min(args["n"], 2)
+
+    seen: list[Any] = []
+
+    def after(ctx: ToolCallContext, args: dict[str, Any], result: str) -> None:
+        seen.append((ctx.arguments, args))
+
+    given: dict[str, Any] = {"n": 5} if streams else {"n": 5, "a": 1, "b": 5}
+    model = ScriptedModel([asks(call(0, "count_up" if streams else "add", given)), "done"])
+
+    @tool
+    def add(a: int, b: int, n: int) -> int:
+        """Adds."""
+        return n
+
+    tools = [count_up] if streams else [add]
+    events = run(ChatModelAgent("a", model=model, tools=tools, before_tool=clamp, after_tool=after), streaming=True)
+    assert texts(events)[1] == ("tool:12" if streams else "tool:2")
+    edited = {**given, "n": 2}
+    assert seen == [(json.dumps(edited), edited)]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_after_model_editing_the_reply_in_place_is_what_the_stream_shows(streaming: bool) -> None:
+    """Google ADK's after_model may edit the response in place and return None. Streamed, the
+    event went out as the model's own chunks (the secret) while the agent acted on, and stored
+    under output_key, the edited reply."""
+
+    def redact(ctx: ModelContext, reply: Message) -> None:
+        reply.content = reply.content.replace("secret", "[redacted]")
+
+    agent = ChatModelAgent("a", model=ScriptedModel(["the secret is 42"]), after_model=redact, output_key="out")
+    events = run(agent, streaming)
+    assert texts(events) == ["assistant:the [redacted] is 42"]
+    assert events[-1].action is not None and events[-1].action.state_delta == {"out": "the [redacted] is 42"}
+
+
+def test_before_model_editing_the_tools_changes_that_call_not_the_agent() -> None:
+    """A before_model callback that edited ``ctx.tools`` in place (no refund tool for a guest)
+    edited the agent's own tool list: every later run, a non-guest's too, lost the tool."""
+    from rillet import get_session_value
+
+    @tool
+    def refund(order: str) -> str:
+        """Refunds an order."""
+        return "ok"
+
+    def no_refunds_for_guests(ctx: ModelContext) -> None:
+        if get_session_value("guest"):
+            ctx.tools[:] = [t for t in ctx.tools if t.name != "refund"]
+
+    model = ScriptedModel(["a", "b"])
+    agent = ChatModelAgent("a", model=model, tools=[add, refund], before_model=no_refunds_for_guests)
+    list(Runner(agent).query("q", session_values={"guest": True}))
+    list(Runner(agent).query("q", session_values={"guest": False}))
+    assert [[t.name for t in c.tools] for c in model.calls] == [["add"], ["add", "refund"]]

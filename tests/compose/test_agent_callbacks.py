@@ -92,3 +92,25 @@ def test_exit_inside_a_sequence_child_via_new_exit_action() -> None:
     nxt = agent("next", ["unreached"])
     events = list(Runner(SequentialAgent("s", sub_agents=[Quit("q"), nxt])).query("x"))
     assert summary(events) == [("q", "s/q", "assistant:bye")] and nxt.model.call_count == 0  # type: ignore[attr-defined]
+
+
+def test_one_agent_callback_is_taken_as_a_list_of_one() -> None:
+    """``before_agent_callbacks=fn`` (one function, as the model and tool callbacks take it and
+    as Google ADK Python's ``before_agent_callback`` does) failed with "'function' object is
+    not iterable"."""
+    from rillet import ChatModelAgent, ScriptedModel
+
+    def canned(ctx: CallbackContext) -> str:
+        return "canned"
+
+    def note(ctx: CallbackContext) -> None:
+        ctx.state["seen"] = True
+
+    chat = ChatModelAgent(
+        "a", model=ScriptedModel(["never"]), before_agent_callbacks=canned, after_agent_callbacks=note
+    )
+    assert chat.before_agent_callbacks == [canned] and chat.after_agent_callbacks == [note]
+    events = list(Runner(chat).query("go"))
+    assert [e.message_output.get_message().content for e in events if e.message_output] == ["canned"]
+    seq = SequentialAgent("s", sub_agents=[agent("x", ["hi"])], before_agent_callbacks=canned)
+    assert seq.before_agent_callbacks == [canned]

@@ -145,3 +145,72 @@ def test_an_agent_tools_forwarded_break_loop_does_not_end_the_callers_loop() -> 
     )
     forwarded = [e for e in events if e.agent_name == "brk"]
     assert forwarded and all(e.action is None for e in forwarded)
+
+
+def test_a_failing_callback_or_plugin_hook_inside_an_agent_tool_ends_the_run() -> None:
+    """A callback or plugin hook that raises ends the run with a MiddlewareError (callbacks.md,
+    plugins.md, adk-go.md), but inside an agent tool's agent it became the tool's "Error: ..."
+    result, and the calling agent's model went on as if the tool had failed: a broken policy
+    check handed to the model."""
+    from rillet import Plugin, ToolCallContext, tool
+    from rillet.errors import MiddlewareError
+
+    @tool
+    def price(item: str) -> str:
+        """The price of an item."""
+        return "3"
+
+    class Policy(Plugin):
+        def before_tool(self, ctx: ToolCallContext, args: dict[str, Any]) -> None:
+            if ctx.tool_name == "price":
+                raise PermissionError("price lookups are forbidden")
+
+    def build() -> tuple[ChatModelAgent, ScriptedModel]:
+        inner = ChatModelAgent(
+            "inner",
+            description="prices",
+            model=ScriptedModel([asks(tool_call("price", {"item": "tea"})), "3"]),
+            tools=[price],
+        )
+        outer_model = ScriptedModel([asks(tool_call("inner", {"request": "tea"})), "never"])
+        return ChatModelAgent("outer", model=outer_model, tools=[AgentTool(inner)]), outer_model
+
+    outer, outer_model = build()
+    events = list(Runner(outer, plugins=[Policy()]).query("price of tea"))
+    assert isinstance(events[-1].error, MiddlewareError)
+    assert "plugin 'Policy' (Policy.before_tool) failed: PermissionError" in str(events[-1].error)
+    assert len(outer_model.calls) == 1  # the outer model is not told the tool failed
+
+
+def test_full_history_from_a_block_list_caller_is_a_block_list_with_every_result_as_context() -> None:
+    """An AgenticMessage caller's history for a full_history agent tool: its tool_result
+    messages (user role) went through as they were, results without their calls (which were
+    rewritten as context), and the transfer lines were Messages among AgenticMessages."""
+    from rillet import AgenticMessage, ContentBlock, tool
+
+    @tool
+    def price(item: str) -> str:
+        """The price of an item."""
+        return "3 EUR"
+
+    inner_model = ScriptedModel([AgenticMessage.assistant("inner answer")])
+    inner = ChatModelAgent("inner", description="helps", model=inner_model)
+    outer_model = ScriptedModel(
+        [
+            AgenticMessage.assistant([ContentBlock.tool_call("c1", "price", '{"item": "tea"}')]),
+            AgenticMessage.assistant([ContentBlock.tool_call("c2", "inner", '{"request": "go"}')]),
+            AgenticMessage.assistant("done"),
+        ]
+    )
+    outer = ChatModelAgent("outer", model=outer_model, tools=[price, AgentTool(inner, full_history=True)])
+    events = list(Runner(outer).run([AgenticMessage.user("tea?")]))
+    assert [e.error for e in events if e.error is not None] == []
+    seen = inner_model.calls[0].messages
+    assert {type(m).__name__ for m in seen} == {"AgenticMessage"}
+    assert [m.content for m in seen] == [
+        "tea?",
+        'For context: [outer] called tool: `price` with arguments: {"item": "tea"}.',
+        "For context: [outer] `price` tool returned result: 3 EUR.",
+        "For context: [outer] called tool: `transfer_to_agent` with arguments: inner.",
+        "For context: [outer] `transfer_to_agent` tool returned result: successfully transferred to agent [inner].",
+    ]

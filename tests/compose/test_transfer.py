@@ -108,6 +108,22 @@ def test_deterministic_transfer_hands_over_after_a_normal_finish() -> None:
     assert events[1].message_output.message.tool_calls[0].function.arguments == "second"  # the bare name
 
 
+def test_deterministic_transfer_in_a_block_list_run_keeps_the_runs_message_type() -> None:
+    """The transfer call and result of a deterministic transfer were Messages in an AgenticMessage
+    run: the stream mixed the two types, and the next agent got them as Message context lines."""
+    from rillet import AgenticMessage
+
+    second_model = ScriptedModel([AgenticMessage.assistant("And I mine.")])
+    first = with_deterministic_transfer_to(
+        ChatModelAgent("first", description="d", model=ScriptedModel([AgenticMessage.assistant("Mine.")])), ["second"]
+    )
+    root = set_sub_agents(first, [ChatModelAgent("second", description="d", model=second_model)])
+    events = list(Runner(root).run([AgenticMessage.user("go")]))
+    assert [type(e.message_output.get_message()).__name__ for e in events if e.message_output] == ["AgenticMessage"] * 4
+    assert events[2].action is not None and events[2].action.transfer_to_agent is not None
+    assert {type(m).__name__ for m in second_model.calls[0].messages} == {"AgenticMessage"}
+
+
 def _frames() -> int:
     """How many Python frames the calling code runs under."""
     n, frame = 0, sys._getframe(1)

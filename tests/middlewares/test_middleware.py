@@ -683,3 +683,26 @@ def test_a_tool_wrapper_returning_a_non_str_is_a_tool_error_naming_it() -> None:
         "tool:Error: ChatModelAgent 'a': middleware Junk.wrap_tool_call failed: TypeError: it returned int; "
         "return the str result"
     )
+
+
+def test_a_before_model_hook_editing_the_tools_in_place_edits_its_run_not_the_agent() -> None:
+    """A middleware's before_model editing ``state.tools`` in place (no second tool for a
+    guest) edited the agent's own tool list: every later run, another user's too, lost it.
+    Within the run the edit is kept for later calls, as an assigned list is."""
+    from rillet import get_session_value, tool
+
+    @tool
+    def refund(order: str) -> str:
+        """Refunds an order."""
+        return "ok"
+
+    class NoRefund(ChatModelAgentMiddleware):
+        async def before_model(self, state: ChatModelAgentState, ctx: ModelContext) -> None:
+            if get_session_value("guest") and ctx.iteration == 1:
+                state.tools[:] = [t for t in state.tools if t.name != "refund"]
+
+    model = ScriptedModel([asks(call("echo", {"text": "x"}, "c1")), "a", "b"])
+    agent = ChatModelAgent("a", model=model, tools=[echo, refund], middlewares=[NoRefund()])
+    list(Runner(agent).query("q", session_values={"guest": True}))
+    list(Runner(agent).query("q", session_values={"guest": False}))
+    assert [[t.name for t in c.tools] for c in model.calls] == [["echo"], ["echo"], ["echo", "refund"]]

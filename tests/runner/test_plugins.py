@@ -298,3 +298,47 @@ def test_the_logging_plugin_leaves_a_streaming_tool_streaming() -> None:
         assert chunks == ["1", "2", "3"], plugin
         assert model.calls[1].messages[-1].content == "123"
     assert Watch().seen == [] and plugin.seen == ["count_up"]  # type: ignore[attr-defined]
+
+
+def test_the_logging_plugin_leaves_a_streamed_reply_streaming() -> None:
+    """LoggingPlugin had an on_model_error hook, which (as after_model does, which it left out
+    for this reason) makes every streamed reply of the tree be read to its end before its event
+    goes out: the consumer saw no token until the model had finished. Here the model sends its
+    second chunk only once the consumer has read the first: held, the run never ends."""
+    import asyncio
+
+    from rillet import pipe
+
+    class Gated:
+        def __init__(self) -> None:
+            self.first_read = asyncio.Event()
+
+        async def generate(self, messages: list[Message], **kw: Any) -> Message:
+            return Message.assistant("unused")
+
+        async def stream(self, messages: list[Message], **kw: Any) -> Any:
+            reader, writer = pipe()
+
+            async def produce() -> None:
+                writer.send(Message.assistant("Hel"))
+                await self.first_read.wait()
+                writer.send(Message.assistant("lo"))
+                writer.close()
+
+            self.task = asyncio.get_running_loop().create_task(produce())
+            return reader
+
+    async def run() -> list[str]:
+        model = Gated()
+        got: list[str] = []
+        async for ev in Runner(ChatModelAgent("a", model=model), streaming=True, plugins=[LoggingPlugin()]).query("hi"):
+            assert ev.message_output is not None and ev.message_output.message_stream is not None, ev.error
+            async for chunk in ev.message_output.message_stream:
+                got.append(chunk.content)
+                model.first_read.set()
+        return got
+
+    async def bounded() -> list[str]:
+        return await asyncio.wait_for(run(), timeout=10)
+
+    assert asyncio.run(bounded()) == ["Hel", "lo"]

@@ -543,3 +543,24 @@ def test_a_block_list_session_turn_is_read_back_by_the_next_turn() -> None:
         ("AgenticMessage", "assistant", "first"),
         ("AgenticMessage", "user", "two"),
     ]
+
+
+def test_a_block_list_sessions_summary_is_a_block_list_too() -> None:
+    """SummarizeOldest over AgenticMessage turns: its summary (a text made a system Message) came
+    before the AgenticMessage turns, one conversation of two types; a summarizer returning an
+    AgenticMessage was refused ("return a str or a Message")."""
+    from rillet import AgenticMessage
+
+    for give in ("text", "blocks"):
+
+        def summarize(messages: list[Message], give: str = give) -> Any:
+            return "they talked" if give == "text" else AgenticMessage.system("they talked")
+
+        model = ScriptedModel([AgenticMessage.assistant(f"a{i}") for i in range(1, 4)])
+        agent = ChatModelAgent("pal", description="chats", model=model)
+        runner = Runner(agent, session_store=InMemorySessionStore(), session_policy=SummarizeOldest(summarize, 1, 1))
+        for text in ("q1", "q2", "q3"):
+            events = list(runner.run([AgenticMessage.user(text)], session_id="s"))
+            assert [e.error for e in events] == [None], give
+        seen_types = {type(m).__name__ for m in model.calls[-1].messages}
+        assert seen_types == {"AgenticMessage"}, give

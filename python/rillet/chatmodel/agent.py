@@ -178,8 +178,8 @@ class ChatModelAgent(BaseAgent):
         model_options: dict[str, Any] | None = None,
         input_guardrails: Iterable[InputGuardrail | GuardrailFunction] = (),
         output_guardrails: Iterable[OutputGuardrail | GuardrailFunction] = (),
-        before_agent_callbacks: Iterable[AgentCallback] = (),
-        after_agent_callbacks: Iterable[AgentCallback] = (),
+        before_agent_callbacks: AgentCallback | Iterable[AgentCallback] = (),
+        after_agent_callbacks: AgentCallback | Iterable[AgentCallback] = (),
         mode: Literal["chat", "single_turn", "task"] = "chat",
         live_model: LiveModel | None = None,
     ) -> None:

@@ -135,8 +135,10 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
     and runs no model callback again."""
     loop.remaining -= 1
     loop.iteration += 1
-    infos = loop.tools if loop.tools is not None else deps.tool_infos
-    mctx = ModelContext(deps.name, loop.iteration, loop.messages, infos)
+    # this call's tools, a copy: a callback editing ctx.tools changes this call, not the agent's list
+    mctx = ModelContext(
+        deps.name, loop.iteration, loop.messages, list(deps.tool_infos if loop.tools is None else loop.tools)
+    )
     steps = loop.steps
     recorded = steps.reply(loop.iteration) if steps is not None else None
     reply: Message | None = recorded.copy() if recorded is not None else None
@@ -151,7 +153,7 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
                 await steps.record_reply(loop.iteration, reply, given=True)
             _emit_reply(loop, reply, None)
             return _took_reply(deps, loop, reply, called=False)
-    model = deps.model
+    model, infos = deps.model, mctx.tools
     if deps.hooks.around_model:
         infos, model = await _before_model(deps, loop, infos)
     if loop.budget is not None:  # (a replayed call counts, as in call_model)
@@ -182,9 +184,12 @@ async def _call_with_callbacks(deps: ReactDeps, loop: ReactLoop, callbacks: Call
                 raise
             reply, chunks = _as_message(recovered, loop), None
         if callbacks.after_model:
+            kept = reply.copy() if chunks is not None else None
             replaced = await callbacks.run_after_model(mctx, reply)
             if replaced is not None:
                 reply, chunks = _as_message(replaced, loop), None
+            elif kept is not None and reply != kept:  # edited in place (ADK's way): the stream shows the edit
+                chunks = None
         if steps is not None:  # recorded before anything acts on it
             await steps.record_reply(loop.iteration, reply)
         _emit_reply(loop, reply, chunks)
@@ -234,10 +239,14 @@ async def _before_model(deps: ReactDeps, loop: ReactLoop, infos: list[ToolInfo])
     by the ``wrap_model`` hooks (the first one outermost): the tools and model of this call."""
     if loop.tools is not None:
         infos = loop.tools
-    loop.mctx = mctx = ModelContext(deps.name, loop.iteration, loop.messages, infos)
     hooks = deps.hooks
+    if hooks.before_model and infos is deps.tool_infos:  # a hook may edit them in place: this run's copy
+        infos = list(infos)
+    loop.mctx = mctx = ModelContext(deps.name, loop.iteration, loop.messages, infos)
     if hooks.before_model:
         infos = await _rewrite(hooks.before_model, loop, ChatModelAgentState(loop.messages, infos), mctx)
+        if loop.tools is None and _changed(infos, deps.tool_infos):  # edited in place: kept, as assigned
+            loop.tools = infos
     model = deps.model
     for wrap in reversed(hooks.wrap_model):
         try:
@@ -247,6 +256,10 @@ async def _before_model(deps: ReactDeps, loop: ReactLoop, infos: list[ToolInfo])
         if not (callable(getattr(model, "generate", None)) and callable(getattr(model, "stream", None))):
             raise hook_failed(deps.name, wrap, TypeError(f"it returned {type(model).__name__}; return a ChatModel"))
     return infos, model
+
+
+def _changed(tools: list[ToolInfo], before: list[ToolInfo]) -> bool:
+    return len(tools) != len(before) or any(a is not b for a, b in zip(tools, before, strict=True))
 
 
 async def _after_model(deps: ReactDeps, loop: ReactLoop, reply: Message) -> Message:

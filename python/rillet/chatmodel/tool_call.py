@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -97,9 +98,10 @@ async def call_tool(
         elif streams and callbacks is not None and callbacks.tool:  # only before_tool: it streams unless given
             assert tool is not None
             ctx = ToolCallContext(deps.name, name, call_id, arguments)
-            given = await callbacks.run_tool_chain(callbacks.before_tool, ctx, tool_arguments(arguments))
+            args = tool_arguments(arguments)
+            given = await callbacks.run_tool_chain(callbacks.before_tool, ctx, args)
             if given is None:
-                return await _stream_tool(deps, tool, scope, arguments, obs)
+                return await _stream_tool(deps, tool, scope, _edited(ctx, args), obs)
             content = given
         elif streams:
             assert tool is not None
@@ -151,6 +153,8 @@ async def _call_with_callbacks(
     ctx = ToolCallContext(deps.name, name, call_id, arguments)
     args = tool_arguments(arguments)
     given = await callbacks.run_tool_chain(callbacks.before_tool, ctx, args) if callbacks.before_tool else None
+    if given is None and callbacks.before_tool:
+        arguments = _edited(ctx, args)
     try:
         if given is not None:
             content = given
@@ -166,6 +170,8 @@ async def _call_with_callbacks(
     except Interrupted:
         raise
     except Exception as e:
+        if isinstance(e, MiddlewareError) and e.ends_run:  # an agent tool's agent's hook failed
+            raise
         recovered = (
             await callbacks.run_tool_chain(callbacks.on_tool_error, ctx, args, e) if callbacks.on_tool_error else None
         )
@@ -179,6 +185,19 @@ async def _call_with_callbacks(
         if replaced is not None:
             content = replaced
     return content
+
+
+def _edited(ctx: ToolCallContext, args: dict[str, Any]) -> str:
+    """The call's JSON arguments once ``before_tool`` ran: those it edited in the dict in place
+    (the tool runs with them, as in Google ADK), else the model's, unchanged."""
+    if args != tool_arguments(ctx.arguments):
+        try:
+            ctx.arguments = json.dumps(args)
+        except (TypeError, ValueError) as e:
+            raise MiddlewareError(
+                f"ChatModelAgent {ctx.agent_name!r}: a before_tool callback left arguments that are not JSON: {e}"
+            ) from e
+    return ctx.arguments
 
 
 async def _invoke(deps: ReactDeps, tool: BaseTool | None, name: str, call_id: str, arguments: str) -> str:
@@ -209,7 +228,11 @@ async def _through_wrappers(deps: ReactDeps, tool: BaseTool | None, name: str, c
 
 
 def _tool_failed(deps: ReactDeps, name: str, call_id: str, e: Exception) -> str:
-    """A failed call: its error text for the model, or (``tool_error="raise"``) the end."""
+    """A failed call: its error text for the model, or (``tool_error="raise"``) the end. A
+    callback or plugin hook that failed in an agent tool's agent ends the run (as it would in
+    this agent), it is not handed to the model."""
+    if isinstance(e, MiddlewareError) and e.ends_run:
+        raise e
     if deps.tool_error == "raise":
         raise ToolCallError(f"failed to invoke tool[name:{name} id:{call_id}]: {e}") from e
     _log_tool_error(deps.name, name, call_id, e)

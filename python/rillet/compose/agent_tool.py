@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from rillet._core.address import tool_segment
-from rillet._native import Message
+from rillet._native import AgenticMessage, Message
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint.state import checkpoint_state, saved_state
 from rillet.data.events import AgentAction, AgentEvent, RunPath, copy_event, interrupt_signal
-from rillet.errors import AgentToolError
+from rillet.errors import AgentToolError, MiddlewareError
 from rillet.flow import flow_of, gen_transfer_messages, rewrite_message
-from rillet.run.agent import Agent, AgentInput
+from rillet.run.agent import Agent, AgentInput, users
 from rillet.run.context import RunContext, Session, current_run, current_tool_call
 from rillet.run.interrupts import composite_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
@@ -106,10 +106,13 @@ class AgentTool(BaseTool):
         run = current_run()
         caller = run.run_path[-1].agent_name if run is not None and run.run_path else ""
         out: list[Message] = []
+        agentic = bool(state) and isinstance(state[0], AgenticMessage)  # a block-list caller: its history stays one
         for m in [*state[:-1], *gen_transfer_messages(self.info.name)]:
             if m.role == "system":
                 continue
-            out.append(rewrite_message(m, caller) if m.role in ("assistant", "tool") else m)
+            if m.role in ("assistant", "tool") or not users(m):  # (a block list's tool results are user messages)
+                m = rewrite_message(m, caller)
+            out.append(cast(Message, AgenticMessage.from_message(m)) if agentic and type(m) is Message else m)
         return out
 
     async def invoke(self, arguments: str) -> str:
@@ -141,6 +144,10 @@ class AgentTool(BaseTool):
                 state = AgentToolState(tuple(messages), await events_to_records(session.snapshot()))
                 raise composite_interrupt("agent tool interrupt", state, signal)
             if ev.error is not None:
+                if isinstance(ev.error, MiddlewareError):  # a failed callback or plugin hook ends the whole run
+                    failed = MiddlewareError(f"agent tool {self.info.name!r}: {ev.error}")
+                    failed.ends_run = True
+                    raise failed from ev.error
                 raise AgentToolError(f"agent tool {self.info.name!r}: {ev.error}") from ev.error
             if emit is not None and (ev.action is None or ev.action.interrupted is None):
                 local = copy_event(ev)

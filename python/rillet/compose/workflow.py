@@ -108,8 +108,8 @@ class WorkflowAgent(BaseAgent):
         *,
         description: str = "",
         sub_agents: Sequence[Agent] = (),
-        before_agent_callbacks: Iterable[AgentCallback] = (),
-        after_agent_callbacks: Iterable[AgentCallback] = (),
+        before_agent_callbacks: AgentCallback | Iterable[AgentCallback] = (),
+        after_agent_callbacks: AgentCallback | Iterable[AgentCallback] = (),
     ) -> None:
         super().__init__(
             name,
@@ -310,8 +310,8 @@ class LoopAgent(WorkflowAgent):
         description: str = "",
         sub_agents: Sequence[Agent] = (),
         max_iterations: int = 0,
-        before_agent_callbacks: Iterable[AgentCallback] = (),
-        after_agent_callbacks: Iterable[AgentCallback] = (),
+        before_agent_callbacks: AgentCallback | Iterable[AgentCallback] = (),
+        after_agent_callbacks: AgentCallback | Iterable[AgentCallback] = (),
     ) -> None:
         super().__init__(
             name,

@@ -723,8 +723,11 @@ class DeterministicTransferAgent(BaseAgent):
             return
         if last is not None and last.error is not None:
             return
+        agentic = bool(input.messages) and isinstance(input.messages[0], AgenticMessage)
         for name in self.to_agent_names:
             call, result = gen_transfer_messages(name)
+            if agentic:  # a block-list run keeps its type: the result is a user tool_result message
+                call, result = AgenticMessage.from_message(call), AgenticMessage.from_message(result)  # type: ignore[assignment]
             yield event_from_message(call)
             ev = event_from_message(result, role="tool", tool_name=TRANSFER_TOOL_NAME)
             ev.action = new_transfer_to_agent_action(name)

@@ -239,6 +239,12 @@ class CallbackContext:
 AgentCallback = Callable[[CallbackContext], "Message | str | None | Awaitable[Message | str | None]"]
 
 
+def _callbacks_list(fns: AgentCallback | Iterable[AgentCallback]) -> list[AgentCallback]:
+    """One agent callback or several, as a list (one is taken as the model and tool callbacks
+    take it, and as Google ADK Python's single ``before_agent_callback``)."""
+    return [fns] if callable(fns) else list(fns)
+
+
 def author_of(ev: AgentEvent, agent_name: str) -> str:
     """ADK's rule for an event without an author: user-role content is the user's, except a
     tool's result (an AgenticMessage run's results are user messages of ``tool_result``
@@ -295,13 +301,13 @@ class BaseAgent:
         name: str = "",
         description: str = "",
         *,
-        before_agent_callbacks: Iterable[AgentCallback] = (),
-        after_agent_callbacks: Iterable[AgentCallback] = (),
+        before_agent_callbacks: AgentCallback | Iterable[AgentCallback] = (),
+        after_agent_callbacks: AgentCallback | Iterable[AgentCallback] = (),
     ) -> None:
         self._name = name
         self._description = description
-        self.before_agent_callbacks: list[AgentCallback] = list(before_agent_callbacks)
-        self.after_agent_callbacks: list[AgentCallback] = list(after_agent_callbacks)
+        self.before_agent_callbacks: list[AgentCallback] = _callbacks_list(before_agent_callbacks)
+        self.after_agent_callbacks: list[AgentCallback] = _callbacks_list(after_agent_callbacks)
 
     @property
     def name(self) -> str:

@@ -271,10 +271,11 @@ _log = logging.getLogger("rillet.plugins")
 class LoggingPlugin(Plugin):
     """Logs what the run does on the ``rillet.plugins`` logger (or ``logger``), at INFO: the
     run's start and end, each agent, model call, tool call, error and event handed out. It
-    only watches: every hook returns None. (It has no ``after_model``, ``after_tool`` or
-    ``on_tool_error``: they make a streamed reply, or a streaming tool's result, be read to its
-    end before its event goes out; the reply and the result are logged as their events, and a
-    tool's failure is logged by the agent, on ``rillet.chatmodel`` at WARNING.)"""
+    only watches: every hook returns None. (It has no ``after_model``, ``on_model_error``,
+    ``after_tool`` or ``on_tool_error``: they make a streamed reply, or a streaming tool's
+    result, be read to its end before its event goes out; the reply and the result are logged
+    as their events, a model's failure as the error event it ends the run with, and a tool's
+    failure by the agent, on ``rillet.chatmodel`` at WARNING.)"""
 
     def __init__(self, name: str = "logging", logger: logging.Logger | None = None) -> None:
         super().__init__(name)
@@ -296,9 +297,6 @@ class LoggingPlugin(Plugin):
         self.log.info(
             "agent %s calls its model (call %d, %d messages)", ctx.agent_name, ctx.iteration, len(ctx.messages)
         )
-
-    def on_model_error(self, ctx: ModelContext, error: Exception) -> None:
-        self.log.info("agent %s's model failed: %s: %s", ctx.agent_name, type(error).__name__, error)
 
     def before_tool(self, ctx: ToolCallContext, args: dict[str, Any]) -> None:
         self.log.info("agent %s calls tool %s with %s", ctx.agent_name, ctx.tool_name, args)

@@ -29,7 +29,7 @@ import contextvars
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from rillet._core import scope
 from rillet._core.interrupt import InterruptInfo, ResumeScope
@@ -138,6 +138,14 @@ def _checked_observers(observers: Any) -> list[Any]:
     return out
 
 
+def _history(history: list[Message], msgs: list[Message]) -> list[Message]:
+    """A session's history for a run on ``msgs``: a summary snapshot is a system Message; in a
+    block-list run it becomes an AgenticMessage, as the turns are (one run, one type)."""
+    if msgs and isinstance(msgs[0], AgenticMessage) and any(type(m) is Message for m in history):
+        return [cast(Message, AgenticMessage.from_message(m)) if type(m) is Message else m for m in history]
+    return history
+
+
 class Runner:
     """Runs ``agent`` (wrapped in the flow wrapper, which fills ``agent_name`` and ``run_path``
     and records the session's events). ``streaming=True`` asks models to stream their output;
@@ -229,7 +237,9 @@ class Runner:
             )
         srun = open_run(self._sessions(), session_id, self.session_policy) if session_id is not None else None
         session = TurnSession({**srun.values, **seed}) if srun is not None else Session(seed)
-        root_input = AgentInput(srun.history + msgs if srun is not None else msgs, config.streaming(self.streaming))
+        root_input = AgentInput(
+            _history(srun.history, msgs) + msgs if srun is not None else msgs, config.streaming(self.streaming)
+        )
         ctx = contextvars.copy_context()
         scope.install(ctx, RunContext(session), observing=observing(self.observers), plugins=self._plugins)
         budget = _install_budget(ctx, config.budget())

@@ -15,7 +15,7 @@ from typing import Any
 
 from rillet._core import scope
 from rillet._core.workers import run_sync
-from rillet._native import Message, StreamReader
+from rillet._native import AgenticMessage, Message, StreamReader
 from rillet.data import codec
 from rillet.data.schema import aconcat_message_stream
 from rillet.errors import SessionError
@@ -212,9 +212,11 @@ async def call_summarizer(summarizer: Any, messages: list[Message], where: str =
             out = await out
     if isinstance(out, str):
         return Message.system(f"Summary of the earlier conversation:\n{out}")
-    if isinstance(out, Message):
-        return out
-    raise TypeError(f"{where}: the summarizer returned {type(out).__name__}; return a str or a Message")
+    if isinstance(out, (Message, AgenticMessage)):
+        return out  # type: ignore[return-value]  # (an AgenticMessage in a block-list session)
+    raise TypeError(
+        f"{where}: the summarizer returned {type(out).__name__}; return a str or a Message (or AgenticMessage)"
+    )
 
 
 async def _run_agent(agent: Any, messages: list[Message]) -> str:
