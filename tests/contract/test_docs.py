@@ -15,6 +15,7 @@ tests/support/openai_server.py. The page's install lines name every package its 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -218,6 +219,99 @@ def test_the_markers_are_read_strictly() -> None:
             python_blocks(f"```python\npass\n```\n\n```python\n{bad}\npass\n```\n")
     with pytest.raises(MarkerError, match="continues no block"):
         python_blocks("```python\n# Continues the block above.\npass\n```\n")
+
+
+# --- install lines ----------------------------------------------------------------------------
+
+# What an import needs installed beyond `pip install rillet`, as a page's install line names it:
+# modules (and names imported from rillet) of an extra, and packages of their own. The core's
+# own dependencies (pyproject.toml) need nothing; any other import must be listed here.
+CORE = {"rillet", "pydantic", "httpx", "rich", "click"}
+NEEDS = {
+    "rillet.a2a": "rillet[a2a]",
+    "a2a": "rillet[a2a]",
+    "rillet.mcp": "rillet[mcp]",
+    "mcp": "rillet[mcp]",
+    "rillet.tracing": "rillet[otel]",
+    "opentelemetry": "rillet[otel]",
+    "opentelemetry.sdk": "opentelemetry-sdk",
+    "rillet.web": "rillet[web]",
+    "starlette": "rillet[web]",
+    "uvicorn": "rillet[web]",
+    "rillet.redis": "rillet[redis]",
+    "redis": "rillet[redis]",
+    "psycopg": "rillet[postgres]",
+    "rillet.temporal": "rillet[temporal]",
+    "temporalio": "rillet[temporal]",
+    "websockets": "rillet[realtime]",
+    "openai": "openai",
+    "anthropic": "anthropic",
+    # names of core modules whose use needs an extra
+    "RedisCheckpointStore": "rillet[redis]",
+    "PostgresCheckpointStore": "rillet[postgres]",
+    "OpenAIRealtimeModel": "rillet[realtime]",
+}
+EXTRAS = {"otel", "web", "mcp", "a2a", "realtime", "redis", "postgres", "temporal"}
+PIP_INSTALL = re.compile(r"pip install ([^`\n#]*)")
+
+
+def installed_by(text: str) -> set[str]:
+    """What the page's ``pip install`` lines (in code blocks or inline) install: ``rillet[x]``
+    for each extra, and other packages by name."""
+    names: set[str] = set()
+    for m in PIP_INSTALL.finditer(text):
+        for token in m.group(1).split():
+            token = token.strip("'\"").lower()
+            if token.startswith("-"):
+                continue
+            name, _, extras = token.partition("[")
+            name = re.split(r"[<>=!~]", name)[0]
+            if name == "rillet":
+                chosen = {e.strip() for e in extras.rstrip("]").split(",") if e.strip()}
+                names |= {f"rillet[{e}]" for e in (EXTRAS if "all" in chosen else chosen)}
+            else:
+                names.add(name)
+    return names
+
+
+def needed_by(code: str) -> set[str]:
+    """What a block's imports need installed beyond rillet's core (see NEEDS); an import of
+    something neither the core, the standard library nor NEEDS knows is a KeyError."""
+    needed: set[str] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            imported = [(a.name, "") for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            imported = [(node.module, a.name) for a in node.names]
+        else:
+            continue
+        for module, name in imported:
+            parts = module.split(".")
+            prefixes = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+            found = [NEEDS[p] for p in [name, *prefixes] if p in NEEDS]
+            if found:
+                needed.add(found[0])
+            elif parts[0] not in CORE and parts[0] not in sys.stdlib_module_names:
+                raise KeyError(f"import {module}: which package or extra does it need? (add it to NEEDS)")
+    return needed
+
+
+@pytest.mark.parametrize("path", documents(), ids=[p.name for p in documents()])
+def test_a_pages_install_lines_name_what_its_blocks_import(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    needed = {n for b in python_blocks(text) for n in needed_by(b.code)}
+    missing = needed - installed_by(text)
+    assert not missing, f"{path.name} imports what its `pip install` lines leave out: {sorted(missing)}"
+
+
+def test_the_install_check_reads_extras_and_packages() -> None:
+    text = "```sh\npip install 'rillet[otel,web]'  # more\n```\nor `pip install rillet[all] openai>=1`"
+    assert installed_by(text) == {f"rillet[{e}]" for e in EXTRAS} | {"openai"}
+    code = "import os\nfrom opentelemetry.sdk.trace import TracerProvider\nfrom rillet.tracing import X\n"
+    assert needed_by(code) == {"opentelemetry-sdk", "rillet[otel]"}
+    assert needed_by("from rillet.checkpoint import RedisCheckpointStore\nimport pydantic") == {"rillet[redis]"}
+    with pytest.raises(KeyError, match="numpy"):
+        needed_by("import numpy")
 
 
 # --- mypy --strict over every block ----------------------------------------------------------
