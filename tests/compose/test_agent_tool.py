@@ -214,3 +214,24 @@ def test_full_history_from_a_block_list_caller_is_a_block_list_with_every_result
         "For context: [outer] called tool: `transfer_to_agent` with arguments: inner.",
         "For context: [outer] `transfer_to_agent` tool returned result: successfully transferred to agent [inner].",
     ]
+
+
+def test_an_agent_tools_state_delta_is_on_the_tools_event() -> None:
+    """What an agent tool's agent writes to the shared session (its output_key) was in the
+    session but on no event the caller's consumer sees: a consumer mirroring the session from
+    the events' state deltas (multi-agent.md) missed it. ADK-Go reports it on the function
+    response event; so does rillet now (emitted inner events carry it themselves)."""
+    from rillet import get_session_value, tool
+
+    @tool
+    def peek() -> str:
+        """Reads the inner agent's answer from the session."""
+        return str(get_session_value("inner_out"))
+
+    inner = ChatModelAgent("inner", description="d", model=ScriptedModel(["inner says"]), output_key="inner_out")
+    outer_model = ScriptedModel([asks(tool_call("inner", {"request": "x"})), asks(tool_call("peek", {}, "c2")), "ok"])
+    outer = ChatModelAgent("outer", model=outer_model, tools=[AgentTool(inner), peek])
+    events = list(Runner(outer).query("go"))
+    deltas = [(e.message_output.role if e.message_output else None, e.action.state_delta) for e in events if e.action]
+    assert deltas == [("tool", {"inner_out": "inner says"})]
+    assert events[3].message_output is not None and events[3].message_output.get_message().content == "inner says"

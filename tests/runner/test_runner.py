@@ -52,6 +52,20 @@ def test_run_refuses_a_dict_without_a_known_role_and_other_items() -> None:
         runner.run(3)  # type: ignore[arg-type]
 
 
+def test_run_refuses_messages_of_both_types() -> None:
+    """A Message among AgenticMessages (or the reverse) was taken: the model got one
+    conversation of two types."""
+    from rillet import AgenticMessage
+
+    runner = Runner(agent("a", ["hi"]))
+    with pytest.raises(
+        TypeError, match=r"item 1 \(AgenticMessage\) and item 0 \(Message\) differ; a run takes one message type"
+    ):
+        runner.run([Message.user("x"), AgenticMessage.user("y")])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"item 1 \(Message\) and item 0 \(AgenticMessage\) differ"):
+        runner.run([AgenticMessage.user("y"), {"role": "user", "content": "x"}])  # type: ignore[list-item]
+
+
 def test_a_session_store_class_or_a_non_store_is_refused_when_the_runner_is_made() -> None:
     from rillet import InMemorySessionStore
 

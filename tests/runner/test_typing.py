@@ -44,7 +44,7 @@ def test_a_resumed_block_list_run_types_as_agent_event_of_agentic_message(tmp_pa
 
 
 PLUGIN = """
-from rillet import AgenticMessage, Message, ModelContext, Plugin
+from rillet import AgentEvent, AgenticMessage, Message, ModelContext, Plugin
 
 
 class Blocks(Plugin):
@@ -58,8 +58,19 @@ class Blocks(Plugin):
         return None
 
 
+class Narrow(Plugin):
+    async def after_model(self, ctx: ModelContext, reply: AgenticMessage) -> AgenticMessage | None:
+        return None
+
+    def on_event(self, event: AgentEvent[AgenticMessage]) -> AgentEvent[AgenticMessage] | None:
+        return None
+
+
 class Plain(Plugin):
     def before_model(self, ctx: ModelContext) -> Message | list[Message] | None:
+        return None
+
+    def on_event(self, event: AgentEvent) -> AgentEvent | None:
         return None
 
     async def after_model(self, ctx: ModelContext, reply: Message) -> Message | None:

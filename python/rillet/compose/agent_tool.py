@@ -20,7 +20,7 @@ from rillet.checkpoint.state import checkpoint_state, saved_state
 from rillet.data.events import AgentAction, AgentEvent, RunPath, copy_event, interrupt_signal
 from rillet.errors import AgentToolError, MiddlewareError
 from rillet.flow import flow_of, gen_transfer_messages, rewrite_message
-from rillet.run.agent import Agent, AgentInput, users
+from rillet.run.agent import Agent, AgentInput, StateDelta, users
 from rillet.run.context import RunContext, Session, current_run, current_tool_call
 from rillet.run.interrupts import composite_interrupt
 from rillet.tools import BaseTool, ToolArgumentsError, ToolInfo
@@ -139,7 +139,10 @@ class AgentTool(BaseTool):
         emit = scope.emit if (scope is not None and self.emit_internal_events) else None
         prefix = caller.run_path if caller is not None else RunPath()
         last: AgentEvent | None = None
+        delta: dict[str, Any] = {}  # what the inner agents wrote to the session, for the tool's event
         async for ev in self._flow.events_in(run, AgentInput(messages, streaming)):
+            if emit is None and ev.action is not None and ev.action.state_delta:
+                delta.update(ev.action.state_delta)
             if ev.action is not None and (signal := interrupt_signal(ev.action)) is not None:
                 state = AgentToolState(tuple(messages), await events_to_records(session.snapshot()))
                 raise composite_interrupt("agent tool interrupt", state, signal)
@@ -166,6 +169,8 @@ class AgentTool(BaseTool):
             last = ev
         if last is None:
             raise AgentToolError(f"agent tool {self.info.name!r}: no event returned")
+        if delta and scope is not None:  # on the tool's event (ADK-Go: the function response's)
+            _carry_delta(scope, delta)
         return await self._result(last, session)
 
     async def _result(self, last: AgentEvent, session: Session) -> str:
@@ -175,3 +180,14 @@ class AgentTool(BaseTool):
             dump = getattr(last.output.customized_output if last.output is not None else None, "model_dump_json", None)
             return str(dump()) if callable(dump) else ""
         return (await mv.aget_message()).content
+
+
+def _carry_delta(scope: Any, delta: dict[str, Any]) -> None:
+    """Puts ``delta`` on the action of the tool call's event (made for it, or merged)."""
+    action = scope.action
+    if action is None:
+        scope.action = AgentAction(state_delta=StateDelta(delta))
+    elif action.state_delta is None:
+        action.state_delta = StateDelta(delta)
+    else:
+        action.state_delta.update(delta)

@@ -152,9 +152,9 @@ class Plugin:
         runs)."""
         return None
 
-    def after_model(self, ctx: ModelContext, reply: Message) -> _Reply | Awaitable[_Reply]:
-        """A message replaces the reply (the event shows it). (``reply`` is an AgenticMessage
-        in a block-list run: type it ``Message | AgenticMessage`` to say so.)"""
+    def after_model(self, ctx: ModelContext, reply: Any) -> _Reply | Awaitable[_Reply]:
+        """A message replaces the reply (the event shows it). ``reply`` is a Message, or an
+        AgenticMessage in a block-list run: an override may type it as either, or both."""
         return None
 
     def on_model_error(self, ctx: ModelContext, error: Exception) -> _Reply | Awaitable[_Reply]:
@@ -173,8 +173,9 @@ class Plugin:
         """A result recovers the failed call."""
         return None
 
-    def on_event(self, event: AgentEvent) -> AgentEvent | None | Awaitable[AgentEvent | None]:
-        """An event returned is handed out instead of ``event``."""
+    def on_event(self, event: AgentEvent[Any]) -> AgentEvent[Any] | None | Awaitable[AgentEvent[Any] | None]:
+        """An event returned is handed out instead of ``event`` (an ``AgentEvent[AgenticMessage]``
+        in a block-list run: an override may type it so)."""
         return None
 
     def __repr__(self) -> str:

@@ -87,7 +87,7 @@ def _input_messages(messages: Any) -> list[Message]:
         messages = [messages]
     elif not isinstance(messages, Iterable):
         raise TypeError(f"Runner.run(messages): expected a list of rillet.Message, got {type(messages).__name__}")
-    out = []
+    out: list[Message] = []
     for i, m in enumerate(messages):
         if isinstance(m, dict):
             role = m.get("role")
@@ -101,6 +101,11 @@ def _input_messages(messages: Any) -> list[Message]:
             raise TypeError(
                 f"Runner.run(messages): item {i} is {type(m).__name__}, expected rillet.Message or AgenticMessage "
                 "(or an OpenAI-style dict such as {'role': 'user', 'content': '...'})"
+            )
+        if out and type(m) is not type(out[0]):
+            raise TypeError(
+                f"Runner.run(messages): item {i} ({type(m).__name__}) and item 0 ({type(out[0]).__name__}) differ; "
+                "a run takes one message type (convert with AgenticMessage.from_message(m) or am.to_message())"
             )
         out.append(m)
     return out
