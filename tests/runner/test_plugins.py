@@ -186,6 +186,50 @@ def test_a_resumed_run_uses_the_runners_plugins() -> None:
     assert rec.log[0] == "run_start:a" and "model:a" in rec.log and rec.log[-1] == "run_end:a"
 
 
+def test_before_and_after_agent_pair_up_when_an_agent_tools_agent_interrupts() -> None:
+    """A tracing plugin opens a span in before_agent and closes it in after_agent: the agent
+    inside an AgentTool that interrupts ends its run like the root does, both hooks run."""
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pays."""
+        was, _, _ = get_interrupt_state()
+        if not was:
+            raise interrupt("pay?")
+        return f"paid {amount}"
+
+    class Spans(Plugin):
+        def __init__(self) -> None:
+            super().__init__("spans")
+            self.open: list[str] = []
+            self.log: list[str] = []
+
+        def before_agent(self, ctx: CallbackContext) -> None:
+            self.open.append(ctx.agent_name)
+            self.log.append(f"open:{ctx.agent_name}")
+
+        def after_agent(self, ctx: CallbackContext) -> None:
+            self.open.remove(ctx.agent_name)
+            self.log.append(f"close:{ctx.agent_name}")
+
+    payer = ChatModelAgent(
+        "payer", description="pays", model=ScriptedModel([calls("pay", {"amount": 5}), "paid"]), tools=[pay]
+    )
+    desk = ChatModelAgent(
+        "desk", model=ScriptedModel([calls("payer", {"request": "pay 5"}), "done"]), tools=[AgentTool(payer)]
+    )
+    spans, store = Spans(), InMemoryCheckpointStore()
+    runner = Runner(desk, checkpoint_store=store, plugins=[spans])
+    events = list(runner.query("pay", checkpoint_id="p"))
+    interrupted = events[-1].action.interrupted if events[-1].action is not None else None
+    assert interrupted is not None
+    assert spans.log == ["open:desk", "open:payer", "close:payer", "close:desk"] and spans.open == []
+    spans.log.clear()
+    resumed = list(runner.resume("p", targets={interrupted.interrupt_contexts[0].id: True}))
+    assert resumed[-1].message_output is not None and resumed[-1].message_output.message.content == "done"
+    assert spans.log == ["open:desk", "open:payer", "close:payer", "close:desk"] and spans.open == []
+
+
 def test_a_plugin_hook_that_raises_names_the_plugin_and_the_hook() -> None:
     class Broken(Plugin):
         def before_model(self, ctx: ModelContext) -> None:

@@ -18,7 +18,7 @@ from rillet._native import AgenticMessage, Message
 from rillet.checkpoint.payload import events_to_records, records_to_events
 from rillet.checkpoint.state import checkpoint_state, saved_state
 from rillet.data.events import AgentAction, AgentEvent, RunPath, copy_event, interrupt_signal
-from rillet.errors import AgentToolError, MiddlewareError
+from rillet.errors import AgentToolError, Interrupted, MiddlewareError
 from rillet.flow import flow_of, gen_transfer_messages, rewrite_message
 from rillet.run.agent import Agent, AgentInput, StateDelta, users
 from rillet.run.context import RunContext, Session, current_run, current_tool_call
@@ -140,12 +140,16 @@ class AgentTool(BaseTool):
         prefix = caller.run_path if caller is not None else RunPath()
         last: AgentEvent | None = None
         delta: dict[str, Any] = {}  # what the inner agents wrote to the session, for the tool's event
+        interrupted: Interrupted | None = None
         async for ev in self._flow.events_in(run, AgentInput(messages, streaming)):
+            if interrupted is not None:  # the agent's after_agent callbacks run to the end (their events stay here)
+                continue
             if emit is None and ev.action is not None and ev.action.state_delta:
                 delta.update(ev.action.state_delta)
             if ev.action is not None and (signal := interrupt_signal(ev.action)) is not None:
                 state = AgentToolState(tuple(messages), await events_to_records(session.snapshot()))
-                raise composite_interrupt("agent tool interrupt", state, signal)
+                interrupted = composite_interrupt("agent tool interrupt", state, signal)
+                continue
             if ev.error is not None:
                 if isinstance(ev.error, MiddlewareError):  # a failed callback or plugin hook ends the whole run
                     failed = MiddlewareError(f"agent tool {self.info.name!r}: {ev.error}")
@@ -167,6 +171,8 @@ class AgentTool(BaseTool):
             if last is not None and last.message_output is not None and last.message_output.message_stream is not None:
                 last.message_output.message_stream.close()  # only the last message counts
             last = ev
+        if interrupted is not None:
+            raise interrupted
         if last is None:
             raise AgentToolError(f"agent tool {self.info.name!r}: no event returned")
         if delta and scope is not None:  # on the tool's event (ADK-Go: the function response's)
