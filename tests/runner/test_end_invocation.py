@@ -205,5 +205,5 @@ def test_a_plugins_on_run_start_ending_the_invocation_leaves_no_model_call() -> 
 
     model = ScriptedModel(["never"])
     events = list(Runner(ChatModelAgent("a", model=model), plugins=[Closed()]).query("x"))
-    assert ended(events).reason == "closed"
+    assert ended(events).reason == "closed" and ended(events).agent_name == "a" and events[-1].agent_name == "a"
     assert model.call_count == 0 and len(events) == 1  # nothing ran: the end event alone

@@ -20,7 +20,7 @@ import json
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast, runtime_checkable
 
 from rillet._core.address import AGENT, AddressSegment
@@ -305,6 +305,8 @@ class FlowAgent(BaseAgent):
                 parent, flow, input = leg.run, after, None
             if steady and chain.budget.ended is not None:  # the Runner's run was ended: its last event says so
                 ended = chain.budget.ended
+                if not ended.agent_name:  # ended before any agent ran (a plugin's on_run_start): the root's
+                    ended = chain.budget.ended = replace(ended, agent_name=self.name)
                 yield AgentEvent(ended.agent_name, (), None, AgentAction(customized_action=ended))
         except (Exception, Interrupted) as e:
             # the chain's own work failed (a history rewriter, an observer's bookkeeping)
