@@ -570,3 +570,31 @@ def test_before_model_editing_the_tools_changes_that_call_not_the_agent() -> Non
     list(Runner(agent).query("q", session_values={"guest": True}))
     list(Runner(agent).query("q", session_values={"guest": False}))
     assert [[t.name for t in c.tools] for c in model.calls] == [["add"], ["add", "refund"]]
+
+
+def test_callbacks_read_and_write_the_session_through_ctx_state() -> None:
+    """Google ADK's ``tool_context.state`` / ``callback_context.state``: the run's session values."""
+    from rillet import get_session_value
+
+    seen: list[Any] = []
+
+    def counting(ctx: ToolCallContext, args: dict[str, Any]) -> None:
+        ctx.state["calls"] = ctx.state.get("calls", 0) + 1
+        seen.append(("user" in ctx.state, ctx.state["user"]))
+
+    def tell(ctx: ModelContext) -> None:
+        seen.append(ctx.state.get("calls"))
+
+    def after(ctx: ModelContext, reply: Message) -> None:
+        seen.append(get_session_value("calls"))
+
+    model = ScriptedModel([asks(call(0, "add", {"a": 1, "b": 2}), call(1, "add", {"a": 3, "b": 4})), "done"])
+    agent = ChatModelAgent("a", model=model, tools=[add], before_tool=counting, before_model=tell, after_model=after)
+    events = list(Runner(agent).query("go", session_values={"user": "ann"}))
+    assert texts(events)[-1] == "assistant:done"
+    assert seen[:2] == [None, None] and seen[-2:] == [2, 2]
+    assert seen[2:4] == [(True, "ann"), (True, "ann")]
+    ctx = ToolCallContext("a", "add", "c", "{}")
+    assert "calls" not in ctx.state and ctx.state.get("calls", 7) == 7 and ctx.state.to_dict() == {}
+    with pytest.raises(RuntimeError, match="outside a run"):
+        ctx.state["x"] = 1

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rillet._native import AgenticMessage, Message
 from rillet.errors import ExceedMaxIterationsError, ToolCallError
 from rillet.run.agent import AgentInput
+from rillet.run.context import SESSION_STATE, SessionState
 from rillet.tools import BaseTool
 
 if TYPE_CHECKING:
@@ -44,6 +45,11 @@ class ModelContext:
     messages: list[Message]
     tools: list[ToolInfo] = field(default_factory=list)
 
+    @property
+    def state(self) -> SessionState:
+        """The run's session values (read and write; Google ADK's ``callback_context.state``)."""
+        return SESSION_STATE
+
 
 @dataclass(slots=True)
 class ToolCallContext:
@@ -53,6 +59,11 @@ class ToolCallContext:
     tool_name: str
     call_id: str
     arguments: str
+
+    @property
+    def state(self) -> SessionState:
+        """The run's session values (read and write; Google ADK's ``tool_context.state``)."""
+        return SESSION_STATE
 
 
 BeforeModel = Callable[

@@ -34,8 +34,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALLBACK",
+    "SESSION_STATE",
     "AgentRunHost",
     "InvocationEnded",
+    "SessionState",
     "add_session_value",
     "add_session_values",
     "delete_run_local_value",
@@ -292,6 +294,47 @@ def get_session_values() -> dict[str, Any]:
         return {}
     with run.session.lock:
         return dict(run.session.values)
+
+
+class SessionState:
+    """The run's session values as a mapping (Google ADK's ``ctx.state``): what a model or
+    tool callback reads and writes through its context's ``state``. Reads and writes go to
+    the session of the run the code is called in, as :func:`get_session_value` and
+    :func:`add_session_value` do; outside a run it is empty and a write is a RuntimeError."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        run = current_run()
+        if run is None:
+            raise KeyError(key)
+        with run.session.lock:
+            return run.session.values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return get_session_value(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        run = current_run()
+        if run is None:
+            return False
+        with run.session.lock:
+            return key in run.session.values
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if current_run() is None:
+            raise RuntimeError(f"state[{key!r}] = ... outside a run: there is no session to write to")
+        add_session_value(key, value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A copy of every value."""
+        return get_session_values()
+
+    def __repr__(self) -> str:
+        return f"SessionState({self.to_dict()!r})"
+
+
+SESSION_STATE = SessionState()
 
 
 @dataclass(eq=False, slots=True)
