@@ -17,6 +17,11 @@ from rillet.cli.common import agent_or_fail, fail, load_agent
 @click.option("-n", "--repeat", type=click.IntRange(min=1), help="runs of every case (default: the set's, else 1)")
 @click.option("-j", "--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="runs at once")
 @click.option("--case", "cases", multiple=True, metavar="ID", help="run only the case ID (repeatable)")
+@click.option(
+    "--cassette",
+    type=click.Choice(["record", "replay"]),
+    help="record the model's replies beside EVALSET (NAME.cassette.json), or replay them offline",
+)
 @click.option("-o", "--output", metavar="FILE", help="also write the JSON report to FILE")
 @click.option("--json", "as_json", is_flag=True, help="print the JSON report instead of the table")
 @click.option("--no-color", is_flag=True, help="plain text output")
@@ -26,6 +31,7 @@ def eval_command(
     repeat: int | None,
     concurrency: int,
     cases: tuple[str, ...],
+    cassette: str | None,
     output: str | None,
     as_json: bool,
     no_color: bool,
@@ -34,7 +40,9 @@ def eval_command(
     MODULE:ATTRIBUTE names. A function of no arguments is called for every run, so runs share
     nothing; an agent object is shared by the runs. Exit status: 0 if every case passed, 1 if
     one failed, 2 if the agent or the eval set cannot be loaded."""
+    from rillet.errors import RilletError
     from rillet.eval import EvalSetError, load_eval_set, run_eval
+    from rillet.eval.cassette import cassette_path
     from rillet.eval.report import print_report
     from rillet.examples.demo import make_console
 
@@ -52,7 +60,17 @@ def eval_command(
     def make_agent() -> Any:
         return load_agent(spec)  # a function of no arguments makes a fresh agent for each run
 
-    report = run_eval(make_agent, evals, repeat=repeat, concurrency=concurrency)
+    try:
+        report = run_eval(
+            make_agent,
+            evals,
+            repeat=repeat,
+            concurrency=concurrency,
+            cassette=cassette,  # type: ignore[arg-type]  # click's Choice gives one of the two
+            cassette_file=cassette_path(evalset),
+        )
+    except RilletError as e:  # a cassette that cannot be read
+        fail("eval", str(e))
     if output is not None:
         Path(output).write_text(report.dumps() + "\n", encoding="utf-8")
     if as_json:

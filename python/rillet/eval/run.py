@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from rillet.checkpoint import InMemoryCheckpointStore
+from rillet.eval.cassette import Cassette, CassetteMode, cassette_path
 from rillet.eval.checks import ActualCall, Check, call_text, check_answer, check_trajectory, judge_answer
 from rillet.eval.sets import EvalCase, EvalSet, ExpectedInterrupt, Turn, load_eval_set
 from rillet.runner import Runner
@@ -176,10 +177,21 @@ def _short(text: str, limit: int = 100) -> str:
 class _CaseRunner:
     """One run of one case."""
 
-    def __init__(self, case: EvalCase, attempt: int, target: Target, judge_model: ChatModel | None) -> None:
+    def __init__(
+        self,
+        case: EvalCase,
+        attempt: int,
+        target: Target,
+        judge_model: ChatModel | None,
+        cassette: tuple[Cassette, CassetteMode] | None,
+    ) -> None:
         self.case, self.attempt, self.judge_model = case, attempt, judge_model
+        plugins = [cassette[0].plugin(case.id, attempt, cassette[1])] if cassette is not None else []
         self.runner = Runner(
-            _agent_of(target), checkpoint_store=InMemoryCheckpointStore(), session_store=InMemorySessionStore()
+            _agent_of(target),
+            checkpoint_store=InMemoryCheckpointStore(),
+            session_store=InMemorySessionStore(),
+            plugins=plugins,
         )
         self.session = f"eval-{uuid.uuid4().hex[:12]}"
         self.steps: list[str] = []
@@ -315,18 +327,26 @@ async def arun_eval(
     concurrency: int = 4,
     judge_model: ChatModel | None = None,
     progress: bool | ProgressFn | None = None,
+    cassette: CassetteMode | None = None,
+    cassette_file: str | Path | None = None,
 ) -> EvalReport:
     """Runs every case of ``eval_set`` (an :class:`EvalSet`, or the path of its file) on
     ``target`` (an agent, or a function that makes one for every run), each case ``repeat``
     times (when None: the case's ``repeat``, else the set's, else once), at most ``concurrency`` runs at once.
     ``judge_model`` answers the cases' judge criteria. ``progress``: True shows a progress line
     on stderr, a function ``(done, total)`` is called after each run, None shows the line when
-    stderr is a terminal."""
+    stderr is a terminal.
+
+    ``cassette="record"`` records every run's model replies into ``cassette_file`` (default:
+    beside the eval set's file, :func:`~rillet.eval.cassette.cassette_path`), keeping the
+    other cases' recordings; ``"replay"`` answers every model call from it instead of the
+    model, offline (a call past the recording fails the run, naming the case and agent)."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     if repeat is not None and repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
     evals = eval_set if isinstance(eval_set, EvalSet) else load_eval_set(eval_set)
+    tape = _cassette(eval_set, cassette, cassette_file)
     if progress is None:
         progress = sys.stderr.isatty()
     report_progress: ProgressFn | None = (
@@ -344,7 +364,7 @@ async def arun_eval(
         nonlocal done
         async with limit:
             try:
-                run = await _CaseRunner(result.case, attempt, target, judge_model).run()
+                run = await _CaseRunner(result.case, attempt, target, judge_model, tape and tape[:2]).run()
             except Exception as e:  # noqa: BLE001  # making the agent failed: a failed run, with the reason
                 run = CaseRun(result.case.id, attempt, [Check(0, "error", False, f"{type(e).__name__}: {e}")], [], 0.0)
         done += 1
@@ -355,7 +375,28 @@ async def arun_eval(
     runs = await asyncio.gather(*(one(result, attempt) for result, attempt in jobs))
     for (result, _), run in zip(jobs, runs, strict=True):
         result.runs.append(run)
+    if tape is not None and tape[1] == "record":
+        tape[0].save(tape[2])
     return EvalReport(evals.name, results, time.perf_counter() - start)
+
+
+def _cassette(
+    eval_set: EvalSet | str | Path, mode: CassetteMode | None, file: str | Path | None
+) -> tuple[Cassette, CassetteMode, Path] | None:
+    """The cassette to record into or replay from, with its mode and path; None without a mode."""
+    if mode is None:
+        return None
+    if mode not in ("record", "replay"):
+        raise ValueError(f'cassette must be "record" or "replay", got {mode!r}')
+    if file is not None:
+        path = Path(file)
+    elif isinstance(eval_set, EvalSet):
+        raise ValueError("an eval set given as an object has no file to keep its cassette beside: pass cassette_file")
+    else:
+        path = cassette_path(eval_set)
+    if mode == "replay" or path.exists():
+        return Cassette.load(path), mode, path
+    return Cassette(), mode, path
 
 
 def run_eval(
@@ -366,6 +407,8 @@ def run_eval(
     concurrency: int = 4,
     judge_model: ChatModel | None = None,
     progress: bool | ProgressFn | None = None,
+    cassette: CassetteMode | None = None,
+    cassette_file: str | Path | None = None,
 ) -> EvalReport:
     """:func:`arun_eval` for code without an event loop (inside one, ``await arun_eval(...)``)."""
     try:
@@ -375,5 +418,14 @@ def run_eval(
     else:
         raise RuntimeError("run_eval() was called inside a running event loop; use `await arun_eval(...)` there")
     return asyncio.run(
-        arun_eval(target, eval_set, repeat=repeat, concurrency=concurrency, judge_model=judge_model, progress=progress)
+        arun_eval(
+            target,
+            eval_set,
+            repeat=repeat,
+            concurrency=concurrency,
+            judge_model=judge_model,
+            progress=progress,
+            cassette=cassette,
+            cassette_file=cassette_file,
+        )
     )
