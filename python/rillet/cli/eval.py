@@ -3,6 +3,7 @@ table (or ``--json`` the report), and exits 1 if a case failed (docs/evaluation.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from rillet.cli.common import agent_or_fail, fail, load_agent
     type=click.Choice(["record", "replay"]),
     help="record the model's replies beside EVALSET (NAME.cassette.json), or replay them offline",
 )
+@click.option("--baseline", metavar="FILE", help="compare with an earlier JSON report: regressions, fixes, pass rates")
 @click.option("-o", "--output", metavar="FILE", help="also write the JSON report to FILE")
 @click.option("--json", "as_json", is_flag=True, help="print the JSON report instead of the table")
 @click.option("--no-color", is_flag=True, help="plain text output")
@@ -32,6 +34,7 @@ def eval_command(
     concurrency: int,
     cases: tuple[str, ...],
     cassette: str | None,
+    baseline: str | None,
     output: str | None,
     as_json: bool,
     no_color: bool,
@@ -43,6 +46,7 @@ def eval_command(
     from rillet.errors import RilletError
     from rillet.eval import EvalSetError, load_eval_set, run_eval
     from rillet.eval.cassette import cassette_path
+    from rillet.eval.compare import compare_reports, load_report
     from rillet.eval.report import print_report
     from rillet.examples.demo import make_console
 
@@ -51,6 +55,10 @@ def eval_command(
         evals = load_eval_set(evalset)
     except EvalSetError as e:
         fail("eval", str(e))
+    try:
+        before = load_report(baseline) if baseline is not None else None
+    except (OSError, ValueError) as e:
+        fail("eval", f"--baseline {baseline}: {e}")
     if cases:
         unknown = sorted(set(cases) - {c.id for c in evals.cases})
         if unknown:
@@ -71,10 +79,19 @@ def eval_command(
         )
     except RilletError as e:  # a cassette that cannot be read
         fail("eval", str(e))
+    data = report.to_json()
+    comparison = compare_reports(before, data) if before is not None else None
+    if comparison is not None:
+        data["comparison"] = comparison.to_json()
+    text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
     if output is not None:
-        Path(output).write_text(report.dumps() + "\n", encoding="utf-8")
+        Path(output).write_text(text + "\n", encoding="utf-8")
     if as_json:
-        click.echo(report.dumps())
+        click.echo(text)
     else:
-        print_report(report, make_console(False if no_color else None))
+        console = make_console(False if no_color else None)
+        print_report(report, console)
+        if comparison is not None:
+            console.print(f"compared with {baseline}:", markup=False)
+            console.print(comparison.text(), markup=False, highlight=False)
     return 0 if report.passed else 1
