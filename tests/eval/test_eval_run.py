@@ -214,3 +214,15 @@ def test_expected_calls_and_interrupts_can_be_written_in_python() -> None:
     )
     report = run_eval(make_agent, EvalSet(name="s", cases=(EvalCase(id="py", turns=(turn,)),)), progress=False)
     assert report.passed, report.failure_text()
+
+
+def test_the_progress_line_counts_runs_on_one_line() -> None:
+    import io
+
+    from rillet.eval.run import progress_line
+
+    out = io.StringIO()
+    show = progress_line(out)
+    for done in (1, 2, 3):
+        show(done, 3)
+    assert out.getvalue() == "\r  eval: 1/3 runs\r  eval: 2/3 runs\r  eval: 3/3 runs\n"

@@ -310,7 +310,9 @@ class _CaseRunner:
 ProgressFn: TypeAlias = "Callable[[int, int], None]"
 
 
-def _tty_progress(stream: TextIO) -> ProgressFn:
+def progress_line(stream: TextIO) -> ProgressFn:
+    """A progress function writing `\\r  eval: DONE/TOTAL runs` to ``stream``, a newline after the last."""
+
     def show(done: int, total: int) -> None:
         end = "\n" if done == total else ""
         stream.write(f"\r  eval: {done}/{total} runs{end}")
@@ -350,7 +352,7 @@ async def arun_eval(
     if progress is None:
         progress = sys.stderr.isatty()
     report_progress: ProgressFn | None = (
-        _tty_progress(sys.stderr) if progress is True else progress if callable(progress) else None
+        progress_line(sys.stderr) if progress is True else progress if callable(progress) else None
     )
     results = [CaseResult(case) for case in evals.cases]
     jobs = [
