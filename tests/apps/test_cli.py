@@ -87,4 +87,4 @@ def test_version_and_help_list_every_command() -> None:
     assert run("--version") == f"rillet {rillet.__version__}\n"
     rows = run("--help").split("Commands:")[1].splitlines()
     listed = [line.split()[0] for line in rows if line.startswith("  ") and not line.startswith("   ")]
-    assert listed == ["bench", "demo", "inspect", "resume", "run", "web"]
+    assert listed == ["bench", "demo", "eval", "inspect", "resume", "run", "web"]

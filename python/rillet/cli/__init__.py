@@ -19,6 +19,7 @@ import rillet
 from rillet.cli.bench import bench
 from rillet.cli.common import load_agent
 from rillet.cli.demo import demo
+from rillet.cli.eval import eval_command
 from rillet.cli.inspect import inspect
 from rillet.cli.resume import resume
 from rillet.cli.run import run
@@ -38,6 +39,7 @@ def cli() -> None:
 
 for command in (run, resume, inspect, demo, bench, web):
     cli.add_command(command)
+cli.add_command(eval_command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

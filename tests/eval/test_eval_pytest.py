@@ -1,0 +1,34 @@
+"""rillet.eval.testing.eval_test: an eval set's cases as parametrized pytest tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rillet.eval import load_eval_set
+from rillet.eval.testing import eval_test
+from rillet.examples.demo import build_agent
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eval" / "travel.evalset.json"
+TRAVEL = load_eval_set(EXAMPLE)
+PASSING = TRAVEL.model_copy(update={"cases": TRAVEL.cases[:2]})
+
+# pytest collects this as test_travel[trip-with-booking] and test_travel[booking-declined]
+test_travel = eval_test(build_agent, PASSING)
+
+
+def test_it_is_parametrized_by_case_id() -> None:
+    (mark,) = test_travel.pytestmark  # type: ignore[attr-defined]
+    assert mark.name == "parametrize" and mark.kwargs["ids"] == ["trip-with-booking", "booking-declined"]
+    assert test_travel.__name__ == "test_travel"
+
+
+def test_a_failing_case_fails_with_the_report_text() -> None:
+    every = eval_test(build_agent, EXAMPLE)
+    wrong_order = TRAVEL.cases[2]
+    with pytest.raises(pytest.fail.Exception) as failed:
+        every(wrong_order)
+    text = str(failed.value)
+    assert text.startswith("case 'wrong-order': 0 of 1 runs passed")
+    assert "turn 1, trajectory: exact: left the expected trajectory at step 2 (call 1)" in text
+    assert ">> step 2: travel_assistant: calls get_weather" in text
