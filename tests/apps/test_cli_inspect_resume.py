@@ -127,7 +127,7 @@ def test_resume_reads_a_bare_approve_before_the_agent_and_refuses_two_agents(sav
     twice = rillet("resume", "x", "--db", "runs.db", "agents:team", "--agent", "agents:build", cwd=saved)
     one_line_error(twice, 2, "the agent is given twice (agents:team and --agent agents:build): give it once")
     bad = rillet("resume", "x", "--db", "runs.db", "agents:number", cwd=saved)
-    one_line_error(bad, 2, "rillet resume: 'agents:number' is a int, not an agent")
+    one_line_error(bad, 2, "rillet resume: 'agents:number' is an int, not an agent")
 
 
 def test_resume_on_an_unusable_store_is_one_line_exit_1(saved: Path) -> None:

@@ -69,6 +69,14 @@ def broken():
     raise RuntimeError("no model configured")
 
 
+def label():
+    return "clerk"
+
+
+def build_for(model):
+    return build()
+
+
 agent = build()
 number = 42
 '''
