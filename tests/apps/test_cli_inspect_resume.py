@@ -91,8 +91,20 @@ def test_inspect_errors_are_one_line(saved: Path) -> None:
     assert not (saved / "absent.db").exists()  # nothing created
     one_line_error(rillet("inspect", "--db", "junk.db", cwd=saved), 2, "is not a SQLite database")
     one_line_error(rillet("inspect", "--db", ".", cwd=saved), 2, "--db '.' is a directory")
-    usage = rillet("inspect", "trip", cwd=saved)
-    assert usage.returncode == 2 and "Missing option '--db'" in usage.stderr
+
+
+def test_resume_and_inspect_both_need_db_and_say_which_file(saved: Path) -> None:
+    import tempfile
+
+    demo_db = str(Path(tempfile.gettempdir()) / "rillet-demo.db")
+    for command in (["inspect", "trip"], ["inspect"], ["resume", "trip", "agents:team", "--approve"]):
+        missing = rillet(*command, cwd=saved)
+        one_line_error(
+            missing, 2, f"rillet {command[0]}: --db FILE is missing: give the SQLite file the run was saved in"
+        )
+        assert f"rillet demo's is {demo_db}" in missing.stderr
+    for command in ("inspect", "resume"):
+        assert "the SQLite file the run was saved in" in " ".join(rillet(command, "--help", cwd=saved).stdout.split())
 
 
 def test_resume_with_the_agent_as_an_argument_and_an_approval(saved: Path) -> None:

@@ -39,6 +39,13 @@ def test_demo_runs_offline_asks_approval_resumes_from_sqlite_and_fits_80_columns
         assert expected in result.stdout
 
 
+def test_demo_names_the_real_path_of_its_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "where.db"
+    assert main(delay=0.0, color=False, decision="approve", db=db) == 0
+    out = "".join(capsys.readouterr().out.split())  # rich may fold a long path
+    assert f"from{db}" in out and "fromwhere.db" not in out
+
+
 REJECTED = "The user rejected this call of book_hotel (the traveller declined)."
 
 

@@ -167,6 +167,23 @@ def checkpoint_store(command: str, db: str, *, create: bool = True, code: int = 
         fail(command, str(e), code)
 
 
+DB_HELP = "the SQLite file the run was saved in (the --db of rillet run, or the file rillet demo prints); required"
+
+
+def db_or_fail(command: str, db: str | None) -> str:
+    """``--db``, which ``resume`` and ``inspect`` both need (no default: a run is read from the
+    file it was saved in, never from one picked silently)."""
+    if db is not None:
+        return db
+    from rillet.examples.demo import default_db
+
+    fail(
+        command,
+        f"--db FILE is missing: give the SQLite file the run was saved in (rillet run --db FILE; "
+        f"rillet demo's is {default_db()})",
+    )
+
+
 def output_options(f: F) -> F:
     """``--json`` and ``--no-color``."""
     f = click.option("--no-color", is_flag=True, help="plain text output")(f)

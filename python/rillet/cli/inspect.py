@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.markup import escape
 
-from rillet.cli.common import checkpoint_store, fail, info_text, output_options
+from rillet.cli.common import DB_HELP, checkpoint_store, db_or_fail, fail, info_text, output_options
 from rillet.cli.jsonout import dumps, event_json, message_json
 
 if TYPE_CHECKING:
@@ -22,15 +22,15 @@ if TYPE_CHECKING:
 
 @click.command(short_help="show a saved run without running it, or list the checkpoints of a file")
 @click.argument("checkpoint_id", metavar="[CHECKPOINT]", required=False)
-@click.option("--db", metavar="FILE", required=True, help="the SQLite checkpoint file")
+@click.option("--db", metavar="FILE", help=DB_HELP)
 @output_options
-def inspect(checkpoint_id: str | None, db: str, as_json: bool, no_color: bool) -> int:
+def inspect(checkpoint_id: str | None, db: str | None, as_json: bool, no_color: bool) -> int:
     """Decodes CHECKPOINT and shows it: the agent that saved it, its input, session values and
     events, and its interrupts as a tree with their addresses, state and info. Without
     CHECKPOINT, lists the checkpoints in --db, newest first, with their size and age."""
     from rillet.examples.demo import make_console
 
-    store = checkpoint_store("inspect", db, create=False)
+    store = checkpoint_store("inspect", db_or_fail("inspect", db), create=False)
     console = make_console(False if no_color else None)
     if checkpoint_id is None:
         return _list(store, console, as_json)

@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from rillet.cli.common import agent_or_fail, checkpoint_store, decision_options, fail, output_options
+from rillet.cli.common import (
+    DB_HELP,
+    agent_or_fail,
+    checkpoint_store,
+    db_or_fail,
+    decision_options,
+    fail,
+    output_options,
+)
 from rillet.cli.demo import model_option
 from rillet.cli.drive import Decisions, Driver, Pending, pending_of_checkpoint, resume_hint
 
@@ -23,7 +31,7 @@ from rillet.cli.drive import Decisions, Driver, Pending, pending_of_checkpoint, 
     metavar="MODULE:ATTRIBUTE",
     help="the agent, as the argument gives it (the older spelling)",
 )
-@click.option("--db", metavar="FILE", help="the SQLite checkpoint file (default: rillet-demo.db in the temp folder)")
+@click.option("--db", metavar="FILE", help=DB_HELP)
 @model_option
 @decision_options
 @output_options
@@ -40,19 +48,20 @@ def resume(
 ) -> int:
     """Continues the run saved as CHECKPOINT with the agent MODULE:ATTRIBUTE names (an agent, or
     a function of no arguments returning one): it must be the agent that saved it. Without one,
-    only the demo's checkpoints. An approval needs --approve/--reject or an answer at the prompt;
-    with neither, nothing runs (exit status 2). A problem with the database or the checkpoint
-    is one line on stderr, exit status 1."""
-    from rillet.examples.demo import default_db, make_console
+    only the demo's checkpoints. --db is the file it was saved in (required, as for rillet
+    inspect). An approval needs --approve/--reject or an answer at the prompt; with neither,
+    nothing runs (exit status 2). A problem with the database or the checkpoint is one line on
+    stderr, exit status 1."""
+    from rillet.examples.demo import make_console
 
     spec, approve, reject = _agent_given_as_flag_value(spec, approve, reject)
     if spec is not None and agent_flag is not None:
         fail("resume", f"the agent is given twice ({spec} and --agent {agent_flag}): give it once")
     decisions = Decisions("resume", approve, reject)
+    path = db_or_fail("resume", db)
     agent = None
     if spec is not None or agent_flag is not None:
         agent = agent_or_fail("resume", spec or agent_flag or "", "" if spec else "--agent")
-    path = db if db is not None else str(default_db())
     store = checkpoint_store("resume", path, create=False, code=1)
     console = make_console(False if no_color else None)
     try:

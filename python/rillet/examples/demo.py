@@ -456,7 +456,7 @@ def main(
         return 0
     if ask is not None:
         data = _decide(console, ask, decision)
-        console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {db_path.name}[/]")
+        console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {escape(str(db_path))}[/]")
         render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
     print_summary(console, r, time.perf_counter() - start, delay, counts)
     return 0
