@@ -110,7 +110,16 @@ def test_resume_and_inspect_both_need_db_and_say_which_file(saved: Path) -> None
 def test_resume_with_the_agent_as_an_argument_and_an_approval(saved: Path) -> None:
     refused = rillet("resume", "trip", "--db", "runs.db", "agents:team", cwd=saved)  # no answer: nothing runs
     one_line_error(refused, 2, "waits for an approval (book (")
-    assert "pass --approve or --reject (nothing was run)" in refused.stderr
+    assert (
+        "pass --approve or --reject (nothing was run): rillet resume trip --db runs.db agents:team --approve book"
+        in (refused.stderr)
+    )
+    mistyped = rillet("resume", "trip", "--db", "runs.db", "agents:team", "--approve", "bok", cwd=saved)
+    assert mistyped.returncode == 2
+    assert mistyped.stderr.splitlines()[0].startswith(
+        "rillet resume: --approve bok matched no interrupt of this run; it waits for: book ("
+    )
+    assert mistyped.stderr.splitlines()[0].endswith("did you mean --approve book?")
     resumed = rillet("resume", "trip", "--db", "runs.db", "agents:team", "--no-color", "--approve", "book", cwd=saved)
     assert resumed.returncode == 0, resumed.stderr
     assert "approval needed: book (" in resumed.stdout and "tool said: booked 2 nights in Lisbon" in resumed.stdout

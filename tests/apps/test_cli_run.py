@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from support.cli_harness import one_line_error, rillet, write_agents
+from support.cli_harness import ctrl_c_at_prompt, one_line_error, rillet, write_agents
 
 
 @pytest.fixture
@@ -88,7 +88,16 @@ def test_an_approval_answered_by_flags(here: Path) -> None:
     )
     assert "tool said: booked 1 nights in Porto" in edited.stdout
     unused = rillet("run", "agents:build", "hello", "--approve", "nothing-here", cwd=here)
-    assert unused.returncode == 0 and "rillet run: --approve nothing-here matched no interrupt" in unused.stderr
+    assert unused.returncode == 0
+    assert unused.stderr == (
+        "rillet run: --approve nothing-here matched no interrupt of this run; "
+        "the run asked for no approval or other answer\n"
+    )
+    asked = rillet("run", "agents:build", "please book", "--approve", "book", "--reject", "refundd", cwd=here)
+    assert asked.returncode == 0
+    assert asked.stderr.startswith(
+        "rillet run: --reject refundd matched no interrupt of this run; it asked for: book ("
+    )
 
 
 @pytest.mark.parametrize(
@@ -247,8 +256,37 @@ def test_the_text_transcript_shows_an_agents_typed_output_too(tmp_path: Path) ->
 def test_a_mistyped_approve_is_named_when_the_run_stops_for_want_of_it(here: Path) -> None:
     result = rillet("run", "agents:build", "please book", "--db", "runs.db", "--approve", "bok", cwd=here)
     assert result.returncode == 3
-    assert result.stderr.splitlines()[0] == "rillet run: --approve bok matched no interrupt of this run"
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("rillet run: --approve bok matched no interrupt of this run; it waits for: book (")
+    assert first.endswith("); did you mean --approve book?")
     assert result.stderr.splitlines()[1].startswith("rillet run: stopped at book (")
+    far = rillet("run", "agents:build", "please book", "--approve", "refundd", cwd=here)
+    assert far.returncode == 3
+    assert far.stderr.splitlines()[0].endswith(
+        "(give --approve a tool's name or an interrupt id, or --approve alone for every approval)"
+    )
+
+
+def test_ctrl_c_at_the_prompt_says_the_run_is_saved_and_how_to_resume_it(here: Path) -> None:
+    args = ("agents:build", "please book", "--db", "runs.db", "--checkpoint-id", "trip", "--no-color")
+    stopped = ctrl_c_at_prompt("run", *args, cwd=here)
+    assert stopped.returncode == 130, stopped.stderr
+    assert "Aborted!" not in stopped.stderr and "Traceback" not in stopped.stderr
+    assert stopped.stderr.startswith("rillet run: stopped at book (")
+    assert stopped.stderr.endswith(
+        "Ctrl-C at the prompt; it is saved: rillet resume trip --db runs.db agents:build --approve book\n"
+    )
+    left = ctrl_c_at_prompt("resume", "trip", "--db", "runs.db", "agents:build", "--no-color", cwd=here)
+    assert left.returncode == 130, left.stderr
+    assert "Aborted!" not in left.stderr and len(left.stderr.splitlines()) == 1
+    assert (
+        "rillet resume: Ctrl-C at the prompt: nothing was run and checkpoint[trip] still waits for book ("
+        in left.stderr
+    )
+    assert left.stderr.endswith("to answer it later: rillet resume trip --db runs.db agents:build --approve book\n")
+    resumed = rillet("resume", "trip", "--db", "runs.db", "agents:build", "--approve", "book", "--no-color", cwd=here)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "tool said: booked 2 nights in Lisbon" in resumed.stdout
 
 
 def test_the_resume_hint_names_a_tool_once_for_its_parallel_calls() -> None:

@@ -106,3 +106,33 @@ def one_line_error(result: subprocess.CompletedProcess[str], code: int, says: st
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert says in result.stderr, result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def ctrl_c_at_prompt(*args: str, cwd: Path, prompt: str = "[e]dit [JSON]? ") -> subprocess.CompletedProcess[str]:
+    """``rillet ARGS`` in ``cwd``, with stdin open (nothing typed) until ``prompt`` shows, then
+    Ctrl-C (SIGINT), as a person leaving the prompt does; what it printed, all of it."""
+    import os
+    import select
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rillet.cli", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+    )
+    assert proc.stdout is not None
+    shown = b""
+    deadline = time.monotonic() + 60
+    while prompt.encode() not in shown and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 1)[0]:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            shown += chunk
+    time.sleep(0.3)  # at the prompt, waiting for a line: as long as a person would be
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, (shown + out).decode(), err.decode())

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 NO_ANSWER = object()
 """What a decision is when neither a flag nor the prompt gave one."""
 
+CTRL_C = object()
+"""What the prompt gives when it was left with Ctrl-C (no answer, and stop asking)."""
+
+CTRL_C_STATUS = 130
+"""The exit status after Ctrl-C at the prompt (128 + SIGINT, as a shell reports it)."""
+
 
 class Pending(NamedTuple):
     """An interrupt waiting for an answer; ``tool`` and ``arguments`` are set for a
@@ -130,10 +136,27 @@ class Decisions:
         return [f"--{k} {key}" for i, (k, key, _) in enumerate(self.rules) if i not in self.used and key != "*"]
 
 
-def ask(console: Console, p: Pending, readline: Callable[[], str] = sys.stdin.readline) -> Any:
-    """The answer typed (a terminal) or piped (stdin) for ``p``; NO_ANSWER at the input's end.
-    An approval takes ``a``/``y`` (approve), ``r``/``n`` [reason] (reject) or ``e`` [JSON]
-    (edit the arguments); any other interrupt takes its resume data (JSON, else text)."""
+def announce(console: Console, p: Pending) -> None:
+    """The line that says an interrupt waits (and, for one that is not an approval, what it asks)."""
+    what = "approval needed" if p.tool else "interrupt"
+    console.print(f"[magenta]{what}:[/] {escape(p.label())}", highlight=False)
+    if p.tool is None and p.info is not None:  # what it asks: the person answering needs it
+        console.print(f"  [dim]info[/] {escape(info_text(p.info))}", highlight=False)
+
+
+def ask(console: Console, p: Pending, readline: Callable[[], str] | None = None) -> Any:
+    """The prompt for ``p``, the one ``rillet run``, ``resume`` and ``demo`` all show: the answer
+    typed (a terminal) or piped (stdin); NO_ANSWER at the input's end, CTRL_C if it was left with
+    Ctrl-C. An approval takes ``a``/``y`` (approve), ``r``/``n`` [reason] (reject) or ``e``
+    [JSON] (edit the arguments); any other interrupt takes its resume data (JSON, else text)."""
+    try:
+        return _ask(console, p, readline or sys.stdin.readline)
+    except KeyboardInterrupt:
+        console.print()
+        return CTRL_C
+
+
+def _ask(console: Console, p: Pending, readline: Callable[[], str]) -> Any:
     from rillet.tools.approval import approve, edit, reject
 
     while True:
@@ -189,6 +212,8 @@ class Driver:
         self.decisions = decisions
         self.renderer = Renderer(console, run_paths=True, tree=True)
         self.errors = 0
+        self.asked: list[Pending] = []  # every interrupt the run stopped at, for a flag that matched none
+        self.ctrl_c = False  # the prompt was left with Ctrl-C: ask nothing more
 
     def show(self, events: Iterable[AgentEvent]) -> list[Pending]:
         """Shows ``events``; the interrupts the run stopped at (empty: it ended)."""
@@ -212,16 +237,16 @@ class Driver:
         """Each interrupt's answer from the flags, else the prompt (not with --json); an
         interrupt without one is left out."""
         targets: dict[str, Any] = {}
+        self.asked.extend(p for p in pending if p not in self.asked)
         for p in pending:
             if not self.as_json:
-                what = "approval needed" if p.tool else "interrupt"
-                self.console.print(f"[magenta]{what}:[/] {escape(p.label())}", highlight=False)
-                if p.tool is None and p.info is not None:  # what it asks: the person answering needs it
-                    self.console.print(f"  [dim]info[/] {escape(info_text(p.info))}", highlight=False)
+                announce(self.console, p)
             data = self.decisions.decide(p)
-            if data is NO_ANSWER and prompt and not self.as_json:
+            if data is NO_ANSWER and prompt and not self.as_json and not self.ctrl_c:
                 data = ask(self.console, p)
-            if data is not NO_ANSWER:
+                if data is CTRL_C:
+                    self.ctrl_c = True
+            if data is not NO_ANSWER and data is not CTRL_C:
                 targets[p.id] = data
         return targets
 
@@ -232,7 +257,7 @@ class Driver:
             targets = self.answer(pending)
             missing = [p for p in pending if p.id not in targets]
             if missing:
-                self._warn_unused()  # a mistyped --approve is why the run stops: say so first
+                self.warn_unused(missing)  # a mistyped --approve is why the run stops: say so first
                 return stopped(missing)
             if not self.as_json:
                 self.console.print(f"\n[dim]resuming checkpoint {escape(checkpoint_id)}[/]")
@@ -240,15 +265,32 @@ class Driver:
         return self.finish()
 
     def finish(self) -> int:
-        self._warn_unused()
+        self.warn_unused([])
         return 1 if self.errors else 0
 
-    def _warn_unused(self) -> None:
+    def warn_unused(self, waiting: Sequence[Pending]) -> None:
+        """A line on stderr for each flag that matched no interrupt, naming those that wait (or
+        that the run asked), the closest tool name, and how to answer them."""
+        import difflib
+
         for flag in self.decisions.unused():
-            print(f"rillet {self.command}: {flag} matched no interrupt of this run", file=sys.stderr)
+            kind, _, key = flag.partition(" ")
+            listed = waiting or self.asked
+            if not listed:
+                what = "the run asked for no approval or other answer"
+            else:
+                verb = "waits for" if waiting else "asked for"
+                what = f"it {verb}: {', '.join(p.label() for p in listed)}"
+                tools = sorted({p.tool for p in listed if p.tool})
+                close = difflib.get_close_matches(key, tools, n=1, cutoff=0.6)
+                if close:
+                    what += f"; did you mean {kind} {close[0]}?"
+                elif waiting:
+                    what += f" (give {kind} a tool's name or an interrupt id, or {kind} alone for every approval)"
+            print(f"rillet {self.command}: {flag} matched no interrupt of this run; {what}", file=sys.stderr)
 
 
 def resume_hint(checkpoint_id: str, db: str, spec: str, missing: Sequence[Pending]) -> str:
-    """The command that answers ``missing`` later."""
+    """The command that answers ``missing`` later (``spec`` empty: the demo's run)."""
     answers = " ".join(dict.fromkeys(f"--approve {p.tool}" if p.tool else f"--approve {p.id}=VALUE" for p in missing))
-    return f"rillet resume {checkpoint_id} --db {db} {spec} {answers}"
+    return " ".join(w for w in ("rillet resume", checkpoint_id, "--db", db, spec, answers) if w)

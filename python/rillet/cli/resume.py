@@ -19,7 +19,7 @@ from rillet.cli.common import (
     output_options,
 )
 from rillet.cli.demo import model_option
-from rillet.cli.drive import Decisions, Driver, Pending, pending_of_checkpoint, resume_hint
+from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, pending_of_checkpoint, resume_hint
 
 
 @click.command(short_help="continue a run saved in SQLite (from any process)")
@@ -123,21 +123,32 @@ def _resume(
     driver = Driver("resume", runner, console, as_json=as_json, decisions=decisions)
     pending = pending_of_checkpoint(loaded)
     targets = driver.answer(pending)
-    waiting = [p.label() for p in pending if p.tool is not None and p.id not in targets]
-    if waiting:
+    unanswered = [p for p in pending if p.tool is not None and p.id not in targets]
+    if unanswered:
+        driver.warn_unused(unanswered)
+        waiting = ", ".join(p.label() for p in unanswered)
+        hint = resume_hint(checkpoint_id, path, spec or "", unanswered)
+        if driver.ctrl_c:
+            fail(
+                "resume",
+                f"Ctrl-C at the prompt: nothing was run and checkpoint[{checkpoint_id}] still waits for "
+                f"{waiting}; to answer it later: {hint}",
+                CTRL_C_STATUS,
+            )
         fail(
             "resume",
-            f"checkpoint[{checkpoint_id}] waits for an approval ({', '.join(waiting)}) and no answer came "
-            "(no terminal, or stdin ended): pass --approve or --reject (nothing was run)",
+            f"checkpoint[{checkpoint_id}] waits for an approval ({waiting}) and no answer came "
+            f"(no terminal, or stdin ended): pass --approve or --reject (nothing was run): {hint}",
         )
 
     def stopped(missing: Sequence[Pending]) -> int:
         what = ", ".join(p.label() for p in missing)
+        why = "Ctrl-C at the prompt" if driver.ctrl_c else "with no answer"
         print(
-            f"rillet resume: stopped again at {what} with no answer; it is saved: "
-            f"{resume_hint(checkpoint_id, path, spec or 'MODULE:ATTRIBUTE', missing)}",
+            f"rillet resume: stopped again at {what} ({why}); it is saved: "
+            f"{resume_hint(checkpoint_id, path, spec or '', missing)}",
             file=sys.stderr,
         )
-        return 3
+        return CTRL_C_STATUS if driver.ctrl_c else 3
 
     return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id, targets=targets or None)), stopped)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rillet.cli.common import agent_or_fail, checkpoint_store, decision_options, fail, output_options
-from rillet.cli.drive import Decisions, Driver, Pending, resume_hint
+from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, resume_hint
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,7 +48,8 @@ def run(
 ) -> int:
     """Runs the agent MODULE:ATTRIBUTE names (an agent, or a function of no arguments returning
     one) on QUESTION. Interrupts are answered by --approve/--reject, else at the prompt; with
-    neither (no --json, stdin at its end) the run stops there, exit status 3."""
+    neither (no --json, stdin at its end) the run stops there, exit status 3 (130 after Ctrl-C
+    at the prompt); with --db it is saved, and the line on stderr is the command that resumes it."""
     from rillet.checkpoint import InMemoryCheckpointStore
     from rillet.examples.demo import make_console
     from rillet.runner import Runner
@@ -66,7 +67,7 @@ def run(
     status = 0
     for text, typed in _turns(query, session_id, console, as_json):
         status = _turn(driver, text, typed, session_id, checkpoint_id, db, spec)
-        if status == 3:  # stopped at an interrupt: the conversation cannot go on past it
+        if status in (3, CTRL_C_STATUS):  # stopped at an interrupt: the conversation cannot go on past it
             break
     if not as_json:
         from rillet.examples.demo import print_summary
@@ -100,7 +101,10 @@ def _turns(query: str | None, session_id: str | None, console: Console, as_json:
     while True:
         if not as_json:
             console.print("\n[bold]you>[/] ", end="")
-        line = sys.stdin.readline()
+        try:
+            line = sys.stdin.readline()
+        except KeyboardInterrupt:  # Ctrl-C at you>: the conversation ends, as at the input's end
+            line = ""
         if not line or line.strip() == "/exit":
             if not as_json:
                 console.print()
@@ -128,11 +132,9 @@ def _turn(
             if db is not None
             else "nothing was saved (with --db FILE it could be resumed later)"
         )
-        print(
-            f"rillet run: stopped at {what}: no --approve/--reject for it and no answer on stdin; {where}",
-            file=sys.stderr,
-        )
-        return 3
+        why = "Ctrl-C at the prompt" if driver.ctrl_c else "no --approve/--reject for it and no answer on stdin"
+        print(f"rillet run: stopped at {what}: {why}; {where}", file=sys.stderr)
+        return CTRL_C_STATUS if driver.ctrl_c else 3
 
     try:  # the run's own failures are events; these are the Runner refusing (a busy session, a claimed checkpoint)
         events = driver.runner.query(text, checkpoint_id=cid, session_id=session_id)

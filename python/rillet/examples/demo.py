@@ -7,7 +7,6 @@ tools validated and run concurrently, and the model's tokens streamed as they ar
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 import uuid
@@ -391,20 +390,24 @@ def default_db() -> Path:
     return Path(tempfile.gettempdir()) / "rillet-demo.db"
 
 
-def _decide(console: Console, ask: Any, decision: str | None) -> Any:
-    """The person's answer to an approval interrupt: from the flag, the terminal, or, with
-    neither, approval (said so): the demo's own run needs no one at the keyboard."""
+def _decide(console: Console, pending: Any, decision: str | None) -> Any:
+    """The person's answer to the approval: from the flag, else the prompt ``rillet run`` and
+    ``rillet resume`` show (typed, or piped on stdin); with neither (stdin at its end), approval,
+    said so: the demo's own run needs no one at the keyboard. CTRL_C if the prompt was left
+    with Ctrl-C."""
+    from rillet.cli.drive import NO_ANSWER, announce, ask
     from rillet.tools.approval import approve, reject
 
+    announce(console, pending)
     if decision == "approve":
         return approve()
     if decision == "reject":
         return reject("the traveller declined")
-    if sys.stdin.isatty():
-        answer = console.input(f"  [bold]Approve this call?[/] {escape('[y/n]')} ").strip().lower()
-        return approve() if answer.startswith("y") else reject("the traveller declined")
-    console.print("  [dim]No terminal to ask: approving (pass --reject to decline).[/]")
-    return approve()
+    data = ask(console, pending)
+    if data is NO_ANSWER:
+        console.print("  [dim]No answer on stdin: approving (pass --reject to decline).[/]")
+        return approve()
+    return data
 
 
 def _interrupt_of(events: list[AgentEvent]) -> Any:
@@ -449,13 +452,20 @@ def main(
     start = time.perf_counter()
     r = render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console)
     ask = _interrupt_of(r.seen)
+    resume_command = f"rillet resume {checkpoint_id} --db {db_path} --approve"
     if ask is not None and stop_at_approval:
-        console.print(
-            f"\n[bold]Saved.[/] Continue from any process with:\n  rillet resume {checkpoint_id} --db {db_path} --approve"
-        )
+        console.print("\n[bold]Saved.[/] Continue from any process with:")
+        console.print(f"  {escape(resume_command)}", soft_wrap=True)  # one line, to copy whole
         return 0
     if ask is not None:
-        data = _decide(console, ask, decision)
+        from rillet.cli.drive import CTRL_C, CTRL_C_STATUS, pending_of_event
+
+        (pending,) = pending_of_event([ask])
+        data = _decide(console, pending, decision)
+        if data is CTRL_C:
+            console.print("\n[bold]Stopped[/] at the approval (Ctrl-C); the run is saved. Continue it with:")
+            console.print(f"  {escape(resume_command)}", soft_wrap=True)
+            return CTRL_C_STATUS
         console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {escape(str(db_path))}[/]")
         render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
     print_summary(console, r, time.perf_counter() - start, delay, counts)
