@@ -42,7 +42,7 @@ def test_a_transfer_draws_the_run_path_tree(here: Path) -> None:
         (["no_such_module:x", "q"], "cannot import 'no_such_module': ModuleNotFoundError: No module named"),
         (["agents:missing", "q"], "'agents:missing': agents has no attribute 'missing'"),
         (["agents:number", "q"], "'agents:number' is an int, not an agent"),
-        (["agents:broken", "q"], "'agents:broken': calling it raised RuntimeError: no model configured"),
+        (["agents:broken", "q"], "calling it raised RuntimeError: no model configured (--verbose shows its traceback)"),
         (["agents:agnet", "q"], "agents has no attribute 'agnet'; did you mean 'agent'?"),
         (["agents:book", "q"], "'agents:book' is a tool (book), not an agent: give the agent that uses it"),
         (["agents:label", "q"], "'agents:label' returned a str ('clerk'), not an agent: the function must return"),
@@ -294,3 +294,102 @@ def test_the_resume_hint_names_a_tool_once_for_its_parallel_calls() -> None:
 
     calls = [Pending(f"id{i}", ("agent:a", f"tool:book:c{i}"), None, "book", {}) for i in range(2)]
     assert resume_hint("cp", "runs.db", "m:a", calls) == "rillet resume cp --db runs.db m:a --approve book"
+
+
+FAILING = '''
+from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, tool
+
+
+@tool
+def lookup(city: str) -> str:
+    """Looks a city up.
+
+    Args:
+        city: which.
+    """
+    raise KeyError(f"no such city: {city}")
+
+
+def calls_lookup(messages, tools=None):
+    if any(m.role == "tool" for m in messages):
+        return Message.assistant("sorry")
+    return Message.assistant("", [ToolCall(index=0, id="k1", function=FunctionCall("lookup", '{"city": "Oz"}'))])
+
+
+def no_model(messages, tools=None):
+    raise ConnectionError("model endpoint refused the connection")
+
+
+def tool_fails():
+    return ChatModelAgent("scout", description="looks up", model=ScriptedModel(calls_lookup), tools=[lookup])
+
+
+def model_fails():
+    return ChatModelAgent("scout", description="looks up", model=ScriptedModel(no_model))
+
+
+def factory_fails():
+    raise RuntimeError("no key")
+'''
+
+
+@pytest.fixture
+def failing(tmp_path: Path) -> Path:
+    (tmp_path / "failing.py").write_text(FAILING)
+    return tmp_path
+
+
+def test_a_model_error_shows_its_type_and_verbose_its_traceback(failing: Path) -> None:
+    plain = rillet("run", "failing:model_fails", "q", "--no-color", cwd=failing)
+    assert plain.returncode == 1
+    lines = plain.stdout.splitlines()
+    at = lines.index("error from scout: ConnectionError: model endpoint refused the connection")
+    assert lines[at + 1] == "    (--verbose shows its traceback)"
+    assert "Traceback" not in plain.stderr
+    verbose = rillet("run", "failing:model_fails", "q", "--no-color", "--verbose", cwd=failing)
+    assert verbose.returncode == 1
+    assert "error from scout: ConnectionError: model endpoint refused the connection" in verbose.stdout
+    assert "--verbose shows" not in verbose.stdout
+    assert verbose.stderr.startswith("Traceback (most recent call last):")
+    assert 'failing.py", line' in verbose.stderr and "in no_model" in verbose.stderr
+    assert verbose.stderr.rstrip().endswith("ConnectionError: model endpoint refused the connection")
+    as_json = rillet("run", "failing:model_fails", "q", "--json", "-v", cwd=failing)
+    (line,) = as_json.stdout.splitlines()
+    assert json.loads(line)["error"]["type"] == "ConnectionError" and "in no_model" in as_json.stderr
+
+
+def test_a_tool_error_shows_its_type_under_its_result_and_verbose_its_traceback(failing: Path) -> None:
+    plain = rillet("run", "failing:tool_fails", "q", "--no-color", cwd=failing)
+    assert plain.returncode == 0, plain.stderr
+    lines = plain.stdout.splitlines()
+    at = lines.index("  ← lookup")
+    assert lines[at + 1 : at + 4] == [
+        "    Error: 'no such city: Oz'",
+        "    lookup raised KeyError: 'no such city: Oz'",
+        "    (--verbose shows its traceback)",
+    ]
+    verbose = rillet("run", "failing:tool_fails", "q", "--no-color", "-v", cwd=failing)
+    assert "    lookup raised KeyError: 'no such city: Oz'" in verbose.stdout.splitlines()
+    assert verbose.stderr.startswith("Traceback (most recent call last):") and "in lookup" in verbose.stderr
+    assert verbose.stderr.rstrip().endswith("KeyError: 'no such city: Oz'")
+
+
+def test_a_factory_error_offers_verbose_and_verbose_shows_its_traceback(failing: Path) -> None:
+    one_line_error(
+        rillet("run", "failing:factory_fails", "q", cwd=failing),
+        2,
+        "rillet run: 'failing:factory_fails': calling it raised RuntimeError: no key (--verbose shows its traceback)",
+    )
+    verbose = rillet("run", "failing:factory_fails", "q", "--verbose", cwd=failing)
+    assert verbose.returncode == 2
+    assert verbose.stderr.startswith("Traceback (most recent call last):") and "in factory_fails" in verbose.stderr
+    assert (
+        verbose.stderr.splitlines()[-1] == "rillet run: 'failing:factory_fails': calling it raised RuntimeError: no key"
+    )
+
+
+def test_commands_that_run_agents_take_verbose(here: Path) -> None:
+    for command in ("run", "resume", "demo"):
+        assert "print the traceback of a model or tool error" in " ".join(
+            rillet(command, "--help", cwd=here).stdout.split()
+        )

@@ -142,11 +142,30 @@ def _required_parameters(fn: Any) -> list[str]:
     ]
 
 
-def agent_or_fail(command: str, spec: str, what: str = "") -> Any:
+def agent_or_fail(command: str, spec: str, what: str = "", *, verbose: bool | None = None) -> Any:
+    """The agent ``spec`` names, or the command's end in one line (with ``verbose``, after the
+    traceback of the error behind it: an import that failed, a factory that raised; False: the
+    line says --verbose shows it; None: a command without the switch)."""
     try:
         return load_agent(spec, what)
     except ValueError as e:
+        if verbose and e.__cause__ is not None:
+            import traceback
+
+            print("".join(traceback.format_exception(e.__cause__)).rstrip("\n"), file=sys.stderr, flush=True)
+        elif verbose is False and e.__cause__ is not None:
+            fail(command, f"{e} (--verbose shows its traceback)")
         fail(command, str(e))
+
+
+def verbose_option(f: F) -> F:
+    """``--verbose``: tracebacks of model and tool errors (and of a factory that raised)."""
+    return click.option(
+        "-v",
+        "--verbose",
+        is_flag=True,
+        help="print the traceback of a model or tool error (by default: its type and message)",
+    )(f)
 
 
 def checkpoint_store(command: str, db: str, *, create: bool = True, code: int = 2) -> SqliteCheckpointStore:

@@ -9,6 +9,7 @@ import click
 from click.decorators import FC
 
 from rillet.cli.bench import seconds
+from rillet.cli.common import verbose_option
 from rillet.examples import EXAMPLES
 
 
@@ -51,6 +52,7 @@ def approval_flags(f: FC) -> FC:
     "--stop-at-approval", is_flag=True, help="save the run when it asks for approval and stop (see: rillet resume)"
 )
 @approval_flags
+@verbose_option
 def demo(
     example: str,
     fast: bool,
@@ -61,6 +63,7 @@ def demo(
     decision: str | None,
     db: str | None,
     model: str,
+    verbose: bool,
 ) -> int:
     color = False if no_color else None
     delay = 0.0 if fast else delay
@@ -70,6 +73,7 @@ def demo(
             "--db": db,
             "--stop-at-approval": stop_at_approval,
             "--model": model != "scripted",
+            "--verbose": verbose,
         }
         used = [flag for flag, value in flags.items() if value]
         if used:
@@ -90,4 +94,5 @@ def demo(
         db=db,
         stop_at_approval=stop_at_approval,
         model=model,
+        verbose=verbose,
     )

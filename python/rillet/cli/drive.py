@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from rillet.checkpoint.payload import Loaded
     from rillet.data.events import AgentEvent
+    from rillet.examples.demo import ToolErrors
     from rillet.runner import Runner
 
 NO_ANSWER = object()
@@ -202,7 +203,19 @@ def _ask(console: Console, p: Pending, readline: Callable[[], str]) -> Any:
 class Driver:
     """Shows a run (text or JSON lines) and answers its interrupts until it ends."""
 
-    def __init__(self, command: str, runner: Runner, console: Console, *, as_json: bool, decisions: Decisions) -> None:
+    def __init__(
+        self,
+        command: str,
+        runner: Runner,
+        console: Console,
+        *,
+        as_json: bool,
+        decisions: Decisions,
+        verbose: bool = False,
+        tool_errors: ToolErrors | None = None,
+    ) -> None:
+        """``tool_errors``: the observer given to ``runner``, whose failed tool calls are shown
+        (their type and message; with ``verbose``, their tracebacks, on stderr)."""
         from rillet.examples.demo import Renderer
 
         self.command = command
@@ -210,7 +223,8 @@ class Driver:
         self.console = console
         self.as_json = as_json
         self.decisions = decisions
-        self.renderer = Renderer(console, run_paths=True, tree=True)
+        self.verbose = verbose
+        self.renderer = Renderer(console, run_paths=True, tree=True, verbose=verbose, tool_errors=tool_errors)
         self.errors = 0
         self.asked: list[Pending] = []  # every interrupt the run stopped at, for a flag that matched none
         self.ctrl_c = False  # the prompt was left with Ctrl-C: ask nothing more
@@ -221,6 +235,8 @@ class Driver:
         for ev in events:
             if self.as_json:
                 print(dumps(event_json(ev)), flush=True)
+                if self.verbose and ev.error is not None:  # the line carries its type and message
+                    self.renderer.explain(ev.error)
             else:
                 self.renderer.event(ev)
                 if ev.output is not None and ev.output.customized_output is not None:
@@ -231,7 +247,22 @@ class Driver:
             self.errors += ev.error is not None
             if ev.action is not None and ev.action.interrupted is not None:
                 pending = pending_of_event(ev.action.interrupted.interrupt_contexts)
+        if self.as_json:
+            self._json_tool_errors()
+        else:
+            self.renderer.flush_tool_errors()
         return pending
+
+    def _json_tool_errors(self) -> None:
+        """With --json, a failed tool call's traceback (--verbose) on stderr; the JSON line has
+        its result, the error text the model was sent."""
+        errors = self.renderer.tool_errors
+        if errors is None:
+            return
+        for _, error in list(errors.errors.values()):
+            if self.verbose:
+                self.renderer.explain(error)
+        errors.errors.clear()
 
     def answer(self, pending: Sequence[Pending], *, prompt: bool = True) -> dict[str, Any]:
         """Each interrupt's answer from the flags, else the prompt (not with --json); an

@@ -17,6 +17,7 @@ from rillet.cli.common import (
     decision_options,
     fail,
     output_options,
+    verbose_option,
 )
 from rillet.cli.demo import model_option
 from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, pending_of_checkpoint, resume_hint
@@ -34,6 +35,7 @@ from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, pending_
 @click.option("--db", metavar="FILE", help=DB_HELP)
 @model_option
 @decision_options
+@verbose_option
 @output_options
 def resume(
     checkpoint_id: str,
@@ -43,6 +45,7 @@ def resume(
     model: str,
     approve: tuple[str, ...],
     reject: tuple[str, ...],
+    verbose: bool,
     as_json: bool,
     no_color: bool,
 ) -> int:
@@ -61,11 +64,13 @@ def resume(
     path = db_or_fail("resume", db)
     agent = None
     if spec is not None or agent_flag is not None:
-        agent = agent_or_fail("resume", spec or agent_flag or "", "" if spec else "--agent")
+        agent = agent_or_fail("resume", spec or agent_flag or "", "" if spec else "--agent", verbose=verbose)
     store = checkpoint_store("resume", path, create=False, code=1)
     console = make_console(False if no_color else None)
     try:
-        return _resume(checkpoint_id, store, path, agent, model, spec or agent_flag, decisions, console, as_json)
+        return _resume(
+            checkpoint_id, store, path, agent, model, spec or agent_flag, decisions, console, as_json, verbose
+        )
     except Exception as e:
         import sqlite3
 
@@ -103,9 +108,10 @@ def _resume(
     decisions: Decisions,
     console: Any,
     as_json: bool,
+    verbose: bool,
 ) -> int:
     from rillet.checkpoint.payload import load
-    from rillet.examples.demo import demo_agent_for, make_chat_model, missing_key
+    from rillet.examples.demo import ToolErrors, demo_agent_for, make_chat_model, missing_key
     from rillet.runner import Runner
     from rillet.sessions import SqliteSessionStore
 
@@ -119,8 +125,11 @@ def _resume(
             return 2
         agent = demo_agent_for(checkpoint_id, loaded.agent, chat)
     sessions = SqliteSessionStore(path) if loaded.session_ref is not None else None
-    runner = Runner(agent, checkpoint_store=store, session_store=sessions)
-    driver = Driver("resume", runner, console, as_json=as_json, decisions=decisions)
+    tool_errors = ToolErrors()
+    runner = Runner(agent, checkpoint_store=store, session_store=sessions, observers=[tool_errors])
+    driver = Driver(
+        "resume", runner, console, as_json=as_json, decisions=decisions, verbose=verbose, tool_errors=tool_errors
+    )
     pending = pending_of_checkpoint(loaded)
     targets = driver.answer(pending)
     unanswered = [p for p in pending if p.tool is not None and p.id not in targets]

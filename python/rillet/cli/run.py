@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rillet.cli.common import agent_or_fail, checkpoint_store, decision_options, fail, output_options
+from rillet.cli.common import (
+    agent_or_fail,
+    checkpoint_store,
+    decision_options,
+    fail,
+    output_options,
+    verbose_option,
+)
 from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, resume_hint
 
 if TYPE_CHECKING:
@@ -33,6 +40,7 @@ if TYPE_CHECKING:
 @click.option("--checkpoint-id", metavar="ID", help="the id an interrupted run is saved under (default: run-<random>)")
 @click.option("--no-stream", is_flag=True, help="ask the model for whole replies instead of streams")
 @decision_options
+@verbose_option
 @output_options
 def run(
     spec: str,
@@ -43,26 +51,33 @@ def run(
     no_stream: bool,
     approve: tuple[str, ...],
     reject: tuple[str, ...],
+    verbose: bool,
     as_json: bool,
     no_color: bool,
 ) -> int:
     """Runs the agent MODULE:ATTRIBUTE names (an agent, or a function of no arguments returning
     one) on QUESTION. Interrupts are answered by --approve/--reject, else at the prompt; with
     neither (no --json, stdin at its end) the run stops there, exit status 3 (130 after Ctrl-C
-    at the prompt); with --db it is saved, and the line on stderr is the command that resumes it."""
+    at the prompt); with --db it is saved, and the line on stderr is the command that resumes it.
+    A model or tool error shows its type and message; --verbose, its traceback too."""
     from rillet.checkpoint import InMemoryCheckpointStore
-    from rillet.examples.demo import make_console
+    from rillet.examples.demo import ToolErrors, make_console
     from rillet.runner import Runner
 
     decisions = Decisions("run", approve, reject)
     if query is None and session_id is None:
         fail("run", 'no question: rillet run MODULE:ATTRIBUTE "QUESTION" (or --session ID to chat)')
-    agent = agent_or_fail("run", spec)
+    agent = agent_or_fail("run", spec, verbose=verbose)
     store: Any = checkpoint_store("run", db) if db is not None else InMemoryCheckpointStore()
     sessions = _session_store(db) if session_id is not None else None
     console = make_console(False if no_color else None)
-    runner = Runner(agent, streaming=not no_stream, checkpoint_store=store, session_store=sessions)
-    driver = Driver("run", runner, console, as_json=as_json, decisions=decisions)
+    tool_errors = ToolErrors()
+    runner = Runner(
+        agent, streaming=not no_stream, checkpoint_store=store, session_store=sessions, observers=[tool_errors]
+    )
+    driver = Driver(
+        "run", runner, console, as_json=as_json, decisions=decisions, verbose=verbose, tool_errors=tool_errors
+    )
     start = time.perf_counter()
     status = 0
     for text, typed in _turns(query, session_id, console, as_json):

@@ -7,6 +7,7 @@ tools validated and run concurrently, and the model's tokens streamed as they ar
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 import uuid
@@ -157,10 +158,22 @@ class Renderer:
     last one shown, each indented by its depth.
     """
 
-    def __init__(self, console: Console, *, run_paths: bool = False, tree: bool = False) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        run_paths: bool = False,
+        tree: bool = False,
+        verbose: bool | None = None,
+        tool_errors: ToolErrors | None = None,
+    ) -> None:
         self.console = console
         self.run_paths = run_paths
         self.tree = tree
+        # An error's traceback: printed (True), offered with --verbose (False), neither (None:
+        # a command without the switch, or events decoded from a checkpoint).
+        self.verbose = verbose
+        self.tool_errors = tool_errors  # the exceptions behind failed tool calls, by call id
         self.path = ""
         self.names: list[str] = []
         self.drawn = False  # whether a tree line was printed yet
@@ -209,7 +222,11 @@ class Renderer:
         moved = self._where(ev)
         if ev.error is not None:
             self.errors += 1
-            c.print(f"[bold red]error[/] from {escape(ev.agent_name or 'agent')}: {escape(str(ev.error))}")
+            c.print(
+                f"[bold red]error[/] from {escape(ev.agent_name or 'agent')}: {escape(error_text(ev.error))}",
+                highlight=False,
+            )
+            self.explain(ev.error)
             return
         mv = ev.message_output
         if mv is not None and mv.role == "assistant":
@@ -231,10 +248,37 @@ class Renderer:
                 self.speaker = ev.agent_name
             c.print(f"  [green]← {escape(mv.tool_name)}[/]" + (" [dim](streaming)[/]" if mv.is_streaming else ""))
             msg = self._stream_text(mv, indent="    ", style="green")
+            self.tool_error(msg.tool_call_id)
         if ev.action is not None:
             what = _action_text(ev.action)
             self.actions.append(what)
             c.print(f"  [magenta]action:[/] {escape(what)}", highlight=False)
+
+    def tool_error(self, call_id: str | None) -> None:
+        """The exception behind the failed tool call ``call_id`` (its result is the error text the
+        model was sent): its type and message, and its traceback as :meth:`explain` says."""
+        if self.tool_errors is None or call_id is None:
+            return
+        failed = self.tool_errors.errors.pop(call_id, None)
+        if failed is not None:
+            tool, error = failed
+            self.console.print(f"    [red]{escape(tool)} raised[/] {escape(error_text(error))}", highlight=False)
+            self.explain(error)
+
+    def flush_tool_errors(self) -> None:
+        """The failed tool calls not shown under their results yet (a stream that ended first)."""
+        if self.tool_errors is not None:
+            for call_id in list(self.tool_errors.errors):
+                self.tool_error(call_id)
+
+    def explain(self, error: BaseException) -> None:
+        """With ``verbose``, the error's traceback on stderr; else how to see it."""
+        if self.verbose:
+            import traceback
+
+            print("".join(traceback.format_exception(error)).rstrip("\n"), file=sys.stderr, flush=True)
+        elif self.verbose is False and error.__traceback__ is not None:
+            self.console.print("    [dim](--verbose shows its traceback)[/]")
 
     def _stream_text(self, mv: Any, indent: str = "  ", style: str = "") -> Message:
         """Prints the message's text as it streams, wrapped to the console, and returns the
@@ -301,6 +345,26 @@ class Wrapped:
     def end(self) -> None:
         self._flush_word()
         self._newline()
+
+
+def error_text(error: BaseException) -> str:
+    """An error as one line: its type and message (the type alone when it has no message)."""
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+class ToolErrors(RunObserver):
+    """Keeps the exception of each failed tool call (whose result is the error text the model is
+    sent), for the renderer to show its type, and its traceback with ``--verbose``."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, tuple[str, BaseException]] = {}
+
+    def on_tool_end(
+        self, run: RunInfo, tool: str, call_id: str, result: str | None, error: BaseException | None
+    ) -> None:
+        if error is not None and result is not None:  # error alone: an interrupt, a cancellation, a raise
+            self.errors[call_id] = (tool, error)
 
 
 def _action_text(a: Any) -> str:
@@ -426,11 +490,13 @@ def main(
     db: str | Path | None = None,
     stop_at_approval: bool = False,
     model: str = "scripted",
+    verbose: bool = False,
 ) -> int:
     """Runs the demo and prints it; returns the process exit code. The run is checkpointed
     in SQLite (``db``) when it stops for approval, then resumed from there. ``model="openai"``
     runs it on an OpenAI-compatible endpoint (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, and
-    ``OPENAI_MODEL``, default gpt-4o-mini) instead of the scripted model."""
+    ``OPENAI_MODEL``, default gpt-4o-mini) instead of the scripted model. ``verbose`` prints
+    the traceback of a model or tool error."""
     from rillet.checkpoint import SqliteCheckpointStore
     from rillet.runner import Runner
 
@@ -446,11 +512,15 @@ def main(
     db_path = Path(db) if db is not None else default_db()
     delay = delay if chat is None else 0.0
     counts = _ModelCalls()
+    tool_errors = ToolErrors()
     store = SqliteCheckpointStore(db_path)
-    runner = Runner(build_agent(delay, chat), streaming=streaming, checkpoint_store=store, observers=[counts])
+    agent = build_agent(delay, chat)
+    runner = Runner(agent, streaming=streaming, checkpoint_store=store, observers=[counts, tool_errors])
     checkpoint_id = f"demo-{uuid.uuid4().hex[:8]}"
     start = time.perf_counter()
-    r = render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console)
+    r = Renderer(console, verbose=verbose, tool_errors=tool_errors)
+    render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console, into=r)
+    r.flush_tool_errors()
     ask = _interrupt_of(r.seen)
     resume_command = f"rillet resume {checkpoint_id} --db {db_path} --approve"
     if ask is not None and stop_at_approval:
@@ -468,6 +538,7 @@ def main(
             return CTRL_C_STATUS
         console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {escape(str(db_path))}[/]")
         render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
+        r.flush_tool_errors()
     print_summary(console, r, time.perf_counter() - start, delay, counts)
     return 0
 
