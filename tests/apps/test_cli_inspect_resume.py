@@ -175,3 +175,76 @@ def test_a_resumed_tool_result_comes_under_its_agent_header(saved: Path) -> None
         "clerk (model call 1)",
         "  tool said: booked 2 nights in Lisbon",
     ]
+
+
+def test_inspect_lists_and_shows_sessions(tmp_path: Path) -> None:
+    write_agents(tmp_path)
+    for turn in ("I am Ada", "please book"):
+        said = rillet(
+            "run", "agents:build", turn, "--session", "ada", "--db", "chat.db", "--approve", "book", cwd=tmp_path
+        )
+        assert said.returncode == 0, said.stderr
+    assert rillet("run", "agents:build", "hi", "--session", "bo", "--db", "chat.db", cwd=tmp_path).returncode == 0
+
+    checkpoints = rillet("inspect", "--db", "chat.db", "--no-color", cwd=tmp_path).stdout.splitlines()
+    assert checkpoints == [
+        "no checkpoints in chat.db",
+        "sessions: 2 (rillet inspect --sessions --db chat.db lists them)",
+    ]
+    listed = rillet("inspect", "--sessions", "--db", "chat.db", "--no-color", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    header, *rows = listed.stdout.splitlines()
+    assert header.split() == ["session", "turns", "last", "turn"]
+    assert [row.split()[:2] for row in rows] == [["bo", "1"], ["ada", "2"]]  # the last used first
+    assert all(row.endswith("s ago") for row in rows)
+    as_json = [
+        json.loads(line)
+        for line in rillet("inspect", "--sessions", "--db", "chat.db", "--json", cwd=tmp_path).stdout.splitlines()
+    ]
+    assert [(e["id"], e["turns"]) for e in as_json] == [("bo", 1), ("ada", 2)]
+
+    shown = rillet("inspect", "--session", "ada", "--db", "chat.db", "--no-color", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith("session ada · 2 turns · last turn ") and lines[1] == "values: none"
+    second = lines[lines.index("turn 2") :]
+    assert second == [
+        "turn 2",
+        "  user",
+        "    please book",
+        "  assistant",
+        "    Booking.",
+        '    → calls book({"city": "Lisbon", "nights": 2})',
+        "  ← book",
+        "    booked 2 nights in Lisbon",
+        "  assistant",
+        "    tool said: booked 2 nights in Lisbon",
+    ]
+    data = json.loads(rillet("inspect", "--session", "ada", "--db", "chat.db", "--json", cwd=tmp_path).stdout)
+    assert data["id"] == "ada" and data["values"] == {} and data["summary"] == []
+    assert [t["index"] for t in data["turns"]] == [1, 2]
+    assert data["turns"][0]["messages"] == [
+        {"role": "user", "content": "I am Ada"},
+        {"role": "assistant", "content": "heard: I am Ada"},
+    ]
+
+
+def test_inspect_session_errors_say_what_to_do(tmp_path: Path) -> None:
+    write_agents(tmp_path)
+    assert rillet("run", "agents:build", "hi", "--session", "bo", "--db", "chat.db", cwd=tmp_path).returncode == 0
+    one_line_error(
+        rillet("inspect", "--session", "nope", "--db", "chat.db", cwd=tmp_path),
+        1,
+        "rillet inspect: no session 'nope' in chat.db (rillet inspect --sessions --db chat.db lists them)",
+    )
+    one_line_error(
+        rillet("inspect", "trip", "--session", "bo", "--db", "chat.db", cwd=tmp_path),
+        2,
+        "CHECKPOINT and --session given together: give one (a checkpoint, --sessions, or --session ID)",
+    )
+    one_line_error(
+        rillet("inspect", "--sessions", "--db", "absent.db", cwd=tmp_path), 2, "no checkpoint database at absent.db"
+    )
+    assert rillet("run", "agents:build", "hi", "--db", "plain.db", cwd=tmp_path).returncode == 0
+    empty = rillet("inspect", "--sessions", "--db", "plain.db", "--no-color", cwd=tmp_path)
+    assert empty.stdout == "no sessions in plain.db (rillet run --session ID --db plain.db starts one)\n"

@@ -228,6 +228,8 @@ class Driver:
         self.errors = 0
         self.asked: list[Pending] = []  # every interrupt the run stopped at, for a flag that matched none
         self.ctrl_c = False  # the prompt was left with Ctrl-C: ask nothing more
+        self.defer_warnings = False  # a chat: a flag may match a later turn, so warn at its end
+        self.warned: set[str] = set()  # the flags already named as matching nothing
 
     def show(self, events: Iterable[AgentEvent]) -> list[Pending]:
         """Shows ``events``; the interrupts the run stopped at (empty: it ended)."""
@@ -296,7 +298,8 @@ class Driver:
         return self.finish()
 
     def finish(self) -> int:
-        self.warn_unused([])
+        if not self.defer_warnings:
+            self.warn_unused([])
         return 1 if self.errors else 0
 
     def warn_unused(self, waiting: Sequence[Pending]) -> None:
@@ -305,6 +308,9 @@ class Driver:
         import difflib
 
         for flag in self.decisions.unused():
+            if flag in self.warned:
+                continue
+            self.warned.add(flag)
             kind, _, key = flag.partition(" ")
             listed = waiting or self.asked
             if not listed:

@@ -78,12 +78,14 @@ def run(
     driver = Driver(
         "run", runner, console, as_json=as_json, decisions=decisions, verbose=verbose, tool_errors=tool_errors
     )
+    driver.defer_warnings = session_id is not None
     start = time.perf_counter()
     status = 0
     for text, typed in _turns(query, session_id, console, as_json):
         status = _turn(driver, text, typed, session_id, checkpoint_id, db, spec)
         if status in (3, CTRL_C_STATUS):  # stopped at an interrupt: the conversation cannot go on past it
             break
+    driver.warn_unused([])  # a chat's flags, at its end (a one-question run's were named already)
     if not as_json:
         from rillet.examples.demo import print_summary
 
