@@ -393,3 +393,22 @@ def test_commands_that_run_agents_take_verbose(here: Path) -> None:
         assert "print the traceback of a model or tool error" in " ".join(
             rillet(command, "--help", cwd=here).stdout.split()
         )
+
+
+def test_a_chat_names_an_unmatched_flag_once_at_its_end_not_after_a_turn_that_did_not_need_it(here: Path) -> None:
+    chat = rillet(
+        "run",
+        "agents:build",
+        "hello",
+        "--session",
+        "s",
+        "--approve",
+        "book",
+        "--reject",
+        "refund",
+        cwd=here,
+        stdin="please book\n",
+    )
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stderr.startswith("rillet run: --reject refund matched no interrupt of this run; it asked for: book (")
+    assert len(chat.stderr.splitlines()) == 1 and "--approve book" not in chat.stderr

@@ -68,8 +68,24 @@ def test_rillet_demo_reject_flag_declines_the_booking(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = " ".join(result.stdout.split())
     assert "No answer on stdin" not in out and "[a]pprove" not in out  # the flag decided, not the prompt
-    assert REJECTED in out and "I did not book the hotel" in out
-    assert "Booked" not in out and "LIS-4821" not in out
+    assert "The user rejected this call of book_hotel (rejected with --reject)." in out
+    assert "I did not book the hotel" in out and "Booked" not in out and "LIS-4821" not in out
+
+
+def test_the_demo_takes_the_approve_and_reject_flags_of_rillet_run(tmp_path: Path) -> None:
+    db = str(tmp_path / "f.db")
+    named = cli("demo", "--fast", "--no-color", "--reject", "book_hotel=too pricey", "--db", db)
+    assert named.returncode == 0, named.stderr
+    assert "The user rejected this call of book_hotel (too pricey)." in " ".join(named.stdout.split())
+    edited = cli("demo", "--fast", "--no-color", "--approve", 'book_hotel={"city": "Lisbon", "nights": 4}', "--db", db)
+    assert "Booked 4 nights at Casa do Rio, Lisbon" in edited.stdout
+    mistyped = cli("demo", "--fast", "--no-color", "--approve", "book_hotl", "--db", db)
+    assert mistyped.returncode == 0, mistyped.stderr
+    assert "book_hotel: [a]pprove, [r]eject [reason], [e]dit [JSON]?" in mistyped.stdout  # asked, then approved
+    assert mistyped.stderr.startswith(
+        "rillet demo: --approve book_hotl matched no interrupt of this run; it asked for: book_hotel ("
+    )
+    assert mistyped.stderr.rstrip().endswith("did you mean --approve book_hotel?")
 
 
 def test_rillet_demo_approve_flag_books(tmp_path: Path) -> None:

@@ -303,28 +303,37 @@ class Driver:
         return 1 if self.errors else 0
 
     def warn_unused(self, waiting: Sequence[Pending]) -> None:
-        """A line on stderr for each flag that matched no interrupt, naming those that wait (or
-        that the run asked), the closest tool name, and how to answer them."""
-        import difflib
+        """Names each flag that matched no interrupt (once), with those that wait (or that the
+        run asked)."""
+        warn_unused(self.command, self.decisions, waiting, self.asked, self.warned)
 
-        for flag in self.decisions.unused():
-            if flag in self.warned:
-                continue
-            self.warned.add(flag)
-            kind, _, key = flag.partition(" ")
-            listed = waiting or self.asked
-            if not listed:
-                what = "the run asked for no approval or other answer"
-            else:
-                verb = "waits for" if waiting else "asked for"
-                what = f"it {verb}: {', '.join(p.label() for p in listed)}"
-                tools = sorted({p.tool for p in listed if p.tool})
-                close = difflib.get_close_matches(key, tools, n=1, cutoff=0.6)
-                if close:
-                    what += f"; did you mean {kind} {close[0]}?"
-                elif waiting:
-                    what += f" (give {kind} a tool's name or an interrupt id, or {kind} alone for every approval)"
-            print(f"rillet {self.command}: {flag} matched no interrupt of this run; {what}", file=sys.stderr)
+
+def warn_unused(
+    command: str, decisions: Decisions, waiting: Sequence[Pending], asked: Sequence[Pending], warned: set[str]
+) -> None:
+    """A line on stderr for each flag that matched no interrupt and is not in ``warned``, naming
+    the interrupts that wait (else those the run asked), the closest tool name, and how to
+    answer them."""
+    import difflib
+
+    for flag in decisions.unused():
+        if flag in warned:
+            continue
+        warned.add(flag)
+        kind, _, key = flag.partition(" ")
+        listed = waiting or asked
+        if not listed:
+            what = "the run asked for no approval or other answer"
+        else:
+            verb = "waits for" if waiting else "asked for"
+            what = f"it {verb}: {', '.join(p.label() for p in listed)}"
+            tools = sorted({p.tool for p in listed if p.tool})
+            close = difflib.get_close_matches(key, tools, n=1, cutoff=0.6)
+            if close:
+                what += f"; did you mean {kind} {close[0]}?"
+            elif waiting:
+                what += f" (give {kind} a tool's name or an interrupt id, or {kind} alone for every approval)"
+        print(f"rillet {command}: {flag} matched no interrupt of this run; {what}", file=sys.stderr)
 
 
 def resume_hint(checkpoint_id: str, db: str, spec: str, missing: Sequence[Pending]) -> str:

@@ -454,19 +454,18 @@ def default_db() -> Path:
     return Path(tempfile.gettempdir()) / "rillet-demo.db"
 
 
-def _decide(console: Console, pending: Any, decision: str | None) -> Any:
-    """The person's answer to the approval: from the flag, else the prompt ``rillet run`` and
-    ``rillet resume`` show (typed, or piped on stdin); with neither (stdin at its end), approval,
-    said so: the demo's own run needs no one at the keyboard. CTRL_C if the prompt was left
-    with Ctrl-C."""
+def _decide(console: Console, pending: Any, decisions: Any) -> Any:
+    """The person's answer to the approval: from ``--approve``/``--reject`` (``decisions``), else
+    the prompt ``rillet run`` and ``rillet resume`` show (typed, or piped on stdin); with neither
+    (stdin at its end), approval, said so: the demo's own run needs no one at the keyboard.
+    CTRL_C if the prompt was left with Ctrl-C."""
     from rillet.cli.drive import NO_ANSWER, announce, ask
-    from rillet.tools.approval import approve, reject
+    from rillet.tools.approval import approve
 
     announce(console, pending)
-    if decision == "approve":
-        return approve()
-    if decision == "reject":
-        return reject("the traveller declined")
+    data = decisions.decide(pending)
+    if data is not NO_ANSWER:
+        return data
     data = ask(console, pending)
     if data is NO_ANSWER:
         console.print("  [dim]No answer on stdin: approving (pass --reject to decline).[/]")
@@ -488,6 +487,8 @@ def main(
     color: bool | None = None,
     decision: str | None = None,
     db: str | Path | None = None,
+    approve: Sequence[str] = (),
+    reject: Sequence[str] = (),
     stop_at_approval: bool = False,
     model: str = "scripted",
     verbose: bool = False,
@@ -496,7 +497,9 @@ def main(
     in SQLite (``db``) when it stops for approval, then resumed from there. ``model="openai"``
     runs it on an OpenAI-compatible endpoint (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, and
     ``OPENAI_MODEL``, default gpt-4o-mini) instead of the scripted model. ``verbose`` prints
-    the traceback of a model or tool error."""
+    the traceback of a model or tool error. The approval is answered by ``approve``/``reject``
+    (the flags of ``rillet run``), or ``decision`` (``"approve"`` or ``"reject"``), else at the
+    prompt."""
     from rillet.checkpoint import SqliteCheckpointStore
     from rillet.runner import Runner
 
@@ -528,10 +531,13 @@ def main(
         console.print(f"  {escape(resume_command)}", soft_wrap=True)  # one line, to copy whole
         return 0
     if ask is not None:
-        from rillet.cli.drive import CTRL_C, CTRL_C_STATUS, pending_of_event
+        from rillet.cli.drive import CTRL_C, CTRL_C_STATUS, Decisions, pending_of_event, warn_unused
 
+        if decision is not None:  # the older spelling: one answer for the demo's one approval
+            approve, reject = (("*",), ()) if decision == "approve" else ((), ("*=the traveller declined",))
+        decisions = Decisions("demo", approve, reject)
         (pending,) = pending_of_event([ask])
-        data = _decide(console, pending, decision)
+        data = _decide(console, pending, decisions)
         if data is CTRL_C:
             console.print("\n[bold]Stopped[/] at the approval (Ctrl-C); the run is saved. Continue it with:")
             console.print(f"  {escape(resume_command)}", soft_wrap=True)
@@ -539,6 +545,7 @@ def main(
         console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {escape(str(db_path))}[/]")
         render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
         r.flush_tool_errors()
+        warn_unused("demo", decisions, [], [pending], set())
     print_summary(console, r, time.perf_counter() - start, delay, counts)
     return 0
 
