@@ -132,7 +132,9 @@ def ctrl_c_at_prompt(*args: str, cwd: Path, prompt: str = "[e]dit [JSON]? ") -> 
             if not chunk:
                 break
             shown += chunk
-    time.sleep(0.3)  # at the prompt, waiting for a line: as long as a person would be
+    from support.waiting import process_waits, wait_until
+
+    wait_until(lambda: process_waits(proc.pid), "the prompt to wait for a line")  # the prompt printed whole
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, (shown + out).decode(), err.decode())

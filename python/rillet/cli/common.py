@@ -186,6 +186,13 @@ def checkpoint_store(command: str, db: str, *, create: bool = True, code: int = 
         fail(command, str(e), code)
 
 
+def default_db() -> Path:
+    """Where ``rillet demo`` saves its runs without ``--db``: rillet-demo.db in the temp folder."""
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / "rillet-demo.db"
+
+
 DB_HELP = "the SQLite file the run was saved in (the --db of rillet run, or the file rillet demo prints); required"
 
 
@@ -194,8 +201,6 @@ def db_or_fail(command: str, db: str | None) -> str:
     file it was saved in, never from one picked silently)."""
     if db is not None:
         return db
-    from rillet.examples.demo import default_db
-
     fail(
         command,
         f"--db FILE is missing: give the SQLite file the run was saved in (rillet run --db FILE; "

@@ -8,7 +8,6 @@ tools validated and run concurrently, and the model's tokens streamed as they ar
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from rillet._native import FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from rillet.cli.common import default_db
 from rillet.run.observer import ModelInfo, RunInfo, RunObserver
 
 if TYPE_CHECKING:
@@ -450,16 +450,12 @@ def print_summary(console: Console, r: Renderer, took: float, delay: float, coun
         console.print("[dim]The scripted model pauses between tokens to look live; --fast skips that.[/]")
 
 
-def default_db() -> Path:
-    return Path(tempfile.gettempdir()) / "rillet-demo.db"
-
-
 def _decide(console: Console, pending: Any, decisions: Any) -> Any:
     """The person's answer to the approval: from ``--approve``/``--reject`` (``decisions``), else
     the prompt ``rillet run`` and ``rillet resume`` show (typed, or piped on stdin); with neither
     (stdin at its end), approval, said so: the demo's own run needs no one at the keyboard.
     CTRL_C if the prompt was left with Ctrl-C."""
-    from rillet.cli.drive import NO_ANSWER, announce, ask
+    from rillet.cli.prompt import NO_ANSWER, announce, ask
     from rillet.tools.approval import approve
 
     announce(console, pending)
@@ -531,7 +527,7 @@ def main(
         console.print(f"  {escape(resume_command)}", soft_wrap=True)  # one line, to copy whole
         return 0
     if ask is not None:
-        from rillet.cli.drive import CTRL_C, CTRL_C_STATUS, Decisions, pending_of_event, warn_unused
+        from rillet.cli.prompt import CTRL_C, CTRL_C_STATUS, Decisions, pending_of_event, warn_unused
 
         if decision is not None:  # the older spelling: one answer for the demo's one approval
             approve, reject = (("*",), ()) if decision == "approve" else ((), ("*=the traveller declined",))
