@@ -91,14 +91,35 @@ def test_inspect_errors_are_one_line(saved: Path) -> None:
     assert not (saved / "absent.db").exists()  # nothing created
     one_line_error(rillet("inspect", "--db", "junk.db", cwd=saved), 2, "is not a SQLite database")
     one_line_error(rillet("inspect", "--db", ".", cwd=saved), 2, "--db '.' is a directory")
-    usage = rillet("inspect", "trip", cwd=saved)
-    assert usage.returncode == 2 and "Missing option '--db'" in usage.stderr
+
+
+def test_resume_and_inspect_both_need_db_and_say_which_file(saved: Path) -> None:
+    import tempfile
+
+    demo_db = str(Path(tempfile.gettempdir()) / "rillet-demo.db")
+    for command in (["inspect", "trip"], ["inspect"], ["resume", "trip", "agents:team", "--approve"]):
+        missing = rillet(*command, cwd=saved)
+        one_line_error(
+            missing, 2, f"rillet {command[0]}: --db FILE is missing: give the SQLite file the run was saved in"
+        )
+        assert f"rillet demo's is {demo_db}" in missing.stderr
+    for command in ("inspect", "resume"):
+        assert "the SQLite file the run was saved in" in " ".join(rillet(command, "--help", cwd=saved).stdout.split())
 
 
 def test_resume_with_the_agent_as_an_argument_and_an_approval(saved: Path) -> None:
     refused = rillet("resume", "trip", "--db", "runs.db", "agents:team", cwd=saved)  # no answer: nothing runs
     one_line_error(refused, 2, "waits for an approval (book (")
-    assert "pass --approve or --reject (nothing was run)" in refused.stderr
+    assert (
+        "pass --approve or --reject (nothing was run): rillet resume trip --db runs.db agents:team --approve book"
+        in (refused.stderr)
+    )
+    mistyped = rillet("resume", "trip", "--db", "runs.db", "agents:team", "--approve", "bok", cwd=saved)
+    assert mistyped.returncode == 2
+    assert mistyped.stderr.splitlines()[0].startswith(
+        "rillet resume: --approve bok matched no interrupt of this run; it waits for: book ("
+    )
+    assert mistyped.stderr.splitlines()[0].endswith("did you mean --approve book?")
     resumed = rillet("resume", "trip", "--db", "runs.db", "agents:team", "--no-color", "--approve", "book", cwd=saved)
     assert resumed.returncode == 0, resumed.stderr
     assert "approval needed: book (" in resumed.stdout and "tool said: booked 2 nights in Lisbon" in resumed.stdout
@@ -127,7 +148,7 @@ def test_resume_reads_a_bare_approve_before_the_agent_and_refuses_two_agents(sav
     twice = rillet("resume", "x", "--db", "runs.db", "agents:team", "--agent", "agents:build", cwd=saved)
     one_line_error(twice, 2, "the agent is given twice (agents:team and --agent agents:build): give it once")
     bad = rillet("resume", "x", "--db", "runs.db", "agents:number", cwd=saved)
-    one_line_error(bad, 2, "rillet resume: 'agents:number' is a int, not an agent")
+    one_line_error(bad, 2, "rillet resume: 'agents:number' is an int, not an agent")
 
 
 def test_resume_on_an_unusable_store_is_one_line_exit_1(saved: Path) -> None:
@@ -154,3 +175,76 @@ def test_a_resumed_tool_result_comes_under_its_agent_header(saved: Path) -> None
         "clerk (model call 1)",
         "  tool said: booked 2 nights in Lisbon",
     ]
+
+
+def test_inspect_lists_and_shows_sessions(tmp_path: Path) -> None:
+    write_agents(tmp_path)
+    for turn in ("I am Ada", "please book"):
+        said = rillet(
+            "run", "agents:build", turn, "--session", "ada", "--db", "chat.db", "--approve", "book", cwd=tmp_path
+        )
+        assert said.returncode == 0, said.stderr
+    assert rillet("run", "agents:build", "hi", "--session", "bo", "--db", "chat.db", cwd=tmp_path).returncode == 0
+
+    checkpoints = rillet("inspect", "--db", "chat.db", "--no-color", cwd=tmp_path).stdout.splitlines()
+    assert checkpoints == [
+        "no checkpoints in chat.db",
+        "sessions: 2 (rillet inspect --sessions --db chat.db lists them)",
+    ]
+    listed = rillet("inspect", "--sessions", "--db", "chat.db", "--no-color", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    header, *rows = listed.stdout.splitlines()
+    assert header.split() == ["session", "turns", "last", "turn"]
+    assert [row.split()[:2] for row in rows] == [["bo", "1"], ["ada", "2"]]  # the last used first
+    assert all(row.endswith("s ago") for row in rows)
+    as_json = [
+        json.loads(line)
+        for line in rillet("inspect", "--sessions", "--db", "chat.db", "--json", cwd=tmp_path).stdout.splitlines()
+    ]
+    assert [(e["id"], e["turns"]) for e in as_json] == [("bo", 1), ("ada", 2)]
+
+    shown = rillet("inspect", "--session", "ada", "--db", "chat.db", "--no-color", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith("session ada · 2 turns · last turn ") and lines[1] == "values: none"
+    second = lines[lines.index("turn 2") :]
+    assert second == [
+        "turn 2",
+        "  user",
+        "    please book",
+        "  assistant",
+        "    Booking.",
+        '    → calls book({"city": "Lisbon", "nights": 2})',
+        "  ← book",
+        "    booked 2 nights in Lisbon",
+        "  assistant",
+        "    tool said: booked 2 nights in Lisbon",
+    ]
+    data = json.loads(rillet("inspect", "--session", "ada", "--db", "chat.db", "--json", cwd=tmp_path).stdout)
+    assert data["id"] == "ada" and data["values"] == {} and data["summary"] == []
+    assert [t["index"] for t in data["turns"]] == [1, 2]
+    assert data["turns"][0]["messages"] == [
+        {"role": "user", "content": "I am Ada"},
+        {"role": "assistant", "content": "heard: I am Ada"},
+    ]
+
+
+def test_inspect_session_errors_say_what_to_do(tmp_path: Path) -> None:
+    write_agents(tmp_path)
+    assert rillet("run", "agents:build", "hi", "--session", "bo", "--db", "chat.db", cwd=tmp_path).returncode == 0
+    one_line_error(
+        rillet("inspect", "--session", "nope", "--db", "chat.db", cwd=tmp_path),
+        1,
+        "rillet inspect: no session 'nope' in chat.db (rillet inspect --sessions --db chat.db lists them)",
+    )
+    one_line_error(
+        rillet("inspect", "trip", "--session", "bo", "--db", "chat.db", cwd=tmp_path),
+        2,
+        "CHECKPOINT and --session given together: give one (a checkpoint, --sessions, or --session ID)",
+    )
+    one_line_error(
+        rillet("inspect", "--sessions", "--db", "absent.db", cwd=tmp_path), 2, "no checkpoint database at absent.db"
+    )
+    assert rillet("run", "agents:build", "hi", "--db", "plain.db", cwd=tmp_path).returncode == 0
+    empty = rillet("inspect", "--sessions", "--db", "plain.db", "--no-color", cwd=tmp_path)
+    assert empty.stdout == "no sessions in plain.db (rillet run --session ID --db plain.db starts one)\n"

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from support.cli_harness import one_line_error, rillet, write_agents
+from support.cli_harness import ctrl_c_at_prompt, one_line_error, rillet, write_agents
 
 
 @pytest.fixture
@@ -41,8 +41,13 @@ def test_a_transfer_draws_the_run_path_tree(here: Path) -> None:
         (["agents", "q"], "'agents': expected MODULE:ATTRIBUTE, for example myapp.agents:build_agent"),
         (["no_such_module:x", "q"], "cannot import 'no_such_module': ModuleNotFoundError: No module named"),
         (["agents:missing", "q"], "'agents:missing': agents has no attribute 'missing'"),
-        (["agents:number", "q"], "'agents:number' is a int, not an agent"),
-        (["agents:broken", "q"], "'agents:broken': calling it raised RuntimeError: no model configured"),
+        (["agents:number", "q"], "'agents:number' is an int, not an agent"),
+        (["agents:broken", "q"], "calling it raised RuntimeError: no model configured (--verbose shows its traceback)"),
+        (["agents:agnet", "q"], "agents has no attribute 'agnet'; did you mean 'agent'?"),
+        (["agents:book", "q"], "'agents:book' is a tool (book), not an agent: give the agent that uses it"),
+        (["agents:label", "q"], "'agents:label' returned a str ('clerk'), not an agent: the function must return"),
+        (["agents:build_for", "q"], "'agents:build_for' is a function that takes arguments (model): give an agent"),
+        (["agents:ChatModelAgent", "q"], "is the class ChatModelAgent, not an agent: give an instance of it"),
         (["agents:agent"], 'no question: rillet run MODULE:ATTRIBUTE "QUESTION" (or --session ID to chat)'),
         (["agents:agent", "q", "--approve", "=1"], "--approve '=1': expected ID or ID=VALUE"),
     ],
@@ -83,7 +88,16 @@ def test_an_approval_answered_by_flags(here: Path) -> None:
     )
     assert "tool said: booked 1 nights in Porto" in edited.stdout
     unused = rillet("run", "agents:build", "hello", "--approve", "nothing-here", cwd=here)
-    assert unused.returncode == 0 and "rillet run: --approve nothing-here matched no interrupt" in unused.stderr
+    assert unused.returncode == 0
+    assert unused.stderr == (
+        "rillet run: --approve nothing-here matched no interrupt of this run; "
+        "the run asked for no approval or other answer\n"
+    )
+    asked = rillet("run", "agents:build", "please book", "--approve", "book", "--reject", "refundd", cwd=here)
+    assert asked.returncode == 0
+    assert asked.stderr.startswith(
+        "rillet run: --reject refundd matched no interrupt of this run; it asked for: book ("
+    )
 
 
 @pytest.mark.parametrize(
@@ -242,8 +256,37 @@ def test_the_text_transcript_shows_an_agents_typed_output_too(tmp_path: Path) ->
 def test_a_mistyped_approve_is_named_when_the_run_stops_for_want_of_it(here: Path) -> None:
     result = rillet("run", "agents:build", "please book", "--db", "runs.db", "--approve", "bok", cwd=here)
     assert result.returncode == 3
-    assert result.stderr.splitlines()[0] == "rillet run: --approve bok matched no interrupt of this run"
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("rillet run: --approve bok matched no interrupt of this run; it waits for: book (")
+    assert first.endswith("); did you mean --approve book?")
     assert result.stderr.splitlines()[1].startswith("rillet run: stopped at book (")
+    far = rillet("run", "agents:build", "please book", "--approve", "refundd", cwd=here)
+    assert far.returncode == 3
+    assert far.stderr.splitlines()[0].endswith(
+        "(give --approve a tool's name or an interrupt id, or --approve alone for every approval)"
+    )
+
+
+def test_ctrl_c_at_the_prompt_says_the_run_is_saved_and_how_to_resume_it(here: Path) -> None:
+    args = ("agents:build", "please book", "--db", "runs.db", "--checkpoint-id", "trip", "--no-color")
+    stopped = ctrl_c_at_prompt("run", *args, cwd=here)
+    assert stopped.returncode == 130, stopped.stderr
+    assert "Aborted!" not in stopped.stderr and "Traceback" not in stopped.stderr
+    assert stopped.stderr.startswith("rillet run: stopped at book (")
+    assert stopped.stderr.endswith(
+        "Ctrl-C at the prompt; it is saved: rillet resume trip --db runs.db agents:build --approve book\n"
+    )
+    left = ctrl_c_at_prompt("resume", "trip", "--db", "runs.db", "agents:build", "--no-color", cwd=here)
+    assert left.returncode == 130, left.stderr
+    assert "Aborted!" not in left.stderr and len(left.stderr.splitlines()) == 1
+    assert (
+        "rillet resume: Ctrl-C at the prompt: nothing was run and checkpoint[trip] still waits for book ("
+        in left.stderr
+    )
+    assert left.stderr.endswith("to answer it later: rillet resume trip --db runs.db agents:build --approve book\n")
+    resumed = rillet("resume", "trip", "--db", "runs.db", "agents:build", "--approve", "book", "--no-color", cwd=here)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "tool said: booked 2 nights in Lisbon" in resumed.stdout
 
 
 def test_the_resume_hint_names_a_tool_once_for_its_parallel_calls() -> None:
@@ -251,3 +294,121 @@ def test_the_resume_hint_names_a_tool_once_for_its_parallel_calls() -> None:
 
     calls = [Pending(f"id{i}", ("agent:a", f"tool:book:c{i}"), None, "book", {}) for i in range(2)]
     assert resume_hint("cp", "runs.db", "m:a", calls) == "rillet resume cp --db runs.db m:a --approve book"
+
+
+FAILING = '''
+from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, tool
+
+
+@tool
+def lookup(city: str) -> str:
+    """Looks a city up.
+
+    Args:
+        city: which.
+    """
+    raise KeyError(f"no such city: {city}")
+
+
+def calls_lookup(messages, tools=None):
+    if any(m.role == "tool" for m in messages):
+        return Message.assistant("sorry")
+    return Message.assistant("", [ToolCall(index=0, id="k1", function=FunctionCall("lookup", '{"city": "Oz"}'))])
+
+
+def no_model(messages, tools=None):
+    raise ConnectionError("model endpoint refused the connection")
+
+
+def tool_fails():
+    return ChatModelAgent("scout", description="looks up", model=ScriptedModel(calls_lookup), tools=[lookup])
+
+
+def model_fails():
+    return ChatModelAgent("scout", description="looks up", model=ScriptedModel(no_model))
+
+
+def factory_fails():
+    raise RuntimeError("no key")
+'''
+
+
+@pytest.fixture
+def failing(tmp_path: Path) -> Path:
+    (tmp_path / "failing.py").write_text(FAILING)
+    return tmp_path
+
+
+def test_a_model_error_shows_its_type_and_verbose_its_traceback(failing: Path) -> None:
+    plain = rillet("run", "failing:model_fails", "q", "--no-color", cwd=failing)
+    assert plain.returncode == 1
+    lines = plain.stdout.splitlines()
+    at = lines.index("error from scout: ConnectionError: model endpoint refused the connection")
+    assert lines[at + 1] == "    (--verbose shows its traceback)"
+    assert "Traceback" not in plain.stderr
+    verbose = rillet("run", "failing:model_fails", "q", "--no-color", "--verbose", cwd=failing)
+    assert verbose.returncode == 1
+    assert "error from scout: ConnectionError: model endpoint refused the connection" in verbose.stdout
+    assert "--verbose shows" not in verbose.stdout
+    assert verbose.stderr.startswith("Traceback (most recent call last):")
+    assert 'failing.py", line' in verbose.stderr and "in no_model" in verbose.stderr
+    assert verbose.stderr.rstrip().endswith("ConnectionError: model endpoint refused the connection")
+    as_json = rillet("run", "failing:model_fails", "q", "--json", "-v", cwd=failing)
+    (line,) = as_json.stdout.splitlines()
+    assert json.loads(line)["error"]["type"] == "ConnectionError" and "in no_model" in as_json.stderr
+
+
+def test_a_tool_error_shows_its_type_under_its_result_and_verbose_its_traceback(failing: Path) -> None:
+    plain = rillet("run", "failing:tool_fails", "q", "--no-color", cwd=failing)
+    assert plain.returncode == 0, plain.stderr
+    lines = plain.stdout.splitlines()
+    at = lines.index("  ← lookup")
+    assert lines[at + 1 : at + 4] == [
+        "    Error: 'no such city: Oz'",
+        "    lookup raised KeyError: 'no such city: Oz'",
+        "    (--verbose shows its traceback)",
+    ]
+    verbose = rillet("run", "failing:tool_fails", "q", "--no-color", "-v", cwd=failing)
+    assert "    lookup raised KeyError: 'no such city: Oz'" in verbose.stdout.splitlines()
+    assert verbose.stderr.startswith("Traceback (most recent call last):") and "in lookup" in verbose.stderr
+    assert verbose.stderr.rstrip().endswith("KeyError: 'no such city: Oz'")
+
+
+def test_a_factory_error_offers_verbose_and_verbose_shows_its_traceback(failing: Path) -> None:
+    one_line_error(
+        rillet("run", "failing:factory_fails", "q", cwd=failing),
+        2,
+        "rillet run: 'failing:factory_fails': calling it raised RuntimeError: no key (--verbose shows its traceback)",
+    )
+    verbose = rillet("run", "failing:factory_fails", "q", "--verbose", cwd=failing)
+    assert verbose.returncode == 2
+    assert verbose.stderr.startswith("Traceback (most recent call last):") and "in factory_fails" in verbose.stderr
+    assert (
+        verbose.stderr.splitlines()[-1] == "rillet run: 'failing:factory_fails': calling it raised RuntimeError: no key"
+    )
+
+
+def test_commands_that_run_agents_take_verbose(here: Path) -> None:
+    for command in ("run", "resume", "demo"):
+        assert "print the traceback of a model or tool error" in " ".join(
+            rillet(command, "--help", cwd=here).stdout.split()
+        )
+
+
+def test_a_chat_names_an_unmatched_flag_once_at_its_end_not_after_a_turn_that_did_not_need_it(here: Path) -> None:
+    chat = rillet(
+        "run",
+        "agents:build",
+        "hello",
+        "--session",
+        "s",
+        "--approve",
+        "book",
+        "--reject",
+        "refund",
+        cwd=here,
+        stdin="please book\n",
+    )
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stderr.startswith("rillet run: --reject refund matched no interrupt of this run; it asked for: book (")
+    assert len(chat.stderr.splitlines()) == 1 and "--approve book" not in chat.stderr

@@ -62,7 +62,7 @@ def test_another_interface_needs_allow_remote_and_warns(
 
 def test_a_bad_agent_or_store_is_one_line(served: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
     for argv, says in [
-        (["web", "web_agents:number"], "rillet web: 'web_agents:number' is a int, not an agent"),
+        (["web", "web_agents:number"], "rillet web: 'web_agents:number' is an int, not an agent"),
         (["web", "web_agents:agent", "--db", "."], "rillet web: --db '.' is a directory"),
     ]:
         with pytest.raises(SystemExit) as e:

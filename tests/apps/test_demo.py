@@ -16,8 +16,11 @@ from rillet.examples.demo import build_agent, main, render
 from rillet.tools.approval import approve
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rillet.cli", *args], capture_output=True, text=True, timeout=60)
+def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``rillet ARGS``, ``stdin`` piped in (by default nothing: the prompt finds the input's end)."""
+    return subprocess.run(
+        [sys.executable, "-m", "rillet.cli", *args], input=stdin, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_demo_runs_offline_asks_approval_resumes_from_sqlite_and_fits_80_columns(tmp_path: Path) -> None:
@@ -30,13 +33,20 @@ def test_demo_runs_offline_asks_approval_resumes_from_sqlite_and_fits_80_columns
         "← packing_tips (streaming)",
         "- sunglasses",
         "paused: book_hotel(city='Lisbon', nights=2) needs approval",
-        "No terminal to ask: approving",
+        "No answer on stdin: approving",
         "resuming checkpoint demo-",
         "Booked 2 nights",
         "Your room is",
         "9 events · 4 model calls",
     ]:
         assert expected in result.stdout
+
+
+def test_demo_names_the_real_path_of_its_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "where.db"
+    assert main(delay=0.0, color=False, decision="approve", db=db) == 0
+    out = "".join(capsys.readouterr().out.split())  # rich may fold a long path
+    assert f"from{db}" in out and "fromwhere.db" not in out
 
 
 REJECTED = "The user rejected this call of book_hotel (the traveller declined)."
@@ -57,16 +67,32 @@ def test_rillet_demo_reject_flag_declines_the_booking(tmp_path: Path) -> None:
     result = cli("demo", "--fast", "--no-color", "--reject", "--db", str(tmp_path / "r.db"))
     assert result.returncode == 0, result.stderr
     out = " ".join(result.stdout.split())
-    assert "No terminal to ask" not in out  # the flag decided, not the fallback
-    assert REJECTED in out and "I did not book the hotel" in out
-    assert "Booked" not in out and "LIS-4821" not in out
+    assert "No answer on stdin" not in out and "[a]pprove" not in out  # the flag decided, not the prompt
+    assert "The user rejected this call of book_hotel (rejected with --reject)." in out
+    assert "I did not book the hotel" in out and "Booked" not in out and "LIS-4821" not in out
+
+
+def test_the_demo_takes_the_approve_and_reject_flags_of_rillet_run(tmp_path: Path) -> None:
+    db = str(tmp_path / "f.db")
+    named = cli("demo", "--fast", "--no-color", "--reject", "book_hotel=too pricey", "--db", db)
+    assert named.returncode == 0, named.stderr
+    assert "The user rejected this call of book_hotel (too pricey)." in " ".join(named.stdout.split())
+    edited = cli("demo", "--fast", "--no-color", "--approve", 'book_hotel={"city": "Lisbon", "nights": 4}', "--db", db)
+    assert "Booked 4 nights at Casa do Rio, Lisbon" in edited.stdout
+    mistyped = cli("demo", "--fast", "--no-color", "--approve", "book_hotl", "--db", db)
+    assert mistyped.returncode == 0, mistyped.stderr
+    assert "book_hotel: [a]pprove, [r]eject [reason], [e]dit [JSON]?" in mistyped.stdout  # asked, then approved
+    assert mistyped.stderr.startswith(
+        "rillet demo: --approve book_hotl matched no interrupt of this run; it asked for: book_hotel ("
+    )
+    assert mistyped.stderr.rstrip().endswith("did you mean --approve book_hotel?")
 
 
 def test_rillet_demo_approve_flag_books(tmp_path: Path) -> None:
     result = cli("demo", "--fast", "--no-color", "--approve", "--db", str(tmp_path / "a.db"))
     assert result.returncode == 0, result.stderr
     out = " ".join(result.stdout.split())
-    assert "No terminal to ask" not in out and "rejected" not in out
+    assert "No answer on stdin" not in out and "rejected" not in out
     assert "Booked 2 nights" in out and "LIS-4821" in out
 
 
@@ -139,20 +165,34 @@ def test_demo_refuses_a_negative_delay(value: str, capsys: pytest.CaptureFixture
     assert f"Invalid value for '--delay': must be a number of seconds >= 0, got {value}" in capsys.readouterr().err
 
 
-def test_the_approval_prompt_shows_its_y_n_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    import io
-    import sys
+def test_the_demo_asks_for_approval_with_the_prompt_of_rillet_run(tmp_path: Path) -> None:
+    rejected = cli("demo", "--fast", "--no-color", "--db", str(tmp_path / "p.db"), stdin="r too pricey\n")
+    assert rejected.returncode == 0, rejected.stderr
+    lines = rejected.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("approval needed: book_hotel ("))
+    assert lines[at + 1] == "  book_hotel: [a]pprove, [r]eject [reason], [e]dit [JSON]? r too pricey"
+    out = " ".join(rejected.stdout.split())
+    assert "The user rejected this call of book_hotel (too pricey)" in out and "I did not book" in out
+    edited = cli(
+        "demo", "--fast", "--no-color", "--db", str(tmp_path / "p.db"), stdin='e {"city": "Lisbon", "nights": 3}\n'
+    )
+    assert edited.returncode == 0, edited.stderr
+    assert "Booked 3 nights at Casa do Rio, Lisbon" in edited.stdout
 
-    from rich.console import Console
-    from rillet.examples.demo import _decide
 
-    out = io.StringIO()
-    console = Console(file=out, width=80, no_color=True)
-    stdin = io.StringIO("n\n")
-    stdin.isatty = lambda: True  # type: ignore[method-assign]
-    monkeypatch.setattr(sys, "stdin", stdin)
-    assert _decide(console, None, None) == {"decision": "reject", "reason": "the traveller declined"}
-    assert out.getvalue() == "  Approve this call? [y/n] "
+def test_ctrl_c_at_the_demos_prompt_says_the_run_is_saved_and_how_to_resume_it(tmp_path: Path) -> None:
+    from support.cli_harness import ctrl_c_at_prompt
+
+    db = str(tmp_path / "c.db")
+    stopped = ctrl_c_at_prompt("demo", "--fast", "--no-color", "--db", db, cwd=tmp_path)
+    assert stopped.returncode == 130, stopped.stderr
+    assert "Aborted!" not in stopped.stderr and "Traceback" not in stopped.stderr
+    assert "Stopped at the approval (Ctrl-C); the run is saved. Continue it with:" in stopped.stdout
+    command = stopped.stdout.splitlines()[-1].split()
+    assert command[:2] == ["rillet", "resume"] and command[3:] == ["--db", db, "--approve"]
+    resumed = cli(*command[1:], "--no-color")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Booked 2 nights" in resumed.stdout
 
 
 def test_demo_on_openai_without_a_key_stops_before_sending(

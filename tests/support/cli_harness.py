@@ -69,6 +69,14 @@ def broken():
     raise RuntimeError("no model configured")
 
 
+def label():
+    return "clerk"
+
+
+def build_for(model):
+    return build()
+
+
 agent = build()
 number = 42
 '''
@@ -98,3 +106,35 @@ def one_line_error(result: subprocess.CompletedProcess[str], code: int, says: st
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert says in result.stderr, result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def ctrl_c_at_prompt(*args: str, cwd: Path, prompt: str = "[e]dit [JSON]? ") -> subprocess.CompletedProcess[str]:
+    """``rillet ARGS`` in ``cwd``, with stdin open (nothing typed) until ``prompt`` shows, then
+    Ctrl-C (SIGINT), as a person leaving the prompt does; what it printed, all of it."""
+    import os
+    import select
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rillet.cli", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+    )
+    assert proc.stdout is not None
+    shown = b""
+    deadline = time.monotonic() + 60
+    while prompt.encode() not in shown and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 1)[0]:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            shown += chunk
+    from support.waiting import process_waits, wait_until
+
+    wait_until(lambda: process_waits(proc.pid), "the prompt to wait for a line")  # the prompt printed whole
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, (shown + out).decode(), err.decode())

@@ -42,8 +42,9 @@ def is_agent(x: object) -> bool:
 def load_agent(spec: str, what: str = "") -> object:
     """The agent ``MODULE:ATTRIBUTE`` names (an agent, or a function of no arguments that
     returns one); ValueError with a one-line message otherwise, prefixed with ``what`` (the
-    option or argument that gave ``spec``). The current directory is importable, as with
-    ``python -m``."""
+    option or argument that gave ``spec``), saying what to give instead. The current directory
+    is importable, as with ``python -m``. A factory's own error is chained (``__cause__``), for
+    ``--verbose`` to show its traceback."""
     import importlib
     import os
 
@@ -60,26 +61,111 @@ def load_agent(spec: str, what: str = "") -> object:
     where = module_name
     for part in attribute.split("."):
         if not hasattr(obj, part):
-            raise ValueError(f"{label}: {where} has no attribute {part!r}")
+            raise ValueError(f"{label}: {where} has no attribute {part!r}{_did_you_mean(obj, part)}")
         obj, where = getattr(obj, part), f"{where}.{part}"
+    not_agent = _not_an_agent(obj)
+    if not_agent:
+        raise ValueError(f"{label} is {not_agent}")
     if not is_agent(obj) and callable(obj) and not isinstance(obj, type):
+        needs = _required_parameters(obj)
+        if needs:
+            raise ValueError(
+                f"{label} is a function that takes arguments ({', '.join(needs)}): give an agent, "
+                "or a function of no arguments that returns one"
+            )
         try:
-            obj = obj()
+            made = obj()
         except Exception as e:
             raise ValueError(f"{label}: calling it raised {type(e).__name__}: {e}") from e
+        if not is_agent(made):
+            raise ValueError(
+                f"{label} returned {_a(made)} ({_short_repr(made)}), not an agent: the function must "
+                "return an agent (an object with a name and run(input)), such as a ChatModelAgent"
+            )
+        return made
+    if isinstance(obj, type):
+        raise ValueError(
+            f"{label} is the class {obj.__name__}, not an agent: give an instance of it (agent = "
+            f"{obj.__name__}(...)), or a function of no arguments that returns one"
+        )
     if not is_agent(obj):
         raise ValueError(
-            f"{label} is a {type(obj).__name__}, not an agent (name and run(input)) or a function "
-            "of no arguments returning one"
+            f"{label} is {_a(obj)}, not an agent (name and run(input)) or a function of no arguments returning one"
         )
     return obj
 
 
-def agent_or_fail(command: str, spec: str, what: str = "") -> Any:
+def _a(obj: object) -> str:
+    name = type(obj).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _short_repr(obj: object, limit: int = 40) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _did_you_mean(obj: object, part: str) -> str:
+    """``; did you mean 'x'?`` for the attributes of ``obj`` closest to ``part``, else ''."""
+    import difflib
+
+    names = [n for n in dir(obj) if not n.startswith("_")]
+    close = difflib.get_close_matches(part, names, n=3, cutoff=0.6)
+    return "; did you mean " + " or ".join(repr(n) for n in close) + "?" if close else ""
+
+
+def _not_an_agent(obj: object) -> str:
+    """What ``obj`` is when it is a thing users point at by mistake (a tool, a model), else ''."""
+    from rillet.tools import BaseTool
+
+    if isinstance(obj, BaseTool):
+        name = getattr(getattr(obj, "info", None), "name", "?")
+        return (
+            f"a tool ({name}), not an agent: give the agent that uses it, for example "
+            f"ChatModelAgent(..., tools=[{name}]), or a function of no arguments that builds one"
+        )
+    return ""
+
+
+def _required_parameters(fn: Any) -> list[str]:
+    """The parameters ``fn`` cannot be called without (none if its signature is unknown)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in sig.parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+
+
+def agent_or_fail(command: str, spec: str, what: str = "", *, verbose: bool | None = None) -> Any:
+    """The agent ``spec`` names, or the command's end in one line (with ``verbose``, after the
+    traceback of the error behind it: an import that failed, a factory that raised; False: the
+    line says --verbose shows it; None: a command without the switch)."""
     try:
         return load_agent(spec, what)
     except ValueError as e:
+        if verbose and e.__cause__ is not None:
+            import traceback
+
+            print("".join(traceback.format_exception(e.__cause__)).rstrip("\n"), file=sys.stderr, flush=True)
+        elif verbose is False and e.__cause__ is not None:
+            fail(command, f"{e} (--verbose shows its traceback)")
         fail(command, str(e))
+
+
+def verbose_option(f: F) -> F:
+    """``--verbose``: tracebacks of model and tool errors (and of a factory that raised)."""
+    return click.option(
+        "-v",
+        "--verbose",
+        is_flag=True,
+        help="print the traceback of a model or tool error (by default: its type and message)",
+    )(f)
 
 
 def checkpoint_store(command: str, db: str, *, create: bool = True, code: int = 2) -> SqliteCheckpointStore:
@@ -98,6 +184,28 @@ def checkpoint_store(command: str, db: str, *, create: bool = True, code: int = 
         return SqliteCheckpointStore(path)
     except (CheckpointError, sqlite3.Error, OSError) as e:
         fail(command, str(e), code)
+
+
+def default_db() -> Path:
+    """Where ``rillet demo`` saves its runs without ``--db``: rillet-demo.db in the temp folder."""
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / "rillet-demo.db"
+
+
+DB_HELP = "the SQLite file the run was saved in (the --db of rillet run, or the file rillet demo prints); required"
+
+
+def db_or_fail(command: str, db: str | None) -> str:
+    """``--db``, which ``resume`` and ``inspect`` both need (no default: a run is read from the
+    file it was saved in, never from one picked silently)."""
+    if db is not None:
+        return db
+    fail(
+        command,
+        f"--db FILE is missing: give the SQLite file the run was saved in (rillet run --db FILE; "
+        f"rillet demo's is {default_db()})",
+    )
 
 
 def output_options(f: F) -> F:

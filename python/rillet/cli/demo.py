@@ -9,6 +9,7 @@ import click
 from click.decorators import FC
 
 from rillet.cli.bench import seconds
+from rillet.cli.common import decision_options, verbose_option
 from rillet.examples import EXAMPLES
 
 
@@ -25,11 +26,11 @@ def model_option(f: FC) -> FC:
 
 
 def approval_flags(f: FC) -> FC:
-    """The demo's ``--approve``/``--reject`` (one decision for its one approval), ``--db``, ``--model``."""
+    """The demo's ``--approve``/``--reject`` (those of ``rillet run``: alone, or with the tool's
+    name or the interrupt's id), ``--db``, ``--model``."""
     f = model_option(f)
     f = click.option("--db", help="the SQLite checkpoint file (default: rillet-demo.db in the temp folder)")(f)
-    f = click.option("--reject", "decision", flag_value="reject", help="decline the booking")(f)
-    return click.option("--approve", "decision", flag_value="approve", help="approve the booking")(f)
+    return decision_options(f)
 
 
 @click.command(
@@ -51,6 +52,7 @@ def approval_flags(f: FC) -> FC:
     "--stop-at-approval", is_flag=True, help="save the run when it asks for approval and stop (see: rillet resume)"
 )
 @approval_flags
+@verbose_option
 def demo(
     example: str,
     fast: bool,
@@ -58,18 +60,21 @@ def demo(
     no_stream: bool,
     no_color: bool,
     stop_at_approval: bool,
-    decision: str | None,
+    approve: tuple[str, ...],
+    reject: tuple[str, ...],
     db: str | None,
     model: str,
+    verbose: bool,
 ) -> int:
     color = False if no_color else None
     delay = 0.0 if fast else delay
     if example != "travel":
         flags = {
-            "--approve/--reject": decision,
+            "--approve/--reject": approve or reject,
             "--db": db,
             "--stop-at-approval": stop_at_approval,
             "--model": model != "scripted",
+            "--verbose": verbose,
         }
         used = [flag for flag, value in flags.items() if value]
         if used:
@@ -86,8 +91,10 @@ def demo(
         delay=delay,
         streaming=not no_stream,
         color=color,
-        decision=decision,
+        approve=approve,
+        reject=reject,
         db=db,
         stop_at_approval=stop_at_approval,
         model=model,
+        verbose=verbose,
     )

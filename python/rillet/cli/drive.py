@@ -1,185 +1,68 @@
 """Running an agent from the command line: its events shown as they arrive (the demo's
 renderer, or ``--json`` lines), and its interrupts answered from ``--approve``/``--reject``
-or at the prompt, then resumed, until the run ends."""
+or at the prompt (rillet.cli.prompt), then resumed, until the run ends."""
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from rillet.cli.common import fail, info_text
 from rillet.cli.jsonout import dumps, event_json
+from rillet.cli.prompt import (
+    CTRL_C,
+    CTRL_C_STATUS,
+    NO_ANSWER,
+    Decisions,
+    Pending,
+    announce,
+    ask,
+    pending_of_checkpoint,
+    pending_of_event,
+    resume_hint,
+    warn_unused,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rillet.checkpoint.payload import Loaded
     from rillet.data.events import AgentEvent
+    from rillet.examples.demo import ToolErrors
     from rillet.runner import Runner
 
-NO_ANSWER = object()
-"""What a decision is when neither a flag nor the prompt gave one."""
-
-
-class Pending(NamedTuple):
-    """An interrupt waiting for an answer; ``tool`` and ``arguments`` are set for a
-    :func:`~rillet.tools.approval.requires_approval` call."""
-
-    id: str
-    address: tuple[str, ...]
-    info: Any
-    tool: str | None
-    arguments: Any
-
-    def label(self) -> str:
-        return f"{self.tool} ({self.id[:8]})" if self.tool else f"{self.id[:8]} at {' / '.join(self.address)}"
-
-
-def _approval_tool(address: Sequence[str]) -> str | None:
-    last = address[-1] if address else ""
-    return last.split(":")[1] if last.startswith("tool:") else None
-
-
-def pending_of_event(contexts: Iterable[Any]) -> list[Pending]:
-    """The root causes of an interrupt event."""
-    out = []
-    for c in contexts:
-        info = c.info
-        tool = _approval_tool(c.address) if isinstance(info, dict) and set(info) == {"tool", "arguments"} else None
-        out.append(Pending(c.id, tuple(c.address), info, tool, info["arguments"] if tool else None))
-    return out
-
-
-def pending_of_checkpoint(loaded: Loaded) -> list[Pending]:
-    """The root causes of a saved run: interrupts whose address no other one's extends."""
-    addresses = loaded.addresses
-    out = []
-    for iid, address in addresses.items():
-        if any(len(a) > len(address) and a[: len(address)] == address for a in addresses.values()):
-            continue
-        state = loaded.states.get(iid)
-        tool = _approval_tool(address) if isinstance(state, dict) and set(state) == {"arguments"} else None
-        args: Any = None
-        if tool is not None and isinstance(state, dict):
-            try:
-                args = json.loads(state["arguments"] or "{}")
-            except ValueError:
-                args = state["arguments"]
-        out.append(Pending(iid, address, loaded.infos.get(iid), tool, args))
-    return out
-
-
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-class Decisions:
-    """The ``--approve`` and ``--reject`` flags: ``ID``, ``ID=VALUE`` or alone (``*``: every
-    approval). ID is an interrupt id, a prefix of one (4 characters at least) or a tool's name."""
-
-    def __init__(self, command: str, approve: Sequence[str], reject: Sequence[str]) -> None:
-        self.command = command
-        self.rules: list[tuple[str, str, str | None]] = []  # (approve|reject, key, value)
-        for kind, flags in (("approve", approve), ("reject", reject)):
-            for flag in flags:
-                key, eq, value = flag.partition("=")
-                if not key:
-                    fail(command, f"--{kind} {flag!r}: expected ID or ID=VALUE (ID: an interrupt id or a tool's name)")
-                self.rules.append((kind, key, value if eq else None))
-        self.used: set[int] = set()
-
-    def __bool__(self) -> bool:
-        return bool(self.rules)
-
-    def _matches(self, key: str, p: Pending) -> bool:
-        if key == "*":
-            return p.tool is not None
-        return key in (p.id, p.tool) or (len(key) >= 4 and p.id.startswith(key))
-
-    def decide(self, p: Pending) -> Any:
-        """The resume data the flags give ``p``, else NO_ANSWER."""
-        from rillet.tools.approval import approve, edit, reject
-
-        for i, (kind, key, value) in enumerate(self.rules):
-            if not self._matches(key, p):
-                continue
-            self.used.add(i)
-            if kind == "reject":
-                return reject(value or "rejected with --reject") if p.tool else (False if value is None else value)
-            if value is None:
-                return approve() if p.tool else True
-            data = _value(value)
-            if p.tool is None:
-                return data
-            if not isinstance(data, dict):
-                fail(
-                    self.command,
-                    f"--approve {key}={value}: for an approval, VALUE is a JSON object of {p.tool}'s arguments",
-                )
-            return edit(data)
-        return NO_ANSWER
-
-    def unused(self) -> list[str]:
-        return [f"--{k} {key}" for i, (k, key, _) in enumerate(self.rules) if i not in self.used and key != "*"]
-
-
-def ask(console: Console, p: Pending, readline: Callable[[], str] = sys.stdin.readline) -> Any:
-    """The answer typed (a terminal) or piped (stdin) for ``p``; NO_ANSWER at the input's end.
-    An approval takes ``a``/``y`` (approve), ``r``/``n`` [reason] (reject) or ``e`` [JSON]
-    (edit the arguments); any other interrupt takes its resume data (JSON, else text)."""
-    from rillet.tools.approval import approve, edit, reject
-
-    while True:
-        if p.tool is None:
-            console.print(f"  [bold]resume data[/] for {escape(p.label())} (JSON, else text): ", end="")
-        else:
-            console.print(
-                f"  [bold]{escape(p.tool)}[/]: {escape('[a]pprove, [r]eject [reason], [e]dit [JSON]')}? ", end=""
-            )
-        line = readline()
-        if not line:
-            console.print()
-            return NO_ANSWER
-        text = line.strip()
-        if not sys.stdin.isatty():  # a piped answer: show it, as a terminal would have
-            console.print(text, markup=False, highlight=False)
-        if p.tool is None:
-            return _value(text)
-        word, _, rest = text.partition(" ")
-        word = word.lower()
-        if word in ("a", "approve", "y", "yes"):
-            return approve()
-        if word in ("r", "reject", "n", "no"):
-            return reject(rest.strip() or "rejected at the prompt")
-        if word in ("e", "edit"):
-            if not rest:
-                console.print("  arguments (a JSON object): ", end="")
-                rest = readline()
-                if not sys.stdin.isatty():
-                    console.print(rest.strip(), markup=False, highlight=False)
-            try:
-                args = json.loads(rest)
-            except ValueError as e:
-                console.print(f"  [red]not JSON ({escape(str(e))})[/]")
-                continue
-            if isinstance(args, dict):
-                return edit(args)
-            console.print("  [red]the arguments must be a JSON object[/]")
-            continue
-        console.print("  answer a, r or e")
+__all__ = [
+    "CTRL_C",
+    "CTRL_C_STATUS",
+    "NO_ANSWER",
+    "Decisions",
+    "Driver",
+    "Pending",
+    "announce",
+    "ask",
+    "pending_of_checkpoint",
+    "pending_of_event",
+    "resume_hint",
+    "warn_unused",
+]
 
 
 class Driver:
     """Shows a run (text or JSON lines) and answers its interrupts until it ends."""
 
-    def __init__(self, command: str, runner: Runner, console: Console, *, as_json: bool, decisions: Decisions) -> None:
+    def __init__(
+        self,
+        command: str,
+        runner: Runner,
+        console: Console,
+        *,
+        as_json: bool,
+        decisions: Decisions,
+        verbose: bool = False,
+        tool_errors: ToolErrors | None = None,
+    ) -> None:
+        """``tool_errors``: the observer given to ``runner``, whose failed tool calls are shown
+        (their type and message; with ``verbose``, their tracebacks, on stderr)."""
         from rillet.examples.demo import Renderer
 
         self.command = command
@@ -187,8 +70,13 @@ class Driver:
         self.console = console
         self.as_json = as_json
         self.decisions = decisions
-        self.renderer = Renderer(console, run_paths=True, tree=True)
+        self.verbose = verbose
+        self.renderer = Renderer(console, run_paths=True, tree=True, verbose=verbose, tool_errors=tool_errors)
         self.errors = 0
+        self.asked: list[Pending] = []  # every interrupt the run stopped at, for a flag that matched none
+        self.ctrl_c = False  # the prompt was left with Ctrl-C: ask nothing more
+        self.defer_warnings = False  # a chat: a flag may match a later turn, so warn at its end
+        self.warned: set[str] = set()  # the flags already named as matching nothing
 
     def show(self, events: Iterable[AgentEvent]) -> list[Pending]:
         """Shows ``events``; the interrupts the run stopped at (empty: it ended)."""
@@ -196,6 +84,8 @@ class Driver:
         for ev in events:
             if self.as_json:
                 print(dumps(event_json(ev)), flush=True)
+                if self.verbose and ev.error is not None:  # the line carries its type and message
+                    self.renderer.explain(ev.error)
             else:
                 self.renderer.event(ev)
                 if ev.output is not None and ev.output.customized_output is not None:
@@ -206,22 +96,37 @@ class Driver:
             self.errors += ev.error is not None
             if ev.action is not None and ev.action.interrupted is not None:
                 pending = pending_of_event(ev.action.interrupted.interrupt_contexts)
+        if self.as_json:
+            self._json_tool_errors()
+        else:
+            self.renderer.flush_tool_errors()
         return pending
+
+    def _json_tool_errors(self) -> None:
+        """With --json, a failed tool call's traceback (--verbose) on stderr; the JSON line has
+        its result, the error text the model was sent."""
+        errors = self.renderer.tool_errors
+        if errors is None:
+            return
+        for _, error in list(errors.errors.values()):
+            if self.verbose:
+                self.renderer.explain(error)
+        errors.errors.clear()
 
     def answer(self, pending: Sequence[Pending], *, prompt: bool = True) -> dict[str, Any]:
         """Each interrupt's answer from the flags, else the prompt (not with --json); an
         interrupt without one is left out."""
         targets: dict[str, Any] = {}
+        self.asked.extend(p for p in pending if p not in self.asked)
         for p in pending:
             if not self.as_json:
-                what = "approval needed" if p.tool else "interrupt"
-                self.console.print(f"[magenta]{what}:[/] {escape(p.label())}", highlight=False)
-                if p.tool is None and p.info is not None:  # what it asks: the person answering needs it
-                    self.console.print(f"  [dim]info[/] {escape(info_text(p.info))}", highlight=False)
+                announce(self.console, p)
             data = self.decisions.decide(p)
-            if data is NO_ANSWER and prompt and not self.as_json:
+            if data is NO_ANSWER and prompt and not self.as_json and not self.ctrl_c:
                 data = ask(self.console, p)
-            if data is not NO_ANSWER:
+                if data is CTRL_C:
+                    self.ctrl_c = True
+            if data is not NO_ANSWER and data is not CTRL_C:
                 targets[p.id] = data
         return targets
 
@@ -232,7 +137,7 @@ class Driver:
             targets = self.answer(pending)
             missing = [p for p in pending if p.id not in targets]
             if missing:
-                self._warn_unused()  # a mistyped --approve is why the run stops: say so first
+                self.warn_unused(missing)  # a mistyped --approve is why the run stops: say so first
                 return stopped(missing)
             if not self.as_json:
                 self.console.print(f"\n[dim]resuming checkpoint {escape(checkpoint_id)}[/]")
@@ -240,15 +145,11 @@ class Driver:
         return self.finish()
 
     def finish(self) -> int:
-        self._warn_unused()
+        if not self.defer_warnings:
+            self.warn_unused([])
         return 1 if self.errors else 0
 
-    def _warn_unused(self) -> None:
-        for flag in self.decisions.unused():
-            print(f"rillet {self.command}: {flag} matched no interrupt of this run", file=sys.stderr)
-
-
-def resume_hint(checkpoint_id: str, db: str, spec: str, missing: Sequence[Pending]) -> str:
-    """The command that answers ``missing`` later."""
-    answers = " ".join(dict.fromkeys(f"--approve {p.tool}" if p.tool else f"--approve {p.id}=VALUE" for p in missing))
-    return f"rillet resume {checkpoint_id} --db {db} {spec} {answers}"
+    def warn_unused(self, waiting: Sequence[Pending]) -> None:
+        """Names each flag that matched no interrupt (once), with those that wait (or that the
+        run asked)."""
+        warn_unused(self.command, self.decisions, waiting, self.asked, self.warned)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import datetime
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
 
-from rillet.cli.common import checkpoint_store, fail, info_text, output_options
+from rillet.cli.common import DB_HELP, checkpoint_store, db_or_fail, fail, info_text, output_options
 from rillet.cli.jsonout import dumps, event_json, message_json
 
 if TYPE_CHECKING:
@@ -20,21 +21,145 @@ if TYPE_CHECKING:
     from rillet.checkpoint.payload import Loaded
 
 
-@click.command(short_help="show a saved run without running it, or list the checkpoints of a file")
+@click.command(short_help="show a saved run or session without running it, or list those of a file")
 @click.argument("checkpoint_id", metavar="[CHECKPOINT]", required=False)
-@click.option("--db", metavar="FILE", required=True, help="the SQLite checkpoint file")
+@click.option("--db", metavar="FILE", help=DB_HELP)
+@click.option("--sessions", "list_sessions", is_flag=True, help="list the sessions (conversations) in --db")
+@click.option("--session", "session_id", metavar="ID", help="show the session ID: its turns, messages and values")
 @output_options
-def inspect(checkpoint_id: str | None, db: str, as_json: bool, no_color: bool) -> int:
+def inspect(
+    checkpoint_id: str | None,
+    db: str | None,
+    list_sessions: bool,
+    session_id: str | None,
+    as_json: bool,
+    no_color: bool,
+) -> int:
     """Decodes CHECKPOINT and shows it: the agent that saved it, its input, session values and
     events, and its interrupts as a tree with their addresses, state and info. Without
-    CHECKPOINT, lists the checkpoints in --db, newest first, with their size and age."""
+    CHECKPOINT, lists the checkpoints in --db, newest first, with their size and age.
+    --sessions lists the sessions (rillet run --session) in --db instead, and --session ID shows
+    one: its turns and their messages, its summary and its values."""
     from rillet.examples.demo import make_console
 
-    store = checkpoint_store("inspect", db, create=False)
+    given = [
+        what
+        for what, there in (("CHECKPOINT", checkpoint_id), ("--sessions", list_sessions), ("--session", session_id))
+        if there
+    ]
+    if len(given) > 1:
+        fail("inspect", f"{' and '.join(given)} given together: give one (a checkpoint, --sessions, or --session ID)")
+    path = db_or_fail("inspect", db)
+    store = checkpoint_store("inspect", path, create=False)
     console = make_console(False if no_color else None)
+    if list_sessions or session_id is not None:
+        sessions = _session_store(path)
+        if session_id is not None:
+            return _show_session(sessions, session_id, console, as_json)
+        return _list_sessions(sessions, console, as_json)
     if checkpoint_id is None:
         return _list(store, console, as_json)
     return _show(store, checkpoint_id, console, as_json)
+
+
+def _session_store(path: str) -> Any:
+    import sqlite3
+
+    from rillet.errors import SessionError
+    from rillet.sessions import SqliteSessionStore
+
+    try:
+        return SqliteSessionStore(path)
+    except (SessionError, sqlite3.Error, OSError) as e:
+        fail("inspect", str(e))
+
+
+def _list_sessions(sessions: Any, console: Console, as_json: bool) -> int:
+    now = time.time()
+    entries = sessions.list()
+    if as_json:
+        for e in entries:
+            print(
+                dumps(
+                    {
+                        "id": e.session_id,
+                        "turns": e.turns,
+                        "created_at": _when(e.created_at),
+                        "updated_at": _when(e.updated_at),
+                        "age_seconds": round(now - e.updated_at, 3),
+                    }
+                )
+            )
+        return 0
+    path = escape(str(sessions.path))
+    if not entries:
+        console.print(f"no sessions in {path} (rillet run --session ID --db {path} starts one)")
+        return 0
+    width = max(len("session"), *(len(e.session_id) for e in entries))
+    console.print(f"[bold]{'session':<{width}}  {'turns':>5}  last turn[/]")
+    for e in entries:
+        console.print(f"{escape(e.session_id):<{width}}  {e.turns:>5}  {_age(now - e.updated_at)} ago", highlight=False)
+    return 0
+
+
+def _show_session(sessions: Any, session_id: str, console: Console, as_json: bool) -> int:
+    import sqlite3
+
+    from rillet.data import codec
+    from rillet.errors import SessionError
+
+    path = str(sessions.path)
+    try:
+        data = sessions.get(session_id)
+    except (SessionError, codec.DecodeError, sqlite3.Error) as e:
+        fail("inspect", str(e), 1)
+    if data is None:
+        fail("inspect", f"no session {session_id!r} in {path} (rillet inspect --sessions --db {path} lists them)", 1)
+    info = next((e for e in sessions.list() if e.session_id == session_id), None)
+    if as_json:
+        print(
+            dumps(
+                {
+                    "id": session_id,
+                    "updated_at": _when(info.updated_at) if info else None,
+                    "values": dict(data.values),
+                    "summary": [message_json(m) for m in data.summary],
+                    "summary_through": data.summary_through,
+                    "turns": [
+                        {"index": t.index, "messages": [message_json(m) for m in t.messages]} for t in data.turns
+                    ],
+                }
+            )
+        )
+        return 0
+    age = f" · last turn {_age(time.time() - info.updated_at)} ago" if info else ""
+    console.print(f"[bold]session {escape(session_id)}[/] · {len(data.turns)} turns{age}")
+    values = dict(data.values)
+    console.print(f"values: {escape(repr(values)) if values else 'none'}", highlight=False)
+    if data.summary:
+        console.print(f"\n[bold]summary[/] (of turns 1-{data.summary_through})")
+        for m in data.summary:
+            _message(console, m)
+    for t in data.turns:
+        console.print(f"\n[bold]turn {t.index}[/]")
+        for m in t.messages:
+            _message(console, m)
+    return 0
+
+
+def _message(console: Console, m: Any) -> None:
+    """A stored message: its role (a tool's name for a tool result), its text, its tool calls."""
+    from rillet.examples.demo import Wrapped
+
+    head = f"← {m.tool_name}" if m.role == "tool" and m.tool_name else m.role
+    console.print(f"  [bold]{escape(head)}[/]", highlight=False)
+    if m.content:
+        out = Wrapped(console, "    ", "")
+        out.write(m.content)
+        out.end()
+    for call in m.tool_calls or ():
+        args = _short(call.function.arguments, console.width - 16 - len(call.function.name))
+        console.print(f"    [yellow]→ calls[/] [bold]{escape(call.function.name)}[/]({escape(args)})", highlight=False)
 
 
 def _age(seconds: float) -> str:
@@ -59,14 +184,32 @@ def _list(store: SqliteCheckpointStore, console: Console, as_json: bool) -> int:
         for cid, size, at in entries:
             print(dumps({"id": cid, "size": size, "updated_at": _when(at), "age_seconds": round(now - at, 3)}))
         return 0
+    path = escape(str(store.path))
     if not entries:
-        console.print(f"no checkpoints in {escape(str(store.path))}")
-        return 0
-    width = max(len("checkpoint"), *(len(cid) for cid, _, _ in entries))
-    console.print(f"[bold]{'checkpoint':<{width}}  {'size':>9}  age[/]")
-    for cid, size, at in entries:
-        console.print(f"{escape(cid):<{width}}  {_size(size):>9}  {_age(now - at)} ago", highlight=False)
+        console.print(f"no checkpoints in {path}")
+    else:
+        width = max(len("checkpoint"), *(len(cid) for cid, _, _ in entries))
+        console.print(f"[bold]{'checkpoint':<{width}}  {'size':>9}  age[/]")
+        for cid, size, at in entries:
+            console.print(f"{escape(cid):<{width}}  {_size(size):>9}  {_age(now - at)} ago", highlight=False)
+    count = _session_count(store.path)
+    if count:
+        console.print(f"sessions: {count} (rillet inspect --sessions --db {path} lists them)")
     return 0
+
+
+def _session_count(path: Any) -> int:
+    """How many sessions the file holds (read only: a file without sessions is left as it is)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError, ValueError):
+        return 0
 
 
 def _show(store: SqliteCheckpointStore, checkpoint_id: str, console: Console, as_json: bool) -> int:

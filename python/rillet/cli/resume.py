@@ -9,9 +9,18 @@ from typing import Any
 
 import click
 
-from rillet.cli.common import agent_or_fail, checkpoint_store, decision_options, fail, output_options
+from rillet.cli.common import (
+    DB_HELP,
+    agent_or_fail,
+    checkpoint_store,
+    db_or_fail,
+    decision_options,
+    fail,
+    output_options,
+    verbose_option,
+)
 from rillet.cli.demo import model_option
-from rillet.cli.drive import Decisions, Driver, Pending, pending_of_checkpoint, resume_hint
+from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, pending_of_checkpoint, resume_hint
 
 
 @click.command(short_help="continue a run saved in SQLite (from any process)")
@@ -23,9 +32,10 @@ from rillet.cli.drive import Decisions, Driver, Pending, pending_of_checkpoint, 
     metavar="MODULE:ATTRIBUTE",
     help="the agent, as the argument gives it (the older spelling)",
 )
-@click.option("--db", metavar="FILE", help="the SQLite checkpoint file (default: rillet-demo.db in the temp folder)")
+@click.option("--db", metavar="FILE", help=DB_HELP)
 @model_option
 @decision_options
+@verbose_option
 @output_options
 def resume(
     checkpoint_id: str,
@@ -35,28 +45,32 @@ def resume(
     model: str,
     approve: tuple[str, ...],
     reject: tuple[str, ...],
+    verbose: bool,
     as_json: bool,
     no_color: bool,
 ) -> int:
     """Continues the run saved as CHECKPOINT with the agent MODULE:ATTRIBUTE names (an agent, or
     a function of no arguments returning one): it must be the agent that saved it. Without one,
-    only the demo's checkpoints. An approval needs --approve/--reject or an answer at the prompt;
-    with neither, nothing runs (exit status 2). A problem with the database or the checkpoint
-    is one line on stderr, exit status 1."""
-    from rillet.examples.demo import default_db, make_console
+    only the demo's checkpoints. --db is the file it was saved in (required, as for rillet
+    inspect). An approval needs --approve/--reject or an answer at the prompt; with neither,
+    nothing runs (exit status 2). A problem with the database or the checkpoint is one line on
+    stderr, exit status 1."""
+    from rillet.examples.demo import make_console
 
     spec, approve, reject = _agent_given_as_flag_value(spec, approve, reject)
     if spec is not None and agent_flag is not None:
         fail("resume", f"the agent is given twice ({spec} and --agent {agent_flag}): give it once")
     decisions = Decisions("resume", approve, reject)
+    path = db_or_fail("resume", db)
     agent = None
     if spec is not None or agent_flag is not None:
-        agent = agent_or_fail("resume", spec or agent_flag or "", "" if spec else "--agent")
-    path = db if db is not None else str(default_db())
+        agent = agent_or_fail("resume", spec or agent_flag or "", "" if spec else "--agent", verbose=verbose)
     store = checkpoint_store("resume", path, create=False, code=1)
     console = make_console(False if no_color else None)
     try:
-        return _resume(checkpoint_id, store, path, agent, model, spec or agent_flag, decisions, console, as_json)
+        return _resume(
+            checkpoint_id, store, path, agent, model, spec or agent_flag, decisions, console, as_json, verbose
+        )
     except Exception as e:
         import sqlite3
 
@@ -94,9 +108,10 @@ def _resume(
     decisions: Decisions,
     console: Any,
     as_json: bool,
+    verbose: bool,
 ) -> int:
     from rillet.checkpoint.payload import load
-    from rillet.examples.demo import demo_agent_for, make_chat_model, missing_key
+    from rillet.examples.demo import ToolErrors, demo_agent_for, make_chat_model, missing_key
     from rillet.runner import Runner
     from rillet.sessions import SqliteSessionStore
 
@@ -110,25 +125,39 @@ def _resume(
             return 2
         agent = demo_agent_for(checkpoint_id, loaded.agent, chat)
     sessions = SqliteSessionStore(path) if loaded.session_ref is not None else None
-    runner = Runner(agent, checkpoint_store=store, session_store=sessions)
-    driver = Driver("resume", runner, console, as_json=as_json, decisions=decisions)
+    tool_errors = ToolErrors()
+    runner = Runner(agent, checkpoint_store=store, session_store=sessions, observers=[tool_errors])
+    driver = Driver(
+        "resume", runner, console, as_json=as_json, decisions=decisions, verbose=verbose, tool_errors=tool_errors
+    )
     pending = pending_of_checkpoint(loaded)
     targets = driver.answer(pending)
-    waiting = [p.label() for p in pending if p.tool is not None and p.id not in targets]
-    if waiting:
+    unanswered = [p for p in pending if p.tool is not None and p.id not in targets]
+    if unanswered:
+        driver.warn_unused(unanswered)
+        waiting = ", ".join(p.label() for p in unanswered)
+        hint = resume_hint(checkpoint_id, path, spec or "", unanswered)
+        if driver.ctrl_c:
+            fail(
+                "resume",
+                f"Ctrl-C at the prompt: nothing was run and checkpoint[{checkpoint_id}] still waits for "
+                f"{waiting}; to answer it later: {hint}",
+                CTRL_C_STATUS,
+            )
         fail(
             "resume",
-            f"checkpoint[{checkpoint_id}] waits for an approval ({', '.join(waiting)}) and no answer came "
-            "(no terminal, or stdin ended): pass --approve or --reject (nothing was run)",
+            f"checkpoint[{checkpoint_id}] waits for an approval ({waiting}) and no answer came "
+            f"(no terminal, or stdin ended): pass --approve or --reject (nothing was run): {hint}",
         )
 
     def stopped(missing: Sequence[Pending]) -> int:
         what = ", ".join(p.label() for p in missing)
+        why = "Ctrl-C at the prompt" if driver.ctrl_c else "with no answer"
         print(
-            f"rillet resume: stopped again at {what} with no answer; it is saved: "
-            f"{resume_hint(checkpoint_id, path, spec or 'MODULE:ATTRIBUTE', missing)}",
+            f"rillet resume: stopped again at {what} ({why}); it is saved: "
+            f"{resume_hint(checkpoint_id, path, spec or '', missing)}",
             file=sys.stderr,
         )
-        return 3
+        return CTRL_C_STATUS if driver.ctrl_c else 3
 
     return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id, targets=targets or None)), stopped)

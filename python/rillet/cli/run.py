@@ -11,8 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rillet.cli.common import agent_or_fail, checkpoint_store, decision_options, fail, output_options
-from rillet.cli.drive import Decisions, Driver, Pending, resume_hint
+from rillet.cli.common import (
+    agent_or_fail,
+    checkpoint_store,
+    decision_options,
+    fail,
+    output_options,
+    verbose_option,
+)
+from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, resume_hint
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -33,6 +40,7 @@ if TYPE_CHECKING:
 @click.option("--checkpoint-id", metavar="ID", help="the id an interrupted run is saved under (default: run-<random>)")
 @click.option("--no-stream", is_flag=True, help="ask the model for whole replies instead of streams")
 @decision_options
+@verbose_option
 @output_options
 def run(
     spec: str,
@@ -43,31 +51,41 @@ def run(
     no_stream: bool,
     approve: tuple[str, ...],
     reject: tuple[str, ...],
+    verbose: bool,
     as_json: bool,
     no_color: bool,
 ) -> int:
     """Runs the agent MODULE:ATTRIBUTE names (an agent, or a function of no arguments returning
     one) on QUESTION. Interrupts are answered by --approve/--reject, else at the prompt; with
-    neither (no --json, stdin at its end) the run stops there, exit status 3."""
+    neither (no --json, stdin at its end) the run stops there, exit status 3 (130 after Ctrl-C
+    at the prompt); with --db it is saved, and the line on stderr is the command that resumes it.
+    A model or tool error shows its type and message; --verbose, its traceback too."""
     from rillet.checkpoint import InMemoryCheckpointStore
-    from rillet.examples.demo import make_console
+    from rillet.examples.demo import ToolErrors, make_console
     from rillet.runner import Runner
 
     decisions = Decisions("run", approve, reject)
     if query is None and session_id is None:
         fail("run", 'no question: rillet run MODULE:ATTRIBUTE "QUESTION" (or --session ID to chat)')
-    agent = agent_or_fail("run", spec)
+    agent = agent_or_fail("run", spec, verbose=verbose)
     store: Any = checkpoint_store("run", db) if db is not None else InMemoryCheckpointStore()
     sessions = _session_store(db) if session_id is not None else None
     console = make_console(False if no_color else None)
-    runner = Runner(agent, streaming=not no_stream, checkpoint_store=store, session_store=sessions)
-    driver = Driver("run", runner, console, as_json=as_json, decisions=decisions)
+    tool_errors = ToolErrors()
+    runner = Runner(
+        agent, streaming=not no_stream, checkpoint_store=store, session_store=sessions, observers=[tool_errors]
+    )
+    driver = Driver(
+        "run", runner, console, as_json=as_json, decisions=decisions, verbose=verbose, tool_errors=tool_errors
+    )
+    driver.defer_warnings = session_id is not None
     start = time.perf_counter()
     status = 0
     for text, typed in _turns(query, session_id, console, as_json):
         status = _turn(driver, text, typed, session_id, checkpoint_id, db, spec)
-        if status == 3:  # stopped at an interrupt: the conversation cannot go on past it
+        if status in (3, CTRL_C_STATUS):  # stopped at an interrupt: the conversation cannot go on past it
             break
+    driver.warn_unused([])  # a chat's flags, at its end (a one-question run's were named already)
     if not as_json:
         from rillet.examples.demo import print_summary
 
@@ -100,7 +118,10 @@ def _turns(query: str | None, session_id: str | None, console: Console, as_json:
     while True:
         if not as_json:
             console.print("\n[bold]you>[/] ", end="")
-        line = sys.stdin.readline()
+        try:
+            line = sys.stdin.readline()
+        except KeyboardInterrupt:  # Ctrl-C at you>: the conversation ends, as at the input's end
+            line = ""
         if not line or line.strip() == "/exit":
             if not as_json:
                 console.print()
@@ -128,11 +149,9 @@ def _turn(
             if db is not None
             else "nothing was saved (with --db FILE it could be resumed later)"
         )
-        print(
-            f"rillet run: stopped at {what}: no --approve/--reject for it and no answer on stdin; {where}",
-            file=sys.stderr,
-        )
-        return 3
+        why = "Ctrl-C at the prompt" if driver.ctrl_c else "no --approve/--reject for it and no answer on stdin"
+        print(f"rillet run: stopped at {what}: {why}; {where}", file=sys.stderr)
+        return CTRL_C_STATUS if driver.ctrl_c else 3
 
     try:  # the run's own failures are events; these are the Runner refusing (a busy session, a claimed checkpoint)
         events = driver.runner.query(text, checkpoint_id=cid, session_id=session_id)

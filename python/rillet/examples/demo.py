@@ -8,7 +8,6 @@ tools validated and run concurrently, and the model's tokens streamed as they ar
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from rillet._native import FunctionCall, Message, ResponseMeta, ToolCall, Usage
+from rillet.cli.common import default_db
 from rillet.run.observer import ModelInfo, RunInfo, RunObserver
 
 if TYPE_CHECKING:
@@ -158,10 +158,22 @@ class Renderer:
     last one shown, each indented by its depth.
     """
 
-    def __init__(self, console: Console, *, run_paths: bool = False, tree: bool = False) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        run_paths: bool = False,
+        tree: bool = False,
+        verbose: bool | None = None,
+        tool_errors: ToolErrors | None = None,
+    ) -> None:
         self.console = console
         self.run_paths = run_paths
         self.tree = tree
+        # An error's traceback: printed (True), offered with --verbose (False), neither (None:
+        # a command without the switch, or events decoded from a checkpoint).
+        self.verbose = verbose
+        self.tool_errors = tool_errors  # the exceptions behind failed tool calls, by call id
         self.path = ""
         self.names: list[str] = []
         self.drawn = False  # whether a tree line was printed yet
@@ -210,7 +222,11 @@ class Renderer:
         moved = self._where(ev)
         if ev.error is not None:
             self.errors += 1
-            c.print(f"[bold red]error[/] from {escape(ev.agent_name or 'agent')}: {escape(str(ev.error))}")
+            c.print(
+                f"[bold red]error[/] from {escape(ev.agent_name or 'agent')}: {escape(error_text(ev.error))}",
+                highlight=False,
+            )
+            self.explain(ev.error)
             return
         mv = ev.message_output
         if mv is not None and mv.role == "assistant":
@@ -232,10 +248,37 @@ class Renderer:
                 self.speaker = ev.agent_name
             c.print(f"  [green]← {escape(mv.tool_name)}[/]" + (" [dim](streaming)[/]" if mv.is_streaming else ""))
             msg = self._stream_text(mv, indent="    ", style="green")
+            self.tool_error(msg.tool_call_id)
         if ev.action is not None:
             what = _action_text(ev.action)
             self.actions.append(what)
             c.print(f"  [magenta]action:[/] {escape(what)}", highlight=False)
+
+    def tool_error(self, call_id: str | None) -> None:
+        """The exception behind the failed tool call ``call_id`` (its result is the error text the
+        model was sent): its type and message, and its traceback as :meth:`explain` says."""
+        if self.tool_errors is None or call_id is None:
+            return
+        failed = self.tool_errors.errors.pop(call_id, None)
+        if failed is not None:
+            tool, error = failed
+            self.console.print(f"    [red]{escape(tool)} raised[/] {escape(error_text(error))}", highlight=False)
+            self.explain(error)
+
+    def flush_tool_errors(self) -> None:
+        """The failed tool calls not shown under their results yet (a stream that ended first)."""
+        if self.tool_errors is not None:
+            for call_id in list(self.tool_errors.errors):
+                self.tool_error(call_id)
+
+    def explain(self, error: BaseException) -> None:
+        """With ``verbose``, the error's traceback on stderr; else how to see it."""
+        if self.verbose:
+            import traceback
+
+            print("".join(traceback.format_exception(error)).rstrip("\n"), file=sys.stderr, flush=True)
+        elif self.verbose is False and error.__traceback__ is not None:
+            self.console.print("    [dim](--verbose shows its traceback)[/]")
 
     def _stream_text(self, mv: Any, indent: str = "  ", style: str = "") -> Message:
         """Prints the message's text as it streams, wrapped to the console, and returns the
@@ -302,6 +345,26 @@ class Wrapped:
     def end(self) -> None:
         self._flush_word()
         self._newline()
+
+
+def error_text(error: BaseException) -> str:
+    """An error as one line: its type and message (the type alone when it has no message)."""
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+class ToolErrors(RunObserver):
+    """Keeps the exception of each failed tool call (whose result is the error text the model is
+    sent), for the renderer to show its type, and its traceback with ``--verbose``."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, tuple[str, BaseException]] = {}
+
+    def on_tool_end(
+        self, run: RunInfo, tool: str, call_id: str, result: str | None, error: BaseException | None
+    ) -> None:
+        if error is not None and result is not None:  # error alone: an interrupt, a cancellation, a raise
+            self.errors[call_id] = (tool, error)
 
 
 def _action_text(a: Any) -> str:
@@ -387,24 +450,23 @@ def print_summary(console: Console, r: Renderer, took: float, delay: float, coun
         console.print("[dim]The scripted model pauses between tokens to look live; --fast skips that.[/]")
 
 
-def default_db() -> Path:
-    return Path(tempfile.gettempdir()) / "rillet-demo.db"
+def _decide(console: Console, pending: Any, decisions: Any) -> Any:
+    """The person's answer to the approval: from ``--approve``/``--reject`` (``decisions``), else
+    the prompt ``rillet run`` and ``rillet resume`` show (typed, or piped on stdin); with neither
+    (stdin at its end), approval, said so: the demo's own run needs no one at the keyboard.
+    CTRL_C if the prompt was left with Ctrl-C."""
+    from rillet.cli.prompt import NO_ANSWER, announce, ask
+    from rillet.tools.approval import approve
 
-
-def _decide(console: Console, ask: Any, decision: str | None) -> Any:
-    """The person's answer to an approval interrupt: from the flag, the terminal, or, with
-    neither, approval (said so): the demo's own run needs no one at the keyboard."""
-    from rillet.tools.approval import approve, reject
-
-    if decision == "approve":
+    announce(console, pending)
+    data = decisions.decide(pending)
+    if data is not NO_ANSWER:
+        return data
+    data = ask(console, pending)
+    if data is NO_ANSWER:
+        console.print("  [dim]No answer on stdin: approving (pass --reject to decline).[/]")
         return approve()
-    if decision == "reject":
-        return reject("the traveller declined")
-    if sys.stdin.isatty():
-        answer = console.input(f"  [bold]Approve this call?[/] {escape('[y/n]')} ").strip().lower()
-        return approve() if answer.startswith("y") else reject("the traveller declined")
-    console.print("  [dim]No terminal to ask: approving (pass --reject to decline).[/]")
-    return approve()
+    return data
 
 
 def _interrupt_of(events: list[AgentEvent]) -> Any:
@@ -421,13 +483,19 @@ def main(
     color: bool | None = None,
     decision: str | None = None,
     db: str | Path | None = None,
+    approve: Sequence[str] = (),
+    reject: Sequence[str] = (),
     stop_at_approval: bool = False,
     model: str = "scripted",
+    verbose: bool = False,
 ) -> int:
     """Runs the demo and prints it; returns the process exit code. The run is checkpointed
     in SQLite (``db``) when it stops for approval, then resumed from there. ``model="openai"``
     runs it on an OpenAI-compatible endpoint (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, and
-    ``OPENAI_MODEL``, default gpt-4o-mini) instead of the scripted model."""
+    ``OPENAI_MODEL``, default gpt-4o-mini) instead of the scripted model. ``verbose`` prints
+    the traceback of a model or tool error. The approval is answered by ``approve``/``reject``
+    (the flags of ``rillet run``), or ``decision`` (``"approve"`` or ``"reject"``), else at the
+    prompt."""
     from rillet.checkpoint import SqliteCheckpointStore
     from rillet.runner import Runner
 
@@ -443,21 +511,37 @@ def main(
     db_path = Path(db) if db is not None else default_db()
     delay = delay if chat is None else 0.0
     counts = _ModelCalls()
+    tool_errors = ToolErrors()
     store = SqliteCheckpointStore(db_path)
-    runner = Runner(build_agent(delay, chat), streaming=streaming, checkpoint_store=store, observers=[counts])
+    agent = build_agent(delay, chat)
+    runner = Runner(agent, streaming=streaming, checkpoint_store=store, observers=[counts, tool_errors])
     checkpoint_id = f"demo-{uuid.uuid4().hex[:8]}"
     start = time.perf_counter()
-    r = render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console)
+    r = Renderer(console, verbose=verbose, tool_errors=tool_errors)
+    render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console, into=r)
+    r.flush_tool_errors()
     ask = _interrupt_of(r.seen)
+    resume_command = f"rillet resume {checkpoint_id} --db {db_path} --approve"
     if ask is not None and stop_at_approval:
-        console.print(
-            f"\n[bold]Saved.[/] Continue from any process with:\n  rillet resume {checkpoint_id} --db {db_path} --approve"
-        )
+        console.print("\n[bold]Saved.[/] Continue from any process with:")
+        console.print(f"  {escape(resume_command)}", soft_wrap=True)  # one line, to copy whole
         return 0
     if ask is not None:
-        data = _decide(console, ask, decision)
-        console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {db_path.name}[/]")
+        from rillet.cli.prompt import CTRL_C, CTRL_C_STATUS, Decisions, pending_of_event, warn_unused
+
+        if decision is not None:  # the older spelling: one answer for the demo's one approval
+            approve, reject = (("*",), ()) if decision == "approve" else ((), ("*=the traveller declined",))
+        decisions = Decisions("demo", approve, reject)
+        (pending,) = pending_of_event([ask])
+        data = _decide(console, pending, decisions)
+        if data is CTRL_C:
+            console.print("\n[bold]Stopped[/] at the approval (Ctrl-C); the run is saved. Continue it with:")
+            console.print(f"  {escape(resume_command)}", soft_wrap=True)
+            return CTRL_C_STATUS
+        console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {escape(str(db_path))}[/]")
         render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
+        r.flush_tool_errors()
+        warn_unused("demo", decisions, [], [pending], set())
     print_summary(console, r, time.perf_counter() - start, delay, counts)
     return 0
 
