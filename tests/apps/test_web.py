@@ -250,18 +250,23 @@ def test_only_loopback_hosts_unless_allowed(
     assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "192.168.1.4", "::", "example.com"))
     need("uvicorn")
+    from support.web_server import free_port
+
     ran: list[dict[str, Any]] = []
     monkeypatch.setattr(
-        "uvicorn.Server.run", lambda self: ran.append({"host": self.config.host, "port": self.config.port})
+        "uvicorn.Server.run",
+        lambda self, sockets: ran.append({"host": self.config.host, "port": sockets[0].getsockname()[1]}),
     )
     with pytest.raises(ValueError, match=r"refusing to listen on '0.0.0.0'.*--allow-remote"):
         serve(build(), db=None, host="0.0.0.0")
     assert ran == []
-    serve(build(), db=None, host="0.0.0.0", port=8123, allow_remote=True)
-    assert ran == [{"host": "0.0.0.0", "port": 8123}]
-    assert "WARNING: listening on 0.0.0.0:8123, reachable from other machines" in capsys.readouterr().err
-    serve(build(), db=None, port=8124)
-    assert ran[-1]["host"] == "127.0.0.1"
+    port = free_port()
+    serve(build(), db=None, host="0.0.0.0", port=port, allow_remote=True)
+    assert ran == [{"host": "0.0.0.0", "port": port}]
+    assert f"WARNING: listening on 0.0.0.0:{port}, reachable from other machines" in capsys.readouterr().err
+    serve(build(), db=None, port=0)  # a free port, bound before its URL is printed
+    assert ran[-1]["host"] == "127.0.0.1" and ran[-1]["port"] > 0
+    assert f"rillet web: http://127.0.0.1:{ran[-1]['port']}/" in capsys.readouterr().err
 
 
 def _main(*args: str) -> subprocess.CompletedProcess[str]:

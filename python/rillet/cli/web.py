@@ -43,7 +43,10 @@ def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool) -> 
         import starlette  # noqa: F401  # the `web` extra
         import uvicorn  # noqa: F401  # the `web` extra
 
-        from rillet.web import serve  # type: ignore[import-not-found, unused-ignore]  # needs the `web` extra
+        from rillet.web import (  # type: ignore[import-not-found, unused-ignore]  # needs the `web` extra
+            PortUnavailableError,
+            serve,
+        )
     except ImportError as e:
         fail("web", f"the dev UI is not installed ({e}): pip install 'rillet[web]'")
     agent = agent_or_fail("web", spec)
@@ -56,5 +59,8 @@ def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool) -> 
             file=sys.stderr,
             flush=True,
         )
-    serve(agent, db=db, host=host, port=port, allow_remote=allow_remote)
+    try:
+        serve(agent, db=db, host=host, port=port, allow_remote=allow_remote)
+    except PortUnavailableError as e:  # bound before the URL is printed: nothing was served
+        fail("web", str(e.args[1] if len(e.args) > 1 else e))
     return 0

@@ -14,8 +14,10 @@ every layer under them (the import-linter contract in pyproject.toml; docs/archi
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import logging
+import socket
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
     from starlette.applications import Starlette
 
-__all__ = ["create_app", "is_loopback", "serve"]
+__all__ = ["PortUnavailableError", "bind", "create_app", "is_loopback", "serve"]
 
 _log = logging.getLogger(__name__)
 
@@ -58,6 +60,32 @@ def create_app(
     return build_app(agent, store if store is not None else MemoryStore(), allow_remote=allow_remote, max_body=max_body)
 
 
+class PortUnavailableError(OSError):
+    """``host:port`` cannot be listened on (the port is taken, or not allowed): raised by
+    :func:`bind` before anything is printed or served, with the fix in its message."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` (``port`` 0: a free one, which its
+    ``getsockname()`` tells); raises :class:`PortUnavailableError` saying why not and what to do."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family)
+    except OSError as e:
+        where = f"{'[' + host + ']' if ':' in host else host}:{port}"
+        if e.errno == errno.EADDRINUSE:
+            why = f"port {port} is already in use (another rillet web, or another server, listens there)"
+        elif e.errno == errno.EACCES:
+            why = f"this user may not listen on port {port}"
+        else:
+            why = e.strerror or str(e)
+        raise PortUnavailableError(
+            e.errno or 0,
+            f"cannot listen on {where}: {why}; stop what holds it, or choose another port with --port "
+            "(--port 0 picks a free one)",
+        ) from e
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` names only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
     if host == "localhost":
@@ -78,7 +106,9 @@ def serve(
     max_body: int = MAX_BODY,
 ) -> None:
     """Serves the dev UI for ``agent`` on ``host:port`` until interrupted (Ctrl-C).
-    Checkpoints go to the SQLite file ``db``, or to memory when None. Only loopback addresses
+    The port is bound before the URL is printed (``port`` 0: a free one, printed): a port in
+    use raises :class:`PortUnavailableError`. Checkpoints go to the SQLite file ``db``, or to
+    memory when None. Only loopback addresses
     unless ``allow_remote``: the page runs the agent and its tools for whoever reaches it.
     ``max_body``: as for :func:`create_app`."""
     if not is_loopback(host):
@@ -100,7 +130,10 @@ def serve(
         import uvicorn  # the optional rillet[web] extra, needed only to serve
     except ImportError as e:
         raise ImportError(f"{_MISSING} ({e})") from e
+    sock = bind(host, port)  # before the URL is printed: a port taken is an error, not a URL that fails
+    port = sock.getsockname()[1]
     print(f"rillet web: http://{'[' + host + ']' if ':' in host else host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
+    sys.stderr.flush()
     stop_runs = app.state.stop_runs
 
     class Server(uvicorn.Server):
@@ -111,5 +144,8 @@ def serve(
             super().handle_exit(sig, frame)
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=_SHUTDOWN_GRACE)
-    with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises the Ctrl-C again once it has stopped
-        Server(config).run()
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises the Ctrl-C again once it has stopped
+            Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
