@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 TESTS = Path(__file__).resolve().parents[1]  # holds support/
 
 
-def records(client: TestClient, url: str) -> list[dict[str, Any]]:
-    """The run's records, read from its server-sent events to the end of the run."""
+def records(client: TestClient, url: str, calls: bool = False) -> list[dict[str, Any]]:
+    """The run's records, read from its server-sent events to the end of the run; its
+    ``call`` records (the call inspector's) only if ``calls``."""
     out, kind = [], None
     with client.stream("GET", url) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -48,7 +49,8 @@ def records(client: TestClient, url: str) -> list[dict[str, Any]]:
             elif line.startswith("data: "):
                 record = json.loads(line[6:])
                 assert record["type"] == kind
-                out.append(record)
+                if calls or kind != "call":
+                    out.append(record)
     return out
 
 
@@ -540,7 +542,8 @@ async def sse_records(http: Any, url: str) -> list[dict[str, Any]]:
 
     async def read() -> list[dict[str, Any]]:
         async with http.stream("GET", url) as page:
-            return [json.loads(line[6:]) async for line in page.aiter_lines() if line.startswith("data: ")]
+            recs = [json.loads(line[6:]) async for line in page.aiter_lines() if line.startswith("data: ")]
+            return [r for r in recs if r["type"] != "call"]
 
     return await asyncio.wait_for(read(), 30)
 
@@ -671,3 +674,38 @@ def test_a_run_no_page_has_opened_yet_runs_on() -> None:
         go.set()
         recs = records(c, run["events"])
     assert (recs[-2]["content"], recs[-1]["status"]) == ("done: went on", "done")
+
+
+def test_failures_say_where_they_happened_and_every_call_is_a_record() -> None:
+    from support.web_agent import build_troubled
+
+    with make_client(create_app(build_troubled())) as c:
+        run = c.post("/api/runs", json={"text": "tool"}).json()
+        recs = records(c, run["events"], calls=True)
+        calls: dict[str, dict[str, Any]] = {}
+        for r in recs:
+            if r["type"] == "call":
+                calls.setdefault(r["id"], {}).update(r)
+        model, tool_call, answer = calls.values()
+        assert model["kind"] == "model" and model["status"] == "ok" and model["latency_ms"] >= 0
+        assert [(m["role"], m["content"]) for m in model["messages"]] == [
+            ("system", "Answer briefly."),
+            ("user", "tool"),
+        ]
+        assert [t["name"] for t in model["tools"]] == ["check_availability"]
+        assert model["usage"] is None and answer["usage"]["total_tokens"] == 49
+        assert answer["started"] <= answer["ended"]
+        assert (tool_call["tool"], tool_call["status"], tool_call["arguments"]) == (
+            "check_availability",
+            "error",
+            '{"city": "Lisbon"}',
+        )
+        assert tool_call["error"] == {"type": "RuntimeError", "message": "the availability service for Lisbon is down"}
+        [result] = [r for r in recs if r["type"] == "event" and r.get("role") == "tool"]
+        assert result["failed"] is True and result["call"] == tool_call["id"]
+        kinds = {}
+        for text in ("crash", "loop", "forbidden"):
+            run = c.post("/api/runs", json={"text": text}).json()
+            [error] = [r["error"] for r in records(c, run["events"]) if r.get("error")]
+            kinds[text] = error["kind"]
+        assert kinds == {"crash": "model", "loop": "limit", "forbidden": "guardrail"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,23 @@ def page(browser: Any, tmp_path: Path) -> Iterator[Any]:
 
 def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+@contextmanager
+def opened(browser: Any, spec: str, name: str, db: Path | None = None) -> Iterator[Any]:
+    """A page of ``rillet web spec`` (agent ``name``), loaded."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with web_server(spec, db) as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 820})
+        try:
+            pg = context.new_page()
+            pg.set_default_timeout(TIMEOUT_MS)
+            pg.goto(url)
+            pg.wait_for_selector(f"#agent-name:has-text('{name}')")
+            pg.url_base = url  # type: ignore[attr-defined]
+            yield pg
+        finally:
+            context.close()
 
 
 def send(page: Any, text: str = QUESTION) -> None:
@@ -181,3 +199,36 @@ def test_parallel_lanes_sit_side_by_side_in_the_tree(browser: Any) -> None:
             assert "⚙ fact_checker" in writer.locator("> .tools").text_content()
         finally:
             context.close()
+
+
+def test_errors_show_in_the_chat_where_they_happen_and_a_failed_tool_is_a_failure(browser: Any) -> None:
+    with opened(browser, "support.web_agent:build_troubled", "troubled") as pg:
+        send(pg, "tool")  # the tool fails; its error goes back to the model, which answers
+        pg.wait_for_selector("#timeline .run-end.done")
+        failed = pg.locator("#timeline .card.tool.failed")
+        assert failed.count() == 1
+        assert "tool failed · check_availability" in failed.locator(".kind").text_content()
+        color = failed.evaluate("e => getComputedStyle(e).borderLeftColor")
+        assert color == "rgb(197, 48, 48)"  # red, not the green of a result
+        assert pg.locator("#timeline .card.tool:not(.failed)").count() == 0
+        note = pg.locator("#chat .bubble.error[data-kind=tool]")
+        assert "tool failed · troubled" in note.locator(".who").text_content()
+        assert "the availability service for Lisbon is down" in note.text_content()
+
+        send(pg, "crash")  # the model raises: the chat says so, not only the timeline
+        pg.wait_for_selector("#chat .bubble.error[data-kind=model]")
+        model = pg.locator("#chat .bubble.error[data-kind=model]")
+        assert "model error · troubled" in model.locator(".who").text_content()
+        assert "RuntimeError: the model provider hung up" in model.text_content()
+
+        send(pg, "loop")  # too many model calls
+        limit = pg.locator("#chat .bubble.error[data-kind=limit]")
+        limit.wait_for()
+        assert "ExceedMaxIterationsError" in limit.text_content()
+
+        send(pg, "forbidden")  # an input guardrail rejects it
+        guard = pg.locator("#chat .bubble.error[data-kind=guardrail]")
+        guard.wait_for()
+        assert "guardrail error · troubled" in guard.locator(".who").text_content()
+        assert "forbidden topic" in guard.text_content()
+        shot(pg, "7-errors")

@@ -17,6 +17,7 @@ from rillet.checkpoint.stores import CheckpointStore
 from rillet.data.events import AgentEvent
 from rillet.run.run_handle import RunIterator
 from rillet.runner import Runner
+from rillet.web.calls import CallLog, error_kind
 from rillet.web.wire import event_records
 
 __all__ = ["Hub", "Run"]
@@ -39,11 +40,12 @@ class Run:
         self._events: RunIterator | None = None  # while it is consumed: what cancel() closes
         self._stream: StreamReader[Message] | None = None  # the message being read, ditto
         self._watchers = 0  # pages reading its records now
+        self.calls = CallLog(self.add)  # its model and tool calls, as records
 
     def add(self, record: dict[str, Any]) -> None:
         with self._lock:
             self.records.append(record)
-            self._ended = record["type"] == "run_end"
+            self._ended = self._ended or record["type"] == "run_end"  # a call's end may come after it
             waiters, self._waiters = self._waiters, []
         for loop, ready in waiters:
             loop.call_soon_threadsafe(ready.set)
@@ -104,6 +106,7 @@ class Run:
             for ev in events:
                 self._take(ev)  # before its records: a page that leaves once it saw them
                 for record in event_records(ev, seq):  # must not cancel a saved interrupt
+                    self.calls.annotate(record)
                     self._note(record)
                     self.add(record)
                 seq += 1
@@ -127,7 +130,7 @@ class Run:
                 "seq": seq,
                 "agent": "",
                 "path": [],
-                "error": {"type": type(e).__name__, "message": str(e)},
+                "error": {"type": type(e).__name__, "message": str(e), "kind": error_kind(e)},
             }
         )
 
@@ -159,8 +162,8 @@ class Hub:
     the chat's history: each finished turn adds the question and the answer."""
 
     def __init__(self, agent: Any, store: CheckpointStore) -> None:
+        self.agent = agent
         self.store = store
-        self.runner = Runner(agent, streaming=True, checkpoint_store=store)
         self.runs: dict[str, Run] = {}
         self.history: list[Message] = []
         self._questions: dict[str, str] = {}  # checkpoint id -> the question of its turn
@@ -173,15 +176,22 @@ class Hub:
         with self._lock:
             history = list(self.history)
             self._questions[checkpoint_id] = text
-        events = self.runner.run([*history, Message.user(text)], checkpoint_id=checkpoint_id)
+        events = self._runner(run).run([*history, Message.user(text)], checkpoint_id=checkpoint_id)
         return self._launch(run, events)
 
     def resume(self, checkpoint_id: str, targets: Mapping[str, Any]) -> Run:
         """Resumes ``checkpoint_id`` with ``targets``; raises (nothing runs) if Runner.resume
         refuses it."""
         run = Run(checkpoint_id, "resume", ", ".join(f"{k}: {v}" for k, v in targets.items()))
-        events = self.runner.resume(checkpoint_id, targets=dict(targets))
+        events = self._runner(run).resume(checkpoint_id, targets=dict(targets))
         return self._launch(run, events)
+
+    def _runner(self, run: Run) -> Runner:
+        """A Runner for ``run``, reporting its calls to ``run.calls``."""
+        calls = run.calls
+        return Runner(
+            self.agent, streaming=True, checkpoint_store=self.store, observers=[calls], plugins=[calls.plugin]
+        )
 
     def reset(self) -> None:
         with self._lock:

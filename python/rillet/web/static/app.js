@@ -81,21 +81,26 @@ function pathChip(path) {
 
 function onEvent(r, run) {
   noteTree(r);
-  const card = el("div", "card " + (r.error ? "error" : r.action ? "action " + r.action.kind : r.role || "other"));
+  const card = el("div", "card " + (r.error ? "error" : r.action ? "action " + r.action.kind : r.role || "other") + (r.failed ? " failed" : ""));
   card.dataset.seq = r.seq;
   const top = el("div", "card-top");
   top.append(pathChip(r.path));
-  const what = r.error ? "error" : r.role === "tool" ? "tool result · " + r.tool_name : r.role === "assistant" ? "model" : r.action ? "action" : "output";
+  const what = r.error ? r.error.kind + " error" : r.role === "tool" ? (r.failed ? "tool failed · " : "tool result · ") + r.tool_name : r.role === "assistant" ? "model" : r.action ? "action" : "output";
   top.append(el("span", "kind", what + (r.streaming ? " · streaming" : "")));
   card.append(top);
   const body = el("div", "text");
   card.append(body);
   card._body = body;
+  card._agent = r.agent;
   state.cards.set(key(run, r.seq), card);
   if (r.role === "assistant") card._bubble = chatBubble(r);
   if (!r.open) fill(card, r);
   if (r.action) card.append(actionView(r.action, run));
-  if (r.error) card.append(el("pre", "err", r.error.type + ": " + r.error.message));
+  if (r.error) {
+    card.append(el("pre", "err", r.error.type + ": " + r.error.message));
+    chatError(r.error.kind + " error", r.agent, r.error.type + ": " + r.error.message, r.error.kind);
+  }
+  if (r.failed) chatError("tool failed", r.agent, r.tool_name + ": " + (r.content || ""), "tool");
   if (r.custom !== undefined) card.append(el("pre", "json", show(r.custom)));
   $("timeline").append(card);
   scrollDown($("timeline"));
@@ -108,6 +113,17 @@ function chatBubble(r) {
   b.append(t);
   b._text = t;
   $("chat").append(b);
+  return b;
+}
+
+// an error in the chat, where it happened: which kind (model, tool, guardrail, limit, agent), by whom
+function chatError(title, agent, text, kind) {
+  const b = el("div", "bubble error");
+  b.dataset.kind = kind;
+  b.append(el("div", "who", "⚠ " + title + (agent ? " · " + agent : "")));
+  b.append(el("div", "text", text));
+  $("chat").append(b);
+  scrollDown($("chat"));
   return b;
 }
 
@@ -126,7 +142,10 @@ function onEventEnd(r, run) {
   if (!card) return;
   card.classList.add("ended");
   fill(card, r);
-  if (r.error) card.append(el("pre", "err", r.error));
+  if (r.error) {
+    card.append(el("pre", "err", r.error));
+    chatError("model error", card._agent, r.error, "model");
+  }
 }
 
 function fill(card, r) {
