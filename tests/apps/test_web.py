@@ -157,6 +157,13 @@ def test_the_resume_endpoint_answers_the_interrupt_and_the_run_goes_on(
         "run_end done",
     ]
     assert resumed[0]["kind"] == "resume"
+    assert resumed[0]["decisions"] == [
+        {
+            "interrupt": _interrupt_id(recs),
+            "address": ["agent:front_desk", "agent:booker", "tool:book_hotel:call_book"],
+            "answer": decision,
+        }
+    ]
     assert resumed[1]["tool_name"] == "book_hotel" and resumed[1]["content"].startswith(tool_result)
     assert resumed[-2]["content"].startswith("All set: " + tool_result)
     assert client.get("/api/checkpoints").json() == []  # a finished resume deletes its checkpoint

@@ -232,3 +232,38 @@ def test_errors_show_in_the_chat_where_they_happen_and_a_failed_tool_is_a_failur
         assert "guardrail error · troubled" in guard.locator(".who").text_content()
         assert "forbidden topic" in guard.text_content()
         shot(pg, "7-errors")
+
+
+def test_approval_decisions_stay_in_the_timeline(page: Any) -> None:
+    send(page)
+    box = page.locator("#chat .approval").nth(0)
+    box.locator("input.reason").fill("too expensive")
+    box.locator("button.reject").click()
+    page.wait_for_selector("#timeline .run-end.done")
+    rejected = page.locator("#timeline .card.decision.reject")
+    assert rejected.locator(".text").text_content() == "✘ rejected the call of book_hotel"
+    assert rejected.locator(".reason").text_content() == "reason: too expensive"
+    assert "front_desk\u203abooker" in rejected.locator(".path").text_content()
+
+    send(page)
+    box = page.locator("#chat .approval").nth(1)
+    box.locator("button.edit").click()
+    box.locator("textarea.edit-args").fill('{"city": "Porto", "nights": 3}')
+    box.locator("button.edit").click()
+    page.locator("#timeline .run-end.done").nth(1).wait_for()
+    edited = page.locator("#timeline .card.decision.edit")
+    assert edited.locator(".text").text_content() == "✎ edited the arguments of book_hotel"
+    assert '"city": "Porto"' in edited.locator("pre").text_content()
+
+    send(page)
+    page.locator("#chat .approval").nth(2).locator("button.approve").click()
+    page.locator("#timeline .run-end.done").nth(2).wait_for()
+    approved = page.locator("#timeline .card.decision.approve")
+    assert approved.locator(".text").text_content() == "✔ approved the call of book_hotel"
+    # each answer sits at the head of the resume it started, before the tool's result
+    order = page.eval_on_selector_all(
+        "#timeline .card.decision, #timeline .card.tool", "cs => cs.map(c => c.className.split(' ')[1])"
+    )
+    assert order == ["decision", "tool"] * 3
+    page.locator(".card.decision.edit").scroll_into_view_if_needed()
+    shot(page, "8-decisions")

@@ -13,12 +13,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rillet._native import Message, StreamReader
+from rillet.checkpoint.payload import load
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.data.events import AgentEvent
 from rillet.run.run_handle import RunIterator
 from rillet.runner import Runner
 from rillet.web.calls import CallLog, error_kind
-from rillet.web.wire import event_records
+from rillet.web.wire import event_records, jsonable
 
 __all__ = ["Hub", "Run"]
 
@@ -183,8 +184,23 @@ class Hub:
         """Resumes ``checkpoint_id`` with ``targets``; raises (nothing runs) if Runner.resume
         refuses it."""
         run = Run(checkpoint_id, "resume", ", ".join(f"{k}: {v}" for k, v in targets.items()))
+        run.records[0]["decisions"] = self._decisions(checkpoint_id, targets)
         events = self._runner(run).resume(checkpoint_id, targets=dict(targets))
         return self._launch(run, events)
+
+    def _decisions(self, checkpoint_id: str, targets: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """What a resume answers, for the timeline: each interrupt's id, its address (where the
+        checkpoint says; empty if it cannot be read) and the answer (for an approval:
+        ``decision`` with its ``reason`` or edited ``arguments``)."""
+        try:
+            data = self.store.get(checkpoint_id)
+            addresses = load(bytes(data), checkpoint_id).addresses if isinstance(data, bytes) else {}
+        except Exception:  # noqa: BLE001  (the resume says what is wrong with it; this is only a label)
+            addresses = {}
+        return [
+            {"interrupt": iid, "address": list(addresses.get(iid, ())), "answer": jsonable(answer)}
+            for iid, answer in targets.items()
+        ]
 
     def _runner(self, run: Run) -> Runner:
         """A Runner for ``run``, reporting its calls to ``run.calls``."""

@@ -62,10 +62,36 @@ function watch(run, label) {
 }
 
 function onRecord(r, run) {
-  if (r.type === "event") onEvent(r, run);
+  if (r.type === "run_start") onRunStart(r);
+  else if (r.type === "event") onEvent(r, run);
   else if (r.type === "delta") onDelta(r, run);
   else if (r.type === "event_end") onEventEnd(r, run);
   else if (r.type === "run_end") onRunEnd(r);
+}
+
+// a resume starts with what the person answered: approved, rejected (and why), or edited (to what)
+function onRunStart(r) {
+  for (const d of r.decisions || []) $("timeline").append(decisionCard(d));
+  scrollDown($("timeline"));
+}
+
+function decisionCard(d) {
+  const answer = d.answer && typeof d.answer === "object" ? d.answer : { decision: String(d.answer) };
+  const decision = answer.decision || "answer";
+  const last = d.address.length ? d.address[d.address.length - 1] : "";
+  const tool = last.startsWith("tool:") ? last.split(":")[1] : null;
+  const card = el("div", "card decision " + decision);
+  card.dataset.interrupt = d.interrupt;
+  const top = el("div", "card-top");
+  if (d.address.length) top.append(pathChip(d.address.filter((a) => a.startsWith("agent:")).map((a) => a.slice(6))));
+  top.append(el("span", "kind", "your answer · interrupt " + d.interrupt.slice(0, 8)));
+  card.append(top);
+  const what = tool ? " the call of " + tool : "";
+  const verbs = { approve: "✔ approved" + what, reject: "✘ rejected" + what, edit: "✎ edited the arguments of" + (tool ? " " + tool : " the call") };
+  card.append(el("div", "text", verbs[decision] || "answered: " + show(answer)));
+  if (decision === "reject") card.append(el("div", "reason", answer.reason ? "reason: " + answer.reason : "no reason given"));
+  if (decision === "edit") card.append(el("pre", "json", show(answer.arguments)));
+  return card;
 }
 
 function key(run, seq) { return run.run + ":" + seq; }
