@@ -267,3 +267,31 @@ def test_approval_decisions_stay_in_the_timeline(page: Any) -> None:
     assert order == ["decision", "tool"] * 3
     page.locator(".card.decision.edit").scroll_into_view_if_needed()
     shot(page, "8-decisions")
+
+
+def test_the_agent_tree_is_drawn_before_the_first_run(browser: Any) -> None:
+    with opened(browser, "support.web_agent:build_parallel", "trip") as pg:
+        tree = pg.locator("#agents")
+        research = tree.locator(".anode[data-agent=trip] > .children > .anode[data-agent=research]")
+        research.wait_for()
+        assert pg.locator("#timeline .card").count() == 0  # nothing has run
+        weather = research.locator("> .lanes > .anode[data-agent=weather]").bounding_box()
+        prices = research.locator("> .lanes > .anode[data-agent=prices]").bounding_box()
+        assert weather is not None and prices is not None
+        assert abs(weather["y"] - prices["y"]) < 2 and prices["x"] > weather["x"] + weather["width"] / 2
+        writer = tree.locator(".anode[data-agent=trip] > .children > .anode[data-agent=writer]")
+        assert writer.locator("> .tools .tool-chip").all_text_contents() == ["⚙ fact_checker"]
+        checker = writer.locator("> .children > .anode[data-agent=fact_checker]")
+        assert checker.locator("> .label .badge.tool").text_content() == "agent tool"
+        assert "Parallel" in research.locator("> .label .badge").first.text_content()
+        tree.screenshot(path=str(SHOTS / "9-agent-tree.png"))
+        shot(pg, "9-agent-tree-page")
+    with opened(browser, "support.web_agent:build", "front_desk") as pg:
+        booker = pg.locator("#agents .anode[data-agent=front_desk] > .children > .anode[data-agent=booker]")
+        booker.wait_for()
+        assert booker.locator("> .label .badge.tool").text_content() == "transfer"
+        assert "⚙ book_hotel" in booker.locator(".tool-chip").all_text_contents()
+        assert pg.locator("#agents-box").evaluate("d => d.open") is True
+        send(pg)
+        pg.wait_for_selector("#status:has-text('waiting for approval')")
+        assert pg.locator("#agents-box").evaluate("d => d.open") is False  # folded: the run paths take the room

@@ -45,10 +45,45 @@ function learnAgent(node) {
   for (const s of node.sub_agents) learnAgent(s);
 }
 
+// the agent tree as declared, drawn when the page loads: sub-agents nested (a ParallelAgent's
+// as lanes), each agent's tools, an agent called as a tool with its own tree under the tool
+
+function agentNode(node, role) {
+  const box = el("div", "anode");
+  box.dataset.agent = node.name;
+  const label = el("div", "label");
+  label.append(el("span", "name", node.name));
+  label.append(el("span", "badge", node.kind.replace(/Agent$/, "") || node.kind));
+  if (role) label.append(el("span", "badge tool", role));
+  if (node.description) label.append(el("span", "desc dim", node.description));
+  box.append(label);
+  if (node.tools.length) {
+    const tools = el("div", "tools");
+    for (const t of node.tools) {
+      const chip = el("span", "tool-chip", "⚙ " + t.name);
+      chip.dataset.tool = t.name;
+      tools.append(chip);
+    }
+    box.append(tools);
+  }
+  const kids = el("div", "children" + (node.kind === "ParallelAgent" ? " lanes" : ""));
+  for (const s of node.sub_agents) kids.append(agentNode(s, node.kind === "ChatModelAgent" ? "transfer" : null));
+  for (const t of node.tools) if (t.agent) kids.append(agentNode(t.agent, "agent tool"));
+  box.append(kids);
+  return box;
+}
+
+function drawAgents(tree) {
+  const box = $("agents");
+  box.textContent = "";
+  box.append(agentNode(tree, null));
+}
+
 // --- runs
 
 function watch(run, label) {
   state.run = run.run;
+  $("agents-box").open = false;  // the run paths take the room; the tree stays a click away
   setStatus("running", "running");
   // a resume answers the pause: its agents are running again (a new interrupt marks them anew)
   if (label === "resume") document.querySelectorAll(".node.interrupted").forEach((n) => n.classList.remove("interrupted"));
@@ -445,6 +480,7 @@ function start() {
   api("/api/agent").then((a) => {
     state.agent = a;
     learnAgent(a);
+    drawAgents(a);
     $("agent-name").textContent = a.name + " · " + a.kind;
   });
   loadCheckpoints();
