@@ -295,3 +295,48 @@ def test_the_agent_tree_is_drawn_before_the_first_run(browser: Any) -> None:
         send(pg)
         pg.wait_for_selector("#status:has-text('waiting for approval')")
         assert pg.locator("#agents-box").evaluate("d => d.open") is False  # folded: the run paths take the room
+
+
+def test_the_call_inspector_shows_what_each_model_and_tool_call_was_sent_and_gave(browser: Any) -> None:
+    with opened(browser, "support.web_agent:build_troubled", "troubled") as pg:
+        send(pg, "tool")
+        pg.wait_for_selector("#timeline .run-end.done")
+        first, answer = pg.locator("#timeline .card.assistant").all()
+        assert "tok" not in (first.locator(".call-meta").text_content() or "")
+        assert answer.locator(".call-meta").text_content().endswith(" · 49 tok")  # latency, then tokens
+        dialog = pg.locator("#call-dialog")
+
+        first.locator("button.inspect").click()
+        dialog.wait_for()
+        assert pg.locator("#call-title").text_content() == "Model call · troubled · m1"
+        sent = dialog.locator(".sent-msg")
+        assert sent.nth(0).locator(".role").text_content() == "system"  # the system prompt, as sent
+        assert sent.nth(0).locator("pre").text_content() == "Answer briefly."
+        assert sent.nth(1).locator("pre").text_content() == "tool"
+        assert dialog.locator(".offered-tool summary").all_text_contents() == [
+            "check_availability — Looks up free rooms."
+        ]
+        facts = dialog.locator("dl.call-facts").text_content()
+        assert "tokensnot reported by the model" in facts and "modelScriptedModel" in facts
+        assert "latency" in facts and " UTC" in facts  # timestamps
+        assert "check_availability" in dialog.locator("section", has_text="Reply").text_content()
+        dialog.locator("button:has-text('Close')").click()
+
+        answer.locator("button.inspect").click()
+        assert "tokens42 prompt + 7 completion = 49" in dialog.locator("dl.call-facts").text_content()
+        assert "finish reasonstop" in dialog.locator("dl.call-facts").text_content()
+        roles = dialog.locator(".sent .sent-msg .role").all_text_contents()
+        assert roles == ["system", "user", "assistant", "tool · call_check"]
+        shot(pg, "10-inspector-model")
+        dialog.locator("button:has-text('Close')").click()
+
+        pg.locator("#timeline .card.tool button.inspect").click()
+        assert pg.locator("#call-title").text_content() == "Tool call · check_availability · call_check"
+        assert '"city": "Lisbon"' in dialog.locator("section", has_text="Arguments").text_content()
+        errors = dialog.locator("section pre.err").all_text_contents()  # the error, and the result the model got
+        assert errors == [
+            "RuntimeError: the availability service for Lisbon is down",
+            "Error: the availability service for Lisbon is down",
+        ]
+        assert "statuserror" in dialog.locator("dl.call-facts").text_content()
+        shot(pg, "10-inspector-tool")

@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { agent: null, kinds: {}, lanes: {}, agentTools: {}, tree: new Map(), cards: new Map(), bubbles: new Map(), run: null };
+const state = { agent: null, kinds: {}, lanes: {}, agentTools: {}, tree: new Map(), cards: new Map(), bubbles: new Map(), calls: new Map(), run: null };
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -91,7 +91,7 @@ function watch(run, label) {
   $("timeline").append(head);
   const source = new EventSource(run.events);
   const handle = (e) => onRecord(JSON.parse(e.data), run);
-  for (const type of ["run_start", "event", "delta", "event_end"]) source.addEventListener(type, handle);
+  for (const type of ["run_start", "event", "delta", "event_end", "call"]) source.addEventListener(type, handle);
   source.addEventListener("run_end", (e) => { source.close(); handle(e); });
   source.onerror = () => { source.close(); };
 }
@@ -102,6 +102,7 @@ function onRecord(r, run) {
   else if (r.type === "delta") onDelta(r, run);
   else if (r.type === "event_end") onEventEnd(r, run);
   else if (r.type === "run_end") onRunEnd(r);
+  else if (r.type === "call") onCall(r, run);
 }
 
 // a resume starts with what the person answered: approved, rejected (and why), or edited (to what)
@@ -148,6 +149,17 @@ function onEvent(r, run) {
   top.append(pathChip(r.path));
   const what = r.error ? r.error.kind + " error" : r.role === "tool" ? (r.failed ? "tool failed · " : "tool result · ") + r.tool_name : r.role === "assistant" ? "model" : r.action ? "action" : "output";
   top.append(el("span", "kind", what + (r.streaming ? " · streaming" : "")));
+  if (r.call) {
+    const call = callOf(run, r.call);
+    call.cards.push(card);
+    card.dataset.call = r.call;
+    const chip = el("button", "small inspect", "inspect");
+    chip.title = "what this " + (call.kind || "") + " call was sent, what came back, tokens and timing";
+    chip.onclick = () => inspect(call);
+    card._callChip = el("span", "call-meta dim");
+    top.append(card._callChip, chip);
+    callMeta(call);
+  }
   card.append(top);
   const body = el("div", "text");
   card.append(body);
@@ -241,6 +253,90 @@ function actionView(a, run) {
     return box;
   }
   return el("pre", "json", show(a.value));
+}
+
+// --- the call inspector: every model and tool call, what was sent and what came back
+
+function callOf(run, id) {
+  const k = key(run, "call:" + id);
+  let call = state.calls.get(k);
+  if (!call) { call = { id, cards: [] }; state.calls.set(k, call); }
+  return call;
+}
+
+function onCall(r, run) {
+  const call = callOf(run, r.id);
+  const { type, ...fields } = r;
+  Object.assign(call, fields);
+  callMeta(call);
+}
+
+function ms(value) { return value >= 1000 ? (value / 1000).toFixed(2) + " s" : Math.round(value) + " ms"; }
+
+function when(seconds) { return seconds ? new Date(seconds * 1000).toISOString().replace("T", " ").replace("Z", " UTC") : "—"; }
+
+// the card's summary: latency and tokens once the call has ended
+function callMeta(call) {
+  const parts = [];
+  if (call.latency_ms !== undefined) parts.push(ms(call.latency_ms));
+  else if (call.status === "running") parts.push("running…");
+  if (call.usage) parts.push(call.usage.total_tokens + " tok");
+  if (call.status === "error") parts.push("failed");
+  for (const card of call.cards) if (card._callChip) card._callChip.textContent = parts.join(" · ");
+  const open = $("call-dialog");
+  if (open.open && open._call === call) inspect(call);
+}
+
+function field(dl, name, value) {
+  dl.append(el("dt", null, name), el("dd", null, value));
+}
+
+function messageView(m) {
+  const box = el("div", "sent-msg " + m.role);
+  box.append(el("div", "role", m.role + (m.name ? " · " + m.name : "") + (m.tool_call_id ? " · " + m.tool_call_id : "")));
+  if (m.content) box.append(el("pre", null, m.content));
+  for (const c of m.tool_calls || []) box.append(el("pre", "json", "→ " + c.function.name + " " + c.id + "\n" + pretty(c.function.arguments)));
+  return box;
+}
+
+function inspect(call) {
+  const view = $("call-view");
+  const dialog = $("call-dialog");
+  dialog._call = call;
+  view.textContent = "";
+  $("call-title").textContent = call.kind === "tool" ? "Tool call · " + call.tool + " · " + call.call_id : "Model call · " + call.agent + " · " + call.id;
+  const dl = el("dl", "call-facts");
+  field(dl, "agent", (call.path || [call.agent]).join(" › "));
+  field(dl, "status", call.status || "");
+  if (call.kind === "model") field(dl, "model", call.model + (call.provider && call.provider !== call.model ? " (" + call.provider + ")" : ""));
+  field(dl, "started", when(call.started));
+  field(dl, "ended", when(call.ended));
+  field(dl, "latency", call.latency_ms !== undefined ? ms(call.latency_ms) : "—");
+  if (call.kind === "model") {
+    const u = call.usage;
+    field(dl, "tokens", u ? u.prompt_tokens + " prompt + " + u.completion_tokens + " completion = " + u.total_tokens + (u.cached_tokens ? " (" + u.cached_tokens + " cached)" : "") : "not reported by the model");
+    if (call.finish_reason) field(dl, "finish reason", call.finish_reason);
+  }
+  view.append(dl);
+  if (call.error) view.append(section("Error", el("pre", "err", call.error.type + ": " + call.error.message)));
+  if (call.kind === "model") {
+    const sent = el("div", "sent");
+    for (const m of call.messages || []) sent.append(messageView(m));
+    view.append(section("Sent: " + (call.messages || []).length + " messages", sent));
+    const tools = el("div");
+    if (!call.tools || !call.tools.length) tools.append(el("div", "dim", call.tools ? "no tools" : "not known"));
+    for (const t of call.tools || []) {
+      const d = el("details", "offered-tool");
+      d.append(el("summary", null, t.name + " — " + t.description), el("pre", "json", JSON.stringify(t.parameters, null, 2)));
+      tools.append(d);
+    }
+    view.append(section("Tools offered (" + (call.tools || []).length + ")", tools));
+    view.append(section("Reply", call.reply ? messageView(call.reply) : el("div", "dim", call.status === "running" ? "not yet" : "none")));
+  } else {
+    view.append(section("Arguments", el("pre", "json", pretty(call.arguments || ""))));
+    view.append(section("Result", call.result !== undefined && call.result !== null ? el("pre", call.status === "error" ? "err" : null, call.result) : el("div", "dim", call.status === "running" ? "not yet" : "none")));
+  }
+  if (!dialog.open) dialog.showModal();
 }
 
 // --- interrupts: approve / reject / edit, then the resumed run is watched like any other
