@@ -716,3 +716,19 @@ def test_failures_say_where_they_happened_and_every_call_is_a_record() -> None:
             [error] = [r["error"] for r in records(c, run["events"]) if r.get("error")]
             kinds[text] = error["kind"]
         assert kinds == {"crash": "model", "loop": "limit", "forbidden": "guardrail"}
+
+
+def test_the_runs_of_the_chat_are_listed_for_a_reloaded_page(client: TestClient) -> None:
+    assert client.get("/api/runs").json() == []
+    run, recs = start(client)
+    answer = {"checkpoint_id": run["checkpoint_id"], "targets": {_interrupt_id(recs): {"decision": "approve"}}}
+    resumed = client.post("/api/resume", json=answer).json()
+    records(client, resumed["events"])
+    listed = client.get("/api/runs").json()
+    assert [(r["run"], r["kind"], r["status"], r["events"]) for r in listed] == [
+        (run["run"], "run", "interrupted", run["events"]),
+        (resumed["run"], "resume", "done", resumed["events"]),
+    ]
+    assert listed[0]["text"] == "Book Lisbon"
+    client.post("/api/reset", json={})
+    assert client.get("/api/runs").json() == []  # New chat: a reload shows the new chat only

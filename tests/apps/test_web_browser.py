@@ -340,3 +340,41 @@ def test_the_call_inspector_shows_what_each_model_and_tool_call_was_sent_and_gav
         ]
         assert "statuserror" in dialog.locator("dl.call-facts").text_content()
         shot(pg, "10-inspector-tool")
+
+
+def test_a_reload_keeps_the_chat_its_timelines_and_their_calls(page: Any) -> None:
+    send(page)
+    page.locator("#chat .approval button.approve").click()
+    page.wait_for_selector("#timeline .run-end.done")
+    send(page, "And a second request")
+    page.wait_for_selector("#chat .approval:not(.answered)")
+    page.wait_for_selector("#status:has-text('waiting for approval')")
+
+    def view() -> dict[str, Any]:
+        return {
+            "chat": page.locator("#chat > div").evaluate_all("bs => bs.map(b => b.className + ': ' + b.innerText)"),
+            "timeline": page.locator("#timeline > div").evaluate_all("cs => cs.map(c => c.className)"),
+            "texts": page.locator("#timeline .card .text").all_text_contents(),
+        }
+
+    before = view()
+    page.reload()
+    page.wait_for_selector("#agent-name:has-text('front_desk')")
+    page.wait_for_function(f"() => document.querySelectorAll('#timeline > div').length >= {len(before['timeline'])}")
+    page.wait_for_selector("#status:has-text('waiting for approval')")
+    after = view()
+    assert after["texts"] == before["texts"] and after["timeline"] == before["timeline"]
+    assert after["chat"] == before["chat"]
+    assert page.locator("#timeline .card.decision.approve").count() == 1
+    boxes = page.locator("#chat .approval")
+    assert boxes.count() == 2 and "answered: approve" in boxes.nth(0).text_content()
+    assert not boxes.nth(0).locator("button.approve").is_enabled()
+    assert boxes.nth(1).locator("button.approve").is_enabled()  # still to answer, from the reloaded page
+    page.locator("#timeline .card.assistant button.inspect").first.click()
+    system = page.locator("#call-dialog .sent .sent-msg").first.locator("pre").text_content()
+    assert system.startswith("Route every request.") and "transfer_to_agent" in system  # as the model got it
+    page.locator("#call-dialog button:has-text('Close')").click()
+    shot(page, "11-reloaded")
+    boxes.nth(1).locator("button.approve").click()
+    page.locator("#timeline .run-end.done").nth(1).wait_for()
+    assert page.locator("#timeline .card.decision.approve").count() == 2

@@ -2,6 +2,7 @@
 
 GET  /                          the page (static/index.html; static/app.js and app.css beside it)
 GET  /api/agent                 the agent tree: names, kinds, sub-agents, tools
+GET  /api/runs                  the current chat's runs, in order (what a reloaded page replays)
 POST /api/runs {"text"}         starts a chat turn -> {"run", "checkpoint_id"}
 GET  /api/runs/{run}/events     the run's records as server-sent events, from the first; the
                                 run is cancelled when the last page reading them goes
@@ -181,6 +182,8 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False,
         return JSONResponse(tree)
 
     async def start(request: Request) -> Response:
+        if request.method == "GET":
+            return JSONResponse(hub.listing())
         body = await _json_body(request, max_body)
         text = body.get("text") if body is not None else None
         if not isinstance(text, str) or not text.strip():
@@ -237,7 +240,7 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False,
         Route("/", page),
         Route("/static/{name}", page),
         Route("/api/agent", agent_info),
-        Route("/api/runs", start, methods=["POST"]),
+        Route("/api/runs", start, methods=["GET", "POST"]),
         Route("/api/runs/{run}/events", events),
         Route("/api/resume", resume, methods=["POST"]),
         Route("/api/reset", reset, methods=["POST"]),

@@ -169,6 +169,7 @@ class Hub:
         self.history: list[Message] = []
         self._questions: dict[str, str] = {}  # checkpoint id -> the question of its turn
         self._lock = threading.Lock()
+        self._chat_from = 0  # the first run of the current chat (New chat starts another)
 
     def start(self, text: str) -> Run:
         """Starts a turn of the chat on ``text``; its checkpoint id is the run's own."""
@@ -212,6 +213,24 @@ class Hub:
     def reset(self) -> None:
         with self._lock:
             self.history.clear()
+            self._chat_from = len(self.runs)  # a reloaded page shows the runs of this chat only
+
+    def listing(self) -> list[dict[str, Any]]:
+        """The runs of the current chat, in the order they started: what a reloaded page
+        replays (each from its first record)."""
+        with self._lock:
+            runs = list(self.runs.values())[self._chat_from :]
+        return [
+            {
+                "run": r.id,
+                "kind": r.records[0]["kind"],
+                "text": r.records[0]["text"],
+                "status": r.status,
+                "checkpoint_id": r.checkpoint_id,
+                "events": f"/api/runs/{r.id}/events",
+            }
+            for r in runs
+        ]
 
     def stop(self) -> None:
         """Ends the event streams of the runs still going (status ``stopped``): the server is

@@ -84,6 +84,10 @@ function drawAgents(tree) {
 function watch(run, label) {
   state.run = run.run;
   $("agents-box").open = false;  // the run paths take the room; the tree stays a click away
+  return new Promise((resolve) => follow(run, label, resolve));
+}
+
+function follow(run, label, resolve) {
   setStatus("running", "running");
   // a resume answers the pause: its agents are running again (a new interrupt marks them anew)
   if (label === "resume") document.querySelectorAll(".node.interrupted").forEach((n) => n.classList.remove("interrupted"));
@@ -92,8 +96,18 @@ function watch(run, label) {
   const source = new EventSource(run.events);
   const handle = (e) => onRecord(JSON.parse(e.data), run);
   for (const type of ["run_start", "event", "delta", "event_end", "call"]) source.addEventListener(type, handle);
-  source.addEventListener("run_end", (e) => { source.close(); handle(e); });
-  source.onerror = () => { source.close(); };
+  source.addEventListener("run_end", (e) => { source.close(); handle(e); resolve(); });
+  source.onerror = () => { source.close(); resolve(); };
+}
+
+// a reloaded page: the chat's runs so far, replayed from their records in order
+async function replayRuns() {
+  let runs;
+  try { runs = await api("/api/runs"); } catch (e) { return; }
+  for (const run of runs) {
+    if (run.kind === "run") userBubble(run.text);
+    await watch(run, run.kind);
+  }
 }
 
 function onRecord(r, run) {
@@ -107,7 +121,11 @@ function onRecord(r, run) {
 
 // a resume starts with what the person answered: approved, rejected (and why), or edited (to what)
 function onRunStart(r) {
-  for (const d of r.decisions || []) $("timeline").append(decisionCard(d));
+  for (const d of r.decisions || []) {
+    $("timeline").append(decisionCard(d));
+    // the question it answers (a replayed page's, or another page's) is answered
+    document.querySelectorAll('.approval[data-interrupt="' + d.interrupt + '"]:not(.answered)').forEach((box) => answered(box, d.answer));
+  }
   scrollDown($("timeline"));
 }
 
@@ -341,6 +359,12 @@ function inspect(call) {
 
 // --- interrupts: approve / reject / edit, then the resumed run is watched like any other
 
+function answered(box, data) {
+  box.classList.add("answered");
+  box.querySelectorAll("button, input, textarea").forEach((b) => { b.disabled = true; });
+  box.append(el("div", "answered-note", "answered: " + (data && data.decision ? data.decision : show(data))));
+}
+
 function approvalBox(checkpointId, interruptId, info, address) {
   const box = el("div", "approval");
   box.dataset.interrupt = interruptId;
@@ -364,9 +388,7 @@ function approvalBox(checkpointId, interruptId, info, address) {
     note.textContent = "";
     try {
       const run = await api("/api/resume", { checkpoint_id: checkpointId, targets: { [interruptId]: data } });
-      box.classList.add("answered");
-      box.querySelectorAll("button, input, textarea").forEach((b) => { b.disabled = true; });
-      box.append(el("div", "answered-note", "answered: " + data.decision));
+      answered(box, data);
       watch(run, "resume");
     } catch (e) { note.textContent = e.message; }
   };
@@ -540,11 +562,15 @@ async function openCheckpoint(id) {
 
 // --- chat
 
-async function send(text) {
+function userBubble(text) {
   const b = el("div", "bubble user");
   b.append(el("div", "text", text));
   $("chat").append(b);
   scrollDown($("chat"));
+}
+
+async function send(text) {
+  userBubble(text);
   try {
     const run = await api("/api/runs", { text });
     watch(run, "run");
@@ -578,6 +604,7 @@ function start() {
     learnAgent(a);
     drawAgents(a);
     $("agent-name").textContent = a.name + " · " + a.kind;
+    replayRuns();
   });
   loadCheckpoints();
 }
