@@ -732,3 +732,37 @@ def test_the_runs_of_the_chat_are_listed_for_a_reloaded_page(client: TestClient)
     assert listed[0]["text"] == "Book Lisbon"
     client.post("/api/reset", json={})
     assert client.get("/api/runs").json() == []  # New chat: a reload shows the new chat only
+
+
+def test_sessions_are_listed_opened_and_continued_from_the_session_store(tmp_path: Path) -> None:
+    from rillet import SqliteSessionStore
+    from rillet.sessions.protocol import encode_messages
+
+    sessions = SqliteSessionStore(tmp_path / "runs.db")  # a session a program saved earlier
+    sessions.append("saved", encode_messages([Message.user("one"), Message.assistant("first")]), {})
+    model = ScriptedModel(lambda messages, tools: f"you said {len(messages)} things")
+    agent = ChatModelAgent("echo", description="echoes", model=model)
+    with make_client(create_app(agent, sessions=sessions)) as c:
+        listed = c.get("/api/sessions").json()
+        current = listed[0]
+        assert current["current"] and current["turns"] == 0
+        assert [(s["id"], s["turns"], s["current"]) for s in listed[1:]] == [("saved", 1, False)]
+        assert c.get("/api/sessions/nope").status_code == 404
+        assert c.post("/api/sessions/open", json={"id": "nope"}).status_code == 404
+        assert c.post("/api/sessions/open", json={"id": 3}).status_code == 400
+        view = c.post("/api/sessions/open", json={"id": "saved"}).json()
+        assert view["current"] and [m["content"] for m in view["turns"][0]["messages"]] == ["one", "first"]
+        _, recs = start(c, "two")
+        assert recs[-2]["content"] == "you said 3 things"  # one, first, two
+        assert c.get("/api/sessions/saved").json()["turns"][1]["messages"] == [
+            {"role": "user", "content": "two"},
+            {"role": "assistant", "content": "you said 3 things"},
+        ]
+        fresh = c.post("/api/reset", json={}).json()["session"]
+        assert c.get("/api/sessions").json()[0] == {
+            "id": fresh,
+            "turns": 0,
+            "created": None,
+            "updated": None,
+            "current": True,
+        }

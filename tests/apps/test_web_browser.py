@@ -378,3 +378,42 @@ def test_a_reload_keeps_the_chat_its_timelines_and_their_calls(page: Any) -> Non
     boxes.nth(1).locator("button.approve").click()
     page.locator("#timeline .run-end.done").nth(1).wait_for()
     assert page.locator("#timeline .card.decision.approve").count() == 2
+
+
+def test_sessions_are_listed_opened_with_their_state_and_continued(page: Any) -> None:
+    send(page)
+    page.locator("#chat .approval button.approve").click()
+    page.wait_for_selector("#timeline .run-end.done")
+    first = page.locator("#sessions tr.current")
+    page.wait_for_function("() => document.querySelector('#sessions tr.current .turns').textContent === '1'")
+    first_id = first.get_attribute("data-session")
+    assert page.locator("#session-name").text_content() == f"session {first_id}"
+
+    page.click("#new-chat")
+    page.wait_for_function(f"() => document.querySelector('#sessions tr.current').dataset.session !== '{first_id}'")
+    assert page.locator("#sessions tr.current .turns").text_content() == "0"
+    assert page.locator("#chat > *").count() == 0
+    old = page.locator(f"#sessions tr[data-session='{first_id}']")
+    assert old.locator(".turns").text_content() == "1"
+
+    old.locator("button.open").click()  # open the earlier chat: its turn, its state
+    head = page.locator(f"#chat .session-head[data-session='{first_id}']")
+    head.wait_for()
+    assert "1 turns" in head.text_content()
+    assert head.locator(".session-state pre").text_content() == "no session values"
+    said = page.locator("#chat .bubble.history .text").all_text_contents()
+    assert said == [QUESTION, "All set: booked 2 nights in Lisbon, confirmation H-311. Enjoy Lisbon!"]
+    page.wait_for_selector(f"#sessions tr.current[data-session='{first_id}']")
+
+    send(page, "And one more night?")  # continues it: the model is sent the earlier turn
+    page.locator("#timeline .card.assistant button.inspect").first.wait_for()
+    page.locator("#timeline .card.assistant button.inspect").first.click()
+    sent = page.locator("#call-dialog .sent .sent-msg pre").all_text_contents()
+    assert sent[1:] == [QUESTION, said[1], "And one more night?"]
+    page.locator("#call-dialog button:has-text('Close')").click()
+    page.locator("#chat .approval button.approve").click()
+    page.wait_for_selector("#timeline .run-end.done")
+    page.wait_for_function(
+        f"() => document.querySelector(\"#sessions tr[data-session='{first_id}'] .turns\").textContent === '2'"
+    )
+    shot(page, "12-sessions")

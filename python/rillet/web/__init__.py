@@ -23,6 +23,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from rillet.checkpoint.stores import CheckpointStore, SqliteCheckpointStore
+from rillet.sessions import InMemorySessionStore, SessionStore, SqliteSessionStore
 from rillet.web.checkpoints import MemoryStore
 
 if TYPE_CHECKING:
@@ -42,10 +43,17 @@ MAX_BODY = 1 << 20  # bytes of a POST body (rillet.web.app refuses more): a mess
 
 
 def create_app(
-    agent: Any, *, store: CheckpointStore | None = None, allow_remote: bool = False, max_body: int = MAX_BODY
+    agent: Any,
+    *,
+    store: CheckpointStore | None = None,
+    sessions: SessionStore | None = None,
+    allow_remote: bool = False,
+    max_body: int = MAX_BODY,
 ) -> Starlette:
     """The dev UI as a Starlette application for ``agent``; interrupted runs are saved to
-    ``store`` (a fresh in-memory store when None), whose checkpoints the page lists. It
+    ``store`` (a fresh in-memory store when None), whose checkpoints the page lists; the chat's
+    turns to ``sessions`` (a fresh in-memory session store when None), whose sessions the page
+    lists, opens and continues. It
     answers only requests for a loopback host (127.0.0.1, localhost) unless ``allow_remote``,
     and only same-origin JSON POSTs of at most ``max_body`` bytes: pages of other sites
     cannot drive it, and no client makes it hold more than that."""
@@ -57,7 +65,13 @@ def create_app(
         from rillet.web.app import build_app  # imports Starlette: the optional rillet[web] extra
     except ImportError as e:
         raise ImportError(f"{_MISSING} ({e})") from e
-    return build_app(agent, store if store is not None else MemoryStore(), allow_remote=allow_remote, max_body=max_body)
+    return build_app(
+        agent,
+        store if store is not None else MemoryStore(),
+        sessions if sessions is not None else InMemorySessionStore(),
+        allow_remote=allow_remote,
+        max_body=max_body,
+    )
 
 
 class PortUnavailableError(OSError):
@@ -125,7 +139,8 @@ def serve(
         _log.warning(warning)
         print(warning, file=sys.stderr)
     store: CheckpointStore = SqliteCheckpointStore(db) if db is not None else MemoryStore()
-    app = create_app(agent, store=store, allow_remote=allow_remote, max_body=max_body)
+    sessions: SessionStore = SqliteSessionStore(db) if db is not None else InMemorySessionStore()
+    app = create_app(agent, store=store, sessions=sessions, allow_remote=allow_remote, max_body=max_body)
     try:
         import uvicorn  # the optional rillet[web] extra, needed only to serve
     except ImportError as e:

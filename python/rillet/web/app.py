@@ -7,7 +7,10 @@ POST /api/runs {"text"}         starts a chat turn -> {"run", "checkpoint_id"}
 GET  /api/runs/{run}/events     the run's records as server-sent events, from the first; the
                                 run is cancelled when the last page reading them goes
 POST /api/resume {"checkpoint_id", "targets"}  resumes a checkpoint -> {"run", ...}
-POST /api/reset                 forgets the chat's history
+POST /api/reset                 New chat: a new session
+GET  /api/sessions              the session store's sessions: id, turns, times, which is current
+GET  /api/sessions/{id}         one session: its turns' messages and its values
+POST /api/sessions/open {"id"}  makes a session the chat (its next turn continues it)
 GET  /api/checkpoints           the store's checkpoints: id, size, age
 GET  /api/checkpoints/{id}      one checkpoint, decoded
 
@@ -35,9 +38,11 @@ from rillet.compose.agent_tool import AgentTool
 from rillet.errors import RilletError
 from rillet.flow import flow_of
 from rillet.run.agent import declared_sub_agents
+from rillet.sessions import SessionStore
 from rillet.web import is_loopback
 from rillet.web.checkpoints import decoded, listing
 from rillet.web.runs import Hub, Run
+from rillet.web.wire import jsonable
 
 __all__ = ["build_app"]
 
@@ -168,8 +173,10 @@ def _started(run: Run) -> JSONResponse:
     return JSONResponse({"run": run.id, "checkpoint_id": run.checkpoint_id, "events": f"/api/runs/{run.id}/events"})
 
 
-def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False, max_body: int) -> Starlette:
-    hub = Hub(agent, store)
+def build_app(
+    agent: Any, store: CheckpointStore, sessions: SessionStore, *, allow_remote: bool = False, max_body: int
+) -> Starlette:
+    hub = Hub(agent, store, sessions)
     tree = agent_tree(agent)
 
     async def page(request: Request) -> Response:
@@ -206,7 +213,53 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False,
 
     async def reset(request: Request) -> Response:
         hub.reset()
-        return JSONResponse({"history": 0})
+        return JSONResponse({"history": 0, "session": hub.session_id})
+
+    def session_list() -> list[dict[str, Any]]:
+        current = hub.session_id
+        rows = sorted(sessions.list(), key=lambda i: -i.updated_at)
+        out = [{"id": i.session_id, "turns": i.turns, "created": i.created_at, "updated": i.updated_at} for i in rows]
+        if not any(r["id"] == current for r in out):
+            out.insert(0, {"id": current, "turns": 0, "created": None, "updated": None})
+        for r in out:
+            r["current"] = r["id"] == current
+        return out
+
+    def session_view(session_id: str) -> dict[str, Any] | None:
+        data = sessions.get(session_id)
+        if data is None and session_id != hub.session_id:
+            return None
+        running = [
+            r.id for r in hub.runs.values() if r.records[0].get("session") == session_id and r.status == "running"
+        ]
+        return {
+            "id": session_id,
+            "current": session_id == hub.session_id,
+            "running": running,
+            "turns": [
+                {"index": t.index, "messages": [m.to_dict() for m in t.messages]} for t in (data.turns if data else [])
+            ],
+            "summary": [m.to_dict() for m in data.summary] if data else [],
+            "values": jsonable(data.values) if data else {},
+        }
+
+    async def session_listing(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(session_list))
+
+    async def session(request: Request) -> Response:
+        sid = request.path_params["id"]
+        view = await run_in_threadpool(session_view, sid)
+        return _error(404, f"no session {sid!r} in the session store") if view is None else JSONResponse(view)
+
+    async def open_session(request: Request) -> Response:
+        body = await _json_body(request, max_body)
+        sid = body.get("id") if body is not None else None
+        if body is None or not (sid is None or (isinstance(sid, str) and sid)):
+            return _error(400, 'POST /api/sessions/open takes JSON {"id": "<session id>"} ({"id": null}: a new one)')
+        if sid is not None and await run_in_threadpool(sessions.get, sid) is None:
+            return _error(404, f"no session {sid!r} in the session store")
+        view = await run_in_threadpool(session_view, hub.open(sid))
+        return JSONResponse(view)
 
     async def events(request: Request) -> Response:
         run = hub.runs.get(request.path_params["run"])
@@ -244,6 +297,9 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False,
         Route("/api/runs/{run}/events", events),
         Route("/api/resume", resume, methods=["POST"]),
         Route("/api/reset", reset, methods=["POST"]),
+        Route("/api/sessions", session_listing),
+        Route("/api/sessions/open", open_session, methods=["POST"]),
+        Route("/api/sessions/{id:path}", session),
         Route("/api/checkpoints", checkpoints),
         Route("/api/checkpoints/{id:path}", checkpoint),
     ]

@@ -18,10 +18,16 @@ from rillet.checkpoint.stores import CheckpointStore
 from rillet.data.events import AgentEvent
 from rillet.run.run_handle import RunIterator
 from rillet.runner import Runner
+from rillet.sessions import SessionStore
+from rillet.sessions.protocol import encode_messages
 from rillet.web.calls import CallLog, error_kind
 from rillet.web.wire import event_records, jsonable
 
 __all__ = ["Hub", "Run"]
+
+
+def _new_session() -> str:
+    return "chat-" + uuid.uuid4().hex[:12]
 
 
 class Run:
@@ -159,27 +165,47 @@ class Run:
 
 
 class Hub:
-    """The agent, its Runner (streaming, saving interrupts to ``store``), the runs so far and
-    the chat's history: each finished turn adds the question and the answer."""
+    """The agent, its Runners (streaming, saving interrupts to ``store``), the runs so far and
+    the chat: a session of ``sessions``, whose turns (each question and its final answer) are
+    the history of the next run, and whose values seed it. New chat starts another session;
+    any session of the store, the UI's or one a program saved, can be opened and continued."""
 
-    def __init__(self, agent: Any, store: CheckpointStore) -> None:
+    def __init__(self, agent: Any, store: CheckpointStore, sessions: SessionStore) -> None:
         self.agent = agent
         self.store = store
+        self.sessions = sessions
+        self.session_id = _new_session()
         self.runs: dict[str, Run] = {}
-        self.history: list[Message] = []
-        self._questions: dict[str, str] = {}  # checkpoint id -> the question of its turn
+        self._questions: dict[str, tuple[str, str]] = {}  # checkpoint id -> its turn's session and question
         self._lock = threading.Lock()
         self._chat_from = 0  # the first run of the current chat (New chat starts another)
 
     def start(self, text: str) -> Run:
-        """Starts a turn of the chat on ``text``; its checkpoint id is the run's own."""
+        """Starts a turn of the chat on ``text`` in the current session; its checkpoint id is
+        the run's own."""
         checkpoint_id = "web-" + uuid.uuid4().hex[:12]
         run = Run(checkpoint_id, "run", text)
         with self._lock:
-            history = list(self.history)
-            self._questions[checkpoint_id] = text
-        events = self._runner(run).run([*history, Message.user(text)], checkpoint_id=checkpoint_id)
+            session_id = self.session_id
+            self._questions[checkpoint_id] = (session_id, text)
+        run.records[0]["session"] = session_id
+        data = self.sessions.get(session_id)
+        history: list[Message] = []
+        values: dict[str, Any] = {}
+        if data is not None:
+            history = list(data.summary) + [m for t in data.turns if t.index > data.summary_through for m in t.messages]
+            values = dict(data.values)
+        events = self._runner(run).run(
+            [*history, Message.user(text)], checkpoint_id=checkpoint_id, session_values=values
+        )
         return self._launch(run, events)
+
+    def open(self, session_id: str | None) -> str:
+        """Makes ``session_id`` the chat (None: a new, empty one); the next turn continues it."""
+        with self._lock:
+            self.session_id = session_id if session_id is not None else _new_session()
+            self._chat_from = len(self.runs)
+            return self.session_id
 
     def resume(self, checkpoint_id: str, targets: Mapping[str, Any]) -> Run:
         """Resumes ``checkpoint_id`` with ``targets``; raises (nothing runs) if Runner.resume
@@ -207,13 +233,16 @@ class Hub:
         """A Runner for ``run``, reporting its calls to ``run.calls``."""
         calls = run.calls
         return Runner(
-            self.agent, streaming=True, checkpoint_store=self.store, observers=[calls], plugins=[calls.plugin]
+            self.agent,
+            streaming=True,
+            checkpoint_store=self.store,
+            observers=[calls],
+            plugins=[calls.plugin],
         )
 
     def reset(self) -> None:
-        with self._lock:
-            self.history.clear()
-            self._chat_from = len(self.runs)  # a reloaded page shows the runs of this chat only
+        """New chat: a new session (a reloaded page shows the runs of this chat only)."""
+        self.open(None)
 
     def listing(self) -> list[dict[str, Any]]:
         """The runs of the current chat, in the order they started: what a reloaded page
@@ -247,9 +276,13 @@ class Hub:
         return run
 
     def _ended(self, run: Run) -> None:
+        """A run ended: a finished turn of a chat (not a checkpoint saved elsewhere) is appended
+        to its session."""
         if run.status != "done":
             return
         with self._lock:
-            question = self._questions.pop(run.checkpoint_id, None)
-            if question is not None:  # a turn of this chat (not a checkpoint saved elsewhere)
-                self.history += [Message.user(question), Message.assistant(run.answer)]
+            turn = self._questions.pop(run.checkpoint_id, None)
+        if turn is not None:
+            session_id, question = turn
+            messages = [Message.user(question), Message.assistant(run.answer)]
+            self.sessions.append(session_id, encode_messages(messages), {})

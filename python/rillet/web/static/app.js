@@ -410,6 +410,7 @@ function onRunEnd(r) {
   $("timeline").append(el("div", "run-end " + r.status, "run " + r.status));
   scrollDown($("timeline"));
   loadCheckpoints();
+  loadSessions();
 }
 
 // --- the run-path tree
@@ -475,6 +476,72 @@ function noteTool(card, name) {
   }
   chip._calls += 1;
   chip.textContent = "⚙ " + name + (chip._calls > 1 ? " ×" + chip._calls : "");
+}
+
+// --- sessions: the chats in the session store; open one to see its turns and continue it
+
+async function loadSessions() {
+  const box = $("sessions");
+  let list;
+  try { list = await api("/api/sessions"); } catch (e) { box.textContent = e.message; return; }
+  box.textContent = "";
+  const table = el("table", "checkpoint-list session-list");
+  const head = el("tr");
+  for (const h of ["session", "turns", "updated", ""]) head.append(el("th", null, h));
+  table.append(head);
+  for (const s of list) {
+    const row = el("tr", s.current ? "current" : null);
+    row.dataset.session = s.id;
+    const cell = el("td");
+    if (s.current) cell.append(el("span", "dim", "this chat"));
+    else {
+      const open = el("button", "small open", "open");
+      open.onclick = () => openSession(s.id);
+      cell.append(open);
+    }
+    const updated = s.updated ? age(Date.now() / 1000 - s.updated) + " ago" : "—";
+    row.append(el("td", "mono", s.id), el("td", "turns", String(s.turns)), el("td", null, updated), cell);
+    table.append(row);
+    if (s.current) $("session-name").textContent = "session " + s.id;
+  }
+  box.append(table);
+}
+
+function clearChat() {
+  $("chat").textContent = "";
+  $("timeline").textContent = "";
+  $("tree").textContent = "";
+  state.tree.clear();
+  setStatus("idle", "idle");
+}
+
+// an opened session: its turns in the chat (greyed: said before), its state, then new turns continue it
+function showSession(view) {
+  const head = el("div", "session-head");
+  head.dataset.session = view.id;
+  head.append(el("div", "who", "session " + view.id + " · " + view.turns.length + " turns" + (view.running.length ? " · a run is going" : "")));
+  const values = Object.keys(view.values || {}).length ? JSON.stringify(view.values, null, 2) : "no session values";
+  const st = el("details", "session-state");
+  st.append(el("summary", null, "state"), el("pre", "json", values));
+  head.append(st);
+  $("chat").append(head);
+  for (const m of view.summary || []) $("chat").append(historyBubble(m, "summary"));
+  for (const t of view.turns) for (const m of t.messages) if (m.role === "user" || (m.role === "assistant" && m.content)) $("chat").append(historyBubble(m, "turn " + t.index));
+  $("session-name").textContent = "session " + view.id;
+  scrollDown($("chat"));
+}
+
+function historyBubble(m, label) {
+  const b = el("div", "bubble history " + m.role);
+  b.append(el("div", "who", label + " · " + m.role), el("div", "text", m.content || ""));
+  return b;
+}
+
+async function openSession(id) {
+  const view = await api("/api/sessions/open", { id });
+  clearChat();
+  showSession(view);
+  loadSessions();
 }
 
 // --- checkpoints
@@ -592,11 +659,8 @@ function start() {
   });
   $("new-chat").onclick = async () => {
     await api("/api/reset", {});
-    $("chat").textContent = "";
-    $("timeline").textContent = "";
-    $("tree").textContent = "";
-    state.tree.clear();
-    setStatus("idle", "idle");
+    clearChat();
+    loadSessions();
   };
   $("refresh-checkpoints").onclick = loadCheckpoints;
   api("/api/agent").then((a) => {
@@ -607,6 +671,7 @@ function start() {
     replayRuns();
   });
   loadCheckpoints();
+  loadSessions();
 }
 
 start();
