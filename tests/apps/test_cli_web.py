@@ -24,8 +24,15 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, An
     fake = types.ModuleType("rillet.web")
 
     def serve(
-        agent: object, *, db: str | None, host: str = "127.0.0.1", port: int = 8000, allow_remote: bool = False
+        agent: object,
+        *,
+        db: str | None,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        allow_remote: bool = False,
+        durability: str = "interrupt",
     ) -> None:
+        assert durability in ("interrupt", "step")
         calls.append(
             {"agent": getattr(agent, "name", None), "db": db, "host": host, "port": port, "remote": allow_remote}
         )

@@ -766,3 +766,31 @@ def test_sessions_are_listed_opened_and_continued_from_the_session_store(tmp_pat
             "updated": None,
             "current": True,
         }
+
+
+def test_a_step_recorded_run_is_forked_from_a_step_without_calling_the_model_again() -> None:
+    from support.web_agent import build_troubled
+
+    agent = build_troubled()
+    with make_client(create_app(agent, durability="step")) as c:
+        assert c.get("/api/agent").json()["durability"] == "step"
+        run, _ = start(c, "tool")
+        listed = c.get(f"/api/runs/{run['run']}/steps").json()["steps"]
+        assert [(s["index"], s["kind"]) for s in listed] == [(0, "start"), (1, "model"), (2, "tools"), (3, "model")]
+        model = agent.model
+        calls = model.call_count
+        forked = c.post("/api/fork", json={"run": run["run"], "steps": 3}).json()  # start, model, tools
+        recs = records(c, forked["events"])
+        assert recs[0]["kind"] == "fork" and recs[0]["step"] == 2 and forked["checkpoint_id"].startswith("fork-")
+        assert (recs[-2]["content"], recs[-1]["status"]) == (
+            "Sorry: Error: the availability service for Lisbon is down",
+            "done",
+        )
+        assert model.call_count == calls + 1  # only the answer: the first call was replayed
+        for body in ({"run": run["run"], "steps": 0}, {"run": run["run"], "steps": 5}, {"run": "nope", "steps": 1}):
+            assert c.post("/api/fork", json=body).status_code == 409
+        assert c.post("/api/fork", json={"run": run["run"]}).status_code == 400
+    with make_client(create_app(build())) as c:  # durability "interrupt": nothing recorded to fork
+        run, _ = start(c)
+        refused = c.post("/api/fork", json={"run": run["run"], "steps": 1})
+        assert refused.status_code == 409 and "--durability step" in refused.json()["error"]

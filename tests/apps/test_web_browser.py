@@ -63,10 +63,10 @@ def shot(page: Any, name: str) -> None:
 
 
 @contextmanager
-def opened(browser: Any, spec: str, name: str, db: Path | None = None) -> Iterator[Any]:
-    """A page of ``rillet web spec`` (agent ``name``), loaded."""
+def opened(browser: Any, spec: str, name: str, db: Path | None = None, *extra: str) -> Iterator[Any]:
+    """A page of ``rillet web spec [extra]`` (agent ``name``), loaded."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with web_server(spec, db) as url:
+    with web_server(spec, db, extra=extra) as url:
         context = browser.new_context(viewport={"width": 1400, "height": 820})
         try:
             pg = context.new_page()
@@ -417,3 +417,44 @@ def test_sessions_are_listed_opened_with_their_state_and_continued(page: Any) ->
         f"() => document.querySelector(\"#sessions tr[data-session='{first_id}'] .turns\").textContent === '2'"
     )
     shot(page, "12-sessions")
+
+
+def test_a_run_recorded_step_by_step_is_replayed_or_forked_from_any_step(browser: Any, tmp_path: Path) -> None:
+    spec = "support.web_agent:build_troubled"
+    with opened(browser, spec, "troubled", tmp_path / "runs.db", "--durability", "step") as pg:
+        send(pg, "tool")
+        end = pg.locator("#timeline .run-end.done")
+        end.wait_for()
+        end.locator("button.steps").click()
+        steps = pg.locator("#timeline .steps-box li.step")
+        steps.first.wait_for()
+        kinds = [k.split(" ·")[0] for k in pg.locator(".steps-box .step-kind").all_text_contents()]
+        assert kinds == ["start", "model", "tools", "model"]
+        assert "check_availability" in steps.nth(1).text_content()
+        assert "the availability service for Lisbon is down" in steps.nth(2).text_content()
+        shot(pg, "13-steps")
+
+        steps.nth(1).locator("button.fork").click()  # fork after the first model call
+        pg.locator("#timeline .run-end.done").nth(1).wait_for()
+        heads = pg.locator("#timeline .run-head").all_text_contents()
+        assert heads[-1].startswith("fork of run ") and " from step 1 · checkpoint fork-" in heads[-1]
+        forked = pg.locator("#timeline > div").evaluate_all(
+            "ds => { const i = ds.findLastIndex(d => d.classList.contains('run-head'));"
+            " return ds.slice(i + 1).map(d => d.className + ': ' + (d.querySelector('.text') || d).textContent); }"
+        )
+        # the model call is replayed from the record (its reply again, no call made); the tool runs anew
+        assert [f.split(":")[0] for f in forked] == [
+            "card assistant ended",
+            "card tool failed",
+            "card assistant ended",
+            "run-end done",
+        ]
+        assert forked[2].endswith("Sorry: Error: the availability service for Lisbon is down")
+
+        pg.locator("#timeline .run-end.done").first.locator("button.steps").click()
+        pg.locator("#timeline .steps-box button.replay").click()  # every step: a replay
+        pg.locator("#timeline .run-end.done").nth(2).wait_for()
+        assert pg.locator("#timeline .run-head").last.text_content().startswith("replay of run ")
+        answers = pg.locator("#chat .bubble.assistant .text").all_text_contents()
+        assert answers[-1] == answers[0] == "Sorry: Error: the availability service for Lisbon is down"
+        shot(pg, "14-forked")

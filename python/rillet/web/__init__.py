@@ -49,16 +49,21 @@ def create_app(
     sessions: SessionStore | None = None,
     allow_remote: bool = False,
     max_body: int = MAX_BODY,
+    durability: str = "interrupt",
 ) -> Starlette:
     """The dev UI as a Starlette application for ``agent``; interrupted runs are saved to
     ``store`` (a fresh in-memory store when None), whose checkpoints the page lists; the chat's
     turns to ``sessions`` (a fresh in-memory session store when None), whose sessions the page
-    lists, opens and continues. It
+    lists, opens and continues. ``durability="step"`` records every model call and tool round
+    of each run (``Runner(durability="step")``), which the page can replay, or fork from any
+    recorded step as a new run. It
     answers only requests for a loopback host (127.0.0.1, localhost) unless ``allow_remote``,
     and only same-origin JSON POSTs of at most ``max_body`` bytes: pages of other sites
     cannot drive it, and no client makes it hold more than that."""
     if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
         raise TypeError(f"create_app(agent): expected an agent, got {type(agent).__name__}")
+    if durability not in ("interrupt", "step"):
+        raise ValueError(f'create_app(durability={durability!r}): give "interrupt" or "step"')
     if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
         raise ValueError(f"create_app(max_body={max_body!r}): give the largest body to accept, in bytes (1 or more)")
     try:
@@ -71,6 +76,7 @@ def create_app(
         sessions if sessions is not None else InMemorySessionStore(),
         allow_remote=allow_remote,
         max_body=max_body,
+        durability=durability,
     )
 
 
@@ -118,13 +124,14 @@ def serve(
     port: int = 8000,
     allow_remote: bool = False,
     max_body: int = MAX_BODY,
+    durability: str = "interrupt",
 ) -> None:
     """Serves the dev UI for ``agent`` on ``host:port`` until interrupted (Ctrl-C).
     The port is bound before the URL is printed (``port`` 0: a free one, printed): a port in
     use raises :class:`PortUnavailableError`. Checkpoints go to the SQLite file ``db``, or to
     memory when None. Only loopback addresses
     unless ``allow_remote``: the page runs the agent and its tools for whoever reaches it.
-    ``max_body``: as for :func:`create_app`."""
+    ``max_body``, ``durability``: as for :func:`create_app`."""
     if not is_loopback(host):
         if not allow_remote:
             raise ValueError(
@@ -140,7 +147,9 @@ def serve(
         print(warning, file=sys.stderr)
     store: CheckpointStore = SqliteCheckpointStore(db) if db is not None else MemoryStore()
     sessions: SessionStore = SqliteSessionStore(db) if db is not None else InMemorySessionStore()
-    app = create_app(agent, store=store, sessions=sessions, allow_remote=allow_remote, max_body=max_body)
+    app = create_app(
+        agent, store=store, sessions=sessions, allow_remote=allow_remote, max_body=max_body, durability=durability
+    )
     try:
         import uvicorn  # the optional rillet[web] extra, needed only to serve
     except ImportError as e:

@@ -11,6 +11,8 @@ POST /api/reset                 New chat: a new session
 GET  /api/sessions              the session store's sessions: id, turns, times, which is current
 GET  /api/sessions/{id}         one session: its turns' messages and its values
 POST /api/sessions/open {"id"}  makes a session the chat (its next turn continues it)
+GET  /api/runs/{run}/steps       the run's step records (durability "step"), summarised
+POST /api/fork {"run", "steps"} a new run from the first steps of a run's record (all: a replay)
 GET  /api/checkpoints           the store's checkpoints: id, size, age
 GET  /api/checkpoints/{id}      one checkpoint, decoded
 
@@ -174,9 +176,15 @@ def _started(run: Run) -> JSONResponse:
 
 
 def build_app(
-    agent: Any, store: CheckpointStore, sessions: SessionStore, *, allow_remote: bool = False, max_body: int
+    agent: Any,
+    store: CheckpointStore,
+    sessions: SessionStore,
+    *,
+    allow_remote: bool = False,
+    max_body: int,
+    durability: str = "interrupt",
 ) -> Starlette:
-    hub = Hub(agent, store, sessions)
+    hub = Hub(agent, store, sessions, durability)
     tree = agent_tree(agent)
 
     async def page(request: Request) -> Response:
@@ -186,7 +194,7 @@ def build_app(
         return Response(_static(name), media_type=_STATIC[name], headers={"Cache-Control": "no-store"})
 
     async def agent_info(request: Request) -> Response:
-        return JSONResponse(tree)
+        return JSONResponse({**tree, "durability": hub.durability})
 
     async def start(request: Request) -> Response:
         if request.method == "GET":
@@ -278,6 +286,34 @@ def build_app(
 
         return _Watching(run, stream())
 
+    async def steps(request: Request) -> Response:
+        rid = request.path_params["run"]
+        try:
+            listed = await run_in_threadpool(hub.steps, rid)
+        except Exception as e:  # noqa: BLE001  (a damaged record is shown with its error)
+            return _error(422, f"{type(e).__name__}: {e}")
+        if listed is None:
+            return _error(404, f"no run {rid!r} in this server")
+        return JSONResponse({"run": rid, "durability": hub.durability, "steps": listed})
+
+    async def fork(request: Request) -> Response:
+        body = await _json_body(request, max_body)
+        count = body.get("steps") if body is not None else None
+        if (
+            body is None
+            or not isinstance(body.get("run"), str)
+            or isinstance(count, bool)
+            or not isinstance(count, int)
+        ):
+            return _error(
+                400, 'POST /api/fork takes JSON {"run": "<run id>", "steps": <how many of its step records to keep>}'
+            )
+        try:
+            run = await run_in_threadpool(hub.fork, body["run"], count)
+        except (RilletError, LookupError, ValueError, TypeError) as e:
+            return _error(409, f"{type(e).__name__}: {e}")
+        return _started(run)
+
     async def checkpoints(request: Request) -> Response:
         return JSONResponse(await run_in_threadpool(listing, store))
 
@@ -295,6 +331,8 @@ def build_app(
         Route("/api/agent", agent_info),
         Route("/api/runs", start, methods=["GET", "POST"]),
         Route("/api/runs/{run}/events", events),
+        Route("/api/runs/{run}/steps", steps),
+        Route("/api/fork", fork, methods=["POST"]),
         Route("/api/resume", resume, methods=["POST"]),
         Route("/api/reset", reset, methods=["POST"]),
         Route("/api/sessions", session_listing),

@@ -7,12 +7,15 @@ is saved) and stays resumable."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import threading
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from rillet._native import Message, StreamReader
+from rillet.checkpoint.journal import decode_records, step_head
 from rillet.checkpoint.payload import load
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.data.events import AgentEvent
@@ -164,15 +167,69 @@ class Run:
                 self.answer = record.get("content", "")
 
 
+def _sync(result: Any) -> None:
+    """Waits for a store method that may be async (called here off the event loop)."""
+    if inspect.isawaitable(result):
+        asyncio.run(result)  # type: ignore[arg-type]
+
+
+class _Recording:
+    """The checkpoint store as the Runner sees it under step durability: every step record
+    appended is also kept in ``logs`` (a finished run's log is deleted from the store, and the
+    UI forks from it later)."""
+
+    def __init__(self, store: CheckpointStore, logs: dict[str, list[bytes]]) -> None:
+        self._store = store
+        self._logs = logs
+        self._lock = threading.Lock()
+
+    def append(self, checkpoint_id: str, records: list[bytes], head: bytes) -> Any:
+        with self._lock:
+            self._logs.setdefault(checkpoint_id, []).extend(bytes(r) for r in records)
+        return self._store.append(checkpoint_id, records, head)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _text(message: Any) -> str:
+    if isinstance(message, Message):
+        calls = ", ".join(f"{c.function.name}({c.function.arguments})" for c in message.tool_calls)
+        return (message.content or "") + (f" → {calls}" if calls else "")
+    return repr(message)
+
+
+def _step(index: int, record: list[Any]) -> dict[str, Any]:
+    """One step record, as the page lists it."""
+    kind = record[0]
+    out: dict[str, Any] = {"index": index, "kind": kind}
+    if kind == "start":
+        messages = record[1].get("root_input", {}).get("messages", []) if isinstance(record[1], dict) else []
+        out["summary"] = "input: " + (_text(messages[-1]) if messages else "")
+    elif kind == "resume":
+        out["summary"] = "resume of " + str(record[1]) + " with " + json.dumps(jsonable(record[2]))
+    elif kind == "model":
+        out.update(agent=str(record[1]), iteration=record[2], summary=_text(record[3]))
+    elif kind == "tools":
+        results = [_text(item[1]) for item in record[3]] if isinstance(record[3], list) else []
+        out.update(agent=str(record[1]), iteration=record[2], summary="; ".join(results))
+    return out
+
+
 class Hub:
     """The agent, its Runners (streaming, saving interrupts to ``store``), the runs so far and
     the chat: a session of ``sessions``, whose turns (each question and its final answer) are
     the history of the next run, and whose values seed it. New chat starts another session;
     any session of the store, the UI's or one a program saved, can be opened and continued."""
 
-    def __init__(self, agent: Any, store: CheckpointStore, sessions: SessionStore) -> None:
+    def __init__(
+        self, agent: Any, store: CheckpointStore, sessions: SessionStore, durability: str = "interrupt"
+    ) -> None:
         self.agent = agent
         self.store = store
+        self.durability = durability
+        self.logs: dict[str, list[bytes]] = {}  # checkpoint id -> its step records, kept after the run ends
+        self._recording: Any = _Recording(store, self.logs) if durability == "step" else store
         self.sessions = sessions
         self.session_id = _new_session()
         self.runs: dict[str, Run] = {}
@@ -235,7 +292,8 @@ class Hub:
         return Runner(
             self.agent,
             streaming=True,
-            checkpoint_store=self.store,
+            checkpoint_store=self._recording,
+            durability="step" if self.durability == "step" else "interrupt",
             observers=[calls],
             plugins=[calls.plugin],
         )
@@ -268,6 +326,34 @@ class Hub:
             going = [r for r in self.runs.values() if r.status == "running"]
         for run in going:
             run.add({"type": "run_end", "run": run.id, "status": "stopped", "checkpoint_id": run.checkpoint_id})
+
+    def steps(self, run_id: str) -> list[dict[str, Any]] | None:
+        """The step records of run ``run_id``'s checkpoint (``durability="step"``), each
+        summarised; None for an unknown run."""
+        run = self.runs.get(run_id)
+        if run is None:
+            return None
+        with self._lock:
+            blobs = list(self.logs.get(run.checkpoint_id, ()))
+        return [_step(k, r) for k, r in enumerate(decode_records(blobs, run.checkpoint_id))]
+
+    def fork(self, run_id: str, count: int) -> Run:
+        """A new run from the first ``count`` step records of run ``run_id``'s checkpoint: the
+        recorded model and tool calls are replayed (not made again), then the run goes on live.
+        All of them: a replay of the whole run. Raises LookupError / ValueError."""
+        run = self.runs.get(run_id)
+        with self._lock:
+            blobs = list(self.logs.get(run.checkpoint_id, ())) if run is not None else []
+        if run is None or not blobs:
+            raise LookupError(f"run {run_id!r} has no step record (serve with durability='step', --durability step)")
+        if not 1 <= count <= len(blobs):
+            raise ValueError(f"run {run_id!r} recorded {len(blobs)} steps: fork from 1 to {len(blobs)} of them")
+        fork_id = "fork-" + uuid.uuid4().hex[:12]
+        _sync(self._recording.append(fork_id, blobs[:count], step_head(count)))
+        what = "replay" if count == len(blobs) else "fork"
+        forked = Run(fork_id, what, f"{what} of run {run_id} from step {count - 1}")
+        forked.records[0].update(source=run_id, step=count - 1)
+        return self._launch(forked, self._runner(forked).resume(fork_id))
 
     def _launch(self, run: Run, events: RunIterator) -> Run:
         with self._lock:

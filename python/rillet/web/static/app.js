@@ -407,10 +407,58 @@ function onRunEnd(r) {
   const labels = { done: ["done", "idle"], interrupted: ["waiting for approval", "waiting"], error: ["failed", "failed"] };
   const [text, cls] = labels[r.status] || [r.status, "idle"];
   if (r.run === state.run) setStatus(text, cls);
-  $("timeline").append(el("div", "run-end " + r.status, "run " + r.status));
+  const end = el("div", "run-end " + r.status, "run " + r.status);
+  end.dataset.run = r.run;
+  if (state.agent && state.agent.durability === "step" && r.status !== "stopped") {
+    const steps = el("button", "small steps", "steps…");
+    steps.title = "the run's recorded steps: replay it, or fork a new run from any of them";
+    steps.onclick = () => showSteps(r.run, end);
+    end.append(" ", steps);
+  }
+  $("timeline").append(end);
   scrollDown($("timeline"));
   loadCheckpoints();
   loadSessions();
+}
+
+// --- replay and fork: a run recorded step by step (durability "step") starts again from any step
+
+async function showSteps(runId, after) {
+  const old = after.nextElementSibling;
+  if (old && old.classList.contains("steps-box")) { old.remove(); return; }
+  const box = el("div", "steps-box");
+  box.dataset.run = runId;
+  after.after(box);
+  let data;
+  try { data = await api("/api/runs/" + runId + "/steps"); } catch (e) { box.append(el("pre", "err", e.message)); return; }
+  const head = el("div", "steps-head");
+  head.append(el("span", "dim", data.steps.length + " recorded steps "));
+  const replay = el("button", "small replay", "replay the run");
+  replay.title = "a new run from every recorded step: nothing is called again";
+  replay.onclick = () => fork(runId, data.steps.length, box, "replay of run " + runId);
+  head.append(replay);
+  box.append(head);
+  const list = el("ol", "steps");
+  list.start = 0;
+  for (const st of data.steps) {
+    const li = el("li", "step " + st.kind);
+    li.append(el("span", "step-kind", st.kind + (st.agent ? " · " + st.agent + " #" + st.iteration : "")), el("span", "step-summary", " " + (st.summary || "")));
+    const btn = el("button", "small fork", "fork here");
+    btn.title = "a new run that replays the steps up to this one, then goes on live";
+    btn.onclick = () => fork(runId, st.index + 1, box, "fork of run " + runId + " from step " + st.index);
+    li.append(" ", btn);
+    list.append(li);
+  }
+  box.append(list);
+  scrollDown($("timeline"));
+}
+
+async function fork(runId, steps, box, label) {
+  try {
+    const run = await api("/api/fork", { run: runId, steps });
+    box.remove();
+    watch(run, label);
+  } catch (e) { box.append(el("pre", "err", e.message)); }
 }
 
 // --- the run-path tree
