@@ -1,9 +1,10 @@
 """rillet's dev UI in the browser (the ``rillet[web]`` extra: Starlette and uvicorn).
 
-``serve(agent, db=...)`` serves a page to chat with ``agent`` and watch its runs: events as
-they arrive (tokens streamed), the run-path tree, tool calls with their arguments and
-results, interrupts with approve / reject / edit controls that resume the run, and a browser
-of the checkpoint store. ``rillet web MODULE:ATTRIBUTE`` and ``python -m rillet.web
+``serve(agent, db=...)`` serves a page to chat with ``agent`` and watch its runs: the agent
+tree, events as they arrive (tokens streamed), the run-path tree, tool calls with their
+arguments and results, errors in the chat, a call inspector (rillet.web.calls), interrupts with
+approve / reject / edit controls that resume the run (the answers kept in the timeline), the
+chat's sessions, a browser of the checkpoint store, and replay and fork of step-recorded runs. ``rillet web MODULE:ATTRIBUTE`` and ``python -m rillet.web
 MODULE:ATTRIBUTE`` call it; docs/web.md shows it.
 
 Layer: applications, beside rillet.cli, rillet.examples and rillet.benchmarks (which may import
