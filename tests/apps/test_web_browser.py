@@ -197,6 +197,10 @@ def test_parallel_lanes_sit_side_by_side_in_the_tree(browser: Any) -> None:
             checker = writer.locator(".children:not(.lanes) > .node[data-agent=fact_checker]")
             assert checker.locator(".badge.tool").text_content() == "agent tool"
             assert "⚙ fact_checker" in writer.locator("> .tools").text_content()
+            # the agent tool's own model call is inspectable too, under its caller's run path
+            inner = pg.locator("#timeline .card.assistant", has_text="Both facts hold.")
+            inner.locator("button.inspect").click()
+            assert pg.locator("#call-title").text_content().startswith("Model call · fact_checker · ")
         finally:
             context.close()
 

@@ -94,6 +94,7 @@ class CallLog(RunObserver):
         self._count = 0
         self._open: dict[str, dict[str, Any]] = {}  # call id -> the call, until it ends
         self._model_of: dict[Path, str] = {}  # run path -> its latest model call
+        self._model_by_agent: dict[str, str] = {}  # agent name -> its latest model call (where paths differ)
         self._tool_of: dict[str, str] = {}  # tool call id (the model's) -> its latest call
         self._tool_error: dict[str, bool] = {}  # our call id -> failed
         self._failed_in: dict[Path, str] = {}  # run path -> kind of the call open when it failed
@@ -129,6 +130,7 @@ class CallLog(RunObserver):
         with self.lock:
             call_id = self._next("m")
             self._model_of[path] = call_id
+            self._model_by_agent[run.agent_name] = call_id
             tools = self.offered.pop(run.agent_name, None)
         self._start(
             {
@@ -202,8 +204,10 @@ class CallLog(RunObserver):
             return
         path = tuple(record.get("path") or ())
         with self.lock:
-            if record.get("role") == "assistant" and path in self._model_of:
-                record["call"] = self._model_of[path]
+            # an agent tool's inner run reports its own run path; its events come under the caller's
+            model = self._model_of.get(path) or self._model_by_agent.get(str(record.get("agent")))
+            if record.get("role") == "assistant" and model is not None:
+                record["call"] = model
             elif record.get("role") == "tool" and record.get("tool_call_id") in self._tool_of:
                 ours = self._tool_of[record["tool_call_id"]]
                 record["call"] = ours
