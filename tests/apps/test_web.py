@@ -678,6 +678,7 @@ def test_a_run_no_page_has_opened_yet_runs_on() -> None:
     with make_client(create_app(agent)) as c:
         run = c.post("/api/runs", json={"text": "go"}).json()
         assert started.wait(30)  # the run is in its tool, and nobody reads its events
+        assert [(s["current"], s["running"]) for s in c.get("/api/sessions").json()] == [(True, True)]
         go.set()
         recs = records(c, run["events"])
     assert (recs[-2]["content"], recs[-1]["status"]) == ("done: went on", "done")
@@ -758,6 +759,7 @@ def test_sessions_are_listed_opened_and_continued_from_the_session_store(tmp_pat
             {"role": "user", "content": "two"},
             {"role": "assistant", "content": "you said 3 things"},
         ]
+        assert [s["running"] for s in c.get("/api/sessions").json()] == [False]
         fresh = c.post("/api/reset", json={}).json()["session"]
         assert c.get("/api/sessions").json()[0] == {
             "id": fresh,
@@ -765,6 +767,7 @@ def test_sessions_are_listed_opened_and_continued_from_the_session_store(tmp_pat
             "created": None,
             "updated": None,
             "current": True,
+            "running": False,
         }
 
 

@@ -386,6 +386,9 @@ def test_a_reload_keeps_the_chat_its_timelines_and_their_calls(page: Any) -> Non
 
 def test_sessions_are_listed_opened_with_their_state_and_continued(page: Any) -> None:
     send(page)
+    page.wait_for_selector("#sessions tr.current .running")  # live: a run of this chat is going
+    page.wait_for_selector("#status:has-text('waiting for approval')")
+    page.wait_for_selector("#sessions tr.current:not(:has(.running))")  # paused: nothing runs
     page.locator("#chat .approval button.approve").click()
     page.wait_for_selector("#timeline .run-end.done")
     first = page.locator("#sessions tr.current")

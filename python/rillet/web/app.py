@@ -229,8 +229,10 @@ def build_app(
         out = [{"id": i.session_id, "turns": i.turns, "created": i.created_at, "updated": i.updated_at} for i in rows]
         if not any(r["id"] == current for r in out):
             out.insert(0, {"id": current, "turns": 0, "created": None, "updated": None})
+        going = {r.records[0].get("session") for r in list(hub.runs.values()) if r.status == "running"}
         for r in out:
             r["current"] = r["id"] == current
+            r["running"] = r["id"] in going  # a run of it is going now
         return out
 
     def session_view(session_id: str) -> dict[str, Any] | None:

@@ -84,6 +84,7 @@ function drawAgents(tree) {
 function watch(run, label) {
   state.run = run.run;
   $("agents-box").open = false;  // the run paths take the room; the tree stays a click away
+  loadSessions();  // its session is running now
   return new Promise((resolve) => follow(run, label, resolve));
 }
 
@@ -548,7 +549,9 @@ async function loadSessions() {
       cell.append(open);
     }
     const updated = s.updated ? age(Date.now() / 1000 - s.updated) + " ago" : "—";
-    row.append(el("td", "mono", s.id), el("td", "turns", String(s.turns)), el("td", null, updated), cell);
+    const id = el("td", "mono", s.id);
+    if (s.running) id.append(el("span", "running", " ● running"));
+    row.append(id, el("td", "turns", String(s.turns)), el("td", null, updated), cell);
     table.append(row);
     if (s.current) $("session-name").textContent = "session " + s.id;
   }
