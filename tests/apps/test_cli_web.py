@@ -4,8 +4,11 @@ missing `web` extra named in one line."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
 import types
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +24,21 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, An
     fake = types.ModuleType("rillet.web")
 
     def serve(
-        agent: object, *, db: str | None, host: str = "127.0.0.1", port: int = 8000, allow_remote: bool = False
+        agent: object,
+        *,
+        db: str | None,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        allow_remote: bool = False,
+        durability: str = "interrupt",
     ) -> None:
+        assert durability in ("interrupt", "step")
         calls.append(
             {"agent": getattr(agent, "name", None), "db": db, "host": host, "port": port, "remote": allow_remote}
         )
 
     fake.serve = serve  # type: ignore[attr-defined]
+    fake.PortUnavailableError = type("PortUnavailableError", (OSError,), {})  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "rillet.web", fake)
     (tmp_path / "web_agents.py").write_text("from agents import agent, number\n")
     write_agents(tmp_path)
@@ -103,3 +114,36 @@ def test_refused_before_anything_is_imported_in_a_subprocess(tmp_path: Path) -> 
     one_line_error(rillet("web", "agents:agent", "--host", "192.0.2.1", cwd=tmp_path), 2, "is not a loopback address")
     port = rillet("web", "agents:agent", "--port", "70000", cwd=tmp_path)
     assert port.returncode == 2 and "Invalid value for '--port'" in port.stderr
+
+
+def test_a_port_in_use_is_one_line_naming_it_and_no_url_is_printed(tmp_path: Path) -> None:
+    write_agents(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = rillet("web", "agents:agent", "--port", str(port), cwd=tmp_path)
+    one_line_error(result, 2, f"rillet web: cannot listen on 127.0.0.1:{port}: port {port} is already in use")
+    assert "--port 0 picks a free one" in result.stderr
+    assert "http://" not in result.stderr  # the URL is printed only once the port is bound
+
+
+def test_port_0_serves_on_a_free_port_and_prints_its_url(tmp_path: Path) -> None:
+    write_agents(tmp_path)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rillet.cli", "web", "agents:agent", "--port", "0"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()  # printed once bound: the server answers from then on
+        assert line.startswith("rillet web: http://127.0.0.1:") and line.endswith("/ (Ctrl-C stops)\n"), line
+        url = line.split()[2]
+        assert not url.endswith(":0/")
+        with urllib.request.urlopen(url + "api/agent", timeout=10) as response:
+            assert response.status == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        if server.stderr is not None:
+            server.stderr.close()

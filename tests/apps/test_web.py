@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 TESTS = Path(__file__).resolve().parents[1]  # holds support/
 
 
-def records(client: TestClient, url: str) -> list[dict[str, Any]]:
-    """The run's records, read from its server-sent events to the end of the run."""
+def records(client: TestClient, url: str, calls: bool = False) -> list[dict[str, Any]]:
+    """The run's records, read from its server-sent events to the end of the run; its
+    ``call`` records (the call inspector's) only if ``calls``."""
     out, kind = [], None
     with client.stream("GET", url) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -48,7 +49,8 @@ def records(client: TestClient, url: str) -> list[dict[str, Any]]:
             elif line.startswith("data: "):
                 record = json.loads(line[6:])
                 assert record["type"] == kind
-                out.append(record)
+                if calls or kind != "call":
+                    out.append(record)
     return out
 
 
@@ -155,6 +157,13 @@ def test_the_resume_endpoint_answers_the_interrupt_and_the_run_goes_on(
         "run_end done",
     ]
     assert resumed[0]["kind"] == "resume"
+    assert resumed[0]["decisions"] == [
+        {
+            "interrupt": _interrupt_id(recs),
+            "address": ["agent:front_desk", "agent:booker", "tool:book_hotel:call_book"],
+            "answer": decision,
+        }
+    ]
     assert resumed[1]["tool_name"] == "book_hotel" and resumed[1]["content"].startswith(tool_result)
     assert resumed[-2]["content"].startswith("All set: " + tool_result)
     assert client.get("/api/checkpoints").json() == []  # a finished resume deletes its checkpoint
@@ -250,18 +259,23 @@ def test_only_loopback_hosts_unless_allowed(
     assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "192.168.1.4", "::", "example.com"))
     need("uvicorn")
+    from support.web_server import free_port
+
     ran: list[dict[str, Any]] = []
     monkeypatch.setattr(
-        "uvicorn.Server.run", lambda self: ran.append({"host": self.config.host, "port": self.config.port})
+        "uvicorn.Server.run",
+        lambda self, sockets: ran.append({"host": self.config.host, "port": sockets[0].getsockname()[1]}),
     )
     with pytest.raises(ValueError, match=r"refusing to listen on '0.0.0.0'.*--allow-remote"):
         serve(build(), db=None, host="0.0.0.0")
     assert ran == []
-    serve(build(), db=None, host="0.0.0.0", port=8123, allow_remote=True)
-    assert ran == [{"host": "0.0.0.0", "port": 8123}]
-    assert "WARNING: listening on 0.0.0.0:8123, reachable from other machines" in capsys.readouterr().err
-    serve(build(), db=None, port=8124)
-    assert ran[-1]["host"] == "127.0.0.1"
+    port = free_port()
+    serve(build(), db=None, host="0.0.0.0", port=port, allow_remote=True)
+    assert ran == [{"host": "0.0.0.0", "port": port}]
+    assert f"WARNING: listening on 0.0.0.0:{port}, reachable from other machines" in capsys.readouterr().err
+    serve(build(), db=None, port=0)  # a free port, bound before its URL is printed
+    assert ran[-1]["host"] == "127.0.0.1" and ran[-1]["port"] > 0
+    assert f"rillet web: http://127.0.0.1:{ran[-1]['port']}/" in capsys.readouterr().err
 
 
 def _main(*args: str) -> subprocess.CompletedProcess[str]:
@@ -535,7 +549,8 @@ async def sse_records(http: Any, url: str) -> list[dict[str, Any]]:
 
     async def read() -> list[dict[str, Any]]:
         async with http.stream("GET", url) as page:
-            return [json.loads(line[6:]) async for line in page.aiter_lines() if line.startswith("data: ")]
+            recs = [json.loads(line[6:]) async for line in page.aiter_lines() if line.startswith("data: ")]
+            return [r for r in recs if r["type"] != "call"]
 
     return await asyncio.wait_for(read(), 30)
 
@@ -663,6 +678,122 @@ def test_a_run_no_page_has_opened_yet_runs_on() -> None:
     with make_client(create_app(agent)) as c:
         run = c.post("/api/runs", json={"text": "go"}).json()
         assert started.wait(30)  # the run is in its tool, and nobody reads its events
+        assert [(s["current"], s["running"]) for s in c.get("/api/sessions").json()] == [(True, True)]
         go.set()
         recs = records(c, run["events"])
     assert (recs[-2]["content"], recs[-1]["status"]) == ("done: went on", "done")
+
+
+def test_failures_say_where_they_happened_and_every_call_is_a_record() -> None:
+    from support.web_agent import build_troubled
+
+    with make_client(create_app(build_troubled())) as c:
+        run = c.post("/api/runs", json={"text": "tool"}).json()
+        recs = records(c, run["events"], calls=True)
+        calls: dict[str, dict[str, Any]] = {}
+        for r in recs:
+            if r["type"] == "call":
+                calls.setdefault(r["id"], {}).update(r)
+        model, tool_call, answer = calls.values()
+        assert model["kind"] == "model" and model["status"] == "ok" and model["latency_ms"] >= 0
+        assert [(m["role"], m["content"]) for m in model["messages"]] == [
+            ("system", "Answer briefly."),
+            ("user", "tool"),
+        ]
+        assert [t["name"] for t in model["tools"]] == ["check_availability"]
+        assert model["usage"] is None and answer["usage"]["total_tokens"] == 49
+        assert answer["started"] <= answer["ended"]
+        assert (tool_call["tool"], tool_call["status"], tool_call["arguments"]) == (
+            "check_availability",
+            "error",
+            '{"city": "Lisbon"}',
+        )
+        assert tool_call["error"] == {"type": "RuntimeError", "message": "the availability service for Lisbon is down"}
+        [result] = [r for r in recs if r["type"] == "event" and r.get("role") == "tool"]
+        assert result["failed"] is True and result["call"] == tool_call["id"]
+        kinds = {}
+        for text in ("crash", "loop", "forbidden"):
+            run = c.post("/api/runs", json={"text": text}).json()
+            [error] = [r["error"] for r in records(c, run["events"]) if r.get("error")]
+            kinds[text] = error["kind"]
+        assert kinds == {"crash": "model", "loop": "limit", "forbidden": "guardrail"}
+
+
+def test_the_runs_of_the_chat_are_listed_for_a_reloaded_page(client: TestClient) -> None:
+    assert client.get("/api/runs").json() == []
+    run, recs = start(client)
+    answer = {"checkpoint_id": run["checkpoint_id"], "targets": {_interrupt_id(recs): {"decision": "approve"}}}
+    resumed = client.post("/api/resume", json=answer).json()
+    records(client, resumed["events"])
+    listed = client.get("/api/runs").json()
+    assert [(r["run"], r["kind"], r["status"], r["events"]) for r in listed] == [
+        (run["run"], "run", "interrupted", run["events"]),
+        (resumed["run"], "resume", "done", resumed["events"]),
+    ]
+    assert listed[0]["text"] == "Book Lisbon"
+    client.post("/api/reset", json={})
+    assert client.get("/api/runs").json() == []  # New chat: a reload shows the new chat only
+
+
+def test_sessions_are_listed_opened_and_continued_from_the_session_store(tmp_path: Path) -> None:
+    from rillet import SqliteSessionStore
+    from rillet.sessions.protocol import encode_messages
+
+    sessions = SqliteSessionStore(tmp_path / "runs.db")  # a session a program saved earlier
+    sessions.append("saved", encode_messages([Message.user("one"), Message.assistant("first")]), {})
+    model = ScriptedModel(lambda messages, tools: f"you said {len(messages)} things")
+    agent = ChatModelAgent("echo", description="echoes", model=model)
+    with make_client(create_app(agent, sessions=sessions)) as c:
+        listed = c.get("/api/sessions").json()
+        current = listed[0]
+        assert current["current"] and current["turns"] == 0
+        assert [(s["id"], s["turns"], s["current"]) for s in listed[1:]] == [("saved", 1, False)]
+        assert c.get("/api/sessions/nope").status_code == 404
+        assert c.post("/api/sessions/open", json={"id": "nope"}).status_code == 404
+        assert c.post("/api/sessions/open", json={"id": 3}).status_code == 400
+        view = c.post("/api/sessions/open", json={"id": "saved"}).json()
+        assert view["current"] and [m["content"] for m in view["turns"][0]["messages"]] == ["one", "first"]
+        _, recs = start(c, "two")
+        assert recs[-2]["content"] == "you said 3 things"  # one, first, two
+        assert c.get("/api/sessions/saved").json()["turns"][1]["messages"] == [
+            {"role": "user", "content": "two"},
+            {"role": "assistant", "content": "you said 3 things"},
+        ]
+        assert [s["running"] for s in c.get("/api/sessions").json()] == [False]
+        fresh = c.post("/api/reset", json={}).json()["session"]
+        assert c.get("/api/sessions").json()[0] == {
+            "id": fresh,
+            "turns": 0,
+            "created": None,
+            "updated": None,
+            "current": True,
+            "running": False,
+        }
+
+
+def test_a_step_recorded_run_is_forked_from_a_step_without_calling_the_model_again() -> None:
+    from support.web_agent import build_troubled
+
+    agent = build_troubled()
+    with make_client(create_app(agent, durability="step")) as c:
+        assert c.get("/api/agent").json()["durability"] == "step"
+        run, _ = start(c, "tool")
+        listed = c.get(f"/api/runs/{run['run']}/steps").json()["steps"]
+        assert [(s["index"], s["kind"]) for s in listed] == [(0, "start"), (1, "model"), (2, "tools"), (3, "model")]
+        model = agent.model
+        calls = model.call_count
+        forked = c.post("/api/fork", json={"run": run["run"], "steps": 3}).json()  # start, model, tools
+        recs = records(c, forked["events"])
+        assert recs[0]["kind"] == "fork" and recs[0]["step"] == 2 and forked["checkpoint_id"].startswith("fork-")
+        assert (recs[-2]["content"], recs[-1]["status"]) == (
+            "Sorry: Error: the availability service for Lisbon is down",
+            "done",
+        )
+        assert model.call_count == calls + 1  # only the answer: the first call was replayed
+        for body in ({"run": run["run"], "steps": 0}, {"run": run["run"], "steps": 5}, {"run": "nope", "steps": 1}):
+            assert c.post("/api/fork", json=body).status_code == 409
+        assert c.post("/api/fork", json={"run": run["run"]}).status_code == 400
+    with make_client(create_app(build())) as c:  # durability "interrupt": nothing recorded to fork
+        run, _ = start(c)
+        refused = c.post("/api/fork", json={"run": run["run"], "steps": 1})
+        assert refused.status_code == 409 and "--durability step" in refused.json()["error"]

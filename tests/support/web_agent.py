@@ -3,7 +3,10 @@ models that answer from the conversation, so every run and resume gets the same 
 
 ``build``: a front desk that transfers to ``booker``, whose ``book_hotel`` needs approval.
 ``build_parallel``: two researchers side by side, then a writer (a workflow) who asks a
-fact checker, an agent called as a tool."""
+fact checker, an agent called as a tool.
+``build_troubled``: an agent whose every kind of failure a message sets off: "tool" (a tool
+call that fails), "crash" (the model raises), "loop" (too many model calls), "forbidden" (an
+input guardrail rejects it); its replies report token usage."""
 
 from __future__ import annotations
 
@@ -13,11 +16,15 @@ from rillet import (
     AgentTool,
     ChatModelAgent,
     FunctionCall,
+    GuardrailContext,
+    GuardrailRejection,
     Message,
     ParallelAgent,
+    ResponseMeta,
     ScriptedModel,
     SequentialAgent,
     ToolCall,
+    Usage,
     requires_approval,
     set_sub_agents,
 )
@@ -101,3 +108,42 @@ def build_parallel() -> SequentialAgent:
         tools=[AgentTool(checker, emit_internal_events=True)],
     )
     return SequentialAgent("trip", description="plans a trip", sub_agents=[research, writer])
+
+
+def check_availability(city: str) -> str:
+    """Looks up free rooms.
+
+    Args:
+        city: where.
+    """
+    raise RuntimeError(f"the availability service for {city} is down")
+
+
+def _troubled(messages: list[Message], tools: tuple[ToolInfo, ...]) -> Message | str:
+    last = messages[-1]
+    said = [m.content for m in messages if m.role == "user"][-1]
+    if last.role == "user" and said == "crash":
+        raise RuntimeError("the model provider hung up")
+    if said == "loop" or (last.role == "user" and said == "tool"):
+        return _call("check_availability", {"city": "Lisbon"}, "call_check")
+    reply = Message.assistant(f"Sorry: {last.content}" if last.role == "tool" else "Hello.")
+    reply.response_meta = ResponseMeta("stop", Usage(prompt_tokens=42, completion_tokens=7, total_tokens=49))
+    return reply
+
+
+def _no_forbidden(ctx: GuardrailContext) -> GuardrailRejection | None:
+    if any(m.content == "forbidden" for m in ctx.messages):
+        return GuardrailRejection("forbidden topic")
+    return None
+
+
+def build_troubled() -> ChatModelAgent:
+    return ChatModelAgent(
+        "troubled",
+        description="fails in every way it can",
+        instruction="Answer briefly.",
+        model=ScriptedModel(_troubled, chunk_size=4, delay=DELAY),
+        tools=[check_availability],
+        max_iterations=3,
+        input_guardrails=[_no_forbidden],
+    )

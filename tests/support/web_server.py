@@ -9,7 +9,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def web_server(spec: str, db: Path | None, timeout: float = 30.0) -> Iterator[str]:
+def web_server(spec: str, db: Path | None, timeout: float = 30.0, extra: Sequence[str] = ()) -> Iterator[str]:
     """The URL of ``python -m rillet.web spec`` (run from tests/, so ``support.web_agent:build``
-    names tests/support/web_agent.py), once it answers."""
+    names tests/support/web_agent.py), once it answers; ``extra``: more options."""
     port = free_port()
     here = str(Path(rillet.__file__).resolve().parent.parent)  # the rillet this test imports
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
     args = [sys.executable, "-m", "rillet.cli", "web", spec, "--port", str(port)] + (["--db", str(db)] if db else [])
+    args += list(extra)
     proc = subprocess.Popen(args, cwd=TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
 

@@ -27,7 +27,14 @@ def is_loopback(host: str) -> bool:
 @click.option(
     "--allow-remote", is_flag=True, help="allow a --host other than loopback (others can then run your agent)"
 )
-def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool) -> int:
+@click.option(
+    "--durability",
+    type=click.Choice(["interrupt", "step"]),
+    default="interrupt",
+    show_default=True,
+    help="step: record every model call and tool round, to replay a run or fork it from any step",
+)
+def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool, durability: str) -> int:
     """Serves a local dev UI for the agent MODULE:ATTRIBUTE names: chat, a live timeline of
     events with the run-path tree, interrupts to approve, and the checkpoints in --db."""
     remote = not is_loopback(host)
@@ -43,7 +50,10 @@ def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool) -> 
         import starlette  # noqa: F401  # the `web` extra
         import uvicorn  # noqa: F401  # the `web` extra
 
-        from rillet.web import serve  # type: ignore[import-not-found, unused-ignore]  # needs the `web` extra
+        from rillet.web import (  # type: ignore[import-not-found, unused-ignore]  # needs the `web` extra
+            PortUnavailableError,
+            serve,
+        )
     except ImportError as e:
         fail("web", f"the dev UI is not installed ({e}): pip install 'rillet[web]'")
     agent = agent_or_fail("web", spec)
@@ -56,5 +66,8 @@ def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool) -> 
             file=sys.stderr,
             flush=True,
         )
-    serve(agent, db=db, host=host, port=port, allow_remote=allow_remote)
+    try:
+        serve(agent, db=db, host=host, port=port, allow_remote=allow_remote, durability=durability)
+    except PortUnavailableError as e:  # bound before the URL is printed: nothing was served
+        fail("web", str(e.args[1] if len(e.args) > 1 else e))
     return 0

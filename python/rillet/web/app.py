@@ -2,11 +2,17 @@
 
 GET  /                          the page (static/index.html; static/app.js and app.css beside it)
 GET  /api/agent                 the agent tree: names, kinds, sub-agents, tools
+GET  /api/runs                  the current chat's runs, in order (what a reloaded page replays)
 POST /api/runs {"text"}         starts a chat turn -> {"run", "checkpoint_id"}
 GET  /api/runs/{run}/events     the run's records as server-sent events, from the first; the
                                 run is cancelled when the last page reading them goes
 POST /api/resume {"checkpoint_id", "targets"}  resumes a checkpoint -> {"run", ...}
-POST /api/reset                 forgets the chat's history
+POST /api/reset                 New chat: a new session
+GET  /api/sessions              the session store's sessions: id, turns, times, which is current
+GET  /api/sessions/{id}         one session: its turns' messages and its values
+POST /api/sessions/open {"id"}  makes a session the chat (its next turn continues it)
+GET  /api/runs/{run}/steps       the run's step records (durability "step"), summarised
+POST /api/fork {"run", "steps"} a new run from the first steps of a run's record (all: a replay)
 GET  /api/checkpoints           the store's checkpoints: id, size, age
 GET  /api/checkpoints/{id}      one checkpoint, decoded
 
@@ -34,9 +40,11 @@ from rillet.compose.agent_tool import AgentTool
 from rillet.errors import RilletError
 from rillet.flow import flow_of
 from rillet.run.agent import declared_sub_agents
+from rillet.sessions import SessionStore
 from rillet.web import is_loopback
 from rillet.web.checkpoints import decoded, listing
 from rillet.web.runs import Hub, Run
+from rillet.web.wire import jsonable
 
 __all__ = ["build_app"]
 
@@ -167,8 +175,16 @@ def _started(run: Run) -> JSONResponse:
     return JSONResponse({"run": run.id, "checkpoint_id": run.checkpoint_id, "events": f"/api/runs/{run.id}/events"})
 
 
-def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False, max_body: int) -> Starlette:
-    hub = Hub(agent, store)
+def build_app(
+    agent: Any,
+    store: CheckpointStore,
+    sessions: SessionStore,
+    *,
+    allow_remote: bool = False,
+    max_body: int,
+    durability: str = "interrupt",
+) -> Starlette:
+    hub = Hub(agent, store, sessions, durability)
     tree = agent_tree(agent)
 
     async def page(request: Request) -> Response:
@@ -178,9 +194,11 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False,
         return Response(_static(name), media_type=_STATIC[name], headers={"Cache-Control": "no-store"})
 
     async def agent_info(request: Request) -> Response:
-        return JSONResponse(tree)
+        return JSONResponse({**tree, "durability": hub.durability})
 
     async def start(request: Request) -> Response:
+        if request.method == "GET":
+            return JSONResponse(hub.listing())
         body = await _json_body(request, max_body)
         text = body.get("text") if body is not None else None
         if not isinstance(text, str) or not text.strip():
@@ -203,7 +221,55 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False,
 
     async def reset(request: Request) -> Response:
         hub.reset()
-        return JSONResponse({"history": 0})
+        return JSONResponse({"history": 0, "session": hub.session_id})
+
+    def session_list() -> list[dict[str, Any]]:
+        current = hub.session_id
+        rows = sorted(sessions.list(), key=lambda i: -i.updated_at)
+        out = [{"id": i.session_id, "turns": i.turns, "created": i.created_at, "updated": i.updated_at} for i in rows]
+        if not any(r["id"] == current for r in out):
+            out.insert(0, {"id": current, "turns": 0, "created": None, "updated": None})
+        going = {r.records[0].get("session") for r in list(hub.runs.values()) if r.status == "running"}
+        for r in out:
+            r["current"] = r["id"] == current
+            r["running"] = r["id"] in going  # a run of it is going now
+        return out
+
+    def session_view(session_id: str) -> dict[str, Any] | None:
+        data = sessions.get(session_id)
+        if data is None and session_id != hub.session_id:
+            return None
+        running = [
+            r.id for r in hub.runs.values() if r.records[0].get("session") == session_id and r.status == "running"
+        ]
+        return {
+            "id": session_id,
+            "current": session_id == hub.session_id,
+            "running": running,
+            "turns": [
+                {"index": t.index, "messages": [m.to_dict() for m in t.messages]} for t in (data.turns if data else [])
+            ],
+            "summary": [m.to_dict() for m in data.summary] if data else [],
+            "values": jsonable(data.values) if data else {},
+        }
+
+    async def session_listing(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(session_list))
+
+    async def session(request: Request) -> Response:
+        sid = request.path_params["id"]
+        view = await run_in_threadpool(session_view, sid)
+        return _error(404, f"no session {sid!r} in the session store") if view is None else JSONResponse(view)
+
+    async def open_session(request: Request) -> Response:
+        body = await _json_body(request, max_body)
+        sid = body.get("id") if body is not None else None
+        if body is None or not (sid is None or (isinstance(sid, str) and sid)):
+            return _error(400, 'POST /api/sessions/open takes JSON {"id": "<session id>"} ({"id": null}: a new one)')
+        if sid is not None and await run_in_threadpool(sessions.get, sid) is None:
+            return _error(404, f"no session {sid!r} in the session store")
+        view = await run_in_threadpool(session_view, hub.open(sid))
+        return JSONResponse(view)
 
     async def events(request: Request) -> Response:
         run = hub.runs.get(request.path_params["run"])
@@ -222,6 +288,34 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False,
 
         return _Watching(run, stream())
 
+    async def steps(request: Request) -> Response:
+        rid = request.path_params["run"]
+        try:
+            listed = await run_in_threadpool(hub.steps, rid)
+        except Exception as e:  # noqa: BLE001  (a damaged record is shown with its error)
+            return _error(422, f"{type(e).__name__}: {e}")
+        if listed is None:
+            return _error(404, f"no run {rid!r} in this server")
+        return JSONResponse({"run": rid, "durability": hub.durability, "steps": listed})
+
+    async def fork(request: Request) -> Response:
+        body = await _json_body(request, max_body)
+        count = body.get("steps") if body is not None else None
+        if (
+            body is None
+            or not isinstance(body.get("run"), str)
+            or isinstance(count, bool)
+            or not isinstance(count, int)
+        ):
+            return _error(
+                400, 'POST /api/fork takes JSON {"run": "<run id>", "steps": <how many of its step records to keep>}'
+            )
+        try:
+            run = await run_in_threadpool(hub.fork, body["run"], count)
+        except (RilletError, LookupError, ValueError, TypeError) as e:
+            return _error(409, f"{type(e).__name__}: {e}")
+        return _started(run)
+
     async def checkpoints(request: Request) -> Response:
         return JSONResponse(await run_in_threadpool(listing, store))
 
@@ -237,10 +331,15 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False,
         Route("/", page),
         Route("/static/{name}", page),
         Route("/api/agent", agent_info),
-        Route("/api/runs", start, methods=["POST"]),
+        Route("/api/runs", start, methods=["GET", "POST"]),
         Route("/api/runs/{run}/events", events),
+        Route("/api/runs/{run}/steps", steps),
+        Route("/api/fork", fork, methods=["POST"]),
         Route("/api/resume", resume, methods=["POST"]),
         Route("/api/reset", reset, methods=["POST"]),
+        Route("/api/sessions", session_listing),
+        Route("/api/sessions/open", open_session, methods=["POST"]),
+        Route("/api/sessions/{id:path}", session),
         Route("/api/checkpoints", checkpoints),
         Route("/api/checkpoints/{id:path}", checkpoint),
     ]

@@ -7,19 +7,30 @@ is saved) and stays resumable."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import threading
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from rillet._native import Message, StreamReader
+from rillet.checkpoint.journal import decode_records, step_head
+from rillet.checkpoint.payload import load
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.data.events import AgentEvent
 from rillet.run.run_handle import RunIterator
 from rillet.runner import Runner
-from rillet.web.wire import event_records
+from rillet.sessions import SessionStore
+from rillet.sessions.protocol import encode_messages
+from rillet.web.calls import CallLog, error_kind
+from rillet.web.wire import event_records, jsonable
 
 __all__ = ["Hub", "Run"]
+
+
+def _new_session() -> str:
+    return "chat-" + uuid.uuid4().hex[:12]
 
 
 class Run:
@@ -39,11 +50,12 @@ class Run:
         self._events: RunIterator | None = None  # while it is consumed: what cancel() closes
         self._stream: StreamReader[Message] | None = None  # the message being read, ditto
         self._watchers = 0  # pages reading its records now
+        self.calls = CallLog(self.add)  # its model and tool calls, as records
 
     def add(self, record: dict[str, Any]) -> None:
         with self._lock:
             self.records.append(record)
-            self._ended = record["type"] == "run_end"
+            self._ended = self._ended or record["type"] == "run_end"  # a call's end may come after it
             waiters, self._waiters = self._waiters, []
         for loop, ready in waiters:
             loop.call_soon_threadsafe(ready.set)
@@ -104,6 +116,7 @@ class Run:
             for ev in events:
                 self._take(ev)  # before its records: a page that leaves once it saw them
                 for record in event_records(ev, seq):  # must not cancel a saved interrupt
+                    self.calls.annotate(record)
                     self._note(record)
                     self.add(record)
                 seq += 1
@@ -127,7 +140,7 @@ class Run:
                 "seq": seq,
                 "agent": "",
                 "path": [],
-                "error": {"type": type(e).__name__, "message": str(e)},
+                "error": {"type": type(e).__name__, "message": str(e), "kind": error_kind(e)},
             }
         )
 
@@ -154,38 +167,157 @@ class Run:
                 self.answer = record.get("content", "")
 
 
-class Hub:
-    """The agent, its Runner (streaming, saving interrupts to ``store``), the runs so far and
-    the chat's history: each finished turn adds the question and the answer."""
+def _sync(result: Any) -> None:
+    """Waits for a store method that may be async (called here off the event loop)."""
+    if inspect.isawaitable(result):
+        asyncio.run(result)  # type: ignore[arg-type]
 
-    def __init__(self, agent: Any, store: CheckpointStore) -> None:
-        self.store = store
-        self.runner = Runner(agent, streaming=True, checkpoint_store=store)
-        self.runs: dict[str, Run] = {}
-        self.history: list[Message] = []
-        self._questions: dict[str, str] = {}  # checkpoint id -> the question of its turn
+
+class _Recording:
+    """The checkpoint store as the Runner sees it under step durability: every step record
+    appended is also kept in ``logs`` (a finished run's log is deleted from the store, and the
+    UI forks from it later)."""
+
+    def __init__(self, store: CheckpointStore, logs: dict[str, list[bytes]]) -> None:
+        self._store = store
+        self._logs = logs
         self._lock = threading.Lock()
 
+    def append(self, checkpoint_id: str, records: list[bytes], head: bytes) -> Any:
+        with self._lock:
+            self._logs.setdefault(checkpoint_id, []).extend(bytes(r) for r in records)
+        return self._store.append(checkpoint_id, records, head)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _text(message: Any) -> str:
+    if isinstance(message, Message):
+        calls = ", ".join(f"{c.function.name}({c.function.arguments})" for c in message.tool_calls)
+        return (message.content or "") + (f" → {calls}" if calls else "")
+    return repr(message)
+
+
+def _step(index: int, record: list[Any]) -> dict[str, Any]:
+    """One step record, as the page lists it."""
+    kind = record[0]
+    out: dict[str, Any] = {"index": index, "kind": kind}
+    if kind == "start":
+        messages = record[1].get("root_input", {}).get("messages", []) if isinstance(record[1], dict) else []
+        out["summary"] = "input: " + (_text(messages[-1]) if messages else "")
+    elif kind == "resume":
+        out["summary"] = "resume of " + str(record[1]) + " with " + json.dumps(jsonable(record[2]))
+    elif kind == "model":
+        out.update(agent=str(record[1]), iteration=record[2], summary=_text(record[3]))
+    elif kind == "tools":
+        results = [_text(item[1]) for item in record[3]] if isinstance(record[3], list) else []
+        out.update(agent=str(record[1]), iteration=record[2], summary="; ".join(results))
+    return out
+
+
+class Hub:
+    """The agent, its Runners (streaming, saving interrupts to ``store``), the runs so far and
+    the chat: a session of ``sessions``, whose turns (each question and its final answer) are
+    the history of the next run, and whose values seed it. New chat starts another session;
+    any session of the store, the UI's or one a program saved, can be opened and continued."""
+
+    def __init__(
+        self, agent: Any, store: CheckpointStore, sessions: SessionStore, durability: str = "interrupt"
+    ) -> None:
+        self.agent = agent
+        self.store = store
+        self.durability = durability
+        self.logs: dict[str, list[bytes]] = {}  # checkpoint id -> its step records, kept after the run ends
+        self._recording: Any = _Recording(store, self.logs) if durability == "step" else store
+        self.sessions = sessions
+        self.session_id = _new_session()
+        self.runs: dict[str, Run] = {}
+        self._questions: dict[str, tuple[str, str]] = {}  # checkpoint id -> its turn's session and question
+        self._lock = threading.Lock()
+        self._chat_from = 0  # the first run of the current chat (New chat starts another)
+
     def start(self, text: str) -> Run:
-        """Starts a turn of the chat on ``text``; its checkpoint id is the run's own."""
+        """Starts a turn of the chat on ``text`` in the current session; its checkpoint id is
+        the run's own."""
         checkpoint_id = "web-" + uuid.uuid4().hex[:12]
         run = Run(checkpoint_id, "run", text)
         with self._lock:
-            history = list(self.history)
-            self._questions[checkpoint_id] = text
-        events = self.runner.run([*history, Message.user(text)], checkpoint_id=checkpoint_id)
+            session_id = self.session_id
+            self._questions[checkpoint_id] = (session_id, text)
+        run.records[0]["session"] = session_id
+        data = self.sessions.get(session_id)
+        history: list[Message] = []
+        values: dict[str, Any] = {}
+        if data is not None:
+            history = list(data.summary) + [m for t in data.turns if t.index > data.summary_through for m in t.messages]
+            values = dict(data.values)
+        events = self._runner(run).run(
+            [*history, Message.user(text)], checkpoint_id=checkpoint_id, session_values=values
+        )
         return self._launch(run, events)
+
+    def open(self, session_id: str | None) -> str:
+        """Makes ``session_id`` the chat (None: a new, empty one); the next turn continues it."""
+        with self._lock:
+            self.session_id = session_id if session_id is not None else _new_session()
+            self._chat_from = len(self.runs)
+            return self.session_id
 
     def resume(self, checkpoint_id: str, targets: Mapping[str, Any]) -> Run:
         """Resumes ``checkpoint_id`` with ``targets``; raises (nothing runs) if Runner.resume
         refuses it."""
         run = Run(checkpoint_id, "resume", ", ".join(f"{k}: {v}" for k, v in targets.items()))
-        events = self.runner.resume(checkpoint_id, targets=dict(targets))
+        run.records[0]["decisions"] = self._decisions(checkpoint_id, targets)
+        events = self._runner(run).resume(checkpoint_id, targets=dict(targets))
         return self._launch(run, events)
 
+    def _decisions(self, checkpoint_id: str, targets: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """What a resume answers, for the timeline: each interrupt's id, its address (where the
+        checkpoint says; empty if it cannot be read) and the answer (for an approval:
+        ``decision`` with its ``reason`` or edited ``arguments``)."""
+        try:
+            data = self.store.get(checkpoint_id)
+            addresses = load(bytes(data), checkpoint_id).addresses if isinstance(data, bytes) else {}
+        except Exception:  # noqa: BLE001  (the resume says what is wrong with it; this is only a label)
+            addresses = {}
+        return [
+            {"interrupt": iid, "address": list(addresses.get(iid, ())), "answer": jsonable(answer)}
+            for iid, answer in targets.items()
+        ]
+
+    def _runner(self, run: Run) -> Runner:
+        """A Runner for ``run``, reporting its calls to ``run.calls``."""
+        calls = run.calls
+        return Runner(
+            self.agent,
+            streaming=True,
+            checkpoint_store=self._recording,
+            durability="step" if self.durability == "step" else "interrupt",
+            observers=[calls],
+            plugins=[calls.plugin],
+        )
+
     def reset(self) -> None:
+        """New chat: a new session (a reloaded page shows the runs of this chat only)."""
+        self.open(None)
+
+    def listing(self) -> list[dict[str, Any]]:
+        """The runs of the current chat, in the order they started: what a reloaded page
+        replays (each from its first record)."""
         with self._lock:
-            self.history.clear()
+            runs = list(self.runs.values())[self._chat_from :]
+        return [
+            {
+                "run": r.id,
+                "kind": r.records[0]["kind"],
+                "text": r.records[0]["text"],
+                "status": r.status,
+                "checkpoint_id": r.checkpoint_id,
+                "events": f"/api/runs/{r.id}/events",
+            }
+            for r in runs
+        ]
 
     def stop(self) -> None:
         """Ends the event streams of the runs still going (status ``stopped``): the server is
@@ -195,6 +327,34 @@ class Hub:
         for run in going:
             run.add({"type": "run_end", "run": run.id, "status": "stopped", "checkpoint_id": run.checkpoint_id})
 
+    def steps(self, run_id: str) -> list[dict[str, Any]] | None:
+        """The step records of run ``run_id``'s checkpoint (``durability="step"``), each
+        summarised; None for an unknown run."""
+        run = self.runs.get(run_id)
+        if run is None:
+            return None
+        with self._lock:
+            blobs = list(self.logs.get(run.checkpoint_id, ()))
+        return [_step(k, r) for k, r in enumerate(decode_records(blobs, run.checkpoint_id))]
+
+    def fork(self, run_id: str, count: int) -> Run:
+        """A new run from the first ``count`` step records of run ``run_id``'s checkpoint: the
+        recorded model and tool calls are replayed (not made again), then the run goes on live.
+        All of them: a replay of the whole run. Raises LookupError / ValueError."""
+        run = self.runs.get(run_id)
+        with self._lock:
+            blobs = list(self.logs.get(run.checkpoint_id, ())) if run is not None else []
+        if run is None or not blobs:
+            raise LookupError(f"run {run_id!r} has no step record (serve with durability='step', --durability step)")
+        if not 1 <= count <= len(blobs):
+            raise ValueError(f"run {run_id!r} recorded {len(blobs)} steps: fork from 1 to {len(blobs)} of them")
+        fork_id = "fork-" + uuid.uuid4().hex[:12]
+        _sync(self._recording.append(fork_id, blobs[:count], step_head(count)))
+        what = "replay" if count == len(blobs) else "fork"
+        forked = Run(fork_id, what, f"{what} of run {run_id} from step {count - 1}")
+        forked.records[0].update(source=run_id, step=count - 1)
+        return self._launch(forked, self._runner(forked).resume(fork_id))
+
     def _launch(self, run: Run, events: RunIterator) -> Run:
         with self._lock:
             self.runs[run.id] = run
@@ -202,9 +362,13 @@ class Hub:
         return run
 
     def _ended(self, run: Run) -> None:
+        """A run ended: a finished turn of a chat (not a checkpoint saved elsewhere) is appended
+        to its session."""
         if run.status != "done":
             return
         with self._lock:
-            question = self._questions.pop(run.checkpoint_id, None)
-            if question is not None:  # a turn of this chat (not a checkpoint saved elsewhere)
-                self.history += [Message.user(question), Message.assistant(run.answer)]
+            turn = self._questions.pop(run.checkpoint_id, None)
+        if turn is not None:
+            session_id, question = turn
+            messages = [Message.user(question), Message.assistant(run.answer)]
+            self.sessions.append(session_id, encode_messages(messages), {})

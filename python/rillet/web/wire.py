@@ -13,6 +13,7 @@ from typing import Any
 
 from rillet._native import Message, MessageAccumulator
 from rillet.data.events import AgentAction, AgentEvent
+from rillet.web.calls import error_kind
 
 __all__ = ["action_record", "event_records", "jsonable", "message_record"]
 
@@ -81,7 +82,7 @@ def event_records(ev: AgentEvent, seq: int) -> Iterator[dict[str, Any]]:
     if ev.branch is not None:
         head["branch"] = ev.branch
     if ev.error is not None:
-        head["error"] = {"type": type(ev.error).__name__, "message": str(ev.error)}
+        head["error"] = {"type": type(ev.error).__name__, "message": str(ev.error), "kind": error_kind(ev.error)}
     if ev.output is not None and ev.output.customized_output is not None:
         head["custom"] = jsonable(ev.output.customized_output)
     mv = ev.message_output

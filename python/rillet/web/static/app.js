@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { agent: null, kinds: {}, lanes: {}, agentTools: {}, tree: new Map(), cards: new Map(), bubbles: new Map(), run: null };
+const state = { agent: null, kinds: {}, lanes: {}, agentTools: {}, tree: new Map(), cards: new Map(), bubbles: new Map(), calls: new Map(), run: null };
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -45,10 +45,50 @@ function learnAgent(node) {
   for (const s of node.sub_agents) learnAgent(s);
 }
 
+// the agent tree as declared, drawn when the page loads: sub-agents nested (a ParallelAgent's
+// as lanes), each agent's tools, an agent called as a tool with its own tree under the tool
+
+function agentNode(node, role) {
+  const box = el("div", "anode");
+  box.dataset.agent = node.name;
+  const label = el("div", "label");
+  label.append(el("span", "name", node.name));
+  label.append(el("span", "badge", node.kind.replace(/Agent$/, "") || node.kind));
+  if (role) label.append(el("span", "badge tool", role));
+  if (node.description) label.append(el("span", "desc dim", node.description));
+  box.append(label);
+  if (node.tools.length) {
+    const tools = el("div", "tools");
+    for (const t of node.tools) {
+      const chip = el("span", "tool-chip", "⚙ " + t.name);
+      chip.dataset.tool = t.name;
+      tools.append(chip);
+    }
+    box.append(tools);
+  }
+  const kids = el("div", "children" + (node.kind === "ParallelAgent" ? " lanes" : ""));
+  for (const s of node.sub_agents) kids.append(agentNode(s, node.kind === "ChatModelAgent" ? "transfer" : null));
+  for (const t of node.tools) if (t.agent) kids.append(agentNode(t.agent, "agent tool"));
+  box.append(kids);
+  return box;
+}
+
+function drawAgents(tree) {
+  const box = $("agents");
+  box.textContent = "";
+  box.append(agentNode(tree, null));
+}
+
 // --- runs
 
 function watch(run, label) {
   state.run = run.run;
+  $("agents-box").open = false;  // the run paths take the room; the tree stays a click away
+  loadSessions();  // its session is running now
+  return new Promise((resolve) => follow(run, label, resolve));
+}
+
+function follow(run, label, resolve) {
   setStatus("running", "running");
   // a resume answers the pause: its agents are running again (a new interrupt marks them anew)
   if (label === "resume") document.querySelectorAll(".node.interrupted").forEach((n) => n.classList.remove("interrupted"));
@@ -56,16 +96,57 @@ function watch(run, label) {
   $("timeline").append(head);
   const source = new EventSource(run.events);
   const handle = (e) => onRecord(JSON.parse(e.data), run);
-  for (const type of ["run_start", "event", "delta", "event_end"]) source.addEventListener(type, handle);
-  source.addEventListener("run_end", (e) => { source.close(); handle(e); });
-  source.onerror = () => { source.close(); };
+  for (const type of ["run_start", "event", "delta", "event_end", "call"]) source.addEventListener(type, handle);
+  source.addEventListener("run_end", (e) => { source.close(); handle(e); resolve(); });
+  source.onerror = () => { source.close(); resolve(); };
+}
+
+// a reloaded page: the chat's runs so far, replayed from their records in order
+async function replayRuns() {
+  let runs;
+  try { runs = await api("/api/runs"); } catch (e) { return; }
+  for (const run of runs) {
+    if (run.kind === "run") userBubble(run.text);
+    await watch(run, run.kind);
+  }
 }
 
 function onRecord(r, run) {
-  if (r.type === "event") onEvent(r, run);
+  if (r.type === "run_start") onRunStart(r);
+  else if (r.type === "event") onEvent(r, run);
   else if (r.type === "delta") onDelta(r, run);
   else if (r.type === "event_end") onEventEnd(r, run);
   else if (r.type === "run_end") onRunEnd(r);
+  else if (r.type === "call") onCall(r, run);
+}
+
+// a resume starts with what the person answered: approved, rejected (and why), or edited (to what)
+function onRunStart(r) {
+  for (const d of r.decisions || []) {
+    $("timeline").append(decisionCard(d));
+    // the question it answers (a replayed page's, or another page's) is answered
+    document.querySelectorAll('.approval[data-interrupt="' + d.interrupt + '"]:not(.answered)').forEach((box) => answered(box, d.answer));
+  }
+  scrollDown($("timeline"));
+}
+
+function decisionCard(d) {
+  const answer = d.answer && typeof d.answer === "object" ? d.answer : { decision: String(d.answer) };
+  const decision = answer.decision || "answer";
+  const last = d.address.length ? d.address[d.address.length - 1] : "";
+  const tool = last.startsWith("tool:") ? last.split(":")[1] : null;
+  const card = el("div", "card decision " + decision);
+  card.dataset.interrupt = d.interrupt;
+  const top = el("div", "card-top");
+  if (d.address.length) top.append(pathChip(d.address.filter((a) => a.startsWith("agent:")).map((a) => a.slice(6))));
+  top.append(el("span", "kind", "your answer · interrupt " + d.interrupt.slice(0, 8)));
+  card.append(top);
+  const what = tool ? " the call of " + tool : "";
+  const verbs = { approve: "✔ approved" + what, reject: "✘ rejected" + what, edit: "✎ edited the arguments of" + (tool ? " " + tool : " the call") };
+  card.append(el("div", "text", verbs[decision] || "answered: " + show(answer)));
+  if (decision === "reject") card.append(el("div", "reason", answer.reason ? "reason: " + answer.reason : "no reason given"));
+  if (decision === "edit") card.append(el("pre", "json", show(answer.arguments)));
+  return card;
 }
 
 function key(run, seq) { return run.run + ":" + seq; }
@@ -81,21 +162,37 @@ function pathChip(path) {
 
 function onEvent(r, run) {
   noteTree(r);
-  const card = el("div", "card " + (r.error ? "error" : r.action ? "action " + r.action.kind : r.role || "other"));
+  const card = el("div", "card " + (r.error ? "error" : r.action ? "action " + r.action.kind : r.role || "other") + (r.failed ? " failed" : ""));
   card.dataset.seq = r.seq;
   const top = el("div", "card-top");
   top.append(pathChip(r.path));
-  const what = r.error ? "error" : r.role === "tool" ? "tool result · " + r.tool_name : r.role === "assistant" ? "model" : r.action ? "action" : "output";
+  const what = r.error ? r.error.kind + " error" : r.role === "tool" ? (r.failed ? "tool failed · " : "tool result · ") + r.tool_name : r.role === "assistant" ? "model" : r.action ? "action" : "output";
   top.append(el("span", "kind", what + (r.streaming ? " · streaming" : "")));
+  if (r.call) {
+    const call = callOf(run, r.call);
+    call.cards.push(card);
+    card.dataset.call = r.call;
+    const chip = el("button", "small inspect", "inspect");
+    chip.title = "what this " + (call.kind || "") + " call was sent, what came back, tokens and timing";
+    chip.onclick = () => inspect(call);
+    card._callChip = el("span", "call-meta dim");
+    top.append(card._callChip, chip);
+    callMeta(call);
+  }
   card.append(top);
   const body = el("div", "text");
   card.append(body);
   card._body = body;
+  card._agent = r.agent;
   state.cards.set(key(run, r.seq), card);
   if (r.role === "assistant") card._bubble = chatBubble(r);
   if (!r.open) fill(card, r);
   if (r.action) card.append(actionView(r.action, run));
-  if (r.error) card.append(el("pre", "err", r.error.type + ": " + r.error.message));
+  if (r.error) {
+    card.append(el("pre", "err", r.error.type + ": " + r.error.message));
+    chatError(r.error.kind + " error", r.agent, r.error.type + ": " + r.error.message, r.error.kind);
+  }
+  if (r.failed) chatError("tool failed", r.agent, r.tool_name + ": " + (r.content || ""), "tool");
   if (r.custom !== undefined) card.append(el("pre", "json", show(r.custom)));
   $("timeline").append(card);
   scrollDown($("timeline"));
@@ -108,6 +205,17 @@ function chatBubble(r) {
   b.append(t);
   b._text = t;
   $("chat").append(b);
+  return b;
+}
+
+// an error in the chat, where it happened: which kind (model, tool, guardrail, limit, agent), by whom
+function chatError(title, agent, text, kind) {
+  const b = el("div", "bubble error");
+  b.dataset.kind = kind;
+  b.append(el("div", "who", "⚠ " + title + (agent ? " · " + agent : "")));
+  b.append(el("div", "text", text));
+  $("chat").append(b);
+  scrollDown($("chat"));
   return b;
 }
 
@@ -126,7 +234,10 @@ function onEventEnd(r, run) {
   if (!card) return;
   card.classList.add("ended");
   fill(card, r);
-  if (r.error) card.append(el("pre", "err", r.error));
+  if (r.error) {
+    card.append(el("pre", "err", r.error));
+    chatError("model error", card._agent, r.error, "model");
+  }
 }
 
 function fill(card, r) {
@@ -163,7 +274,97 @@ function actionView(a, run) {
   return el("pre", "json", show(a.value));
 }
 
+// --- the call inspector: every model and tool call, what was sent and what came back
+
+function callOf(run, id) {
+  const k = key(run, "call:" + id);
+  let call = state.calls.get(k);
+  if (!call) { call = { id, cards: [] }; state.calls.set(k, call); }
+  return call;
+}
+
+function onCall(r, run) {
+  const call = callOf(run, r.id);
+  const { type, ...fields } = r;
+  Object.assign(call, fields);
+  callMeta(call);
+}
+
+function ms(value) { return value >= 1000 ? (value / 1000).toFixed(2) + " s" : Math.round(value) + " ms"; }
+
+function when(seconds) { return seconds ? new Date(seconds * 1000).toISOString().replace("T", " ").replace("Z", " UTC") : "—"; }
+
+// the card's summary: latency and tokens once the call has ended
+function callMeta(call) {
+  const parts = [];
+  if (call.latency_ms !== undefined) parts.push(ms(call.latency_ms));
+  else if (call.status === "running") parts.push("running…");
+  if (call.usage) parts.push(call.usage.total_tokens + " tok");
+  if (call.status === "error") parts.push("failed");
+  for (const card of call.cards) if (card._callChip) card._callChip.textContent = parts.join(" · ");
+  const open = $("call-dialog");
+  if (open.open && open._call === call) inspect(call);
+}
+
+function field(dl, name, value) {
+  dl.append(el("dt", null, name), el("dd", null, value));
+}
+
+function messageView(m) {
+  const box = el("div", "sent-msg " + m.role);
+  box.append(el("div", "role", m.role + (m.name ? " · " + m.name : "") + (m.tool_call_id ? " · " + m.tool_call_id : "")));
+  if (m.content) box.append(el("pre", null, m.content));
+  for (const c of m.tool_calls || []) box.append(el("pre", "json", "→ " + c.function.name + " " + c.id + "\n" + pretty(c.function.arguments)));
+  return box;
+}
+
+function inspect(call) {
+  const view = $("call-view");
+  const dialog = $("call-dialog");
+  dialog._call = call;
+  view.textContent = "";
+  $("call-title").textContent = call.kind === "tool" ? "Tool call · " + call.tool + " · " + call.call_id : "Model call · " + call.agent + " · " + call.id;
+  const dl = el("dl", "call-facts");
+  field(dl, "agent", (call.path || [call.agent]).join(" › "));
+  field(dl, "status", call.status || "");
+  if (call.kind === "model") field(dl, "model", call.model + (call.provider && call.provider !== call.model ? " (" + call.provider + ")" : ""));
+  field(dl, "started", when(call.started));
+  field(dl, "ended", when(call.ended));
+  field(dl, "latency", call.latency_ms !== undefined ? ms(call.latency_ms) : "—");
+  if (call.kind === "model") {
+    const u = call.usage;
+    field(dl, "tokens", u ? u.prompt_tokens + " prompt + " + u.completion_tokens + " completion = " + u.total_tokens + (u.cached_tokens ? " (" + u.cached_tokens + " cached)" : "") : "not reported by the model");
+    if (call.finish_reason) field(dl, "finish reason", call.finish_reason);
+  }
+  view.append(dl);
+  if (call.error) view.append(section("Error", el("pre", "err", call.error.type + ": " + call.error.message)));
+  if (call.kind === "model") {
+    const sent = el("div", "sent");
+    for (const m of call.messages || []) sent.append(messageView(m));
+    view.append(section("Sent: " + (call.messages || []).length + " messages", sent));
+    const tools = el("div");
+    if (!call.tools || !call.tools.length) tools.append(el("div", "dim", call.tools ? "no tools" : "not known"));
+    for (const t of call.tools || []) {
+      const d = el("details", "offered-tool");
+      d.append(el("summary", null, t.name + " — " + t.description), el("pre", "json", JSON.stringify(t.parameters, null, 2)));
+      tools.append(d);
+    }
+    view.append(section("Tools offered (" + (call.tools || []).length + ")", tools));
+    view.append(section("Reply", call.reply ? messageView(call.reply) : el("div", "dim", call.status === "running" ? "not yet" : "none")));
+  } else {
+    view.append(section("Arguments", el("pre", "json", pretty(call.arguments || ""))));
+    view.append(section("Result", call.result !== undefined && call.result !== null ? el("pre", call.status === "error" ? "err" : null, call.result) : el("div", "dim", call.status === "running" ? "not yet" : "none")));
+  }
+  if (!dialog.open) dialog.showModal();
+}
+
 // --- interrupts: approve / reject / edit, then the resumed run is watched like any other
+
+function answered(box, data) {
+  box.classList.add("answered");
+  box.querySelectorAll("button, input, textarea").forEach((b) => { b.disabled = true; });
+  box.append(el("div", "answered-note", "answered: " + (data && data.decision ? data.decision : show(data))));
+}
 
 function approvalBox(checkpointId, interruptId, info, address) {
   const box = el("div", "approval");
@@ -188,9 +389,7 @@ function approvalBox(checkpointId, interruptId, info, address) {
     note.textContent = "";
     try {
       const run = await api("/api/resume", { checkpoint_id: checkpointId, targets: { [interruptId]: data } });
-      box.classList.add("answered");
-      box.querySelectorAll("button, input, textarea").forEach((b) => { b.disabled = true; });
-      box.append(el("div", "answered-note", "answered: " + data.decision));
+      answered(box, data);
       watch(run, "resume");
     } catch (e) { note.textContent = e.message; }
   };
@@ -209,9 +408,58 @@ function onRunEnd(r) {
   const labels = { done: ["done", "idle"], interrupted: ["waiting for approval", "waiting"], error: ["failed", "failed"] };
   const [text, cls] = labels[r.status] || [r.status, "idle"];
   if (r.run === state.run) setStatus(text, cls);
-  $("timeline").append(el("div", "run-end " + r.status, "run " + r.status));
+  const end = el("div", "run-end " + r.status, "run " + r.status);
+  end.dataset.run = r.run;
+  if (state.agent && state.agent.durability === "step" && r.status !== "stopped") {
+    const steps = el("button", "small steps", "steps…");
+    steps.title = "the run's recorded steps: replay it, or fork a new run from any of them";
+    steps.onclick = () => showSteps(r.run, end);
+    end.append(" ", steps);
+  }
+  $("timeline").append(end);
   scrollDown($("timeline"));
   loadCheckpoints();
+  loadSessions();
+}
+
+// --- replay and fork: a run recorded step by step (durability "step") starts again from any step
+
+async function showSteps(runId, after) {
+  const old = after.nextElementSibling;
+  if (old && old.classList.contains("steps-box")) { old.remove(); return; }
+  const box = el("div", "steps-box");
+  box.dataset.run = runId;
+  after.after(box);
+  let data;
+  try { data = await api("/api/runs/" + runId + "/steps"); } catch (e) { box.append(el("pre", "err", e.message)); return; }
+  const head = el("div", "steps-head");
+  head.append(el("span", "dim", data.steps.length + " recorded steps "));
+  const replay = el("button", "small replay", "replay the run");
+  replay.title = "a new run from every recorded step: nothing is called again";
+  replay.onclick = () => fork(runId, data.steps.length, box, "replay of run " + runId);
+  head.append(replay);
+  box.append(head);
+  const list = el("ol", "steps");
+  list.start = 0;
+  for (const st of data.steps) {
+    const li = el("li", "step " + st.kind);
+    li.append(el("span", "step-kind", st.kind + (st.agent ? " · " + st.agent + " #" + st.iteration : "")), el("span", "step-summary", " " + (st.summary || "")));
+    const btn = el("button", "small fork", "fork here");
+    btn.title = "a new run that replays the steps up to this one, then goes on live";
+    btn.onclick = () => fork(runId, st.index + 1, box, "fork of run " + runId + " from step " + st.index);
+    li.append(" ", btn);
+    list.append(li);
+  }
+  box.append(list);
+  scrollDown($("timeline"));
+}
+
+async function fork(runId, steps, box, label) {
+  try {
+    const run = await api("/api/fork", { run: runId, steps });
+    box.remove();
+    watch(run, label);
+  } catch (e) { box.append(el("pre", "err", e.message)); }
 }
 
 // --- the run-path tree
@@ -277,6 +525,74 @@ function noteTool(card, name) {
   }
   chip._calls += 1;
   chip.textContent = "⚙ " + name + (chip._calls > 1 ? " ×" + chip._calls : "");
+}
+
+// --- sessions: the chats in the session store; open one to see its turns and continue it
+
+async function loadSessions() {
+  const box = $("sessions");
+  let list;
+  try { list = await api("/api/sessions"); } catch (e) { box.textContent = e.message; return; }
+  box.textContent = "";
+  const table = el("table", "checkpoint-list session-list");
+  const head = el("tr");
+  for (const h of ["session", "turns", "updated", ""]) head.append(el("th", null, h));
+  table.append(head);
+  for (const s of list) {
+    const row = el("tr", s.current ? "current" : null);
+    row.dataset.session = s.id;
+    const cell = el("td");
+    if (s.current) cell.append(el("span", "dim", "this chat"));
+    else {
+      const open = el("button", "small open", "open");
+      open.onclick = () => openSession(s.id);
+      cell.append(open);
+    }
+    const updated = s.updated ? age(Date.now() / 1000 - s.updated) + " ago" : "—";
+    const id = el("td", "mono", s.id);
+    if (s.running) id.append(el("span", "running", " ● running"));
+    row.append(id, el("td", "turns", String(s.turns)), el("td", null, updated), cell);
+    table.append(row);
+    if (s.current) $("session-name").textContent = "session " + s.id;
+  }
+  box.append(table);
+}
+
+function clearChat() {
+  $("chat").textContent = "";
+  $("timeline").textContent = "";
+  $("tree").textContent = "";
+  state.tree.clear();
+  setStatus("idle", "idle");
+}
+
+// an opened session: its turns in the chat (greyed: said before), its state, then new turns continue it
+function showSession(view) {
+  const head = el("div", "session-head");
+  head.dataset.session = view.id;
+  head.append(el("div", "who", "session " + view.id + " · " + view.turns.length + " turns" + (view.running.length ? " · a run is going" : "")));
+  const values = Object.keys(view.values || {}).length ? JSON.stringify(view.values, null, 2) : "no session values";
+  const st = el("details", "session-state");
+  st.append(el("summary", null, "state"), el("pre", "json", values));
+  head.append(st);
+  $("chat").append(head);
+  for (const m of view.summary || []) $("chat").append(historyBubble(m, "summary"));
+  for (const t of view.turns) for (const m of t.messages) if (m.role === "user" || (m.role === "assistant" && m.content)) $("chat").append(historyBubble(m, "turn " + t.index));
+  $("session-name").textContent = "session " + view.id;
+  scrollDown($("chat"));
+}
+
+function historyBubble(m, label) {
+  const b = el("div", "bubble history " + m.role);
+  b.append(el("div", "who", label + " · " + m.role), el("div", "text", m.content || ""));
+  return b;
+}
+
+async function openSession(id) {
+  const view = await api("/api/sessions/open", { id });
+  clearChat();
+  showSession(view);
+  loadSessions();
 }
 
 // --- checkpoints
@@ -364,11 +680,15 @@ async function openCheckpoint(id) {
 
 // --- chat
 
-async function send(text) {
+function userBubble(text) {
   const b = el("div", "bubble user");
   b.append(el("div", "text", text));
   $("chat").append(b);
   scrollDown($("chat"));
+}
+
+async function send(text) {
+  userBubble(text);
   try {
     const run = await api("/api/runs", { text });
     watch(run, "run");
@@ -390,19 +710,19 @@ function start() {
   });
   $("new-chat").onclick = async () => {
     await api("/api/reset", {});
-    $("chat").textContent = "";
-    $("timeline").textContent = "";
-    $("tree").textContent = "";
-    state.tree.clear();
-    setStatus("idle", "idle");
+    clearChat();
+    loadSessions();
   };
   $("refresh-checkpoints").onclick = loadCheckpoints;
   api("/api/agent").then((a) => {
     state.agent = a;
     learnAgent(a);
+    drawAgents(a);
     $("agent-name").textContent = a.name + " · " + a.kind;
+    replayRuns();
   });
   loadCheckpoints();
+  loadSessions();
 }
 
 start();
