@@ -22,7 +22,7 @@ def test_runs_an_agent_or_a_factory_and_shows_its_answer(here: Path, spec: str) 
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:4] == ["user", "  hello there", "clerk (model call 1)", "  heard: hello there"]
-    assert "1 events · 1 model calls" in result.stdout
+    assert "1 event · 1 model call · " in result.stdout
 
 
 def test_a_transfer_draws_the_run_path_tree(here: Path) -> None:

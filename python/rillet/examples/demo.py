@@ -440,12 +440,16 @@ class _ModelCalls(RunObserver):
         self.tokens += usage.total_tokens if usage is not None else 0
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
 def print_summary(console: Console, r: Renderer, took: float, delay: float, counts: _ModelCalls | None = None) -> None:
     """The closing line: events, model calls, tokens (when the model reported any), time;
     the calls and tokens an observer counted (``counts``), else those seen in the events."""
     calls, tokens_used = (counts.model_calls, counts.tokens) if counts is not None else (r.model_calls, r.tokens)
     tokens = f" · {tokens_used} tokens" if tokens_used else ""
-    console.print(f"\n[dim]{r.events} events · {calls} model calls{tokens} · {took:.2f} s[/]")
+    console.print(f"\n[dim]{_count(r.events, 'event')} · {_count(calls, 'model call')}{tokens} · {took:.2f} s[/]")
     if delay:
         console.print("[dim]The scripted model pauses between tokens to look live; --fast skips that.[/]")
 
