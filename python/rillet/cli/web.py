@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+from typing import Any
 
 import click
 
@@ -27,7 +28,8 @@ def is_loopback(host: str) -> bool:
 @click.option(
     "--allow-remote", is_flag=True, help="allow a --host other than loopback (others can then run your agent)"
 )
-def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool) -> int:
+@click.option("--evals", metavar="DIR", help="folder of eval reports (rillet eval -o) for the Evals view")
+def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool, evals: str | None) -> int:
     """Serves a local dev UI for the agent MODULE:ATTRIBUTE names: chat, a live timeline of
     events with the run-path tree, interrupts to approve, and the checkpoints in --db."""
     remote = not is_loopback(host)
@@ -56,5 +58,6 @@ def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool) -> 
             file=sys.stderr,
             flush=True,
         )
-    serve(agent, db=db, host=host, port=port, allow_remote=allow_remote)
+    extra: dict[str, Any] = {"evals": evals} if evals is not None else {}  # the Evals view's folder (rillet.web.evals)
+    serve(agent, db=db, host=host, port=port, allow_remote=allow_remote, **extra)
     return 0

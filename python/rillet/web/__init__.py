@@ -40,13 +40,19 @@ MAX_BODY = 1 << 20  # bytes of a POST body (rillet.web.app refuses more): a mess
 
 
 def create_app(
-    agent: Any, *, store: CheckpointStore | None = None, allow_remote: bool = False, max_body: int = MAX_BODY
+    agent: Any,
+    *,
+    store: CheckpointStore | None = None,
+    allow_remote: bool = False,
+    max_body: int = MAX_BODY,
+    evals: str | None = None,
 ) -> Starlette:
     """The dev UI as a Starlette application for ``agent``; interrupted runs are saved to
     ``store`` (a fresh in-memory store when None), whose checkpoints the page lists. It
     answers only requests for a loopback host (127.0.0.1, localhost) unless ``allow_remote``,
     and only same-origin JSON POSTs of at most ``max_body`` bytes: pages of other sites
-    cannot drive it, and no client makes it hold more than that."""
+    cannot drive it, and no client makes it hold more than that. ``evals``: the folder of eval
+    reports its Evals view lists, where it saves chat turns as eval cases."""
     if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
         raise TypeError(f"create_app(agent): expected an agent, got {type(agent).__name__}")
     if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
@@ -55,7 +61,8 @@ def create_app(
         from rillet.web.app import build_app  # imports Starlette: the optional rillet[web] extra
     except ImportError as e:
         raise ImportError(f"{_MISSING} ({e})") from e
-    return build_app(agent, store if store is not None else MemoryStore(), allow_remote=allow_remote, max_body=max_body)
+    chosen = store if store is not None else MemoryStore()
+    return build_app(agent, chosen, allow_remote=allow_remote, max_body=max_body, evals=evals)
 
 
 def is_loopback(host: str) -> bool:
@@ -76,11 +83,12 @@ def serve(
     port: int = 8000,
     allow_remote: bool = False,
     max_body: int = MAX_BODY,
+    evals: str | None = None,
 ) -> None:
     """Serves the dev UI for ``agent`` on ``host:port`` until interrupted (Ctrl-C).
     Checkpoints go to the SQLite file ``db``, or to memory when None. Only loopback addresses
     unless ``allow_remote``: the page runs the agent and its tools for whoever reaches it.
-    ``max_body``: as for :func:`create_app`."""
+    ``max_body``, ``evals``: as for :func:`create_app`."""
     if not is_loopback(host):
         if not allow_remote:
             raise ValueError(
@@ -95,7 +103,7 @@ def serve(
         _log.warning(warning)
         print(warning, file=sys.stderr)
     store: CheckpointStore = SqliteCheckpointStore(db) if db is not None else MemoryStore()
-    app = create_app(agent, store=store, allow_remote=allow_remote, max_body=max_body)
+    app = create_app(agent, store=store, allow_remote=allow_remote, max_body=max_body, evals=evals)
     try:
         import uvicorn  # the optional rillet[web] extra, needed only to serve
     except ImportError as e:

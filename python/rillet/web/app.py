@@ -36,6 +36,7 @@ from rillet.flow import flow_of
 from rillet.run.agent import declared_sub_agents
 from rillet.web import is_loopback
 from rillet.web.checkpoints import decoded, listing
+from rillet.web.evals import eval_routes
 from rillet.web.runs import Hub, Run
 
 __all__ = ["build_app"]
@@ -167,7 +168,9 @@ def _started(run: Run) -> JSONResponse:
     return JSONResponse({"run": run.id, "checkpoint_id": run.checkpoint_id, "events": f"/api/runs/{run.id}/events"})
 
 
-def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False, max_body: int) -> Starlette:
+def build_app(
+    agent: Any, store: CheckpointStore, *, allow_remote: bool = False, max_body: int, evals: str | None = None
+) -> Starlette:
     hub = Hub(agent, store)
     tree = agent_tree(agent)
 
@@ -244,6 +247,7 @@ def build_app(agent: Any, store: CheckpointStore, *, allow_remote: bool = False,
         Route("/api/checkpoints", checkpoints),
         Route("/api/checkpoints/{id:path}", checkpoint),
     ]
+    routes += eval_routes(hub, evals, max_body=max_body)  # the Evals view (rillet.web.evals)
     app = Starlette(
         routes=routes,
         middleware=[Middleware(_SameSiteOnly, allow_remote=allow_remote)],
