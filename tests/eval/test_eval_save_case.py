@@ -16,11 +16,10 @@ from rillet.tools.approval import approve
 AGENT = "rillet.examples.demo:build_agent"
 
 
-def _paused(db: Path, *, session: str = "trip", checkpoint: str = "c1") -> tuple[Runner, str]:
+def _paused(db: Path, *, session: str = "trip", checkpoint: str = "c1", streaming: bool = False) -> tuple[Runner, str]:
     """A run of the demo agent on ``db`` stopped at book_hotel's approval; its interrupt id."""
-    runner = Runner(
-        build_agent(delay=0), checkpoint_store=SqliteCheckpointStore(db), session_store=SqliteSessionStore(db)
-    )
+    stores = {"checkpoint_store": SqliteCheckpointStore(db), "session_store": SqliteSessionStore(db)}
+    runner = Runner(build_agent(delay=0), streaming=streaming, **stores)
     asked = None
     for ev in runner.query("Lisbon trip?", session_id=session, checkpoint_id=checkpoint):
         if ev.action and ev.action.interrupted:
@@ -67,9 +66,12 @@ def test_a_session_written_as_a_case_passes_rillet_eval(capsys: pytest.CaptureFi
     assert replaced.turns[0].trajectory is not None and replaced.turns[0].trajectory.match == "subset"
 
 
-def test_a_checkpointed_run_expects_its_pending_interrupt(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streamed"])
+def test_a_checkpointed_run_expects_its_pending_interrupt(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, streaming: bool
+) -> None:
     db, evalset = tmp_path / "runs.db", tmp_path / "paused.json"
-    _paused(db)
+    _paused(db, streaming=streaming)  # rillet run streams: its checkpoints hold the messages as streams
     argv = ["eval", "save-case", "--db", str(db), "--checkpoint", "c1", "-o", str(evalset), "--name", "paused runs"]
     assert cli.main(argv) == 0
     out = capsys.readouterr()

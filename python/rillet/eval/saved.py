@@ -26,6 +26,7 @@ from rillet.eval.sets import (
 if TYPE_CHECKING:
     from rillet._native import Message
     from rillet.checkpoint.stores import CheckpointStore
+    from rillet.data.events import MessageVariant
     from rillet.sessions import SessionStore
 
 __all__ = ["add_case", "case_from_checkpoint", "case_from_messages", "case_from_session", "unanswered"]
@@ -117,6 +118,20 @@ def _split_turns(messages: list[Message]) -> list[list[Message]]:
     return turns
 
 
+def _message(mv: MessageVariant | None) -> Message | None:
+    """An event's message, read whole from its stream if it was streamed (as rillet run does)."""
+    if mv is None:
+        return None
+    if mv.message is not None or mv.message_stream is None:
+        return mv.message
+    from rillet._native import MessageAccumulator
+
+    acc = MessageAccumulator()
+    for chunk in mv.message_stream:
+        acc.push(chunk)
+    return acc.finish() if len(acc) else None
+
+
 def case_from_checkpoint(
     store: CheckpointStore,
     checkpoint_id: str,
@@ -144,8 +159,7 @@ def case_from_checkpoint(
     turns = _split_turns(list(loaded.root_input.messages))
     if not turns:
         raise ValueError(f"checkpoint {checkpoint_id!r}: its run had no input messages")
-    outputs = [ev.message_output for ev in loaded.session.snapshot()]
-    ran = [mv.message for mv in outputs if mv is not None and mv.message is not None]
+    ran = [m for m in (_message(ev.message_output) for ev in loaded.session.snapshot()) if m is not None]
     earlier = [t for t in (_turn(m, "exact", answer, answers) for m in turns[:-1]) if t is not None]
     last = _turn(turns[-1] + ran, match, "none")
     if last is None:
