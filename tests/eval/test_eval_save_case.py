@@ -5,6 +5,7 @@ agent that made it (the round trip); and what it refuses, in one line."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,14 @@ def test_what_save_case_refuses_is_one_line_and_exit_2(
     assert refused.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("rillet eval save-case: ") and message in err and err.count("\n") == 1
+
+
+def test_eval_is_a_group_whose_default_command_runs_a_set(capsys: pytest.CaptureFixture[str]) -> None:
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "eval" / "travel.evalset.json")
+    assert cli.main(["eval", "run", AGENT, example, "--case", "trip-with-booking", "--no-color"]) == 0
+    assert "1 of 1 cases passed" in capsys.readouterr().out
+    assert cli.main(["eval", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\brun +run an eval set", out) and re.search(r"save-case +write a saved session", out)
+    assert cli.main(["--help"]) == 0  # rillet's own help still says what eval does
+    assert re.search(r"\beval +run an eval set against an agent", capsys.readouterr().out)
