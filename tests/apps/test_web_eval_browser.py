@@ -32,11 +32,11 @@ __all__ = ["browser"]  # the fixture, imported from test_web_browser
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eval" / "travel.evalset.json"
 
 
-def evaluate(agent: Any, evals: Any) -> Any:
+def evaluate(agent: Any, evals: Any, repeat: int | None = None) -> Any:
     """``run_eval(agent, evals)`` on a thread of its own (Playwright's sync API holds an event
     loop on this one)."""
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(run_eval, agent, evals, progress=False).result()
+        return pool.submit(run_eval, agent, evals, repeat=repeat, progress=False).result()
 
 
 @contextmanager
@@ -74,12 +74,12 @@ def evals_server(folder: Path, timeout: float = 30.0) -> Iterator[str]:
 
 @pytest.fixture
 def evals_page(browser: Any, tmp_path: Path) -> Iterator[tuple[Any, Path]]:
-    """The page, with DIR holding after.json (the example set on the demo agent: two cases
-    fail) and before.json (the same, every case passing: they regressed since)."""
+    """The page, with DIR holding after.json (the example set on the demo agent, each case run
+    twice: two cases fail) and before.json (the same, every case passing: they regressed since)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     folder = tmp_path / "evals"
     folder.mkdir()
-    after = evaluate(build_agent, EXAMPLE).to_json()
+    after = evaluate(build_agent, EXAMPLE, repeat=2).to_json()
     before = json.loads(json.dumps(after))
     for result in before["results"]:
         result.update(passed=True, pass_rate=1.0)
@@ -124,6 +124,14 @@ def test_a_report_shows_its_cases_and_the_failing_step_and_two_compare(evals_pag
     failing = wrong.locator(".step.failing")
     assert failing.count() == 1 and failing.get_attribute("data-step") == "2"
     assert failing.text_content().startswith("travel_assistant: calls get_weather")
+    # each run of the case has a chip; the first failing one is shown, another opens on a click
+    chips = wrong.locator(".run-chip")
+    assert chips.all_text_contents() == ["run 1 \u2717", "run 2 \u2717"]
+    assert wrong.locator(".run-chip.active").get_attribute("data-attempt") == "0"
+    chips.nth(1).click()
+    assert wrong.locator(".run-chip.active").get_attribute("data-attempt") == "1"
+    assert wrong.locator(".step.failing").get_attribute("data-step") == "2"
+    assert page.locator(".evals-cases tr[data-case='trip-with-booking'] td").nth(1).text_content() == "2/2"
     shot(page, "7-evals-report")
     page.locator("#evals-dialog").screenshot(path=str(SHOTS / "evals-dialog.png"))  # docs/images/web-evals.png
 

@@ -131,12 +131,27 @@
       const box = el("div", "evals-case");
       box.dataset.case = c.id;
       box.append(el("h4", "", `${c.id}: ${passed} of ${c.runs.length} runs passed (needs ${pct(c.min_pass_rate)})`));
-      const failing = new Set();
-      for (const k of run.checks.filter((k) => !k.passed)) {
-        box.append(el("p", "evals-why", `turn ${k.turn}, ${k.kind}: ${k.message}`));
-        if (k.step) failing.add(k.step);
-      }
-      box.append(steps(run, failing));
+      const chips = el("div", "evals-run-chips");
+      const view = el("div", "run-view");
+      const open = (r, chip) => {
+        chips.querySelectorAll(".run-chip").forEach((b) => b.classList.toggle("active", b === chip));
+        view.replaceChildren();
+        const failing = new Set();
+        for (const k of r.checks.filter((k) => !k.passed)) {
+          view.append(el("p", "evals-why", `turn ${k.turn}, ${k.kind}: ${k.message}`));
+          if (k.step) failing.add(k.step);
+        }
+        view.append(steps(r, failing));
+      };
+      c.runs.forEach((r, i) => {
+        const chip = el("button", "small run-chip " + (r.passed ? "pass" : "fail"), `run ${i + 1} ${r.passed ? "\u2713" : "\u2717"}`);
+        chip.type = "button";
+        chip.dataset.attempt = String(r.attempt);
+        chip.onclick = () => open(r, chip);
+        chips.append(chip);
+        if (r === run) open(r, chip); // the first failing run, to begin with
+      });
+      box.append(chips, view);
       details.append(box);
     }
     detail.replaceChildren(head, table, details);
