@@ -1,5 +1,9 @@
 """``rillet eval MODULE:ATTRIBUTE evalset.json``: runs an eval set against an agent, prints a
-table (or ``--json`` the report), and exits 1 if a case failed (docs/evaluation.md)."""
+table (or ``--json`` the report), and exits 1 if a case failed; ``rillet eval save-case``
+writes a saved session or checkpointed run into an eval set file (docs/evaluation.md).
+
+``rillet eval`` is a group whose default command is ``run``: ``rillet eval SPEC SET`` is
+``rillet eval run SPEC SET``."""
 
 from __future__ import annotations
 
@@ -9,10 +13,32 @@ from typing import Any
 
 import click
 
-from rillet.cli.common import agent_or_fail, fail, load_agent
+from rillet.cli.common import agent_or_fail, checkpoint_store, fail, load_agent
 
 
-@click.command("eval", short_help="run an eval set against an agent; exit status 1 if a case fails")
+class _EvalGroup(click.Group):
+    """``rillet eval``'s subcommands, ``run`` the default: arguments that do not start with a
+    subcommand's name are ``run``'s (``rillet eval SPEC SET``, as before the group)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(
+    "eval",
+    cls=_EvalGroup,
+    short_help="run an eval set against an agent; exit status 1 if a case fails",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+def eval_command() -> None:
+    """Evaluation (docs/evaluation.md): `rillet eval MODULE:ATTRIBUTE EVALSET` runs an eval set
+    (the `run` command, the default); `rillet eval save-case` writes a saved session or a
+    checkpointed run into an eval set file."""
+
+
+@eval_command.command("run", short_help="run an eval set against an agent (the default command)")
 @click.argument("spec", metavar="MODULE:ATTRIBUTE")
 @click.argument("evalset", metavar="EVALSET")
 @click.option("-n", "--repeat", type=click.IntRange(min=1), help="runs of every case (default: the set's, else 1)")
@@ -27,7 +53,7 @@ from rillet.cli.common import agent_or_fail, fail, load_agent
 @click.option("-o", "--output", metavar="FILE", help="also write the JSON report to FILE")
 @click.option("--json", "as_json", is_flag=True, help="print the JSON report instead of the table")
 @click.option("--no-color", is_flag=True, help="plain text output")
-def eval_command(
+def run_command(
     spec: str,
     evalset: str,
     repeat: int | None,
@@ -95,3 +121,99 @@ def eval_command(
             console.print(f"compared with {baseline}:", markup=False)
             console.print(comparison.text(), markup=False, highlight=False)
     return 0 if report.passed else 1
+
+
+def _answer(text: str) -> tuple[str, Any]:
+    tool, sep, data = text.partition("=")
+    if not sep or not tool:
+        raise click.BadParameter(f"{text!r}: give TOOL=DATA, e.g. book_hotel=approve", param_hint="--answer")
+    try:
+        return tool, json.loads(data)
+    except json.JSONDecodeError:
+        return tool, data  # a bare word: the string itself
+
+
+@eval_command.command("save-case", short_help="write a saved session or checkpointed run into an eval set file")
+@click.option("--db", required=True, metavar="FILE", help="the SQLite file of the run (rillet run --db)")
+@click.option("--session", "session_id", metavar="ID", help="the session to turn into a case")
+@click.option("--checkpoint", "checkpoint_id", metavar="ID", help="the checkpoint (a run paused at an interrupt)")
+@click.option("-o", "--output", required=True, metavar="EVALSET", help="the eval set file (JSON), created or extended")
+@click.option("--id", "case_id", metavar="ID", help="the case's id (default: the session's or checkpoint's)")
+@click.option("--name", metavar="NAME", help="the eval set's name when the file is created (default: from its name)")
+@click.option(
+    "--match",
+    type=click.Choice(["exact", "in_order", "any_order", "subset"]),
+    help="how the trajectory is compared (default: exact; in_order for a checkpoint's last turn)",
+)
+@click.option(
+    "--answer-check",
+    type=click.Choice(["exact", "contains", "none"]),
+    default="exact",
+    show_default=True,
+    help="how each turn's saved answer is checked",
+)
+@click.option(
+    "--answer",
+    "answers",
+    multiple=True,
+    metavar="TOOL=DATA",
+    help="the resume data for TOOL's interrupt (JSON, or a word such as approve); repeatable",
+)
+@click.option("--replace", is_flag=True, help="replace a case of the same id instead of refusing")
+def save_case_command(
+    db: str,
+    session_id: str | None,
+    checkpoint_id: str | None,
+    output: str,
+    case_id: str | None,
+    name: str | None,
+    match: str | None,
+    answer_check: str,
+    answers: tuple[str, ...],
+    replace: bool,
+) -> int:
+    """Turns the session --session (every turn: its question, tool calls and answer) or the
+    checkpoint --checkpoint (a run paused at an interrupt: its question, the tool calls up to
+    the interrupt, the interrupts it waits on) of the SQLite file --db into an eval case, and
+    adds it to EVALSET. Neither keeps how an interrupt was or will be answered: give it with
+    --answer TOOL=DATA, else the case resumes it with null (edit the file). A session's values
+    as its first turn found them are not kept either: add session_state by hand if needed."""
+    from rillet.eval import EvalSetError
+    from rillet.eval.saved import add_case, case_from_checkpoint, case_from_session, unanswered
+
+    if (session_id is None) == (checkpoint_id is None):
+        fail("eval save-case", "give one of --session ID or --checkpoint ID")
+    if not Path(db).is_file():
+        fail("eval save-case", f"no database at {db} (give the --db the run used)")
+    known = dict(_answer(a) for a in answers)
+    check: Any = answer_check  # click's Choice gives one of the modes
+    mode: Any = match
+    try:
+        if session_id is not None:
+            from rillet.sessions import SqliteSessionStore
+
+            sessions = SqliteSessionStore(db)
+            case = case_from_session(
+                sessions, session_id, case_id=case_id, match=mode or "exact", answer=check, answers=known
+            )
+        else:
+            assert checkpoint_id is not None
+            store = checkpoint_store("eval save-case", db, create=False)
+            case = case_from_checkpoint(
+                store, checkpoint_id, case_id=case_id, match=mode or "in_order", answer=check, answers=known
+            )
+        evals = add_case(output, case, name=name, replace=replace)
+    except (EvalSetError, ValueError) as e:
+        fail("eval save-case", str(e))
+    calls = sum(len(t.trajectory.calls) for t in case.turns if t.trajectory is not None)
+    click.echo(
+        f"rillet eval save-case: case {case.id!r} ({len(case.turns)} turn(s), {calls} tool call(s)) "
+        f"written to {output} ({len(evals.cases)} case(s))"
+    )
+    for tool in unanswered(case):
+        click.echo(
+            f"rillet eval save-case: note: the answer to {tool}'s interrupt is not known; the case resumes it "
+            f"with null: pass --answer {tool}=DATA, or edit the file",
+            err=True,
+        )
+    return 0

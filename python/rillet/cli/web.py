@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+from typing import Any
 
 import click
 
@@ -34,7 +35,10 @@ def is_loopback(host: str) -> bool:
     show_default=True,
     help="step: record every model call and tool round, to replay a run or fork it from any step",
 )
-def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool, durability: str) -> int:
+@click.option("--evals", metavar="DIR", help="folder of eval reports (rillet eval -o) for the Evals view")
+def web(
+    spec: str, db: str | None, host: str, port: int, allow_remote: bool, durability: str, evals: str | None
+) -> int:
     """Serves a local dev UI for the agent MODULE:ATTRIBUTE names: chat, a live timeline of
     events with the run-path tree, interrupts to approve, and the checkpoints in --db."""
     remote = not is_loopback(host)
@@ -66,8 +70,9 @@ def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool, dur
             file=sys.stderr,
             flush=True,
         )
+    extra: dict[str, Any] = {"evals": evals} if evals is not None else {}  # the Evals view's folder (rillet.web.evals)
     try:
-        serve(agent, db=db, host=host, port=port, allow_remote=allow_remote, durability=durability)
+        serve(agent, db=db, host=host, port=port, allow_remote=allow_remote, durability=durability, **extra)
     except PortUnavailableError as e:  # bound before the URL is printed: nothing was served
         fail("web", str(e.args[1] if len(e.args) > 1 else e))
     return 0

@@ -51,6 +51,7 @@ def create_app(
     allow_remote: bool = False,
     max_body: int = MAX_BODY,
     durability: str = "interrupt",
+    evals: str | None = None,
 ) -> Starlette:
     """The dev UI as a Starlette application for ``agent``; interrupted runs are saved to
     ``store`` (a fresh in-memory store when None), whose checkpoints the page lists; the chat's
@@ -60,7 +61,8 @@ def create_app(
     recorded step as a new run. It
     answers only requests for a loopback host (127.0.0.1, localhost) unless ``allow_remote``,
     and only same-origin JSON POSTs of at most ``max_body`` bytes: pages of other sites
-    cannot drive it, and no client makes it hold more than that."""
+    cannot drive it, and no client makes it hold more than that. ``evals``: the folder of eval
+    reports its Evals view lists, where it saves chat turns as eval cases."""
     if isinstance(agent, type) or not (callable(getattr(agent, "run", None)) and hasattr(agent, "name")):
         raise TypeError(f"create_app(agent): expected an agent, got {type(agent).__name__}")
     if durability not in ("interrupt", "step"):
@@ -78,6 +80,7 @@ def create_app(
         allow_remote=allow_remote,
         max_body=max_body,
         durability=durability,
+        evals=evals,
     )
 
 
@@ -126,13 +129,14 @@ def serve(
     allow_remote: bool = False,
     max_body: int = MAX_BODY,
     durability: str = "interrupt",
+    evals: str | None = None,
 ) -> None:
     """Serves the dev UI for ``agent`` on ``host:port`` until interrupted (Ctrl-C).
     The port is bound before the URL is printed (``port`` 0: a free one, printed): a port in
     use raises :class:`PortUnavailableError`. Checkpoints go to the SQLite file ``db``, or to
     memory when None. Only loopback addresses
     unless ``allow_remote``: the page runs the agent and its tools for whoever reaches it.
-    ``max_body``, ``durability``: as for :func:`create_app`."""
+    ``max_body``, ``durability``, ``evals``: as for :func:`create_app`."""
     if not is_loopback(host):
         if not allow_remote:
             raise ValueError(
@@ -149,7 +153,7 @@ def serve(
     store: CheckpointStore = SqliteCheckpointStore(db) if db is not None else MemoryStore()
     sessions: SessionStore = SqliteSessionStore(db) if db is not None else InMemorySessionStore()
     app = create_app(
-        agent, store=store, sessions=sessions, allow_remote=allow_remote, max_body=max_body, durability=durability
+        agent, store=store, sessions=sessions, allow_remote=allow_remote, max_body=max_body, durability=durability, evals=evals
     )
     try:
         import uvicorn  # the optional rillet[web] extra, needed only to serve

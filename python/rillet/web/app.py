@@ -43,6 +43,7 @@ from rillet.run.agent import declared_sub_agents
 from rillet.sessions import SessionStore
 from rillet.web import is_loopback
 from rillet.web.checkpoints import decoded, listing
+from rillet.web.evals import eval_routes
 from rillet.web.runs import Hub, Run
 from rillet.web.wire import jsonable
 
@@ -183,6 +184,7 @@ def build_app(
     allow_remote: bool = False,
     max_body: int,
     durability: str = "interrupt",
+    evals: str | None = None,
 ) -> Starlette:
     hub = Hub(agent, store, sessions, durability)
     tree = agent_tree(agent)
@@ -343,6 +345,7 @@ def build_app(
         Route("/api/checkpoints", checkpoints),
         Route("/api/checkpoints/{id:path}", checkpoint),
     ]
+    routes += eval_routes(hub, evals, max_body=max_body)  # the Evals view (rillet.web.evals)
     app = Starlette(
         routes=routes,
         middleware=[Middleware(_SameSiteOnly, allow_remote=allow_remote)],
