@@ -36,9 +36,7 @@ def is_loopback(host: str) -> bool:
     help="step: record every model call and tool round, to replay a run or fork it from any step",
 )
 @click.option("--evals", metavar="DIR", help="folder of eval reports (rillet eval -o) for the Evals view")
-def web(
-    spec: str, db: str | None, host: str, port: int, allow_remote: bool, durability: str, evals: str | None
-) -> int:
+def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool, durability: str, evals: str | None) -> int:
     """Serves a local dev UI for the agent MODULE:ATTRIBUTE names: chat, a live timeline of
     events with the run-path tree, interrupts to approve, and the checkpoints in --db."""
     remote = not is_loopback(host)

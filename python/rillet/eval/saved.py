@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from rillet._native import MessageAccumulator
+from rillet.checkpoint.payload import load
 from rillet.eval.sets import (
     Answer,
     EvalCase,
@@ -124,8 +126,6 @@ def _message(mv: MessageVariant | None) -> Message | None:
         return None
     if mv.message is not None or mv.message_stream is None:
         return mv.message
-    from rillet._native import MessageAccumulator
-
     acc = MessageAccumulator()
     for chunk in mv.message_stream:
         acc.push(chunk)
@@ -148,8 +148,6 @@ def case_from_checkpoint(
     interrupts, each resumed with ``answers[tool]`` (None where not given: the checkpoint holds
     the question, not its answer; see :func:`unanswered`). Its id is ``case_id``, else the
     checkpoint's."""
-    from rillet.checkpoint.payload import load
-
     data = store.get(checkpoint_id)
     if data is None:
         raise ValueError(f"no checkpoint {checkpoint_id!r} in the store")

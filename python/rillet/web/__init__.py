@@ -153,7 +153,13 @@ def serve(
     store: CheckpointStore = SqliteCheckpointStore(db) if db is not None else MemoryStore()
     sessions: SessionStore = SqliteSessionStore(db) if db is not None else InMemorySessionStore()
     app = create_app(
-        agent, store=store, sessions=sessions, allow_remote=allow_remote, max_body=max_body, durability=durability, evals=evals
+        agent,
+        store=store,
+        sessions=sessions,
+        allow_remote=allow_remote,
+        max_body=max_body,
+        durability=durability,
+        evals=evals,
     )
     try:
         import uvicorn  # the optional rillet[web] extra, needed only to serve

@@ -42,6 +42,7 @@ from rillet.flow import flow_of
 from rillet.run.agent import declared_sub_agents
 from rillet.sessions import SessionStore
 from rillet.web import is_loopback
+from rillet.web.bodies import json_body
 from rillet.web.checkpoints import decoded, listing
 from rillet.web.evals import eval_routes
 from rillet.web.runs import Hub, Run
@@ -119,34 +120,6 @@ class _SameSiteOnly:
         return None
 
 
-def _too_large(limit: int) -> HTTPException:
-    return HTTPException(
-        413,
-        f"rillet web: a request body may be at most {limit} bytes and this one is larger; send less, "
-        "or serve with a larger max_body (rillet.web.serve or create_app)",
-        headers={"Connection": "close"},  # the server would otherwise read the rest, to discard it
-    )
-
-
-async def _json_body(request: Request, limit: int) -> dict[str, Any] | None:
-    """The body's JSON object, or None if it is not one. Read as it arrives: a body over
-    ``limit`` bytes (a declared length, or what a chunked one has sent so far) is refused
-    with 413 without reading the rest, however much more the client would send."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise _too_large(limit)
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
@@ -201,14 +174,14 @@ def build_app(
     async def start(request: Request) -> Response:
         if request.method == "GET":
             return JSONResponse(hub.listing())
-        body = await _json_body(request, max_body)
+        body = await json_body(request, max_body)
         text = body.get("text") if body is not None else None
         if not isinstance(text, str) or not text.strip():
             return _error(400, 'POST /api/runs takes JSON {"text": "your message"} with a non-empty text')
         return _started(await run_in_threadpool(hub.start, text))
 
     async def resume(request: Request) -> Response:
-        body = await _json_body(request, max_body)
+        body = await json_body(request, max_body)
         if body is None or not isinstance(body.get("checkpoint_id"), str) or not isinstance(body.get("targets"), dict):
             return _error(
                 400,
@@ -264,7 +237,7 @@ def build_app(
         return _error(404, f"no session {sid!r} in the session store") if view is None else JSONResponse(view)
 
     async def open_session(request: Request) -> Response:
-        body = await _json_body(request, max_body)
+        body = await json_body(request, max_body)
         sid = body.get("id") if body is not None else None
         if body is None or not (sid is None or (isinstance(sid, str) and sid)):
             return _error(400, 'POST /api/sessions/open takes JSON {"id": "<session id>"} ({"id": null}: a new one)')
@@ -301,7 +274,7 @@ def build_app(
         return JSONResponse({"run": rid, "durability": hub.durability, "steps": listed})
 
     async def fork(request: Request) -> Response:
-        body = await _json_body(request, max_body)
+        body = await json_body(request, max_body)
         count = body.get("steps") if body is not None else None
         if (
             body is None

@@ -27,7 +27,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from rillet.eval.compare import compare_reports, load_report
+from rillet.eval.saved import add_case
 from rillet.eval.sets import Answer, EvalCase, EvalSetError, ExpectedCall, ExpectedInterrupt, Trajectory, Turn
+from rillet.web.bodies import json_body
 from rillet.web.runs import Hub, Run
 
 __all__ = ["case_from_run", "eval_routes"]
@@ -125,8 +127,6 @@ def case_from_run(chain: list[Run], case_id: str) -> EvalCase:
 
 def eval_routes(hub: Hub, folder: str | Path | None, *, max_body: int) -> list[Route]:
     """The Evals view's routes, over the reports of ``folder`` (None: the view says to give one)."""
-    from rillet.web.app import _json_body  # the app's body reader (its size limit); app imports this lazily
-
     where = Path(folder) if folder is not None else None
 
     def path_of(name: str) -> Path | None:
@@ -185,9 +185,7 @@ def eval_routes(hub: Hub, folder: str | Path | None, *, max_body: int) -> list[R
         return JSONResponse([{"run": c[0].id, "text": c[0].records[0]["text"], "answer": c[-1].answer} for c in done])
 
     async def save(request: Request) -> Response:
-        from rillet.eval.saved import add_case
-
-        body = await _json_body(request, max_body) or {}
+        body = await json_body(request, max_body) or {}
         if where is None:
             return _error(409, "no evals folder: start the server with rillet web --evals DIR")
         chain = next((c for c in _turns(hub) if c[0].id == body.get("run")), None)

@@ -1,0 +1,39 @@
+"""Request bodies of the dev UI's JSON API: read as they arrive, with a size limit."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+
+__all__ = ["json_body", "too_large"]
+
+
+def too_large(limit: int) -> HTTPException:
+    return HTTPException(
+        413,
+        f"rillet web: a request body may be at most {limit} bytes and this one is larger; send less, "
+        "or serve with a larger max_body (rillet.web.serve or create_app)",
+        headers={"Connection": "close"},  # the server would otherwise read the rest, to discard it
+    )
+
+
+async def json_body(request: Request, limit: int) -> dict[str, Any] | None:
+    """The body's JSON object, or None if it is not one. Read as it arrives: a body over
+    ``limit`` bytes (a declared length, or what a chunked one has sent so far) is refused
+    with 413 without reading the rest, however much more the client would send."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large(limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise too_large(limit)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
