@@ -339,3 +339,72 @@ def concurrent_workload(
         )
 
     return workload
+
+
+# --- (h) eval: the same cases through each framework's own evaluation ------------------------
+
+# Case i asks for the weather in EVAL_CITIES[i]; the scripted model calls lookup(city=...) with
+# the city named at the end of the question, then answers "It is <the tool's result>." Each case
+# checks the tool trajectory (name and arguments) and the final answer (exact, and contains the
+# city), so a framework's eval does the same work: run the agent, compare calls, compare text.
+EVAL_CITIES = (
+    "Paris", "Lyon", "Berlin", "Madrid", "Rome", "Vienna", "Prague", "Oslo", "Lisbon", "Dublin",
+    "Warsaw", "Athens", "Zurich", "Brussels", "Helsinki", "Riga", "Tallinn", "Sofia", "Porto", "Turin",
+)  # fmt: skip
+EVAL_TOOL = "lookup"
+
+
+def eval_question(city: str) -> str:
+    return f"What is the weather in {city}?"
+
+
+def eval_city(question: str) -> str:
+    """The city a case's question names (what the scripted model reads to make its call)."""
+    return question.rsplit(" ", 1)[-1].rstrip("?")
+
+
+def eval_answer(tool_result: str) -> str:
+    """The scripted model's final answer once the tool returned ``tool_result``."""
+    return f"It is {tool_result}."
+
+
+def expected_answer(city: str) -> str:
+    return eval_answer(f"sunny in {city}")
+
+
+def eval_workload(
+    evaluate: Callable[[int | None], Callable[[], Awaitable[int]]], natural: int | None, natural_text: str
+) -> Workload:
+    """(h): cases per second of a framework's own eval over the EVAL_CITIES cases, at
+    concurrency 1 and at the framework's default (``natural``; None: unbounded, shown as
+    ``natural_text``). ``evaluate(concurrency)`` returns an async function running the whole
+    eval once and returning how many cases passed every check. Each round is one whole eval on a
+    fresh event loop; reported in ms/case (the table's ratio: above 1, rillet is faster) with
+    cases/s beside."""
+
+    def variant(name: str, concurrency: int | None, shown: str, options: Options) -> None:
+        n = len(EVAL_CITIES)
+        passed: list[int] = []
+        run = evaluate(concurrency)
+
+        async def once() -> None:
+            TALLY.reset()
+            passed.append(await run())
+
+        samples = time_async(once, options.rounds)
+        report(
+            "eval",
+            name,
+            unit="ms/case",
+            samples=[s * 1e3 / n for s in samples],
+            expected={"tools": n, "passed": n},
+            seen={"tools": TALLY.tools, "passed": passed[-1]},
+            cases_per_s=n / statistics.median(samples),
+            concurrency=shown,
+        )
+
+    def workload(options: Options) -> None:
+        variant("concurrency-1", 1, "1", options)
+        variant("default-concurrency", natural, natural_text, options)
+
+    return workload

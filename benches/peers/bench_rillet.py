@@ -19,6 +19,8 @@ import rillet
 from _common import (
     APPROVAL_TOOL,
     COMPLETION_TOKENS,
+    EVAL_CITIES,
+    EVAL_TOOL,
     INPUT,
     PARALLEL_AGENTS,
     PIPELINE_AGENTS,
@@ -30,6 +32,11 @@ from _common import (
     call_id,
     concurrent_workload,
     construction_workload,
+    eval_answer,
+    eval_city,
+    eval_question,
+    eval_workload,
+    expected_answer,
     gathered,
     import_workload,
     lookup,
@@ -403,6 +410,49 @@ def httpx_floor(options: Options) -> None:
         report("http", variant, unit="ms/run", samples=samples, expected={"requests": 2}, seen={"requests": done[0]})
 
 
+# --- (h) eval -------------------------------------------------------------------------------
+
+
+def eval_reply(messages: list[Message], tools: tuple[Any, ...]) -> Message | str:
+    """The scripted model of every eval case: call lookup for the question's city, then answer."""
+    done = [m for m in messages if m.role == "tool"]
+    if not done:
+        args = json.dumps({"city": eval_city(messages[-1].content)})
+        return Message.assistant(tool_calls=[ToolCall(id="call_0", function=FunctionCall(EVAL_TOOL, args))])
+    return eval_answer(done[-1].content)
+
+
+def eval_rillet(options: Options) -> None:
+    """rillet.eval's run_eval over an EvalSet: per case a Runner with an in-memory session and
+    checkpoint store, the run's events read into a trajectory and an answer, then checked."""
+    from rillet.eval import Answer, EvalCase, EvalSet, ExpectedCall, Trajectory, Turn, arun_eval
+
+    agent = ChatModelAgent("weather", model=rillet.ScriptedModel(eval_reply, record=False), tools=[rillet.tool(lookup)])
+    cases = tuple(
+        EvalCase(
+            id=f"case-{i}",
+            turns=(
+                Turn(
+                    input=eval_question(city),
+                    trajectory=Trajectory(calls=(ExpectedCall(name=EVAL_TOOL, arguments={"city": city}),)),
+                    answer=Answer(exact=expected_answer(city), contains=(city,)),
+                ),
+            ),
+        )
+        for i, city in enumerate(EVAL_CITIES)
+    )
+    evals = EvalSet(name="weather", cases=cases)
+
+    def evaluate(concurrency: int | None) -> Callable[[], Awaitable[int]]:
+        async def run() -> int:
+            report = await arun_eval(agent, evals, concurrency=concurrency or 4, progress=False)
+            return sum(c.passed for c in report.cases)
+
+        return run
+
+    eval_workload(evaluate, 4, "4")(options)
+
+
 if __name__ == "__main__":
     main(
         {
@@ -413,5 +463,6 @@ if __name__ == "__main__":
             "construct": construct,
             "concurrent": concurrent,
             "http": http,
+            "eval": eval_rillet,
         }
     )

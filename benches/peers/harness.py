@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).resolve().parent
 STAMP = ".rillet-requirements.sha256"  # the hash of the requirements a venv was built from
+EVAL_ONLY = ("adk_eval", "pydantic_evals")  # frameworks of the eval workload alone: run when named
 
 
 @dataclass(frozen=True)
@@ -276,7 +277,8 @@ def bench_peers(
         raise ValueError(
             f"no bench_<name>.py for {', '.join(unknown)} in {scripts}; known: {', '.join(p.name for p in found)}"
         )
-    peers = [p for p in found if p.name == "rillet" or not chosen or p.name in chosen]
+    # the eval-only frameworks (bench_adk_eval.py, bench_pydantic_evals.py) run when named
+    peers = [p for p in found if p.name == "rillet" or (p.name in chosen if chosen else p.name not in EVAL_ONLY)]
     say(f"==> {machine()}; frameworks: {', '.join(p.name for p in peers)}")
     outcomes = run_all(peers, settings, venvs)
     table = build(outcomes)

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 WORKLOADS = ("react", "workflow", "approval", "import", "construct", "concurrent", "http")
+# workloads run only when asked (--workloads eval), by the frameworks that have them
+EXTRA_WORKLOADS = ("eval",)
 # what a result line may carry besides its time, shown as a row of its own
 MEMORY = {"bytes_per_agent": "B/agent", "bytes_per_run": "B/run"}
 BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
@@ -129,7 +131,7 @@ def build(outcomes: list[Outcome]) -> Table:
         for r in rows:
             if not row[2] and covers(r, row) and (r, name) not in grid:
                 grid[r, name] = cell
-    order = {w: i for i, w in enumerate(WORKLOADS)}
+    order = {w: i for i, w in enumerate(WORKLOADS + EXTRA_WORKLOADS)}
     rows.sort(key=lambda r: (order.get(r[0], len(order)), seen.index(r)))
     names = sorted((o.name for o in ran), key=lambda n: (n != "rillet", n))
     return Table(names, rows, {k: v for k, v in grid.items() if k[0] in rows})

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 from harness import HERE, Settings, bench_peers, default_venvs, discover
-from results import WORKLOADS
+from results import EXTRA_WORKLOADS, WORKLOADS
 
 DOCS = HERE.parents[1] / "docs" / "benchmarks.md"  # this source tree's page
 
@@ -45,7 +45,9 @@ def seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("peers", metavar="[NAMES]", default="all")
-@click.option("--workloads", default=None, help="comma-separated (default: all seven)")
+@click.option(
+    "--workloads", default=None, help="comma-separated (default: all seven; eval, the eval workload, only when named)"
+)
 @click.option(
     "--rounds",
     type=click.IntRange(min=1),
@@ -87,7 +89,7 @@ def run_peers(
     known = tuple(p.name for p in discover(scripts))
     chosen = [] if peers == "all" else names(peers, known, "framework", "NAMES")
     settings = Settings(
-        ",".join(names(workloads, WORKLOADS, "workload", "--workloads"))
+        ",".join(names(workloads, WORKLOADS + EXTRA_WORKLOADS, "workload", "--workloads"))
         if workloads is not None
         else ",".join(WORKLOADS),
         rounds,

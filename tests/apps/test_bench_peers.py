@@ -190,6 +190,8 @@ def test_the_rillet_script_does_every_workload(tmp_path: Path) -> None:
         ("http", "one-tool-call-warm"): (True, {"tools": 1}),
         ("http", "httpx-floor"): (True, {"requests": 2}),
         ("http", "httpx-floor-warm"): (True, {"requests": 2}),
+        ("eval", "concurrency-1"): (True, {"tools": 20, "passed": 20}),
+        ("eval", "default-concurrency"): (True, {"tools": 20, "passed": 20}),
     }
     assert all(d["median"] > 0 for d in lines if d["workload"] != "import")
     assert next(d for d in lines if d["workload"] == "construct")["bytes_per_agent"] > 0
