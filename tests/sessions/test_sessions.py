@@ -3,6 +3,7 @@ summarising policies, busy sessions, interrupts inside a session, growth and bou
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import sqlite3
@@ -564,3 +565,136 @@ def test_a_block_list_sessions_summary_is_a_block_list_too() -> None:
             assert [e.error for e in events] == [None], give
         seen_types = {type(m).__name__ for m in model.calls[-1].messages}
         assert seen_types == {"AgenticMessage"}, give
+
+
+# --- a cancelled run closes the streams it kept -----------------------------------------------
+
+
+class _HeldStream:
+    """A model whose streamed reply sends its first chunk, then holds the rest until
+    ``go`` is set (or 10 s pass); ``stopped`` is set when its producer sees that every
+    reader of the stream is gone (what a real model's HTTP stream is closed on)."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self.stopped = threading.Event()
+        self.tasks: set[Any] = set()
+
+    async def generate(self, messages: list[Message], **options: Any) -> Message:
+        return Message.assistant("whole answer")
+
+    async def stream(self, messages: list[Message], **options: Any) -> Any:
+        import asyncio
+
+        from rillet import pipe
+
+        reader, writer = pipe()
+
+        async def produce() -> None:
+            try:
+                writer.send(Message.assistant("whole "))
+                for _ in range(1000):  # the producer's own polling: the test only waits on events
+                    if writer.reader_closed:
+                        self.stopped.set()
+                        return
+                    if self.go.is_set():
+                        break
+                    await asyncio.sleep(0.01)
+                writer.send(Message(role="assistant", content="answer"))
+            finally:
+                writer.close()
+
+        task = asyncio.get_running_loop().create_task(produce())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return reader
+
+
+def _held_runner(kind: str, tmp_path: Path) -> tuple[Runner, _HeldStream, SessionStore]:
+    store: SessionStore = InMemorySessionStore() if kind == "memory" else SqliteSessionStore(tmp_path / "s.db")
+    model = _HeldStream()
+    runner = Runner(ChatModelAgent("pal", model=model), session_store=store, streaming=True)  # type: ignore[arg-type]
+    return runner, model, store
+
+
+def _kept_sessions() -> list[Any]:
+    from rillet.sessions.session_run import TurnSession
+
+    gc.collect()
+    return [o for o in gc.get_objects() if isinstance(o, TurnSession) and o.kept]
+
+
+def _told_to_stop(model: _HeldStream) -> None:
+    """Waits until ``model``'s producer saw its readers gone and no turn keeps a reader.
+    (A cancelled agent's own reader may wait in a reference cycle: collected, it closes.)"""
+    wait_until(lambda: gc.collect() >= 0 and model.stopped.is_set(), "the model's producer to be told to stop", 5)
+    wait_until(lambda: not _kept_sessions(), "the turn's kept readers to go", 5)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("how", ["close", "with", "async_with", "cancelled_task"])
+def test_a_run_cancelled_while_its_model_streams_closes_the_stream_and_stores_nothing(
+    how: str, kind: str, tmp_path: Path
+) -> None:
+    """The turn keeps a reader of each streamed message to store it whole; a run that ends
+    without storing (its consumer left) closes those readers, so the model's producer learns
+    that nobody reads the rest (a real model's HTTP stream is closed)."""
+    import asyncio
+
+    runner, model, store = _held_runner(kind, tmp_path)
+    try:
+        if how in ("close", "with"):
+            if how == "close":
+                events = runner.query("hi", session_id="s")
+                first = next(iter(events))
+                events.close()
+            else:
+                with runner.query("hi", session_id="s") as events:
+                    first = next(iter(events))
+            assert first.error is None and first.message_output is not None  # the run was mid-stream
+            del first, events  # the consumer's own reader of the stream goes with its event
+            _told_to_stop(model)
+        else:
+            got: list[Any] = []
+
+            async def consume(reached: asyncio.Event) -> None:
+                async with runner.query("hi", session_id="s") as events:
+                    async for ev in events:
+                        got.append(ev)
+                        reached.set()
+                        if how == "async_with":
+                            return
+                        await asyncio.Event().wait()  # until cancelled
+
+            async def main() -> None:  # (the model's producer runs on this loop: wait before it closes)
+                reached = asyncio.Event()
+                task = asyncio.ensure_future(consume(reached))
+                await reached.wait()
+                if how == "cancelled_task":
+                    task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                assert got[0].error is None and got[0].message_output is not None
+                got.clear()
+                await asyncio.to_thread(_told_to_stop, model)
+
+            asyncio.run(main())
+    finally:
+        model.go.set()
+    turns(runner, ["two"])  # the session is free, and the cancelled turn stored nothing
+    data = store.get("s")
+    assert data is not None and [[(m.role, m.content) for m in t.messages] for t in data.turns] == [
+        [("user", "two"), ("assistant", "whole answer")]
+    ]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_streamed_turn_nobody_read_is_still_stored_whole(kind: str, tmp_path: Path) -> None:
+    runner, model, store = _held_runner(kind, tmp_path)
+    model.go.set()
+    turns(runner, ["hi"])
+    data = store.get("s")
+    assert data is not None and [[(m.role, m.content) for m in t.messages] for t in data.turns] == [
+        [("user", "hi"), ("assistant", "whole answer")]
+    ]
+    assert not model.stopped.is_set() and not _kept_sessions()

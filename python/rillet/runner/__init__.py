@@ -677,6 +677,8 @@ class Runner:
         finally:
             if srun is not None:
                 srun.release()
+            if isinstance(session, TurnSession):
+                session.end()  # the readers kept for a turn that was not stored (cancelled, failed, interrupted)
             if holding and store is not None and checkpoint_id is not None and owner is not None:
                 try:
                     await store.release(checkpoint_id, owner)

@@ -95,16 +95,31 @@ class SessionRun:
 class TurnSession(Session):
     """A session run's session: when the run's root ends and closes the streams no one read
     (:meth:`Session.close_streams`), it first keeps a reader of each, so that the turn can
-    still be read whole afterwards."""
+    still be read whole afterwards (:func:`run_messages` takes them). :meth:`end` closes the
+    readers no one took, and from then on nothing is kept: a turn that is not stored (its
+    run was cancelled, failed or interrupted) must not hold its model's stream open."""
 
     kept: dict[int, StreamReader[Message]] = field(default_factory=dict, repr=False)
+    ended: bool = field(default=False, repr=False)
 
     def close_streams(self) -> None:
         for ev in self.snapshot():
             mv = ev.message_output
-            if mv is not None and mv.message is None and mv.message_stream is not None and id(ev) not in self.kept:
-                mv.message_stream, self.kept[id(ev)] = mv.message_stream.copy(2)
+            if mv is not None and mv.message is None and mv.message_stream is not None:
+                with self.lock:  # (end() may come first: the flow's generator can be closed after the run's)
+                    if not self.ended and id(ev) not in self.kept:
+                        mv.message_stream, self.kept[id(ev)] = mv.message_stream.copy(2)
         super().close_streams()
+
+    def end(self) -> None:
+        """Ends the turn: closes the kept readers that storing it did not take, so that a
+        producer (a model's HTTP response) learns that nobody reads the rest; streams closed
+        after this are not kept. Calling it again does nothing."""
+        with self.lock:
+            self.ended = True
+            kept, self.kept = self.kept, {}
+        for reader in kept.values():
+            reader.close()
 
     @classmethod
     def of(cls, session: Session) -> TurnSession:
