@@ -31,6 +31,7 @@ __all__ = [
     "AgentToolError",
     "ArtifactError",
     "AuthenticationError",
+    "CassetteError",
     "ChannelClosed",
     "CheckpointAgentMismatchError",
     "CheckpointClaimedError",
@@ -44,6 +45,7 @@ __all__ = [
     "EndOfStream",
     "EventStreamConnectionError",
     "EventStreamError",
+    "EvalSetError",
     "EventStreamGapError",
     "EventStreamTimeoutError",
     "ExceedMaxIterationsError",
@@ -70,6 +72,7 @@ __all__ = [
     "OutputRejectedError",
     "OutputValidationError",
     "OverloadedError",
+    "PortUnavailableError",
     "RateLimitError",
     "RecordedError",
     "RilletError",
@@ -497,6 +500,21 @@ class EventStreamTimeoutError(EventStreamError, TimeoutError):
 class EventStreamGapError(EventStreamError):
     """Entries a RedisStreamSource had not read yet are gone from the stream (trimmed by the
     sink's ``maxlen``, or the key expired): it cannot give the exact sequence."""
+
+
+class EvalSetError(RilletError, ValueError):
+    """An eval set file that cannot be read, or does not have the shape of an eval set
+    (rillet.eval)."""
+
+
+class CassetteError(RilletError):
+    """An eval cassette that cannot be read, or that has no reply for a model call being
+    replayed (rillet.eval.cassette)."""
+
+
+class PortUnavailableError(RilletError, OSError):
+    """The dev UI cannot listen on ``host:port`` (the port is taken, or not allowed): raised
+    before anything is printed or served, with the fix in its message (rillet.web)."""
 
 
 # --- internal -------------------------------------------------------------------------------

@@ -76,6 +76,9 @@ HIERARCHY: dict[str, tuple[type[BaseException], ...]] = {
     "EventStreamConnectionError": (E.EventStreamError, ConnectionError),
     "EventStreamTimeoutError": (E.EventStreamError, TimeoutError),
     "EventStreamGapError": (E.EventStreamError,),
+    "EvalSetError": (E.RilletError, ValueError),
+    "CassetteError": (E.RilletError,),
+    "PortUnavailableError": (E.RilletError, OSError),
     "Fatal": (BaseException,),  # internal: not in __all__
 }
 

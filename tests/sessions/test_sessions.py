@@ -36,7 +36,7 @@ from rillet.checkpoint import InMemoryCheckpointStore, SqliteCheckpointStore
 from rillet.run.interrupts import get_interrupt_state, get_resume_context, interrupt
 from rillet.sessions import SessionStore
 from support.optional import skip_or_fail
-from support.waiting import tasks_on_rillets_loop, wait_until
+from support.waiting import tasks_on_rillets_loop, until, wait_until
 
 
 def seen(model: ScriptedModel, call: int = -1) -> list[tuple[str, str]]:
@@ -593,13 +593,11 @@ class _HeldStream:
         async def produce() -> None:
             try:
                 writer.send(Message.assistant("whole "))
-                for _ in range(1000):  # the producer's own polling: the test only waits on events
-                    if writer.reader_closed:
-                        self.stopped.set()
-                        return
-                    if self.go.is_set():
-                        break
-                    await asyncio.sleep(0.01)
+                # nothing signals a reader's close: the producer polls for it (the test waits on events)
+                await until(lambda: writer.reader_closed or self.go.is_set(), "the reader to close, or go")
+                if writer.reader_closed:
+                    self.stopped.set()
+                    return
                 writer.send(Message(role="assistant", content="answer"))
             finally:
                 writer.close()

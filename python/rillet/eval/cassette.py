@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from rillet._native import Message
-from rillet.errors import RilletError
+from rillet.errors import CassetteError
 from rillet.run.plugin import Plugin
 
 if TYPE_CHECKING:
@@ -26,10 +26,6 @@ __all__ = ["Cassette", "CassetteError", "CassetteMode", "cassette_path"]
 CassetteMode: TypeAlias = Literal["record", "replay"]
 
 _Replies: TypeAlias = "dict[str, list[dict[str, Any]]]"  # agent name -> replies, in order
-
-
-class CassetteError(RilletError):
-    """A cassette that cannot be read, or that has no reply for a model call being replayed."""
 
 
 def cassette_path(eval_set_path: str | Path) -> Path:

@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from rillet.errors import EvalSetError
+
 __all__ = [
     "SCHEMA_PATH",
     "Answer",
@@ -33,10 +35,6 @@ SCHEMA_PATH = Path(__file__).with_name("evalset.schema.json")
 """The published JSON schema of eval set files (what :func:`eval_set_schema` returns)."""
 
 MatchMode = Literal["exact", "in_order", "any_order", "subset"]
-
-
-class EvalSetError(ValueError):
-    """An eval set file that cannot be read, or does not have the shape of an eval set."""
 
 
 class _Model(BaseModel):

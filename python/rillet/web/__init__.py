@@ -24,6 +24,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from rillet.checkpoint.stores import CheckpointStore, SqliteCheckpointStore
+from rillet.errors import PortUnavailableError
 from rillet.sessions import InMemorySessionStore, SessionStore, SqliteSessionStore
 from rillet.web.checkpoints import MemoryStore
 
@@ -82,11 +83,6 @@ def create_app(
         durability=durability,
         evals=evals,
     )
-
-
-class PortUnavailableError(OSError):
-    """``host:port`` cannot be listened on (the port is taken, or not allowed): raised by
-    :func:`bind` before anything is printed or served, with the fix in its message."""
 
 
 def bind(host: str, port: int) -> socket.socket:
