@@ -7,22 +7,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-import rillet
 from rillet.eval import load_eval_set, run_eval
 from rillet.examples.demo import build_agent
-from support.waiting import wait_until
 from support.web_agent import build
-from support.web_server import TESTS, free_port
+from support.web_server import web_server
 from test_web_browser import QUESTION, SHOTS, TIMEOUT_MS, browser, send, shot
 
 pytestmark = pytest.mark.slow
@@ -39,37 +34,9 @@ def evaluate(agent: Any, evals: Any, repeat: int | None = None) -> Any:
         return pool.submit(run_eval, agent, evals, repeat=repeat, progress=False).result()
 
 
-@contextmanager
-def evals_server(folder: Path, timeout: float = 30.0) -> Iterator[str]:
-    """`rillet web support.web_agent:build --evals folder` on a free loopback port (as
-    support.web_server.web_server, with --evals)."""
-    port = free_port()
-    here = str(Path(rillet.__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
-    args = [sys.executable, "-m", "rillet.cli", "web", "support.web_agent:build", "--port", str(port)]
-    proc = subprocess.Popen(
-        [*args, "--evals", str(folder)], cwd=TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        if proc.poll() is not None:
-            raise RuntimeError(f"rillet web exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            return httpx.get(url + "/api/agent", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_until(answers, f"rillet web to answer on {url}", timeout)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+def evals_server(folder: Path, timeout: float = 30.0) -> AbstractContextManager[str]:
+    """`rillet web support.web_agent:build --evals folder` on a free loopback port."""
+    return web_server("support.web_agent:build", None, timeout, extra=["--evals", str(folder)])
 
 
 @pytest.fixture
