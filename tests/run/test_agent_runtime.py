@@ -259,3 +259,35 @@ def test_abandoning_a_streaming_run_closes_every_copy_of_the_model_stream() -> N
     wait_until(lambda: writer.reader_closed, "the model stream's reader to close")
     assert writer.reader_closed  # the producer learns nobody reads: the agent's and the session's copies closed
     assert writer.send(Message(content="more")) is False
+
+
+def test_abandoning_a_streaming_run_frees_its_streams_without_a_garbage_collection() -> None:
+    """The consumer drops the event it read (without closing its stream) and closes the run:
+    nothing of the cancelled run may keep a reader in a reference cycle (the pump's task in
+    its own frame did), or the model's producer streams on until the collector runs."""
+    from rillet import ChatModelAgent
+
+    class Live:
+        def __init__(self) -> None:
+            self.readers, self.writer = [(pair := pipe())[0]], pair[1]
+
+        async def generate(self, messages: list[Message], **kw: Any) -> Message:
+            raise AssertionError("streaming runs call stream()")
+
+        async def stream(self, messages: list[Message], **kw: Any) -> Any:
+            return self.readers.pop()  # the run holds the only reference
+
+    model = Live()
+    writer = model.writer
+    writer.send(Message(role="assistant", content="first words"))
+    it = Runner(ChatModelAgent("s", model=model), streaming=True).query("x")  # type: ignore[arg-type]
+    gc.collect()
+    gc.disable()
+    try:
+        first = next(iter(it))
+        assert first.message_output is not None and first.message_output.is_streaming
+        del first
+        it.close()
+        wait_until(lambda: writer.reader_closed, "the model stream's readers to close with no collection", 10)
+    finally:
+        gc.enable()

@@ -257,6 +257,16 @@ class _Closing:
 _YIELD_EVERY_MASK = 255  # the pump lets the loop run after every 256 events
 
 
+def _cancelled_from_outside() -> bool:
+    """Whether the calling task was cancelled (its loop closing, its consumer gone), rather than
+    agent code letting a CancelledError out. A function, not a local of :func:`_pump`: the
+    task kept in the pump's frame would make a cycle (the task holds the CancelledError, whose
+    traceback holds the frames, whose locals hold the task) that keeps every reader of the run's
+    streams open until the garbage collector runs, so a model's producer goes on streaming."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 async def _pump(events: AsyncIterator[AgentEvent], gen: Channel[AgentEvent]) -> None:
     send = gen.send  # the channel itself, not an EventGenerator: no Python frame per event
     try:
@@ -272,8 +282,7 @@ async def _pump(events: AsyncIterator[AgentEvent], gen: Channel[AgentEvent]) -> 
                     # events are handled while young (cheaper for the garbage collector too).
                     await asyncio.sleep(0)
     except asyncio.CancelledError as e:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
+        if _cancelled_from_outside():
             if not gen.closed:  # not abandoned by its consumer: its event loop is shutting down
                 gen.send(
                     AgentEvent(
