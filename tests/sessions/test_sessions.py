@@ -623,9 +623,8 @@ def _kept_sessions() -> list[Any]:
 
 
 def _told_to_stop(model: _HeldStream) -> None:
-    """Waits until ``model``'s producer saw its readers gone and no turn keeps a reader.
-    (A cancelled agent's own reader may wait in a reference cycle: collected, it closes.)"""
-    wait_until(lambda: gc.collect() >= 0 and model.stopped.is_set(), "the model's producer to be told to stop", 5)
+    """Waits until ``model``'s producer saw its readers gone and no turn keeps a reader."""
+    wait_until(model.stopped.is_set, "the model's producer to be told to stop", 5)
     wait_until(lambda: not _kept_sessions(), "the turn's kept readers to go", 5)
 
 
