@@ -797,3 +797,22 @@ def test_a_step_recorded_run_is_forked_from_a_step_without_calling_the_model_aga
         run, _ = start(c)
         refused = c.post("/api/fork", json={"run": run["run"], "steps": 1})
         assert refused.status_code == 409 and "--durability step" in refused.json()["error"]
+
+
+def test_a_finished_runs_turn_is_in_its_session_before_the_page_hears_it_ended() -> None:
+    """A page reloads the session list when it sees run_end: the turn must be stored by then
+    (the browser test of sessions waited for a count that a reload one moment early missed)."""
+    from rillet.web.runs import Run
+
+    run = Run("c1", "query", "hi")
+    seen_at_end: list[list[str]] = []
+    ended = threading.Event()
+
+    def on_end(r: Run) -> None:
+        seen_at_end.append([rec["type"] for rec in r.records])
+        ended.set()
+
+    run.launch(iter([]), on_end)  # type: ignore[arg-type]  # a run of no events
+    assert ended.wait(30)
+    wait_until(lambda: run.records[-1]["type"] == "run_end", "the run_end record")
+    assert "run_end" not in seen_at_end[0]

@@ -126,8 +126,10 @@ class Run:
             self._events = None
             if self.status == "running":
                 self.status = "done"
-        self.add({"type": "run_end", "run": self.id, "status": self.status, "checkpoint_id": self.checkpoint_id})
-        on_end(self)
+        try:
+            on_end(self)  # first: a page reloads the sessions when it sees run_end, and must find the turn
+        finally:
+            self.add({"type": "run_end", "run": self.id, "status": self.status, "checkpoint_id": self.checkpoint_id})
 
     def _failed(self, e: Exception, seq: int) -> None:
         with self._lock:
