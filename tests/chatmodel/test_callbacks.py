@@ -581,6 +581,7 @@ def test_callbacks_read_and_write_the_session_through_ctx_state() -> None:
     def counting(ctx: ToolCallContext, args: dict[str, Any]) -> None:
         ctx.state["calls"] = ctx.state.get("calls", 0) + 1
         seen.append(("user" in ctx.state, ctx.state["user"]))
+        assert dict(ctx.state)["user"] == "ann" and "user" in list(ctx.state) and len(ctx.state) >= 1
 
     def tell(ctx: ModelContext) -> None:
         seen.append(ctx.state.get("calls"))

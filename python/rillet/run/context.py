@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -296,7 +296,7 @@ def get_session_values() -> dict[str, Any]:
         return dict(run.session.values)
 
 
-class SessionState:
+class SessionState(MutableMapping[str, Any]):
     """The run's session values as a mapping (Google ADK's ``ctx.state``): what a model or
     tool callback reads and writes through its context's ``state``. Reads and writes go to
     the session of the run the code is called in, as :func:`get_session_value` and
@@ -311,20 +311,23 @@ class SessionState:
         with run.session.lock:
             return run.session.values[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return get_session_value(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        run = current_run()
-        if run is None:
-            return False
-        with run.session.lock:
-            return key in run.session.values
-
     def __setitem__(self, key: str, value: Any) -> None:
         if current_run() is None:
             raise RuntimeError(f"state[{key!r}] = ... outside a run: there is no session to write to")
         add_session_value(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        run = current_run()
+        if run is None:
+            raise KeyError(key)
+        with run.session.lock:
+            del run.session.values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(get_session_values())  # a copy: another agent may write meanwhile
+
+    def __len__(self) -> int:
+        return len(get_session_values())
 
     def to_dict(self) -> dict[str, Any]:
         """A copy of every value."""
