@@ -206,3 +206,27 @@ def test_the_event_types_are_generic_to_type_checkers_only() -> None:
     for cls in (AgentEvent, AgentOutput, MessageVariant, AgentInput):
         assert cls.__mro__ == (cls, object)  # no Generic base: nothing added per instance
         assert isinstance(cls[AgenticMessage], GenericAlias)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize(
+    ("given", "reply"),
+    [
+        (AgenticMessage.user("Weather in Paris?"), Message.assistant("Sunny.")),
+        (Message.user("Weather in Paris?"), AgenticMessage.assistant("Sunny.")),
+    ],
+    ids=["agentic-run-message-reply", "message-run-agentic-reply"],
+)
+def test_a_reply_in_the_other_message_type_ends_the_run_with_an_error_naming_both(
+    streaming: bool, given: Any, reply: Any
+) -> None:
+    # A run keeps one message type: a model answering in the other one must not leave a
+    # conversation of both types behind (the next call would send it as it is).
+    agent = ChatModelAgent("weather", description="weather", model=ScriptedModel([reply]), tools=[get_weather])
+    events = list(Runner(agent, streaming=streaming).run([given]))
+    error = events[-1].error
+    assert isinstance(error, TypeError)
+    theirs, ours = type(reply).__name__, type(given).__name__
+    assert f"replied with an {theirs}" in str(error) or f"replied with a {theirs}" in str(error)
+    assert f"conversation of {ours}" in str(error)
+    assert "from_message" in str(error)

@@ -8,7 +8,7 @@ import base64
 from typing import Any
 
 import pytest
-from rillet import ContentPart, Message, ToolCall
+from rillet import AgenticMessage, ContentPart, Message, ToolCall
 from rillet.chatmodel import ChatModelAgent
 from rillet.models.errors import UnsupportedContentError
 from rillet.models.openai import OpenAIChatModel, messages_to_openai
@@ -127,6 +127,26 @@ def test_a_part_the_api_cannot_carry_is_refused_before_sending(server: FakeOpenA
     bad = Message(role=role, user_input_multi_content=["look", ContentPart.image(PNG)])
     with pytest.raises(UnsupportedContentError, match=f"a {role} message holds a image_url part.*user message"):
         run(make_model(server).generate([bad, Message.user("hi")]))
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_agentic_conversation_is_refused_before_sending_naming_the_fix(
+    server: FakeOpenAIServer, streaming: bool
+) -> None:
+    # Chat completions has no block form: the error says how to convert, or which models take blocks.
+    server.script(Reply.json(TEXT))
+    model = make_model(server)
+    conversation = [Message.system("Be brief."), AgenticMessage.user("hi")]
+    with pytest.raises(
+        UnsupportedContentError, match=r"message 1 is an AgenticMessage.*to_message\(\).*OpenAIResponsesModel"
+    ):
+        run(model.stream(conversation) if streaming else model.generate(conversation))
+    assert server.requests == []
+    # in a run, the same error is the run's error event
+    agent = ChatModelAgent("a", description="a", model=model)
+    (event,) = list(Runner(agent, streaming=streaming).run([AgenticMessage.user("hi")]))
+    assert isinstance(event.error, UnsupportedContentError)
     assert server.requests == []
 
 

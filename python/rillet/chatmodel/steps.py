@@ -321,6 +321,8 @@ def _took_reply(deps: ReactDeps, loop: ReactLoop, reply: Message, called: bool =
     (the observers were not told of one)."""
     if loop.observing is not None and called:
         observer.model_end(loop.observing, deps.name, deps.model, reply)
+    if loop.messages and type(reply) is not type(loop.messages[0]):
+        raise _other_type(deps, loop, reply)
     loop.messages.append(reply)
     calls = reply.tool_calls
     if deps.output is not None:
@@ -334,6 +336,21 @@ def _took_reply(deps: ReactDeps, loop: ReactLoop, reply: Message, called: bool =
         loop.agentic = True
         return start_round
     return one_call if len(calls) == 1 and not deps.emits else start_round
+
+
+def _other_type(deps: ReactDeps, loop: ReactLoop, reply: Message) -> TypeError:
+    """A reply in the other message type: a run keeps one (a conversation of both would be
+    sent to the next call as it is, and its events typed neither way)."""
+    theirs, ours = type(reply).__name__, type(loop.messages[0]).__name__
+    return TypeError(
+        f"ChatModelAgent {deps.name!r}: the model ({type(deps.model).__name__}) replied with {_an(theirs)} to a "
+        f"conversation of {ours}, and a run keeps one message type: give the run {theirs} input "
+        f"(AgenticMessage.from_message(m) or am.to_message()), or make the model answer {ours} with {ours}"
+    )
+
+
+def _an(name: str) -> str:
+    return f"an {name}" if name[0] in "AEIOU" else f"a {name}"
 
 
 # --- guardrails ----------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rillet._native import (
+    AgenticMessage,
     ChatStreamParser,
     Message,
     StreamReader,
@@ -137,7 +138,9 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] = []
     attached: list[dict[str, Any]] = []
-    for m in messages:
+    for i, m in enumerate(messages):
+        if not isinstance(m, Message):
+            raise _not_a_message(i, m)
         if attached and m.role != "tool":
             out.append({"role": "user", "content": attached})
             attached = []
@@ -152,6 +155,17 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     if attached:
         out.append({"role": "user", "content": attached})
     return out
+
+
+def _not_a_message(i: int, m: object) -> Exception:
+    if isinstance(m, AgenticMessage):
+        return UnsupportedContentError(
+            f"chat completions (OpenAIChatModel) takes rillet.Message conversations, and message {i} is an "
+            "AgenticMessage: convert the conversation with AgenticMessage.to_message() (lossless for text, "
+            "images, tool calls and results), or use OpenAIResponsesModel or AnthropicChatModel, which answer "
+            "AgenticMessage conversations with blocks"
+        )
+    return TypeError(f"message {i} is {type(m).__name__}, expected rillet.Message (e.g. Message.user('hi'))")
 
 
 def _text_of(message: Message) -> str:
