@@ -9,18 +9,12 @@ import json
 from typing import Any
 
 from rillet import (
-    AgentEvent,
     AgenticMessage,
     AnthropicChatModel,
-    ChatModelAgent,
     ContentBlock,
-    InMemoryCheckpointStore,
-    Runner,
-    approve,
     concat_messages,
-    requires_approval,
-    tool,
 )
+from support.agentic_refund import interrupt_then_resume
 from support.openai_server import FakeOpenAIServer, Reply, run
 
 SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3h"
@@ -82,20 +76,6 @@ def _model(server: FakeOpenAIServer) -> AnthropicChatModel:
     return AnthropicChatModel("claude-test", base_url=f"http://127.0.0.1:{server.port}", api_key="k", max_retries=0)
 
 
-REFUNDS: list[int] = []
-
-
-@tool
-def refund(amount: int) -> str:
-    """Refunds an amount.
-
-    Args:
-        amount: in euros.
-    """
-    REFUNDS.append(amount)
-    return f"refunded {amount}"
-
-
 def test_a_streamed_reply_to_blocks_keeps_each_block_and_the_signature(server: FakeOpenAIServer) -> None:
     server.script(_thinking_then_tool())
 
@@ -116,31 +96,11 @@ def test_a_streamed_reply_to_blocks_keeps_each_block_and_the_signature(server: F
 
 
 def test_a_streamed_agentic_react_run_is_checkpointed_and_resumed(server: FakeOpenAIServer) -> None:
-    REFUNDS.clear()
     server.script(_thinking_then_tool())
-    store = InMemoryCheckpointStore()
-    agent = ChatModelAgent("support", description="d", model=_model(server), tools=[requires_approval(refund)])
-    first: list[AgentEvent[AgenticMessage]] = list(
-        Runner(agent, checkpoint_store=store, streaming=True).run([AgenticMessage.user("refund me")], checkpoint_id="r")
+    reply, messages = interrupt_then_resume(
+        lambda: _model(server), lambda: server.script(_answer("Refunded 30 euros."))
     )
-    assert [e.error for e in first if e.error is not None] == []
-    (stop,) = [e for e in first if e.action is not None and e.action.interrupted is not None]
-    assert stop.action is not None and stop.action.interrupted is not None
-    reply_event = first[0]
-    assert reply_event.message_output is not None
-    reply = reply_event.message_output.get_message()
-    assert type(reply) is AgenticMessage and reply.blocks[0].signature == SIGNATURE
-    assert REFUNDS == []
-
-    # another runner over the stored checkpoint, as another process would
-    server.script(_answer("Refunded 30 euros."))
-    agent2 = ChatModelAgent("support", description="d", model=_model(server), tools=[requires_approval(refund)])
-    ctx = stop.action.interrupted.interrupt_contexts[0]
-    resumed = list(Runner(agent2, checkpoint_store=store, streaming=True).resume("r", targets={ctx.id: approve()}))
-    assert [e.error for e in resumed if e.error is not None] == []
-    messages = [e.message_output.get_message() for e in resumed if e.message_output is not None]
-    assert REFUNDS == [30]
-    assert [type(m) for m in messages] == [AgenticMessage, AgenticMessage]
+    assert reply.blocks[0].signature == SIGNATURE
     assert messages[0].blocks == (ContentBlock.tool_result("refunded 30", "toolu_1", "refund"),)
     assert messages[1].content == "Refunded 30 euros."
     # the resumed call sent the signed thinking block back verbatim, then the tool result

@@ -12,22 +12,16 @@ from typing import Any
 
 import pytest
 from rillet import (
-    AgentEvent,
     AgenticMessage,
-    ChatModelAgent,
     ContentBlock,
-    InMemoryCheckpointStore,
     Message,
     ResponseMeta,
-    Runner,
     Usage,
-    approve,
     concat_messages,
-    requires_approval,
-    tool,
 )
 from rillet.models.errors import ModelStreamError
 from rillet.models.responses import OpenAIResponsesModel, agentic_to_responses
+from support.agentic_refund import interrupt_then_resume
 from support.openai_server import FakeOpenAIServer, Reply, run, transcript
 
 ENCRYPTED = "gAAAAABo-enc-refund"
@@ -137,20 +131,6 @@ EXPECTED_BLOCKS = (
 EXPECTED_META = ResponseMeta("tool_calls", Usage(10, 20, 30, 2, 8))
 
 
-REFUNDS: list[int] = []
-
-
-@tool
-def refund(amount: int) -> str:
-    """Refunds an amount.
-
-    Args:
-        amount: in euros.
-    """
-    REFUNDS.append(amount)
-    return f"refunded {amount}"
-
-
 # --- streamed replies ---------------------------------------------------------------------------
 
 
@@ -210,35 +190,11 @@ def test_errors_in_the_stream_are_the_message_paths_errors(server: FakeOpenAISer
 
 
 def test_a_streamed_agentic_react_run_is_checkpointed_and_resumed(server: FakeOpenAIServer) -> None:
-    REFUNDS.clear()
     server.script(_reasoning_text_then_call())
-    store = InMemoryCheckpointStore()
-    agent = ChatModelAgent(
-        "support", description="d", model=_model(server, store=False), tools=[requires_approval(refund)]
+    reply, messages = interrupt_then_resume(
+        lambda: _model(server, store=False), lambda: server.script(_answer("Refunded 30 euros."))
     )
-    first: list[AgentEvent[AgenticMessage]] = list(
-        Runner(agent, checkpoint_store=store, streaming=True).run([AgenticMessage.user("refund me")], checkpoint_id="r")
-    )
-    assert [e.error for e in first if e.error is not None] == []
-    (stop,) = [e for e in first if e.action is not None and e.action.interrupted is not None]
-    assert stop.action is not None and stop.action.interrupted is not None
-    reply_event = first[0]
-    assert reply_event.message_output is not None
-    reply = reply_event.message_output.get_message()
-    assert type(reply) is AgenticMessage and reply.blocks == EXPECTED_BLOCKS
-    assert REFUNDS == []
-
-    # another runner over the stored checkpoint, as another process would
-    server.script(_answer("Refunded 30 euros."))
-    agent2 = ChatModelAgent(
-        "support", description="d", model=_model(server, store=False), tools=[requires_approval(refund)]
-    )
-    ctx = stop.action.interrupted.interrupt_contexts[0]
-    resumed = list(Runner(agent2, checkpoint_store=store, streaming=True).resume("r", targets={ctx.id: approve()}))
-    assert [e.error for e in resumed if e.error is not None] == []
-    messages = [e.message_output.get_message() for e in resumed if e.message_output is not None]
-    assert REFUNDS == [30]
-    assert [type(m) for m in messages] == [AgenticMessage, AgenticMessage]
+    assert reply.blocks == EXPECTED_BLOCKS
     assert messages[0].blocks == (ContentBlock.tool_result("refunded 30", "call_1", "refund"),)
     assert messages[1].content == "Refunded 30 euros."
     # the resumed call sent the reasoning item back verbatim (id, summary, encrypted content),
