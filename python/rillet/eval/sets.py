@@ -8,10 +8,11 @@ file, whose shape is the JSON schema :func:`eval_set_schema` gives (shipped as
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from rillet.errors import EvalSetError
@@ -87,6 +88,33 @@ class Answer(_Model):
     output_model: SkipJsonSchema[type[BaseModel] | None] = Field(default=None, exclude=True)
     judge: Judge | None = None
 
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, regex: str | None) -> str | None:
+        # Checked here, not at the first run: a bad pattern is the eval set's fault, not the agent's.
+        if regex is not None:
+            try:
+                re.compile(regex)
+            except re.error as e:
+                raise ValueError(f"not a valid regular expression: {e}") from None
+        return regex
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is None:
+            return None
+        try:
+            import jsonschema  # type: ignore[import-untyped]  # optional: the `eval` extra (no stubs installed)
+        except ImportError:
+            return schema  # the check says what to install when it runs
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.exceptions.SchemaError as e:
+            where = "/".join(str(p) for p in e.absolute_path) or "the top"
+            raise ValueError(f"not a valid JSON schema (at {where}): {e.message}") from None
+        return schema
+
 
 class ExpectedInterrupt(_Model):
     """An interrupt the turn should stop at, and the data to resume it with. ``tool`` names the
@@ -125,7 +153,7 @@ class EvalSet(_Model):
     """Named cases (their ids unique)."""
 
     name: str
-    cases: tuple[EvalCase, ...]
+    cases: tuple[EvalCase, ...] = Field(min_length=1)  # no cases would pass, checking nothing
     description: str = ""
     repeat: int | None = Field(default=None, ge=1)
     schema_url: str | None = Field(default=None, alias="$schema", description="for editors: the schema's path or URL")
@@ -157,6 +185,8 @@ def load_eval_set(path: str | Path) -> EvalSet:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise EvalSetError(f"{path}: cannot read it: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise EvalSetError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}): save it as UTF-8") from None
     try:
         if path.suffix in (".yaml", ".yml"):
             data = _yaml(text, path)
