@@ -72,7 +72,10 @@ def same_json(a: Any, b: Any) -> bool:
         return isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
     if isinstance(a, dict) or isinstance(b, dict):
         return (
-            isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(same_json(a[k], b[k]) for k in a)
         )
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
         return (

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from rillet.checkpoint import InMemoryCheckpointStore
-from rillet.eval.cassette import Cassette, CassetteMode, cassette_path
+from rillet.eval.cassette import Cassette, CassetteMode, _Player, cassette_path
 from rillet.eval.checks import ActualCall, Check, call_text, check_answer, check_trajectory, judge_answer
 from rillet.eval.sets import EvalCase, EvalSet, ExpectedInterrupt, Turn, load_eval_set
 from rillet.runner import Runner
@@ -186,7 +186,8 @@ class _CaseRunner:
         cassette: tuple[Cassette, CassetteMode] | None,
     ) -> None:
         self.case, self.attempt, self.judge_model = case, attempt, judge_model
-        plugins = [cassette[0].plugin(case.id, attempt, cassette[1])] if cassette is not None else []
+        self.tape = cassette[0].plugin(case.id, attempt, cassette[1]) if cassette is not None else None
+        plugins = [self.tape] if self.tape is not None else []
         self.runner = Runner(
             _agent_of(target),
             checkpoint_store=InMemoryCheckpointStore(),
@@ -207,6 +208,12 @@ class _CaseRunner:
                 ok = False
             if not ok:
                 break
+        else:
+            left = self.tape.unused() if isinstance(self.tape, _Player) else []
+            if left:  # the replay took another path than the recording: what it checked is not this agent's
+                t = len(self.case.turns)
+                message = f"the run left {', '.join(left)} of the cassette unused: the agent or the case changed since"
+                self.checks.append(Check(t, "cassette", False, message + " it was recorded; record it again"))
         return CaseRun(self.case.id, self.attempt, self.checks, self.steps, time.perf_counter() - start)
 
     async def _turn(self, t: int, turn: Turn) -> bool:
