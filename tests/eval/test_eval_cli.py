@@ -55,3 +55,39 @@ def test_what_cannot_be_loaded_exits_2_in_one_line(capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         cli.main(["eval", AGENT, EXAMPLE, "--case", "nope"])
     assert "has no case 'nope'" in capsys.readouterr().err
+
+
+def test_a_baseline_that_is_not_a_report_exits_2_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A result without an id was a KeyError traceback (and exit 1, as if a case had failed)."""
+    for text, said in [
+        ('{"results": [{"x": 1}]}', 'result 1 is not {"id": str, "pass_rate": number, "passed": bool}'),
+        ('{"results": [{"id": "a", "pass_rate": "1", "passed": true}]}', "result 1 is not"),
+        ("{", "not an eval report (not JSON"),
+    ]:
+        baseline = tmp_path / "before.json"
+        baseline.write_text(text)
+        with pytest.raises(SystemExit) as bad:
+            cli.main(["eval", AGENT, EXAMPLE, "--baseline", str(baseline)])
+        err = capsys.readouterr().err
+        assert bad.value.code == 2 and err.startswith(f"rillet eval: --baseline {baseline}: ") and said in err, err
+        assert "Traceback" not in err
+
+
+def test_a_report_file_that_cannot_be_written_exits_2_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "no" / "such" / "report.json"
+    with pytest.raises(SystemExit) as before_running:
+        cli.main(["eval", AGENT, EXAMPLE, "-o", str(missing)])
+    captured = capsys.readouterr()
+    assert before_running.value.code == 2 and captured.out == ""  # refused before the set ran
+    assert captured.err == f"rillet eval: -o {missing}: no directory {missing.parent} to write the report in\n"
+    folder = tmp_path / "a-folder.json"
+    folder.mkdir()
+    with pytest.raises(SystemExit) as after:
+        cli.main(["eval", AGENT, EXAMPLE, "--case", "trip-with-booking", "--no-color", "-o", str(folder)])
+    captured = capsys.readouterr()
+    assert after.value.code == 2 and "1 of 1 cases passed" in captured.out  # the report is still shown
+    assert captured.err.startswith(f"rillet eval: -o {folder}: cannot write the report: ")

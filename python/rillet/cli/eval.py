@@ -85,6 +85,8 @@ def run_command(
         before = load_report(baseline) if baseline is not None else None
     except (OSError, ValueError) as e:
         fail("eval", f"--baseline {baseline}: {e}")
+    if output is not None and not Path(output).resolve().parent.is_dir():
+        fail("eval", f"-o {output}: no directory {Path(output).parent} to write the report in")  # before a long run
     if cases:
         unknown = sorted(set(cases) - {c.id for c in evals.cases})
         if unknown:
@@ -110,8 +112,6 @@ def run_command(
     if comparison is not None:
         data["comparison"] = comparison.to_json()
     text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
-    if output is not None:
-        Path(output).write_text(text + "\n", encoding="utf-8")
     if as_json:
         click.echo(text)
     else:
@@ -120,6 +120,11 @@ def run_command(
         if comparison is not None:
             console.print(f"compared with {baseline}:", markup=False)
             console.print(comparison.text(), markup=False, highlight=False)
+    if output is not None:  # after the report is shown: a file that cannot be written does not hide it
+        try:
+            Path(output).write_text(text + "\n", encoding="utf-8")
+        except OSError as e:
+            fail("eval", f"-o {output}: cannot write the report: {e.strerror or e}")
     return 0 if report.passed else 1
 
 
