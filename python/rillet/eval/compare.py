@@ -61,6 +61,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not an eval report (not JSON: {e})") from None
     _rates(data, str(path))
+    assert isinstance(data, dict)  # _rates said so
     return data
 
 
