@@ -226,3 +226,58 @@ def test_the_progress_line_counts_runs_on_one_line() -> None:
     for done in (1, 2, 3):
         show(done, 3)
     assert out.getvalue() == "\r  eval: 1/3 runs\r  eval: 2/3 runs\r  eval: 3/3 runs\n"
+
+
+def test_a_run_that_hangs_is_stopped_by_the_timeout_and_fails_with_its_steps() -> None:
+    """Without a timeout one hanging agent hung the whole eval (and rillet eval) for ever."""
+    stopped = threading.Event()
+
+    @tool
+    async def wait_forever(x: str) -> str:
+        """Never returns.
+
+        Args:
+            x: anything.
+        """
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+        return "never"
+
+    def hangs_on_q(messages: list[Message], tools: tuple[ToolInfo, ...]) -> Message | str:
+        if messages[-1].role == "user" and messages[-1].content == "hang":
+            return Message.assistant(
+                tool_calls=[ToolCall(id="c1", function=FunctionCall("wait_forever", '{"x": "1"}'))]
+            )
+        return "fine"
+
+    def agent() -> ChatModelAgent:
+        return ChatModelAgent("a", description="d", model=ScriptedModel(hangs_on_q), tools=[wait_forever])
+
+    cases = (
+        EvalCase(id="hangs", turns=(Turn(input="hang"),)),
+        EvalCase(id="ok", turns=(Turn(input="q", answer=Answer(exact="fine")),)),
+    )
+    report = run_eval(agent, EvalSet(name="s", cases=cases), timeout=0.2, progress=False)
+    hung, ok = report.cases
+    assert ok.passed and not hung.passed and stopped.is_set()  # the hanging tool was cancelled
+    [failure] = hung.runs[0].failures
+    assert failure.kind == "timeout" and failure.turn == 1 and failure.step == 2
+    assert failure.message == "the run did not finish in 0.2s (at step 2); it was stopped"
+    assert hung.runs[0].steps == ["user: hang", 'a: calls wait_forever({"x": "1"})']
+    with pytest.raises(ValueError, match="timeout must be a number of seconds above 0"):
+        run_eval(agent, EvalSet(name="s", cases=cases), timeout=0)
+
+
+def test_the_cli_takes_a_timeout(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    from rillet import cli
+
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "eval" / "travel.evalset.json")
+    argv = ["eval", "rillet.examples.demo:build_agent", example, "--case", "trip-with-booking", "--json"]
+    assert cli.main([*argv, "--timeout", "30"]) == 0
+    with pytest.raises(SystemExit) as bad:
+        cli.main([*argv, "--timeout", "0"])
+    assert bad.value.code == 2 and "--timeout" in capsys.readouterr().err

@@ -43,6 +43,12 @@ def eval_command() -> None:
 @click.argument("evalset", metavar="EVALSET")
 @click.option("-n", "--repeat", type=click.IntRange(min=1), help="runs of every case (default: the set's, else 1)")
 @click.option("-j", "--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="runs at once")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="stop a run that takes longer (it fails, with its steps so far); default: no limit",
+)
 @click.option("--case", "cases", multiple=True, metavar="ID", help="run only the case ID (repeatable)")
 @click.option(
     "--cassette",
@@ -58,6 +64,7 @@ def run_command(
     evalset: str,
     repeat: int | None,
     concurrency: int,
+    timeout: float | None,
     cases: tuple[str, ...],
     cassette: str | None,
     baseline: str | None,
@@ -104,6 +111,7 @@ def run_command(
             concurrency=concurrency,
             cassette=cassette,  # type: ignore[arg-type]  # click's Choice gives one of the two
             cassette_file=cassette_path(evalset),
+            timeout=timeout,
         )
     except RilletError as e:  # a cassette that cannot be read
         fail("eval", str(e))

@@ -197,10 +197,19 @@ class _CaseRunner:
         self.session = f"eval-{uuid.uuid4().hex[:12]}"
         self.steps: list[str] = []
         self.checks: list[Check] = []
+        self.turn = 0
+        self.start = time.perf_counter()
+
+    def timed_out(self, timeout: float) -> CaseRun:
+        """The run as far as it got when it took longer than ``timeout`` seconds (it was cancelled)."""
+        message = f"the run did not finish in {timeout:g}s (at step {len(self.steps)}); it was stopped"
+        self.checks.append(Check(self.turn, "timeout", False, message, len(self.steps) or None))
+        return CaseRun(self.case.id, self.attempt, self.checks, self.steps, time.perf_counter() - self.start)
 
     async def run(self) -> CaseRun:
-        start = time.perf_counter()
+        start = self.start = time.perf_counter()
         for t, turn in enumerate(self.case.turns, 1):
+            self.turn = t
             try:
                 ok = await self._turn(t, turn)
             except Exception as e:  # noqa: BLE001  # the Runner refusing, a failing judge: this run fails, the others go on
@@ -338,6 +347,7 @@ async def arun_eval(
     progress: bool | ProgressFn | None = None,
     cassette: CassetteMode | None = None,
     cassette_file: str | Path | None = None,
+    timeout: float | None = None,
 ) -> EvalReport:
     """Runs every case of ``eval_set`` (an :class:`EvalSet`, or the path of its file) on
     ``target`` (an agent, or a function that makes one for every run), each case ``repeat``
@@ -349,7 +359,12 @@ async def arun_eval(
     ``cassette="record"`` records every run's model replies into ``cassette_file`` (default:
     beside the eval set's file, :func:`~rillet.eval.cassette.cassette_path`), keeping the
     other cases' recordings; ``"replay"`` answers every model call from it instead of the
-    model, offline (a call past the recording fails the run, naming the case and agent)."""
+    model, offline (a call past the recording fails the run, naming the case and agent).
+
+    ``timeout`` (seconds) stops a run that takes longer (an agent that hangs): it fails, with
+    the steps it got to; None (the default) waits as long as a run takes."""
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a number of seconds above 0, got {timeout}")
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     if repeat is not None and repeat < 1:
@@ -373,7 +388,11 @@ async def arun_eval(
         nonlocal done
         async with limit:
             try:
-                run = await _CaseRunner(result.case, attempt, target, judge_model, tape and tape[:2]).run()
+                runner = _CaseRunner(result.case, attempt, target, judge_model, tape and tape[:2])
+                try:
+                    run = await asyncio.wait_for(runner.run(), timeout)
+                except TimeoutError:
+                    run = runner.timed_out(timeout or 0.0)
             except Exception as e:  # noqa: BLE001  # making the agent failed: a failed run, with the reason
                 run = CaseRun(result.case.id, attempt, [Check(0, "error", False, f"{type(e).__name__}: {e}")], [], 0.0)
         done += 1
@@ -418,6 +437,7 @@ def run_eval(
     progress: bool | ProgressFn | None = None,
     cassette: CassetteMode | None = None,
     cassette_file: str | Path | None = None,
+    timeout: float | None = None,
 ) -> EvalReport:
     """:func:`arun_eval` for code without an event loop (inside one, ``await arun_eval(...)``)."""
     try:
@@ -436,5 +456,6 @@ def run_eval(
             progress=progress,
             cassette=cassette,
             cassette_file=cassette_file,
+            timeout=timeout,
         )
     )

@@ -33,10 +33,12 @@ def eval_test(
     *,
     repeat: int | None = None,
     judge_model: ChatModel | None = None,
+    timeout: float | None = None,
 ) -> Callable[[EvalCase], None]:
     """A test function parametrized over the cases of ``eval_set`` (an :class:`EvalSet` or the
     path of its file, read now): each runs its case on ``target`` as :func:`run_eval` does and
-    fails with the report's text when the case fails. Assign it to a ``test_...`` name."""
+    fails with the report's text when the case fails (``timeout``: as :func:`run_eval`'s). Assign
+    it to a ``test_...`` name."""
     import pytest  # only tests call this: pytest is not a dependency of rillet
 
     evals = eval_set if isinstance(eval_set, EvalSet) else load_eval_set(eval_set)
@@ -44,7 +46,7 @@ def eval_test(
     @pytest.mark.parametrize("case", evals.cases, ids=[c.id for c in evals.cases])
     def test_case(case: EvalCase) -> None:
         one = EvalSet(name=evals.name, cases=(case,), repeat=evals.repeat)
-        report = run_eval(target, one, repeat=repeat, judge_model=judge_model, progress=False)
+        report = run_eval(target, one, repeat=repeat, judge_model=judge_model, progress=False, timeout=timeout)
         if not report.passed:
             pytest.fail(report.failure_text(), pytrace=False)
 
