@@ -347,7 +347,7 @@ async def arun_eval(
     progress: bool | ProgressFn | None = None,
     cassette: CassetteMode | None = None,
     cassette_file: str | Path | None = None,
-    timeout: float | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109  # per run, not for the whole call: asyncio.timeout cannot say which run
 ) -> EvalReport:
     """Runs every case of ``eval_set`` (an :class:`EvalSet`, or the path of its file) on
     ``target`` (an agent, or a function that makes one for every run), each case ``repeat``
