@@ -281,3 +281,24 @@ def test_the_cli_takes_a_timeout(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as bad:
         cli.main([*argv, "--timeout", "0"])
     assert bad.value.code == 2 and "--timeout" in capsys.readouterr().err
+
+
+def test_a_judge_that_raises_fails_its_check_and_the_next_turn_still_runs() -> None:
+    """It was an 'error' of the run ('RuntimeError: ...', not saying the judge) that skipped the
+    turns after it."""
+
+    class DownJudge(ScriptedModel):
+        async def generate(self, *args: Any, **kwargs: Any) -> Message:
+            raise RuntimeError("judge service down")
+
+    turns = (
+        Turn(input="q", answer=Answer(judge=Judge(rubric="polite"))),
+        Turn(input="again", answer=Answer(exact="fine")),
+    )
+    agent = ChatModelAgent("a", description="d", model=ScriptedModel(lambda m, t: "fine"))
+    report = run_eval(
+        agent, EvalSet(name="s", cases=(EvalCase(id="j", turns=turns),)), judge_model=DownJudge([]), progress=False
+    )
+    checks = report.cases[0].runs[0].checks
+    assert [(c.turn, c.kind, c.passed) for c in checks] == [(1, "answer.judge", False), (2, "answer.exact", True)]
+    assert checks[0].message == "the judge model failed: RuntimeError: judge service down" and checks[0].step == 2

@@ -256,7 +256,10 @@ async def judge_answer(
     if model is None:
         return Check(turn, "answer.judge", False, "the case has a judge criterion but the run has no judge_model")
     prompt = f"Rubric:\n{judge.rubric}\n\nThe user said:\n{question}\n\nThe agent answered:\n{answer}"
-    reply = await model.generate([Message.system(JUDGE_SYSTEM), Message.user(prompt)])
+    try:
+        reply = await model.generate([Message.system(JUDGE_SYSTEM), Message.user(prompt)])
+    except Exception as e:  # noqa: BLE001  # the judge's failure fails this check, not the agent's run
+        return Check(turn, "answer.judge", False, f"the judge model failed: {type(e).__name__}: {e}", step)
     text = reply.content.strip()
     try:
         verdict = json.loads(text)
