@@ -302,3 +302,89 @@ def test_a_judge_that_raises_fails_its_check_and_the_next_turn_still_runs() -> N
     checks = report.cases[0].runs[0].checks
     assert [(c.turn, c.kind, c.passed) for c in checks] == [(1, "answer.judge", False), (2, "answer.exact", True)]
     assert checks[0].message == "the judge model failed: RuntimeError: judge service down" and checks[0].step == 2
+
+
+def test_stress_every_run_of_every_case_once_within_the_limit_from_several_threads() -> None:
+    """200 cases x 3 repeats at most 5 at once, in 3 threads each with its own event loop: no run
+    lost or counted twice, each answer checked against its own case's input."""
+    lock = threading.Lock()
+    running: dict[int, int] = {}
+    peaks: dict[int, int] = {}
+
+    async def echo(messages: list[Message], tools: tuple[ToolInfo, ...]) -> str:
+        me = threading.get_ident()
+        with lock:
+            running[me] = running.get(me, 0) + 1
+            peaks[me] = max(peaks.get(me, 0), running[me])
+        await asyncio.sleep(0)  # lets the other runs of this loop in
+        with lock:
+            running[me] -= 1
+        return f"echo {messages[-1].content}"
+
+    def agent() -> ChatModelAgent:
+        return ChatModelAgent("echo", description="d", model=ScriptedModel(echo))
+
+    cases = tuple(
+        EvalCase(id=f"c{i}", turns=(Turn(input=f"q{i}", answer=Answer(exact=f"echo q{i}")),)) for i in range(200)
+    )
+    reports: list[Any] = []
+
+    def one() -> None:
+        reports.append(run_eval(agent, EvalSet(name="s", cases=cases), repeat=3, concurrency=5, progress=False))
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(reports) == 3
+    for report in reports:
+        assert report.passed, report.failure_text()
+        assert [r.case.id for r in report.cases] == [c.id for c in cases]
+        assert all([run.attempt for run in r.runs] == [0, 1, 2] for r in report.cases)
+    assert len(peaks) == 3 and all(peak <= 5 for peak in peaks.values()), peaks
+
+
+def test_cancelling_an_eval_cancels_its_runs_and_their_tools() -> None:
+    started: list[str] = []
+    finished: list[str] = []
+    two, both_stopped = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def block(x: str) -> str:
+        """Waits until cancelled.
+
+        Args:
+            x: anything.
+        """
+        started.append(x)
+        if len(started) == 2:
+            two.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            finished.append(x)
+            if len(finished) == 2:
+                both_stopped.set()
+        return "never"
+
+    def calls_block(messages: list[Message], tools: tuple[ToolInfo, ...]) -> Message:
+        return Message.assistant(tool_calls=[ToolCall(id="c1", function=FunctionCall("block", '{"x": "1"}'))])
+
+    def agent() -> ChatModelAgent:
+        return ChatModelAgent("a", description="d", model=ScriptedModel(calls_block), tools=[block])
+
+    cases = tuple(EvalCase(id=f"c{i}", turns=(Turn(input="q"),)) for i in range(5))
+
+    async def main() -> None:
+        task = asyncio.ensure_future(arun_eval(agent, EvalSet(name="s", cases=cases), concurrency=2, progress=False))
+        await two.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The runs' streams are closed as the eval unwinds; their tasks end on the loop's next
+        # turns (RunIterator.close cancels, it does not wait), so wait for the tools to stop.
+        await asyncio.wait_for(both_stopped.wait(), 30)
+        assert len(started) == 2 and len(finished) == 2  # the limit held; no third run started
+
+    asyncio.run(main())
