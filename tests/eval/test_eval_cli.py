@@ -91,3 +91,69 @@ def test_a_report_file_that_cannot_be_written_exits_2_in_one_line(
     captured = capsys.readouterr()
     assert after.value.code == 2 and "1 of 1 cases passed" in captured.out  # the report is still shown
     assert captured.err.startswith(f"rillet eval: -o {folder}: cannot write the report: ")
+
+
+HANGS = '''
+import asyncio
+from pathlib import Path
+
+from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, tool
+
+
+@tool
+async def wait_forever(x: str) -> str:
+    """Never returns.
+
+    Args:
+        x: anything.
+    """
+    Path("started").touch()
+    await asyncio.Event().wait()
+    return "never"
+
+
+def reply(messages, tools):
+    return Message.assistant(tool_calls=[ToolCall(id="c1", function=FunctionCall("wait_forever", '{"x": "1"}'))])
+
+
+def build():
+    return ChatModelAgent("a", description="d", model=ScriptedModel(reply), tools=[wait_forever])
+'''
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_eval_with_status_130_not_1(tmp_path: Path) -> None:
+    """Exit status 1 means a case failed; Ctrl-C gave it too (click's 'Aborted!')."""
+    import signal
+    import subprocess
+    import sys
+
+    from support.waiting import child_env, wait_until
+
+    (tmp_path / "hangs.py").write_text(HANGS)
+    (tmp_path / "hang.evalset.json").write_text(
+        json.dumps({"name": "h", "cases": [{"id": "a", "turns": [{"input": "q"}]}]})
+    )
+    script = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)  # a background shell ignores it\n"
+        "from rillet.cli import main; sys.exit(main(['eval', 'hangs:build', 'hang.evalset.json']))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: (tmp_path / "started").exists(), "the hanging run to start")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, (out, err)
+    assert err.splitlines()[-1] == "rillet eval: interrupted (Ctrl-C): the eval stopped, no report"
+    assert "Traceback" not in err

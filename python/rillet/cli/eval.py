@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from rillet.cli.common import agent_or_fail, checkpoint_store, fail, load_agent
+from rillet.cli.prompt import CTRL_C_STATUS
 
 
 class _EvalGroup(click.Group):
@@ -75,7 +76,7 @@ def run_command(
     """Runs every case of EVALSET (a JSON file, or YAML with the `eval` extra) on the agent
     MODULE:ATTRIBUTE names. A function of no arguments is called for every run, so runs share
     nothing; an agent object is shared by the runs. Exit status: 0 if every case passed, 1 if
-    one failed, 2 if the agent or the eval set cannot be loaded."""
+    one failed, 2 if the agent or the eval set cannot be loaded, 130 after Ctrl-C."""
     from rillet.errors import RilletError
     from rillet.eval import EvalSetError, load_eval_set, run_eval
     from rillet.eval.cassette import cassette_path
@@ -115,6 +116,8 @@ def run_command(
         )
     except RilletError as e:  # a cassette that cannot be read
         fail("eval", str(e))
+    except KeyboardInterrupt:  # not 1 (click's 'Aborted!'), which says a case failed
+        fail("eval", "interrupted (Ctrl-C): the eval stopped, no report", CTRL_C_STATUS)
     data = report.to_json()
     comparison = compare_reports(before, data) if before is not None else None
     if comparison is not None:
