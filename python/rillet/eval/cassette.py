@@ -117,15 +117,17 @@ class Cassette:
                 runs = self.runs.setdefault(case_id, [])
                 runs.extend({} for _ in range(attempt + 1 - len(runs)))
                 runs[attempt] = replies
-            return _Recorder(replies)
+            return Recorder(replies)
         recorded = self.runs.get(case_id) or []
         if not recorded:
             raise CassetteError(f"the cassette has no recording of case {case_id!r}: record it first")
         chosen = recorded[attempt] if attempt < len(recorded) and recorded[attempt] else recorded[0]
-        return _Player(case_id, chosen)
+        return Player(case_id, chosen)
 
 
-class _Recorder(Plugin):
+class Recorder(Plugin):
+    """Records one run's model replies, each with its request's digest (:meth:`Cassette.plugin`)."""
+
     def __init__(self, replies: _Replies) -> None:
         super().__init__("eval-cassette-recorder")
         self.replies = replies
@@ -139,7 +141,9 @@ class _Recorder(Plugin):
         self.replies.setdefault(ctx.agent_name, []).append(entry)
 
 
-class _Player(Plugin):
+class Player(Plugin):
+    """Replays one run's recorded replies in the model's place (:meth:`Cassette.plugin`)."""
+
     def __init__(self, case_id: str, replies: _Replies) -> None:
         super().__init__("eval-cassette-player")
         self.case_id = case_id

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from rillet.checkpoint import InMemoryCheckpointStore
-from rillet.eval.cassette import Cassette, CassetteMode, _Player, cassette_path
+from rillet.eval.cassette import Cassette, CassetteMode, Player, cassette_path
 from rillet.eval.checks import ActualCall, Check, call_text, check_answer, check_trajectory, judge_answer
 from rillet.eval.sets import EvalCase, EvalSet, ExpectedInterrupt, Turn, load_eval_set
 from rillet.runner import Runner
@@ -218,7 +218,7 @@ class _CaseRunner:
             if not ok:
                 break
         else:
-            left = self.tape.unused() if isinstance(self.tape, _Player) else []
+            left = self.tape.unused() if isinstance(self.tape, Player) else []
             if left:  # the replay took another path than the recording: what it checked is not this agent's
                 t = len(self.case.turns)
                 message = f"the run left {', '.join(left)} of the cassette unused: the agent or the case changed since"
