@@ -194,6 +194,7 @@ def save_case_command(
     adds it to EVALSET. Neither keeps how an interrupt was or will be answered: give it with
     --answer TOOL=DATA, else the case resumes it with null (edit the file). A session's values
     as its first turn found them are not kept either: add session_state by hand if needed."""
+    from rillet.errors import RilletError
     from rillet.eval import EvalSetError
     from rillet.eval.saved import add_case, case_from_checkpoint, case_from_session, unanswered
 
@@ -219,8 +220,10 @@ def save_case_command(
                 store, checkpoint_id, case_id=case_id, match=mode or "in_order", answer=check, answers=known
             )
         evals = add_case(output, case, name=name, replace=replace)
-    except (EvalSetError, ValueError) as e:
+    except (EvalSetError, ValueError, RilletError) as e:  # RilletError: a --db that is not a rillet database
         fail("eval save-case", str(e))
+    except OSError as e:  # the eval set file cannot be written
+        fail("eval save-case", f"-o {output}: cannot write it: {e.strerror or e}")
     calls = sum(len(t.trajectory.calls) for t in case.turns if t.trajectory is not None)
     click.echo(
         f"rillet eval save-case: case {case.id!r} ({len(case.turns)} turn(s), {calls} tool call(s)) "
