@@ -149,7 +149,7 @@ def test_a_db_that_is_not_sqlite_or_an_output_that_cannot_be_written_is_one_line
             "notes.db' is not a SQLite database",
         ),
         (
-            ["--db", str(db), "--session", "trip", "-o", str(tmp_path / "no" / "s.json")],
+            ["--db", str(db), "--checkpoint", "c1", "-o", str(tmp_path / "no" / "s.json")],
             f"-o {tmp_path / 'no' / 's.json'}: cannot write it: No such file or directory",
         ),
     ]:
