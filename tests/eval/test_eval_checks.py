@@ -138,4 +138,4 @@ def test_the_judge_asks_the_model_with_the_rubric_and_reads_a_strict_verdict() -
 
 def test_a_judge_criterion_without_a_judge_model_fails_and_says_so() -> None:
     c = asyncio.run(judge_answer(1, Judge(rubric="r"), None, "q", "a", 2))
-    assert not c.passed and "no judge_model" in c.message
+    assert not c.passed and "no judge model: give run_eval's judge_model (rillet eval --judge" in c.message

@@ -157,3 +157,54 @@ def test_ctrl_c_stops_the_eval_with_status_130_not_1(tmp_path: Path) -> None:
     assert proc.returncode == 130, (out, err)
     assert err.splitlines()[-1] == "rillet eval: interrupted (Ctrl-C): the eval stopped, no report"
     assert "Traceback" not in err
+
+
+JUDGED = '''
+from rillet import ChatModelAgent, ScriptedModel
+
+
+def build():
+    return ChatModelAgent("a", description="d", model=ScriptedModel(lambda messages, tools: "Thank you, sir."))
+
+
+def strict():
+    """A judge that passes only polite answers."""
+    def verdict(messages, tools):
+        polite = "Thank you" in messages[-1].content
+        return '{"verdict": "%s", "reason": "looked for thanks"}' % ("pass" if polite else "fail")
+    return ScriptedModel(verdict)
+
+
+not_a_model = 42
+'''
+
+
+def test_the_cli_takes_a_judge_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --judge a judge criterion could only fail from the command line."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "judged_agents.py").write_text(JUDGED)
+    (tmp_path / "tone.evalset.json").write_text(
+        json.dumps(
+            {
+                "name": "tone",
+                "cases": [{"id": "p", "turns": [{"input": "hi", "answer": {"judge": {"rubric": "polite"}}}]}],
+            }
+        )
+    )
+    argv = ["eval", "judged_agents:build", "tone.evalset.json", "--json"]
+    assert cli.main(argv) == 1
+    assert "rillet eval --judge MODULE:ATTRIBUTE" in capsys.readouterr().out
+    assert cli.main([*argv, "--judge", "judged_agents:strict"]) == 0
+    assert json.loads(capsys.readouterr().out)["passed"] is True
+    for spec, said in [
+        ("judged_agents:not_a_model", "--judge 'judged_agents:not_a_model' is a int, not a chat model"),
+        ("judged_agents:nothing", "--judge 'judged_agents:nothing': AttributeError:"),
+        ("judged_agents", "expected MODULE:ATTRIBUTE"),
+    ]:
+        with pytest.raises(SystemExit) as bad:
+            cli.main([*argv, "--judge", spec])
+        err = capsys.readouterr().err
+        assert bad.value.code == 2 and said in err and err.count("\n") == 1, err

@@ -56,6 +56,11 @@ def eval_command() -> None:
     type=click.Choice(["record", "replay"]),
     help="record the model's replies beside EVALSET (NAME.cassette.json), or replay them offline",
 )
+@click.option(
+    "--judge",
+    metavar="MODULE:ATTRIBUTE",
+    help="the model that answers the cases' judge criteria: a ChatModel, or a function of no arguments making one",
+)
 @click.option("--baseline", metavar="FILE", help="compare with an earlier JSON report: regressions, fixes, pass rates")
 @click.option("-o", "--output", metavar="FILE", help="also write the JSON report to FILE")
 @click.option("--json", "as_json", is_flag=True, help="print the JSON report instead of the table")
@@ -68,6 +73,7 @@ def run_command(
     timeout: float | None,
     cases: tuple[str, ...],
     cassette: str | None,
+    judge: str | None,
     baseline: str | None,
     output: str | None,
     as_json: bool,
@@ -85,6 +91,7 @@ def run_command(
     from rillet.examples.demo import make_console
 
     agent_or_fail("eval", spec)  # a bad spec fails here, in one line, before anything runs
+    judge_model = _judge_or_fail(judge) if judge is not None else None
     try:
         evals = load_eval_set(evalset)
     except EvalSetError as e:
@@ -111,6 +118,7 @@ def run_command(
             repeat=repeat,
             concurrency=concurrency,
             cassette=cassette,  # type: ignore[arg-type]  # click's Choice gives one of the two
+            judge_model=judge_model,
             cassette_file=cassette_path(evalset),
             timeout=timeout,
         )
@@ -137,6 +145,30 @@ def run_command(
         except OSError as e:
             fail("eval", f"-o {output}: cannot write the report: {e.strerror or e}")
     return 0 if report.passed else 1
+
+
+def _judge_or_fail(spec: str) -> Any:
+    """The judge model ``MODULE:ATTRIBUTE`` names (a model, or a function of no arguments that
+    makes one); exit status 2 with one line otherwise."""
+    import importlib
+    import os
+    import sys
+
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        fail("eval", f"--judge {spec!r}: expected MODULE:ATTRIBUTE, for example myapp.models:judge")
+    if os.getcwd() not in sys.path:  # as for the agent: the current directory is importable
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            obj = getattr(obj, part)
+        model = obj if callable(getattr(obj, "generate", None)) or not callable(obj) else obj()
+    except Exception as e:  # noqa: BLE001  # an import, a missing attribute, a factory's failure: one line
+        fail("eval", f"--judge {spec!r}: {type(e).__name__}: {e}")
+    if not callable(getattr(model, "generate", None)):
+        fail("eval", f"--judge {spec!r} is a {type(model).__name__}, not a chat model (it has no generate method)")
+    return model
 
 
 def _answer(text: str) -> tuple[str, Any]:

@@ -254,7 +254,13 @@ async def judge_answer(
     """Asks ``model`` whether ``answer`` to ``question`` meets ``judge.rubric``. The reply must be
     exactly ``{"verdict": "pass" | "fail", "reason": "..."}``; any other reply fails the check."""
     if model is None:
-        return Check(turn, "answer.judge", False, "the case has a judge criterion but the run has no judge_model")
+        return Check(
+            turn,
+            "answer.judge",
+            False,
+            "the case has a judge criterion but the run has no judge model: give run_eval's judge_model "
+            "(rillet eval --judge MODULE:ATTRIBUTE)",
+        )
     prompt = f"Rubric:\n{judge.rubric}\n\nThe user said:\n{question}\n\nThe agent answered:\n{answer}"
     try:
         reply = await model.generate([Message.system(JUDGE_SYSTEM), Message.user(prompt)])
