@@ -218,3 +218,25 @@ def test_an_eval_set_written_as_json_or_yaml_loads_back_the_same(tmp_path: Path,
     path = tmp_path / "round.evalset.yaml"
     path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     assert load_eval_set(path) == evals
+
+
+def test_a_typo_in_a_turn_is_reported_alone_not_as_an_empty_list_too(tmp_path: Path) -> None:
+    """pydantic adds 'cases: Tuple should have at least 1 item ..., not 0' for a set of two
+    cases when one item failed: a false lead."""
+    bad = tmp_path / "typo.json"
+    cases = [
+        {"id": "a", "turns": [{"input": "q", "bogus": 1}]},
+        {"id": "b", "turns": [{"input": "q", "answer": {"exact": 3}}]},
+    ]
+    bad.write_text(json.dumps({"name": "x", "cases": cases}))
+    with pytest.raises(EvalSetError) as e:
+        load_eval_set(bad)
+    assert str(e.value) == (
+        f"{bad}: not an eval set: cases.0.turns.0.bogus: Extra inputs are not permitted; "
+        "cases.1.turns.0.answer.exact: Input should be a valid string"
+    )
+    bad.write_text(json.dumps({"name": "x", "cases": [{"id": "a", "turns": []}]}))
+    with pytest.raises(
+        EvalSetError, match=r"cases\.0\.turns: Tuple should have at least 1 item after validation, not 0$"
+    ):
+        load_eval_set(bad)

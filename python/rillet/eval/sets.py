@@ -197,8 +197,24 @@ def load_eval_set(path: str | Path) -> EvalSet:
     try:
         return EvalSet.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'top'}: {err['msg']}" for err in e.errors())
-        raise EvalSetError(f"{path}: not an eval set: {problems}") from None
+        raise EvalSetError(f"{path}: not an eval set: {_problems(e)}") from None
+
+
+def _problems(e: ValidationError) -> str:
+    """The errors of ``e``, one ``where: what`` each, but a list's "should have at least 1 item"
+    caused by an item that failed (pydantic drops the bad item, then counts: "cases: at least 1
+    item, not 0" for a set of two cases, one with a typo)."""
+    errors = e.errors()
+    locs = [tuple(err["loc"]) for err in errors]
+    kept = [
+        err
+        for err in errors
+        if not (
+            err["type"] == "too_short"
+            and any(len(o) > len(err["loc"]) and o[: len(err["loc"])] == tuple(err["loc"]) for o in locs)
+        )
+    ]
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'top'}: {err['msg']}" for err in kept)
 
 
 def _yaml(text: str, path: Path) -> Any:
