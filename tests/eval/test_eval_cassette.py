@@ -63,7 +63,10 @@ def test_the_cli_records_then_replays_beside_the_eval_set(tmp_path: Path, capsys
     argv = ["eval", "rillet.examples.demo:build_agent", str(evalset), "--case", PASSING[0], "--json"]
     with pytest.raises(SystemExit) as missing:
         cli.main([*argv, "--cassette", "replay"])
-    assert missing.value.code == 2 and "record one first" in capsys.readouterr().err
+    assert (
+        missing.value.code == 2
+        and "record one first (cassette='record', or rillet eval ... --cassette record)" in capsys.readouterr().err
+    )
     assert cli.main([*argv, "--cassette", "record"]) == 0
     assert list(json.loads(cassette_path(evalset).read_text())["runs"]) == [PASSING[0]]
     capsys.readouterr()

@@ -96,7 +96,9 @@ class Cassette:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise CassetteError(f"no cassette at {path}: record one first (cassette='record')") from None
+            raise CassetteError(
+                f"no cassette at {path}: record one first (cassette='record', or rillet eval ... --cassette record)"
+            ) from None
         except (OSError, ValueError) as e:  # ValueError: bad JSON, or not UTF-8
             raise CassetteError(f"{path}: cannot read the cassette: {e}") from e
         if not isinstance(data, dict):
