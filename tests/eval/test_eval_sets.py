@@ -119,6 +119,10 @@ def test_files_that_are_not_eval_sets_say_where_and_what(tmp_path: Path) -> None
 
 
 def test_python_objects_check_their_values() -> None:
+    with pytest.raises(ValueError, match="at least 1 character"):
+        EvalCase(id="", turns=(Turn(input="q"),))
+    with pytest.raises(ValueError, match="at least 1 character"):
+        EvalSet(name="", cases=(EvalCase(id="a", turns=(Turn(input="q"),)),))
     with pytest.raises(ValueError, match="at least 1 item"):
         EvalCase(id="a", turns=())
     with pytest.raises(ValueError, match="less than or equal to 1"):
@@ -190,9 +194,10 @@ _TURN = st.builds(
     answer=st.none() | _ANSWER,
     interrupts=st.lists(st.builds(ExpectedInterrupt, tool=st.none() | _TEXT, resume=_JSON), max_size=2).map(tuple),
 )
+_NAME = _TEXT.filter(bool)
 _CASE = st.builds(
     EvalCase,
-    id=_TEXT,
+    id=_NAME,
     turns=st.lists(_TURN, min_size=1, max_size=2).map(tuple),
     session_state=st.dictionaries(_TEXT, _JSON, max_size=2),
     min_pass_rate=st.sampled_from([0.0, 0.5, 1.0]),
@@ -201,7 +206,7 @@ _CASE = st.builds(
 )
 _SET = st.builds(
     lambda name, cases, repeat: EvalSet(name=name, cases=tuple({c.id: c for c in cases}.values()), repeat=repeat),
-    name=_TEXT,
+    name=_NAME,
     cases=st.lists(_CASE, min_size=1, max_size=3),
     repeat=st.none() | st.integers(1, 3),
 )
@@ -240,3 +245,18 @@ def test_a_typo_in_a_turn_is_reported_alone_not_as_an_empty_list_too(tmp_path: P
         EvalSetError, match=r"cases\.0\.turns: Tuple should have at least 1 item after validation, not 0$"
     ):
         load_eval_set(bad)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(evals=_SET)
+def test_cases_added_one_by_one_with_add_case_load_back_the_same(tmp_path: Path, evals: EvalSet) -> None:
+    from rillet.eval.saved import add_case
+
+    path = tmp_path / "added.evalset.json"
+    path.unlink(missing_ok=True)
+    for case in evals.cases:
+        add_case(path, case, name=evals.name)
+    loaded = load_eval_set(path)
+    assert loaded.name == evals.name and loaded.cases == evals.cases
+    add_case(path, evals.cases[0], replace=True)  # in its place, the others unchanged
+    assert load_eval_set(path).cases == evals.cases

@@ -141,7 +141,7 @@ class EvalCase(_Model):
     Run ``repeat`` times (default: the set's, else the run's); it passes when at least
     ``min_pass_rate`` of its runs pass every check."""
 
-    id: str
+    id: str = Field(min_length=1)  # names the case in reports, --case, pytest ids and cassettes
     turns: tuple[Turn, ...] = Field(min_length=1)
     session_state: dict[str, Any] = Field(default_factory=dict)
     min_pass_rate: float = Field(default=1.0, ge=0.0, le=1.0)
@@ -152,7 +152,7 @@ class EvalCase(_Model):
 class EvalSet(_Model):
     """Named cases (their ids unique)."""
 
-    name: str
+    name: str = Field(min_length=1)
     cases: tuple[EvalCase, ...] = Field(min_length=1)  # no cases would pass, checking nothing
     description: str = ""
     repeat: int | None = Field(default=None, ge=1)
