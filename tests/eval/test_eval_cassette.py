@@ -199,3 +199,12 @@ def test_a_cassette_saved_loads_back_the_same(tmp_path: Path, runs: dict[str, An
             for agent, entries in attempt.items():
                 for k, (_, message) in enumerate(entries):
                     assert Message.from_dict(loaded.runs[case][n][agent][k]["reply"]) == message
+
+
+def test_two_eval_sets_in_one_folder_get_a_cassette_each() -> None:
+    """trips.a.json and trips.b.json both recorded into trips.cassette.json, one case's replies
+    over the other's when their ids met."""
+    assert cassette_path("evals/travel.evalset.json") == Path("evals/travel.cassette.json")
+    assert cassette_path("travel.evalset.yaml") == cassette_path("travel.yml") == Path("travel.cassette.json")
+    assert cassette_path("trips.a.json") == Path("trips.a.cassette.json")
+    assert cassette_path("trips.b.evalset.json") == Path("trips.b.cassette.json")

@@ -32,10 +32,14 @@ _Replies: TypeAlias = "dict[str, list[dict[str, Any]]]"  # agent name -> replies
 
 
 def cassette_path(eval_set_path: str | Path) -> Path:
-    """Where the cassette of the eval set in ``eval_set_path`` is kept: beside it, named after it."""
+    """Where the cassette of the eval set in ``eval_set_path`` is kept: beside it, named after it
+    (``travel.evalset.json``, ``travel.json`` and ``travel.yaml`` → ``travel.cassette.json``;
+    ``travel.v2.json`` → ``travel.v2.cassette.json``: only the suffixes go)."""
     path = Path(eval_set_path)
-    stem = path.name.split(".")[0]
-    return path.with_name(f"{stem}.cassette.json")
+    stem = path.name
+    for suffix in (".json", ".yaml", ".yml"):
+        stem = stem.removesuffix(suffix)
+    return path.with_name(f"{stem.removesuffix('.evalset')}.cassette.json")
 
 
 def request_digest(messages: list[Message]) -> str:
