@@ -107,6 +107,8 @@ def run_command(
         if unknown:
             fail("eval", f"{evalset} has no case {', '.join(map(repr, unknown))}")
         evals = evals.model_copy(update={"cases": tuple(c for c in evals.cases if c.id in cases)})
+        if before is not None:  # the cases not run were not removed from the set: leave them out of the comparison
+            before = {**before, "results": [r for r in before["results"] if r["id"] in cases]}
 
     def make_agent() -> Any:
         return load_agent(spec)  # a function of no arguments makes a fresh agent for each run
