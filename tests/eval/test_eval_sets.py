@@ -260,3 +260,26 @@ def test_cases_added_one_by_one_with_add_case_load_back_the_same(tmp_path: Path,
     assert loaded.name == evals.name and loaded.cases == evals.cases
     add_case(path, evals.cases[0], replace=True)  # in its place, the others unchanged
     assert load_eval_set(path).cases == evals.cases
+
+
+def test_a_key_given_twice_is_refused_not_silently_the_last(tmp_path: Path) -> None:
+    """json and PyYAML keep the last of two keys: a case's second "answer" dropped the first's
+    checks, and the case could pass on less than it says."""
+    twice = '{"name": "x", "cases": [{"id": "a", "turns": [{"input": "q", "answer": {"exact": "no"}, "answer": {}}]}]}'
+    path = tmp_path / "twice.json"
+    path.write_text(twice)
+    with pytest.raises(
+        EvalSetError, match=r"twice.json: not valid JSON: the key 'answer' is given twice in one object"
+    ):
+        load_eval_set(path)
+    need("yaml")
+    path = tmp_path / "twice.yaml"
+    path.write_text(
+        "name: x\ncases:\n  - id: a\n    turns:\n      - input: q\n        answer: {exact: 'no'}\n        answer: {}\n"
+    )
+    with pytest.raises(
+        EvalSetError, match=r"twice.yaml: not valid YAML: the key 'answer' is given twice in one object \(line 7, column 9\)"
+    ):
+        load_eval_set(path)
+    path.write_text("name: x\ncases:\n  - id: a\n    turns:\n      - {input: q, answer: {exact: 'yes'}}\n")
+    assert load_eval_set(path).cases[0].turns[0].answer == Answer(exact="yes")

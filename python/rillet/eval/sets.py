@@ -191,7 +191,7 @@ def load_eval_set(path: str | Path) -> EvalSet:
         if path.suffix in (".yaml", ".yml"):
             data = _yaml(text, path)
         else:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_no_duplicates)
     except (json.JSONDecodeError, ValueError) as e:
         raise EvalSetError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: {e}") from e
     try:
@@ -224,10 +224,36 @@ def _yaml(text: str, path: Path) -> Any:
         raise EvalSetError(
             f"{path}: reading YAML needs PyYAML: pip install 'rillet[eval]' (or write the eval set as JSON)"
         ) from None
+
+    class Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no stubs here
+        """SafeLoader refusing a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
+        data: dict[Any, Any] = {}
+        for k, v in node.value:
+            key = loader.construct_object(k, deep=deep)
+            if key in data:
+                where = f"line {k.start_mark.line + 1}, column {k.start_mark.column + 1}"
+                raise ValueError(f"the key {key!r} is given twice in one object ({where})")
+            data[key] = loader.construct_object(v, deep=deep)
+        return data
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=Loader)  # a SafeLoader, with one constructor more
     except yaml.YAMLError as e:
         raise ValueError(str(e)) from e
+
+
+def _no_duplicates(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """An object of ``pairs``; ValueError for a key given twice (JSON and YAML readers keep the
+    last one: a case's second ``answer`` would silently drop the first one's checks)."""
+    data: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"the key {key!r} is given twice in one object")
+        data[key] = value
+    return data
 
 
 def schema_text() -> str:
