@@ -208,3 +208,30 @@ def test_two_eval_sets_in_one_folder_get_a_cassette_each() -> None:
     assert cassette_path("travel.evalset.yaml") == cassette_path("travel.yml") == Path("travel.cassette.json")
     assert cassette_path("trips.a.json") == Path("trips.a.cassette.json")
     assert cassette_path("trips.b.evalset.json") == Path("trips.b.cassette.json")
+
+
+def test_a_replay_whose_tools_changed_fails_saying_record_again(tmp_path: Path) -> None:
+    """The tools offered are part of the request: a tool renamed or re-described since the
+    recording must not get the old replies (which call it by its old description's contract)."""
+    from rillet import tool
+    from rillet.eval import Answer, EvalCase, EvalSet, Turn
+
+    def make(doc: str) -> ChatModelAgent:
+        def lookup(invoice: str) -> str:
+            return f"invoice {invoice}"
+
+        lookup.__doc__ = f"{doc}\n\nArgs:\n    invoice: its number.\n"
+        return ChatModelAgent("clerk", description="d", model=ScriptedModel(lambda m, t: "ok"), tools=[tool(lookup)])
+
+    evals = EvalSet(name="s", cases=(EvalCase(id="c", turns=(Turn(input="q", answer=Answer(exact="ok")),)),))
+    tape = tmp_path / "s.cassette.json"
+    assert run_eval(
+        lambda: make("Finds an invoice."), evals, cassette="record", cassette_file=tape, progress=False
+    ).passed
+    assert run_eval(
+        lambda: make("Finds an invoice."), evals, cassette="replay", cassette_file=tape, progress=False
+    ).passed
+    changed = run_eval(
+        lambda: make("Deletes an invoice."), evals, cassette="replay", cassette_file=tape, progress=False
+    )
+    assert not changed.passed and "does not fit call 1 of agent 'clerk'" in changed.failure_text()

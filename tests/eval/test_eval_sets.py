@@ -278,7 +278,8 @@ def test_a_key_given_twice_is_refused_not_silently_the_last(tmp_path: Path) -> N
         "name: x\ncases:\n  - id: a\n    turns:\n      - input: q\n        answer: {exact: 'no'}\n        answer: {}\n"
     )
     with pytest.raises(
-        EvalSetError, match=r"twice.yaml: not valid YAML: the key 'answer' is given twice in one object \(line 7, column 9\)"
+        EvalSetError,
+        match=r"twice.yaml: not valid YAML: the key 'answer' is given twice in one object \(line 7, column 9\)",
     ):
         load_eval_set(path)
     path.write_text("name: x\ncases:\n  - id: a\n    turns:\n      - {input: q, answer: {exact: 'yes'}}\n")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -23,6 +24,7 @@ from rillet.run.plugin import Plugin
 
 if TYPE_CHECKING:
     from rillet.chatmodel import ModelContext
+    from rillet.tools import ToolInfo
 
 __all__ = ["Cassette", "CassetteError", "CassetteMode", "cassette_path"]
 
@@ -42,10 +44,11 @@ def cassette_path(eval_set_path: str | Path) -> Path:
     return path.with_name(f"{stem.removesuffix('.evalset')}.cassette.json")
 
 
-def request_digest(messages: list[Message]) -> str:
-    """A short fingerprint of a model request (its messages as dicts): the same conversation
-    gives the same digest, a changed prompt, tool result or user input another."""
-    text = json.dumps([m.to_dict() for m in messages], ensure_ascii=False, sort_keys=True, default=str)
+def request_digest(messages: list[Message], tools: Sequence[ToolInfo] = ()) -> str:
+    """A short fingerprint of a model request (its messages and the tools offered): the same
+    request gives the same digest; a changed prompt, tool result, user input or tool another."""
+    request = {"messages": [m.to_dict() for m in messages], "tools": [t.to_openai() for t in tools]}
+    text = json.dumps(request, ensure_ascii=False, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -140,7 +143,7 @@ class Recorder(Plugin):
         self.asked: dict[str, str] = {}
 
     def before_model(self, ctx: ModelContext) -> None:
-        self.asked[ctx.agent_name] = request_digest(ctx.messages)
+        self.asked[ctx.agent_name] = request_digest(ctx.messages, ctx.tools)
 
     def after_model(self, ctx: ModelContext, reply: Message) -> None:
         entry = {"request": self.asked.pop(ctx.agent_name, None), "reply": reply.to_dict()}
@@ -165,7 +168,7 @@ class Player(Plugin):
                 f"call {n + 1} asked for another (record the case again after changing the agent)"
             )
         reply, digest = _reply_of(recorded[n])
-        if digest is not None and digest != request_digest(ctx.messages):
+        if digest is not None and digest != request_digest(ctx.messages, ctx.tools):
             last = ctx.messages[-1] if ctx.messages else None
             said = f" (its last message: {last.role} {_short(last.content)})" if last is not None else ""
             raise CassetteError(
