@@ -190,6 +190,15 @@ def test_a_failing_run_is_a_failed_check_not_an_exception() -> None:
 
     report = run_eval(broken, EvalSet(name="s", cases=(case,)), progress=False)
     assert report.cases[0].runs[0].failures[0].message == "RuntimeError: no key"
+    assert "  making the agent, error: RuntimeError: no key" in report.failure_text()  # not 'turn 0'
+    from io import StringIO
+
+    from rich.console import Console
+    from rillet.eval.report import print_report
+
+    out = StringIO()
+    print_report(report, Console(file=out, width=200, no_color=True))
+    assert "making the agent, error" in out.getvalue() and "turn 0" not in out.getvalue()
 
 
 def test_the_sync_wrapper_refuses_a_running_loop_and_the_async_core_runs_there() -> None:

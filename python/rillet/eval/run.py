@@ -118,6 +118,11 @@ class EvalReport:
         return "\n\n".join(case_failure_text(c) for c in self.cases if not c.passed)
 
 
+def where_text(check: Check) -> str:
+    """``turn N``, or for a check of no turn (turn 0: the agent could not be made) what failed."""
+    return f"turn {check.turn}" if check.turn else "making the agent"
+
+
 def case_failure_text(result: CaseResult) -> str:
     """Why ``result`` failed, as :meth:`EvalReport.failure_text` gives it for one case."""
     passed = sum(r.passed for r in result.runs)
@@ -128,7 +133,7 @@ def case_failure_text(result: CaseResult) -> str:
     run = next((r for r in result.runs if not r.passed), None)
     if run is not None:
         for check in run.failures:
-            lines.append(f"  turn {check.turn}, {check.kind}: {check.message}")
+            lines.append(f"  {where_text(check)}, {check.kind}: {check.message}")
             if check.step is not None:
                 first = max(check.step - 2, 1)
                 for n in range(first, min(check.step + 1, len(run.steps)) + 1):
