@@ -241,6 +241,9 @@ def _schema_check(schema: dict[str, Any], answer: str) -> tuple[bool, str]:
     return False, f"at {where}: {error.message}"
 
 
+_FENCE = re.compile(r"```(?:json)?\s*\n(.*)\n\s*```", re.DOTALL)
+"""A reply that is one fenced block of code: the judge's JSON inside it is read."""
+
 JUDGE_SYSTEM = (
     "You grade an AI agent's answer against a rubric. Reply with one JSON object and nothing else: "
     '{"verdict": "pass", "reason": "<one sentence>"} if the answer meets the rubric, '
@@ -252,7 +255,8 @@ async def judge_answer(
     turn: int, judge: Judge, model: ChatModel | None, question: str, answer: str, step: int | None
 ) -> Check:
     """Asks ``model`` whether ``answer`` to ``question`` meets ``judge.rubric``. The reply must be
-    exactly ``{"verdict": "pass" | "fail", "reason": "..."}``; any other reply fails the check."""
+    exactly ``{"verdict": "pass" | "fail", "reason": "..."}`` (alone, or alone in a fenced
+    block of code); any other reply fails the check."""
     if model is None:
         return Check(
             turn,
@@ -267,8 +271,9 @@ async def judge_answer(
     except Exception as e:  # noqa: BLE001  # the judge's failure fails this check, not the agent's run
         return Check(turn, "answer.judge", False, f"the judge model failed: {type(e).__name__}: {e}", step)
     text = reply.content.strip()
+    fenced = _FENCE.fullmatch(text)  # many models put JSON in a ```json fence, asked or not
     try:
-        verdict = json.loads(text)
+        verdict = json.loads(fenced.group(1) if fenced else text)
     except json.JSONDecodeError:
         verdict = None
     if (
