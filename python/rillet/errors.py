@@ -508,8 +508,8 @@ class EvalSetError(RilletError, ValueError):
 
 
 class CassetteError(RilletError):
-    """An eval cassette that cannot be read, or that has no reply for a model call being
-    replayed (rillet.eval.cassette)."""
+    """An eval cassette that cannot be read, or that has no reply (or one recorded for another
+    request) for a model call being replayed (rillet.eval.cassette)."""
 
 
 class PortUnavailableError(RilletError, OSError):

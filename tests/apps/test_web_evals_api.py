@@ -58,3 +58,18 @@ def test_reports_are_read_only_from_the_folder_and_unknown_things_are_404(tmp_pa
     assert saved["file"] == "mine.json" and saved["cases"] == 1
     assert saved["case"]["turns"][0]["interrupts"] == [{"tool": "book_hotel", "resume": {"decision": "approve"}}]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json", "notes.json", "r.json"]
+
+
+def test_every_report_listed_can_be_opened(tmp_path: Path) -> None:
+    """A report named with a space was listed, then 404 when opened; a hidden one was listed too."""
+    report = json.dumps(
+        {"eval_set": "s", "passed": True, "cases": 1, "results": [{"id": "a", "pass_rate": 1.0, "passed": True}]}
+    )
+    for name in ("before run.json", "v1+fix.json", ".hidden.json", "_private.json"):
+        (tmp_path / name).write_text(report)
+    client: Any = make_client(create_app(build(), evals=str(tmp_path)))
+    listed = sorted(r["file"] for r in client.get("/api/evals").json()["reports"])
+    assert listed == ["before run.json", "v1+fix.json"]
+    for name in listed:
+        assert client.get(f"/api/evals/reports/{name}").status_code == 200, name
+    assert client.get("/api/evals/reports/.hidden.json").status_code == 404

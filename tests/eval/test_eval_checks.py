@@ -138,4 +138,24 @@ def test_the_judge_asks_the_model_with_the_rubric_and_reads_a_strict_verdict() -
 
 def test_a_judge_criterion_without_a_judge_model_fails_and_says_so() -> None:
     c = asyncio.run(judge_answer(1, Judge(rubric="r"), None, "q", "a", 2))
-    assert not c.passed and "no judge_model" in c.message
+    assert not c.passed and "no judge model: give run_eval's judge_model (rillet eval --judge" in c.message
+
+
+def test_a_verdict_in_a_json_fence_is_read_anything_else_around_it_is_not() -> None:
+    """Models often fence JSON: a fenced verdict failed the case, the agent's answer unjudged."""
+    replies = [
+        '```json\n{"verdict": "pass", "reason": "ok"}\n```',
+        '```\n{"verdict": "fail", "reason": "rude"}\n```',
+        'Sure! ```json\n{"verdict": "pass", "reason": "ok"}\n```',
+        '```json\n{"verdict": "pass", "reason": "ok"}\n```\n```json\n{"verdict": "fail", "reason": "no"}\n```',
+    ]
+    model = ScriptedModel(replies)
+
+    async def verdicts() -> list[tuple[bool, str]]:
+        return [
+            ((c := await judge_answer(1, Judge(rubric="r"), model, "q", "a", 2)).passed, c.message) for _ in replies
+        ]
+
+    got = asyncio.run(verdicts())
+    assert got[:2] == [(True, ""), (False, "the judge says: rude")]
+    assert all(not ok and "did not reply" in message for ok, message in got[2:]), got

@@ -52,3 +52,24 @@ def test_the_cli_compares_with_a_baseline(tmp_path: Path, capsys: pytest.Capture
     (tmp_path / "bad.json").write_text("[]")
     with pytest.raises(ValueError, match="not an eval report"):
         load_report(tmp_path / "bad.json")
+
+
+def test_reports_that_are_not_reports_raise_value_errors_not_key_errors() -> None:
+    good = report(("a", 1.0, True))
+    with pytest.raises(ValueError, match=r"the report before: not an eval report: result 1 is not"):
+        compare_reports({"results": [{"pass_rate": 1.0, "passed": True}]}, good)
+    with pytest.raises(ValueError, match=r"the report after: not an eval report \(expected"):
+        compare_reports(good, {"cases": []})
+    with pytest.raises(ValueError, match="two results have the id 'a'"):
+        compare_reports(good, report(("a", 1.0, True), ("a", 0.0, False)))
+
+
+def test_with_case_the_cases_not_run_are_not_called_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "eval" / "travel.evalset.json")
+    baseline = tmp_path / "before.json"
+    baseline.write_text(json.dumps(report(("trip-with-booking", 1.0, True), ("wrong-order", 1.0, True))))
+    argv = ["eval", "rillet.examples.demo:build_agent", example, "--case", "wrong-order", "--baseline", str(baseline)]
+    assert cli.main([*argv, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["comparison"] == [
+        {"id": "wrong-order", "status": "regressed", "before": 1.0, "after": 0.0}
+    ]

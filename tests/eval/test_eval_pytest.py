@@ -32,3 +32,27 @@ def test_a_failing_case_fails_with_the_report_text() -> None:
     assert text.startswith("case 'wrong-order': 0 of 1 runs passed")
     assert "turn 1, trajectory: exact: left the expected trajectory at step 2 (call 1)" in text
     assert ">> step 2: travel_assistant: calls get_weather" in text
+
+
+def test_it_records_then_replays_a_cassette_offline(tmp_path: Path) -> None:
+    """eval_test had no cassette: a pytest suite could only call the real model."""
+    import shutil
+
+    from rillet import ScriptedModel
+    from rillet.eval.cassette import cassette_path
+
+    evalset = tmp_path / "travel.evalset.json"
+    shutil.copy(EXAMPLE, evalset)
+    record = eval_test(build_agent, evalset, cassette="record")
+    for case in PASSING.cases:
+        record(case)
+    assert cassette_path(evalset).exists()
+
+    def offline(messages: object, tools: object) -> str:
+        raise AssertionError("the model was called during a replay")
+
+    replay = eval_test(lambda: build_agent(model=ScriptedModel(offline)), evalset, cassette="replay")
+    for case in PASSING.cases:
+        replay(case)
+    with pytest.raises(ValueError, match="pass cassette_file"):
+        eval_test(build_agent, PASSING, cassette="replay")

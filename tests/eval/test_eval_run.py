@@ -190,6 +190,15 @@ def test_a_failing_run_is_a_failed_check_not_an_exception() -> None:
 
     report = run_eval(broken, EvalSet(name="s", cases=(case,)), progress=False)
     assert report.cases[0].runs[0].failures[0].message == "RuntimeError: no key"
+    assert "  making the agent, error: RuntimeError: no key" in report.failure_text()  # not 'turn 0'
+    from io import StringIO
+
+    from rich.console import Console
+    from rillet.eval.report import print_report
+
+    out = StringIO()
+    print_report(report, Console(file=out, width=200, no_color=True))
+    assert "making the agent, error" in out.getvalue() and "turn 0" not in out.getvalue()
 
 
 def test_the_sync_wrapper_refuses_a_running_loop_and_the_async_core_runs_there() -> None:
@@ -226,3 +235,165 @@ def test_the_progress_line_counts_runs_on_one_line() -> None:
     for done in (1, 2, 3):
         show(done, 3)
     assert out.getvalue() == "\r  eval: 1/3 runs\r  eval: 2/3 runs\r  eval: 3/3 runs\n"
+
+
+def test_a_run_that_hangs_is_stopped_by_the_timeout_and_fails_with_its_steps() -> None:
+    """Without a timeout one hanging agent hung the whole eval (and rillet eval) for ever."""
+    stopped = threading.Event()
+
+    @tool
+    async def wait_forever(x: str) -> str:
+        """Never returns.
+
+        Args:
+            x: anything.
+        """
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+        return "never"
+
+    def hangs_on_q(messages: list[Message], tools: tuple[ToolInfo, ...]) -> Message | str:
+        if messages[-1].role == "user" and messages[-1].content == "hang":
+            return Message.assistant(
+                tool_calls=[ToolCall(id="c1", function=FunctionCall("wait_forever", '{"x": "1"}'))]
+            )
+        return "fine"
+
+    def agent() -> ChatModelAgent:
+        return ChatModelAgent("a", description="d", model=ScriptedModel(hangs_on_q), tools=[wait_forever])
+
+    cases = (
+        EvalCase(id="hangs", turns=(Turn(input="hang"),)),
+        EvalCase(id="ok", turns=(Turn(input="q", answer=Answer(exact="fine")),)),
+    )
+    report = run_eval(agent, EvalSet(name="s", cases=cases), timeout=0.2, progress=False)
+    hung, ok = report.cases
+    assert ok.passed and not hung.passed and stopped.is_set()  # the hanging tool was cancelled
+    [failure] = hung.runs[0].failures
+    assert failure.kind == "timeout" and failure.turn == 1 and failure.step == 2
+    assert failure.message == "the run did not finish in 0.2s (at step 2); it was stopped"
+    assert hung.runs[0].steps == ["user: hang", 'a: calls wait_forever({"x": "1"})']
+    with pytest.raises(ValueError, match="timeout must be a number of seconds above 0"):
+        run_eval(agent, EvalSet(name="s", cases=cases), timeout=0)
+
+
+def test_the_cli_takes_a_timeout(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    from rillet import cli
+
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "eval" / "travel.evalset.json")
+    argv = ["eval", "rillet.examples.demo:build_agent", example, "--case", "trip-with-booking", "--json"]
+    assert cli.main([*argv, "--timeout", "30"]) == 0
+    with pytest.raises(SystemExit) as bad:
+        cli.main([*argv, "--timeout", "0"])
+    assert bad.value.code == 2 and "--timeout" in capsys.readouterr().err
+
+
+def test_a_judge_that_raises_fails_its_check_and_the_next_turn_still_runs() -> None:
+    """It was an 'error' of the run ('RuntimeError: ...', not saying the judge) that skipped the
+    turns after it."""
+
+    class DownJudge(ScriptedModel):
+        async def generate(self, *args: Any, **kwargs: Any) -> Message:
+            raise RuntimeError("judge service down")
+
+    turns = (
+        Turn(input="q", answer=Answer(judge=Judge(rubric="polite"))),
+        Turn(input="again", answer=Answer(exact="fine")),
+    )
+    agent = ChatModelAgent("a", description="d", model=ScriptedModel(lambda m, t: "fine"))
+    report = run_eval(
+        agent, EvalSet(name="s", cases=(EvalCase(id="j", turns=turns),)), judge_model=DownJudge([]), progress=False
+    )
+    checks = report.cases[0].runs[0].checks
+    assert [(c.turn, c.kind, c.passed) for c in checks] == [(1, "answer.judge", False), (2, "answer.exact", True)]
+    assert checks[0].message == "the judge model failed: RuntimeError: judge service down" and checks[0].step == 2
+
+
+def test_stress_every_run_of_every_case_once_within_the_limit_from_several_threads() -> None:
+    """200 cases x 3 repeats at most 5 at once, in 3 threads each with its own event loop: no run
+    lost or counted twice, each answer checked against its own case's input."""
+    lock = threading.Lock()
+    running: dict[int, int] = {}
+    peaks: dict[int, int] = {}
+
+    async def echo(messages: list[Message], tools: tuple[ToolInfo, ...]) -> str:
+        me = threading.get_ident()
+        with lock:
+            running[me] = running.get(me, 0) + 1
+            peaks[me] = max(peaks.get(me, 0), running[me])
+        await asyncio.sleep(0)  # lets the other runs of this loop in
+        with lock:
+            running[me] -= 1
+        return f"echo {messages[-1].content}"
+
+    def agent() -> ChatModelAgent:
+        return ChatModelAgent("echo", description="d", model=ScriptedModel(echo))
+
+    cases = tuple(
+        EvalCase(id=f"c{i}", turns=(Turn(input=f"q{i}", answer=Answer(exact=f"echo q{i}")),)) for i in range(200)
+    )
+    reports: list[Any] = []
+
+    def one() -> None:
+        reports.append(run_eval(agent, EvalSet(name="s", cases=cases), repeat=3, concurrency=5, progress=False))
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(reports) == 3
+    for report in reports:
+        assert report.passed, report.failure_text()
+        assert [r.case.id for r in report.cases] == [c.id for c in cases]
+        assert all([run.attempt for run in r.runs] == [0, 1, 2] for r in report.cases)
+    assert len(peaks) == 3 and all(peak <= 5 for peak in peaks.values()), peaks
+
+
+def test_cancelling_an_eval_cancels_its_runs_and_their_tools() -> None:
+    started: list[str] = []
+    finished: list[str] = []
+    two, both_stopped = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def block(x: str) -> str:
+        """Waits until cancelled.
+
+        Args:
+            x: anything.
+        """
+        started.append(x)
+        if len(started) == 2:
+            two.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            finished.append(x)
+            if len(finished) == 2:
+                both_stopped.set()
+        return "never"
+
+    def calls_block(messages: list[Message], tools: tuple[ToolInfo, ...]) -> Message:
+        return Message.assistant(tool_calls=[ToolCall(id="c1", function=FunctionCall("block", '{"x": "1"}'))])
+
+    def agent() -> ChatModelAgent:
+        return ChatModelAgent("a", description="d", model=ScriptedModel(calls_block), tools=[block])
+
+    cases = tuple(EvalCase(id=f"c{i}", turns=(Turn(input="q"),)) for i in range(5))
+
+    async def main() -> None:
+        task = asyncio.ensure_future(arun_eval(agent, EvalSet(name="s", cases=cases), concurrency=2, progress=False))
+        await two.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The runs' streams are closed as the eval unwinds; their tasks end on the loop's next
+        # turns (RunIterator.close cancels, it does not wait), so wait for the tools to stop.
+        await asyncio.wait_for(both_stopped.wait(), 30)
+        assert len(started) == 2 and len(finished) == 2  # the limit held; no third run started
+
+    asyncio.run(main())

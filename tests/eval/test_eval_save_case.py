@@ -133,3 +133,28 @@ def test_eval_is_a_group_whose_default_command_runs_a_set(capsys: pytest.Capture
     assert re.search(r"\brun +run an eval set", out) and re.search(r"save-case +write a saved session", out)
     assert cli.main(["--help"]) == 0  # rillet's own help still says what eval does
     assert re.search(r"\beval +run an eval set against an agent", capsys.readouterr().out)
+
+
+def test_a_db_that_is_not_sqlite_or_an_output_that_cannot_be_written_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A SessionError traceback (exit 1) and a FileNotFoundError traceback before."""
+    text = tmp_path / "notes.db"
+    text.write_text("not a database")
+    db = tmp_path / "runs.db"
+    _paused(db)
+    for args, message in [
+        (
+            ["--db", str(text), "--session", "trip", "-o", str(tmp_path / "s.json")],
+            "notes.db' is not a SQLite database",
+        ),
+        (
+            ["--db", str(db), "--checkpoint", "c1", "-o", str(tmp_path / "no" / "s.json")],
+            f"-o {tmp_path / 'no' / 's.json'}: cannot write it: No such file or directory",
+        ),
+    ]:
+        with pytest.raises(SystemExit) as refused:
+            cli.main(["eval", "save-case", *args])
+        err = capsys.readouterr().err
+        assert refused.value.code == 2 and err.startswith("rillet eval save-case: ") and message in err, err
+        assert err.count("\n") == 1

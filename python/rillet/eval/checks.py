@@ -63,16 +63,53 @@ def _expected_text(e: ExpectedCall) -> str:
     return text[:-1] + ", ...)" if e.arguments_match == "subset" else text
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values are equal as JSON: Python's ``==`` says ``True == 1`` and
+    ``1.0 == True``, but a boolean is not a number (``30`` and ``30.0`` are the same number)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) or isinstance(b, (int, float)):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(same_json(a[k], b[k]) for k in a)
+        )
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return (
+            isinstance(a, (list, tuple))
+            and isinstance(b, (list, tuple))
+            and len(a) == len(b)
+            and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+        )
+    return bool(a == b)
+
+
 def _matches(e: ExpectedCall, a: ActualCall) -> bool:
     if e.name != a.name:
         return False
     if e.arguments is None:
         return True
     if e.arguments_match == "exact":
-        return bool(a.arguments == e.arguments)
+        return same_json(a.arguments, e.arguments)
     return isinstance(a.arguments, dict) and all(
-        k in a.arguments and a.arguments[k] == v for k, v in e.arguments.items()
+        k in a.arguments and same_json(a.arguments[k], v) for k, v in e.arguments.items()
     )
+
+
+def _augment(i: int, edges: list[list[int]], owner: dict[int, int], seen: set[int]) -> bool:
+    """Kuhn's augmenting path from left node ``i``: True if it got a right node (``owner``
+    maps a right node to the left node holding it)."""
+    for j in edges[i]:
+        if j in seen:
+            continue
+        seen.add(j)
+        if j not in owner or _augment(owner[j], edges, owner, seen):
+            owner[j] = i
+            return True
+    return False
 
 
 def _made(actual: Sequence[ActualCall]) -> str:
@@ -124,30 +161,29 @@ def _in_order(exp: Sequence[ExpectedCall], actual: Sequence[ActualCall]) -> tupl
 
 
 def _any_order(exp: Sequence[ExpectedCall], actual: Sequence[ActualCall]) -> tuple[str, int | None] | None:
-    unused = list(actual)
-    missing = []
-    for e in exp:
-        found = next((a for a in unused if _matches(e, a)), None)
-        if found is None:
-            missing.append(_expected_text(e))
-        else:
-            unused.remove(found)
+    # Each expected call needs a call of its own: a matching, not a first-fit (an expected call
+    # with any arguments must not take the one call a more precise expected call needs).
+    edges = [[k for k, a in enumerate(actual) if _matches(e, a)] for e in exp]
+    owner: dict[int, int] = {}
+    missing = [_expected_text(e) for i, e in enumerate(exp) if not _augment(i, edges, owner, set())]
     if not missing:
         return None
     return f"never made {', '.join(missing)}; the run made {_made(actual)}", None
 
 
 def _subset(exp: Sequence[ExpectedCall], actual: Sequence[ActualCall]) -> tuple[str, int | None] | None:
-    unused = list(exp)
-    for a in actual:
-        found = next((e for e in unused if _matches(e, a)), None)
-        if found is None:
+    # Each call made needs an expected call of its own (a matching, as for any_order); the first
+    # call that cannot get one, with the calls before it placed, is where the run left the set.
+    edges = [[j for j, e in enumerate(exp) if _matches(e, a)] for a in actual]
+    owner: dict[int, int] = {}
+    for k, a in enumerate(actual):
+        if not _augment(k, edges, owner, set()):
+            left = [_expected_text(e) for j, e in enumerate(exp) if j not in owner]
             return (
                 f"left the expected trajectory at step {a.step}: {call_text(a.name, a.arguments)} is not one of "
-                f"the expected calls left ({', '.join(_expected_text(e) for e in unused) or 'none'})",
+                f"the expected calls left ({', '.join(left) or 'none'})",
                 a.step,
             )
-        unused.remove(found)
     return None
 
 
@@ -205,6 +241,9 @@ def _schema_check(schema: dict[str, Any], answer: str) -> tuple[bool, str]:
     return False, f"at {where}: {error.message}"
 
 
+_FENCE = re.compile(r"```(?:json)?\s*\n(.*)\n\s*```", re.DOTALL)
+"""A reply that is one fenced block of code: the judge's JSON inside it is read."""
+
 JUDGE_SYSTEM = (
     "You grade an AI agent's answer against a rubric. Reply with one JSON object and nothing else: "
     '{"verdict": "pass", "reason": "<one sentence>"} if the answer meets the rubric, '
@@ -216,14 +255,25 @@ async def judge_answer(
     turn: int, judge: Judge, model: ChatModel | None, question: str, answer: str, step: int | None
 ) -> Check:
     """Asks ``model`` whether ``answer`` to ``question`` meets ``judge.rubric``. The reply must be
-    exactly ``{"verdict": "pass" | "fail", "reason": "..."}``; any other reply fails the check."""
+    exactly ``{"verdict": "pass" | "fail", "reason": "..."}`` (alone, or alone in a fenced
+    block of code); any other reply fails the check."""
     if model is None:
-        return Check(turn, "answer.judge", False, "the case has a judge criterion but the run has no judge_model")
+        return Check(
+            turn,
+            "answer.judge",
+            False,
+            "the case has a judge criterion but the run has no judge model: give run_eval's judge_model "
+            "(rillet eval --judge MODULE:ATTRIBUTE)",
+        )
     prompt = f"Rubric:\n{judge.rubric}\n\nThe user said:\n{question}\n\nThe agent answered:\n{answer}"
-    reply = await model.generate([Message.system(JUDGE_SYSTEM), Message.user(prompt)])
-    text = reply.content.strip()
     try:
-        verdict = json.loads(text)
+        reply = await model.generate([Message.system(JUDGE_SYSTEM), Message.user(prompt)])
+    except Exception as e:  # noqa: BLE001  # the judge's failure fails this check, not the agent's run
+        return Check(turn, "answer.judge", False, f"the judge model failed: {type(e).__name__}: {e}", step)
+    text = reply.content.strip()
+    fenced = _FENCE.fullmatch(text)  # many models put JSON in a ```json fence, asked or not
+    try:
+        verdict = json.loads(fenced.group(1) if fenced else text)
     except json.JSONDecodeError:
         verdict = None
     if (

@@ -54,23 +54,47 @@ class Comparison:
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    """A JSON report written by ``rillet eval --json`` or ``-o`` (``EvalReport.to_json()``)."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise ValueError(f"{path}: not an eval report (expected the JSON of rillet eval --json)")
+    """A JSON report written by ``rillet eval --json`` or ``-o`` (``EvalReport.to_json()``).
+    Raises OSError if it cannot be read, ValueError if it is not such a report."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not an eval report (not JSON: {e})") from None
+    _rates(data, str(path))
+    assert isinstance(data, dict)  # _rates said so
     return data
 
 
-def _rates(report: EvalReport | dict[str, Any]) -> dict[str, tuple[float, bool]]:
+def _rates(report: EvalReport | dict[str, Any], where: str = "the report") -> dict[str, tuple[float, bool]]:
+    """Each case's pass rate and result; ValueError if ``report`` is not a report's JSON."""
     data = report.to_json() if isinstance(report, EvalReport) else report
-    return {r["id"]: (float(r["pass_rate"]), bool(r["passed"])) for r in data["results"]}
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list):
+        raise ValueError(f"{where}: not an eval report (expected the JSON of rillet eval --json)")
+    rates: dict[str, tuple[float, bool]] = {}
+    for n, r in enumerate(results, 1):
+        ok = (
+            isinstance(r, dict)
+            and isinstance(r.get("id"), str)
+            and isinstance(r.get("pass_rate"), (int, float))
+            and not isinstance(r.get("pass_rate"), bool)
+            and isinstance(r.get("passed"), bool)
+        )
+        if not ok:
+            raise ValueError(
+                f'{where}: not an eval report: result {n} is not {{"id": str, "pass_rate": number, "passed": bool}}'
+            )
+        if r["id"] in rates:
+            raise ValueError(f"{where}: not an eval report: two results have the id {r['id']!r}")
+        rates[r["id"]] = (float(r["pass_rate"]), r["passed"])
+    return rates
 
 
 def compare_reports(before: EvalReport | dict[str, Any], after: EvalReport | dict[str, Any]) -> Comparison:
     """How each case went from ``before`` to ``after`` (reports, or their JSON): ``regressed``
     (passed, now fails), ``fixed`` (failed, now passes), ``changed`` (same result, another pass
     rate), ``same``, ``new`` (only after), ``removed`` (only before)."""
-    old, new = _rates(before), _rates(after)
+    old, new = _rates(before, "the report before"), _rates(after, "the report after")
     changes = []
     for case_id, (rate, passed) in new.items():
         if case_id not in old:

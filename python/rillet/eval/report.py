@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rillet.eval.run import EvalReport, case_failure_text
+from rillet.eval.run import EvalReport, case_failure_text, where_text
 
 __all__ = ["print_report"]
 
@@ -21,7 +21,7 @@ def print_report(report: EvalReport, console: Console) -> None:
         passed = sum(r.passed for r in result.runs)
         failing = next((r for r in result.runs if not r.passed), None)
         first = failing.failures[0] if failing is not None and failing.failures else None
-        why = f"turn {first.turn}, {first.kind}" + (f" (step {first.step})" if first.step else "") if first else ""
+        why = f"{where_text(first)}, {first.kind}" + (f" (step {first.step})" if first.step else "") if first else ""
         mark = "[green]PASS[/]" if result.passed else "[red]FAIL[/]"
         table.add_row(
             escape(result.case.id), f"{passed}/{len(result.runs)}", f"{result.pass_rate:.0%}", mark, escape(why)

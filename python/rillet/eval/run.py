@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from rillet.checkpoint import InMemoryCheckpointStore
-from rillet.eval.cassette import Cassette, CassetteMode, cassette_path
+from rillet.eval.cassette import Cassette, CassetteMode, Player, cassette_path
 from rillet.eval.checks import ActualCall, Check, call_text, check_answer, check_trajectory, judge_answer
 from rillet.eval.sets import EvalCase, EvalSet, ExpectedInterrupt, Turn, load_eval_set
 from rillet.runner import Runner
@@ -118,6 +118,11 @@ class EvalReport:
         return "\n\n".join(case_failure_text(c) for c in self.cases if not c.passed)
 
 
+def where_text(check: Check) -> str:
+    """``turn N``, or for a check of no turn (turn 0: the agent could not be made) what failed."""
+    return f"turn {check.turn}" if check.turn else "making the agent"
+
+
 def case_failure_text(result: CaseResult) -> str:
     """Why ``result`` failed, as :meth:`EvalReport.failure_text` gives it for one case."""
     passed = sum(r.passed for r in result.runs)
@@ -128,7 +133,7 @@ def case_failure_text(result: CaseResult) -> str:
     run = next((r for r in result.runs if not r.passed), None)
     if run is not None:
         for check in run.failures:
-            lines.append(f"  turn {check.turn}, {check.kind}: {check.message}")
+            lines.append(f"  {where_text(check)}, {check.kind}: {check.message}")
             if check.step is not None:
                 first = max(check.step - 2, 1)
                 for n in range(first, min(check.step + 1, len(run.steps)) + 1):
@@ -186,7 +191,8 @@ class _CaseRunner:
         cassette: tuple[Cassette, CassetteMode] | None,
     ) -> None:
         self.case, self.attempt, self.judge_model = case, attempt, judge_model
-        plugins = [cassette[0].plugin(case.id, attempt, cassette[1])] if cassette is not None else []
+        self.tape = cassette[0].plugin(case.id, attempt, cassette[1]) if cassette is not None else None
+        plugins = [self.tape] if self.tape is not None else []
         self.runner = Runner(
             _agent_of(target),
             checkpoint_store=InMemoryCheckpointStore(),
@@ -196,10 +202,19 @@ class _CaseRunner:
         self.session = f"eval-{uuid.uuid4().hex[:12]}"
         self.steps: list[str] = []
         self.checks: list[Check] = []
+        self.turn = 0
+        self.start = time.perf_counter()
+
+    def timed_out(self, timeout: float) -> CaseRun:
+        """The run as far as it got when it took longer than ``timeout`` seconds (it was cancelled)."""
+        message = f"the run did not finish in {timeout:g}s (at step {len(self.steps)}); it was stopped"
+        self.checks.append(Check(self.turn, "timeout", False, message, len(self.steps) or None))
+        return CaseRun(self.case.id, self.attempt, self.checks, self.steps, time.perf_counter() - self.start)
 
     async def run(self) -> CaseRun:
-        start = time.perf_counter()
+        start = self.start = time.perf_counter()
         for t, turn in enumerate(self.case.turns, 1):
+            self.turn = t
             try:
                 ok = await self._turn(t, turn)
             except Exception as e:  # noqa: BLE001  # the Runner refusing, a failing judge: this run fails, the others go on
@@ -207,6 +222,12 @@ class _CaseRunner:
                 ok = False
             if not ok:
                 break
+        else:
+            left = self.tape.unused() if isinstance(self.tape, Player) else []
+            if left:  # the replay took another path than the recording: what it checked is not this agent's
+                t = len(self.case.turns)
+                message = f"the run left {', '.join(left)} of the cassette unused: the agent or the case changed since"
+                self.checks.append(Check(t, "cassette", False, message + " it was recorded; record it again"))
         return CaseRun(self.case.id, self.attempt, self.checks, self.steps, time.perf_counter() - start)
 
     async def _turn(self, t: int, turn: Turn) -> bool:
@@ -331,6 +352,7 @@ async def arun_eval(
     progress: bool | ProgressFn | None = None,
     cassette: CassetteMode | None = None,
     cassette_file: str | Path | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109  # per run, not for the whole call: asyncio.timeout cannot say which run
 ) -> EvalReport:
     """Runs every case of ``eval_set`` (an :class:`EvalSet`, or the path of its file) on
     ``target`` (an agent, or a function that makes one for every run), each case ``repeat``
@@ -342,7 +364,12 @@ async def arun_eval(
     ``cassette="record"`` records every run's model replies into ``cassette_file`` (default:
     beside the eval set's file, :func:`~rillet.eval.cassette.cassette_path`), keeping the
     other cases' recordings; ``"replay"`` answers every model call from it instead of the
-    model, offline (a call past the recording fails the run, naming the case and agent)."""
+    model, offline (a call past the recording fails the run, naming the case and agent).
+
+    ``timeout`` (seconds) stops a run that takes longer (an agent that hangs): it fails, with
+    the steps it got to; None (the default) waits as long as a run takes."""
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a number of seconds above 0, got {timeout}")
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     if repeat is not None and repeat < 1:
@@ -366,7 +393,11 @@ async def arun_eval(
         nonlocal done
         async with limit:
             try:
-                run = await _CaseRunner(result.case, attempt, target, judge_model, tape and tape[:2]).run()
+                runner = _CaseRunner(result.case, attempt, target, judge_model, tape and tape[:2])
+                try:
+                    run = await asyncio.wait_for(runner.run(), timeout)
+                except TimeoutError:
+                    run = runner.timed_out(timeout or 0.0)
             except Exception as e:  # noqa: BLE001  # making the agent failed: a failed run, with the reason
                 run = CaseRun(result.case.id, attempt, [Check(0, "error", False, f"{type(e).__name__}: {e}")], [], 0.0)
         done += 1
@@ -411,6 +442,7 @@ def run_eval(
     progress: bool | ProgressFn | None = None,
     cassette: CassetteMode | None = None,
     cassette_file: str | Path | None = None,
+    timeout: float | None = None,
 ) -> EvalReport:
     """:func:`arun_eval` for code without an event loop (inside one, ``await arun_eval(...)``)."""
     try:
@@ -429,5 +461,6 @@ def run_eval(
             progress=progress,
             cassette=cassette,
             cassette_file=cassette_file,
+            timeout=timeout,
         )
     )

@@ -8,10 +8,11 @@ file, whose shape is the JSON schema :func:`eval_set_schema` gives (shipped as
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from rillet.errors import EvalSetError
@@ -87,6 +88,33 @@ class Answer(_Model):
     output_model: SkipJsonSchema[type[BaseModel] | None] = Field(default=None, exclude=True)
     judge: Judge | None = None
 
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, regex: str | None) -> str | None:
+        # Checked here, not at the first run: a bad pattern is the eval set's fault, not the agent's.
+        if regex is not None:
+            try:
+                re.compile(regex)
+            except re.error as e:
+                raise ValueError(f"not a valid regular expression: {e}") from None
+        return regex
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is None:
+            return None
+        try:
+            import jsonschema  # type: ignore[import-untyped]  # optional: the `eval` extra (no stubs installed)
+        except ImportError:
+            return schema  # the check says what to install when it runs
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.exceptions.SchemaError as e:
+            where = "/".join(str(p) for p in e.absolute_path) or "the top"
+            raise ValueError(f"not a valid JSON schema (at {where}): {e.message}") from None
+        return schema
+
 
 class ExpectedInterrupt(_Model):
     """An interrupt the turn should stop at, and the data to resume it with. ``tool`` names the
@@ -113,7 +141,7 @@ class EvalCase(_Model):
     Run ``repeat`` times (default: the set's, else the run's); it passes when at least
     ``min_pass_rate`` of its runs pass every check."""
 
-    id: str
+    id: str = Field(min_length=1)  # names the case in reports, --case, pytest ids and cassettes
     turns: tuple[Turn, ...] = Field(min_length=1)
     session_state: dict[str, Any] = Field(default_factory=dict)
     min_pass_rate: float = Field(default=1.0, ge=0.0, le=1.0)
@@ -124,8 +152,8 @@ class EvalCase(_Model):
 class EvalSet(_Model):
     """Named cases (their ids unique)."""
 
-    name: str
-    cases: tuple[EvalCase, ...]
+    name: str = Field(min_length=1)
+    cases: tuple[EvalCase, ...] = Field(min_length=1)  # no cases would pass, checking nothing
     description: str = ""
     repeat: int | None = Field(default=None, ge=1)
     schema_url: str | None = Field(default=None, alias="$schema", description="for editors: the schema's path or URL")
@@ -157,18 +185,36 @@ def load_eval_set(path: str | Path) -> EvalSet:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise EvalSetError(f"{path}: cannot read it: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise EvalSetError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}): save it as UTF-8") from None
     try:
         if path.suffix in (".yaml", ".yml"):
             data = _yaml(text, path)
         else:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_no_duplicates)
     except (json.JSONDecodeError, ValueError) as e:
         raise EvalSetError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: {e}") from e
     try:
         return EvalSet.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'top'}: {err['msg']}" for err in e.errors())
-        raise EvalSetError(f"{path}: not an eval set: {problems}") from None
+        raise EvalSetError(f"{path}: not an eval set: {_problems(e)}") from None
+
+
+def _problems(e: ValidationError) -> str:
+    """The errors of ``e``, one ``where: what`` each, but a list's "should have at least 1 item"
+    caused by an item that failed (pydantic drops the bad item, then counts: "cases: at least 1
+    item, not 0" for a set of two cases, one with a typo)."""
+    errors = e.errors()
+    locs = [tuple(err["loc"]) for err in errors]
+    kept = [
+        err
+        for err in errors
+        if not (
+            err["type"] == "too_short"
+            and any(len(o) > len(err["loc"]) and o[: len(err["loc"])] == tuple(err["loc"]) for o in locs)
+        )
+    ]
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'top'}: {err['msg']}" for err in kept)
 
 
 def _yaml(text: str, path: Path) -> Any:
@@ -178,10 +224,36 @@ def _yaml(text: str, path: Path) -> Any:
         raise EvalSetError(
             f"{path}: reading YAML needs PyYAML: pip install 'rillet[eval]' (or write the eval set as JSON)"
         ) from None
+
+    class Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no stubs here
+        """SafeLoader refusing a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
+        data: dict[Any, Any] = {}
+        for k, v in node.value:
+            key = loader.construct_object(k, deep=deep)
+            if key in data:
+                where = f"line {k.start_mark.line + 1}, column {k.start_mark.column + 1}"
+                raise ValueError(f"the key {key!r} is given twice in one object ({where})")
+            data[key] = loader.construct_object(v, deep=deep)
+        return data
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=Loader)  # a SafeLoader, with one constructor more
     except yaml.YAMLError as e:
         raise ValueError(str(e)) from e
+
+
+def _no_duplicates(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """An object of ``pairs``; ValueError for a key given twice (JSON and YAML readers keep the
+    last one: a case's second ``answer`` would silently drop the first one's checks)."""
+    data: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"the key {key!r} is given twice in one object")
+        data[key] = value
+    return data
 
 
 def schema_text() -> str:

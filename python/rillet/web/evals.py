@@ -36,7 +36,7 @@ __all__ = ["case_from_run", "eval_routes"]
 
 _STATIC = {"evals.js": "text/javascript", "evals.css": "text/css"}
 SAVED = "saved.evalset.json"
-_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\.json")
+_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+-]*\.json")  # a plain name in the folder: no path, not hidden
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -145,6 +145,8 @@ def eval_routes(hub: Hub, folder: str | Path | None, *, max_body: int) -> list[R
         found = []
         files = list(where.glob("*.json")) if where is not None and where.is_dir() else []
         for p in sorted(files, key=lambda f: (f.stat().st_mtime, f.name)):  # oldest first: before, then after
+            if path_of(p.name) is None:
+                continue  # a name the view could not open (it listed them, then answered 404)
             try:
                 data = load_report(p)
             except (OSError, ValueError):
