@@ -191,6 +191,20 @@ def test_a_message_must_be_non_empty_text(client: TestClient) -> None:
     assert client.get("/api/runs/nope/events").status_code == 404
 
 
+def test_a_body_with_text_that_is_not_unicode_is_a_400_not_a_500(client: TestClient) -> None:
+    """JSON may spell a lone surrogate (\\ud800), which no UTF-8 text holds: the run's message
+    could not be made of it, and the server answered 500 with a traceback in its log."""
+    for path, body in (
+        ("/api/runs", '{"text": "hi \\ud800"}'),
+        ("/api/resume", '{"checkpoint_id": "c", "targets": {"\\udfff": {"decision": "approve"}}}'),
+        ("/api/sessions/open", '{"id": "\\ud800"}'),
+    ):
+        response = client.post(path, content=body, headers={"Content-Type": "application/json"})
+        assert response.status_code == 400, (path, response.text)
+        assert "lone surrogate" in response.json()["error"]
+    assert client.get("/api/runs").json() == []  # nothing was started
+
+
 def test_the_checkpoint_browser_lists_and_decodes_a_sqlite_store(tmp_path: Path) -> None:
     store = SqliteCheckpointStore(tmp_path / "runs.db")
     with make_client(create_app(build(), store=store)) as client:

@@ -23,7 +23,9 @@ def too_large(limit: int) -> HTTPException:
 async def json_body(request: Request, limit: int) -> dict[str, Any] | None:
     """The body's JSON object, or None if it is not one. Read as it arrives: a body over
     ``limit`` bytes (a declared length, or what a chunked one has sent so far) is refused
-    with 413 without reading the rest, however much more the client would send."""
+    with 413 without reading the rest, however much more the client would send. JSON that
+    holds a lone surrogate (not text: no message, session id or store can take it) is refused
+    with 400."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
@@ -36,4 +38,13 @@ async def json_body(request: Request, limit: int) -> dict[str, Any] | None:
         data = json.loads(body)
     except ValueError:
         return None
+    try:  # JSON may spell a lone surrogate ("\\ud800"), which is no text: a message cannot hold it
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = e.object[e.start : e.end].encode("utf-8", "backslashreplace").decode("ascii")
+        raise HTTPException(
+            400,
+            f"rillet web: the body's JSON holds a lone surrogate ({bad}), which is not text; "
+            "send UTF-8 text (escape a character outside the BMP as a surrogate pair)",
+        ) from None
     return data if isinstance(data, dict) else None
