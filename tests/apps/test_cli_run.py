@@ -412,3 +412,87 @@ def test_a_chat_names_an_unmatched_flag_once_at_its_end_not_after_a_turn_that_di
     assert chat.returncode == 0, chat.stderr
     assert chat.stderr.startswith("rillet run: --reject refund matched no interrupt of this run; it asked for: book (")
     assert len(chat.stderr.splitlines()) == 1 and "--approve book" not in chat.stderr
+
+
+HANGING = '''
+import asyncio
+import json
+
+from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, tool
+from rillet.tools.approval import requires_approval
+
+
+@tool
+def book(city: str) -> str:
+    """Books a room.
+
+    Args:
+        city: where.
+    """
+    return f"booked {city}"
+
+
+@tool
+async def hang() -> str:
+    """Never returns (a call that takes too long, left with Ctrl-C)."""
+    await asyncio.Event().wait()
+    return "never"
+
+
+def call(name, args):
+    return Message.assistant(name, [ToolCall(index=0, id="c_" + name, function=FunctionCall(name, json.dumps(args)))])
+
+
+def reply(messages, tools=None):
+    if "book" in messages[-1].content and messages[-1].role == "user":
+        return call("book", {"city": "Lisbon"})
+    return call("hang", {})
+
+
+def build():
+    return ChatModelAgent("clerk", model=ScriptedModel(reply), tools=[requires_approval(book), hang])
+'''
+
+
+def test_ctrl_c_while_the_run_is_going_says_what_was_kept_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C during a tool call (not at a prompt) printed only click's "Aborted!" with status 1."""
+    (tmp_path / "hanging.py").write_text(HANGING)
+    left = ctrl_c_at_prompt("run", "hanging:build", "wait for it", "--no-color", cwd=tmp_path, prompt="calls hang(")
+    assert left.returncode == 130, (left.stdout, left.stderr)
+    assert "Aborted!" not in left.stderr and "Traceback" not in left.stderr
+    assert left.stderr.splitlines() == [
+        "rillet run: stopped by Ctrl-C while the run was going; nothing was saved (a run is saved where it "
+        "stops for an answer, with --db FILE)"
+    ]
+
+
+def test_ctrl_c_during_a_resume_frees_the_checkpoint_for_the_next_resume(tmp_path: Path) -> None:
+    """A resume left with Ctrl-C kept its claim on the checkpoint: for the claim's lease (10
+    minutes) every `rillet resume` of it said it was "already being resumed"."""
+    from rillet import SqliteCheckpointStore
+
+    (tmp_path / "hanging.py").write_text(HANGING)
+    first = rillet("run", "hanging:build", "book it", "--db", "runs.db", "--checkpoint-id", "t1", cwd=tmp_path)
+    assert first.returncode == 3, first.stderr
+    args = ("resume", "t1", "--db", "runs.db", "hanging:build", "--approve", "book", "--no-color")
+    left = ctrl_c_at_prompt(*args, cwd=tmp_path, prompt="calls hang(")
+    assert left.returncode == 130, (left.stdout, left.stderr)
+    assert "Aborted!" not in left.stderr and "Traceback" not in left.stderr
+    assert left.stderr.splitlines() == [
+        "rillet resume: stopped by Ctrl-C while the run was going; checkpoint[t1] is kept as it was, to "
+        "resume again: rillet resume t1 --db runs.db hanging:build --approve book"
+    ]
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    try:
+        assert store.claim("t1", "the next resume") is not None  # not "already being resumed"
+    finally:
+        store.close()
+    again = ctrl_c_at_prompt(
+        "run", "hanging:build", "book it", "--db", "runs.db", "--checkpoint-id", "t2", "--approve", "book",
+        "--no-color", cwd=tmp_path, prompt="calls hang(",
+    )  # fmt: skip
+    assert again.returncode == 130, (again.stdout, again.stderr)
+    assert again.stderr.splitlines() == [
+        "rillet run: stopped by Ctrl-C while the run was going; checkpoint[t2] is kept as it was at its last "
+        "interrupt, to resume again: rillet resume t2 --db runs.db hanging:build --approve book"
+    ]

@@ -4,6 +4,8 @@ or at the prompt (rillet.cli.prompt), then resumed, until the run ends."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,8 @@ __all__ = [
     "Decisions",
     "Driver",
     "Pending",
+    "Stopped",
+    "abandon",
     "announce",
     "ask",
     "pending_of_checkpoint",
@@ -45,6 +49,35 @@ __all__ = [
     "resume_hint",
     "warn_unused",
 ]
+
+
+_ABANDON_WAIT = 5.0  # seconds a run left with Ctrl-C may take to end (its claim released) before the exit
+
+
+class Stopped(Exception):
+    """The run was left with Ctrl-C while it was going (not at a prompt): it is closed, and
+    what it held (a resume's claim on its checkpoint) let go."""
+
+
+def abandon(events: Any) -> None:
+    """Closes the run ``events`` (a RunIterator) and waits, a few seconds at most, for its task
+    to end: the process is about to exit, and rillet's event loop thread with it, so the run's
+    own clean-up must happen first. A resume releases its claim on the checkpoint there (else
+    every later resume of it is refused as "already being resumed" for the claim's lease), a
+    session run its hold on the session."""
+    handle = getattr(events, "_task", None)  # the RunTask; close() forgets it
+    close = getattr(events, "close", None)
+    if callable(close):
+        close()
+    task = getattr(handle, "task", None)
+    if handle is None or task is None or task.done():
+        return
+
+    async def ended() -> None:
+        await asyncio.wait({task}, timeout=_ABANDON_WAIT)
+
+    with contextlib.suppress(Exception):
+        asyncio.run_coroutine_threadsafe(ended(), handle.loop).result(_ABANDON_WAIT + 1)
 
 
 class Driver:
@@ -77,9 +110,20 @@ class Driver:
         self.ctrl_c = False  # the prompt was left with Ctrl-C: ask nothing more
         self.defer_warnings = False  # a chat: a flag may match a later turn, so warn at its end
         self.warned: set[str] = set()  # the flags already named as matching nothing
+        self.answered: list[Pending] = []  # the interrupts of the latest resume (its checkpoint keeps them)
 
     def show(self, events: Iterable[AgentEvent]) -> list[Pending]:
-        """Shows ``events``; the interrupts the run stopped at (empty: it ended)."""
+        """Shows ``events``; the interrupts the run stopped at (empty: it ended). Raises
+        :class:`Stopped` when it is left with Ctrl-C (the run closed, its claim released)."""
+        try:
+            return self._show(events)
+        except KeyboardInterrupt:  # Ctrl-C while it runs (at a prompt, ask() takes it)
+            abandon(events)
+            if not self.as_json:
+                self.console.print()
+            raise Stopped from None
+
+    def _show(self, events: Iterable[AgentEvent]) -> list[Pending]:
         pending: list[Pending] = []
         for ev in events:
             if self.as_json:
@@ -141,6 +185,7 @@ class Driver:
                 return stopped(missing)
             if not self.as_json:
                 self.console.print(f"\n[dim]resuming checkpoint {escape(checkpoint_id)}[/]")
+            self.answered = list(pending)  # what a resume left with Ctrl-C still waits for
             pending = self.show(self.runner.resume(checkpoint_id, targets=targets))
         return self.finish()
 

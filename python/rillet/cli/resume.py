@@ -20,7 +20,15 @@ from rillet.cli.common import (
     verbose_option,
 )
 from rillet.cli.demo import model_option
-from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, pending_of_checkpoint, resume_hint
+from rillet.cli.drive import (
+    CTRL_C_STATUS,
+    Decisions,
+    Driver,
+    Pending,
+    Stopped,
+    pending_of_checkpoint,
+    resume_hint,
+)
 
 
 @click.command(short_help="continue a run saved in SQLite (from any process)")
@@ -160,4 +168,13 @@ def _resume(
         )
         return CTRL_C_STATUS if driver.ctrl_c else 3
 
-    return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id, targets=targets or None)), stopped)
+    driver.answered = pending
+    try:
+        return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id, targets=targets or None)), stopped)
+    except Stopped:  # Ctrl-C while it ran: closed, its claim on the checkpoint released
+        fail(
+            "resume",
+            f"stopped by Ctrl-C while the run was going; checkpoint[{checkpoint_id}] is kept as it was, to resume "
+            f"again: {resume_hint(checkpoint_id, path, spec or '', driver.answered)}",
+            CTRL_C_STATUS,
+        )

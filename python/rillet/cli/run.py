@@ -19,7 +19,7 @@ from rillet.cli.common import (
     output_options,
     verbose_option,
 )
-from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, resume_hint
+from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, Stopped, resume_hint
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -153,8 +153,18 @@ def _turn(
         print(f"rillet run: stopped at {what}: {why}; {where}", file=sys.stderr)
         return CTRL_C_STATUS if driver.ctrl_c else 3
 
+    driver.answered = []
     try:  # the run's own failures are events; these are the Runner refusing (a busy session, a claimed checkpoint)
         events = driver.runner.query(text, checkpoint_id=cid, session_id=session_id)
         return driver.follow(cid, driver.show(events), stopped)
     except (RilletError, ValueError) as e:
         fail("run", str(e), 1)
+    except Stopped:  # Ctrl-C while it ran: closed, and a resume's claim released
+        kept = (
+            f"checkpoint[{cid}] is kept as it was at its last interrupt, to resume again: "
+            f"{resume_hint(cid, db, spec, driver.answered)}"
+            if db is not None and driver.answered
+            else "nothing was saved (a run is saved where it stops for an answer, with --db FILE)"
+        )
+        print(f"rillet run: stopped by Ctrl-C while the run was going; {kept}", file=sys.stderr, flush=True)
+        return CTRL_C_STATUS
