@@ -44,6 +44,19 @@ def test_a_transfer_draws_the_run_path_tree(here: Path) -> None:
         (["agents:number", "q"], "'agents:number' is an int, not an agent"),
         (["agents:broken", "q"], "calling it raised RuntimeError: no model configured (--verbose shows its traceback)"),
         (["agents:agnet", "q"], "agents has no attribute 'agnet'; did you mean 'agent'?"),
+        (
+            ["agents.py:build", "q"],
+            "'agents.py' is a file name: give the module's name, as Python imports it: agents:build",
+        ),
+        (
+            ["./agents:build", "q"],
+            "'./agents' is a file name: give the module's name, as Python imports it: agents:build",
+        ),
+        (
+            ["sub/agents.py:build", "q"],
+            "'sub/agents.py' is a file name: give the module's name, as Python imports it: sub.agents:build",
+        ),
+        (["/srv/app/agents.py:build", "q"], "as Python imports it: agents:build, from the folder /srv/app"),
         (["agents:book", "q"], "'agents:book' is a tool (book), not an agent: give the agent that uses it"),
         (["agents:label", "q"], "'agents:label' returned a str ('clerk'), not an agent: the function must return"),
         (["agents:build_for", "q"], "'agents:build_for' is a function that takes arguments (model): give an agent"),
