@@ -205,6 +205,16 @@ def test_a_body_with_text_that_is_not_unicode_is_a_400_not_a_500(client: TestCli
     assert client.get("/api/runs").json() == []  # nothing was started
 
 
+def test_a_body_nested_too_deeply_for_the_json_parser_is_a_400_not_a_500(client: TestClient) -> None:
+    """100,000 brackets fit in the 1 MiB a body may hold, and json.loads raised RecursionError,
+    which the server answered with 500 and a traceback in its log."""
+    deep = "[" * 100_000 + "]" * 100_000
+    response = client.post("/api/runs", content='{"text": ' + deep + "}", headers={"Content-Type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert "nested too deeply" in response.json()["error"]
+    assert client.get("/api/runs").json() == []
+
+
 def test_the_checkpoint_browser_lists_and_decodes_a_sqlite_store(tmp_path: Path) -> None:
     store = SqliteCheckpointStore(tmp_path / "runs.db")
     with make_client(create_app(build(), store=store)) as client:
