@@ -421,6 +421,92 @@ def test_ctrl_c_stops_the_server_while_a_page_watches_a_run_in_progress(tmp_path
 LIMIT = 1 << 20  # the documented default of max_body
 
 
+HANGS_AFTER_APPROVAL = '''
+import asyncio
+
+from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, requires_approval, tool
+
+
+@tool
+def book() -> str:
+    """Books."""
+    return "booked"
+
+
+@tool
+async def hang() -> str:
+    """Never returns."""
+    await asyncio.Event().wait()
+    return "never"
+
+
+def reply(messages, tools=None):
+    name = "book" if messages[-1].role == "user" else "hang"
+    return Message.assistant("", [ToolCall(index=0, id="c_" + name, function=FunctionCall(name, "{}"))])
+
+
+agent = ChatModelAgent("clerk", description="books", model=ScriptedModel(reply), tools=[requires_approval(book), hang])
+'''
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_resume_leaves_its_checkpoint_resumable_at_once(tmp_path: Path) -> None:
+    """The server stopped with a resume in flight kept the resume's claim on the checkpoint:
+    answered again after a restart, it was refused ("already being resumed") for ten minutes."""
+    import signal
+    import socket
+    import urllib.request
+
+    need("uvicorn")
+    (tmp_path / "hangs.py").write_text(HANGS_AFTER_APPROVAL)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rillet.cli", "web", "hangs:agent", "--port", str(port), "--db", "runs.db"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(base + "/api/agent", timeout=5).close()
+            return True
+        except OSError:
+            return False
+
+    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST")
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)  # type: ignore[no-any-return]
+
+    try:
+        wait_until(answers, "rillet web to answer")
+        run = post("/api/runs", {"text": "book"})
+        with urllib.request.urlopen(base + run["events"], timeout=30) as stream:
+            recs = [json.loads(line[6:]) for line in stream.read().decode().splitlines() if line.startswith("data: ")]
+        (asked,) = [r for r in recs if r["type"] == "event" and (r.get("action") or {}).get("kind") == "interrupt"]
+        targets = {asked["action"]["interrupts"][0]["id"]: {"decision": "approve"}}
+        # the claim is taken before the answer comes; no page watches (one that did would cancel
+        # the run as its stream ends, releasing the claim): a script's resume, or a page not yet there
+        post("/api/resume", {"checkpoint_id": run["checkpoint_id"], "targets": targets})
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 0
+        store = SqliteCheckpointStore(tmp_path / "runs.db")
+        try:
+            assert store.claim(run["checkpoint_id"], "the resume after a restart") is not None
+        finally:
+            store.close()
+    finally:
+        server.kill()
+        server.wait()
+        assert server.stderr is not None
+        server.stderr.close()
+
+
 def test_a_body_over_the_limit_is_refused_with_413_saying_the_limit(client: TestClient) -> None:
     big = json.dumps({"text": "x" * LIMIT})
     for path in ("/api/runs", "/api/resume"):

@@ -59,25 +59,28 @@ class Stopped(Exception):
     what it held (a resume's claim on its checkpoint) let go."""
 
 
-def abandon(events: Any) -> None:
-    """Closes the run ``events`` (a RunIterator) and waits, a few seconds at most, for its task
-    to end: the process is about to exit, and rillet's event loop thread with it, so the run's
+def abandon(*runs: Any, wait: float = _ABANDON_WAIT) -> None:
+    """Closes the runs (RunIterators) and waits, ``wait`` seconds at most, for their tasks to
+    end: the process is about to exit, and rillet's event loop thread with it, so each run's
     own clean-up must happen first. A resume releases its claim on the checkpoint there (else
     every later resume of it is refused as "already being resumed" for the claim's lease), a
     session run its hold on the session."""
-    handle = getattr(events, "_task", None)  # the RunTask; close() forgets it
-    close = getattr(events, "close", None)
-    if callable(close):
-        close()
-    task = getattr(handle, "task", None)
-    if handle is None or task is None or task.done():
-        return
+    going: dict[Any, set[asyncio.Task[Any]]] = {}
+    for events in runs:
+        handle = getattr(events, "_task", None)  # the RunTask; close() forgets it
+        close = getattr(events, "close", None)
+        if callable(close):
+            close()
+        task = getattr(handle, "task", None)
+        if handle is not None and task is not None and not task.done():
+            going.setdefault(handle.loop, set()).add(task)
+    for loop, tasks in going.items():
 
-    async def ended() -> None:
-        await asyncio.wait({task}, timeout=_ABANDON_WAIT)
+        async def ended(tasks: set[asyncio.Task[Any]] = tasks) -> None:
+            await asyncio.wait(tasks, timeout=wait)
 
-    with contextlib.suppress(Exception):
-        asyncio.run_coroutine_threadsafe(ended(), handle.loop).result(_ABANDON_WAIT + 1)
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(ended(), loop).result(wait + 1)
 
 
 class Driver:

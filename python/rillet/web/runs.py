@@ -29,6 +29,9 @@ from rillet.web.wire import event_records, jsonable
 __all__ = ["Hub", "Run"]
 
 
+_STOP_WAIT = 2.0  # seconds the runs a stopping server closes may take to end (within uvicorn's grace)
+
+
 def _new_session() -> str:
     return "chat-" + uuid.uuid4().hex[:12]
 
@@ -95,13 +98,31 @@ class Run:
         """Cancels the run if it is still going: its task is cancelled (the tool or model call
         in flight sees CancelledError) and its record stream ends with status ``cancelled``."""
         with self._lock:
-            if self._events is None or self.status in ("interrupted", "cancelled"):
+            if self._events is None or self.status in ("interrupted", "cancelled", "stopped"):
                 return  # ended, or its checkpoint is saved: what is left of it only hands that out
             self.status = "cancelled"
             events, stream = self._events, self._stream
         events.close()
         if stream is not None:  # a message being read: its producer need not be the run's task
             stream.close()
+
+    def stop(self) -> RunIterator | None:
+        """The server is stopping: if the run is still going, its status becomes ``stopped``
+        and its message stream is closed; its events are returned for the caller to close
+        (:func:`rillet.cli.drive.abandon`: a resume's claim is released before the process
+        exits), who then ends its record stream with :meth:`stopped`."""
+        with self._lock:
+            if self.status != "running":
+                return None
+            self.status = "stopped"
+            events, stream = self._events, self._stream
+        if stream is not None:
+            stream.close()
+        return events
+
+    def stopped(self) -> None:
+        """The run_end record of a run :meth:`stop` stopped."""
+        self.add({"type": "run_end", "run": self.id, "status": "stopped", "checkpoint_id": self.checkpoint_id})
 
     def launch(self, events: RunIterator, on_end: Callable[[Run], None]) -> None:
         """Consumes ``events`` on a thread of its own; ``on_end(run)`` once the run ended."""
@@ -129,11 +150,14 @@ class Run:
         try:
             on_end(self)  # first: a page reloads the sessions when it sees run_end, and must find the turn
         finally:
-            self.add({"type": "run_end", "run": self.id, "status": self.status, "checkpoint_id": self.checkpoint_id})
+            if self.status != "stopped":  # stop() sent its run_end
+                self.add(
+                    {"type": "run_end", "run": self.id, "status": self.status, "checkpoint_id": self.checkpoint_id}
+                )
 
     def _failed(self, e: Exception, seq: int) -> None:
         with self._lock:
-            if self.status == "cancelled":  # what closing its events raised: not a failure
+            if self.status in ("cancelled", "stopped"):  # what closing its events raised: not a failure
                 return
             self.status = "error"
         self.add(
@@ -153,7 +177,7 @@ class Run:
         stream = mv.message_stream if mv is not None and mv.message is None else None
         with self._lock:
             self._stream = stream
-            cancelled = self.status == "cancelled"
+            cancelled = self.status in ("cancelled", "stopped")
             if not cancelled and ev.action is not None and ev.action.interrupted is not None:
                 self.status = "interrupted"
             elif not cancelled and ev.error is not None:
@@ -323,11 +347,19 @@ class Hub:
 
     def stop(self) -> None:
         """Ends the event streams of the runs still going (status ``stopped``): the server is
-        shutting down and must not wait for them (their threads die with the process)."""
+        shutting down and must not wait for them to finish. Each is closed, and given a few
+        seconds to let go of what it holds: a resume's claim on its checkpoint, which would
+        otherwise refuse every resume of it after a restart until the claim's lease ran out."""
+        from rillet.cli.drive import abandon
+
         with self._lock:
             going = [r for r in self.runs.values() if r.status == "running"]
-        for run in going:
-            run.add({"type": "run_end", "run": run.id, "status": "stopped", "checkpoint_id": run.checkpoint_id})
+        stopping = [(run, run.stop()) for run in going]
+        try:
+            abandon(*[events for _, events in stopping if events is not None], wait=_STOP_WAIT)
+        finally:  # then the pages hear it: after the records of the calls it cut short
+            for run, _ in stopping:
+                run.stopped()
 
     def steps(self, run_id: str) -> list[dict[str, Any]] | None:
         """The step records of run ``run_id``'s checkpoint (``durability="step"``), each
