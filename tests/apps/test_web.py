@@ -169,6 +169,29 @@ def test_the_resume_endpoint_answers_the_interrupt_and_the_run_goes_on(
     assert client.get("/api/checkpoints").json() == []  # a finished resume deletes its checkpoint
 
 
+def test_a_session_runs_checkpoint_is_answered_from_the_page_and_its_turn_kept(tmp_path: Path) -> None:
+    """A run of a session (`rillet run --session ID --db FILE`, or a program's
+    Runner(session_store=...)) saved at an approval: the page offered to answer it, and the
+    resume was refused (409, "the Runner has no session_store; pass Runner(...)")."""
+    from rillet import Runner
+    from rillet.sessions import SqliteSessionStore
+
+    db = tmp_path / "runs.db"
+    store, sessions = SqliteCheckpointStore(db), SqliteSessionStore(db)
+    saved = list(Runner(build(), checkpoint_store=store, session_store=sessions).query(
+        "Book Lisbon", checkpoint_id="theirs", session_id="ada"
+    ))  # fmt: skip
+    (asked,) = [e for e in saved if e.action is not None and e.action.interrupted is not None]
+    iid = asked.action.interrupted.interrupt_contexts[0].id
+    with make_client(create_app(build(), store=store, sessions=sessions)) as c:
+        answered = c.post("/api/resume", json={"checkpoint_id": "theirs", "targets": {iid: {"decision": "approve"}}})
+        assert answered.status_code == 200, answered.text
+        assert records(c, answered.json()["events"])[-1]["status"] == "done"
+        turns = c.get("/api/sessions/ada").json()["turns"]
+    assert len(turns) == 1 and turns[0]["messages"][0]["content"] == "Book Lisbon"
+    assert turns[0]["messages"][-1]["content"].startswith("All set: booked 2 nights in Lisbon")
+
+
 def test_a_resume_that_cannot_run_is_refused_with_the_reason(client: TestClient) -> None:
     run, recs = start(client)
     bad_body = client.post("/api/resume", json={"checkpoint_id": run["checkpoint_id"]})

@@ -295,7 +295,9 @@ class Hub:
         refuses it."""
         run = Run(checkpoint_id, "resume", ", ".join(f"{k}: {v}" for k, v in targets.items()))
         run.records[0]["decisions"] = self._decisions(checkpoint_id, targets)
-        events = self._runner(run).resume(checkpoint_id, targets=dict(targets))
+        # a session's run (rillet run --session, a program's session_store) resumes into its
+        # session, whose turn the Runner then appends; the chat's own turns have none
+        events = self._runner(run, sessions=True).resume(checkpoint_id, targets=dict(targets))
         return self._launch(run, events)
 
     def _decisions(self, checkpoint_id: str, targets: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -312,13 +314,15 @@ class Hub:
             for iid, answer in targets.items()
         ]
 
-    def _runner(self, run: Run) -> Runner:
-        """A Runner for ``run``, reporting its calls to ``run.calls``."""
+    def _runner(self, run: Run, *, sessions: bool = False) -> Runner:
+        """A Runner for ``run``, reporting its calls to ``run.calls``; with the session store
+        if ``sessions`` (a resume: its checkpoint may be a session's run)."""
         calls = run.calls
         return Runner(
             self.agent,
             streaming=True,
             checkpoint_store=self._recording,
+            session_store=self.sessions if sessions else None,
             durability="step" if self.durability == "step" else "interrupt",
             observers=[calls],
             plugins=[calls.plugin],
