@@ -729,6 +729,35 @@ async def test_a_run_whose_page_leaves_is_cancelled_quietly_and_the_next_run_wor
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("where", ["tool", "model", "stream"])
+async def test_a_cancelled_runs_calls_in_flight_end_as_cancelled_in_the_call_inspector(where: str) -> None:
+    """A model call cut short by the run's cancellation never sent its end: a reloaded page's
+    call inspector showed it "running" for ever, in a run that had ended."""
+    need("uvicorn")
+    import httpx
+    from support.web_server import serving
+
+    hold = Hold()
+    async with serving(create_app(held_agent(where, hold))) as url, httpx.AsyncClient(base_url=url) as http:
+        run = (await http.post("/api/runs", json={"text": "hold"})).json()
+        async with http.stream("GET", run["events"]):
+            assert await asyncio.to_thread(hold.started.wait, 30)
+        await sse_records(http, run["events"])  # to its end: the run is cancelled
+        hold.release.set()
+
+        async def calls() -> list[dict[str, Any]]:
+            async with http.stream("GET", run["events"]) as page:
+                recs = [json.loads(line[6:]) async for line in page.aiter_lines() if line.startswith("data: ")]
+            return [r for r in recs if r["type"] == "call"]
+
+        last: dict[str, str] = {}
+        for call in await asyncio.wait_for(calls(), 30):
+            last[call["id"]] = call["status"]
+    assert last and "running" not in last.values(), last
+    assert list(last.values())[-1] == "cancelled"
+
+
+@pytest.mark.anyio
 async def test_a_run_paused_at_an_interrupt_keeps_its_checkpoint_when_its_page_leaves() -> None:
     need("uvicorn")
     import httpx

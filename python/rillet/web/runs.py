@@ -121,7 +121,8 @@ class Run:
         return events
 
     def stopped(self) -> None:
-        """The run_end record of a run :meth:`stop` stopped."""
+        """The run_end record of a run :meth:`stop` stopped (after the ends of its calls)."""
+        self.calls.end_open("cancelled")
         self.add({"type": "run_end", "run": self.id, "status": "stopped", "checkpoint_id": self.checkpoint_id})
 
     def launch(self, events: RunIterator, on_end: Callable[[Run], None]) -> None:
@@ -147,6 +148,9 @@ class Run:
             self._events = None
             if self.status == "running":
                 self.status = "done"
+            cut = self.status in ("cancelled", "stopped")
+        if cut:  # the calls it cut short, before its end: a page shows none of them still running
+            self.calls.end_open("cancelled")
         try:
             on_end(self)  # first: a page reloads the sessions when it sees run_end, and must find the turn
         finally:
