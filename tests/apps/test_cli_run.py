@@ -509,3 +509,17 @@ def test_ctrl_c_during_a_resume_frees_the_checkpoint_for_the_next_resume(tmp_pat
         "rillet run: stopped by Ctrl-C while the run was going; checkpoint[t2] is kept as it was at its last "
         "interrupt, to resume again: rillet resume t2 --db runs.db hanging:build --approve book"
     ]
+
+
+def test_the_resume_command_it_prints_runs_as_printed_with_spaces_in_the_path_or_id(here: Path) -> None:
+    """The command that continues a saved run was printed unquoted: with a space in the --db
+    path or the checkpoint id, pasted into a shell it named other files and ids."""
+    import shlex
+
+    stopped = rillet("run", "agents:build", "please book", "--db", "my runs.db", "--checkpoint-id", "a b", cwd=here)
+    assert stopped.returncode == 3, stopped.stderr
+    command = stopped.stderr.rpartition("it is saved: ")[2].strip()
+    assert command == "rillet resume 'a b' --db 'my runs.db' agents:build --approve book"
+    resumed = rillet(*shlex.split(command)[1:], "--no-color", cwd=here)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "tool said: booked 2 nights in Lisbon" in resumed.stdout

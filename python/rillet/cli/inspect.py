@@ -218,6 +218,7 @@ def _show(store: SqliteCheckpointStore, checkpoint_id: str, console: Console, as
     from rillet.checkpoint import CheckpointError
     from rillet.checkpoint.journal import read_step_head
     from rillet.checkpoint.payload import load
+    from rillet.cli.prompt import resume_command
     from rillet.data import codec
 
     path = str(store.path)
@@ -230,7 +231,7 @@ def _show(store: SqliteCheckpointStore, checkpoint_id: str, console: Console, as
                 "inspect",
                 f"checkpoint[{checkpoint_id}] is the step record of a run that did not finish "
                 '(Runner(durability="step")), which this command does not decode; continue it with: '
-                f"rillet resume {checkpoint_id} --db {path} MODULE:ATTRIBUTE",
+                f"{resume_command(checkpoint_id, path, 'MODULE:ATTRIBUTE')}",
                 1,
             )
         loaded = load(data, checkpoint_id)

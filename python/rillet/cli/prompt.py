@@ -225,7 +225,15 @@ def warn_unused(
         print(f"rillet {command}: {flag} matched no interrupt of this run; {what}", file=sys.stderr)
 
 
+def resume_command(checkpoint_id: str, db: str, *rest: str) -> str:
+    """``rillet resume CHECKPOINT --db FILE REST...`` as a shell runs it: each word quoted
+    where it has to be (a space in a path or an id), so that it can be pasted as printed."""
+    import shlex
+
+    return " ".join(shlex.quote(w) for w in ("rillet", "resume", checkpoint_id, "--db", db, *rest) if w)
+
+
 def resume_hint(checkpoint_id: str, db: str, spec: str, missing: Sequence[Pending]) -> str:
     """The command that answers ``missing`` later (``spec`` empty: the demo's run)."""
-    answers = " ".join(dict.fromkeys(f"--approve {p.tool}" if p.tool else f"--approve {p.id}=VALUE" for p in missing))
-    return " ".join(w for w in ("rillet resume", checkpoint_id, "--db", db, spec, answers) if w)
+    answers = dict.fromkeys(f"{p.tool}" if p.tool else f"{p.id}=VALUE" for p in missing)
+    return resume_command(checkpoint_id, db, spec, *(w for a in answers for w in ("--approve", a)))

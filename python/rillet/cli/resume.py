@@ -29,6 +29,7 @@ from rillet.cli.drive import (
     pending_of_checkpoint,
     resume_hint,
 )
+from rillet.cli.prompt import resume_command
 
 
 @click.command(short_help="continue a run saved in SQLite (from any process)")
@@ -133,7 +134,7 @@ def _resume(
                 "resume",
                 f"checkpoint[{checkpoint_id}] is the step record of a run that did not finish "
                 '(Runner(durability="step")): give the agent that ran it, and the run goes on from its record: '
-                f"rillet resume {checkpoint_id} --db {path} MODULE:ATTRIBUTE",
+                f"{resume_command(checkpoint_id, path, 'MODULE:ATTRIBUTE')}",
             )
         return _retry(checkpoint_id, store, path, agent, spec, decisions, console, as_json, verbose)
     loaded = load(data, checkpoint_id)
@@ -238,6 +239,6 @@ def _retry(
         fail(
             "resume",
             f"stopped by Ctrl-C while the run was going; checkpoint[{checkpoint_id}] keeps its step record, to "
-            f"continue again: rillet resume {checkpoint_id} --db {path} {spec or 'MODULE:ATTRIBUTE'}",
+            f"continue again: {resume_command(checkpoint_id, path, spec or 'MODULE:ATTRIBUTE')}",
             CTRL_C_STATUS,
         )

@@ -516,6 +516,7 @@ def main(
     prompt."""
     from rillet.checkpoint import SqliteCheckpointStore
     from rillet.cli.prompt import CTRL_C_STATUS
+    from rillet.cli.prompt import resume_command as shell_command
     from rillet.runner import Runner
 
     console = make_console(color)
@@ -537,7 +538,7 @@ def main(
     checkpoint_id = f"demo-{uuid.uuid4().hex[:8]}"
     start = time.perf_counter()
     r = Renderer(console, verbose=verbose, tool_errors=tool_errors)
-    resume_command = f"rillet resume {checkpoint_id} --db {db_path} --approve"
+    resume_command = shell_command(checkpoint_id, str(db_path), "--approve")
     if not _render_unless_ctrl_c(runner.query(QUESTION, checkpoint_id=checkpoint_id), console, r):
         console.print("[bold]Stopped[/] (Ctrl-C) before the run asked for approval: nothing was saved.")
         return CTRL_C_STATUS
