@@ -523,3 +523,39 @@ def test_the_resume_command_it_prints_runs_as_printed_with_spaces_in_the_path_or
     resumed = rillet(*shlex.split(command)[1:], "--no-color", cwd=here)
     assert resumed.returncode == 0, resumed.stderr
     assert "tool said: booked 2 nights in Lisbon" in resumed.stdout
+
+
+def test_text_that_is_not_utf8_is_named_before_it_reaches_the_model(here: Path) -> None:
+    """A question or a chat line holding bytes that are not UTF-8 (a file in another encoding)
+    ended the run with a traceback (stdin read strictly, in a UTF-8 locale), or with "'utf-8' codec can't encode character '\\udcff' ... surrogates not
+    allowed", after the question had been printed."""
+    import os
+    import subprocess
+    import sys
+
+    asked = rillet("run", "agents:build", "caf\udce9", cwd=here)  # b"caf\xe9": Latin-1
+    one_line_error(asked, 2, "the question is not UTF-8 text (byte 0xe9 at position 3)")
+    assert asked.stdout == ""
+    for errors in ("surrogateescape", "strict"):  # how a C locale reads stdin, and a UTF-8 locale
+        chat = subprocess.run(
+            [sys.executable, "-m", "rillet.cli", "run", "agents:build", "--session", "s", "--no-color"],
+            input=b"caf\xe9\nhello\n",
+            capture_output=True,
+            timeout=60,
+            cwd=here,
+            env={**os.environ, "PYTHONIOENCODING": f"utf-8:{errors}"},
+        )
+        assert chat.returncode == 0, chat.stderr
+        assert b"that line is not UTF-8 text (byte 0xe9 at position 3): it was not sent" in chat.stderr
+        assert b"heard: hello" in chat.stdout  # the chat went on
+        answered = subprocess.run(  # at the approval prompt: asked again
+            [sys.executable, "-m", "rillet.cli", "run", "agents:build", "please book", "--no-color"],
+            input=b"r too dear\xe9\na\n",
+            capture_output=True,
+            timeout=60,
+            cwd=here,
+            env={**os.environ, "PYTHONIOENCODING": f"utf-8:{errors}"},
+        )
+        assert answered.returncode == 0, answered.stderr
+        assert "that answer is not UTF-8 text (byte 0xe9 at position 10)" in answered.stdout.decode()
+        assert "tool said: booked 2 nights in Lisbon" in answered.stdout.decode()

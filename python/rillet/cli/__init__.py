@@ -52,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command ``argv`` (default: the process's arguments) and returns its exit status;
     a usage error is shown as click shows it and exits with status 2; Ctrl-C that the command
     does not answer itself is one line and status 130."""
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if callable(reconfigure):  # a line that is not UTF-8 is named where it is read, not a traceback
+        reconfigure(errors="surrogateescape")
     try:
         status = cli.main(args=list(argv) if argv is not None else None, prog_name="rillet", standalone_mode=False)
     except click.ClickException as e:

@@ -20,6 +20,7 @@ from rillet.cli.common import (
     verbose_option,
 )
 from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, Stopped, resume_hint
+from rillet.cli.prompt import not_utf8, shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,6 +68,8 @@ def run(
     decisions = Decisions("run", approve, reject)
     if query is None and session_id is None:
         fail("run", 'no question: rillet run MODULE:ATTRIBUTE "QUESTION" (or --session ID to chat)')
+    if query is not None and not_utf8(query):
+        fail("run", f"the question is not UTF-8 text ({not_utf8(query)}); give it in UTF-8")
     agent = agent_or_fail("run", spec, verbose=verbose)
     store: Any = checkpoint_store("run", db) if db is not None else InMemoryCheckpointStore()
     sessions = _session_store(db) if session_id is not None else None
@@ -126,9 +129,12 @@ def _turns(query: str | None, session_id: str | None, console: Console, as_json:
             if not as_json:
                 console.print()
             return
+        bad = not_utf8(line)
         if not as_json and not sys.stdin.isatty():  # piped: show the line, as a terminal would have
-            console.print(line.strip(), markup=False, highlight=False)
-        if line.strip():
+            console.print(shown(line.strip()), markup=False, highlight=False)
+        if bad:  # a model takes text: say so and go on, as after a line that was not understood
+            print(f"rillet run: that line is not UTF-8 text ({bad}): it was not sent", file=sys.stderr, flush=True)
+        elif line.strip():
             yield line.strip(), True
 
 
