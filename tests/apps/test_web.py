@@ -238,6 +238,29 @@ def test_a_body_nested_too_deeply_for_the_json_parser_is_a_400_not_a_500(client:
     assert client.get("/api/runs").json() == []
 
 
+def test_a_session_is_shown_while_another_request_starts_a_run() -> None:
+    """GET /api/sessions/{id} walked the server's runs while a POST /api/runs (another thread)
+    could add one: "dictionary changed size during iteration", a 500."""
+    from rillet.web.runs import Run
+
+    app = create_app(build())
+    hub = app.state.hub
+
+    class Started(dict):  # type: ignore[type-arg]
+        def get(self, key: str, default: Any = None) -> Any:
+            late = Run("c2", "run", "a run another request starts meanwhile")
+            hub.runs.setdefault(late.id, late)
+            return super().get(key, default)
+
+    early = Run("c1", "run", "hi")
+    early.records[0] = Started(early.records[0], session=hub.session_id)
+    hub.runs[early.id] = early
+    with make_client(app) as c:
+        shown = c.get(f"/api/sessions/{hub.session_id}")
+        assert shown.status_code == 200, shown.text
+        assert shown.json()["running"] == [early.id]
+
+
 def test_the_checkpoint_browser_lists_and_decodes_a_sqlite_store(tmp_path: Path) -> None:
     store = SqliteCheckpointStore(tmp_path / "runs.db")
     with make_client(create_app(build(), store=store)) as client:
