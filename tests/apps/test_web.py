@@ -261,6 +261,27 @@ def test_a_session_is_shown_while_another_request_starts_a_run() -> None:
         assert shown.json()["running"] == [early.id]
 
 
+def test_the_checkpoint_browser_says_how_to_continue_a_step_record(tmp_path: Path) -> None:
+    """A step run that failed (or whose server died) is a step record the browser does not
+    decode: its 422 said to "continue it with Runner.resume(id)", which a page cannot do."""
+    from rillet import Runner
+
+    def down(messages: list[Message], tools: Any) -> Message:
+        raise ConnectionError("the model endpoint is down")
+
+    agent = ChatModelAgent("flaky", description="its model is down", model=ScriptedModel(down))
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    events = list(Runner(agent, checkpoint_store=store, durability="step").query("hi", checkpoint_id="s1"))
+    assert events[-1].error is not None
+    with make_client(create_app(agent, store=store)) as c:
+        shown = c.get("/api/checkpoints/s1")
+    assert shown.status_code == 422
+    error = shown.json()["error"]
+    assert "the step record of a run that did not finish" in error
+    assert f"rillet resume s1 --db {tmp_path / 'runs.db'} MODULE:ATTRIBUTE" in error
+    assert "Runner.resume(id)" not in error
+
+
 def test_the_checkpoint_browser_lists_and_decodes_a_sqlite_store(tmp_path: Path) -> None:
     store = SqliteCheckpointStore(tmp_path / "runs.db")
     with make_client(create_app(build(), store=store)) as client:
