@@ -801,6 +801,67 @@ async def test_a_cancelled_runs_calls_in_flight_end_as_cancelled_in_the_call_ins
     assert list(last.values())[-1] == "cancelled"
 
 
+class SlowFirst:
+    """A model whose answer to "slow" waits until ``release`` (a long reply still streaming);
+    every answer says how many messages it was sent."""
+
+    def __init__(self) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+        self.answer = ScriptedModel(lambda messages, tools: f"hello after {len(messages)}")
+
+    async def generate(self, messages: list[Message], *, tools: Any = None, **options: Any) -> Message:
+        raise AssertionError("the dev UI streams")
+
+    async def stream(self, messages: list[Message], *, tools: Any = None, **options: Any) -> Any:
+        if messages[-1].content == "slow":
+            self.started.set()
+            await asyncio.get_running_loop().run_in_executor(None, self.release.wait, 30)
+        return await self.answer.stream(messages, tools=tools, **options)
+
+
+def test_a_message_sent_while_the_last_one_runs_waits_for_it_and_sees_its_turn(client: TestClient) -> None:
+    """Two messages of one chat, the second sent before the first's answer ended, ran at once:
+    the second was answered without the first in its history, and the session kept the turns in
+    the order they ended."""
+    model = SlowFirst()
+    with make_client(create_app(ChatModelAgent("chat", description="chats", model=model))) as c:
+        first = c.post("/api/runs", json={"text": "slow"}).json()
+        assert model.started.wait(30)
+        second = c.post("/api/runs", json={"text": "quick"}).json()  # answered at once: it waits, queued
+        assert [r["status"] for r in c.get("/api/runs").json()] == ["running", "running"]
+        model.release.set()
+        assert records(c, first["events"])[-2]["content"] == "hello after 1"
+        assert records(c, second["events"])[-2]["content"] == "hello after 3"  # the first turn, then its own
+        session = c.get("/api/sessions").json()[0]["id"]
+        turns = c.get(f"/api/sessions/{session}").json()["turns"]
+    assert [t["messages"][0]["content"] for t in turns] == ["slow", "quick"]
+
+
+@pytest.mark.anyio
+async def test_a_queued_message_whose_page_leaves_never_runs() -> None:
+    need("uvicorn")
+    import httpx
+    from support.web_server import serving
+
+    model = SlowFirst()
+    app = create_app(ChatModelAgent("chat", description="chats", model=model))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
+        first = (await http.post("/api/runs", json={"text": "slow"})).json()
+        assert await asyncio.to_thread(model.started.wait, 30)
+        queued = (await http.post("/api/runs", json={"text": "quick"})).json()
+        async with http.stream("GET", queued["events"]) as page:  # the page watches it, then goes
+            async for line in page.aiter_lines():
+                if line.startswith("data: "):
+                    break  # its run_start: it waits
+        left = await sse_records(http, queued["events"])
+        assert [r["type"] for r in left] == ["run_start", "run_end"] and left[-1]["status"] == "cancelled"
+        model.release.set()
+        assert (await sse_records(http, first["events"]))[-1]["status"] == "done"
+        listed = (await http.get("/api/runs")).json()
+    assert [r["status"] for r in listed] == ["done", "cancelled"]
+    assert app.state.hub.runs[queued["run"]].calls._count == 0  # it never called the model
+
+
 @pytest.mark.anyio
 async def test_a_run_paused_at_an_interrupt_keeps_its_checkpoint_when_its_page_leaves() -> None:
     need("uvicorn")

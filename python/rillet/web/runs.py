@@ -54,6 +54,8 @@ class Run:
         self._stream: StreamReader[Message] | None = None  # the message being read, ditto
         self._watchers = 0  # pages reading its records now
         self.calls = CallLog(self.add)  # its model and tool calls, as records
+        self.queued = False  # a chat turn waiting for the one before it to end
+        self.finished = threading.Event()  # its run_end record is in
 
     def add(self, record: dict[str, Any]) -> None:
         with self._lock:
@@ -62,6 +64,8 @@ class Run:
             waiters, self._waiters = self._waiters, []
         for loop, ready in waiters:
             loop.call_soon_threadsafe(ready.set)
+        if record["type"] == "run_end":
+            self.finished.set()
 
     async def since(self, start: int) -> list[dict[str, Any]]:
         """The records from number ``start`` on, waiting for one if there are none yet;
@@ -98,10 +102,17 @@ class Run:
         """Cancels the run if it is still going: its task is cancelled (the tool or model call
         in flight sees CancelledError) and its record stream ends with status ``cancelled``."""
         with self._lock:
-            if self._events is None or self.status in ("interrupted", "cancelled", "stopped"):
+            if self.queued and self.status == "running":  # not started: it never will
+                self.status = "cancelled"
+                events = None
+            elif self._events is None or self.status in ("interrupted", "cancelled", "stopped"):
                 return  # ended, or its checkpoint is saved: what is left of it only hands that out
-            self.status = "cancelled"
-            events, stream = self._events, self._stream
+            else:
+                self.status = "cancelled"
+                events, stream = self._events, self._stream
+        if events is None:
+            self.add({"type": "run_end", "run": self.id, "status": "cancelled", "checkpoint_id": self.checkpoint_id})
+            return
         events.close()
         if stream is not None:  # a message being read: its producer need not be the run's task
             stream.close()
@@ -124,6 +135,18 @@ class Run:
         """The run_end record of a run :meth:`stop` stopped (after the ends of its calls)."""
         self.calls.end_open("cancelled")
         self.add({"type": "run_end", "run": self.id, "status": "stopped", "checkpoint_id": self.checkpoint_id})
+
+    def dequeue(self) -> bool:
+        """The turn before it ended: whether this queued turn is still to run (not cancelled
+        or stopped meanwhile)."""
+        with self._lock:
+            self.queued = False
+            return self.status == "running"
+
+    def failed_to_start(self, e: Exception) -> None:
+        """Ends a run that could not start (its session could not be read), saying why."""
+        self._failed(e, 0)
+        self.add({"type": "run_end", "run": self.id, "status": self.status, "checkpoint_id": self.checkpoint_id})
 
     def launch(self, events: RunIterator, on_end: Callable[[Run], None]) -> None:
         """Consumes ``events`` on a thread of its own; ``on_end(run)`` once the run ended."""
@@ -266,26 +289,54 @@ class Hub:
         self._questions: dict[str, tuple[str, str]] = {}  # checkpoint id -> its turn's session and question
         self._lock = threading.Lock()
         self._chat_from = 0  # the first run of the current chat (New chat starts another)
+        self._last_turn: dict[str, Run] = {}  # session id -> its latest chat turn (the next waits for it)
 
     def start(self, text: str) -> Run:
         """Starts a turn of the chat on ``text`` in the current session; its checkpoint id is
-        the run's own."""
+        the run's own. While the session's previous turn is still going, it waits for it (a
+        message sent before the last answer ended), queued: its history then holds that turn."""
         checkpoint_id = "web-" + uuid.uuid4().hex[:12]
         run = Run(checkpoint_id, "run", text)
         with self._lock:
             session_id = self.session_id
             self._questions[checkpoint_id] = (session_id, text)
-        run.records[0]["session"] = session_id
-        data = self.sessions.get(session_id)
+            run.records[0]["session"] = session_id
+            before = self._last_turn.get(session_id)
+            self._last_turn[session_id] = run
+            run.queued = before is not None and not before.finished.is_set()
+            if run.queued:
+                self.runs[run.id] = run  # listed (running) while it waits
+        if run.queued:
+            assert before is not None
+            threading.Thread(
+                target=self._after, args=(before, run, text), name=f"rillet-web-{run.id}-queued", daemon=True
+            ).start()
+            return run
+        return self._launch(run, self._turn(run, text))
+
+    def _after(self, before: Run, run: Run, text: str) -> None:
+        """Starts the queued turn ``run`` once ``before`` has ended (and been stored)."""
+        before.finished.wait()
+        if not run.dequeue():
+            return
+        try:
+            events = self._turn(run, text)
+        except Exception as e:  # noqa: BLE001  (the page is told why, as for a run that failed)
+            run.failed_to_start(e)
+            return
+        self._launch(run, events)
+
+    def _turn(self, run: Run, text: str) -> RunIterator:
+        """The run of a chat turn: its session's turns so far as history, its values as seed."""
+        data = self.sessions.get(run.records[0]["session"])
         history: list[Message] = []
         values: dict[str, Any] = {}
         if data is not None:
             history = list(data.summary) + [m for t in data.turns if t.index > data.summary_through for m in t.messages]
             values = dict(data.values)
-        events = self._runner(run).run(
-            [*history, Message.user(text)], checkpoint_id=checkpoint_id, session_values=values
+        return self._runner(run).run(
+            [*history, Message.user(text)], checkpoint_id=run.checkpoint_id, session_values=values
         )
-        return self._launch(run, events)
 
     def open(self, session_id: str | None) -> str:
         """Makes ``session_id`` the chat (None: a new, empty one); the next turn continues it."""
