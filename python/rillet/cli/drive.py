@@ -4,8 +4,6 @@ or at the prompt (rillet.cli.prompt), then resumed, until the run ends."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -60,27 +58,12 @@ class Stopped(Exception):
 
 
 def abandon(*runs: Any, wait: float = _ABANDON_WAIT) -> None:
-    """Closes the runs (RunIterators) and waits, ``wait`` seconds at most, for their tasks to
-    end: the process is about to exit, and rillet's event loop thread with it, so each run's
-    own clean-up must happen first. A resume releases its claim on the checkpoint there (else
-    every later resume of it is refused as "already being resumed" for the claim's lease), a
-    session run its hold on the session."""
-    going: dict[Any, set[asyncio.Task[Any]]] = {}
-    for events in runs:
-        handle = getattr(events, "_task", None)  # the RunTask; close() forgets it
-        close = getattr(events, "close", None)
-        if callable(close):
-            close()
-        task = getattr(handle, "task", None)
-        if handle is not None and task is not None and not task.done():
-            going.setdefault(handle.loop, set()).add(task)
-    for loop, tasks in going.items():
+    """Closes the runs (RunIterators) left with Ctrl-C and waits, ``wait`` seconds at most, for
+    them to end before the process exits (rillet.run.run_handle.close_and_wait): a resume
+    releases its claim on its checkpoint, a session run its hold on the session."""
+    from rillet.run.run_handle import close_and_wait  # the run layer, loaded when a run is left
 
-        async def ended(tasks: set[asyncio.Task[Any]] = tasks) -> None:
-            await asyncio.wait(tasks, timeout=wait)
-
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(ended(), loop).result(wait + 1)
+    close_and_wait(runs, wait)
 
 
 class Driver:

@@ -476,12 +476,12 @@ def _decide(console: Console, pending: Any, decisions: Any) -> Any:
 def _render_unless_ctrl_c(events: Any, console: Console, into: Renderer) -> bool:
     """Renders ``events`` into ``into``; False if Ctrl-C stopped it (the run then closed, and
     a resume's claim on its checkpoint released: it can be resumed again at once)."""
-    from rillet.cli.drive import abandon
+    from rillet.run.run_handle import close_and_wait  # the run layer, loaded with the demo's run
 
     try:
         render(events, console, into=into)
     except KeyboardInterrupt:
-        abandon(events)
+        close_and_wait([events], 5.0)
         console.print()
         return False
     return True

@@ -76,7 +76,7 @@ def decoded(store: CheckpointStore, checkpoint_id: str) -> dict[str, Any] | None
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"checkpoint[{checkpoint_id}]: the store returned {type(data).__name__}, not bytes")
     if read_step_head(bytes(data), checkpoint_id) is not None:  # no payload: a log of steps
-        from rillet.cli.prompt import resume_command
+        from rillet.cli.prompt import resume_command  # rillet.cli loads its commands: only for this message
 
         where = (
             "continue it with: " + resume_command(checkpoint_id, str(store.path), "MODULE:ATTRIBUTE")

@@ -19,7 +19,7 @@ from rillet.checkpoint.journal import decode_records, step_head
 from rillet.checkpoint.payload import load
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.data.events import AgentEvent
-from rillet.run.run_handle import RunIterator
+from rillet.run.run_handle import RunIterator, close_and_wait
 from rillet.runner import Runner
 from rillet.sessions import SessionStore
 from rillet.sessions.protocol import encode_messages
@@ -120,7 +120,7 @@ class Run:
     def stop(self) -> RunIterator | None:
         """The server is stopping: if the run is still going, its status becomes ``stopped``
         and its message stream is closed; its events are returned for the caller to close
-        (:func:`rillet.cli.drive.abandon`: a resume's claim is released before the process
+        (:func:`rillet.run.run_handle.close_and_wait`: a resume's claim is released before the process
         exits), who then ends its record stream with :meth:`stopped`."""
         with self._lock:
             if self.status != "running":
@@ -409,13 +409,11 @@ class Hub:
         shutting down and must not wait for them to finish. Each is closed, and given a few
         seconds to let go of what it holds: a resume's claim on its checkpoint, which would
         otherwise refuse every resume of it after a restart until the claim's lease ran out."""
-        from rillet.cli.drive import abandon
-
         with self._lock:
             going = [r for r in self.runs.values() if r.status == "running"]
         stopping = [(run, run.stop()) for run in going]
         try:
-            abandon(*[events for _, events in stopping if events is not None], wait=_STOP_WAIT)
+            close_and_wait([events for _, events in stopping if events is not None], _STOP_WAIT)
         finally:  # then the pages hear it: after the records of the calls it cut short
             for run, _ in stopping:
                 run.stopped()
