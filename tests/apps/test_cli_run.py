@@ -559,3 +559,20 @@ def test_text_that_is_not_utf8_is_named_before_it_reaches_the_model(here: Path) 
         assert answered.returncode == 0, answered.stderr
         assert "that answer is not UTF-8 text (byte 0xe9 at position 10)" in answered.stdout.decode()
         assert "tool said: booked 2 nights in Lisbon" in answered.stdout.decode()
+
+
+def test_a_checkpoint_id_that_is_taken_is_refused_not_overwritten(here: Path) -> None:
+    """`--checkpoint-id trip` again, with the run saved as trip still waiting: the new run
+    replaced it when it paused, and the first run's question was lost."""
+    first = rillet("run", "agents:build", "please book", "--db", "runs.db", "--checkpoint-id", "trip", cwd=here)
+    assert first.returncode == 3, first.stderr
+    again = rillet("run", "agents:build", "book again", "--db", "runs.db", "--checkpoint-id", "trip", cwd=here)
+    one_line_error(
+        again,
+        2,
+        "rillet run: checkpoint 'trip' is in runs.db already, a run waiting to be resumed "
+        "(rillet inspect trip --db runs.db shows it): resume it, rillet resume trip --db runs.db agents:build, "
+        "or give another --checkpoint-id",
+    )
+    shown = rillet("inspect", "trip", "--db", "runs.db", "--no-color", cwd=here)
+    assert "please book" in shown.stdout and "book again" not in shown.stdout

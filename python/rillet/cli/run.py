@@ -3,6 +3,7 @@ happens, answering its interrupts, and (``--session``) chatting turn after turn.
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 import uuid
@@ -20,7 +21,7 @@ from rillet.cli.common import (
     verbose_option,
 )
 from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, Stopped, resume_hint
-from rillet.cli.prompt import not_utf8, shown
+from rillet.cli.prompt import not_utf8, resume_command, shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -72,6 +73,13 @@ def run(
         fail("run", f"the question is not UTF-8 text ({not_utf8(query)}); give it in UTF-8")
     agent = agent_or_fail("run", spec, verbose=verbose)
     store: Any = checkpoint_store("run", db) if db is not None else InMemoryCheckpointStore()
+    if db is not None and checkpoint_id is not None and store.get(checkpoint_id) is not None:
+        fail(  # a new run paused under its id would replace the run that waits there
+            "run",
+            f"checkpoint {checkpoint_id!r} is in {db} already, a run waiting to be resumed "
+            f"({shlex.join(['rillet', 'inspect', checkpoint_id, '--db', db])} shows it): resume it, "
+            f"{resume_command(checkpoint_id, db, spec)}, or give another --checkpoint-id",
+        )
     sessions = _session_store(db) if session_id is not None else None
     console = make_console(False if no_color else None)
     tool_errors = ToolErrors()
