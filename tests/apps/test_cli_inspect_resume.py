@@ -296,3 +296,16 @@ def test_resume_continues_the_step_record_of_a_run_that_failed(tmp_path: Path) -
     assert "back up: hi" in resumed.stdout
     listed = rillet("inspect", "--db", "runs.db", cwd=tmp_path)
     assert "s1" not in listed.stdout  # the run finished: its record is gone
+
+
+def test_inspect_and_resume_leave_an_empty_file_as_it_is(tmp_path: Path) -> None:
+    """`rillet inspect --db FILE` opens the file, never creates one; an empty file (a typo's
+    `touch`, a download that failed) was made a rillet database and reported to hold nothing."""
+    (tmp_path / "empty.db").write_bytes(b"")
+    for args in (["inspect", "--db", "empty.db"], ["resume", "x", "--db", "empty.db", "agents:build"]):
+        result = rillet(*args, cwd=write_agents(tmp_path))
+        assert result.returncode in (1, 2), result.stderr
+        assert result.stderr.endswith(
+            "empty.db is an empty file, not a checkpoint database (give the --db the run used)\n"
+        )
+        assert (tmp_path / "empty.db").read_bytes() == b""

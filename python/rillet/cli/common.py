@@ -204,6 +204,8 @@ def checkpoint_store(command: str, db: str, *, create: bool = True, code: int = 
         fail(command, f"--db {db!r} is a directory; give the path of a SQLite file (it is created if missing)", code)
     if not create and not path.exists():  # opening it would create an empty database
         fail(command, f"no checkpoint database at {db} (give the --db the run used)", code)
+    if not create and path.stat().st_size == 0:  # SQLite would take it as a new database, and write it
+        fail(command, f"{db} is an empty file, not a checkpoint database (give the --db the run used)", code)
     try:
         return SqliteCheckpointStore(path)
     except (CheckpointError, sqlite3.Error, OSError) as e:
