@@ -248,3 +248,64 @@ def test_inspect_session_errors_say_what_to_do(tmp_path: Path) -> None:
     assert rillet("run", "agents:build", "hi", "--db", "plain.db", cwd=tmp_path).returncode == 0
     empty = rillet("inspect", "--sessions", "--db", "plain.db", "--no-color", cwd=tmp_path)
     assert empty.stdout == "no sessions in plain.db (rillet run --session ID --db plain.db starts one)\n"
+
+
+FLAKY = """
+import os
+
+from rillet import ChatModelAgent, Message, ScriptedModel
+
+
+def reply(messages, tools=None):
+    if os.path.exists("model-down"):
+        raise ConnectionError("the model endpoint is down")
+    return Message.assistant("back up: " + messages[-1].content)
+
+
+agent = ChatModelAgent("flaky", description="answers when its model is up", model=ScriptedModel(reply))
+"""
+
+
+def test_resume_continues_the_step_record_of_a_run_that_failed(tmp_path: Path) -> None:
+    """A run of Runner(durability="step") that failed keeps its step record for a retry:
+    `rillet resume` refused it, saying to "continue it with Runner.resume(id)", in Python."""
+    import subprocess
+    import sys
+
+    (tmp_path / "flaky.py").write_text(FLAKY)
+    (tmp_path / "model-down").write_text("")
+    failed = subprocess.run(
+        [sys.executable, "-c", (
+            "from rillet import Runner, SqliteCheckpointStore\n"
+            "from flaky import agent\n"
+            "store = SqliteCheckpointStore('runs.db')\n"
+            "events = list(Runner(agent, checkpoint_store=store, durability='step').query('hi', checkpoint_id='s1'))\n"
+            "assert events[-1].error is not None, events\n"
+        )],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert failed.returncode == 0, failed.stderr
+    (tmp_path / "model-down").unlink()
+    shown = rillet("inspect", "s1", "--db", "runs.db", cwd=tmp_path)
+    one_line_error(shown, 1, "continue it with: rillet resume s1 --db runs.db MODULE:ATTRIBUTE")
+    without_agent = rillet("resume", "s1", "--db", "runs.db", cwd=tmp_path)
+    one_line_error(without_agent, 2, "checkpoint[s1] is the step record of a run that did not finish")
+    assert "rillet resume s1 --db runs.db MODULE:ATTRIBUTE" in without_agent.stderr
+    resumed = rillet("resume", "s1", "--db", "runs.db", "flaky:agent", "--no-color", cwd=tmp_path)
+    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    assert "back up: hi" in resumed.stdout
+    listed = rillet("inspect", "--db", "runs.db", cwd=tmp_path)
+    assert "s1" not in listed.stdout  # the run finished: its record is gone
+
+
+def test_inspect_and_resume_leave_an_empty_file_as_it_is(tmp_path: Path) -> None:
+    """`rillet inspect --db FILE` opens the file, never creates one; an empty file (a typo's
+    `touch`, a download that failed) was made a rillet database and reported to hold nothing."""
+    (tmp_path / "empty.db").write_bytes(b"")
+    for args in (["inspect", "--db", "empty.db"], ["resume", "x", "--db", "empty.db", "agents:build"]):
+        result = rillet(*args, cwd=write_agents(tmp_path))
+        assert result.returncode in (1, 2), result.stderr
+        assert result.stderr.endswith(
+            "empty.db is an empty file, not a checkpoint database (give the --db the run used)\n"
+        )
+        assert (tmp_path / "empty.db").read_bytes() == b""

@@ -44,6 +44,19 @@ def test_a_transfer_draws_the_run_path_tree(here: Path) -> None:
         (["agents:number", "q"], "'agents:number' is an int, not an agent"),
         (["agents:broken", "q"], "calling it raised RuntimeError: no model configured (--verbose shows its traceback)"),
         (["agents:agnet", "q"], "agents has no attribute 'agnet'; did you mean 'agent'?"),
+        (
+            ["agents.py:build", "q"],
+            "'agents.py' is a file name: give the module's name, as Python imports it: agents:build",
+        ),
+        (
+            ["./agents:build", "q"],
+            "'./agents' is a file name: give the module's name, as Python imports it: agents:build",
+        ),
+        (
+            ["sub/agents.py:build", "q"],
+            "'sub/agents.py' is a file name: give the module's name, as Python imports it: sub.agents:build",
+        ),
+        (["/srv/app/agents.py:build", "q"], "as Python imports it: agents:build, from the folder /srv/app"),
         (["agents:book", "q"], "'agents:book' is a tool (book), not an agent: give the agent that uses it"),
         (["agents:label", "q"], "'agents:label' returned a str ('clerk'), not an agent: the function must return"),
         (["agents:build_for", "q"], "'agents:build_for' is a function that takes arguments (model): give an agent"),
@@ -412,3 +425,154 @@ def test_a_chat_names_an_unmatched_flag_once_at_its_end_not_after_a_turn_that_di
     assert chat.returncode == 0, chat.stderr
     assert chat.stderr.startswith("rillet run: --reject refund matched no interrupt of this run; it asked for: book (")
     assert len(chat.stderr.splitlines()) == 1 and "--approve book" not in chat.stderr
+
+
+HANGING = '''
+import asyncio
+import json
+
+from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, tool
+from rillet.tools.approval import requires_approval
+
+
+@tool
+def book(city: str) -> str:
+    """Books a room.
+
+    Args:
+        city: where.
+    """
+    return f"booked {city}"
+
+
+@tool
+async def hang() -> str:
+    """Never returns (a call that takes too long, left with Ctrl-C)."""
+    await asyncio.Event().wait()
+    return "never"
+
+
+def call(name, args):
+    return Message.assistant(name, [ToolCall(index=0, id="c_" + name, function=FunctionCall(name, json.dumps(args)))])
+
+
+def reply(messages, tools=None):
+    if "book" in messages[-1].content and messages[-1].role == "user":
+        return call("book", {"city": "Lisbon"})
+    return call("hang", {})
+
+
+def build():
+    return ChatModelAgent("clerk", model=ScriptedModel(reply), tools=[requires_approval(book), hang])
+'''
+
+
+def test_ctrl_c_while_the_run_is_going_says_what_was_kept_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C during a tool call (not at a prompt) printed only click's "Aborted!" with status 1."""
+    (tmp_path / "hanging.py").write_text(HANGING)
+    left = ctrl_c_at_prompt("run", "hanging:build", "wait for it", "--no-color", cwd=tmp_path, prompt="calls hang(")
+    assert left.returncode == 130, (left.stdout, left.stderr)
+    assert "Aborted!" not in left.stderr and "Traceback" not in left.stderr
+    assert left.stderr.splitlines() == [
+        "rillet run: stopped by Ctrl-C while the run was going; nothing was saved (a run is saved where it "
+        "stops for an answer, with --db FILE)"
+    ]
+
+
+def test_ctrl_c_during_a_resume_frees_the_checkpoint_for_the_next_resume(tmp_path: Path) -> None:
+    """A resume left with Ctrl-C kept its claim on the checkpoint: for the claim's lease (10
+    minutes) every `rillet resume` of it said it was "already being resumed"."""
+    from rillet import SqliteCheckpointStore
+
+    (tmp_path / "hanging.py").write_text(HANGING)
+    first = rillet("run", "hanging:build", "book it", "--db", "runs.db", "--checkpoint-id", "t1", cwd=tmp_path)
+    assert first.returncode == 3, first.stderr
+    args = ("resume", "t1", "--db", "runs.db", "hanging:build", "--approve", "book", "--no-color")
+    left = ctrl_c_at_prompt(*args, cwd=tmp_path, prompt="calls hang(")
+    assert left.returncode == 130, (left.stdout, left.stderr)
+    assert "Aborted!" not in left.stderr and "Traceback" not in left.stderr
+    assert left.stderr.splitlines() == [
+        "rillet resume: stopped by Ctrl-C while the run was going; checkpoint[t1] is kept as it was, to "
+        "resume again: rillet resume t1 --db runs.db hanging:build --approve book"
+    ]
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    try:
+        assert store.claim("t1", "the next resume") is not None  # not "already being resumed"
+    finally:
+        store.close()
+    again = ctrl_c_at_prompt(
+        "run", "hanging:build", "book it", "--db", "runs.db", "--checkpoint-id", "t2", "--approve", "book",
+        "--no-color", cwd=tmp_path, prompt="calls hang(",
+    )  # fmt: skip
+    assert again.returncode == 130, (again.stdout, again.stderr)
+    assert again.stderr.splitlines() == [
+        "rillet run: stopped by Ctrl-C while the run was going; checkpoint[t2] is kept as it was at its last "
+        "interrupt, to resume again: rillet resume t2 --db runs.db hanging:build --approve book"
+    ]
+
+
+def test_the_resume_command_it_prints_runs_as_printed_with_spaces_in_the_path_or_id(here: Path) -> None:
+    """The command that continues a saved run was printed unquoted: with a space in the --db
+    path or the checkpoint id, pasted into a shell it named other files and ids."""
+    import shlex
+
+    stopped = rillet("run", "agents:build", "please book", "--db", "my runs.db", "--checkpoint-id", "a b", cwd=here)
+    assert stopped.returncode == 3, stopped.stderr
+    command = stopped.stderr.rpartition("it is saved: ")[2].strip()
+    assert command == "rillet resume 'a b' --db 'my runs.db' agents:build --approve book"
+    resumed = rillet(*shlex.split(command)[1:], "--no-color", cwd=here)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "tool said: booked 2 nights in Lisbon" in resumed.stdout
+
+
+def test_text_that_is_not_utf8_is_named_before_it_reaches_the_model(here: Path) -> None:
+    """A question or a chat line holding bytes that are not UTF-8 (a file in another encoding)
+    ended the run with a traceback (stdin read strictly, in a UTF-8 locale), or with "'utf-8' codec can't encode character '\\udcff' ... surrogates not
+    allowed", after the question had been printed."""
+    import os
+    import subprocess
+    import sys
+
+    asked = rillet("run", "agents:build", "caf\udce9", cwd=here)  # b"caf\xe9": Latin-1
+    one_line_error(asked, 2, "the question is not UTF-8 text (byte 0xe9 at position 3)")
+    assert asked.stdout == ""
+    for errors in ("surrogateescape", "strict"):  # how a C locale reads stdin, and a UTF-8 locale
+        chat = subprocess.run(
+            [sys.executable, "-m", "rillet.cli", "run", "agents:build", "--session", "s", "--no-color"],
+            input=b"caf\xe9\nhello\n",
+            capture_output=True,
+            timeout=60,
+            cwd=here,
+            env={**os.environ, "PYTHONIOENCODING": f"utf-8:{errors}"},
+        )
+        assert chat.returncode == 0, chat.stderr
+        assert b"that line is not UTF-8 text (byte 0xe9 at position 3): it was not sent" in chat.stderr
+        assert b"heard: hello" in chat.stdout  # the chat went on
+        answered = subprocess.run(  # at the approval prompt: asked again
+            [sys.executable, "-m", "rillet.cli", "run", "agents:build", "please book", "--no-color"],
+            input=b"r too dear\xe9\na\n",
+            capture_output=True,
+            timeout=60,
+            cwd=here,
+            env={**os.environ, "PYTHONIOENCODING": f"utf-8:{errors}"},
+        )
+        assert answered.returncode == 0, answered.stderr
+        assert "that answer is not UTF-8 text (byte 0xe9 at position 10)" in answered.stdout.decode()
+        assert "tool said: booked 2 nights in Lisbon" in answered.stdout.decode()
+
+
+def test_a_checkpoint_id_that_is_taken_is_refused_not_overwritten(here: Path) -> None:
+    """`--checkpoint-id trip` again, with the run saved as trip still waiting: the new run
+    replaced it when it paused, and the first run's question was lost."""
+    first = rillet("run", "agents:build", "please book", "--db", "runs.db", "--checkpoint-id", "trip", cwd=here)
+    assert first.returncode == 3, first.stderr
+    again = rillet("run", "agents:build", "book again", "--db", "runs.db", "--checkpoint-id", "trip", cwd=here)
+    one_line_error(
+        again,
+        2,
+        "rillet run: checkpoint 'trip' is in runs.db already, a run waiting to be resumed "
+        "(rillet inspect trip --db runs.db shows it): resume it, rillet resume trip --db runs.db agents:build, "
+        "or give another --checkpoint-id",
+    )
+    shown = rillet("inspect", "trip", "--db", "runs.db", "--no-color", cwd=here)
+    assert "please book" in shown.stdout and "book again" not in shown.stdout

@@ -75,6 +75,10 @@ def test_a_bad_agent_or_store_is_one_line(served: list[dict[str, Any]], capsys: 
     for argv, says in [
         (["web", "web_agents:number"], "rillet web: 'web_agents:number' is an int, not an agent"),
         (["web", "web_agents:agent", "--db", "."], "rillet web: --db '.' is a directory"),
+        (  # the Evals view listed nothing, and saving a chat turn as a case failed on mkdir
+            ["web", "web_agents:agent", "--evals", "agents.py"],
+            "rillet web: --evals 'agents.py' is a file: give the folder of eval reports",
+        ),
     ]:
         with pytest.raises(SystemExit) as e:
             main(argv)

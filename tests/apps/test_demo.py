@@ -195,6 +195,21 @@ def test_ctrl_c_at_the_demos_prompt_says_the_run_is_saved_and_how_to_resume_it(t
     assert "Booked 2 nights" in resumed.stdout
 
 
+def test_ctrl_c_while_the_demo_runs_says_what_was_saved_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C while the model streamed (not at the prompt) printed only click's "Aborted!", status 1."""
+    from support.cli_harness import ctrl_c_at_prompt
+
+    db = str(tmp_path / "c.db")
+    # a token every 60 s: the model's reply has begun (its heading is out) and streams when Ctrl-C comes
+    stopped = ctrl_c_at_prompt("demo", "--delay", "60", "--no-color", "--db", db, cwd=tmp_path, prompt="(model call 1)")
+    assert stopped.returncode == 130, (stopped.stdout, stopped.stderr)
+    assert "Aborted!" not in stopped.stderr and "Traceback" not in stopped.stderr
+    assert "Stopped (Ctrl-C) before the run asked for approval: nothing was saved." in stopped.stdout
+    other = ctrl_c_at_prompt("demo", "team", "--delay", "60", "--no-color", cwd=tmp_path, prompt="(model call 1)")
+    assert other.returncode == 130, (other.stdout, other.stderr)
+    assert other.stderr.strip() == "rillet demo: stopped by Ctrl-C"
+
+
 def test_demo_on_openai_without_a_key_stops_before_sending(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any
 ) -> None:

@@ -169,6 +169,29 @@ def test_the_resume_endpoint_answers_the_interrupt_and_the_run_goes_on(
     assert client.get("/api/checkpoints").json() == []  # a finished resume deletes its checkpoint
 
 
+def test_a_session_runs_checkpoint_is_answered_from_the_page_and_its_turn_kept(tmp_path: Path) -> None:
+    """A run of a session (`rillet run --session ID --db FILE`, or a program's
+    Runner(session_store=...)) saved at an approval: the page offered to answer it, and the
+    resume was refused (409, "the Runner has no session_store; pass Runner(...)")."""
+    from rillet import Runner
+    from rillet.sessions import SqliteSessionStore
+
+    db = tmp_path / "runs.db"
+    store, sessions = SqliteCheckpointStore(db), SqliteSessionStore(db)
+    saved = list(Runner(build(), checkpoint_store=store, session_store=sessions).query(
+        "Book Lisbon", checkpoint_id="theirs", session_id="ada"
+    ))  # fmt: skip
+    (asked,) = [e for e in saved if e.action is not None and e.action.interrupted is not None]
+    iid = asked.action.interrupted.interrupt_contexts[0].id
+    with make_client(create_app(build(), store=store, sessions=sessions)) as c:
+        answered = c.post("/api/resume", json={"checkpoint_id": "theirs", "targets": {iid: {"decision": "approve"}}})
+        assert answered.status_code == 200, answered.text
+        assert records(c, answered.json()["events"])[-1]["status"] == "done"
+        turns = c.get("/api/sessions/ada").json()["turns"]
+    assert len(turns) == 1 and turns[0]["messages"][0]["content"] == "Book Lisbon"
+    assert turns[0]["messages"][-1]["content"].startswith("All set: booked 2 nights in Lisbon")
+
+
 def test_a_resume_that_cannot_run_is_refused_with_the_reason(client: TestClient) -> None:
     run, recs = start(client)
     bad_body = client.post("/api/resume", json={"checkpoint_id": run["checkpoint_id"]})
@@ -189,6 +212,74 @@ def test_a_message_must_be_non_empty_text(client: TestClient) -> None:
         assert response.status_code == 400
         assert response.json() == {"error": 'POST /api/runs takes JSON {"text": "your message"} with a non-empty text'}
     assert client.get("/api/runs/nope/events").status_code == 404
+
+
+def test_a_body_with_text_that_is_not_unicode_is_a_400_not_a_500(client: TestClient) -> None:
+    """JSON may spell a lone surrogate (\\ud800), which no UTF-8 text holds: the run's message
+    could not be made of it, and the server answered 500 with a traceback in its log."""
+    for path, body in (
+        ("/api/runs", '{"text": "hi \\ud800"}'),
+        ("/api/resume", '{"checkpoint_id": "c", "targets": {"\\udfff": {"decision": "approve"}}}'),
+        ("/api/sessions/open", '{"id": "\\ud800"}'),
+    ):
+        response = client.post(path, content=body, headers={"Content-Type": "application/json"})
+        assert response.status_code == 400, (path, response.text)
+        assert "lone surrogate" in response.json()["error"]
+    assert client.get("/api/runs").json() == []  # nothing was started
+
+
+def test_a_body_nested_too_deeply_for_the_json_parser_is_a_400_not_a_500(client: TestClient) -> None:
+    """100,000 brackets fit in the 1 MiB a body may hold, and json.loads raised RecursionError,
+    which the server answered with 500 and a traceback in its log."""
+    deep = "[" * 100_000 + "]" * 100_000
+    response = client.post("/api/runs", content='{"text": ' + deep + "}", headers={"Content-Type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert "nested too deeply" in response.json()["error"]
+    assert client.get("/api/runs").json() == []
+
+
+def test_a_session_is_shown_while_another_request_starts_a_run() -> None:
+    """GET /api/sessions/{id} walked the server's runs while a POST /api/runs (another thread)
+    could add one: "dictionary changed size during iteration", a 500."""
+    from rillet.web.runs import Run
+
+    app = create_app(build())
+    hub = app.state.hub
+
+    class Started(dict):  # type: ignore[type-arg]
+        def get(self, key: str, default: Any = None) -> Any:
+            late = Run("c2", "run", "a run another request starts meanwhile")
+            hub.runs.setdefault(late.id, late)
+            return super().get(key, default)
+
+    early = Run("c1", "run", "hi")
+    early.records[0] = Started(early.records[0], session=hub.session_id)
+    hub.runs[early.id] = early
+    with make_client(app) as c:
+        shown = c.get(f"/api/sessions/{hub.session_id}")
+        assert shown.status_code == 200, shown.text
+        assert shown.json()["running"] == [early.id]
+
+
+def test_the_checkpoint_browser_says_how_to_continue_a_step_record(tmp_path: Path) -> None:
+    """A step run that failed (or whose server died) is a step record the browser does not
+    decode: its 422 said to "continue it with Runner.resume(id)", which a page cannot do."""
+    from rillet import Runner
+
+    def down(messages: list[Message], tools: Any) -> Message:
+        raise ConnectionError("the model endpoint is down")
+
+    agent = ChatModelAgent("flaky", description="its model is down", model=ScriptedModel(down))
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    events = list(Runner(agent, checkpoint_store=store, durability="step").query("hi", checkpoint_id="s1"))
+    assert events[-1].error is not None
+    with make_client(create_app(agent, store=store)) as c:
+        shown = c.get("/api/checkpoints/s1")
+    assert shown.status_code == 422
+    error = shown.json()["error"]
+    assert "the step record of a run that did not finish" in error
+    assert f"rillet resume s1 --db {tmp_path / 'runs.db'} MODULE:ATTRIBUTE" in error
+    assert "Runner.resume(id)" not in error
 
 
 def test_the_checkpoint_browser_lists_and_decodes_a_sqlite_store(tmp_path: Path) -> None:
@@ -397,6 +488,92 @@ def test_ctrl_c_stops_the_server_while_a_page_watches_a_run_in_progress(tmp_path
 LIMIT = 1 << 20  # the documented default of max_body
 
 
+HANGS_AFTER_APPROVAL = '''
+import asyncio
+
+from rillet import ChatModelAgent, FunctionCall, Message, ScriptedModel, ToolCall, requires_approval, tool
+
+
+@tool
+def book() -> str:
+    """Books."""
+    return "booked"
+
+
+@tool
+async def hang() -> str:
+    """Never returns."""
+    await asyncio.Event().wait()
+    return "never"
+
+
+def reply(messages, tools=None):
+    name = "book" if messages[-1].role == "user" else "hang"
+    return Message.assistant("", [ToolCall(index=0, id="c_" + name, function=FunctionCall(name, "{}"))])
+
+
+agent = ChatModelAgent("clerk", description="books", model=ScriptedModel(reply), tools=[requires_approval(book), hang])
+'''
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_resume_leaves_its_checkpoint_resumable_at_once(tmp_path: Path) -> None:
+    """The server stopped with a resume in flight kept the resume's claim on the checkpoint:
+    answered again after a restart, it was refused ("already being resumed") for ten minutes."""
+    import signal
+    import socket
+    import urllib.request
+
+    need("uvicorn")
+    (tmp_path / "hangs.py").write_text(HANGS_AFTER_APPROVAL)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rillet.cli", "web", "hangs:agent", "--port", str(port), "--db", "runs.db"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(base + "/api/agent", timeout=5).close()
+            return True
+        except OSError:
+            return False
+
+    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST")
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)  # type: ignore[no-any-return]
+
+    try:
+        wait_until(answers, "rillet web to answer")
+        run = post("/api/runs", {"text": "book"})
+        with urllib.request.urlopen(base + run["events"], timeout=30) as stream:
+            recs = [json.loads(line[6:]) for line in stream.read().decode().splitlines() if line.startswith("data: ")]
+        (asked,) = [r for r in recs if r["type"] == "event" and (r.get("action") or {}).get("kind") == "interrupt"]
+        targets = {asked["action"]["interrupts"][0]["id"]: {"decision": "approve"}}
+        # the claim is taken before the answer comes; no page watches (one that did would cancel
+        # the run as its stream ends, releasing the claim): a script's resume, or a page not yet there
+        post("/api/resume", {"checkpoint_id": run["checkpoint_id"], "targets": targets})
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 0
+        store = SqliteCheckpointStore(tmp_path / "runs.db")
+        try:
+            assert store.claim(run["checkpoint_id"], "the resume after a restart") is not None
+        finally:
+            store.close()
+    finally:
+        server.kill()
+        server.wait()
+        assert server.stderr is not None
+        server.stderr.close()
+
+
 def test_a_body_over_the_limit_is_refused_with_413_saying_the_limit(client: TestClient) -> None:
     big = json.dumps({"text": "x" * LIMIT})
     for path in ("/api/runs", "/api/resume"):
@@ -593,6 +770,96 @@ async def test_a_run_whose_page_leaves_is_cancelled_quietly_and_the_next_run_wor
             assert not thread.is_alive(), thread.name
     gc.collect()  # a task destroyed while pending would say so now
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("where", ["tool", "model", "stream"])
+async def test_a_cancelled_runs_calls_in_flight_end_as_cancelled_in_the_call_inspector(where: str) -> None:
+    """A model call cut short by the run's cancellation never sent its end: a reloaded page's
+    call inspector showed it "running" for ever, in a run that had ended."""
+    need("uvicorn")
+    import httpx
+    from support.web_server import serving
+
+    hold = Hold()
+    async with serving(create_app(held_agent(where, hold))) as url, httpx.AsyncClient(base_url=url) as http:
+        run = (await http.post("/api/runs", json={"text": "hold"})).json()
+        async with http.stream("GET", run["events"]):
+            assert await asyncio.to_thread(hold.started.wait, 30)
+        await sse_records(http, run["events"])  # to its end: the run is cancelled
+        hold.release.set()
+
+        async def calls() -> list[dict[str, Any]]:
+            async with http.stream("GET", run["events"]) as page:
+                recs = [json.loads(line[6:]) async for line in page.aiter_lines() if line.startswith("data: ")]
+            return [r for r in recs if r["type"] == "call"]
+
+        last: dict[str, str] = {}
+        for call in await asyncio.wait_for(calls(), 30):
+            last[call["id"]] = call["status"]
+    assert last and "running" not in last.values(), last
+    assert list(last.values())[-1] == "cancelled"
+
+
+class SlowFirst:
+    """A model whose answer to "slow" waits until ``release`` (a long reply still streaming);
+    every answer says how many messages it was sent."""
+
+    def __init__(self) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+        self.answer = ScriptedModel(lambda messages, tools: f"hello after {len(messages)}")
+
+    async def generate(self, messages: list[Message], *, tools: Any = None, **options: Any) -> Message:
+        raise AssertionError("the dev UI streams")
+
+    async def stream(self, messages: list[Message], *, tools: Any = None, **options: Any) -> Any:
+        if messages[-1].content == "slow":
+            self.started.set()
+            await asyncio.get_running_loop().run_in_executor(None, self.release.wait, 30)
+        return await self.answer.stream(messages, tools=tools, **options)
+
+
+def test_a_message_sent_while_the_last_one_runs_waits_for_it_and_sees_its_turn(client: TestClient) -> None:
+    """Two messages of one chat, the second sent before the first's answer ended, ran at once:
+    the second was answered without the first in its history, and the session kept the turns in
+    the order they ended."""
+    model = SlowFirst()
+    with make_client(create_app(ChatModelAgent("chat", description="chats", model=model))) as c:
+        first = c.post("/api/runs", json={"text": "slow"}).json()
+        assert model.started.wait(30)
+        second = c.post("/api/runs", json={"text": "quick"}).json()  # answered at once: it waits, queued
+        assert [r["status"] for r in c.get("/api/runs").json()] == ["running", "running"]
+        model.release.set()
+        assert records(c, first["events"])[-2]["content"] == "hello after 1"
+        assert records(c, second["events"])[-2]["content"] == "hello after 3"  # the first turn, then its own
+        session = c.get("/api/sessions").json()[0]["id"]
+        turns = c.get(f"/api/sessions/{session}").json()["turns"]
+    assert [t["messages"][0]["content"] for t in turns] == ["slow", "quick"]
+
+
+@pytest.mark.anyio
+async def test_a_queued_message_whose_page_leaves_never_runs() -> None:
+    need("uvicorn")
+    import httpx
+    from support.web_server import serving
+
+    model = SlowFirst()
+    app = create_app(ChatModelAgent("chat", description="chats", model=model))
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
+        first = (await http.post("/api/runs", json={"text": "slow"})).json()
+        assert await asyncio.to_thread(model.started.wait, 30)
+        queued = (await http.post("/api/runs", json={"text": "quick"})).json()
+        async with http.stream("GET", queued["events"]) as page:  # the page watches it, then goes
+            async for line in page.aiter_lines():
+                if line.startswith("data: "):
+                    break  # its run_start: it waits
+        left = await sse_records(http, queued["events"])
+        assert [r["type"] for r in left] == ["run_start", "run_end"] and left[-1]["status"] == "cancelled"
+        model.release.set()
+        assert (await sse_records(http, first["events"]))[-1]["status"] == "done"
+        listed = (await http.get("/api/runs")).json()
+    assert [r["status"] for r in listed] == ["done", "cancelled"]
+    assert app.state.hub.runs[queued["run"]].calls._count == 0  # it never called the model
 
 
 @pytest.mark.anyio

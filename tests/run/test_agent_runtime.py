@@ -239,6 +239,35 @@ def test_start_run_calls_on_close_once_when_the_consumer_lets_go_of_the_run() ->
     wait_until(lambda: tasks_on_rillets_loop() == 0, "the runs' tasks on rillet's loop to end")
 
 
+def test_close_and_wait_returns_once_the_runs_clean_up_is_done() -> None:
+    """What a process about to exit calls (rillet run/resume/web at Ctrl-C): close() alone
+    returns at once, while the run's `finally` (a resume releasing its claim) is still to run
+    on rillet's loop thread, which dies with the process."""
+    from rillet.run.run_handle import close_and_wait
+
+    cleaned = threading.Event()
+    inside = threading.Event()
+
+    async def slow_to_clean() -> AsyncIterator[Any]:
+        try:
+            yield AgentEvent(agent_name="a")
+            inside.set()
+            await asyncio.Event().wait()
+            yield AgentEvent(agent_name="a")
+        finally:
+            await asyncio.sleep(0)  # the clean-up awaits, as a store's release does
+            await asyncio.sleep(0)
+            cleaned.set()
+
+    runs = [start_run(slow_to_clean()) for _ in range(2)]
+    for run in runs:
+        next(run)
+    assert inside.wait(30)
+    close_and_wait(runs, 30)
+    assert cleaned.is_set()
+    close_and_wait(runs, 30)  # closed already: nothing to wait for
+
+
 def test_abandoning_a_streaming_run_closes_every_copy_of_the_model_stream() -> None:
     from rillet import ChatModelAgent
 

@@ -42,15 +42,28 @@ for command in (run, resume, inspect, demo, bench, web):
 cli.add_command(eval_command)
 
 
+def _command(argv: Sequence[str] | None) -> str:
+    """The command ``argv`` runs (its first word that is not an option), or ''."""
+    words = list(argv) if argv is not None else sys.argv[1:]
+    return next((w for w in words if not w.startswith("-")), "") if words else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command ``argv`` (default: the process's arguments) and returns its exit status;
-    a usage error is shown as click shows it and exits with status 2."""
+    a usage error is shown as click shows it and exits with status 2; Ctrl-C that the command
+    does not answer itself is one line and status 130."""
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if callable(reconfigure):  # a line that is not UTF-8 is named where it is read, not a traceback
+        reconfigure(errors="surrogateescape")
     try:
         status = cli.main(args=list(argv) if argv is not None else None, prog_name="rillet", standalone_mode=False)
     except click.ClickException as e:
         e.show()
         raise SystemExit(e.exit_code) from None
-    except click.Abort:
+    except click.Abort as e:
+        if isinstance(e.__cause__, KeyboardInterrupt):  # Ctrl-C that no command turned into its own line
+            print(" ".join(w for w in ("rillet", _command(argv)) if w) + ": stopped by Ctrl-C", file=sys.stderr)
+            raise SystemExit(130) from None  # the shell's status for a SIGINT
         print("Aborted!", file=sys.stderr)
         raise SystemExit(1) from None
     return int(status or 0)

@@ -57,6 +57,13 @@ def load_agent(spec: str, what: str = "") -> object:
     try:
         obj: object = importlib.import_module(module_name)
     except Exception as e:
+        named = _as_path(module_name)
+        if named is not None:  # rillet run myagent.py:build, ./myagent:build: a file, where a module is wanted
+            name, folder = named
+            raise ValueError(
+                f"{label}: {module_name!r} is a file name: give the module's name, as Python imports it: "
+                f"{name}:{attribute}" + (f", from the folder {folder}" if folder else "")
+            ) from None  # its ModuleNotFoundError's traceback would tell nothing more
         raise ValueError(f"{label}: cannot import {module_name!r}: {type(e).__name__}: {e}") from e
     where = module_name
     for part in attribute.split("."):
@@ -93,6 +100,23 @@ def load_agent(spec: str, what: str = "") -> object:
             f"{label} is {_a(obj)}, not an agent (name and run(input)) or a function of no arguments returning one"
         )
     return obj
+
+
+def _as_path(module_name: str) -> tuple[str, str] | None:
+    """The module a file path names and, when the current directory cannot import it so, the
+    folder to run from (``./app/agents.py``: ``app.agents``; ``/srv/app/agents.py``:
+    ``agents`` from ``/srv/app``); None if ``module_name`` is no file path."""
+    import os
+
+    text = module_name.replace("\\", "/")
+    if not ("/" in text or text.endswith(".py")):
+        return None
+    parts = [p for p in text.removesuffix(".py").split("/") if p not in ("", ".")]
+    if not parts or not parts[-1].isidentifier():
+        return None
+    if text.startswith("/") or ".." in parts or not all(p.isidentifier() for p in parts):
+        return parts[-1], os.path.dirname(text) or "/"
+    return ".".join(parts), ""
 
 
 def _a(obj: object) -> str:
@@ -180,6 +204,8 @@ def checkpoint_store(command: str, db: str, *, create: bool = True, code: int = 
         fail(command, f"--db {db!r} is a directory; give the path of a SQLite file (it is created if missing)", code)
     if not create and not path.exists():  # opening it would create an empty database
         fail(command, f"no checkpoint database at {db} (give the --db the run used)", code)
+    if not create and path.stat().st_size == 0:  # SQLite would take it as a new database, and write it
+        fail(command, f"{db} is an empty file, not a checkpoint database (give the --db the run used)", code)
     try:
         return SqliteCheckpointStore(path)
     except (CheckpointError, sqlite3.Error, OSError) as e:

@@ -38,6 +38,8 @@ __all__ = [
     "Decisions",
     "Driver",
     "Pending",
+    "Stopped",
+    "abandon",
     "announce",
     "ask",
     "pending_of_checkpoint",
@@ -45,6 +47,23 @@ __all__ = [
     "resume_hint",
     "warn_unused",
 ]
+
+
+_ABANDON_WAIT = 5.0  # seconds a run left with Ctrl-C may take to end (its claim released) before the exit
+
+
+class Stopped(Exception):
+    """The run was left with Ctrl-C while it was going (not at a prompt): it is closed, and
+    what it held (a resume's claim on its checkpoint) let go."""
+
+
+def abandon(*runs: Any, wait: float = _ABANDON_WAIT) -> None:
+    """Closes the runs (RunIterators) left with Ctrl-C and waits, ``wait`` seconds at most, for
+    them to end before the process exits (rillet.run.run_handle.close_and_wait): a resume
+    releases its claim on its checkpoint, a session run its hold on the session."""
+    from rillet.run.run_handle import close_and_wait  # the run layer, loaded when a run is left
+
+    close_and_wait(runs, wait)
 
 
 class Driver:
@@ -77,9 +96,20 @@ class Driver:
         self.ctrl_c = False  # the prompt was left with Ctrl-C: ask nothing more
         self.defer_warnings = False  # a chat: a flag may match a later turn, so warn at its end
         self.warned: set[str] = set()  # the flags already named as matching nothing
+        self.answered: list[Pending] = []  # the interrupts of the latest resume (its checkpoint keeps them)
 
     def show(self, events: Iterable[AgentEvent]) -> list[Pending]:
-        """Shows ``events``; the interrupts the run stopped at (empty: it ended)."""
+        """Shows ``events``; the interrupts the run stopped at (empty: it ended). Raises
+        :class:`Stopped` when it is left with Ctrl-C (the run closed, its claim released)."""
+        try:
+            return self._show(events)
+        except KeyboardInterrupt:  # Ctrl-C while it runs (at a prompt, ask() takes it)
+            abandon(events)
+            if not self.as_json:
+                self.console.print()
+            raise Stopped from None
+
+    def _show(self, events: Iterable[AgentEvent]) -> list[Pending]:
         pending: list[Pending] = []
         for ev in events:
             if self.as_json:
@@ -141,6 +171,7 @@ class Driver:
                 return stopped(missing)
             if not self.as_json:
                 self.console.print(f"\n[dim]resuming checkpoint {escape(checkpoint_id)}[/]")
+            self.answered = list(pending)  # what a resume left with Ctrl-C still waits for
             pending = self.show(self.runner.resume(checkpoint_id, targets=targets))
         return self.finish()
 

@@ -216,7 +216,9 @@ def _show(store: SqliteCheckpointStore, checkpoint_id: str, console: Console, as
     import sqlite3
 
     from rillet.checkpoint import CheckpointError
+    from rillet.checkpoint.journal import read_step_head
     from rillet.checkpoint.payload import load
+    from rillet.cli.prompt import resume_command
     from rillet.data import codec
 
     path = str(store.path)
@@ -224,6 +226,14 @@ def _show(store: SqliteCheckpointStore, checkpoint_id: str, console: Console, as
         data = store.get(checkpoint_id)
         if data is None:
             fail("inspect", f"no checkpoint {checkpoint_id!r} in {path} (rillet inspect --db {path} lists them)", 1)
+        if read_step_head(bytes(data), checkpoint_id) is not None:
+            fail(
+                "inspect",
+                f"checkpoint[{checkpoint_id}] is the step record of a run that did not finish "
+                '(Runner(durability="step")), which this command does not decode; continue it with: '
+                f"{resume_command(checkpoint_id, path, 'MODULE:ATTRIBUTE')}",
+                1,
+            )
         loaded = load(data, checkpoint_id)
     except (CheckpointError, codec.DecodeError, sqlite3.Error) as e:
         fail("inspect", str(e), 1)

@@ -134,6 +134,28 @@ class Decisions:
         return [f"--{k} {key}" for i, (k, key, _) in enumerate(self.rules) if i not in self.used and key != "*"]
 
 
+def not_utf8(text: str) -> str:
+    """Where ``text`` (an argument or a line read, its undecodable bytes kept as surrogates)
+    is not UTF-8 text, as ``byte 0xe9 at position 3``; empty if it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        char = ord(text[e.start])
+        what = f"byte 0x{char - 0xDC00:02x}" if 0xDC80 <= char <= 0xDCFF else f"the lone surrogate U+{char:04X}"
+        return f"{what} at position {e.start}"
+    return ""
+
+
+def shown(text: str) -> str:
+    """``text`` as a terminal can print it: bytes that are not UTF-8 as U+FFFD."""
+    if not not_utf8(text):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a lone surrogate that stands for no byte
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def announce(console: Console, p: Pending) -> None:
     """The line that says an interrupt waits (and, for one that is not an approval, what it asks)."""
     what = "approval needed" if p.tool else "interrupt"
@@ -170,7 +192,10 @@ def _ask(console: Console, p: Pending, readline: Callable[[], str]) -> Any:
             return NO_ANSWER
         text = line.strip()
         if not sys.stdin.isatty():  # a piped answer: show it, as a terminal would have
-            console.print(text, markup=False, highlight=False)
+            console.print(shown(text), markup=False, highlight=False)
+        if not_utf8(text):  # (stdin keeps such bytes as surrogates: rillet.cli.main)
+            console.print(f"  [red]that answer is not UTF-8 text ({not_utf8(text)})[/]")
+            continue
         if p.tool is None:
             return _value(text)
         word, _, rest = text.partition(" ")
@@ -184,7 +209,10 @@ def _ask(console: Console, p: Pending, readline: Callable[[], str]) -> Any:
                 console.print("  arguments (a JSON object): ", end="")
                 rest = readline()
                 if not sys.stdin.isatty():
-                    console.print(rest.strip(), markup=False, highlight=False)
+                    console.print(shown(rest.strip()), markup=False, highlight=False)
+            if not_utf8(rest):
+                console.print(f"  [red]those arguments are not UTF-8 text ({not_utf8(rest)})[/]")
+                continue
             try:
                 args = json.loads(rest)
             except ValueError as e:
@@ -225,7 +253,15 @@ def warn_unused(
         print(f"rillet {command}: {flag} matched no interrupt of this run; {what}", file=sys.stderr)
 
 
+def resume_command(checkpoint_id: str, db: str, *rest: str) -> str:
+    """``rillet resume CHECKPOINT --db FILE REST...`` as a shell runs it: each word quoted
+    where it has to be (a space in a path or an id), so that it can be pasted as printed."""
+    import shlex
+
+    return " ".join(shlex.quote(w) for w in ("rillet", "resume", checkpoint_id, "--db", db, *rest) if w)
+
+
 def resume_hint(checkpoint_id: str, db: str, spec: str, missing: Sequence[Pending]) -> str:
     """The command that answers ``missing`` later (``spec`` empty: the demo's run)."""
-    answers = " ".join(dict.fromkeys(f"--approve {p.tool}" if p.tool else f"--approve {p.id}=VALUE" for p in missing))
-    return " ".join(w for w in ("rillet resume", checkpoint_id, "--db", db, spec, answers) if w)
+    answers = dict.fromkeys(f"{p.tool}" if p.tool else f"{p.id}=VALUE" for p in missing)
+    return resume_command(checkpoint_id, db, spec, *(w for a in answers for w in ("--approve", a)))

@@ -20,7 +20,16 @@ from rillet.cli.common import (
     verbose_option,
 )
 from rillet.cli.demo import model_option
-from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, pending_of_checkpoint, resume_hint
+from rillet.cli.drive import (
+    CTRL_C_STATUS,
+    Decisions,
+    Driver,
+    Pending,
+    Stopped,
+    pending_of_checkpoint,
+    resume_hint,
+)
+from rillet.cli.prompt import resume_command
 
 
 @click.command(short_help="continue a run saved in SQLite (from any process)")
@@ -110,6 +119,7 @@ def _resume(
     as_json: bool,
     verbose: bool,
 ) -> int:
+    from rillet.checkpoint.journal import read_step_head
     from rillet.checkpoint.payload import load
     from rillet.examples.demo import ToolErrors, demo_agent_for, make_chat_model, missing_key
     from rillet.runner import Runner
@@ -118,6 +128,15 @@ def _resume(
     data = store.get(checkpoint_id)
     if data is None:
         fail("resume", f"no checkpoint {checkpoint_id!r} in {path} (rillet inspect --db {path} lists them)", 1)
+    if read_step_head(bytes(data), checkpoint_id) is not None:  # a step run that did not finish
+        if agent is None:
+            fail(
+                "resume",
+                f"checkpoint[{checkpoint_id}] is the step record of a run that did not finish "
+                '(Runner(durability="step")): give the agent that ran it, and the run goes on from its record: '
+                f"{resume_command(checkpoint_id, path, 'MODULE:ATTRIBUTE')}",
+            )
+        return _retry(checkpoint_id, store, path, agent, spec, decisions, console, as_json, verbose)
     loaded = load(data, checkpoint_id)
     if agent is None:
         chat = make_chat_model(model)
@@ -160,4 +179,66 @@ def _resume(
         )
         return CTRL_C_STATUS if driver.ctrl_c else 3
 
-    return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id, targets=targets or None)), stopped)
+    driver.answered = pending
+    try:
+        return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id, targets=targets or None)), stopped)
+    except Stopped:  # Ctrl-C while it ran: closed, its claim on the checkpoint released
+        fail(
+            "resume",
+            f"stopped by Ctrl-C while the run was going; checkpoint[{checkpoint_id}] is kept as it was, to resume "
+            f"again: {resume_hint(checkpoint_id, path, spec or '', driver.answered)}",
+            CTRL_C_STATUS,
+        )
+
+
+def _retry(
+    checkpoint_id: str,
+    store: Any,
+    path: str,
+    agent: Any,
+    spec: str | None,
+    decisions: Decisions,
+    console: Any,
+    as_json: bool,
+    verbose: bool,
+) -> int:
+    """Continues the step record of a run that did not finish (a model or tool call failed, or
+    its process died): the calls it recorded are replayed, not made again, and it goes on live.
+    Nothing waits for an answer in it; an interrupt it comes to is answered as in :func:`_resume`."""
+    from rillet.examples.demo import ToolErrors
+    from rillet.runner import Runner
+    from rillet.sessions import SqliteSessionStore
+
+    tool_errors = ToolErrors()
+    runner = Runner(
+        agent,
+        checkpoint_store=store,
+        session_store=SqliteSessionStore(path),  # the record may be a session's run
+        durability="step",  # failing again, it stays a record to retry
+        observers=[tool_errors],
+    )
+    driver = Driver(
+        "resume", runner, console, as_json=as_json, decisions=decisions, verbose=verbose, tool_errors=tool_errors
+    )
+
+    def stopped(missing: Sequence[Pending]) -> int:
+        what = ", ".join(p.label() for p in missing)
+        why = "Ctrl-C at the prompt" if driver.ctrl_c else "with no answer"
+        print(
+            f"rillet resume: stopped at {what} ({why}); it is saved: "
+            f"{resume_hint(checkpoint_id, path, spec or '', missing)}",
+            file=sys.stderr,
+        )
+        return CTRL_C_STATUS if driver.ctrl_c else 3
+
+    if not as_json:
+        console.print(f"[dim]continuing the step record of checkpoint {checkpoint_id}[/]")
+    try:
+        return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id)), stopped)
+    except Stopped:  # Ctrl-C while it ran: closed, its claim released
+        fail(
+            "resume",
+            f"stopped by Ctrl-C while the run was going; checkpoint[{checkpoint_id}] keeps its step record, to "
+            f"continue again: {resume_command(checkpoint_id, path, spec or 'MODULE:ATTRIBUTE')}",
+            CTRL_C_STATUS,
+        )

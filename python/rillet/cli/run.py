@@ -3,6 +3,7 @@ happens, answering its interrupts, and (``--session``) chatting turn after turn.
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 import uuid
@@ -19,7 +20,8 @@ from rillet.cli.common import (
     output_options,
     verbose_option,
 )
-from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, resume_hint
+from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, Stopped, resume_hint
+from rillet.cli.prompt import not_utf8, resume_command, shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,8 +69,17 @@ def run(
     decisions = Decisions("run", approve, reject)
     if query is None and session_id is None:
         fail("run", 'no question: rillet run MODULE:ATTRIBUTE "QUESTION" (or --session ID to chat)')
+    if query is not None and not_utf8(query):
+        fail("run", f"the question is not UTF-8 text ({not_utf8(query)}); give it in UTF-8")
     agent = agent_or_fail("run", spec, verbose=verbose)
     store: Any = checkpoint_store("run", db) if db is not None else InMemoryCheckpointStore()
+    if db is not None and checkpoint_id is not None and store.get(checkpoint_id) is not None:
+        fail(  # a new run paused under its id would replace the run that waits there
+            "run",
+            f"checkpoint {checkpoint_id!r} is in {db} already, a run waiting to be resumed "
+            f"({shlex.join(['rillet', 'inspect', checkpoint_id, '--db', db])} shows it): resume it, "
+            f"{resume_command(checkpoint_id, db, spec)}, or give another --checkpoint-id",
+        )
     sessions = _session_store(db) if session_id is not None else None
     console = make_console(False if no_color else None)
     tool_errors = ToolErrors()
@@ -126,9 +137,12 @@ def _turns(query: str | None, session_id: str | None, console: Console, as_json:
             if not as_json:
                 console.print()
             return
+        bad = not_utf8(line)
         if not as_json and not sys.stdin.isatty():  # piped: show the line, as a terminal would have
-            console.print(line.strip(), markup=False, highlight=False)
-        if line.strip():
+            console.print(shown(line.strip()), markup=False, highlight=False)
+        if bad:  # a model takes text: say so and go on, as after a line that was not understood
+            print(f"rillet run: that line is not UTF-8 text ({bad}): it was not sent", file=sys.stderr, flush=True)
+        elif line.strip():
             yield line.strip(), True
 
 
@@ -153,8 +167,18 @@ def _turn(
         print(f"rillet run: stopped at {what}: {why}; {where}", file=sys.stderr)
         return CTRL_C_STATUS if driver.ctrl_c else 3
 
+    driver.answered = []
     try:  # the run's own failures are events; these are the Runner refusing (a busy session, a claimed checkpoint)
         events = driver.runner.query(text, checkpoint_id=cid, session_id=session_id)
         return driver.follow(cid, driver.show(events), stopped)
     except (RilletError, ValueError) as e:
         fail("run", str(e), 1)
+    except Stopped:  # Ctrl-C while it ran: closed, and a resume's claim released
+        kept = (
+            f"checkpoint[{cid}] is kept as it was at its last interrupt, to resume again: "
+            f"{resume_hint(cid, db, spec, driver.answered)}"
+            if db is not None and driver.answered
+            else "nothing was saved (a run is saved where it stops for an answer, with --db FILE)"
+        )
+        print(f"rillet run: stopped by Ctrl-C while the run was going; {kept}", file=sys.stderr, flush=True)
+        return CTRL_C_STATUS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import sys
 from typing import Any
 
@@ -61,6 +62,12 @@ def web(spec: str, db: str | None, host: str, port: int, allow_remote: bool, dur
     agent = agent_or_fail("web", spec)
     if db is not None:
         checkpoint_store("web", db).close()  # a bad file is one line here, not a traceback in the server
+    if evals is not None and os.path.exists(evals) and not os.path.isdir(evals):
+        fail(
+            "web",
+            f"--evals {evals!r} is a file: give the folder of eval reports (rillet eval ... -o DIR/NAME.json "
+            "writes them; a missing folder is created when a chat turn is saved as a case)",
+        )
     if remote:
         print(
             f"rillet web: warning: serving on {host}:{port}, reachable from other machines; "

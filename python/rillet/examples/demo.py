@@ -473,6 +473,20 @@ def _decide(console: Console, pending: Any, decisions: Any) -> Any:
     return data
 
 
+def _render_unless_ctrl_c(events: Any, console: Console, into: Renderer) -> bool:
+    """Renders ``events`` into ``into``; False if Ctrl-C stopped it (the run then closed, and
+    a resume's claim on its checkpoint released: it can be resumed again at once)."""
+    from rillet.run.run_handle import close_and_wait  # the run layer, loaded with the demo's run
+
+    try:
+        render(events, console, into=into)
+    except KeyboardInterrupt:
+        close_and_wait([events], 5.0)
+        console.print()
+        return False
+    return True
+
+
 def _interrupt_of(events: list[AgentEvent]) -> Any:
     for ev in events:
         if ev.action is not None and ev.action.interrupted is not None:
@@ -501,6 +515,8 @@ def main(
     (the flags of ``rillet run``), or ``decision`` (``"approve"`` or ``"reject"``), else at the
     prompt."""
     from rillet.checkpoint import SqliteCheckpointStore
+    from rillet.cli.prompt import CTRL_C_STATUS
+    from rillet.cli.prompt import resume_command as shell_command
     from rillet.runner import Runner
 
     console = make_console(color)
@@ -522,16 +538,18 @@ def main(
     checkpoint_id = f"demo-{uuid.uuid4().hex[:8]}"
     start = time.perf_counter()
     r = Renderer(console, verbose=verbose, tool_errors=tool_errors)
-    render(runner.query(QUESTION, checkpoint_id=checkpoint_id), console, into=r)
+    resume_command = shell_command(checkpoint_id, str(db_path), "--approve")
+    if not _render_unless_ctrl_c(runner.query(QUESTION, checkpoint_id=checkpoint_id), console, r):
+        console.print("[bold]Stopped[/] (Ctrl-C) before the run asked for approval: nothing was saved.")
+        return CTRL_C_STATUS
     r.flush_tool_errors()
     ask = _interrupt_of(r.seen)
-    resume_command = f"rillet resume {checkpoint_id} --db {db_path} --approve"
     if ask is not None and stop_at_approval:
         console.print("\n[bold]Saved.[/] Continue from any process with:")
         console.print(f"  {escape(resume_command)}", soft_wrap=True)  # one line, to copy whole
         return 0
     if ask is not None:
-        from rillet.cli.prompt import CTRL_C, CTRL_C_STATUS, Decisions, pending_of_event, warn_unused
+        from rillet.cli.prompt import CTRL_C, Decisions, pending_of_event, warn_unused
 
         if decision is not None:  # the older spelling: one answer for the demo's one approval
             approve, reject = (("*",), ()) if decision == "approve" else ((), ("*=the traveller declined",))
@@ -543,7 +561,12 @@ def main(
             console.print(f"  {escape(resume_command)}", soft_wrap=True)
             return CTRL_C_STATUS
         console.print(f"\n[dim]resuming checkpoint {checkpoint_id} from {escape(str(db_path))}[/]")
-        render(runner.resume(checkpoint_id, targets={ask.id: data}), console, into=r)
+        if not _render_unless_ctrl_c(runner.resume(checkpoint_id, targets={ask.id: data}), console, r):
+            console.print(
+                "[bold]Stopped[/] (Ctrl-C) while resuming; the run is saved at its approval. Continue it with:"
+            )
+            console.print(f"  {escape(resume_command)}", soft_wrap=True)
+            return CTRL_C_STATUS
         r.flush_tool_errors()
         warn_unused("demo", decisions, [], [pending], set())
     print_summary(console, r, time.perf_counter() - start, delay, counts)

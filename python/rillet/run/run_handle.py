@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from rillet._core.loop import Fatal, RunTask, spawn
@@ -37,7 +37,7 @@ from rillet.data.events import AgentEvent, error_event
 from rillet.data.schema import MessageT
 from rillet.errors import ChannelClosed, RilletError
 
-__all__ = ["RunBatches", "RunIterator", "start_run"]
+__all__ = ["RunBatches", "RunIterator", "close_and_wait", "start_run"]
 
 
 class RunIterator(EventIterator[AgentEvent[MessageT]]):
@@ -158,6 +158,28 @@ class RunIterator(EventIterator[AgentEvent[MessageT]]):
         if self._task is not None:
             with contextlib.suppress(Exception):
                 self.close()
+
+
+def close_and_wait(runs: Iterable[RunIterator[Any]], timeout: float) -> None:
+    """Closes each run and waits, ``timeout`` seconds at most, for their tasks to end. For a
+    process about to exit, whose event loop thread would stop the runs mid-way: each run's own
+    clean-up happens first (a resume releases its claim on its checkpoint, which would refuse
+    every later resume of it until the claim's lease ran out; a session run its hold). Call it
+    from a thread that is not the runs' event loop."""
+    going: dict[asyncio.AbstractEventLoop, set[asyncio.Task[Any]]] = {}
+    for run in runs:
+        handle = run._task  # close() forgets it
+        run.close()
+        task = handle.task if handle is not None else None
+        if handle is not None and task is not None and not task.done():
+            going.setdefault(handle.loop, set()).add(task)
+    for loop, tasks in going.items():
+
+        async def ended(tasks: set[asyncio.Task[Any]] = tasks) -> None:
+            await asyncio.wait(tasks, timeout=timeout)
+
+        with contextlib.suppress(Exception):  # the loop closed meanwhile: nothing runs any more
+            asyncio.run_coroutine_threadsafe(ended(), loop).result(timeout + 1)
 
 
 class RunBatches:

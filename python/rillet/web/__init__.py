@@ -166,12 +166,15 @@ def serve(
     print(f"rillet web: http://{'[' + host + ']' if ':' in host else host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
     sys.stderr.flush()
     stop_runs = app.state.stop_runs
+    stopping: list[threading.Thread] = []
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             # a page watching a run keeps its event stream open until the run ends: end them now,
             # on a thread (this signal may have interrupted the holder of a run's lock)
-            threading.Thread(target=stop_runs, name="rillet-web-stop", daemon=True).start()
+            stopper = threading.Thread(target=stop_runs, name="rillet-web-stop", daemon=True)
+            stopper.start()
+            stopping.append(stopper)
             super().handle_exit(sig, frame)
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=_SHUTDOWN_GRACE)
@@ -179,4 +182,6 @@ def serve(
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises the Ctrl-C again once it has stopped
             Server(config).run(sockets=[sock])
     finally:
+        for stopper in stopping:  # the runs it closed let go of their claims before the process exits
+            stopper.join(_SHUTDOWN_GRACE + 3)
         sock.close()

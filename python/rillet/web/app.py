@@ -215,7 +215,9 @@ def build_app(
         if data is None and session_id != hub.session_id:
             return None
         running = [
-            r.id for r in hub.runs.values() if r.records[0].get("session") == session_id and r.status == "running"
+            r.id
+            for r in list(hub.runs.values())  # a copy: another request's thread may add a run meanwhile
+            if r.records[0].get("session") == session_id and r.status == "running"
         ]
         return {
             "id": session_id,
@@ -325,4 +327,5 @@ def build_app(
         exception_handlers={HTTPException: _http_error},
     )
     app.state.stop_runs = hub.stop  # serve() calls it at Ctrl-C: open event streams end
+    app.state.hub = hub  # the runs and the chat, for tests and tools that embed the app
     return app

@@ -23,7 +23,9 @@ def too_large(limit: int) -> HTTPException:
 async def json_body(request: Request, limit: int) -> dict[str, Any] | None:
     """The body's JSON object, or None if it is not one. Read as it arrives: a body over
     ``limit`` bytes (a declared length, or what a chunked one has sent so far) is refused
-    with 413 without reading the rest, however much more the client would send."""
+    with 413 without reading the rest, however much more the client would send. JSON that
+    holds a lone surrogate (not text: no message, session id or store can take it), or is
+    nested deeper than the parser goes, is refused with 400."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
@@ -34,6 +36,19 @@ async def json_body(request: Request, limit: int) -> dict[str, Any] | None:
             raise too_large(limit)
     try:
         data = json.loads(body)
+        # JSON may spell a lone surrogate ("\\ud800"), which is no text: a message cannot hold it
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = e.object[e.start : e.end].encode("utf-8", "backslashreplace").decode("ascii")
+        raise HTTPException(
+            400,
+            f"rillet web: the body's JSON holds a lone surrogate ({bad}), which is not text; "
+            "send UTF-8 text (escape a character outside the BMP as a surrogate pair)",
+        ) from None
     except ValueError:
         return None
+    except RecursionError:  # a body within the limit can hold more brackets than the parser nests
+        raise HTTPException(
+            400, "rillet web: the body's JSON is nested too deeply to read; send a flatter value"
+        ) from None
     return data if isinstance(data, dict) else None

@@ -123,6 +123,12 @@ class CallLog(RunObserver):
             }
         )
 
+    def end_open(self, status: str) -> None:
+        """Ends, with ``status``, every call still open: the run was cancelled or stopped
+        with them in flight, and a model call cut short reports no end of its own."""
+        for call_id in list(self._open):
+            self._end(call_id, status=status)
+
     # --- the observer's hooks (on the run's event loop)
 
     def on_model_start(self, run: RunInfo, model: ModelInfo, messages: Sequence[Message]) -> None:

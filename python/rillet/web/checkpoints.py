@@ -8,8 +8,10 @@ import threading
 import time
 from typing import Any
 
+from rillet.checkpoint.journal import read_step_head
 from rillet.checkpoint.payload import load
 from rillet.checkpoint.stores import CheckpointStore, InMemoryCheckpointStore, SqliteCheckpointStore
+from rillet.errors import CheckpointError
 from rillet.web.wire import event_records, jsonable
 
 __all__ = ["MemoryStore", "decoded", "listing"]
@@ -66,12 +68,25 @@ def decoded(store: CheckpointStore, checkpoint_id: str) -> dict[str, Any] | None
     """Checkpoint ``checkpoint_id`` decoded (checked first, as a resume would): the agent
     that saved it, its input, session values, events and interrupts (id, address, state; a
     point no other extends is a root cause, the one to answer). None if it does not exist;
-    raises the decoder's error for bytes that are not a sound checkpoint."""
+    raises the decoder's error for bytes that are not a sound checkpoint, and CheckpointError
+    saying how to continue a step record."""
     data = store.get(checkpoint_id)
     if data is None:
         return None
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"checkpoint[{checkpoint_id}]: the store returned {type(data).__name__}, not bytes")
+    if read_step_head(bytes(data), checkpoint_id) is not None:  # no payload: a log of steps
+        from rillet.cli.prompt import resume_command  # rillet.cli loads its commands: only for this message
+
+        where = (
+            "continue it with: " + resume_command(checkpoint_id, str(store.path), "MODULE:ATTRIBUTE")
+            if isinstance(store, SqliteCheckpointStore)
+            else "its run, if it is still going in this server, continues it"
+        )
+        raise CheckpointError(
+            f"checkpoint[{checkpoint_id}] is the step record of a run that did not finish "
+            f'(Runner(durability="step")), which the browser does not decode; {where}'
+        )
     loaded = load(bytes(data), checkpoint_id)
     events: list[dict[str, Any]] = []
     for i, ev in enumerate(loaded.session.snapshot()):

@@ -19,7 +19,7 @@ from rillet.checkpoint.journal import decode_records, step_head
 from rillet.checkpoint.payload import load
 from rillet.checkpoint.stores import CheckpointStore
 from rillet.data.events import AgentEvent
-from rillet.run.run_handle import RunIterator
+from rillet.run.run_handle import RunIterator, close_and_wait
 from rillet.runner import Runner
 from rillet.sessions import SessionStore
 from rillet.sessions.protocol import encode_messages
@@ -27,6 +27,9 @@ from rillet.web.calls import CallLog, error_kind
 from rillet.web.wire import event_records, jsonable
 
 __all__ = ["Hub", "Run"]
+
+
+_STOP_WAIT = 2.0  # seconds the runs a stopping server closes may take to end (within uvicorn's grace)
 
 
 def _new_session() -> str:
@@ -51,6 +54,8 @@ class Run:
         self._stream: StreamReader[Message] | None = None  # the message being read, ditto
         self._watchers = 0  # pages reading its records now
         self.calls = CallLog(self.add)  # its model and tool calls, as records
+        self.queued = False  # a chat turn waiting for the one before it to end
+        self.finished = threading.Event()  # its run_end record is in
 
     def add(self, record: dict[str, Any]) -> None:
         with self._lock:
@@ -59,6 +64,8 @@ class Run:
             waiters, self._waiters = self._waiters, []
         for loop, ready in waiters:
             loop.call_soon_threadsafe(ready.set)
+        if record["type"] == "run_end":
+            self.finished.set()
 
     async def since(self, start: int) -> list[dict[str, Any]]:
         """The records from number ``start`` on, waiting for one if there are none yet;
@@ -95,13 +102,51 @@ class Run:
         """Cancels the run if it is still going: its task is cancelled (the tool or model call
         in flight sees CancelledError) and its record stream ends with status ``cancelled``."""
         with self._lock:
-            if self._events is None or self.status in ("interrupted", "cancelled"):
+            if self.queued and self.status == "running":  # not started: it never will
+                self.status = "cancelled"
+                events = None
+            elif self._events is None or self.status in ("interrupted", "cancelled", "stopped"):
                 return  # ended, or its checkpoint is saved: what is left of it only hands that out
-            self.status = "cancelled"
-            events, stream = self._events, self._stream
+            else:
+                self.status = "cancelled"
+                events, stream = self._events, self._stream
+        if events is None:
+            self.add({"type": "run_end", "run": self.id, "status": "cancelled", "checkpoint_id": self.checkpoint_id})
+            return
         events.close()
         if stream is not None:  # a message being read: its producer need not be the run's task
             stream.close()
+
+    def stop(self) -> RunIterator | None:
+        """The server is stopping: if the run is still going, its status becomes ``stopped``
+        and its message stream is closed; its events are returned for the caller to close
+        (:func:`rillet.run.run_handle.close_and_wait`: a resume's claim is released before the process
+        exits), who then ends its record stream with :meth:`stopped`."""
+        with self._lock:
+            if self.status != "running":
+                return None
+            self.status = "stopped"
+            events, stream = self._events, self._stream
+        if stream is not None:
+            stream.close()
+        return events
+
+    def stopped(self) -> None:
+        """The run_end record of a run :meth:`stop` stopped (after the ends of its calls)."""
+        self.calls.end_open("cancelled")
+        self.add({"type": "run_end", "run": self.id, "status": "stopped", "checkpoint_id": self.checkpoint_id})
+
+    def dequeue(self) -> bool:
+        """The turn before it ended: whether this queued turn is still to run (not cancelled
+        or stopped meanwhile)."""
+        with self._lock:
+            self.queued = False
+            return self.status == "running"
+
+    def failed_to_start(self, e: Exception) -> None:
+        """Ends a run that could not start (its session could not be read), saying why."""
+        self._failed(e, 0)
+        self.add({"type": "run_end", "run": self.id, "status": self.status, "checkpoint_id": self.checkpoint_id})
 
     def launch(self, events: RunIterator, on_end: Callable[[Run], None]) -> None:
         """Consumes ``events`` on a thread of its own; ``on_end(run)`` once the run ended."""
@@ -126,14 +171,20 @@ class Run:
             self._events = None
             if self.status == "running":
                 self.status = "done"
+            cut = self.status in ("cancelled", "stopped")
+        if cut:  # the calls it cut short, before its end: a page shows none of them still running
+            self.calls.end_open("cancelled")
         try:
             on_end(self)  # first: a page reloads the sessions when it sees run_end, and must find the turn
         finally:
-            self.add({"type": "run_end", "run": self.id, "status": self.status, "checkpoint_id": self.checkpoint_id})
+            if self.status != "stopped":  # stop() sent its run_end
+                self.add(
+                    {"type": "run_end", "run": self.id, "status": self.status, "checkpoint_id": self.checkpoint_id}
+                )
 
     def _failed(self, e: Exception, seq: int) -> None:
         with self._lock:
-            if self.status == "cancelled":  # what closing its events raised: not a failure
+            if self.status in ("cancelled", "stopped"):  # what closing its events raised: not a failure
                 return
             self.status = "error"
         self.add(
@@ -153,7 +204,7 @@ class Run:
         stream = mv.message_stream if mv is not None and mv.message is None else None
         with self._lock:
             self._stream = stream
-            cancelled = self.status == "cancelled"
+            cancelled = self.status in ("cancelled", "stopped")
             if not cancelled and ev.action is not None and ev.action.interrupted is not None:
                 self.status = "interrupted"
             elif not cancelled and ev.error is not None:
@@ -238,26 +289,54 @@ class Hub:
         self._questions: dict[str, tuple[str, str]] = {}  # checkpoint id -> its turn's session and question
         self._lock = threading.Lock()
         self._chat_from = 0  # the first run of the current chat (New chat starts another)
+        self._last_turn: dict[str, Run] = {}  # session id -> its latest chat turn (the next waits for it)
 
     def start(self, text: str) -> Run:
         """Starts a turn of the chat on ``text`` in the current session; its checkpoint id is
-        the run's own."""
+        the run's own. While the session's previous turn is still going, it waits for it (a
+        message sent before the last answer ended), queued: its history then holds that turn."""
         checkpoint_id = "web-" + uuid.uuid4().hex[:12]
         run = Run(checkpoint_id, "run", text)
         with self._lock:
             session_id = self.session_id
             self._questions[checkpoint_id] = (session_id, text)
-        run.records[0]["session"] = session_id
-        data = self.sessions.get(session_id)
+            run.records[0]["session"] = session_id
+            before = self._last_turn.get(session_id)
+            self._last_turn[session_id] = run
+            run.queued = before is not None and not before.finished.is_set()
+            if run.queued:
+                self.runs[run.id] = run  # listed (running) while it waits
+        if run.queued:
+            assert before is not None
+            threading.Thread(
+                target=self._after, args=(before, run, text), name=f"rillet-web-{run.id}-queued", daemon=True
+            ).start()
+            return run
+        return self._launch(run, self._turn(run, text))
+
+    def _after(self, before: Run, run: Run, text: str) -> None:
+        """Starts the queued turn ``run`` once ``before`` has ended (and been stored)."""
+        before.finished.wait()
+        if not run.dequeue():
+            return
+        try:
+            events = self._turn(run, text)
+        except Exception as e:  # noqa: BLE001  (the page is told why, as for a run that failed)
+            run.failed_to_start(e)
+            return
+        self._launch(run, events)
+
+    def _turn(self, run: Run, text: str) -> RunIterator:
+        """The run of a chat turn: its session's turns so far as history, its values as seed."""
+        data = self.sessions.get(run.records[0]["session"])
         history: list[Message] = []
         values: dict[str, Any] = {}
         if data is not None:
             history = list(data.summary) + [m for t in data.turns if t.index > data.summary_through for m in t.messages]
             values = dict(data.values)
-        events = self._runner(run).run(
-            [*history, Message.user(text)], checkpoint_id=checkpoint_id, session_values=values
+        return self._runner(run).run(
+            [*history, Message.user(text)], checkpoint_id=run.checkpoint_id, session_values=values
         )
-        return self._launch(run, events)
 
     def open(self, session_id: str | None) -> str:
         """Makes ``session_id`` the chat (None: a new, empty one); the next turn continues it."""
@@ -271,7 +350,9 @@ class Hub:
         refuses it."""
         run = Run(checkpoint_id, "resume", ", ".join(f"{k}: {v}" for k, v in targets.items()))
         run.records[0]["decisions"] = self._decisions(checkpoint_id, targets)
-        events = self._runner(run).resume(checkpoint_id, targets=dict(targets))
+        # a session's run (rillet run --session, a program's session_store) resumes into its
+        # session, whose turn the Runner then appends; the chat's own turns have none
+        events = self._runner(run, sessions=True).resume(checkpoint_id, targets=dict(targets))
         return self._launch(run, events)
 
     def _decisions(self, checkpoint_id: str, targets: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -288,13 +369,15 @@ class Hub:
             for iid, answer in targets.items()
         ]
 
-    def _runner(self, run: Run) -> Runner:
-        """A Runner for ``run``, reporting its calls to ``run.calls``."""
+    def _runner(self, run: Run, *, sessions: bool = False) -> Runner:
+        """A Runner for ``run``, reporting its calls to ``run.calls``; with the session store
+        if ``sessions`` (a resume: its checkpoint may be a session's run)."""
         calls = run.calls
         return Runner(
             self.agent,
             streaming=True,
             checkpoint_store=self._recording,
+            session_store=self.sessions if sessions else None,
             durability="step" if self.durability == "step" else "interrupt",
             observers=[calls],
             plugins=[calls.plugin],
@@ -323,11 +406,17 @@ class Hub:
 
     def stop(self) -> None:
         """Ends the event streams of the runs still going (status ``stopped``): the server is
-        shutting down and must not wait for them (their threads die with the process)."""
+        shutting down and must not wait for them to finish. Each is closed, and given a few
+        seconds to let go of what it holds: a resume's claim on its checkpoint, which would
+        otherwise refuse every resume of it after a restart until the claim's lease ran out."""
         with self._lock:
             going = [r for r in self.runs.values() if r.status == "running"]
-        for run in going:
-            run.add({"type": "run_end", "run": run.id, "status": "stopped", "checkpoint_id": run.checkpoint_id})
+        stopping = [(run, run.stop()) for run in going]
+        try:
+            close_and_wait([events for _, events in stopping if events is not None], _STOP_WAIT)
+        finally:  # then the pages hear it: after the records of the calls it cut short
+            for run, _ in stopping:
+                run.stopped()
 
     def steps(self, run_id: str) -> list[dict[str, Any]] | None:
         """The step records of run ``run_id``'s checkpoint (``durability="step"``), each
