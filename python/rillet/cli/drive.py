@@ -38,7 +38,6 @@ __all__ = [
     "Decisions",
     "Driver",
     "Pending",
-    "Stopped",
     "abandon",
     "announce",
     "ask",
@@ -50,11 +49,6 @@ __all__ = [
 
 
 _ABANDON_WAIT = 5.0  # seconds a run left with Ctrl-C may take to end (its claim released) before the exit
-
-
-class Stopped(Exception):
-    """The run was left with Ctrl-C while it was going (not at a prompt): it is closed, and
-    what it held (a resume's claim on its checkpoint) let go."""
 
 
 def abandon(*runs: Any, wait: float = _ABANDON_WAIT) -> None:
@@ -99,15 +93,15 @@ class Driver:
         self.answered: list[Pending] = []  # the interrupts of the latest resume (its checkpoint keeps them)
 
     def show(self, events: Iterable[AgentEvent]) -> list[Pending]:
-        """Shows ``events``; the interrupts the run stopped at (empty: it ended). Raises
-        :class:`Stopped` when it is left with Ctrl-C (the run closed, its claim released)."""
+        """Shows ``events``; the interrupts the run stopped at (empty: it ended). Ctrl-C while
+        it runs closes the run (its claim released) before the KeyboardInterrupt goes on."""
         try:
             return self._show(events)
         except KeyboardInterrupt:  # Ctrl-C while it runs (at a prompt, ask() takes it)
             abandon(events)
             if not self.as_json:
                 self.console.print()
-            raise Stopped from None
+            raise
 
     def _show(self, events: Iterable[AgentEvent]) -> list[Pending]:
         pending: list[Pending] = []

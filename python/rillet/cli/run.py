@@ -20,7 +20,7 @@ from rillet.cli.common import (
     output_options,
     verbose_option,
 )
-from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, Stopped, resume_hint
+from rillet.cli.drive import CTRL_C_STATUS, Decisions, Driver, Pending, resume_hint
 from rillet.cli.prompt import not_utf8, resume_command, shown
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def _turn(
         return driver.follow(cid, driver.show(events), stopped)
     except (RilletError, ValueError) as e:
         fail("run", str(e), 1)
-    except Stopped:  # Ctrl-C while it ran: closed, and a resume's claim released
+    except KeyboardInterrupt:  # Ctrl-C while it ran (show() closed the run): closed, and a resume's claim released
         kept = (
             f"checkpoint[{cid}] is kept as it was at its last interrupt, to resume again: "
             f"{resume_hint(cid, db, spec, driver.answered)}"
