@@ -181,7 +181,7 @@ def _resume(
     driver.answered = pending
     try:
         return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id, targets=targets or None)), stopped)
-    except KeyboardInterrupt:  # Ctrl-C while it ran (show() closed the run): closed, its claim on the checkpoint released
+    except KeyboardInterrupt:  # Ctrl-C while it ran: show() closed it, its claim released
         fail(
             "resume",
             f"stopped by Ctrl-C while the run was going; checkpoint[{checkpoint_id}] is kept as it was, to resume "
@@ -234,7 +234,7 @@ def _retry(
         console.print(f"[dim]continuing the step record of checkpoint {checkpoint_id}[/]")
     try:
         return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id)), stopped)
-    except KeyboardInterrupt:  # Ctrl-C while it ran (show() closed the run): closed, its claim released
+    except KeyboardInterrupt:  # Ctrl-C while it ran: show() closed it, its claim released
         fail(
             "resume",
             f"stopped by Ctrl-C while the run was going; checkpoint[{checkpoint_id}] keeps its step record, to "
