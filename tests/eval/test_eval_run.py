@@ -110,6 +110,16 @@ def test_an_unexpected_interrupt_stops_the_case_at_its_step() -> None:
     assert "user: thanks" not in run.steps  # the case stopped there
 
 
+def test_an_answer_that_is_no_approval_decision_fails_the_case_saying_why() -> None:
+    # "aprove" settles nothing: the call asks again, which the case did not expect (before, the
+    # model was told an error and carried on, and a case checking only the trajectory passed).
+    case = two_turns(interrupts=[{"tool": "pay", "resume": "aprove"}], answer=None)
+    report = run_eval(make_agent, EvalSet(name="s", cases=(case,)), progress=False)
+    (check,) = report.cases[0].runs[0].failures
+    assert check.kind == "interrupts" and check.message.startswith("unexpected interrupt from pay at step ")
+    assert "approval resume data 'aprove' is no decisio" in check.message  # (the info is shortened)
+
+
 def test_an_expected_interrupt_that_never_comes_fails() -> None:
     extra = [{"tool": "pay", "resume": "approve"}, {"tool": "greet", "resume": "approve"}]
     report = run_eval(make_agent, EvalSet(name="s", cases=(two_turns(interrupts=extra),)), progress=False)

@@ -549,9 +549,12 @@ def test_requires_approval_approve_reject_and_edit() -> None:
     assert "rejected" in told and "too much" in told
     events, model = run(edit({"amount": 3}))
     assert sent == [10, 3] and texts(events)[0] == "sent 3"
-    _, model = run({"decision": "maybe"})  # a bad decision reaches the model as the tool's error
-    told = [m.content for m in model.calls[1].messages if m.role == "tool"][0]
-    assert "approve(), reject(reason) or edit(arguments)" in told
+    events, model = run({"decision": "maybe"})  # a bad decision settles nothing: asked again, saying why
+    (again,) = interrupts(events)
+    assert (
+        "approve(), reject(reason) or edit(arguments)" in again.action.interrupted.interrupt_contexts[0].info["error"]
+    )
+    assert sent == [10, 3] and len(model.calls) == 1
 
 
 # --- a finished resume --------------------------------------------------------------------------

@@ -44,3 +44,34 @@ def test_edit_runs_the_tool_with_the_persons_arguments() -> None:
     ask = list(runner.query("pay", checkpoint_id="e"))[-1].action.interrupted.interrupt_contexts[0]
     events = list(runner.resume("e", targets={ask.id: edit({"amount": 5})}))
     assert events[0].message_output.get_message().content == "paid 5"
+
+
+@pytest.mark.parametrize("data", ["aprove", {"decision": "yes"}, {"decision": "edit", "arguments": "x"}, None])
+def test_resume_data_that_is_no_decision_asks_again_saying_why(data: Any) -> None:
+    # A typo must not settle the call (it was an "Error:" result the model carried on from):
+    # nothing runs, and the run stops at the same call again with the error in its info.
+    from rillet import InMemoryCheckpointStore, approve, requires_approval, tool
+
+    paid: list[int] = []
+
+    def pay(amount: int) -> str:
+        """Pays an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    a = agent("a", [call_msg("pay", '{"amount": 5}'), "done"], [requires_approval(tool(pay))])
+    runner = Runner(a, checkpoint_store=InMemoryCheckpointStore())
+    ask = list(runner.query("pay", checkpoint_id="t"))[-1].action.interrupted.interrupt_contexts[0]
+    events = list(runner.resume("t", targets={ask.id: data}))
+    assert [e.error for e in events if e.error is not None] == []
+    assert [e.message_output for e in events if e.message_output is not None] == []
+    again = events[-1].action.interrupted.interrupt_contexts[0]
+    assert again.info["tool"] == "pay" and again.info["arguments"] == {"amount": 5}
+    assert again.info["error"].startswith(
+        f"approval resume data {data!r} is no decision: give approve(), reject(reason)"
+    )
+    assert paid == []
+    # answered properly, the call runs once
+    events = list(runner.resume("t", targets={again.id: approve()}))
+    assert events[0].message_output.get_message().content == "paid 5"
+    assert paid == [5]

@@ -12,7 +12,9 @@ with one of :func:`approve`, :func:`reject` or :func:`edit` as the target's data
         ...
 
 A rejection is sent to the model as the tool's result, with the reason, so it can change
-course; an edit runs the tool with the person's arguments instead of the model's.
+course; an edit runs the tool with the person's arguments instead of the model's. Resume data
+that is none of these (``"aprove"``) settles nothing: the run interrupts again with the same
+call, its info's ``"error"`` saying what was wrong.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ def _decision(data: Any) -> ApprovalDecision:
     if isinstance(data, dict) and data.get("decision") == "edit" and isinstance(data.get("arguments"), dict):
         return data  # type: ignore[return-value]
     raise ValueError(
-        f"approval resume data must be approve(), reject(reason) or edit(arguments) from rillet.tools.approval, got {data!r}"
+        f"approval resume data {data!r} is no decision: give approve(), reject(reason) or edit(arguments) "
+        "from rillet.tools.approval"
     )
 
 
@@ -92,7 +95,11 @@ class ApprovalTool(BaseTool):
         saved = state["arguments"] if isinstance(state, dict) else arguments
         if not is_target:  # still waiting for a decision: ask again
             raise stateful_interrupt({"tool": name, "arguments": json.loads(saved or "{}")}, {"arguments": saved})
-        decision = _decision(data)
+        try:
+            decision = _decision(data)
+        except ValueError as e:  # asked again, saying why: the call must not be settled by a typo
+            info = {"tool": name, "arguments": json.loads(saved or "{}"), "error": str(e)}
+            raise stateful_interrupt(info, {"arguments": saved}) from None
         if decision["decision"] == "reject":
             reason = decision.get("reason") or "no reason given"
             return f"The user rejected this call of {name} ({reason}). Do not call it again with the same arguments."
