@@ -248,6 +248,16 @@ def test_inspect_session_errors_say_what_to_do(tmp_path: Path) -> None:
     assert rillet("run", "agents:build", "hi", "--db", "plain.db", cwd=tmp_path).returncode == 0
     empty = rillet("inspect", "--sessions", "--db", "plain.db", "--no-color", cwd=tmp_path)
     assert empty.stdout == "no sessions in plain.db (rillet run --session ID --db plain.db starts one)\n"
+    assert rillet("inspect", "--sessions", "--db", "plain.db", "--json", cwd=tmp_path).stdout == ""
+    one_line_error(
+        rillet("inspect", "--session", "bo", "--db", "plain.db", cwd=tmp_path),
+        1,
+        "rillet inspect: no session 'bo' in plain.db: it holds no sessions (rillet run --session ID --db plain.db starts one)",
+    )
+    # looking is read only: a file of checkpoints is not given session tables
+    with sqlite3.connect(tmp_path / "plain.db") as conn:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "sessions" not in tables and "checkpoints" in tables
 
 
 FLAKY = """

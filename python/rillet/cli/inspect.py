@@ -3,6 +3,7 @@ checkpoints in a SQLite file with their sizes and ages."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import time
 from pathlib import Path
@@ -53,6 +54,8 @@ def inspect(
     store = checkpoint_store("inspect", path, create=False)
     console = make_console(False if no_color else None)
     if list_sessions or session_id is not None:
+        if not _has_sessions(path):  # read only: opening a store would write its tables into the file
+            return _no_sessions(path, session_id, console, as_json)
         sessions = _session_store(path)
         if session_id is not None:
             return _show_session(sessions, session_id, console, as_json)
@@ -60,6 +63,32 @@ def inspect(
     if checkpoint_id is None:
         return _list(store, console, as_json)
     return _show(store, checkpoint_id, console, as_json)
+
+
+def _has_sessions(path: str) -> bool:
+    """Whether the file has rillet's session tables, read without changing it."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)) as conn:
+            return (
+                conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").fetchone()
+                is not None
+            )
+    except sqlite3.Error:
+        return True  # not readable so: the store's own error says why
+
+
+def _no_sessions(path: str, session_id: str | None, console: Console, as_json: bool) -> int:
+    if session_id is not None:
+        fail(
+            "inspect",
+            f"no session {session_id!r} in {path}: it holds no sessions (rillet run --session ID --db {path} starts one)",
+            1,
+        )
+    if not as_json:
+        console.print(f"no sessions in {escape(path)} (rillet run --session ID --db {escape(path)} starts one)")
+    return 0
 
 
 def _session_store(path: str) -> Any:
