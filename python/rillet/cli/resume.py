@@ -4,7 +4,7 @@ from any process, answering its interrupts from the flags or at the prompt."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -168,17 +168,8 @@ def _resume(
             f"(no terminal, or stdin ended): pass --approve or --reject (nothing was run): {hint}",
         )
 
-    def stopped(missing: Sequence[Pending]) -> int:
-        what = ", ".join(p.label() for p in missing)
-        why = "Ctrl-C at the prompt" if driver.ctrl_c else "with no answer"
-        print(
-            f"rillet resume: stopped again at {what} ({why}); it is saved: "
-            f"{resume_hint(checkpoint_id, path, spec or '', missing)}",
-            file=sys.stderr,
-        )
-        return CTRL_C_STATUS if driver.ctrl_c else 3
-
     driver.answered = pending
+    stopped = _stopped(driver, checkpoint_id, path, spec, "stopped again at")
     try:
         return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id, targets=targets or None)), stopped)
     except KeyboardInterrupt:  # Ctrl-C while it ran: show() closed it, its claim released
@@ -188,6 +179,24 @@ def _resume(
             f"again: {resume_hint(checkpoint_id, path, spec or '', driver.answered)}",
             CTRL_C_STATUS,
         )
+
+
+def _stopped(
+    driver: Driver, checkpoint_id: str, path: str, spec: str | None, verb: str
+) -> Callable[[Sequence[Pending]], int]:
+    """What :meth:`Driver.follow` calls when an interrupt got no answer: says where the run
+    stopped and how to resume it; the exit status (130 after Ctrl-C at the prompt, else 3)."""
+
+    def stopped(missing: Sequence[Pending]) -> int:
+        what = ", ".join(p.label() for p in missing)
+        why = "Ctrl-C at the prompt" if driver.ctrl_c else "with no answer"
+        print(
+            f"rillet resume: {verb} {what} ({why}); it is saved: {resume_hint(checkpoint_id, path, spec or '', missing)}",
+            file=sys.stderr,
+        )
+        return CTRL_C_STATUS if driver.ctrl_c else 3
+
+    return stopped
 
 
 def _retry(
@@ -220,18 +229,9 @@ def _retry(
         "resume", runner, console, as_json=as_json, decisions=decisions, verbose=verbose, tool_errors=tool_errors
     )
 
-    def stopped(missing: Sequence[Pending]) -> int:
-        what = ", ".join(p.label() for p in missing)
-        why = "Ctrl-C at the prompt" if driver.ctrl_c else "with no answer"
-        print(
-            f"rillet resume: stopped at {what} ({why}); it is saved: "
-            f"{resume_hint(checkpoint_id, path, spec or '', missing)}",
-            file=sys.stderr,
-        )
-        return CTRL_C_STATUS if driver.ctrl_c else 3
-
     if not as_json:
         console.print(f"[dim]continuing the step record of checkpoint {checkpoint_id}[/]")
+    stopped = _stopped(driver, checkpoint_id, path, spec, "stopped at")
     try:
         return driver.follow(checkpoint_id, driver.show(runner.resume(checkpoint_id)), stopped)
     except KeyboardInterrupt:  # Ctrl-C while it ran: show() closed it, its claim released

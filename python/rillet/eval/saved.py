@@ -31,10 +31,19 @@ if TYPE_CHECKING:
     from rillet.data.events import MessageVariant
     from rillet.sessions import SessionStore
 
-__all__ = ["add_case", "case_from_checkpoint", "case_from_messages", "case_from_session", "unanswered"]
+__all__ = [
+    "add_case",
+    "case_from_checkpoint",
+    "case_from_messages",
+    "case_from_session",
+    "expected_arguments",
+    "unanswered",
+]
 
 
-def _arguments(text: str) -> dict[str, Any] | None:
+def expected_arguments(text: str) -> dict[str, Any] | None:
+    """A recorded call's arguments as an expected call's: the JSON object, or None (any
+    arguments) when the text is not one."""
     try:
         value = json.loads(text) if text else {}
     except json.JSONDecodeError:
@@ -49,7 +58,7 @@ def _turn(
     if not inputs:
         return None
     calls = [
-        ExpectedCall(name=c.function.name, arguments=_arguments(c.function.arguments))
+        ExpectedCall(name=c.function.name, arguments=expected_arguments(c.function.arguments))
         for m in messages
         if m.role == "assistant"
         for c in m.tool_calls

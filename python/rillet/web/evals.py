@@ -14,7 +14,6 @@ POST /api/evals/cases {"run", "case_id"?, "file"?}  writes the turn of run as a 
 from __future__ import annotations
 
 import ast
-import json
 import re
 import uuid
 from importlib import resources
@@ -27,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from rillet.eval.compare import compare_reports, load_report
-from rillet.eval.saved import add_case
+from rillet.eval.saved import add_case, expected_arguments
 from rillet.eval.sets import Answer, EvalCase, EvalSetError, ExpectedCall, ExpectedInterrupt, Trajectory, Turn
 from rillet.web.bodies import json_body
 from rillet.web.runs import Hub, Run
@@ -41,14 +40,6 @@ _FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+-]*\.json")  # a plain name in the
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
-
-
-def _arguments(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text) if text else {}
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _messages(run: Run) -> list[dict[str, Any]]:
@@ -108,7 +99,9 @@ def case_from_run(chain: list[Run], case_id: str) -> EvalCase:
     for n, run in enumerate(chain):
         for r in _messages(run):
             if r.get("role") == "assistant":
-                calls += [ExpectedCall(name=c["name"], arguments=_arguments(c["arguments"])) for c in r["tool_calls"]]
+                calls += [
+                    ExpectedCall(name=c["name"], arguments=expected_arguments(c["arguments"])) for c in r["tool_calls"]
+                ]
             action = r.get("action") or {}
             if action.get("kind") == "interrupt":
                 asked = action.get("interrupts") or []
