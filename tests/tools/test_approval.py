@@ -46,7 +46,19 @@ def test_edit_runs_the_tool_with_the_persons_arguments() -> None:
     assert events[0].message_output.get_message().content == "paid 5"
 
 
-@pytest.mark.parametrize("data", ["aprove", {"decision": "yes"}, {"decision": "edit", "arguments": "x"}, None])
+@pytest.mark.parametrize(
+    "data",
+    [
+        "aprove",
+        {"decision": "yes"},
+        {"decision": "edit", "arguments": "x"},
+        None,
+        1,  # not True: 1 == True, but a count is no decision
+        0.0,
+        {"decision": "approve", "arguments": {"amount": 9}},  # meant as an edit: approving would drop them
+        {"decision": "reject", "reason": 3},
+    ],
+)
 def test_resume_data_that_is_no_decision_asks_again_saying_why(data: Any) -> None:
     # A typo must not settle the call (it was an "Error:" result the model carried on from):
     # nothing runs, and the run stops at the same call again with the error in its info.
@@ -75,3 +87,28 @@ def test_resume_data_that_is_no_decision_asks_again_saying_why(data: Any) -> Non
     events = list(runner.resume("t", targets={again.id: approve()}))
     assert events[0].message_output.get_message().content == "paid 5"
     assert paid == [5]
+
+
+def test_edited_arguments_that_do_not_fit_the_tool_ask_again_saying_why() -> None:
+    # The person's arguments are checked as the model's are; when they do not fit, the call is
+    # asked again (it was an "Error:" result the model carried on from).
+    from rillet import InMemoryCheckpointStore, edit, requires_approval, tool
+
+    paid: list[int] = []
+
+    def pay(amount: int) -> str:
+        """Pays an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    a = agent("a", [call_msg("pay", '{"amount": 5}'), "done"], [requires_approval(tool(pay))])
+    runner = Runner(a, checkpoint_store=InMemoryCheckpointStore())
+    ask = list(runner.query("pay", checkpoint_id="t"))[-1].action.interrupted.interrupt_contexts[0]
+    events = list(runner.resume("t", targets={ask.id: edit({"amount": "abc"})}))
+    assert [e.message_output for e in events if e.message_output is not None] == []
+    again = events[-1].action.interrupted.interrupt_contexts[0]
+    assert again.info["arguments"] == {"amount": 5}  # the model's proposal, as first asked
+    assert again.info["error"].startswith("the edited arguments do not fit the tool: ")
+    assert "amount" in again.info["error"] and paid == []
+    events = list(runner.resume("t", targets={again.id: edit({"amount": 7})}))
+    assert events[0].message_output.get_message().content == "paid 7" and paid == [7]

@@ -13,8 +13,9 @@ with one of :func:`approve`, :func:`reject` or :func:`edit` as the target's data
 
 A rejection is sent to the model as the tool's result, with the reason, so it can change
 course; an edit runs the tool with the person's arguments instead of the model's. Resume data
-that is none of these (``"aprove"``) settles nothing: the run interrupts again with the same
-call, its info's ``"error"`` saying what was wrong.
+that is none of these (``"aprove"``), or an edit whose arguments do not fit the tool, settles
+nothing: the run interrupts again with the same call, its info's ``"error"`` saying what was
+wrong.
 """
 
 from __future__ import annotations
@@ -60,17 +61,29 @@ def edit(arguments: Mapping[str, Any]) -> ApprovalDecision:
     return {"decision": "edit", "arguments": dict(arguments)}
 
 
+_KEYS = {"approve": {"decision"}, "reject": {"decision", "reason"}, "edit": {"decision", "arguments"}}
+
+
 def _decision(data: Any) -> ApprovalDecision:
-    if data in ("approve", True):
+    """``data`` as a decision; a ValueError for anything else (exact: ``1`` is not True, and
+    an approve carrying arguments, meant as an edit, would drop them)."""
+    if data is True or data == "approve":
         return approve()
-    if data in ("reject", False):
+    if data is False or data == "reject":
         return reject()
-    if isinstance(data, dict) and data.get("decision") in ("approve", "reject"):
-        return data  # type: ignore[return-value]
-    if isinstance(data, dict) and data.get("decision") == "edit" and isinstance(data.get("arguments"), dict):
-        return data  # type: ignore[return-value]
+    if isinstance(data, dict):
+        keys = _KEYS.get(data.get("decision"))  # type: ignore[arg-type]
+        if (
+            keys is not None
+            and set(data) <= keys
+            and ("arguments" not in keys or isinstance(data.get("arguments"), dict))
+        ):
+            if "reason" not in data or isinstance(data["reason"], str):
+                return data  # type: ignore[return-value]
+    shown = repr(data)
+    shown = shown if len(shown) <= 200 else shown[:197] + "..."
     raise ValueError(
-        f"approval resume data {data!r} is no decision: give approve(), reject(reason) or edit(arguments) "
+        f"approval resume data {shown} is no decision: give approve(), reject(reason) or edit(arguments) "
         "from rillet.tools.approval"
     )
 
@@ -97,15 +110,23 @@ class ApprovalTool(BaseTool):
             raise stateful_interrupt({"tool": name, "arguments": json.loads(saved or "{}")}, {"arguments": saved})
         try:
             decision = _decision(data)
-        except ValueError as e:  # asked again, saying why: the call must not be settled by a typo
-            info = {"tool": name, "arguments": json.loads(saved or "{}"), "error": str(e)}
-            raise stateful_interrupt(info, {"arguments": saved}) from None
+        except ValueError as e:  # the call must not be settled by a typo
+            raise self._ask_again(saved, str(e)) from None
         if decision["decision"] == "reject":
             reason = decision.get("reason") or "no reason given"
             return f"The user rejected this call of {name} ({reason}). Do not call it again with the same arguments."
         if decision["decision"] == "edit":
-            saved = json.dumps(decision["arguments"], ensure_ascii=False)
+            edited = json.dumps(decision["arguments"], ensure_ascii=False)
+            try:
+                return await self.tool.invoke(edited)
+            except ToolArgumentsError as e:  # the person's arguments do not fit: asked again, saying why
+                raise self._ask_again(saved, f"the edited arguments do not fit the tool: {e}") from None
         return await self.tool.invoke(saved)
+
+    def _ask_again(self, saved: str, error: str) -> BaseException:
+        """The interrupt asking again for the same call, its info's ``error`` saying why."""
+        info = {"tool": self.info.name, "arguments": json.loads(saved or "{}"), "error": error}
+        return stateful_interrupt(info, {"arguments": saved})
 
 
 def requires_approval(tool: Any) -> ApprovalTool:
