@@ -229,4 +229,4 @@ def test_a_reply_in_the_other_message_type_ends_the_run_with_an_error_naming_bot
     theirs, ours = type(reply).__name__, type(given).__name__
     assert f"replied with an {theirs}" in str(error) or f"replied with a {theirs}" in str(error)
     assert f"conversation of {ours}" in str(error)
-    assert "from_message" in str(error)
+    assert ("AgenticMessage.from_message(m)" if theirs == "AgenticMessage" else "am.to_messages()") in str(error)

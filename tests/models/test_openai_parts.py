@@ -139,7 +139,7 @@ def test_an_agentic_conversation_is_refused_before_sending_naming_the_fix(
     model = make_model(server)
     conversation = [Message.system("Be brief."), AgenticMessage.user("hi")]
     with pytest.raises(
-        UnsupportedContentError, match=r"message 1 is an AgenticMessage.*to_message\(\).*OpenAIResponsesModel"
+        UnsupportedContentError, match=r"message 1 is an AgenticMessage.*to_messages\(\).*OpenAIResponsesModel"
     ):
         run(model.stream(conversation) if streaming else model.generate(conversation))
     assert server.requests == []

@@ -342,10 +342,11 @@ def _other_type(deps: ReactDeps, loop: ReactLoop, reply: Message) -> TypeError:
     """A reply in the other message type: a run keeps one (a conversation of both would be
     sent to the next call as it is, and its events typed neither way)."""
     theirs, ours = type(reply).__name__, type(loop.messages[0]).__name__
+    convert = "AgenticMessage.from_message(m) of each" if theirs == "AgenticMessage" else "am.to_messages() of each"
     return TypeError(
         f"ChatModelAgent {deps.name!r}: the model ({type(deps.model).__name__}) replied with {_an(theirs)} to a "
-        f"conversation of {ours}, and a run keeps one message type: give the run {theirs} input "
-        f"(AgenticMessage.from_message(m) or am.to_message()), or make the model answer {ours} with {ours}"
+        f"conversation of {ours}, and a run keeps one message type: give the run {theirs} input ({convert}), "
+        f"or make the model answer {ours} with {ours}"
     )
 
 

@@ -161,8 +161,8 @@ def _not_a_message(i: int, m: object) -> Exception:
     if isinstance(m, AgenticMessage):
         return UnsupportedContentError(
             f"chat completions (OpenAIChatModel) takes rillet.Message conversations, and message {i} is an "
-            "AgenticMessage: convert the conversation with AgenticMessage.to_message() (lossless for text, "
-            "images, tool calls and results), or use OpenAIResponsesModel or AnthropicChatModel, which answer "
+            "AgenticMessage: convert each message with AgenticMessage.to_messages() (a message of several tool "
+            "results becomes several), or use OpenAIResponsesModel or AnthropicChatModel, which answer "
             "AgenticMessage conversations with blocks"
         )
     return TypeError(f"message {i} is {type(m).__name__}, expected rillet.Message (e.g. Message.user('hi'))")
