@@ -254,6 +254,10 @@ def test_inspect_session_errors_say_what_to_do(tmp_path: Path) -> None:
         1,
         "rillet inspect: no session 'bo' in plain.db: it holds no sessions (rillet run --session ID --db plain.db starts one)",
     )
+    # the command in the hint runs as printed: a path with a space is quoted
+    (tmp_path / "my runs.db").write_bytes((tmp_path / "plain.db").read_bytes())
+    spaced = rillet("inspect", "--sessions", "--db", "my runs.db", "--no-color", cwd=tmp_path)
+    assert "rillet run --session ID --db 'my runs.db' starts one" in spaced.stdout
     # looking is read only: a file of checkpoints is not given session tables
     with sqlite3.connect(tmp_path / "plain.db") as conn:
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -268,6 +268,46 @@ def test_close_and_wait_returns_once_the_runs_clean_up_is_done() -> None:
     close_and_wait(runs, 30)  # closed already: nothing to wait for
 
 
+def test_close_and_wait_on_the_callers_own_loop_or_a_closed_one_closes_without_waiting() -> None:
+    """The caller's own loop cannot run the clean-up while it blocks (it waited its whole
+    timeout, here longer than the test may take); a closed loop never will (it left an
+    un-awaited coroutine behind, a RuntimeWarning)."""
+    import warnings
+
+    from rillet.run.run_handle import close_and_wait
+
+    async def forever() -> AsyncIterator[Any]:
+        yield AgentEvent(agent_name="a")
+        await asyncio.Event().wait()
+
+    async def on_our_loop() -> None:
+        run = start_run(forever())
+        await run.__anext__()
+        close_and_wait([run], 600)  # returns at once: the run is closed, its task cancelled
+        await asyncio.sleep(0)
+
+    asyncio.run(on_our_loop())
+
+    loop = asyncio.new_event_loop()
+
+    async def started_there() -> Any:
+        run = start_run(forever())
+        await run.__anext__()
+        return run
+
+    thread = threading.Thread(target=loop.run_forever)
+    thread.start()
+    run = asyncio.run_coroutine_threadsafe(started_there(), loop).result(30)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(30)
+    loop.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        close_and_wait([run], 600)
+        gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
 def test_abandoning_a_streaming_run_closes_every_copy_of_the_model_stream() -> None:
     from rillet import ChatModelAgent
 

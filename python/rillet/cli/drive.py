@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from rillet.data.events import AgentEvent
     from rillet.examples.demo import ToolErrors
+    from rillet.run.run_handle import RunIterator
     from rillet.runner import Runner
 
 __all__ = [
@@ -51,7 +52,7 @@ __all__ = [
 _ABANDON_WAIT = 5.0  # seconds a run left with Ctrl-C may take to end (its claim released) before the exit
 
 
-def abandon(*runs: Any, wait: float = _ABANDON_WAIT) -> None:
+def abandon(*runs: RunIterator[Any], wait: float = _ABANDON_WAIT) -> None:
     """Closes the runs (RunIterators) left with Ctrl-C and waits, ``wait`` seconds at most, for
     them to end before the process exits (rillet.run.run_handle.close_and_wait): a resume
     releases its claim on its checkpoint, a session run its hold on the session."""
@@ -92,7 +93,7 @@ class Driver:
         self.warned: set[str] = set()  # the flags already named as matching nothing
         self.answered: list[Pending] = []  # the interrupts of the latest resume (its checkpoint keeps them)
 
-    def show(self, events: Iterable[AgentEvent]) -> list[Pending]:
+    def show(self, events: RunIterator[Any]) -> list[Pending]:
         """Shows ``events``; the interrupts the run stopped at (empty: it ended). Ctrl-C while
         it runs closes the run (its claim released) before the KeyboardInterrupt goes on."""
         try:

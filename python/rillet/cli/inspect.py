@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,11 +84,13 @@ def _no_sessions(path: str, session_id: str | None, console: Console, as_json: b
     if session_id is not None:
         fail(
             "inspect",
-            f"no session {session_id!r} in {path}: it holds no sessions (rillet run --session ID --db {path} starts one)",
+            f"no session {session_id!r} in {path}: it holds no sessions (rillet run --session ID --db {shlex.quote(path)} starts one)",
             1,
         )
     if not as_json:
-        console.print(f"no sessions in {escape(path)} (rillet run --session ID --db {escape(path)} starts one)")
+        console.print(
+            f"no sessions in {escape(path)} (rillet run --session ID --db {escape(shlex.quote(path))} starts one)"
+        )
     return 0
 
 
@@ -122,7 +125,9 @@ def _list_sessions(sessions: Any, console: Console, as_json: bool) -> int:
         return 0
     path = escape(str(sessions.path))
     if not entries:
-        console.print(f"no sessions in {path} (rillet run --session ID --db {path} starts one)")
+        console.print(
+            f"no sessions in {path} (rillet run --session ID --db {escape(shlex.quote(str(sessions.path)))} starts one)"
+        )
         return 0
     width = max(len("session"), *(len(e.session_id) for e in entries))
     console.print(f"[bold]{'session':<{width}}  {'turns':>5}  last turn[/]")

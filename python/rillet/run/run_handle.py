@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
@@ -164,8 +165,9 @@ def close_and_wait(runs: Iterable[RunIterator[Any]], timeout: float) -> None:
     """Closes each run and waits, ``timeout`` seconds at most, for their tasks to end. For a
     process about to exit, whose event loop thread would stop the runs mid-way: each run's own
     clean-up happens first (a resume releases its claim on its checkpoint, which would refuse
-    every later resume of it until the claim's lease ran out; a session run its hold). Call it
-    from a thread that is not the runs' event loop."""
+    every later resume of it until the claim's lease ran out; a session run its hold). Runs
+    on a loop that cannot run their clean-up while this waits (the caller's own, a stopped or
+    closed one) are closed without waiting."""
     going: dict[asyncio.AbstractEventLoop, set[asyncio.Task[Any]]] = {}
     for run in runs:
         handle = run._task  # close() forgets it
@@ -173,13 +175,27 @@ def close_and_wait(runs: Iterable[RunIterator[Any]], timeout: float) -> None:
         task = handle.task if handle is not None else None
         if handle is not None and task is not None and not task.done():
             going.setdefault(handle.loop, set()).add(task)
+    try:
+        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    deadline = time.monotonic() + timeout  # one wait for all the loops, not one each
     for loop, tasks in going.items():
+        left = deadline - time.monotonic()
+        if loop is here or loop.is_closed() or not loop.is_running() or left <= 0:
+            continue  # it cannot run their clean-up while we wait (ours, or stopped): closed only
 
-        async def ended(tasks: set[asyncio.Task[Any]] = tasks) -> None:
-            await asyncio.wait(tasks, timeout=timeout)
+        async def ended(tasks: set[asyncio.Task[Any]] = tasks, left: float = left) -> None:
+            await asyncio.wait(tasks, timeout=left)
 
-        with contextlib.suppress(Exception):  # the loop closed meanwhile: nothing runs any more
-            asyncio.run_coroutine_threadsafe(ended(), loop).result(timeout + 1)
+        waiting = ended()
+        try:
+            future = asyncio.run_coroutine_threadsafe(waiting, loop)
+        except RuntimeError:  # the loop closed meanwhile: nothing runs any more
+            waiting.close()
+            continue
+        with contextlib.suppress(Exception):
+            future.result(left + 1)
 
 
 class RunBatches:
