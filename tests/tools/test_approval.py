@@ -46,6 +46,24 @@ def test_edit_runs_the_tool_with_the_persons_arguments() -> None:
     assert events[0].message_output.get_message().content == "paid 5"
 
 
+def _waiting_payment() -> tuple[Runner, Any, list[int]]:
+    """A run stopped at the approval of pay(amount=5) (checkpoint "t"): its runner, the
+    interrupt, and the amounts paid so far."""
+    from rillet import InMemoryCheckpointStore, requires_approval, tool
+
+    paid: list[int] = []
+
+    def pay(amount: int) -> str:
+        """Pays an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    a = agent("a", [call_msg("pay", '{"amount": 5}'), "done"], [requires_approval(tool(pay))])
+    runner = Runner(a, checkpoint_store=InMemoryCheckpointStore())
+    ask = list(runner.query("pay", checkpoint_id="t"))[-1].action.interrupted.interrupt_contexts[0]
+    return runner, ask, paid
+
+
 @pytest.mark.parametrize(
     "data",
     [
@@ -62,18 +80,9 @@ def test_edit_runs_the_tool_with_the_persons_arguments() -> None:
 def test_resume_data_that_is_no_decision_asks_again_saying_why(data: Any) -> None:
     # A typo must not settle the call (it was an "Error:" result the model carried on from):
     # nothing runs, and the run stops at the same call again with the error in its info.
-    from rillet import InMemoryCheckpointStore, approve, requires_approval, tool
+    from rillet import approve
 
-    paid: list[int] = []
-
-    def pay(amount: int) -> str:
-        """Pays an amount."""
-        paid.append(amount)
-        return f"paid {amount}"
-
-    a = agent("a", [call_msg("pay", '{"amount": 5}'), "done"], [requires_approval(tool(pay))])
-    runner = Runner(a, checkpoint_store=InMemoryCheckpointStore())
-    ask = list(runner.query("pay", checkpoint_id="t"))[-1].action.interrupted.interrupt_contexts[0]
+    runner, ask, paid = _waiting_payment()
     events = list(runner.resume("t", targets={ask.id: data}))
     assert [e.error for e in events if e.error is not None] == []
     assert [e.message_output for e in events if e.message_output is not None] == []
@@ -92,18 +101,9 @@ def test_resume_data_that_is_no_decision_asks_again_saying_why(data: Any) -> Non
 def test_edited_arguments_that_do_not_fit_the_tool_ask_again_saying_why() -> None:
     # The person's arguments are checked as the model's are; when they do not fit, the call is
     # asked again (it was an "Error:" result the model carried on from).
-    from rillet import InMemoryCheckpointStore, edit, requires_approval, tool
+    from rillet import edit
 
-    paid: list[int] = []
-
-    def pay(amount: int) -> str:
-        """Pays an amount."""
-        paid.append(amount)
-        return f"paid {amount}"
-
-    a = agent("a", [call_msg("pay", '{"amount": 5}'), "done"], [requires_approval(tool(pay))])
-    runner = Runner(a, checkpoint_store=InMemoryCheckpointStore())
-    ask = list(runner.query("pay", checkpoint_id="t"))[-1].action.interrupted.interrupt_contexts[0]
+    runner, ask, paid = _waiting_payment()
     events = list(runner.resume("t", targets={ask.id: edit({"amount": "abc"})}))
     assert [e.message_output for e in events if e.message_output is not None] == []
     again = events[-1].action.interrupted.interrupt_contexts[0]
